@@ -1,0 +1,18 @@
+"""Attention Explorer: the navigation and the shared sidebar. Every page lives in pages/."""
+
+import streamlit as st
+
+from ui import state, widgets
+
+st.set_page_config(page_title="Attention Explorer", page_icon="🔍", layout="wide")
+
+PAGES = {
+    "Start": [
+        st.Page("pages/overview.py", title="Overview", icon="🔍", default=True),
+    ],
+}
+
+navigation = st.navigation(PAGES)
+state.prepare_page_context()
+widgets.image_format_picker()
+navigation.run()

@@ -1,0 +1,217 @@
+"""The project's own BERT encoder: real weights, every step in plain sight, a Trace out.
+
+A BERT layer is
+    h = LayerNorm(x + MultiHeadAttention(x))        # tokens exchange information
+    y = LayerNorm(h + W_2 · GELU(W_1 · h))          # each token is transformed on its own
+and the model is an embedding step followed by L such layers. The attention inside every layer
+goes through core.attention, so the switches of a run (√d_head scaling, causal mask, removed
+heads, removed positions) act in every layer and their effect reaches the final vectors.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch.nn import functional as F
+
+from core.attention import AttentionWeights, MultiHeadResult, Projection, causal_mask, multi_head_attention
+from core.text import Encoded, WordPieceTokenizer
+from core.weights import BertDims
+
+
+@dataclass(frozen=True)
+class Trace:
+    """Everything one forward pass computed, as read-only float32 numpy arrays.
+
+    n = tokens, L = layers, H = heads. hidden_states[0] is the embedding output (the input of
+    layer 0) and hidden_states[l + 1] the output of layer l.
+    """
+
+    model_name: str
+    tokens: tuple[str, ...]  # n word pieces incl. [CLS]/[SEP]
+    input_ids: np.ndarray  # (n,) int64 vocabulary rows
+    segments: np.ndarray  # (n,) int64: 0 = first sentence, 1 = second
+    truncated: bool  # True when the input was cut to the model's maximum positions
+    n_pieces: int  # word pieces before truncation, specials included
+    static: np.ndarray  # (n, d_model) rows of the word-piece table: context-free vectors
+    hidden_states: np.ndarray  # (L + 1, n, d_model)
+    queries: np.ndarray  # (L, H, n, d_head)
+    keys: np.ndarray  # (L, H, n, d_head)
+    values: np.ndarray  # (L, H, n, d_head)
+    scores: np.ndarray  # (L, H, n, n): Q Kᵀ (/√d_head if scale), -inf where masked
+    attentions: np.ndarray  # (L, H, n, n): softmax of scores, rows sum to 1
+    options: RunOptions
+
+    @property
+    def n_tokens(self) -> int:
+        return len(self.tokens)
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """The switches of one run. The defaults are BERT as trained."""
+
+    scale: bool = True  # divide scores by √d_head in every layer
+    causal: bool = False  # every token sees only itself and tokens before it, in every layer
+    positions: bool = True  # add the learned position embeddings
+    ablate: frozenset[tuple[int, int]] = field(default_factory=frozenset)  # (layer, head) removed
+
+
+@dataclass(frozen=True)
+class BertLayerWeights:
+    attention: AttentionWeights
+    attn_norm: tuple[torch.Tensor, torch.Tensor]  # LayerNorm (weight, bias) after attention
+    ffn_in: Projection  # (d_ff, d_model): widen
+    ffn_out: Projection  # (d_model, d_ff): narrow back
+    ffn_norm: tuple[torch.Tensor, torch.Tensor]  # LayerNorm (weight, bias) after feed-forward
+
+
+def _readonly(tensor: torch.Tensor, dtype: torch.dtype = torch.float32) -> np.ndarray:
+    """A numpy view that cannot be written: a cached Trace is shared by every browser session."""
+    array = tensor.detach().to(dtype).numpy()
+    array.setflags(write=False)
+    return array
+
+
+class BertEncoder:
+    """A BERT encoder over loaded weights. Stateless after construction: safe to share."""
+
+    def __init__(self, name: str, model_dir: Path, dims: BertDims, tensors: dict[str, torch.Tensor],
+                 tokenizer: WordPieceTokenizer) -> None:  # fmt: skip
+        self.name = name
+        self.model_dir = model_dir
+        self.dims = dims
+        self.tokenizer = tokenizer
+        self.word_embeddings = tensors["embeddings.word"]  # (vocab, d_model)
+        self.position_embeddings = tensors["embeddings.position"]  # (max_positions, d_model)
+        self.segment_embeddings = tensors["embeddings.segment"]  # (type_vocab, d_model)
+        self.embedding_norm = (tensors["embeddings.norm.weight"], tensors["embeddings.norm.bias"])
+        self.layers = [self._layer(tensors, i) for i in range(dims.n_layers)]
+
+    @staticmethod
+    def _layer(tensors: dict[str, torch.Tensor], i: int) -> BertLayerWeights:
+        def proj(name: str) -> Projection:
+            return Projection(tensors[f"layers.{i}.{name}.weight"], tensors[f"layers.{i}.{name}.bias"])
+
+        def norm(name: str) -> tuple[torch.Tensor, torch.Tensor]:
+            return tensors[f"layers.{i}.{name}.weight"], tensors[f"layers.{i}.{name}.bias"]
+
+        attention = AttentionWeights(proj("query"), proj("key"), proj("value"), proj("attn_out"))
+        return BertLayerWeights(attention, norm("attn_norm"), proj("ffn_in"), proj("ffn_out"), norm("ffn_norm"))
+
+    # ---- sizes ------------------------------------------------------------------------------
+    @property
+    def n_layers(self) -> int:
+        return self.dims.n_layers
+
+    @property
+    def n_heads(self) -> int:
+        return self.dims.n_heads
+
+    @property
+    def d_model(self) -> int:
+        return self.dims.d_model
+
+    @property
+    def d_head(self) -> int:
+        return self.dims.d_head
+
+    @property
+    def max_positions(self) -> int:
+        return self.dims.max_positions
+
+    # ---- steps ------------------------------------------------------------------------------
+    def encode(self, text: str, pair: str | None = None) -> Encoded:
+        """Tokenize into [CLS] A [SEP] (B [SEP]), cut to the model's positions."""
+        return self.tokenizer.encode(text, pair, self.max_positions)
+
+    def _layer_norm(self, x: torch.Tensor, norm: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        return F.layer_norm(x, (self.d_model,), norm[0], norm[1], self.dims.layer_norm_eps)
+
+    def _activation(self, x: torch.Tensor) -> torch.Tensor:
+        if self.dims.activation == "relu":
+            return F.relu(x)
+        if self.dims.activation in ("gelu_new", "gelu_pytorch_tanh"):
+            return F.gelu(x, approximate="tanh")
+        return F.gelu(x)  # BERT's exact (erf) GELU
+
+    def embed(self, input_ids: torch.Tensor, segments: torch.Tensor, positions: bool = True) -> torch.Tensor:
+        """(n,) ids -> (n, d_model): word + position + segment vectors, then LayerNorm."""
+        n = input_ids.shape[0]
+        x = self.word_embeddings[input_ids] + self.segment_embeddings[segments]
+        if positions:
+            x = x + self.position_embeddings[:n]  # position p gets row p of the learned table
+        return self._layer_norm(x, self.embedding_norm)
+
+    def layer_forward(self, x: torch.Tensor, layer: int, mask: torch.Tensor | None, scale: bool,
+                      head_keep: torch.Tensor | None) -> tuple[torch.Tensor, MultiHeadResult]:  # fmt: skip
+        """One encoder layer: (n, d_model) -> (n, d_model), plus what its attention computed."""
+        weights = self.layers[layer]
+        attention = multi_head_attention(x, x, weights.attention, self.n_heads, mask, scale, head_keep)
+        h = self._layer_norm(x + attention.output, weights.attn_norm)  # residual + norm
+        ffn = weights.ffn_out(self._activation(weights.ffn_in(h)))  # (n, d_ff) -> (n, d_model)
+        return self._layer_norm(h + ffn, weights.ffn_norm), attention
+
+    def _head_keep(self, layer: int, ablate: frozenset[tuple[int, int]]) -> torch.Tensor | None:
+        removed = [head for (lyr, head) in ablate if lyr == layer]
+        if not removed:
+            return None
+        keep = torch.ones(self.n_heads)
+        keep[removed] = 0.0
+        return keep
+
+    # ---- the whole pass ---------------------------------------------------------------------
+    @torch.inference_mode()
+    def run(self, text: str, pair: str | None = None, *, scale: bool = True, causal: bool = False,
+            positions: bool = True, ablate: frozenset[tuple[int, int]] | set | tuple = frozenset()) -> Trace:  # fmt: skip
+        """Tokenize and run every layer; the switches act inside every layer."""
+        options = RunOptions(scale, causal, positions, frozenset(tuple(x) for x in ablate))
+        encoded = self.encode(text, pair)
+        input_ids = torch.tensor(encoded.input_ids, dtype=torch.long)  # (n,)
+        segments = torch.tensor(encoded.segments, dtype=torch.long)  # (n,)
+        n = input_ids.shape[0]
+        mask = causal_mask(n) if causal else None
+
+        x = self.embed(input_ids, segments, positions)
+        hidden_states, queries, keys, values, scores, attentions = [x], [], [], [], [], []
+        for layer in range(self.n_layers):
+            x, attention = self.layer_forward(x, layer, mask, scale, self._head_keep(layer, options.ablate))
+            hidden_states.append(x)
+            queries.append(attention.query)
+            keys.append(attention.key)
+            values.append(attention.value)
+            scores.append(attention.scores)
+            attentions.append(attention.attn_weights)
+
+        return Trace(
+            model_name=self.name,
+            tokens=encoded.tokens,
+            input_ids=_readonly(input_ids, torch.int64),
+            segments=_readonly(segments, torch.int64),
+            truncated=encoded.truncated,
+            n_pieces=encoded.n_pieces,
+            static=_readonly(self.word_embeddings[input_ids]),
+            hidden_states=_readonly(torch.stack(hidden_states)),  # (L + 1, n, d_model)
+            queries=_readonly(torch.stack(queries)),  # (L, H, n, d_head)
+            keys=_readonly(torch.stack(keys)),
+            values=_readonly(torch.stack(values)),
+            scores=_readonly(torch.stack(scores)),  # (L, H, n, n)
+            attentions=_readonly(torch.stack(attentions)),
+            options=options,
+        )
+
+    # ---- read-only views of the weights, for pages that show them ---------------------------
+    def word_vectors(self) -> np.ndarray:
+        """(vocab, d_model) the context-free word-piece table."""
+        return _readonly(self.word_embeddings)
+
+    def position_vectors(self) -> np.ndarray:
+        """(max_positions, d_model) the learned position table."""
+        return _readonly(self.position_embeddings)
+
+    def attention_weights(self, layer: int) -> AttentionWeights:
+        """The four projections of one layer's attention (torch tensors; do not modify)."""
+        return self.layers[layer].attention

@@ -1,0 +1,13 @@
+"""The exceptions a page may show to a user: each carries a one-line reason."""
+
+
+class ModelUnavailable(Exception):
+    """A model cannot be had: unknown id, unreachable hub, missing or broken files."""
+
+
+class CheckpointError(ModelUnavailable):
+    """The files are there but are not a BERT checkpoint this project can read."""
+
+
+class EmptyInput(ValueError):
+    """The text holds nothing to tokenize (empty, whitespace, or only control characters)."""

@@ -1,0 +1,67 @@
+"""Overview: the sentence as BERT reads it, one attention head, and proof the numbers are real."""
+
+import streamlit as st
+
+from ui import charts, state, widgets
+
+inputs, model = state.page_context()
+
+st.title("Attention Explorer")
+st.markdown(
+    "A transformer starts from one fixed vector per word piece and, layer by layer, lets every "
+    "token look at every other token and mix in what it finds. This app runs that process on "
+    "real BERT weights with its own, readable implementation and shows each number it computes. "
+    "Type a sentence in the sidebar; every page follows it."
+)
+
+trace = state.trace_or_stop(model, inputs)
+
+st.subheader("1 · The word pieces")
+st.markdown(
+    f"BERT splits text into pieces of a fixed {model.dims.vocab_size:,}-entry vocabulary and "
+    "wraps them in `[CLS]` … `[SEP]`. Each piece is one row of every matrix below."
+)
+st.dataframe(
+    {"position": list(range(trace.n_tokens)), "piece": list(trace.tokens),
+     "vocabulary id": trace.input_ids.tolist(), "sentence": ["A" if s == 0 else "B" for s in trace.segments]},
+    hide_index=True, height=min(300, 36 * (trace.n_tokens + 1)),
+)  # fmt: skip
+
+st.subheader("2 · One attention head")
+st.latex(r"\alpha = \operatorname{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right),\qquad \text{output} = \alpha V")
+st.markdown(
+    "Row *i* is where token *i* looks: its weights over all tokens sum to 1. "
+    "Switches in the sidebar (scaling, causal mask) act inside every layer of the model."
+)
+layer, head = widgets.layer_head_picker(model)
+attn_weights = trace.attentions[layer, head]
+fig = charts.attention_heatmap(attn_weights, trace.tokens, trace.tokens,
+                               title=f"Layer {layer}, head {head}: attention weights")  # fmt: skip
+widgets.show_figure(fig, key="overview_heatmap", filename=f"attention-L{layer}-H{head}")
+labels = widgets.numbered(trace.tokens)
+widgets.download_matrix(attn_weights, labels, labels, f"attention-L{layer}-H{head}", key="overview_csv")
+
+st.subheader("3 · The model")
+dims = model.dims
+cols = st.columns(5)
+for col, (label, value) in zip(cols, [("layers", dims.n_layers), ("heads per layer", dims.n_heads),
+                                      ("d_model", dims.d_model), ("d_head", dims.d_head),
+                                      ("max positions", dims.max_positions)]):  # fmt: skip
+    col.metric(label, value)
+
+st.subheader("4 · Is this really BERT?")
+st.markdown(
+    "Every figure comes from this project's own encoder. To check it, run the same word pieces "
+    "through the reference implementation in `transformers` and compare every layer."
+)
+if inputs.scale and not inputs.causal:
+    if st.button("Verify against transformers", icon=":material/verified:"):
+        with st.spinner("Running transformers' BertModel (eager attention) …"):
+            report = state.parity_report(model, trace)
+        st.success(
+            f"Compared {report.layers_compared} layers of attention and {report.hidden_states_compared} "
+            f"hidden states: max |Δ| attention = {report.max_abs_attention_diff:.2e}, "
+            f"max |Δ| hidden states = {report.max_abs_hidden_diff:.2e}."
+        )
+else:
+    st.caption("The check compares BERT as trained: switch scaling on and the causal mask off to run it.")

@@ -1,0 +1,75 @@
+"""Widgets every page shares: layer/head pickers, figure display with export, CSV downloads."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+import streamlit as st
+
+import core
+
+
+def layer_head_picker(model: core.BertEncoder, key_prefix: str = "", columns: bool = True) -> tuple[int, int]:
+    """Two sliders (bound to the URL) choosing a layer and a head, both counted from 0."""
+    left, right = st.columns(2) if columns else (st.container(), st.container())
+    with left:
+        layer = st.slider("Layer", 0, model.n_layers - 1, 0, key=f"{key_prefix}layer", bind="query-params")
+    with right:
+        head = st.slider("Head", 0, model.n_heads - 1, 0, key=f"{key_prefix}head", bind="query-params")
+    # The URL may carry numbers from a larger model: clamp instead of failing.
+    return min(int(layer), model.n_layers - 1), min(int(head), model.n_heads - 1)
+
+
+def image_format() -> str:
+    """The format of the plotly camera button (PNG or SVG), chosen once in the sidebar."""
+    return st.session_state.get("image_format", "png")
+
+
+def image_format_picker() -> None:
+    with st.sidebar:
+        st.radio("Camera button saves figures as", ["png", "svg"], horizontal=True, key="image_format",
+                 format_func=str.upper)  # fmt: skip
+
+
+def show_figure(fig: go.Figure, key: str | None = None, filename: str = "attention-explorer") -> None:
+    """st.plotly_chart with the export button set up (PNG/SVG at 2x, no plotly logo)."""
+    config = {
+        "displaylogo": False,
+        "toImageButtonOptions": {"format": image_format(), "filename": filename, "scale": 2},
+    }
+    st.plotly_chart(fig, key=key, config=config, width="stretch")
+
+
+def matrix_csv(matrix: np.ndarray, row_labels: Sequence[str], col_labels: Sequence[str]) -> str:
+    """A labelled CSV of a 2-D matrix; labels are quoted so commas in tokens stay inside cells."""
+
+    def cell(label: str) -> str:
+        return '"' + str(label).replace('"', '""') + '"'
+
+    buffer = io.StringIO()
+    buffer.write(",".join([cell("")] + [cell(c) for c in col_labels]) + "\n")
+    for label, row in zip(row_labels, np.asarray(matrix), strict=True):
+        buffer.write(",".join([cell(label)] + [f"{v:.6g}" for v in row]) + "\n")
+    return buffer.getvalue()
+
+
+def numbered(tokens: Sequence[str]) -> list[str]:
+    """'3:bank' style labels so repeated tokens stay distinct in CSV headers."""
+    return [f"{i}:{t}" for i, t in enumerate(tokens)]
+
+
+def download_matrix(matrix: np.ndarray, row_labels: Sequence[str], col_labels: Sequence[str],
+                    filename: str, label: str = "Download as CSV", key: str | None = None) -> None:  # fmt: skip
+    """A download button for a matrix as CSV (built lazily, only when clicked)."""
+    st.download_button(
+        label,
+        data=lambda: matrix_csv(matrix, row_labels, col_labels),
+        file_name=f"{filename}.csv",
+        mime="text/csv",
+        key=key,
+        icon=":material/download:",
+        on_click="ignore",  # downloading must not rerun the page
+    )
