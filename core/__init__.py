@@ -1,8 +1,8 @@
 """Attention Explorer's subject matter: attention math and an own BERT encoder (no UI here).
 
-    import core
-    model = core.load_model("minilm")
-    trace = model.run("the bank of the river", pair=None, scale=True, causal=False)
+import core
+model = core.load_model("minilm")
+trace = model.run("the bank of the river", pair=None, scale=True, causal=False)
 """
 
 from core.bert import BertEncoder, RunOptions, Trace

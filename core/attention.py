@@ -97,7 +97,9 @@ def scaled_dot_product_attention(
     return output, attn_weights
 
 
-def parameter_free_attention(x: torch.Tensor, scale: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+def parameter_free_attention(
+    x: torch.Tensor, scale: bool = False
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Y = softmax(X Xᵀ) X for x (n, d): every token is its own query, key and value.
 
     Returns (y (n, d), attn_weights (n, n)). Nothing here can be trained: the similarity of two

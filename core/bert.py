@@ -17,7 +17,13 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
-from core.attention import AttentionWeights, MultiHeadResult, Projection, causal_mask, multi_head_attention
+from core.attention import (
+    AttentionWeights,
+    MultiHeadResult,
+    Projection,
+    causal_mask,
+    multi_head_attention,
+)
 from core.text import Encoded, WordPieceTokenizer
 from core.weights import BertDims
 
@@ -79,8 +85,14 @@ def _readonly(tensor: torch.Tensor, dtype: torch.dtype = torch.float32) -> np.nd
 class BertEncoder:
     """A BERT encoder over loaded weights. Stateless after construction: safe to share."""
 
-    def __init__(self, name: str, model_dir: Path, dims: BertDims, tensors: dict[str, torch.Tensor],
-                 tokenizer: WordPieceTokenizer) -> None:  # fmt: skip
+    def __init__(
+        self,
+        name: str,
+        model_dir: Path,
+        dims: BertDims,
+        tensors: dict[str, torch.Tensor],
+        tokenizer: WordPieceTokenizer,
+    ) -> None:
         self.name = name
         self.model_dir = model_dir
         self.dims = dims
@@ -94,13 +106,17 @@ class BertEncoder:
     @staticmethod
     def _layer(tensors: dict[str, torch.Tensor], i: int) -> BertLayerWeights:
         def proj(name: str) -> Projection:
-            return Projection(tensors[f"layers.{i}.{name}.weight"], tensors[f"layers.{i}.{name}.bias"])
+            return Projection(
+                tensors[f"layers.{i}.{name}.weight"], tensors[f"layers.{i}.{name}.bias"]
+            )
 
         def norm(name: str) -> tuple[torch.Tensor, torch.Tensor]:
             return tensors[f"layers.{i}.{name}.weight"], tensors[f"layers.{i}.{name}.bias"]
 
         attention = AttentionWeights(proj("query"), proj("key"), proj("value"), proj("attn_out"))
-        return BertLayerWeights(attention, norm("attn_norm"), proj("ffn_in"), proj("ffn_out"), norm("ffn_norm"))
+        return BertLayerWeights(
+            attention, norm("attn_norm"), proj("ffn_in"), proj("ffn_out"), norm("ffn_norm")
+        )
 
     # ---- sizes ------------------------------------------------------------------------------
     @property
@@ -138,7 +154,9 @@ class BertEncoder:
             return F.gelu(x, approximate="tanh")
         return F.gelu(x)  # BERT's exact (erf) GELU
 
-    def embed(self, input_ids: torch.Tensor, segments: torch.Tensor, positions: bool = True) -> torch.Tensor:
+    def embed(
+        self, input_ids: torch.Tensor, segments: torch.Tensor, positions: bool = True
+    ) -> torch.Tensor:
         """(n,) ids -> (n, d_model): word + position + segment vectors, then LayerNorm."""
         n = input_ids.shape[0]
         x = self.word_embeddings[input_ids] + self.segment_embeddings[segments]
@@ -146,11 +164,19 @@ class BertEncoder:
             x = x + self.position_embeddings[:n]  # position p gets row p of the learned table
         return self._layer_norm(x, self.embedding_norm)
 
-    def layer_forward(self, x: torch.Tensor, layer: int, mask: torch.Tensor | None, scale: bool,
-                      head_keep: torch.Tensor | None) -> tuple[torch.Tensor, MultiHeadResult]:  # fmt: skip
+    def layer_forward(
+        self,
+        x: torch.Tensor,
+        layer: int,
+        mask: torch.Tensor | None,
+        scale: bool,
+        head_keep: torch.Tensor | None,
+    ) -> tuple[torch.Tensor, MultiHeadResult]:
         """One encoder layer: (n, d_model) -> (n, d_model), plus what its attention computed."""
         weights = self.layers[layer]
-        attention = multi_head_attention(x, x, weights.attention, self.n_heads, mask, scale, head_keep)
+        attention = multi_head_attention(
+            x, x, weights.attention, self.n_heads, mask, scale, head_keep
+        )
         h = self._layer_norm(x + attention.output, weights.attn_norm)  # residual + norm
         ffn = weights.ffn_out(self._activation(weights.ffn_in(h)))  # (n, d_ff) -> (n, d_model)
         return self._layer_norm(h + ffn, weights.ffn_norm), attention
@@ -165,8 +191,16 @@ class BertEncoder:
 
     # ---- the whole pass ---------------------------------------------------------------------
     @torch.inference_mode()
-    def run(self, text: str, pair: str | None = None, *, scale: bool = True, causal: bool = False,
-            positions: bool = True, ablate: frozenset[tuple[int, int]] | set | tuple = frozenset()) -> Trace:  # fmt: skip
+    def run(
+        self,
+        text: str,
+        pair: str | None = None,
+        *,
+        scale: bool = True,
+        causal: bool = False,
+        positions: bool = True,
+        ablate: frozenset[tuple[int, int]] | set | tuple = frozenset(),
+    ) -> Trace:
         """Tokenize and run every layer; the switches act inside every layer."""
         options = RunOptions(scale, causal, positions, frozenset(tuple(x) for x in ablate))
         encoded = self.encode(text, pair)
@@ -178,7 +212,9 @@ class BertEncoder:
         x = self.embed(input_ids, segments, positions)
         hidden_states, queries, keys, values, scores, attentions = [x], [], [], [], [], []
         for layer in range(self.n_layers):
-            x, attention = self.layer_forward(x, layer, mask, scale, self._head_keep(layer, options.ablate))
+            x, attention = self.layer_forward(
+                x, layer, mask, scale, self._head_keep(layer, options.ablate)
+            )
             hidden_states.append(x)
             queries.append(attention.query)
             keys.append(attention.key)

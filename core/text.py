@@ -63,7 +63,9 @@ class WordPieceTokenizer:
         if tokenizer_json.is_file():
             self._tokenizer = Tokenizer.from_file(str(tokenizer_json))
         else:
-            self._tokenizer = BertWordPieceTokenizer(str(model_dir / "vocab.txt"), lowercase=lowercase)
+            self._tokenizer = BertWordPieceTokenizer(
+                str(model_dir / "vocab.txt"), lowercase=lowercase
+            )
         # Settings are changed once, here, and never again: changing them while another thread
         # encodes is what raises "Already borrowed" (tokenizers#537). The lock below makes the
         # shared object safe even if a future version of the library is not reentrant.
@@ -98,7 +100,9 @@ class WordPieceTokenizer:
             raise EmptyInput("Type a sentence: the text is empty.")
         tokens_a, ids_a = self.pieces(text)
         if not ids_a:
-            raise EmptyInput("The text holds no readable characters (only control or format characters).")
+            raise EmptyInput(
+                "The text holds no readable characters (only control or format characters)."
+            )
         pair = cap_text(pair)
         tokens_b, ids_b = self.pieces(pair) if pair.strip() else ([], [])
         n_specials = 3 if ids_b else 2
@@ -112,4 +116,6 @@ class WordPieceTokenizer:
             tokens += [*tokens_b[:keep_b], SEP]
             input_ids += [*ids_b[:keep_b], self.sep_id]
             segments += [1] * (keep_b + 1)
-        return Encoded(tuple(tokens), tuple(input_ids), tuple(segments), n_pieces > max_positions, n_pieces)
+        return Encoded(
+            tuple(tokens), tuple(input_ids), tuple(segments), n_pieces > max_positions, n_pieces
+        )

@@ -50,7 +50,9 @@ def read_config(model_dir: Path) -> BertDims:
         raise CheckpointError(f"config.json in {model_dir} is not valid JSON ({err})") from err
     model_type = config.get("model_type", "bert")
     if model_type != "bert":
-        raise CheckpointError(f"model_type is '{model_type}'; only BERT-family encoders are supported")
+        raise CheckpointError(
+            f"model_type is '{model_type}'; only BERT-family encoders are supported"
+        )
     if config.get("position_embedding_type", "absolute") != "absolute":
         raise CheckpointError("only absolute (learned) position embeddings are supported")
     try:
@@ -68,7 +70,9 @@ def read_config(model_dir: Path) -> BertDims:
     except (KeyError, TypeError, ValueError) as err:
         raise CheckpointError(f"config.json lacks or mangles a BERT size: {err}") from err
     if dims.d_model % dims.n_heads:
-        raise CheckpointError(f"hidden_size {dims.d_model} is not divisible by {dims.n_heads} heads")
+        raise CheckpointError(
+            f"hidden_size {dims.d_model} is not divisible by {dims.n_heads} heads"
+        )
     if dims.activation not in SUPPORTED_ACTIVATIONS:
         raise CheckpointError(f"activation '{dims.activation}' is not supported")
     return dims
@@ -86,15 +90,23 @@ def expected_shapes(dims: BertDims) -> dict[str, tuple[int, ...]]:
     }
     for layer in range(dims.n_layers):
         per_layer = {
-            "query.weight": (d, d), "query.bias": (d,),
-            "key.weight": (d, d), "key.bias": (d,),
-            "value.weight": (d, d), "value.bias": (d,),
-            "attn_out.weight": (d, d), "attn_out.bias": (d,),
-            "attn_norm.weight": (d,), "attn_norm.bias": (d,),
-            "ffn_in.weight": (f, d), "ffn_in.bias": (f,),
-            "ffn_out.weight": (d, f), "ffn_out.bias": (d,),
-            "ffn_norm.weight": (d,), "ffn_norm.bias": (d,),
-        }  # fmt: skip
+            "query.weight": (d, d),
+            "query.bias": (d,),
+            "key.weight": (d, d),
+            "key.bias": (d,),
+            "value.weight": (d, d),
+            "value.bias": (d,),
+            "attn_out.weight": (d, d),
+            "attn_out.bias": (d,),
+            "attn_norm.weight": (d,),
+            "attn_norm.bias": (d,),
+            "ffn_in.weight": (f, d),
+            "ffn_in.bias": (f,),
+            "ffn_out.weight": (d, f),
+            "ffn_out.bias": (d,),
+            "ffn_norm.weight": (d,),
+            "ffn_norm.bias": (d,),
+        }
         shapes.update({f"layers.{layer}.{name}": shape for name, shape in per_layer.items()})
     return shapes
 
@@ -122,7 +134,9 @@ _LAYER_NAMES = {
 def hf_to_own_name(hf_name: str) -> str | None:
     """Map one checkpoint name to ours; None for tensors we do not use (pooler, heads, buffers)."""
     name = hf_name.removeprefix("bert.")
-    name = name.replace("LayerNorm.gamma", "LayerNorm.weight").replace("LayerNorm.beta", "LayerNorm.bias")
+    name = name.replace("LayerNorm.gamma", "LayerNorm.weight").replace(
+        "LayerNorm.beta", "LayerNorm.bias"
+    )
     if name in _EMBEDDING_NAMES:
         return _EMBEDDING_NAMES[name]
     parts = name.split(".")

@@ -22,31 +22,46 @@ st.markdown(
     "wraps them in `[CLS]` … `[SEP]`. Each piece is one row of every matrix below."
 )
 st.dataframe(
-    {"position": list(range(trace.n_tokens)), "piece": list(trace.tokens),
-     "vocabulary id": trace.input_ids.tolist(), "sentence": ["A" if s == 0 else "B" for s in trace.segments]},
-    hide_index=True, height=min(300, 36 * (trace.n_tokens + 1)),
-)  # fmt: skip
+    {
+        "position": list(range(trace.n_tokens)),
+        "piece": list(trace.tokens),
+        "vocabulary id": trace.input_ids.tolist(),
+        "sentence": ["A" if s == 0 else "B" for s in trace.segments],
+    },
+    hide_index=True,
+    height=min(300, 36 * (trace.n_tokens + 1)),
+)
 
 st.subheader("2 · One attention head")
-st.latex(r"\alpha = \operatorname{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right),\qquad \text{output} = \alpha V")
+st.latex(
+    r"\alpha = \operatorname{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right),\qquad \text{output} = \alpha V"
+)
 st.markdown(
     "Row *i* is where token *i* looks: its weights over all tokens sum to 1. "
     "Switches in the sidebar (scaling, causal mask) act inside every layer of the model."
 )
 layer, head = widgets.layer_head_picker(model)
 attn_weights = trace.attentions[layer, head]
-fig = charts.attention_heatmap(attn_weights, trace.tokens, trace.tokens,
-                               title=f"Layer {layer}, head {head}: attention weights")  # fmt: skip
+fig = charts.attention_heatmap(
+    attn_weights, trace.tokens, trace.tokens, title=f"Layer {layer}, head {head}: attention weights"
+)
 widgets.show_figure(fig, key="overview_heatmap", filename=f"attention-L{layer}-H{head}")
 labels = widgets.numbered(trace.tokens)
-widgets.download_matrix(attn_weights, labels, labels, f"attention-L{layer}-H{head}", key="overview_csv")
+widgets.download_matrix(
+    attn_weights, labels, labels, f"attention-L{layer}-H{head}", key="overview_csv"
+)
 
 st.subheader("3 · The model")
 dims = model.dims
 cols = st.columns(5)
-for col, (label, value) in zip(cols, [("layers", dims.n_layers), ("heads per layer", dims.n_heads),
-                                      ("d_model", dims.d_model), ("d_head", dims.d_head),
-                                      ("max positions", dims.max_positions)]):  # fmt: skip
+sizes = {
+    "layers": dims.n_layers,
+    "heads per layer": dims.n_heads,
+    "d_model": dims.d_model,
+    "d_head": dims.d_head,
+    "max positions": dims.max_positions,
+}
+for col, (label, value) in zip(cols, sizes.items(), strict=True):
     col.metric(label, value)
 
 st.subheader("4 · Is this really BERT?")
@@ -64,4 +79,6 @@ if inputs.scale and not inputs.causal:
             f"max |Δ| hidden states = {report.max_abs_hidden_diff:.2e}."
         )
 else:
-    st.caption("The check compares BERT as trained: switch scaling on and the causal mask off to run it.")
+    st.caption(
+        "The check compares BERT as trained: switch scaling on and the causal mask off to run it."
+    )

@@ -51,15 +51,35 @@ def wait_healthy(url: str, timeout: float = 60.0) -> None:
 
 
 @contextmanager
-def running_app(script: str = "app.py", cwd: Path = ROOT, extra_env: dict | None = None) -> Iterator[str]:
+def running_app(
+    script: str = "app.py", cwd: Path = ROOT, extra_env: dict | None = None
+) -> Iterator[str]:
     """Start `streamlit run script` on a free port; yield its URL; stop it afterwards."""
     port = free_port()
-    env = {**os.environ, "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "0"), **(extra_env or {})}
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "0"),
+        **(extra_env or {}),
+    }
     process = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", script, "--server.port", str(port),
-         "--server.headless", "true", "--browser.gatherUsageStats", "false"],
-        cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            script,
+            "--server.port",
+            str(port),
+            "--server.headless",
+            "true",
+            "--browser.gatherUsageStats",
+            "false",
+        ],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         wait_healthy(url)
@@ -80,8 +100,12 @@ def chromium() -> Iterator[object]:
     home = tempfile.mkdtemp(prefix="chromium-home-")
     os.environ.setdefault("HOME", home)
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS,
-                                             env={**os.environ, "HOME": home})  # fmt: skip
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM,
+            headless=True,
+            args=CHROMIUM_ARGS,
+            env={**os.environ, "HOME": home},
+        )
         try:
             yield browser
         finally:

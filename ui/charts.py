@@ -36,9 +36,15 @@ def _hover_text(rows: Sequence[str], cols: Sequence[str]) -> np.ndarray:
     return grid
 
 
-def attention_heatmap(attn_weights: np.ndarray, query_tokens: Sequence[str], key_tokens: Sequence[str],
-                      title: str, zmax: float | None = 1.0, colorbar_title: str = "weight",
-                      height: int | None = None) -> go.Figure:  # fmt: skip
+def attention_heatmap(
+    attn_weights: np.ndarray,
+    query_tokens: Sequence[str],
+    key_tokens: Sequence[str],
+    title: str,
+    zmax: float | None = 1.0,
+    colorbar_title: str = "weight",
+    height: int | None = None,
+) -> go.Figure:
     """Heatmap of an (n_q, n_k) matrix; rows are queries (top to bottom), columns are keys."""
     n_q, n_k = attn_weights.shape
     values = np.round(attn_weights.astype(np.float64), 4)  # 4 decimals: same picture, lighter JSON
@@ -65,15 +71,30 @@ def attention_heatmap(attn_weights: np.ndarray, query_tokens: Sequence[str], key
         title={"text": title},
         height=side,
         margin={"l": 10, "r": 10, "t": 50, "b": 10},
-        xaxis={**token_ticks(key_tokens), "title": {"text": "key (attended to)"}, "side": "bottom",
-               "tickangle": -60},  # fmt: skip
-        yaxis={**token_ticks(query_tokens), "title": {"text": "query (attending)"}, "autorange": "reversed"},
+        xaxis={
+            **token_ticks(key_tokens),
+            "title": {"text": "key (attended to)"},
+            "side": "bottom",
+            "tickangle": -60,
+        },
+        yaxis={
+            **token_ticks(query_tokens),
+            "title": {"text": "query (attending)"},
+            "autorange": "reversed",
+        },
     )
     return fig
 
 
-def matrix_heatmap(matrix: np.ndarray, row_labels: Sequence[str], title: str, x_title: str,
-                   colorscale: str = "RdBu", symmetric: bool = True, height: int | None = None) -> go.Figure:  # fmt: skip
+def matrix_heatmap(
+    matrix: np.ndarray,
+    row_labels: Sequence[str],
+    title: str,
+    x_title: str,
+    colorscale: str = "RdBu",
+    symmetric: bool = True,
+    height: int | None = None,
+) -> go.Figure:
     """Heatmap of any (n, m) matrix whose rows are tokens and columns are dimensions or values."""
     n, m = matrix.shape
     limit = float(np.nanmax(np.abs(matrix))) if symmetric and matrix.size else None

@@ -26,7 +26,9 @@ torch.set_num_threads(1)
 DEFAULT_TEXT = "Time flies like an arrow."
 EXAMPLE_PAIR = ("Time flies like an arrow.", "Fruit flies like a banana.")
 OTHER_MODEL = "other"
-FAILURE_MEMORY_S = 60.0  # a model that failed is not retried for a minute (the hub check costs 1.5 s)
+FAILURE_MEMORY_S = (
+    60.0  # a model that failed is not retried for a minute (the hub check costs 1.5 s)
+)
 
 _failures: dict[str, tuple[float, str]] = {}
 _failures_lock = threading.Lock()
@@ -77,25 +79,46 @@ def active_model(name: str) -> core.BertEncoder:
             with st.spinner(f"Loading {name} …"):
                 return load_model(name)
         except core.ModelUnavailable as err:
-            st.error(f"Could not load **{name}**: {err}. Showing the bundled MiniLM instead.", icon="⚠️")
+            st.error(
+                f"Could not load **{name}**: {err}. Showing the bundled MiniLM instead.", icon="⚠️"
+            )
     with st.spinner("Loading the bundled MiniLM …"):
         return load_model(core.BUNDLED)
 
 
 # ---- traces -----------------------------------------------------------------------------------
 @st.cache_resource(max_entries=6, show_spinner=False)
-def _cached_trace(model_name: str, text: str, pair: str | None, scale: bool, causal: bool,
-                  positions: bool, ablate: tuple[tuple[int, int], ...]) -> core.Trace:  # fmt: skip
+def _cached_trace(
+    model_name: str,
+    text: str,
+    pair: str | None,
+    scale: bool,
+    causal: bool,
+    positions: bool,
+    ablate: tuple[tuple[int, int], ...],
+) -> core.Trace:
     # At most 6 Traces live at once: at 512 tokens one holds ~165 MB (scores and weights for
     # 6 layers x 12 heads x 512 x 512), and the server must stay well under 2 GB.
     model = load_model(model_name)
-    return model.run(text, pair, scale=scale, causal=causal, positions=positions, ablate=frozenset(ablate))
+    return model.run(
+        text, pair, scale=scale, causal=causal, positions=positions, ablate=frozenset(ablate)
+    )
 
 
-def trace(model: core.BertEncoder, text: str, pair: str | None = None, *, scale: bool = True,
-          causal: bool = False, positions: bool = True, ablate: frozenset | set | tuple = ()) -> core.Trace:  # fmt: skip
+def trace(
+    model: core.BertEncoder,
+    text: str,
+    pair: str | None = None,
+    *,
+    scale: bool = True,
+    causal: bool = False,
+    positions: bool = True,
+    ablate: frozenset | set | tuple = (),
+) -> core.Trace:
     """The cached Trace of a run (raises EmptyInput for empty text)."""
-    return _cached_trace(model.name, text, pair or None, scale, causal, positions, tuple(sorted(ablate)))
+    return _cached_trace(
+        model.name, text, pair or None, scale, causal, positions, tuple(sorted(ablate))
+    )
 
 
 def trace_or_stop(model: core.BertEncoder, inputs: Inputs, **switches: object) -> core.Trace:
@@ -119,29 +142,57 @@ def trace_or_stop(model: core.BertEncoder, inputs: Inputs, **switches: object) -
 def _model_choice() -> str:
     options = [*core.SUGGESTED_MODELS, OTHER_MODEL]
     labels = {**core.SUGGESTED_MODELS, OTHER_MODEL: "other · a hub id or a local folder"}
-    choice = st.selectbox("Model", options, format_func=labels.__getitem__, key="model", bind="query-params")
+    choice = st.selectbox(
+        "Model", options, format_func=labels.__getitem__, key="model", bind="query-params"
+    )
     if choice != OTHER_MODEL:
         return choice
-    custom = st.text_input("Hub id or local folder", key="custom_model", bind="query-params",
-                           placeholder="e.g. bert-base-cased or /path/to/model", max_chars=200)  # fmt: skip
+    custom = st.text_input(
+        "Hub id or local folder",
+        key="custom_model",
+        bind="query-params",
+        placeholder="e.g. bert-base-cased or /path/to/model",
+        max_chars=200,
+    )
     return (custom or "").strip()[:200] or core.BUNDLED
 
 
 def sidebar_inputs() -> Inputs:
     """Draw the shared sidebar (kept in the URL so a copied link reopens the same view)."""
     with st.sidebar:
-        text = st.text_area("Sentence", value=DEFAULT_TEXT, key="text", bind="query-params",
-                            max_chars=MAX_CHARS, height=100)  # fmt: skip
-        pair = st.text_input("Second sentence (optional)", key="pair", bind="query-params",
-                             max_chars=MAX_CHARS, placeholder="e.g. " + EXAMPLE_PAIR[1])  # fmt: skip
+        text = st.text_area(
+            "Sentence",
+            value=DEFAULT_TEXT,
+            key="text",
+            bind="query-params",
+            max_chars=MAX_CHARS,
+            height=100,
+        )
+        pair = st.text_input(
+            "Second sentence (optional)",
+            key="pair",
+            bind="query-params",
+            max_chars=MAX_CHARS,
+            placeholder="e.g. " + EXAMPLE_PAIR[1],
+        )
         if len(text or "") >= MAX_CHARS or len(pair or "") >= MAX_CHARS:
             st.caption(f"Text is cut at {MAX_CHARS:,} characters.")
         model_name = _model_choice()
         st.markdown("**Switches for every layer**")
-        scale = st.toggle("Scale scores by 1/√d_k", value=True, key="scale", bind="query-params",
-                          help="Off: softmax(QKᵀ) instead of softmax(QKᵀ/√d_k) in every layer.")  # fmt: skip
-        causal = st.toggle("Causal mask", value=False, key="causal", bind="query-params",
-                           help="On: each token may attend only to itself and earlier tokens, in every layer.")  # fmt: skip
+        scale = st.toggle(
+            "Scale scores by 1/√d_k",
+            value=True,
+            key="scale",
+            bind="query-params",
+            help="Off: softmax(QKᵀ) instead of softmax(QKᵀ/√d_k) in every layer.",
+        )
+        causal = st.toggle(
+            "Causal mask",
+            value=False,
+            key="causal",
+            bind="query-params",
+            help="On: each token may attend only to itself and earlier tokens, in every layer.",
+        )
     return Inputs(
         text=(text or "")[:MAX_CHARS],  # the browser's max_chars is advice; the server decides
         pair=(pair or "")[:MAX_CHARS] or None,

@@ -12,13 +12,19 @@ import streamlit as st
 import core
 
 
-def layer_head_picker(model: core.BertEncoder, key_prefix: str = "", columns: bool = True) -> tuple[int, int]:
+def layer_head_picker(
+    model: core.BertEncoder, key_prefix: str = "", columns: bool = True
+) -> tuple[int, int]:
     """Two sliders (bound to the URL) choosing a layer and a head, both counted from 0."""
     left, right = st.columns(2) if columns else (st.container(), st.container())
     with left:
-        layer = st.slider("Layer", 0, model.n_layers - 1, 0, key=f"{key_prefix}layer", bind="query-params")
+        layer = st.slider(
+            "Layer", 0, model.n_layers - 1, 0, key=f"{key_prefix}layer", bind="query-params"
+        )
     with right:
-        head = st.slider("Head", 0, model.n_heads - 1, 0, key=f"{key_prefix}head", bind="query-params")
+        head = st.slider(
+            "Head", 0, model.n_heads - 1, 0, key=f"{key_prefix}head", bind="query-params"
+        )
     # The URL may carry numbers from a larger model: clamp instead of failing.
     return min(int(layer), model.n_layers - 1), min(int(head), model.n_heads - 1)
 
@@ -30,11 +36,18 @@ def image_format() -> str:
 
 def image_format_picker() -> None:
     with st.sidebar:
-        st.radio("Camera button saves figures as", ["png", "svg"], horizontal=True, key="image_format",
-                 format_func=str.upper)  # fmt: skip
+        st.radio(
+            "Camera button saves figures as",
+            ["png", "svg"],
+            horizontal=True,
+            key="image_format",
+            format_func=str.upper,
+        )
 
 
-def show_figure(fig: go.Figure, key: str | None = None, filename: str = "attention-explorer") -> None:
+def show_figure(
+    fig: go.Figure, key: str | None = None, filename: str = "attention-explorer"
+) -> None:
     """st.plotly_chart with the export button set up (PNG/SVG at 2x, no plotly logo)."""
     config = {
         "displaylogo": False,
@@ -61,8 +74,14 @@ def numbered(tokens: Sequence[str]) -> list[str]:
     return [f"{i}:{t}" for i, t in enumerate(tokens)]
 
 
-def download_matrix(matrix: np.ndarray, row_labels: Sequence[str], col_labels: Sequence[str],
-                    filename: str, label: str = "Download as CSV", key: str | None = None) -> None:  # fmt: skip
+def download_matrix(
+    matrix: np.ndarray,
+    row_labels: Sequence[str],
+    col_labels: Sequence[str],
+    filename: str,
+    label: str = "Download as CSV",
+    key: str | None = None,
+) -> None:
     """A download button for a matrix as CSV (built lazily, only when clicked)."""
     st.download_button(
         label,
