@@ -1,0 +1,67 @@
+"""Shared fixtures: the bundled model (loaded once) and AppTest helpers for the pages."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("HF_HUB_OFFLINE", "0")  # the registry must fail fast on its own, not by flag
+
+LONG_TEXT = " ".join(["attention"] * 3000)  # a 3,000-word input: truncated to 512 pieces
+BAD_INPUTS = {
+    "empty": "",
+    "whitespace": "   \n\t ",
+    "control": "\x00\x01\x07",
+    "html": '</script><script>window.__x=1</script><img src=x onerror="alert(1)">',
+    "emoji_cjk_rtl": "I ❤️ 東京 \u202etxet\u202c 👩‍👩‍👧 bank",
+    "long_word": "a" * 1000,
+    "ten_thousand": "bank " * 2000,
+}
+
+
+@pytest.fixture(scope="session")
+def model():
+    import core
+
+    return core.load_model("minilm")
+
+
+def page_paths() -> list[str]:
+    """Every page registered in app.py's navigation, as a path relative to the repo."""
+    import ast
+
+    tree = ast.parse((ROOT / "app.py").read_text())
+    return [
+        node.args[0].value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and getattr(node.func, "attr", "") == "Page"
+        and node.args
+        and isinstance(node.args[0], ast.Constant)
+    ]
+
+
+def run_page(page: str, text: str | None = None, pair: str | None = None, timeout: float = 120):
+    """Run app.py headless on `page` with the sidebar text set; return the finished AppTest."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
+    if text is not None:
+        at.session_state["text"] = text
+    if pair is not None:
+        at.session_state["pair"] = pair
+    at.run()
+    if page != page_paths()[0]:
+        at.switch_page(page)
+        at.run()
+    return at
+
+
+def assert_no_exception(at) -> None:
+    errors = [e.value for e in at.exception]
+    assert not errors, f"page raised: {errors}"
