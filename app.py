@@ -10,9 +10,12 @@ PAGES = {
     "Start": [
         st.Page("pages/overview.py", title="Overview", icon="🔍", default=True),
     ],
+    "Learning path": [],
+    "Explore BERT": [],
+    "Labs": [],
 }
 
-navigation = st.navigation(PAGES)
+navigation = st.navigation({section: pages for section, pages in PAGES.items() if pages})
 state.prepare_page_context()
 widgets.image_format_picker()
 navigation.run()
