@@ -41,16 +41,18 @@ def cap_text(text: str | None) -> str:
 def truncate_longest_first(first: list[int], second: list[int], budget: int) -> tuple[int, int]:
     """How many pieces of each sentence to keep so that both fit in `budget`.
 
-    Pieces come off the end of whichever sentence is currently longer (the second on a tie), the
-    rule Hugging Face calls "longest_first". Never fails: with budget 0 both become empty.
+    The rule Hugging Face calls "longest_first": the shorter sentence (the first, on a tie)
+    keeps up to half of the budget, the longer one gets the rest; pieces come off the end.
+    Never fails: with budget 0 both become empty.
     """
-    keep_first, keep_second = len(first), len(second)
-    while keep_first + keep_second > max(budget, 0):
-        if keep_first > keep_second:
-            keep_first -= 1
-        else:
-            keep_second -= 1
-    return keep_first, keep_second
+    budget = max(budget, 0)
+    if len(first) + len(second) <= budget:
+        return len(first), len(second)
+    first_is_short = len(first) <= len(second)
+    short, long = (first, second) if first_is_short else (second, first)
+    keep_short = min(len(short), budget // 2)
+    keep_long = min(len(long), budget - keep_short)
+    return (keep_short, keep_long) if first_is_short else (keep_long, keep_short)
 
 
 class WordPieceTokenizer:

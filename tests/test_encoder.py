@@ -1,0 +1,129 @@
+"""The own encoder on the bundled model: the Trace contract, switches, input handling."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+import core
+from core.text import MAX_CHARS, truncate_longest_first
+
+
+def test_trace_contract(model):
+    trace = model.run("The river bank flooded.", "Money grows.")
+    n, L, H = trace.n_tokens, model.n_layers, model.n_heads
+    assert (
+        trace.tokens[0] == "[CLS]"
+        and trace.tokens[-1] == "[SEP]"
+        and trace.tokens.count("[SEP]") == 2
+    )
+    assert trace.segments.tolist() == [0] * trace.tokens.index("[SEP]", 1) + [0] + [1] * (
+        n - trace.tokens.index("[SEP]", 1) - 1
+    )
+    assert trace.static.shape == (n, model.d_model)
+    assert trace.hidden_states.shape == (L + 1, n, model.d_model)
+    for name in ("queries", "keys", "values"):
+        assert getattr(trace, name).shape == (L, H, n, model.d_head)
+    assert trace.scores.shape == trace.attentions.shape == (L, H, n, n)
+    for name in ("static", "hidden_states", "queries", "scores", "attentions"):
+        array = getattr(trace, name)
+        assert array.dtype == np.float32 and not array.flags.writeable, name
+    np.testing.assert_allclose(trace.attentions.sum(-1), 1.0, atol=1e-5)
+    np.testing.assert_array_equal(trace.static, model.word_vectors()[trace.input_ids])
+
+
+def test_scores_are_divided_by_sqrt_d_head(model):
+    scaled = model.run("a bank by the river", scale=True)
+    # layer 0 sees the same input either way, so its raw Q Kᵀ is shared by both runs
+    unscaled = model.run("a bank by the river", scale=False)
+    np.testing.assert_allclose(
+        scaled.scores[0] * np.sqrt(model.d_head), unscaled.scores[0], rtol=1e-4, atol=1e-4
+    )
+    q, k = unscaled.queries[0, 3], unscaled.keys[0, 3]
+    np.testing.assert_allclose(unscaled.scores[0, 3], q @ k.T, rtol=1e-4, atol=1e-4)
+
+
+def test_causal_run_masks_every_layer(model):
+    trace = model.run("time flies like an arrow", causal=True)
+    upper = np.triu(np.ones((trace.n_tokens,) * 2, dtype=bool), k=1)
+    assert np.all(trace.attentions[:, :, upper] == 0)
+    assert np.all(np.isneginf(trace.scores[:, :, upper]))
+
+
+@pytest.mark.parametrize(
+    "switch", [{"scale": False}, {"causal": True}, {"positions": False}, {"ablate": {(0, 0)}}]
+)
+def test_switches_change_the_final_hidden_states(model, switch):
+    default = model.run("the bank of the river")
+    switched = model.run("the bank of the river", **switch)
+    assert np.abs(default.hidden_states[-1] - switched.hidden_states[-1]).max() > 1e-3
+
+
+def test_causal_first_token_sees_only_itself(model):
+    trace = model.run("time flies", causal=True)
+    np.testing.assert_allclose(trace.attentions[:, :, 0, 0], 1.0, atol=1e-6)
+
+
+@pytest.mark.parametrize("text", ["", "   ", "\n\t", None])
+def test_empty_text_raises_empty_input(model, text):
+    with pytest.raises(core.EmptyInput):
+        model.run(text)
+
+
+def test_only_control_characters_is_empty(model):
+    with pytest.raises(core.EmptyInput):
+        model.run("\x00\x01\x07\u200b")
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["I ❤️ 東京 and 北京", "\u202eright to left\u202c", "</script><script>alert(1)</script>",
+     "line\u2028separator", "👩‍👩‍👧 family", "a" * 1000, "{{7*7}}", "tab\tand\x07bell"],
+)  # fmt: skip
+def test_unusual_text_runs(model, text):
+    trace = model.run(text)
+    assert trace.tokens[0] == "[CLS]" and np.isfinite(trace.hidden_states).all()
+
+
+def test_text_is_capped_on_the_server(model):
+    encoded = model.encode("word " * (MAX_CHARS // 2) + "tail" * 10_000)
+    assert encoded.truncated and len(encoded.tokens) == model.max_positions
+
+
+@pytest.mark.parametrize("len_a, len_b", itertools.product([0, 1, 5, 300, 600], repeat=2))
+def test_pair_truncation_never_raises(model, len_a, len_b):
+    text = "bank " * len_a or "x"
+    pair = "river " * len_b
+    trace = model.run(text, pair)
+    assert trace.n_tokens <= model.max_positions
+    assert trace.truncated == (trace.n_pieces > model.max_positions)
+
+
+@pytest.mark.parametrize(
+    "a, b, budget", [(10, 10, 5), (3, 100, 20), (100, 3, 20), (0, 0, 0), (5, 5, 0), (1, 1, 1)]
+)
+def test_truncate_longest_first_fits(a, b, budget):
+    keep_a, keep_b = truncate_longest_first(list(range(a)), list(range(b)), budget)
+    assert keep_a + keep_b == min(a + b, budget) and keep_a <= a and keep_b <= b
+
+
+def test_positions_off_makes_attention_permutation_equivariant(model):
+    """Without position vectors, reordering the words only reorders the attention matrix."""
+    words = ["money", "bank", "grows", "river", "flows"]
+    order = [3, 0, 4, 1, 2]
+    base = model.run(" ".join(words), positions=False)
+    shuffled = model.run(" ".join(words[i] for i in order), positions=False)
+    perm = np.array([0, *[i + 1 for i in order], 6])  # [CLS] and [SEP] stay in place
+    np.testing.assert_allclose(
+        shuffled.attentions, base.attentions[:, :, perm][:, :, :, perm], atol=1e-5
+    )
+    with_positions = model.run(" ".join(words[i] for i in order))
+    assert (
+        np.abs(
+            with_positions.attentions
+            - model.run(" ".join(words)).attentions[:, :, perm][:, :, :, perm]
+        ).max()
+        > 1e-3
+    )

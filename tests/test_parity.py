@@ -1,0 +1,124 @@
+"""The own encoder against transformers' BertModel (eager attention), layer by layer, to 1e-5.
+
+Every comparison asserts how many layers it compared: with the default `sdpa` attention
+transformers returns no attention weights at all, and an empty comparison must fail loudly.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+import core
+from core.reference import compare, load_reference, reference_outputs
+
+TOLERANCE = 1e-5
+TINY_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "bank", "river", "money",
+              "flows", "grows", "a", "of", "##s", "time", "flies", "like", "an", "arrow", "."]  # fmt: skip
+
+
+def assert_parity(model: core.BertEncoder, reference, text: str, pair: str | None = None) -> None:
+    trace = model.run(text, pair)
+    attentions, hidden_states = reference_outputs(reference, trace)
+    assert len(attentions) == model.n_layers, "the reference returned no attention weights"
+    assert len(hidden_states) == model.n_layers + 1
+    for layer, ref in enumerate(attentions):
+        torch.testing.assert_close(torch.from_numpy(np.array(trace.attentions[layer])),
+                                   torch.from_numpy(ref), atol=TOLERANCE, rtol=0,
+                                   msg=lambda m, layer=layer: f"attention of layer {layer}: {m}")  # fmt: skip
+    for index, ref in enumerate(hidden_states):
+        torch.testing.assert_close(torch.from_numpy(np.array(trace.hidden_states[index])),
+                                   torch.from_numpy(ref), atol=TOLERANCE, rtol=0,
+                                   msg=lambda m, index=index: f"hidden state {index}: {m}")  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def tiny_model_dir(tmp_path_factory):
+    """A seeded random 3-layer BERT saved by transformers, with a vocab.txt-only tokenizer."""
+    from transformers import BertConfig, BertModel
+
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=len(TINY_VOCAB), hidden_size=48, num_hidden_layers=3,
+                        num_attention_heads=4, intermediate_size=96, max_position_embeddings=64)  # fmt: skip
+    path = tmp_path_factory.mktemp("tiny-bert")
+    BertModel(config).eval().save_pretrained(path)
+    (path / "vocab.txt").write_text("\n".join(TINY_VOCAB) + "\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def reference(model):
+    return load_reference(model.model_dir)
+
+
+def test_tiny_random_bert_matches(tiny_model_dir):
+    model = core.load_model(str(tiny_model_dir))
+    reference = load_reference(tiny_model_dir)
+    assert model.n_layers == 3
+    assert_parity(model, reference, "the river bank flows", "money grows")
+
+
+def test_tiny_random_bert_long_input_is_cut_to_its_positions(tiny_model_dir):
+    model = core.load_model(str(tiny_model_dir))
+    trace = model.run("the bank " * 100)
+    assert trace.truncated and trace.n_tokens == 64
+    assert_parity(model, load_reference(tiny_model_dir), "the bank " * 100)
+
+
+def test_bundled_minilm_single_sentence(model, reference):
+    assert_parity(model, reference, "The river bank flooded after the storm.")
+
+
+def test_bundled_minilm_sentence_pair(model, reference):
+    assert_parity(model, reference, "Time flies like an arrow.", "Fruit flies like a banana.")
+
+
+def test_bundled_minilm_512_tokens(model, reference):
+    text = " ".join(f"word{i} bank" for i in range(400))
+    trace = model.run(text)
+    assert trace.truncated and trace.n_tokens == 512
+    assert_parity(model, reference, text)
+
+
+def test_parity_report_counts_layers(model, reference):
+    report = compare(reference, model.run("a short check"))
+    assert report.layers_compared == model.n_layers == 6
+    assert report.hidden_states_compared == 7
+    assert report.max_abs_attention_diff < TOLERANCE and report.max_abs_hidden_diff < TOLERANCE
+
+
+def test_sdpa_reference_would_compare_nothing(model):
+    """Guard the guard: the default attention backend returns no weights, so the count matters."""
+    from transformers import BertModel
+
+    sdpa = BertModel.from_pretrained(str(model.model_dir), attn_implementation="sdpa").eval()
+    attentions, _ = reference_outputs(sdpa, model.run("hello"))
+    if attentions:  # some versions fall back to eager when weights are asked for
+        assert len(attentions) == model.n_layers
+    else:
+        assert compare(sdpa, model.run("hello")).layers_compared == 0
+
+
+@pytest.mark.parametrize(
+    "text, pair",
+    [("The bank.", None), ("Time flies like an arrow.", "Fruit flies like a banana."),
+     ("bank " * 600, "short"), ("short", "bank " * 600), ("bank " * 300, "river " * 300),
+     ("I ❤️ 東京 \u202e <script>", None)],
+)  # fmt: skip
+def test_tokenization_matches_transformers(model, text, pair):
+    from transformers import AutoTokenizer
+
+    hf = AutoTokenizer.from_pretrained(str(model.model_dir))
+    expected = hf(text, pair, truncation=True, max_length=512)
+    encoded = model.encode(text, pair)
+    assert list(encoded.input_ids) == expected["input_ids"]
+    assert list(encoded.segments) == expected["token_type_ids"]
+
+
+def test_tokenizer_json_padding_is_not_applied(model):
+    config = json.loads((model.model_dir / "tokenizer.json").read_text())
+    assert config["padding"] is not None, "the bundled tokenizer ships fixed padding"
+    assert model.run("two words").n_tokens == 4  # [CLS] two words [SEP], no [PAD]
