@@ -48,16 +48,19 @@ def segment_mask(segments: torch.Tensor) -> torch.Tensor:
 # ---------------------------------------------------------------------------------------------
 
 
-def attention_scores(query: torch.Tensor, key: torch.Tensor, scale: bool = True) -> torch.Tensor:
+def attention_scores(
+    query: torch.Tensor, key: torch.Tensor, scale: bool = True, out: torch.Tensor | None = None
+) -> torch.Tensor:
     """(..., n_q, d_head) x (..., n_k, d_head) -> (..., n_q, n_k) = Q Kᵀ, times 1/√d_head if scale.
 
     Without the scale, the dot product of two random d_head-dim vectors has variance d_head, so
-    wide heads produce huge scores and a softmax that is almost one-hot.
+    wide heads produce huge scores and a softmax that is almost one-hot. `out`, if given, is a
+    preallocated tensor to write into (the encoder keeps every layer in one block, no copies).
     """
-    scores = query @ key.transpose(-2, -1)
+    scores = torch.matmul(query, key.transpose(-2, -1), out=out)
     if scale:
         d_head = query.shape[-1]
-        scores = scores * d_head**-0.5  # multiply by the reciprocal, as BERT does
+        scores.mul_(d_head**-0.5)  # multiply by the reciprocal, as BERT does
     return scores
 
 
@@ -68,14 +71,16 @@ def apply_mask(scores: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
     return scores.masked_fill(~mask, float("-inf"))
 
 
-def masked_softmax(scores: torch.Tensor) -> torch.Tensor:
+def masked_softmax(scores: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
     """Row-wise softmax over the last axis; a row that is entirely -inf gives zeros, not NaN."""
-    fully_masked = torch.isneginf(scores).all(dim=-1, keepdim=True)
+    # A row is fully masked exactly when its maximum is -inf: one cheap reduction tells.
+    fully_masked = torch.isneginf(scores.amax(dim=-1, keepdim=True))
+    if not fully_masked.any():
+        return torch.softmax(scores, dim=-1, out=out)
     # Replace such rows by zeros before the softmax (any finite value works) so no NaN appears,
     # then zero their weights explicitly.
-    safe_scores = scores.masked_fill(fully_masked, 0.0)
-    attn_weights = F.softmax(safe_scores, dim=-1)
-    return attn_weights.masked_fill(fully_masked, 0.0)
+    attn_weights = torch.softmax(scores.masked_fill(fully_masked, 0.0), dim=-1, out=out)
+    return attn_weights.masked_fill_(fully_masked, 0.0)
 
 
 def scaled_dot_product_attention(
@@ -168,21 +173,26 @@ def multi_head_attention(
     mask: torch.Tensor | None = None,
     scale: bool = True,
     head_keep: torch.Tensor | None = None,
+    out_scores: torch.Tensor | None = None,
+    out_weights: torch.Tensor | None = None,
 ) -> MultiHeadResult:
     """Multi-head attention of x_query (n_q, d) over x_key_value (n_k, d).
 
     Self-attention passes the same tensor twice; cross-attention passes two sentences.
     mask (n_q, n_k) bool, shared by all heads. head_keep (H,) float: 1 keeps a head, 0 removes
-    its output before W_O (head ablation).
+    its output before W_O (head ablation). out_scores / out_weights: optional preallocated
+    (H, n_q, n_k) tensors to fill, so a caller that keeps every layer needs no extra copy.
     """
     # 1. Project every token into query, key and value space, then cut each into H heads.
     query = split_heads(weights.query(x_query), n_heads)  # (H, n_q, d_head)
     key = split_heads(weights.key(x_key_value), n_heads)  # (H, n_k, d_head)
     value = split_heads(weights.value(x_key_value), n_heads)  # (H, n_k, d_head)
     # 2. Score every query against every key, per head; forbidden pairs get -inf.
-    scores = apply_mask(attention_scores(query, key, scale), mask)  # (H, n_q, n_k)
+    scores = attention_scores(query, key, scale, out=out_scores)  # (H, n_q, n_k)
+    if mask is not None:
+        scores.masked_fill_(~mask, float("-inf"))
     # 3. Softmax each row into weights that sum to 1.
-    attn_weights = masked_softmax(scores)
+    attn_weights = masked_softmax(scores, out=out_weights)
     # 4. Each head mixes its value vectors with its own weights.
     head_outputs = attn_weights @ value  # (H, n_q, d_head)
     if head_keep is not None:

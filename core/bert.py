@@ -171,11 +171,13 @@ class BertEncoder:
         mask: torch.Tensor | None,
         scale: bool,
         head_keep: torch.Tensor | None,
+        out_scores: torch.Tensor | None = None,
+        out_weights: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, MultiHeadResult]:
         """One encoder layer: (n, d_model) -> (n, d_model), plus what its attention computed."""
         weights = self.layers[layer]
         attention = multi_head_attention(
-            x, x, weights.attention, self.n_heads, mask, scale, head_keep
+            x, x, weights.attention, self.n_heads, mask, scale, head_keep, out_scores, out_weights
         )
         h = self._layer_norm(x + attention.output, weights.attn_norm)  # residual + norm
         ffn = weights.ffn_out(self._activation(weights.ffn_in(h)))  # (n, d_ff) -> (n, d_model)
@@ -210,17 +212,20 @@ class BertEncoder:
         mask = causal_mask(n) if causal else None
 
         x = self.embed(input_ids, segments, positions)
-        hidden_states, queries, keys, values, scores, attentions = [x], [], [], [], [], []
+        # The n x n blocks of every layer are written straight into one array each: at 512
+        # tokens they are 75 MB apiece, and stacking per-layer copies would double the work.
+        scores = torch.empty(self.n_layers, self.n_heads, n, n)  # (L, H, n, n)
+        attentions = torch.empty(self.n_layers, self.n_heads, n, n)  # (L, H, n, n)
+        hidden_states, queries, keys, values = [x], [], [], []
         for layer in range(self.n_layers):
+            head_keep = self._head_keep(layer, options.ablate)
             x, attention = self.layer_forward(
-                x, layer, mask, scale, self._head_keep(layer, options.ablate)
+                x, layer, mask, scale, head_keep, scores[layer], attentions[layer]
             )
             hidden_states.append(x)
             queries.append(attention.query)
             keys.append(attention.key)
             values.append(attention.value)
-            scores.append(attention.scores)
-            attentions.append(attention.attn_weights)
 
         return Trace(
             model_name=self.name,
@@ -234,8 +239,8 @@ class BertEncoder:
             queries=_readonly(torch.stack(queries)),  # (L, H, n, d_head)
             keys=_readonly(torch.stack(keys)),
             values=_readonly(torch.stack(values)),
-            scores=_readonly(torch.stack(scores)),  # (L, H, n, n)
-            attentions=_readonly(torch.stack(attentions)),
+            scores=_readonly(scores),
+            attentions=_readonly(attentions),
             options=options,
         )
 
