@@ -1,0 +1,38 @@
+"""A real browser on the Overview: type a sentence, the heatmap's token labels follow."""
+
+from __future__ import annotations
+
+import pytest
+from browser import chromium, page_exceptions, running_app, wait_for_app, wait_idle
+
+pytestmark = pytest.mark.browser
+
+
+def heatmap_tick_labels(page) -> list[str]:
+    """The x-axis tick labels of the first plotly chart on the page."""
+    return page.eval_on_selector_all(
+        ".js-plotly-plot .xtick text", "nodes => nodes.map(n => n.textContent)"
+    )
+
+
+def test_typing_a_sentence_updates_the_heatmap():
+    with running_app() as url, chromium() as browser:
+        page = browser.new_page(viewport={"width": 1300, "height": 1600})
+        page.goto(url)
+        wait_for_app(page)
+        page.wait_for_selector(".js-plotly-plot .xtick text", timeout=60_000)
+        assert "arrow" in heatmap_tick_labels(page)
+
+        box = page.get_by_label("Sentence", exact=True)
+        box.fill("The quiet river bank flooded")
+        box.press("Control+Enter")  # a text area commits on Ctrl+Enter
+        page.wait_for_function(
+            "() => [...document.querySelectorAll('.js-plotly-plot .xtick text')]"
+            ".some(t => t.textContent === 'flooded')",
+            timeout=60_000,
+        )
+        wait_idle(page)
+        labels = heatmap_tick_labels(page)
+        assert "quiet" in labels and "arrow" not in labels
+        assert page_exceptions(page) == []
+        assert "text=The+quiet" in page.url or "text=The%20quiet" in page.url  # the link keeps it
