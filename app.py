@@ -10,7 +10,10 @@ PAGES = {
     "Start": [
         st.Page("pages/overview.py", title="Overview", icon="🔍", default=True),
     ],
-    "Learning path": [],
+    "Learning path": [
+        st.Page("pages/scaling_masking.py", title="3 · Scaling and masking", icon="🌡️"),
+        st.Page("pages/multi_head.py", title="4 · Multi-head attention", icon="🧩"),
+    ],
     "Explore BERT": [],
     "Labs": [],
 }

@@ -8,9 +8,12 @@ nothing: the value-weighted view (Kobayashi et al., 2020) shows ‖α_ij · v_j 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import torch
 
+from core.attention import merge_heads
 from core.bert import BertEncoder, Trace
 
 
@@ -39,3 +42,55 @@ def value_weighted_norms(model: BertEncoder, trace: Trace, layer: int) -> np.nda
 def head_outputs(trace: Trace, layer: int) -> np.ndarray:
     """(H, n, d_head): each head's output α V before the heads are concatenated."""
     return trace.attentions[layer] @ trace.values[layer]  # (H, n, n) @ (H, n, d_head)
+
+
+# ---- multi-head anatomy (the "Multi-head attention" page) -----------------------------------
+
+
+def concatenated_heads(trace: Trace, layer: int) -> np.ndarray:
+    """(n, H * d_head): the heads' outputs side by side, the input of W_O."""
+    per_head = torch.from_numpy(head_outputs(trace, layer))  # (H, n, d_head)
+    return merge_heads(per_head).numpy()  # (H, n, d_head) -> (n, H * d_head)
+
+
+def output_projection(model: BertEncoder, layer: int) -> tuple[np.ndarray, np.ndarray]:
+    """W_O (d_model, H * d_head) in torch's (out, in) layout and its bias b_O (d_model,)."""
+    projection = model.attention_weights(layer).output
+    return projection.weight.detach().numpy(), projection.bias.detach().numpy()
+
+
+def value_weighted_share(norms: np.ndarray) -> np.ndarray:
+    """(…, n_q, n_k) contribution norms -> each query row divided by its sum (rows sum to 1)."""
+    totals = norms.sum(axis=-1, keepdims=True)
+    return np.divide(norms, totals, out=np.zeros_like(norms), where=totals > 0)
+
+
+def raw_vs_weighted_gap(attn_weights: np.ndarray, share: np.ndarray) -> np.ndarray:
+    """(H, n, n) α and weighted share -> (H,) mean over queries of ½ Σ_j |α_ij − share_ij|.
+
+    0: both views agree; 1: they put all their mass on different keys.
+    """
+    return 0.5 * np.abs(attn_weights - share).sum(axis=-1).mean(axis=-1)
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    """One (query, key) pair where raw attention and the value-weighted share differ most."""
+
+    query: int
+    key: int
+    attn_weight: float  # α_ij
+    weighted_share: float  # ‖α_ij v_j W_Oʰ‖ / Σ_k ‖α_ik v_k W_Oʰ‖
+
+
+def top_disagreements(
+    attn_weights: np.ndarray, share: np.ndarray, k: int = 5
+) -> list[Disagreement]:
+    """(n, n) α and share of one head -> the k pairs with the largest |α_ij − share_ij|."""
+    gap = np.abs(attn_weights - share)  # (n, n)
+    order = np.argsort(gap, axis=None)[::-1][:k]  # flat indices, largest gap first
+    rows, cols = np.unravel_index(order, gap.shape)
+    return [
+        Disagreement(int(i), int(j), float(attn_weights[i, j]), float(share[i, j]))
+        for i, j in zip(rows, cols, strict=True)
+    ]

@@ -1,0 +1,220 @@
+"""Scaling, masking and cross-attention: the numbers behind the "Scaling and masking" page.
+
+Three questions, each answered by a small function:
+  * What does softmax do to scores that grow? (saturation: it collapses onto the largest score)
+  * Why divide by √d_k? (a dot product of two random d_k-dim vectors has variance d_k)
+  * What did a switch change in the real model? (per-row entropy, final-vector cosine to BERT
+    as trained)
+and cross-attention, which is the same multi-head function fed with two different sentences.
+
+All results are numpy arrays (float64 where they are statistics); the attention math itself
+goes through core.attention so every page shows the same formula the encoder runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from core.attention import (
+    apply_mask,
+    attention_scores,
+    causal_mask,
+    masked_softmax,
+    multi_head_attention,
+)
+from core.bert import BertEncoder, Trace
+
+# ---------------------------------------------------------------------------------------------
+# Softmax and its entropy
+# ---------------------------------------------------------------------------------------------
+
+
+def softmax(scores: np.ndarray) -> np.ndarray:
+    """Row-wise softmax over the last axis (…, n) -> (…, n), via core.attention.masked_softmax."""
+    return masked_softmax(torch.from_numpy(np.array(scores, dtype=np.float64))).numpy()
+
+
+def row_entropy(attn_weights: np.ndarray) -> np.ndarray:
+    """(…, n) weights -> (…,) entropy in bits, H = −Σ_j α_j log₂ α_j (with 0·log 0 = 0).
+
+    0 bits: all weight on one key. log₂ n bits: weight spread evenly over n keys.
+    An all-zero row (a query that could see nothing) gets 0 bits.
+    """
+    weights = np.asarray(attn_weights, dtype=np.float64)
+    logs = np.log2(np.where(weights > 0, weights, 1.0))  # log 1 = 0 makes 0·log 0 vanish
+    return np.maximum(-(weights * logs).sum(axis=-1), 0.0)  # clip the −0.0 of rounding
+
+
+def saturation(scores: np.ndarray, multipliers: np.ndarray) -> np.ndarray:
+    """(n,) scores, (m,) multipliers c -> (m, n) rows softmax(c · s): sharper as c grows."""
+    scaled = np.outer(np.asarray(multipliers, dtype=np.float64), scores)  # (m, n)
+    return softmax(scaled)
+
+
+# Multipliers for the saturation curve: 0.1 to 100, evenly spaced on a log axis.
+MULTIPLIERS = np.geomspace(0.1, 100.0, 61)
+
+
+def random_scores(n: int, seed: int = 0) -> np.ndarray:
+    """(n,) standard-normal scores: the kind of score vector a scaled head produces."""
+    return np.random.default_rng(seed).standard_normal(n)
+
+
+# ---------------------------------------------------------------------------------------------
+# Why 1/√d_k
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DotProducts:
+    """q·k for random standard-normal queries and keys of width d_k, before and after 1/√d_k."""
+
+    d_k: int
+    raw: np.ndarray  # (n_queries, n_keys) q·k
+    scaled: np.ndarray  # (n_queries, n_keys) q·k / √d_k
+
+    @property
+    def raw_variance(self) -> float:
+        return float(self.raw.var())
+
+    @property
+    def scaled_variance(self) -> float:
+        return float(self.scaled.var())
+
+    @property
+    def raw_entropy(self) -> float:
+        """Mean entropy (bits) of softmax over each query's row of unscaled scores."""
+        return float(row_entropy(softmax(self.raw)).mean())
+
+    @property
+    def scaled_entropy(self) -> float:
+        """Mean entropy (bits) of softmax over each query's row of scaled scores."""
+        return float(row_entropy(softmax(self.scaled)).mean())
+
+
+def random_dot_products(
+    d_k: int, n_queries: int = 256, n_keys: int = 256, seed: int = 0
+) -> DotProducts:
+    """Q (n_queries, d_k), K (n_keys, d_k) ~ N(0, 1) -> all q·k, raw and divided by √d_k.
+
+    Each q·k = Σ_t q_t k_t sums d_k independent products of mean 0 and variance 1, so its
+    variance is d_k; dividing by √d_k brings it back to 1 whatever the width.
+    """
+    rng = np.random.default_rng(seed + d_k)  # a different but reproducible draw per width
+    query = torch.from_numpy(rng.standard_normal((n_queries, d_k)))  # (n_queries, d_k)
+    key = torch.from_numpy(rng.standard_normal((n_keys, d_k)))  # (n_keys, d_k)
+    raw = attention_scores(query, key, scale=False).numpy()  # (n_queries, n_keys)
+    scaled = attention_scores(query, key, scale=True).numpy()
+    return DotProducts(d_k, raw, scaled)
+
+
+# ---------------------------------------------------------------------------------------------
+# The causal mask on one head
+# ---------------------------------------------------------------------------------------------
+
+
+def causal_view(
+    trace: Trace, layer: int, head: int, max_tokens: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """This head's scores with the causal mask applied, and the softmax of them.
+
+    Returns (masked_scores (k, k) with −inf above the diagonal, attn_weights (k, k) with exact
+    zeros there) for the first k = min(n, max_tokens) tokens. Under a causal mask the first k
+    queries only ever see the first k keys, so this corner is exact, not an approximation.
+    Uses the queries and keys of `trace`: it shows the mask on one head, whereas a causal *run*
+    masks every layer, so its later layers see different inputs.
+    """
+    k = trace.n_tokens if max_tokens is None else min(trace.n_tokens, max_tokens)
+    query = torch.from_numpy(np.array(trace.queries[layer, head, :k]))  # (k, d_head)
+    key = torch.from_numpy(np.array(trace.keys[layer, head, :k]))  # (k, d_head)
+    scores = attention_scores(query, key, scale=trace.options.scale)  # (n, n)
+    masked = apply_mask(scores, causal_mask(query.shape[0]))  # −inf where j > i
+    return masked.numpy(), masked_softmax(masked).numpy()
+
+
+# ---------------------------------------------------------------------------------------------
+# Comparing two runs of the model
+# ---------------------------------------------------------------------------------------------
+
+
+def _same_tokens(a: Trace, b: Trace) -> None:
+    if a.tokens != b.tokens:
+        raise ValueError("the two runs read different word pieces; compare runs of the same text")
+
+
+def cosine_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """(…, d) x (…, d) -> (…,) cosine of matching rows, in float64 (a zero row gives 0)."""
+    a64, b64 = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    norms = np.linalg.norm(a64, axis=-1) * np.linalg.norm(b64, axis=-1)
+    dots = (a64 * b64).sum(axis=-1)
+    return np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0)
+
+
+def final_cosine(default: Trace, variant: Trace) -> np.ndarray:
+    """(n,) cosine between each token's last-layer vector in two runs of the same text."""
+    _same_tokens(default, variant)
+    return cosine_rows(default.hidden_states[-1], variant.hidden_states[-1])
+
+
+def layer_cosines(default: Trace, variant: Trace) -> np.ndarray:
+    """(L + 1, n) cosine between the two runs' vectors of each token after every layer."""
+    _same_tokens(default, variant)
+    return cosine_rows(default.hidden_states, variant.hidden_states)
+
+
+@dataclass(frozen=True)
+class RunComparison:
+    """What changed for one head and for the final vectors when a switch was flipped."""
+
+    default_weights: np.ndarray  # (n, n) the chosen head in the default run
+    variant_weights: np.ndarray  # (n, n) the same head in the switched run
+    default_entropy: np.ndarray  # (n,) bits per query row
+    variant_entropy: np.ndarray  # (n,)
+    final_cosine: np.ndarray  # (n,) cosine of each token's final vector, variant vs default
+
+
+def compare_runs(default: Trace, variant: Trace, layer: int, head: int) -> RunComparison:
+    """Heatmaps, per-row entropy and final-vector cosine of two runs for one (layer, head)."""
+    _same_tokens(default, variant)
+    default_weights = default.attentions[layer, head]
+    variant_weights = variant.attentions[layer, head]
+    return RunComparison(
+        default_weights=default_weights,
+        variant_weights=variant_weights,
+        default_entropy=row_entropy(default_weights),
+        variant_entropy=row_entropy(variant_weights),
+        final_cosine=final_cosine(default, variant),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Cross-attention
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CrossAttention:
+    """Queries from sentence A, keys and values from sentence B, through one real layer."""
+
+    attn_weights: np.ndarray  # (H, n_a, n_b) rows sum to 1 over B's tokens
+    output: np.ndarray  # (n_a, d_model): what each A token gathers from B, after W_O
+
+
+@torch.inference_mode()
+def cross_attention(
+    model: BertEncoder, trace_a: Trace, trace_b: Trace, layer: int, scale: bool = True
+) -> CrossAttention:
+    """multi_head_attention(x_A, x_B) with `layer`'s weights; x = each sentence's layer input.
+
+    Each sentence is first run through the model on its own, so x_A (n_a, d_model) and
+    x_B (n_b, d_model) are the vectors that enter `layer` in those runs.
+    """
+    x_query = torch.from_numpy(np.array(trace_a.hidden_states[layer]))  # (n_a, d_model)
+    x_key_value = torch.from_numpy(np.array(trace_b.hidden_states[layer]))  # (n_b, d_model)
+    result = multi_head_attention(
+        x_query, x_key_value, model.attention_weights(layer), model.n_heads, scale=scale
+    )
+    return CrossAttention(result.attn_weights.numpy(), result.output.numpy())

@@ -1,0 +1,217 @@
+"""4 · Multi-head attention: every head of a layer, how their outputs are joined, and ablation."""
+
+import streamlit as st
+
+from core import heads, scaling
+from ui import mechanics_charts as mc
+from ui import state, widgets
+
+MAX_ROWS = 64  # token rows drawn for the per-token matrices of section 2
+
+inputs, model = state.page_context()
+
+st.title("4 · Multi-head attention")
+st.markdown(
+    f"A BERT layer does not run one attention pattern but {model.n_heads} of them side by side. "
+    f"Each head has its own W_Q, W_K, W_V that map a {model.d_model}-wide token vector to "
+    f"{model.d_head}-wide queries, keys and values, so each can score a different relation. "
+    "Their outputs are then glued together and mixed by one more matrix, W_O."
+)
+trace = state.trace_or_stop(model, inputs)
+labels = widgets.numbered(trace.tokens)
+layer, head = widgets.layer_head_picker(model)
+
+# 1 ---------------------------------------------------------------------------------------------
+st.subheader(f"1 · All {model.n_heads} heads of layer {layer}")
+st.latex(
+    r"\text{head}_h=\operatorname{softmax}\!\left(\frac{Q_h K_h^\top}{\sqrt{d_k}}\right)V_h,"
+    r"\qquad Q_h = X W_Q^h,\ K_h = X W_K^h,\ V_h = X W_V^h"
+)
+widgets.show_figure(mc.heads_grid(trace.attentions[layer], trace.tokens, layer), "mh_grid")
+if trace.n_tokens > mc.GRID_MAX:
+    st.caption(
+        f"{trace.n_tokens} tokens: each small map averages blocks of "
+        f"{mc.block_step(trace.n_tokens, mc.GRID_MAX)} tokens. Pick a head above to see it in full."
+    )
+st.markdown(
+    "Same sentence, same layer, different patterns: some heads look at the previous or next "
+    "token, some at [CLS] or [SEP], some spread out. The sidebar switches apply here."
+)
+
+# 2 ---------------------------------------------------------------------------------------------
+st.subheader("2 · From heads back to one vector per token")
+st.latex(
+    r"\operatorname{MultiHead}(X)=\big[\text{head}_0\,\|\,\cdots\,\|\,\text{head}_{H-1}\big]"
+    r"\,W_O^\top + b_O=\sum_h \text{head}_h\,W_O^{h} + b_O"
+)
+n, width = trace.n_tokens, model.n_heads * model.d_head
+st.markdown(
+    f"Head {head} outputs one {model.d_head}-wide row per token ({n} × {model.d_head}). "
+    f"Concatenating all heads gives {n} × {width}; W_O ({model.d_model} × {width}) maps that "
+    f"back to {model.d_model} dimensions. Read the sum form: each head writes through its own "
+    f"{model.d_head} rows of W_Oᵀ (outlined for head {head})."
+)
+left, right = st.columns([1, 2])
+with left:
+    widgets.show_figure(
+        mc.token_matrix_heatmap(
+            heads.head_outputs(trace, layer)[head],
+            trace.tokens,
+            f"head {head} output ({n} × {model.d_head})",
+            "head dimension",
+            max_rows=MAX_ROWS,
+        ),
+        "mh_head_output",
+    )
+with right:
+    concatenated = heads.concatenated_heads(trace, layer)
+    widgets.show_figure(
+        mc.head_block_heatmap(
+            concatenated,
+            model.n_heads,
+            model.d_head,
+            f"concatenation of all heads ({n} × {width})",
+            trace.tokens,
+            "token",
+            highlight=head,
+            max_rows=MAX_ROWS,
+        ),
+        "mh_concat",
+    )
+    widgets.download_matrix(concatenated, labels, range(width), f"concat-L{layer}", key="mh_csv")
+if n > MAX_ROWS:
+    st.caption(f"The two matrices above show the first {MAX_ROWS} of {n} tokens.")
+w_o_slices = heads.head_output_projection(model, layer)  # (H, d_head, d_model)
+widgets.show_figure(
+    mc.weights_heatmap(
+        w_o_slices[head],
+        [str(d) for d in range(model.d_head)],
+        f"Layer {layer}: W_O^{head}, the {model.d_head} × {model.d_model} slice of W_Oᵀ "
+        f"that head {head} writes through",
+        "model dimension",
+        height=380,
+        y_title=f"dimension of head {head}",
+    ),
+    "mh_w_o",
+)
+st.caption(
+    f"W_Oᵀ stacks {model.n_heads} such slices, one per head ({width} × {model.d_model} in all); "
+    "only the chosen head's slice is drawn. The full matrix is in the CSV."
+)
+w_o, _ = heads.output_projection(model, layer)
+widgets.download_matrix(
+    w_o.T, range(width), range(model.d_model), f"W_O-transposed-L{layer}", key="mh_w_o_csv"
+)
+
+# 3 ---------------------------------------------------------------------------------------------
+st.subheader("3 · Looking is not moving: the value-weighted view")
+st.latex(
+    r"\lVert \alpha_{ij}\, v_j W_O^{h} \rVert = \alpha_{ij}\,\lVert v_j W_O^{h}\rVert,"
+    r"\qquad \text{share}_{ij} = \frac{\lVert \alpha_{ij} v_j W_O^{h}\rVert}"
+    r"{\sum_k \lVert \alpha_{ik} v_k W_O^{h}\rVert}"
+)
+st.markdown(
+    "A weight α_ij says how much token *i* looks at token *j*; what actually reaches token *i* "
+    "is α_ij times j's value, carried through W_O. When that value vector is short, a large "
+    "weight moves almost nothing. Heads often park weight on [SEP], [CLS] or punctuation this "
+    "way. The share rescales each row of contribution sizes to sum to 1, so it sits on the "
+    "same scale as α."
+)
+attn_weights = trace.attentions[layer]
+share = heads.value_weighted_share(heads.value_weighted_norms(model, trace, layer))
+left, right = st.columns(2)
+with left:
+    widgets.show_figure(
+        mc.reduced_heatmap(attn_weights[head], trace.tokens, trace.tokens, f"L{layer} H{head}: α"),
+        "mh_raw",
+    )
+with right:
+    widgets.show_figure(
+        mc.reduced_heatmap(
+            share[head],
+            trace.tokens,
+            trace.tokens,
+            f"L{layer} H{head}: value-weighted share",
+            colorbar_title="share",
+        ),
+        "mh_share",
+    )
+left, right = st.columns(2)
+with left:
+    widgets.show_figure(
+        mc.disagreement_heatmap(
+            attn_weights[head], share[head], trace.tokens, "Where they disagree: share − α"
+        ),
+        "mh_disagreement",
+    )
+with right:
+    gap = heads.raw_vs_weighted_gap(attn_weights, share)
+    widgets.show_figure(mc.gap_by_head_figure(gap, head, layer), "mh_gap")
+    st.caption("0 = α and the share agree; 1 = they point at entirely different keys.")
+st.markdown("**Largest disagreements in this head**")
+st.dataframe(
+    [
+        {
+            "query": labels[d.query],
+            "key": labels[d.key],
+            "α": round(d.attn_weight, 3),
+            "value-weighted share": round(d.weighted_share, 3),
+        }
+        for d in heads.top_disagreements(attn_weights[head], share[head])
+    ],
+    hide_index=True,
+)
+
+# 4 ---------------------------------------------------------------------------------------------
+st.subheader("4 · Remove heads and watch the output change")
+st.markdown(
+    "Removing a head sets its output to zero before W_O, in the model's own forward pass; "
+    "everything after it is recomputed. The residual connection still carries each token's "
+    "vector past the layer, so even removing every head of a layer does not erase the tokens."
+)
+everything = st.toggle(
+    f"Remove all {model.n_heads} heads of layer {layer}",
+    value=True,
+    key="mh_ablate_layer",
+    bind="query-params",
+)
+choices = {
+    f"layer {lyr} · head {h}": (lyr, h)
+    for lyr in range(model.n_layers)
+    for h in range(model.n_heads)
+}
+picked = st.multiselect("…and/or these heads", list(choices), key="mh_ablate", bind="query-params")
+removed = {choices[name] for name in picked}
+if everything:
+    removed |= {(layer, h) for h in range(model.n_heads)}
+if not removed:
+    st.info("Pick at least one head to remove.")
+else:
+    ablated = state.trace(
+        model,
+        inputs.text,
+        inputs.pair,
+        scale=inputs.scale,
+        causal=inputs.causal,
+        ablate=frozenset(removed),
+    )
+    cosines = scaling.layer_cosines(trace, ablated)  # (L + 1, n)
+    widgets.show_figure(
+        mc.per_token_bars(
+            trace.tokens,
+            {"cosine": cosines[-1]},
+            f"Final vectors with {len(removed)} head(s) removed vs. all heads",
+            "cosine to the full model's final vector",
+        ),
+        "mh_ablation_final",
+    )
+    widgets.show_figure(
+        mc.layer_cosine_heatmap(
+            cosines, trace.tokens, "Cosine to the full model after every layer"
+        ),
+        "mh_ablation_layers",
+    )
+    st.caption(
+        f"Rows above the first removed layer stay at cosine 1: nothing has changed yet. "
+        f"Mean final cosine {cosines[-1].mean():.3f}, lowest {cosines[-1].min():.3f}."
+    )

@@ -1,0 +1,268 @@
+"""3 · Scaling and masking: why scores are divided by √d_k, what a mask removes, cross-attention."""
+
+import streamlit as st
+
+from core import scaling
+from core.errors import EmptyInput
+from ui import charts, state, widgets
+from ui import mechanics_charts as mc
+
+inputs, model = state.page_context()
+
+st.title("3 · Scaling and masking")
+st.markdown(
+    "Two small details of the attention formula decide how sharp a head can look and what it "
+    "may look at: the division by √d_k and the mask. This page measures both, first on random "
+    "numbers, then inside the real model. The last section feeds a head two different sentences."
+)
+# The page compares against BERT as trained, so its reference run ignores the sidebar switches.
+trace = state.trace_or_stop(model, inputs, scale=True, causal=False)
+labels = widgets.numbered(trace.tokens)
+st.caption("Layer and head used by every section below:")
+layer, head = widgets.layer_head_picker(model)
+
+# 1 ---------------------------------------------------------------------------------------------
+st.subheader("1 · Softmax saturates when scores grow")
+st.latex(r"\operatorname{softmax}(c\,s)_j = \frac{e^{c\,s_j}}{\sum_k e^{c\,s_k}}")
+st.markdown(
+    "Multiply a score vector by a constant *c* and the ranking stays the same, yet the weights "
+    "do not: the gaps between scores grow, the exponentials grow faster still, and the largest "
+    "score takes almost all of the weight. The other keys then receive almost nothing, and "
+    "almost no gradient either during training."
+)
+source = st.radio(
+    "Scores",
+    ["random", "sentence"],
+    format_func={"random": "8 random scores", "sentence": "a row of this head's scores"}.get,
+    horizontal=True,
+    key="sm_source",
+    bind="query-params",
+)
+if source == "sentence":
+    query = st.selectbox(
+        "Query token", range(trace.n_tokens), format_func=labels.__getitem__, key="sm_query"
+    )
+    scores, score_labels = trace.scores[layer, head, query], labels
+else:
+    scores, score_labels = scaling.random_scores(8), [f"key {j}" for j in range(8)]
+multiplier = st.select_slider(
+    "Multiplier c",
+    [0.5, 1, 2, 5, 10, 20, 50, 100],
+    value=10,
+    key="sm_multiplier",
+    bind="query-params",
+)
+base, sharp = scaling.saturation(scores, [1.0, multiplier])
+widgets.show_figure(
+    mc.saturation_figure(scores, base, sharp, multiplier, score_labels), "sm_saturation"
+)
+curve = scaling.saturation(scores, scaling.MULTIPLIERS)
+widgets.show_figure(
+    mc.saturation_curve_figure(
+        scaling.MULTIPLIERS, curve, scaling.row_entropy(curve), float(multiplier)
+    ),
+    "sm_saturation_curve",
+)
+
+# 2 ---------------------------------------------------------------------------------------------
+st.subheader("2 · Why divide by √d_k")
+st.latex(
+    r"\operatorname{Var}(q\cdot k)=\sum_{t=1}^{d_k}\operatorname{Var}(q_t k_t)=d_k"
+    r"\qquad\Rightarrow\qquad\operatorname{Var}\!\left(\tfrac{q\cdot k}{\sqrt{d_k}}\right)=1"
+)
+st.markdown(
+    "Draw query and key entries independently with mean 0 and variance 1. Every term "
+    "q_t k_t then has variance 1, and a dot product adds d_k of them, so wider heads give "
+    "wider spreads of scores, which is exactly the multiplier of section 1 in disguise. "
+    f"Dividing by √d_k undoes it for any width. This model's heads have d_k = {model.d_head}."
+)
+widths = sorted({4, model.d_head, 256})
+experiments = [scaling.random_dot_products(d_k) for d_k in widths]
+widgets.show_figure(
+    mc.dot_product_histograms(
+        {e.d_k: e.raw for e in experiments}, {e.d_k: e.scaled for e in experiments}
+    ),
+    "sm_histograms",
+)
+st.dataframe(
+    {
+        "d_k": widths,
+        "variance of q·k": [round(e.raw_variance, 2) for e in experiments],
+        "variance of q·k/√d_k": [round(e.scaled_variance, 3) for e in experiments],
+        "entropy unscaled (bits)": [round(e.raw_entropy, 2) for e in experiments],
+        "entropy scaled (bits)": [round(e.scaled_entropy, 2) for e in experiments],
+    },
+    hide_index=True,
+)
+n_keys = experiments[0].raw.shape[1]
+widgets.show_figure(
+    mc.entropy_by_width_figure(
+        widths,
+        [e.raw_entropy for e in experiments],
+        [e.scaled_entropy for e in experiments],
+        n_keys,
+    ),
+    "sm_entropy_widths",
+)
+st.caption(
+    f"{experiments[0].raw.shape[0]} random queries against {n_keys} random keys per width "
+    "(fixed seed). Unscaled, the entropy falls as d_k grows: each query locks onto one key."
+)
+
+# 3 ---------------------------------------------------------------------------------------------
+st.subheader("3 · Flip the switches inside BERT")
+st.markdown(
+    "Now the real model. The switches below act in **every** layer, so a change in layer 0 "
+    "feeds into all later layers. The reference is BERT as trained (scaled, no mask); the "
+    "sidebar switches are not used on this page."
+)
+left, right = st.columns(2)
+scale_off = left.toggle(
+    "Turn off 1/√d_k scaling", value=True, key="sm_scale_off", bind="query-params"
+)
+causal_on = right.toggle(
+    "Turn on the causal mask", value=False, key="sm_causal", bind="query-params"
+)
+if not (scale_off or causal_on):
+    st.info("Turn on at least one switch to compare a changed model with BERT as trained.")
+else:
+    variant_name = " + ".join(
+        name for name, on in (("no scaling", scale_off), ("causal", causal_on)) if on
+    )
+    variant = state.trace(model, inputs.text, inputs.pair, scale=not scale_off, causal=causal_on)
+    comparison = scaling.compare_runs(trace, variant, layer, head)
+    left, right = st.columns(2)
+    with left:
+        widgets.show_figure(
+            mc.reduced_heatmap(
+                comparison.default_weights,
+                trace.tokens,
+                trace.tokens,
+                f"L{layer} H{head}: as trained",
+            ),
+            "sm_default_heatmap",
+        )
+    with right:
+        widgets.show_figure(
+            mc.reduced_heatmap(
+                comparison.variant_weights,
+                trace.tokens,
+                trace.tokens,
+                f"L{layer} H{head}: {variant_name}",
+            ),
+            "sm_variant_heatmap",
+        )
+    if trace.n_tokens > mc.MAX_DRAWN:
+        st.caption(
+            f"{trace.n_tokens} tokens: the heatmaps average blocks of tokens so that at most "
+            f"{mc.MAX_DRAWN}×{mc.MAX_DRAWN} cells are drawn. The bar charts show every token."
+        )
+    st.latex(r"H_i = -\sum_j \alpha_{ij}\log_2 \alpha_{ij}\quad\text{(bits)}")
+    widgets.show_figure(
+        mc.per_token_bars(
+            trace.tokens,
+            {"as trained": comparison.default_entropy, variant_name: comparison.variant_entropy},
+            f"L{layer} H{head}: entropy of each query's row",
+            "entropy (bits)",
+        ),
+        "sm_entropy_rows",
+    )
+    st.markdown(
+        "Low entropy means a row that puts nearly all weight on one key. With the causal mask "
+        "the row of token *i* can spread over at most i + 1 keys, so early tokens have little "
+        "room for entropy."
+    )
+    widgets.show_figure(
+        mc.per_token_bars(
+            trace.tokens,
+            {"cosine": comparison.final_cosine},
+            f"How far each final vector moved ({variant_name} vs as trained)",
+            "cosine to the trained run's final vector",
+        ),
+        "sm_final_cosine",
+    )
+    moved = int(comparison.final_cosine.argmin())
+    st.caption(
+        f"Cosine 1 means the token ends up pointing the same way as in BERT as trained. "
+        f"Mean cosine {comparison.final_cosine.mean():.3f}; the token that moved most is "
+        f"{labels[moved]} ({comparison.final_cosine[moved]:.3f})."
+    )
+
+# 4 ---------------------------------------------------------------------------------------------
+st.subheader("4 · The causal mask itself")
+st.latex(
+    r"\tilde s_{ij}=\begin{cases}s_{ij} & j\le i\\ -\infty & j>i\end{cases}"
+    r"\qquad e^{-\infty}=0\ \Rightarrow\ \alpha_{ij}=0\ \text{for}\ j>i"
+)
+st.markdown(
+    "A causal mask lets token *i* read only itself and the tokens before it, as a model that "
+    "writes text one piece at a time must. The future scores are replaced by −∞ before the "
+    "softmax, and the exponential turns them into exact zeros. Here the mask is applied to "
+    f"the scores of layer {layer}, head {head} of the trained run."
+)
+masked_scores, masked_weights = scaling.causal_view(trace, layer, head, max_tokens=40)
+shown = masked_scores.shape[0]
+left, right = st.columns(2)
+with left:
+    widgets.show_figure(
+        mc.masked_scores_heatmap(masked_scores, trace.tokens[:shown], "Masked scores"),
+        "sm_masked_scores",
+    )
+with right:
+    widgets.show_figure(
+        charts.attention_heatmap(
+            masked_weights, trace.tokens[:shown], trace.tokens[:shown], "Weights after softmax"
+        ),
+        "sm_masked_weights",
+    )
+st.caption(
+    "Blank cells are −∞ (a chart file cannot store −∞, so they are sent as empty). "
+    + (
+        f"Only the first {shown} of {trace.n_tokens} tokens are drawn; under a causal mask "
+        "their rows never see later tokens, so this corner is exact."
+        if shown < trace.n_tokens
+        else ""
+    )
+)
+widgets.download_matrix(
+    masked_scores, labels[:shown], labels[:shown], f"causal-scores-L{layer}-H{head}", key="sm_csv"
+)
+
+# 5 ---------------------------------------------------------------------------------------------
+st.subheader("5 · Cross-attention: one sentence asks, another answers")
+st.latex(
+    r"\operatorname{CrossAttn}(X_A, X_B)=\operatorname{softmax}\!\left("
+    r"\frac{(X_A W_Q)(X_B W_K)^\top}{\sqrt{d_k}}\right) X_B W_V"
+)
+other = inputs.pair or state.EXAMPLE_PAIR[1]
+st.markdown(
+    "Nothing in the formula requires queries and keys to come from the same text. Here the "
+    "queries come from sentence A (the sidebar sentence) and the keys and values from "
+    f"sentence B, through the same function and the real weights of layer {layer}. Each "
+    "sentence is first run through BERT alone, so both enter the layer as BERT would see them. "
+    + ("" if inputs.pair else "The sidebar has no second sentence, so B is an example.")
+)
+try:
+    trace_a = state.trace(model, inputs.text)
+    trace_b = state.trace(model, other)
+except EmptyInput as err:
+    st.info(f"Sentence B: {err}", icon="✍️")
+else:
+    cross = scaling.cross_attention(model, trace_a, trace_b, layer)
+    widgets.show_figure(
+        mc.reduced_heatmap(
+            cross.attn_weights[head],
+            trace_a.tokens,
+            trace_b.tokens,
+            f"L{layer} H{head}: queries from A, keys from B",
+        ),
+        "sm_cross",
+    )
+    st.caption("Each row sums to 1 over the tokens of B.")
+    widgets.download_matrix(
+        cross.attn_weights[head],
+        widgets.numbered(trace_a.tokens),
+        widgets.numbered(trace_b.tokens),
+        f"cross-attention-L{layer}-H{head}",
+        key="sm_cross_csv",
+    )

@@ -1,0 +1,348 @@
+"""Pages 3 and 4 of the learning path: scaling, masking, cross-attention, heads and ablation."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import plotly.io as pio
+import pytest
+import torch
+from conftest import BAD_INPUTS, LONG_TEXT, assert_no_exception, run_page
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch.nn import functional as F
+
+from core import heads, scaling
+from ui import mechanics_charts as mc
+
+SENTENCE = "The river bank flooded after the storm."
+SCALING_PAGE = "pages/scaling_masking.py"
+HEADS_PAGE = "pages/multi_head.py"
+
+
+@pytest.fixture(scope="module")
+def trace(model):
+    return model.run(SENTENCE)
+
+
+# ---- √d_k: variance of random dot products ---------------------------------------------------
+
+
+@pytest.mark.parametrize("d_k", [4, 32, 256, 1024])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_scaled_dot_products_have_variance_near_one(d_k, seed):
+    products = scaling.random_dot_products(d_k, seed=seed)
+    assert products.raw.shape == products.scaled.shape == (256, 256)
+    # The sample variance scatters by ~0.06 at d_k = 4 and ~0.01 at d_k = 256 (20 seeds).
+    assert 0.8 < products.scaled_variance < 1.2, products.scaled_variance
+
+
+@pytest.mark.parametrize("d_k", [4, 32, 256, 1024])
+def test_unscaled_dot_products_have_variance_near_d_k(d_k):
+    products = scaling.random_dot_products(d_k)
+    assert 0.8 < products.raw_variance / d_k < 1.2, products.raw_variance
+    np.testing.assert_allclose(products.scaled, products.raw / np.sqrt(d_k), rtol=1e-12)
+
+
+def test_unscaled_softmax_rows_lose_entropy_as_d_k_grows():
+    entropy = {d: scaling.random_dot_products(d).raw_entropy for d in (4, 32, 256)}
+    assert entropy[4] > entropy[32] > entropy[256]
+    assert entropy[256] < 1.0  # nearly one-hot: a 256-key row could hold 8 bits
+    for d in (4, 32, 256):  # scaled rows keep most of the 8 bits at every width
+        assert scaling.random_dot_products(d).scaled_entropy > 7.0
+
+
+# ---- softmax saturation and entropy ------------------------------------------------------------
+
+distinct_scores = st.lists(
+    st.integers(min_value=-30, max_value=30), min_size=2, max_size=16, unique=True
+).map(lambda values: np.array(values, dtype=np.float64) / 10)  # gaps of at least 0.1
+
+
+@given(distinct_scores)
+@settings(max_examples=60, deadline=None)
+def test_saturation_goes_one_hot_as_the_multiplier_grows(scores):
+    weights = scaling.saturation(scores, scaling.MULTIPLIERS)  # (m, n)
+    np.testing.assert_allclose(weights.sum(axis=1), 1.0, atol=1e-12)
+    largest = weights.max(axis=1)
+    assert np.all(np.diff(largest) >= -1e-12), "the top weight never shrinks as c grows"
+    assert np.all(weights.argmax(axis=1) == scores.argmax()), "the ranking never changes"
+    assert largest[-1] > 0.99  # c = 100 with a gap ≥ 0.1: at most 15·e^{-10} elsewhere
+    entropy = scaling.row_entropy(weights)
+    assert entropy[-1] < 0.02 and entropy[0] > entropy[-1]
+
+
+def test_row_entropy_limits():
+    assert scaling.row_entropy(np.full(8, 1 / 8)) == pytest.approx(3.0)
+    assert scaling.row_entropy(np.eye(5)).tolist() == [0.0] * 5
+    assert scaling.row_entropy(np.zeros(4)) == 0.0  # a row that could see nothing
+
+
+# ---- the causal mask on a real head -------------------------------------------------------------
+
+
+def test_causal_view_masks_the_future_exactly(trace):
+    masked_scores, attn_weights = scaling.causal_view(trace, layer=2, head=5)
+    n = trace.n_tokens
+    above = np.triu(np.ones((n, n), dtype=bool), k=1)
+    assert np.isneginf(masked_scores[above]).all()
+    assert np.isfinite(masked_scores[~above]).all()
+    assert (attn_weights[above] == 0).all()
+    np.testing.assert_allclose(attn_weights.sum(axis=1), 1.0, atol=1e-6)
+    # On and below the diagonal the scores are this head's own, unchanged.
+    np.testing.assert_allclose(masked_scores[~above], trace.scores[2, 5][~above], atol=1e-5)
+    assert attn_weights[0, 0] == pytest.approx(1.0)  # the first token can only see itself
+
+
+def test_causal_corner_is_exact(trace):
+    full_scores, full_weights = scaling.causal_view(trace, 1, 3)
+    corner_scores, corner_weights = scaling.causal_view(trace, 1, 3, max_tokens=4)
+    assert corner_weights.shape == (4, 4)
+    np.testing.assert_array_equal(corner_scores, full_scores[:4, :4])
+    np.testing.assert_allclose(corner_weights, full_weights[:4, :4], atol=1e-7)
+
+
+def test_masked_scores_figure_sends_no_infinity(trace):
+    masked_scores, _ = scaling.causal_view(trace, 0, 0)
+    fig = mc.masked_scores_heatmap(masked_scores, trace.tokens, "masked")
+    z = np.asarray(fig.data[0].z, dtype=np.float64)
+    assert np.isnan(z[np.isneginf(masked_scores)]).all()
+    assert "Infinity" not in pio.to_json(fig)
+    assert list(fig.data[0].text[0][1:]) == ["−∞"] * (trace.n_tokens - 1)
+
+
+# ---- comparing runs -----------------------------------------------------------------------------
+
+
+def test_compare_runs(model, trace):
+    same = scaling.compare_runs(trace, trace, 3, 1)
+    np.testing.assert_allclose(same.final_cosine, 1.0, atol=1e-6)
+    np.testing.assert_array_equal(same.default_entropy, same.variant_entropy)
+
+    unscaled = scaling.compare_runs(trace, model.run(SENTENCE, scale=False), 3, 1)
+    assert unscaled.final_cosine.shape == (trace.n_tokens,)
+    assert unscaled.final_cosine.min() < 0.99  # removing √d_k in every layer moves the vectors
+    # Larger scores give sharper rows: mean entropy drops in the unscaled run.
+    assert unscaled.variant_entropy.mean() < unscaled.default_entropy.mean()
+
+    causal = scaling.compare_runs(trace, model.run(SENTENCE, causal=True), 0, 0)
+    # Row i of a causal head spreads over at most i + 1 keys.
+    bound = np.log2(np.arange(1, trace.n_tokens + 1))
+    assert np.all(causal.variant_entropy <= bound + 1e-9)
+
+
+def test_layer_cosines_and_token_check(model, trace):
+    cosines = scaling.layer_cosines(trace, model.run(SENTENCE, causal=True))
+    assert cosines.shape == (model.n_layers + 1, trace.n_tokens)
+    np.testing.assert_allclose(cosines[0], 1.0, atol=1e-6)  # the embeddings ignore the mask
+    with pytest.raises(ValueError, match="different word pieces"):
+        scaling.final_cosine(trace, model.run("Something else entirely."))
+
+
+# ---- cross-attention ----------------------------------------------------------------------------
+
+
+def test_cross_attention_with_itself_is_self_attention(model, trace):
+    cross = scaling.cross_attention(model, trace, trace, layer=3)
+    np.testing.assert_allclose(cross.attn_weights, trace.attentions[3], atol=1e-6)
+
+
+def test_cross_attention_shapes_and_rows(model, trace):
+    other = model.run("Fruit flies like a banana.")
+    cross = scaling.cross_attention(model, trace, other, layer=2)
+    n_a, n_b = trace.n_tokens, other.n_tokens
+    assert n_a != n_b
+    assert cross.attn_weights.shape == (model.n_heads, n_a, n_b)
+    assert cross.output.shape == (n_a, model.d_model)
+    np.testing.assert_allclose(cross.attn_weights.sum(-1), 1.0, atol=1e-6)
+
+
+# ---- heads, concatenation, W_O ------------------------------------------------------------------
+
+
+def _layer_input(trace, layer: int) -> torch.Tensor:
+    return torch.from_numpy(np.array(trace.hidden_states[layer]))  # (n, d_model)
+
+
+def test_concatenation_through_w_o_is_the_attention_output(model, trace):
+    layer = 4
+    _, attention = model.layer_forward(_layer_input(trace, layer), layer, None, True, None)
+    w_o, b_o = heads.output_projection(model, layer)
+    concatenated = heads.concatenated_heads(trace, layer)
+    assert concatenated.shape == (trace.n_tokens, model.n_heads * model.d_head)
+    # Column block h of the concatenation is head h's output.
+    np.testing.assert_array_equal(concatenated[:, 32:64], heads.head_outputs(trace, layer)[1])
+    np.testing.assert_allclose(concatenated @ w_o.T + b_o, attention.output.numpy(), atol=2e-5)
+
+
+def test_ablating_every_head_leaves_only_the_bias(model, trace):
+    layer = 2
+    x = _layer_input(trace, layer)
+    _, attention = model.layer_forward(x, layer, None, True, torch.zeros(model.n_heads))
+    _, b_o = heads.output_projection(model, layer)
+    np.testing.assert_allclose(
+        attention.output.numpy(), np.broadcast_to(b_o, (trace.n_tokens, model.d_model)), atol=1e-7
+    )
+
+
+def test_ablating_every_head_of_a_layer_leaves_the_residual_path(model, trace):
+    """Hidden states after the layer = the layer computed by hand with attention = b_O."""
+    layer = 1
+    ablated = model.run(SENTENCE, ablate={(layer, h) for h in range(model.n_heads)})
+    np.testing.assert_array_equal(
+        ablated.hidden_states[: layer + 1], trace.hidden_states[: layer + 1]
+    )
+    weights, eps = model.layers[layer], model.dims.layer_norm_eps
+    x = _layer_input(trace, layer)  # (n, d_model), identical in both runs
+    h = F.layer_norm(x + weights.attention.output.bias, (model.d_model,), *weights.attn_norm, eps)
+    ffn = weights.ffn_out(F.gelu(weights.ffn_in(h)))
+    expected = F.layer_norm(h + ffn, (model.d_model,), *weights.ffn_norm, eps)
+    torch.testing.assert_close(
+        torch.from_numpy(np.array(ablated.hidden_states[layer + 1])), expected, atol=1e-5, rtol=0
+    )
+    # ...and it differs from the full layer, so the check above is not vacuous.
+    assert not np.allclose(ablated.hidden_states[layer + 1], trace.hidden_states[layer + 1])
+
+
+def test_value_weighted_share_and_gap(model, trace):
+    layer = 3
+    attn_weights = trace.attentions[layer]
+    share = heads.value_weighted_share(heads.value_weighted_norms(model, trace, layer))
+    np.testing.assert_allclose(share.sum(-1), 1.0, atol=1e-5)
+    gap = heads.raw_vs_weighted_gap(attn_weights, share)
+    assert gap.shape == (model.n_heads,) and np.all((gap >= 0) & (gap <= 1))
+    assert gap.max() > 0.05  # on real weights the two views do disagree somewhere
+    top = heads.top_disagreements(attn_weights[0], share[0], k=4)
+    sizes = [abs(d.attn_weight - d.weighted_share) for d in top]
+    assert sizes == sorted(sizes, reverse=True)
+    assert sizes[0] == pytest.approx(np.abs(attn_weights[0] - share[0]).max(), abs=1e-6)
+
+
+def test_value_weighted_share_of_a_zero_row_is_zero():
+    norms = np.array([[0.0, 0.0], [1.0, 3.0]])
+    np.testing.assert_array_equal(heads.value_weighted_share(norms), [[0, 0], [0.25, 0.75]])
+
+
+# ---- figures for long inputs --------------------------------------------------------------------
+
+
+def test_block_average_keeps_the_mean():
+    matrix = np.random.default_rng(0).random((300, 300))
+    reduced, step = mc.block_average(matrix, 128)
+    assert step == 3 and reduced.shape == (100, 100)
+    assert reduced.mean() == pytest.approx(matrix.mean())
+    same, one = mc.block_average(matrix[:50, :50], 128)
+    assert one == 1 and np.array_equal(same, matrix[:50, :50])
+    uneven, step = mc.block_average(matrix[:130, :130], 64)  # 130 = 3·43 + 1: a short last block
+    assert step == 3 and uneven.shape == (44, 44) and not np.isnan(uneven).any()
+
+
+def test_long_input_figures_stay_small(model):
+    long_trace = model.run(LONG_TEXT)
+    assert long_trace.n_tokens == 512
+    fig = mc.reduced_heatmap(long_trace.attentions[0, 0], long_trace.tokens, long_trace.tokens, "t")
+    assert np.asarray(fig.data[0].z).shape == (128, 128)
+    assert "4×4 block" in fig.layout.title.text
+    grid = mc.heads_grid(long_trace.attentions[0], long_trace.tokens, 0)
+    assert len(grid.data) == model.n_heads
+    assert all(np.asarray(trace.z).shape[0] <= mc.GRID_MAX for trace in grid.data)
+    assert len(pio.to_json(grid)) < 400_000
+
+
+# ---- the pages, headless ------------------------------------------------------------------------
+
+
+def _texts(at) -> str:
+    return json.dumps(
+        [e.value for kind in ("markdown", "caption", "info", "warning") for e in at.get(kind)]
+    )
+
+
+def test_scaling_page_default():
+    at = run_page(SCALING_PAGE, text=SENTENCE)
+    assert_no_exception(at)
+    keys = {chart.proto.id for chart in at.get("plotly_chart")}
+    assert len(keys) == 11
+    assert at.toggle(key="sm_scale_off").value is True
+    # No switch flipped: nothing to compare, and the page says so instead of failing.
+    at.toggle(key="sm_scale_off").set_value(False).run()
+    assert_no_exception(at)
+    assert any("at least one switch" in info.value for info in at.info)
+    at.toggle(key="sm_causal").set_value(True).run()
+    assert_no_exception(at)
+    assert "causal" in _texts(at)
+    at.radio(key="sm_source").set_value("sentence").run()
+    assert_no_exception(at)
+    at.select_slider(key="sm_multiplier").set_value(100).run()
+    assert_no_exception(at)
+
+
+def test_scaling_page_with_an_unreadable_second_sentence():
+    at = run_page(SCALING_PAGE, text=SENTENCE, pair="\x00\x01\x07")
+    assert_no_exception(at)
+    assert any(info.value.startswith("Sentence B") for info in at.info)
+
+
+def test_scaling_page_long_input_says_what_it_draws():
+    at = run_page(SCALING_PAGE, text=LONG_TEXT)
+    assert_no_exception(at)
+    texts = _texts(at)
+    assert "average blocks" in texts and "first 40 of 512" in texts
+
+
+def test_heads_page_default_and_ablation():
+    at = run_page(HEADS_PAGE, text=SENTENCE)
+    assert_no_exception(at)
+    assert len(at.get("plotly_chart")) == 10
+    assert "Mean final cosine" in _texts(at)
+    at.toggle(key="mh_ablate_layer").set_value(False).run()
+    assert any("Pick at least one head" in info.value for info in at.info)
+    at.multiselect(key="mh_ablate").set_value(["layer 5 · head 11", "layer 0 · head 3"]).run()
+    assert_no_exception(at)
+    assert "2 head(s) removed" in json.dumps(
+        [c.proto.spec for c in at.get("plotly_chart")], ensure_ascii=False
+    )
+
+
+def test_heads_page_long_input_says_what_it_draws():
+    at = run_page(HEADS_PAGE, text=LONG_TEXT)
+    assert_no_exception(at)
+    texts = _texts(at)
+    assert "each small map averages blocks of 11 tokens" in texts
+    assert "first 64 of 512 tokens" in texts
+
+
+@pytest.mark.parametrize("page", [SCALING_PAGE, HEADS_PAGE])
+@pytest.mark.parametrize("name", list(BAD_INPUTS))
+def test_pages_survive_bad_input(page, name):
+    at = run_page(page, text=BAD_INPUTS[name])
+    assert_no_exception(at)
+    if name in ("empty", "whitespace", "control"):
+        assert at.info, "an unreadable text must get a message"
+        assert not at.get("plotly_chart")
+    else:
+        assert at.get("plotly_chart")
+
+
+# ---- a real browser -----------------------------------------------------------------------------
+
+
+@pytest.mark.browser
+def test_both_pages_in_chromium():
+    from browser import chromium, page_exceptions, running_app, wait_for_app
+
+    with running_app() as url, chromium() as browser:
+        page = browser.new_page(viewport={"width": 1300, "height": 2400})
+        for path, title, min_plots in (
+            ("scaling_masking", "3 · Scaling and masking", 4),
+            ("multi_head", "4 · Multi-head attention", 4),
+        ):
+            page.goto(f"{url}/{path}")
+            wait_for_app(page)
+            page.get_by_role("heading", name=title).wait_for(timeout=60_000)
+            page.wait_for_function(
+                f"document.querySelectorAll('.js-plotly-plot').length >= {min_plots}",
+                timeout=60_000,
+            )
+            assert page_exceptions(page) == [], path
