@@ -23,8 +23,8 @@ from core.weights import load_weights, read_config
 BUNDLED = "minilm"
 # Shown in the model picker; any other hub id or a local directory path works as well.
 SUGGESTED_MODELS: dict[str, str] = {
-    BUNDLED: "all-MiniLM-L6-v2 · bundled, works offline (6 layers × 12 heads, d=384)",
-    "bert-base-uncased": "bert-base-uncased · from the hub, ~440 MB (12 layers × 12 heads, d=768)",
+    BUNDLED: "MiniLM-L6 · bundled, offline",
+    "bert-base-uncased": "bert-base-uncased · hub, 440 MB",
 }
 HUB_FILES = [
     "config.json",

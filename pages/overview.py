@@ -17,20 +17,27 @@ st.markdown(
 trace = state.trace_or_stop(model, inputs)
 
 st.subheader("1 · The word pieces")
-st.markdown(
-    f"BERT splits text into pieces of a fixed {model.dims.vocab_size:,}-entry vocabulary and "
-    "wraps them in `[CLS]` … `[SEP]`. Each piece is one row of every matrix below."
-)
-st.dataframe(
-    {
-        "position": list(range(trace.n_tokens)),
-        "piece": list(trace.tokens),
-        "vocabulary id": trace.input_ids.tolist(),
-        "sentence": ["A" if s == 0 else "B" for s in trace.segments],
-    },
-    hide_index=True,
-    height=min(300, 36 * (trace.n_tokens + 1)),
-)
+pieces_col, notes_col = st.columns([3, 2])
+with pieces_col:
+    st.dataframe(
+        {
+            "#": list(range(trace.n_tokens)),
+            "piece": list(trace.tokens),
+            "vocabulary id": trace.input_ids.tolist(),
+            "sentence": ["A" if s == 0 else "B" for s in trace.segments],
+        },
+        height=min(320, 35 * (trace.n_tokens + 1) + 3),
+        width="stretch",
+        hide_index=True,
+    )
+with notes_col:
+    st.markdown(
+        f"BERT cuts text into pieces from a fixed vocabulary of {model.dims.vocab_size:,} "
+        "entries — rare words become several pieces marked `##` — and wraps them in `[CLS]` … "
+        "`[SEP]`. Each piece, numbered from 0, is one row and one column of every "
+        "attention matrix in this app."
+    )
+    st.metric("word pieces", trace.n_tokens)
 
 st.subheader("2 · One attention head")
 st.latex(

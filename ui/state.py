@@ -141,9 +141,15 @@ def trace_or_stop(model: core.BertEncoder, inputs: Inputs, **switches: object) -
 # ---- the sidebar ------------------------------------------------------------------------------
 def _model_choice() -> str:
     options = [*core.SUGGESTED_MODELS, OTHER_MODEL]
-    labels = {**core.SUGGESTED_MODELS, OTHER_MODEL: "other · a hub id or a local folder"}
+    labels = {**core.SUGGESTED_MODELS, OTHER_MODEL: "other · hub id or folder"}
     choice = st.selectbox(
-        "Model", options, format_func=labels.__getitem__, key="model", bind="query-params"
+        "Model",
+        options,
+        format_func=labels.__getitem__,
+        key="model",
+        bind="query-params",
+        help="MiniLM-L6 (all-MiniLM-L6-v2) ships with the app: a BERT with 6 layers × 12 heads, "
+        "d_model 384. Hub models need the internet once.",
     )
     if choice != OTHER_MODEL:
         return choice
@@ -238,3 +244,68 @@ def parity_report(model: core.BertEncoder, result: core.Trace) -> object:
     from core.reference import compare
 
     return compare(_reference_model(model.name), result)
+
+
+# ---- embedding geometry (pages/embeddings.py, pages/positional.py) ----------------------------
+@st.cache_resource(max_entries=4, show_spinner=False)
+def _cached_points(
+    model_name: str, sentences: tuple[str, ...], scale: bool, causal: bool
+) -> tuple[object, tuple[str, ...]]:
+    # One PointSet per (sentences, switches): moving a slider must not rerun a dozen Traces.
+    from core.geometry import gather_points
+
+    model = load_model(model_name)
+    traces, kept, notes = [], [], []
+    for number, sentence in enumerate(sentences, start=1):
+        try:
+            result = trace(model, sentence, None, scale=scale, causal=causal)
+        except core.EmptyInput:
+            notes.append(f"Line {number} holds no readable characters and is skipped.")
+            continue
+        if result.truncated:
+            notes.append(f"Line {number} is cut to {model.max_positions} word pieces.")
+        traces.append(result)
+        kept.append(sentence)
+    return gather_points(traces, kept), tuple(notes)
+
+
+def point_set(
+    model: core.BertEncoder, sentences: tuple[str, ...], *, scale: bool, causal: bool
+) -> tuple[object, tuple[str, ...]]:
+    """Cached core.geometry.PointSet of several sentences' Traces, and notes on skipped lines."""
+    return _cached_points(model.name, tuple(sentences), scale, causal)
+
+
+@st.cache_data(max_entries=32, show_spinner="Projecting …")
+def projection(vectors: object, method: str, n_components: int, ids: object = None) -> object:
+    """Cached core.geometry projection of (m, d) vectors (t-SNE takes seconds)."""
+    from core.geometry import project, project_unique
+
+    if ids is not None:
+        return project_unique(vectors, ids, method, n_components)
+    return project(vectors, method, n_components)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def trajectory_projection(hidden: object, n_components: int) -> object:
+    """Cached core.geometry.trajectories: (L + 1, m, d) -> (L + 1, m, c) in one PCA plane."""
+    from core.geometry import trajectories
+
+    return trajectories(hidden, n_components)
+
+
+@st.cache_resource(max_entries=2, show_spinner=False)
+def _vocabulary_view(model_name: str) -> tuple[object, object]:
+    from core.geometry import word_mask
+    from core.positional import unit_rows
+
+    model = load_model(model_name)
+    unit_table = unit_rows(model.word_vectors()).astype("float32")  # (vocab, d) unit rows
+    unit_table.setflags(write=False)
+    vocabulary = [model.tokenizer.token_of(i) for i in range(unit_table.shape[0])]
+    return unit_table, word_mask(vocabulary)
+
+
+def vocabulary_view(model: core.BertEncoder) -> tuple[object, object]:
+    """(vocab, d) word-piece table with unit rows, and the (vocab,) mask of real word pieces."""
+    return _vocabulary_view(model.name)
