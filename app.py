@@ -15,7 +15,10 @@ PAGES = {
         st.Page("pages/multi_head.py", title="4 · Multi-head attention", icon="🧩"),
     ],
     "Explore BERT": [],
-    "Labs": [],
+    "Labs": [
+        st.Page("pages/positional.py", title="Positional encoding", icon="📍"),
+        st.Page("pages/embeddings.py", title="Embedding projections", icon="🌌"),
+    ],
 }
 
 navigation = st.navigation({section: pages for section, pages in PAGES.items() if pages})

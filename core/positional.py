@@ -1,0 +1,389 @@
+"""How position gets into a transformer: sinusoidal, binary and learned position vectors.
+
+Attention compares every token with every other token through dot products; nothing in that
+comparison knows which token came first. Order enters only through a vector added to each token
+that depends on its position p. Three kinds are studied here:
+
+    binary      bit j of p: flips every 2^j positions (discrete, the ancestor of the sinusoid)
+    sinusoidal  PE[p, 2i] = sin(ω_i p), PE[p, 2i+1] = cos(ω_i p), ω_i = base^(-2i/d_model)
+    learned     a (max_positions, d_model) table trained with the model (BERT's choice)
+
+Everything here returns plain numpy arrays (float64 unless stated) so tests can check the math
+exactly; the model is used only for its tables and for the permutation experiment at the end.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from core.bert import BertEncoder
+
+BASE = 10_000.0  # the sinusoid's base in "Attention is all you need"
+
+# ---------------------------------------------------------------------------------------------
+# 1. Sinusoidal encoding
+# ---------------------------------------------------------------------------------------------
+
+
+def frequencies(d_model: int, base: float = BASE) -> np.ndarray:
+    """(d_model // 2,) angular frequencies ω_i = base^(-2i / d_model), fastest first."""
+    if d_model < 2 or d_model % 2:
+        raise ValueError(f"d_model must be even and at least 2, got {d_model}")
+    pair_index = np.arange(d_model // 2, dtype=np.float64)  # i = 0 .. d/2 - 1
+    return base ** (-2.0 * pair_index / d_model)
+
+
+def sinusoidal_encoding(n_positions: int, d_model: int, base: float = BASE) -> np.ndarray:
+    """(n_positions, d_model): PE[p, 2i] = sin(ω_i p), PE[p, 2i+1] = cos(ω_i p)."""
+    positions = np.arange(n_positions, dtype=np.float64)[:, None]  # (n, 1)
+    angles = positions * frequencies(d_model, base)[None, :]  # (n, d/2): ω_i · p
+    encoding = np.empty((n_positions, d_model), dtype=np.float64)
+    encoding[:, 0::2] = np.sin(angles)  # even dimensions: sine
+    encoding[:, 1::2] = np.cos(angles)  # odd dimensions: cosine of the same angle (interleaved)
+    return encoding
+
+
+def wavelengths(d_model: int, base: float = BASE) -> np.ndarray:
+    """(d_model,) the period in positions of every dimension: 2π / ω_i (a pair shares one)."""
+    return np.repeat(2.0 * np.pi / frequencies(d_model, base), 2)
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. Binary encoding: the discrete ancestor
+# ---------------------------------------------------------------------------------------------
+
+
+def n_bits_for(n_positions: int) -> int:
+    """Bits needed to write positions 0 .. n_positions - 1 (at least 1)."""
+    return max(1, int(n_positions - 1).bit_length())
+
+
+def binary_encoding(
+    n_positions: int, n_bits: int | None = None, signed: bool = False
+) -> np.ndarray:
+    """(n_positions, n_bits): column j is bit j of p (bit 0 = least significant), 0/1 or ±1."""
+    n_bits = n_bits or n_bits_for(n_positions)
+    positions = np.arange(n_positions, dtype=np.int64)[:, None]  # (n, 1)
+    bits = (positions >> np.arange(n_bits)[None, :]) & 1  # (n, n_bits)
+    bits = bits.astype(np.float64)
+    # ±1 bits are centred: their dot product counts agreeing minus disagreeing bits.
+    return 2.0 * bits - 1.0 if signed else bits
+
+
+def smooth_bit(positions: np.ndarray, bit: int) -> np.ndarray:
+    """The sinusoid with bit j's period 2^(j+1), peaking in the middle of each run of ones.
+
+    bit j is 1 for p mod 2^(j+1) in [2^j, 2^(j+1) - 1], whose centre is c = 1.5·2^j - 0.5;
+    the curve is 0.5 + 0.5·cos(2π (p - c) / 2^(j+1)).
+    """
+    period = 2.0 ** (bit + 1)
+    centre = 1.5 * 2.0**bit - 0.5
+    return 0.5 + 0.5 * np.cos(
+        2.0 * np.pi * (np.asarray(positions, dtype=np.float64) - centre) / period
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. Relative position: PE(p + k) = R_k PE(p)
+# ---------------------------------------------------------------------------------------------
+
+
+def rotation_matrix(offset: int, d_model: int, base: float = BASE) -> np.ndarray:
+    """(d_model, d_model) block-diagonal R_k: block i = [[cos ω_i k, sin ω_i k], [-sin, cos]].
+
+    sin(a + b) = sin a cos b + cos a sin b and cos(a + b) = cos a cos b - sin a sin b, so the
+    block maps the pair (sin ω_i p, cos ω_i p) to (sin ω_i (p+k), cos ω_i (p+k)) for every p.
+    """
+    angles = frequencies(d_model, base) * offset  # (d/2,) ω_i k
+    cos, sin = np.cos(angles), np.sin(angles)
+    rotation = np.zeros((d_model, d_model), dtype=np.float64)
+    even, odd = np.arange(0, d_model, 2), np.arange(1, d_model, 2)
+    rotation[even, even] = cos
+    rotation[even, odd] = sin
+    rotation[odd, even] = -sin
+    rotation[odd, odd] = cos
+    return rotation
+
+
+@dataclass(frozen=True)
+class RotationCheck:
+    """R_k applied to PE(p) for many p, compared with PE(p + k)."""
+
+    offset: int  # k
+    d_model: int
+    positions: np.ndarray  # (n,) the p that were checked
+    rotation: np.ndarray  # (d_model, d_model) R_k, the same matrix for every p
+    original: np.ndarray  # (n, d_model) PE(p)
+    rotated: np.ndarray  # (n, d_model) R_k PE(p)
+    shifted: np.ndarray  # (n, d_model) PE(p + k)
+    max_abs_error: float  # max |R_k PE(p) - PE(p + k)| over every p and dimension
+    frequencies: np.ndarray  # (d_model / 2,) ω_i
+    angles: np.ndarray  # (d_model / 2,) ω_i k: how far each pair is turned
+
+
+def rotation_check(
+    offset: int, d_model: int, n_positions: int = 128, base: float = BASE
+) -> RotationCheck:
+    """Check PE(p + k) = R_k PE(p) for p = 0 .. n_positions - 1 with one matrix R_k."""
+    encoding = sinusoidal_encoding(n_positions + offset, d_model, base)  # (n + k, d)
+    rotation = rotation_matrix(offset, d_model, base)
+    rotated = encoding[:n_positions] @ rotation.T  # row p: (R_k PE(p))ᵀ
+    shifted = encoding[offset : offset + n_positions]
+    omega = frequencies(d_model, base)
+    return RotationCheck(
+        offset=offset,
+        d_model=d_model,
+        positions=np.arange(n_positions),
+        rotation=rotation,
+        original=encoding[:n_positions],
+        rotated=rotated,
+        shifted=shifted,
+        max_abs_error=float(np.max(np.abs(rotated - shifted))) if n_positions else 0.0,
+        frequencies=omega,
+        angles=omega * offset,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. Similarity between positions
+# ---------------------------------------------------------------------------------------------
+
+
+def unit_rows(vectors: np.ndarray) -> np.ndarray:
+    """(n, d) -> (n, d) every row divided by its length (zero rows stay zero)."""
+    vectors = np.asarray(vectors, dtype=np.float64)
+    norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
+    return vectors / np.where(norms > 0, norms, 1.0)
+
+
+def similarity_matrix(vectors: np.ndarray, kind: str = "cosine") -> np.ndarray:
+    """(n, d) -> (n, n): x_p · x_q ("dot") or x_p · x_q / (‖x_p‖ ‖x_q‖) ("cosine")."""
+    if kind not in ("dot", "cosine"):
+        raise ValueError(f"kind must be 'dot' or 'cosine', got {kind!r}")
+    rows = unit_rows(vectors) if kind == "cosine" else np.asarray(vectors, dtype=np.float64)
+    return rows @ rows.T
+
+
+def distance_profile(similarity: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(n, n) -> (n,), (n,): mean and spread of similarity[p, q] over pairs with |p - q| = k."""
+    n = similarity.shape[0]
+    means, spreads = np.zeros(n), np.zeros(n)
+    for k in range(n):
+        diagonal = np.diagonal(similarity, offset=k)  # every pair (p, p + k)
+        means[k], spreads[k] = diagonal.mean(), diagonal.std()
+    return means, spreads
+
+
+def explained_by_distance(similarity: np.ndarray) -> float:
+    """R² of predicting similarity[p, q] (p ≠ q) by the mean over all pairs at distance |p - q|.
+
+    1.0: similarity is a function of distance alone; 0.0: distance says nothing. The diagonal
+    is left out: a cosine of 1 with itself would count as "explained" for any vectors.
+    """
+    n = similarity.shape[0]
+    means, _ = distance_profile(similarity)
+    distance = np.abs(np.arange(n)[:, None] - np.arange(n)[None, :])  # (n, n) |p - q|
+    off_diagonal = distance > 0
+    values = similarity[off_diagonal]
+    residual = values - means[distance][off_diagonal]
+    total_ss = float(np.sum((values - values.mean()) ** 2)) if values.size else 0.0
+    return 1.0 - float(np.sum(residual**2)) / total_ss if total_ss > 0 else 1.0
+
+
+# ---------------------------------------------------------------------------------------------
+# 5. Near-orthogonality in high dimensions
+# ---------------------------------------------------------------------------------------------
+
+
+def random_unit_dot_products(dim: int, n_pairs: int = 4000, seed: int = 0) -> np.ndarray:
+    """(n_pairs,) a · b for independent random unit vectors a, b in dim dimensions.
+
+    E[a · b] = 0 and Var[a · b] = 1 / dim: in many dimensions random directions are almost
+    perpendicular, with a spread that shrinks like 1 / √dim.
+    """
+    rng = np.random.default_rng(seed)
+    a = unit_rows(rng.standard_normal((n_pairs, dim)))  # a Gaussian, normalised: uniform direction
+    b = unit_rows(rng.standard_normal((n_pairs, dim)))
+    return np.einsum("pd,pd->p", a, b)
+
+
+def row_pair_cosines(
+    first: np.ndarray, second: np.ndarray | None = None, n_pairs: int = 4000, seed: int = 0
+) -> np.ndarray:
+    """(n_pairs,) cosines between random rows of first and second (distinct rows if same table)."""
+    rng = np.random.default_rng(seed)
+    second_table = first if second is None else second
+    i = rng.integers(0, first.shape[0], n_pairs)
+    j = rng.integers(0, second_table.shape[0], n_pairs)
+    if second is None:  # a row compared with itself would give exactly 1: move it along by one
+        j = np.where(i == j, (j + 1) % first.shape[0], j)
+    a, b = unit_rows(first[i]), unit_rows(second_table[j])
+    return np.einsum("pd,pd->p", a, b)
+
+
+@dataclass(frozen=True)
+class Recovery:
+    """x = token + position, compared with every row of both tables."""
+
+    cos_token: np.ndarray  # (n,) cos(x, its own token row)
+    cos_position: np.ndarray  # (n,) cos(x, its own position row)
+    token_rank: np.ndarray  # (n,) 1 = its own token is the vocabulary row most similar to x
+    position_rank: np.ndarray  # (n,) 1 = its own position is the position row most similar to x
+    best_other_token: np.ndarray  # (n,) highest cos(x, another vocabulary row)
+    best_other_position: np.ndarray  # (n,) highest cos(x, another position row)
+
+
+def recover_token_and_position(
+    word_table: np.ndarray, position_table: np.ndarray, token_ids: np.ndarray
+) -> Recovery:
+    """For x_p = W[id_p] + P[p]: can the token and the position still be read off x_p?
+
+    Ranks are by cosine against all (vocab, d) word rows and all (max_pos, d) position rows.
+    """
+    token_ids = np.asarray(token_ids, dtype=np.int64)
+    n = token_ids.shape[0]
+    summed = word_table[token_ids].astype(np.float64) + position_table[:n]  # (n, d)
+    x = unit_rows(summed)
+    cos_words = x @ unit_rows(word_table).T  # (n, vocab)
+    cos_positions = x @ unit_rows(position_table).T  # (n, max_pos)
+    rows = np.arange(n)
+    own_word = cos_words[rows, token_ids]
+    own_position = cos_positions[rows, rows]
+    cos_words[rows, token_ids] = -np.inf  # now the best *other* row
+    cos_positions[rows, rows] = -np.inf
+    best_word, best_position = cos_words.max(axis=1), cos_positions.max(axis=1)
+    return Recovery(
+        cos_token=own_word,
+        cos_position=own_position,
+        token_rank=1 + np.sum(cos_words > own_word[:, None], axis=1),
+        position_rank=1 + np.sum(cos_positions > own_position[:, None], axis=1),
+        best_other_token=best_word,
+        best_other_position=best_position,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# 6. Order matters only through position: the permutation experiment
+# ---------------------------------------------------------------------------------------------
+
+
+def shuffle_order(n_tokens: int, seed: int = 0) -> np.ndarray:
+    """(n,) a permutation keeping position 0 ([CLS]) and n-1 ([SEP]) and shuffling the middle.
+
+    order[i] is the original position of the token placed at new position i. With three or more
+    word pieces in the middle it is never the identity.
+    """
+    middle = np.arange(1, n_tokens - 1)
+    rng = np.random.default_rng(seed)
+    shuffled = rng.permutation(middle)
+    if len(middle) >= 2 and np.array_equal(shuffled, middle):
+        shuffled = np.roll(middle, 1)  # a shuffle that changes nothing would prove nothing
+    return np.concatenate([[0], shuffled, [n_tokens - 1]]).astype(np.int64)
+
+
+@torch.inference_mode()
+def attention_from_ids(
+    model: BertEncoder, input_ids: np.ndarray, positions: bool = True, scale: bool = True
+) -> np.ndarray:
+    """(n,) token ids -> (L, H, n, n) attention weights of every layer (one sentence, no mask)."""
+    ids = torch.tensor(
+        np.array(input_ids), dtype=torch.long
+    )  # (n,) a copy: Trace arrays are read-only
+    segments = torch.zeros_like(ids)  # a single sentence: segment 0 everywhere
+    x = model.embed(ids, segments, positions)  # (n, d_model)
+    attentions = []
+    for layer in range(model.n_layers):
+        x, attention = model.layer_forward(x, layer, None, scale, None)
+        attentions.append(attention.attn_weights)  # (H, n, n)
+    return torch.stack(attentions).numpy()  # (L, H, n, n)
+
+
+@dataclass(frozen=True)
+class PermutationResult:
+    """Attention of a sentence and of its shuffle, the shuffle read back in the original order."""
+
+    positions: bool  # were the learned position vectors added?
+    tokens: tuple[str, ...]  # (n,) original order
+    shuffled_tokens: tuple[str, ...]  # (n,) order the model read
+    order: np.ndarray  # (n,) order[i] = original position of the token at new position i
+    original: np.ndarray  # (L, H, n, n) attention of the original sentence
+    unshuffled: np.ndarray  # (L, H, n, n) attention of the shuffle, rows/cols put back in order
+    max_abs_diff_per_layer: np.ndarray  # (L,) max |original - unshuffled| over heads and cells
+
+    @property
+    def max_abs_diff(self) -> float:
+        return float(self.max_abs_diff_per_layer.max())
+
+
+def permutation_experiment(
+    model: BertEncoder,
+    tokens: tuple[str, ...],
+    input_ids: np.ndarray,
+    positions: bool,
+    seed: int = 0,
+    scale: bool = True,
+    max_tokens: int | None = None,
+) -> PermutationResult:
+    """Run a sentence and its shuffle; un-permute the shuffle's attention and compare.
+
+    With max_tokens, only the first max_tokens - 1 pieces and the final [SEP] are used.
+
+    If A' is the attention of the shuffled ids, A'[i, j] is between the tokens originally at
+    order[i] and order[j]; writing B[order[i], order[j]] = A'[i, j] puts it back. Without
+    positions every step of BERT treats tokens alike, so B = A (up to float rounding).
+    """
+    input_ids = np.asarray(input_ids, dtype=np.int64)
+    if max_tokens is not None and len(input_ids) > max_tokens:  # keep [CLS] … and the last [SEP]
+        keep = np.r_[0 : max_tokens - 1, len(input_ids) - 1]
+        input_ids, tokens = input_ids[keep], tuple(tokens[i] for i in keep)
+    order = shuffle_order(len(input_ids), seed)
+    original = attention_from_ids(model, input_ids, positions, scale)  # (L, H, n, n)
+    shuffled = attention_from_ids(model, input_ids[order], positions, scale)  # (L, H, n, n)
+    inverse = np.argsort(order)  # inverse[original position] = new position
+    unshuffled = shuffled[:, :, inverse][:, :, :, inverse]  # rows then columns back in order
+    diff = np.abs(original.astype(np.float64) - unshuffled)  # (L, H, n, n)
+    return PermutationResult(
+        positions=positions,
+        tokens=tuple(tokens),
+        shuffled_tokens=tuple(tokens[i] for i in order),
+        order=order,
+        original=original,
+        unshuffled=unshuffled,
+        max_abs_diff_per_layer=diff.reshape(diff.shape[0], -1).max(axis=1),  # (L, H·n·n) -> (L,)
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Small summaries a page shows as numbers
+# ---------------------------------------------------------------------------------------------
+
+
+def spread(values: np.ndarray) -> tuple[float, float]:
+    """(mean, variance) of a sample of dot products or cosines."""
+    values = np.asarray(values, dtype=np.float64)
+    return float(values.mean()), float(values.var())
+
+
+def rotation_rows(check: RotationCheck, position: int, pairs: list[int]) -> list[dict[str, object]]:
+    """One row per dimension pair i: ω_i, the angle ω_i k, PE(p), R_k PE(p) and PE(p + k)."""
+    rows = []
+    for i in pairs:
+        dims = [2 * i, 2 * i + 1]
+        rows.append(
+            {
+                "pair (dims)": f"{i} ({dims[0]}, {dims[1]})",
+                "ω_i": float(check.frequencies[i]),
+                "angle ω_i·k (rad)": float(check.angles[i]),
+                "PE(p)": _pair(check.original[position], dims),
+                "R_k·PE(p)": _pair(check.rotated[position], dims),
+                "PE(p+k)": _pair(check.shifted[position], dims),
+            }
+        )
+    return rows
+
+
+def _pair(vector: np.ndarray, dims: list[int]) -> str:
+    return f"({vector[dims[0]]:+.6f}, {vector[dims[1]]:+.6f})"

@@ -1,0 +1,205 @@
+"""Embedding projections: one word, one static point, many contextual points."""
+
+import streamlit as st
+
+from core import geometry
+from ui import geometry_charts, state, widgets
+
+inputs, model = state.page_context()
+MAX_TEXT_CHARS = 20_000
+MAX_FOLLOW = 12  # occurrences of the chosen word that get a label, a path and a table column
+DEFAULT_SENTENCES = "\n".join(
+    [
+        "I sat on the bank of the river and watched the water.",
+        "The bank raised its interest rates again.",
+        "She bears the pain without a word.",
+        "Two bears crossed the road near the forest.",
+        "The monitor on my desk keeps flickering.",
+        "Nurses monitor the patient through the night.",
+        "Fruit flies like a banana.",
+    ]
+)
+
+st.title("Embedding projections")
+st.markdown(
+    "Before the first layer, a word piece is one row of the vocabulary table: *bank* is the same "
+    "vector by the river and at the counter. Every layer then mixes in what the other tokens "
+    "carry, so after a few layers each *bank* sits somewhere different. Below, many sentences at "
+    "once, their tokens squeezed from "
+    f"{model.d_model} dimensions into a picture."
+)
+text = st.text_area(
+    "Sentences, one per line",
+    value=DEFAULT_SENTENCES,
+    key="emb_sentences",
+    bind="query-params",
+    height=190,
+    max_chars=MAX_TEXT_CHARS,
+)
+with_sidebar = st.toggle("Add the sidebar sentence", True, key="emb_sidebar", bind="query-params")
+lines = ((inputs.text + "\n") if with_sidebar else "") + (text or "")[:MAX_TEXT_CHARS]
+sentences, notes = geometry.split_sentences(lines)
+if not sentences:
+    st.info("Type one or more sentences above, one per line.", icon="✍️")
+    st.stop()
+points, skipped = state.point_set(model, tuple(sentences), scale=inputs.scale, causal=inputs.causal)
+for note in [*notes, *skipped]:
+    st.caption(note)
+if points.n_points == 0:
+    st.info("None of the lines holds a readable word piece. Try ordinary words.", icon="✍️")
+    st.stop()
+
+counts = geometry.word_counts(points)
+words = sorted(counts, key=lambda w: (-counts[w][0], -counts[w][1], w))
+c1, c2, c3, c4 = st.columns([2, 2, 1, 1])
+word = c1.selectbox(
+    "Word piece to follow",
+    words,
+    index=words.index("bank") if "bank" in words else 0,
+    format_func=lambda w: f"{w}  ({counts[w][0]} sentences, {counts[w][1]}×)",
+    key="emb_word",
+    bind="query-params",
+)
+layer = c2.slider(
+    "After layer (0 = embedding output)",
+    0,
+    model.n_layers,
+    model.n_layers,
+    key="emb_layer",
+    bind="query-params",
+)
+method = c3.radio("Projection", ["PCA", "t-SNE"], key="emb_method", bind="query-params")
+n_dims = c4.radio("View", ["2D", "3D"], key="emb_view", bind="query-params")
+n_components = 3 if n_dims == "3D" else 2
+followed = geometry.pick_occurrences(points, word, MAX_FOLLOW)  # indices into all points
+shown = geometry.cap_points(points, followed)
+chosen = geometry.pick_occurrences(shown, word, MAX_FOLLOW)  # the same tokens, inside `shown`
+if counts[word][1] > MAX_FOLLOW:
+    st.caption(
+        f"'{word}' occurs {counts[word][1]} times; {MAX_FOLLOW} of them, spread over the "
+        "sentences, are followed below."
+    )
+if shown.n_points < points.n_total:
+    st.caption(
+        f"{points.n_total:,} tokens in all; the plots show {shown.n_points} of them: every "
+        f"'{word}' plus an even random sample of the rest."
+    )
+method_key = "tsne" if method == "t-SNE" else "pca"
+if method_key == "tsne":
+    st.caption(
+        f"t-SNE keeps near neighbours near but distorts distances; perplexity "
+        f"{geometry.tsne_perplexity(shown.n_points):.0f} (clamped below the number of points)."
+    )
+
+st.subheader("1 · Before and after")
+st.markdown(
+    f"Left: the static vectors (rows of the word-piece table): every *{word}* is the same point. "
+    f"Right: the same tokens after layer {layer}, one point per occurrence. Colour = sentence."
+)
+left, right = st.columns(2)
+with left:
+    coords = state.projection(shown.static, method_key, n_components, ids=shown.token_ids)
+    fig = geometry_charts.projection_figure(
+        coords,
+        shown.tokens,
+        shown.sentence,
+        shown.sentences,
+        chosen,
+        "Static (context-free)",
+        method,
+    )
+    widgets.show_figure(fig, key="emb_static", filename="static-projection")
+with right:
+    coords = state.projection(shown.hidden[layer], method_key, n_components)
+    fig = geometry_charts.projection_figure(
+        coords,
+        shown.tokens,
+        shown.sentence,
+        shown.sentences,
+        chosen,
+        f"Contextual, after layer {layer}",
+        method,
+    )
+    widgets.show_figure(fig, key="emb_context", filename=f"contextual-projection-L{layer}")
+
+st.subheader(f"2 · The path of '{word}' through the layers")
+st.markdown(
+    "All layers share one PCA plane here, so a step in the picture is a real change of the "
+    "vector. State 0 already differs between sentences: position vectors were added. Grey: every "
+    f"token after layer {layer}."
+)
+paths = state.trajectory_projection(shown.hidden, n_components)
+fig = geometry_charts.trajectory_figure(
+    paths,
+    chosen,
+    shown.tokens,
+    shown.sentence,
+    shown.sentences,
+    layer,
+    f"'{word}', states 0 … {model.n_layers}",
+)
+widgets.show_figure(fig, key="emb_paths", filename="trajectories")
+
+st.subheader("3 · Which vocabulary words is it closest to?")
+st.latex(r"\text{neighbours}(h) = \operatorname{top}_5\; \cos(h, W_v),\ v \in \text{vocabulary}")
+unit_table, allowed = state.vocabulary_view(model)
+ids, cosines = geometry.nearest_by_stage(shown, chosen, unit_table, allowed)
+stages = ["static"] + [
+    f"after layer {h}" if h else "embedding output" for h in range(model.n_layers + 1)
+]
+labels = [f"s{shown.sentence[i] + 1} · {shown.tokens[i]}" for i in chosen]
+st.dataframe(
+    geometry_charts.neighbour_table(ids, cosines, model.tokenizer, stages, labels), hide_index=True
+)
+st.caption(
+    "Every layer adds its result to the token's vector instead of replacing it, so the word "
+    "itself usually stays first. The runners-up are where the sense shows: try 'monitor' on a "
+    "desk against 'monitor' a patient. Special tokens such as [unused7] are left out."
+)
+
+st.subheader(f"4 · How alike are the occurrences of '{word}'?")
+tables = geometry.cosine_by_layer(shown, chosen)
+labels = [f"s{shown.sentence[i] + 1} · {shown.tokens[i]}" for i in chosen]
+left, right = st.columns(2)
+with left:
+    fig = geometry_charts.cosine_heatmap(tables[layer + 1], labels, f"Cosine after layer {layer}")
+    widgets.show_figure(fig, key="emb_cosine", filename=f"cosine-L{layer}")
+    widgets.download_matrix(
+        tables[layer + 1], labels, labels, f"cosine-{word}-L{layer}", key="emb_csv"
+    )
+with right:
+    means = {f"mean over pairs of '{word}'": geometry.mean_off_diagonal(tables)}
+    fig = geometry_charts.layer_lines(
+        means, ["static", *map(str, range(model.n_layers + 1))], "Before → after", "cosine"
+    )
+    widgets.show_figure(fig, key="emb_cos_lines", filename="cosine-by-layer")
+if len(chosen) < 2:
+    st.caption(f"'{word}' occurs once: add a sentence that uses it again to compare occurrences.")
+
+st.subheader("5 · What does the √d_k switch do to the points?")
+st.markdown(
+    "The sidebar switches act inside every layer here too. Flip the toggle to run the same "
+    "sentences with √d_k scaling the other way and see where each token lands."
+)
+if st.toggle(
+    "Compare with the scaling switch flipped", False, key="emb_compare", bind="query-params"
+):
+    other, _ = state.point_set(
+        model, tuple(sentences), scale=not inputs.scale, causal=inputs.causal
+    )
+    other_shown = geometry.cap_points(other, followed)  # same seed, same sample
+    names = (
+        f"√d_k {'on' if inputs.scale else 'off'} (sidebar)",
+        f"√d_k {'off' if inputs.scale else 'on'}",
+    )
+    comparison = geometry.compare_runs(shown.hidden[layer], other_shown.hidden[layer])
+    fig = geometry_charts.comparison_figure(
+        comparison.coords_first,
+        comparison.coords_second,
+        chosen,
+        shown.tokens,
+        names,
+        f"After layer {layer}: arrows follow '{word}'",
+    )
+    widgets.show_figure(fig, key="emb_compare_fig", filename="scaling-comparison")
+    st.metric("mean cosine between a token's two versions", f"{comparison.mean_cosine:.3f}")

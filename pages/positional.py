@@ -1,0 +1,240 @@
+"""Positional encoding: how word order gets into a model whose attention cannot see it."""
+
+import streamlit as st
+
+from core import positional
+from ui import charts, geometry_charts, state, widgets
+
+inputs, model = state.page_context()
+MAX_SHUFFLE_TOKENS = 64  # the permutation experiment uses at most this many word pieces
+MAX_RECOVERY_TOKENS = 32
+
+st.title("Positional encoding")
+st.markdown(
+    "Attention scores are dot products between pairs of tokens. Swap two words and the same pairs "
+    "are still there, so attention by itself has no idea of order. Position has to be written "
+    "into each token's vector before the first layer: BERT adds a vector $P_p$ that depends only "
+    "on the position $p$ to the word-piece vector, $x_p = W_{\\text{token}} + P_p$."
+)
+
+st.subheader("1 · The sinusoid")
+st.latex(
+    r"PE_{p,\,2i} = \sin(\omega_i\,p),\quad PE_{p,\,2i+1} = \cos(\omega_i\,p),\quad "
+    r"\omega_i = 10000^{-2i/d_{\text{model}}}"
+)
+left, right = st.columns(2)
+n_positions = left.slider("Positions", 8, 512, 100, key="pos_length", bind="query-params")
+d_model = right.slider("d_model", 16, 512, 128, step=16, key="pos_dmodel", bind="query-params")
+sinusoid = positional.sinusoidal_encoding(n_positions, d_model)
+st.markdown(
+    "Each pair of dimensions is a clock hand turning at its own speed: pair 0 turns one radian "
+    "per position, the last pair needs tens of thousands of positions for one turn. Together the "
+    "hands give every position a distinct reading."
+)
+fig = geometry_charts.position_heatmap(sinusoid, f"Sinusoidal encoding, {n_positions} × {d_model}")
+widgets.show_figure(fig, key="pos_sinusoid", filename="sinusoidal-encoding")
+if n_positions > geometry_charts.MAX_HEATMAP_ROWS:
+    st.caption(f"The heatmap shows every {geometry_charts.thin_rows(n_positions)[1]}th position.")
+dims = st.multiselect(
+    "Dimensions to draw as curves",
+    list(range(d_model)),
+    default=[0, 1, d_model // 8, d_model // 4, d_model // 2],
+    key="pos_dims",
+    bind="query-params",
+)
+fig = geometry_charts.dimension_curves(sinusoid, dims, "Single dimensions over position")
+widgets.show_figure(fig, key="pos_curves", filename="sinusoid-dimensions")
+
+st.subheader("2 · Counting in binary: the discrete ancestor")
+st.markdown(
+    "Write the position in binary: the lowest bit alternates at every step, the next every two "
+    "steps, bit *j* every $2^j$ steps. That is already a set of oscillators with halving "
+    "frequencies. The sinusoid is the smooth version: continuous values instead of jumps, and "
+    "frequencies spaced geometrically instead of by powers of two."
+)
+bits = positional.binary_encoding(n_positions)
+bit = st.slider("Bit j", 0, bits.shape[1] - 1, min(2, bits.shape[1] - 1), key="pos_bit")
+left, right = st.columns(2)
+with left:
+    fig = geometry_charts.position_heatmap(
+        bits,
+        "Binary encoding (bit 0 = lowest)",
+        x_title="bit j",
+        symmetric=False,
+        colorscale="Greys",
+    )
+    widgets.show_figure(fig, key="pos_binary", filename="binary-encoding")
+with right:
+    smooth = positional.smooth_bit(range(n_positions), bit)
+    widgets.show_figure(geometry_charts.bit_figure(bits[:, bit], smooth, bit), key="pos_bitcurve")
+
+st.subheader("3 · What BERT learned instead")
+st.markdown(
+    f"BERT does not use the formula: it learns a table of {model.max_positions} position vectors "
+    f"of {model.d_model} numbers during training. Below, its first {n_positions} rows next to a "
+    "sinusoid of the same width. The learned rows are smooth along position too, but they are "
+    "not clean waves."
+)
+learned = model.position_vectors()[:n_positions]
+left, right = st.columns(2)
+with left:
+    fig = geometry_charts.position_heatmap(learned, f"{model.name}: learned position vectors")
+    widgets.show_figure(fig, key="pos_learned", filename="learned-positions")
+with right:
+    same_width = positional.sinusoidal_encoding(n_positions, model.d_model)
+    fig = geometry_charts.position_heatmap(same_width, f"Sinusoid with d_model = {model.d_model}")
+    widgets.show_figure(fig, key="pos_sinusoid_same", filename="sinusoid-same-width")
+
+st.subheader("4 · Near positions look alike")
+kind = st.radio(
+    "Similarity", ["cosine", "dot"], horizontal=True, key="pos_sim", bind="query-params"
+)
+st.latex(
+    r"PE_p \cdot PE_q = \sum_i \cos\big(\omega_i\,(p - q)\big)"
+    r"\quad\text{depends on } p - q \text{ only}"
+)
+encodings = {
+    "sinusoidal": sinusoid,
+    "binary (±1 bits)": positional.binary_encoding(n_positions, signed=True),
+    "learned": learned,
+}
+profiles = {}
+for column, (name, vectors) in zip(st.columns(3), encodings.items(), strict=True):
+    similarity = positional.similarity_matrix(vectors, kind)
+    profiles[name] = positional.distance_profile(similarity)[0]
+    with column:
+        fig = geometry_charts.position_heatmap(
+            similarity, f"{name}: {kind}", x_title="position q", colorbar_title=kind, height=380
+        )
+        widgets.show_figure(fig, key=f"pos_sim_{name}", filename=f"position-similarity-{name}")
+        share = positional.explained_by_distance(similarity)
+        st.metric("explained by distance |p − q| alone (R²)", f"{share:.2f}")
+        labels = [str(p) for p in range(n_positions)]
+        widgets.download_matrix(
+            similarity, labels, labels, f"similarity-{kind}", key=f"pos_csv_{name}"
+        )
+fig = geometry_charts.distance_figure(profiles, "Average similarity against distance")
+widgets.show_figure(fig, key="pos_profile", filename="similarity-vs-distance")
+st.markdown(
+    "For the sinusoid the similarity is exactly a function of the distance (R² = 1). Binary codes "
+    "follow distance only loosely: 7 and 8 are neighbours but differ in four bits. Nobody told "
+    "the learned table about distance, yet distance explains a good part of its similarity "
+    "(R² above): training made neighbouring positions alike."
+)
+
+st.subheader("5 · Moving k steps is a rotation")
+st.latex(
+    r"\begin{pmatrix}\sin\omega_i(p{+}k)\\ \cos\omega_i(p{+}k)\end{pmatrix} = "
+    r"\begin{pmatrix}\cos\omega_i k & \sin\omega_i k\\ -\sin\omega_i k & \cos\omega_i k\end{pmatrix}"
+    r"\begin{pmatrix}\sin\omega_i p\\ \cos\omega_i p\end{pmatrix}"
+)
+left, right = st.columns(2)
+offset = left.slider("Offset k", 1, 64, 5, key="pos_offset", bind="query-params")
+position = right.slider("Position p", 0, n_positions - 1, min(3, n_positions - 1), key="pos_p")
+check = positional.rotation_check(offset, d_model, n_positions)
+st.markdown(
+    f"One block-diagonal matrix $R_k$ (it depends on k, never on p) moves every position "
+    f"forward by k = {offset}. Checked for all p = 0 … {n_positions - 1} and all {d_model} "
+    f"dimensions: max |R_k·PE(p) − PE(p+k)| = **{check.max_abs_error:.1e}**. A layer can learn "
+    "such a linear map once and use it to attend k tokens back, whatever the position."
+)
+pairs = sorted({0, 1, 2, d_model // 4, d_model // 2 - 1})
+st.dataframe(positional.rotation_rows(check, position, pairs), hide_index=True)
+
+st.subheader("6 · Why adding does not blur: almost perpendicular directions")
+st.latex(
+    r"a, b \text{ random unit vectors in } \mathbb{R}^n:\quad \mathbb{E}[a\cdot b] = 0,\quad \operatorname{Var}[a\cdot b] = 1/n"
+)
+samples = {f"n = {n}": positional.random_unit_dot_products(n) for n in (16, 64, 384, 1024)}
+fig = geometry_charts.histograms(samples, "Dot products of random unit vectors", "a · b")
+widgets.show_figure(fig, key="pos_random", filename="random-dot-products")
+st.dataframe(
+    [
+        {"n": n, "measured variance": positional.spread(samples[f"n = {n}"])[1], "1/n": 1 / n}
+        for n in (16, 64, 384, 1024)
+    ],
+    hide_index=True,
+)
+tables = {
+    "token · token": (model.word_vectors(), None),
+    "position · position": (model.position_vectors(), None),
+    "token · position": (model.word_vectors(), model.position_vectors()),
+}
+real = {
+    name: positional.row_pair_cosines(first, second) for name, (first, second) in tables.items()
+}
+fig = geometry_charts.histograms(real, f"{model.name}: cosines of random pairs of rows", "cosine")
+widgets.show_figure(fig, key="pos_real", filename="embedding-cosines")
+summary = {name: positional.spread(values) for name, values in real.items()}
+st.markdown(
+    "Trained vectors are not random, yet a token row and a position row are still close to "
+    f"perpendicular (variance {summary['token · position'][1]:.4f}, against 1/{model.d_model} = "
+    f"{1 / model.d_model:.4f} for random directions). Position rows resemble each other more "
+    f"(mean cosine {summary['position · position'][0]:.2f}): neighbours are meant to look alike."
+)
+
+trace = state.trace_or_stop(model, inputs)
+st.markdown(
+    "So after $x = W_{\\text{token}} + P_p$ both parts can still be read back: compare $x$ with "
+    "every vocabulary row and every position row. Rank 1 means the right one is the most similar. "
+    f"Your sentence from the sidebar (first {MAX_RECOVERY_TOKENS} pieces):"
+)
+ids = trace.input_ids[:MAX_RECOVERY_TOKENS]
+recovery = positional.recover_token_and_position(
+    model.word_vectors(), model.position_vectors(), ids
+)
+st.dataframe(
+    {
+        "token": list(trace.tokens[:MAX_RECOVERY_TOKENS]),
+        "cos(x, token)": recovery.cos_token,
+        "token rank": recovery.token_rank,
+        "best other token": recovery.best_other_token,
+        "cos(x, position)": recovery.cos_position,
+        "position rank": recovery.position_rank,
+        "best other position": recovery.best_other_position,
+    },
+    hide_index=True,
+)
+
+st.subheader("7 · Order counts only through position")
+st.markdown(
+    "Run your sentence and a shuffled copy ([CLS] stays first, [SEP] last) through all "
+    "layers, then put the shuffled copy's attention rows and columns back in the original order. "
+    "Without position vectors, every step treats tokens alike, so the two matrices agree to "
+    "rounding error: the model sees a bag of words. With them, they do not."
+)
+if trace.n_tokens > MAX_SHUFFLE_TOKENS:
+    st.caption(f"Only the first {MAX_SHUFFLE_TOKENS} word pieces are shuffled.")
+if inputs.causal:
+    st.caption(
+        "This experiment ignores the causal switch: a causal mask is itself a statement about order."
+    )
+seed = st.number_input("Shuffle number", 0, 999, 0, key="pos_seed", bind="query-params")
+layer, head = widgets.layer_head_picker(model)
+for column, use_positions in zip(st.columns(2), (False, True), strict=True):
+    result = positional.permutation_experiment(
+        model,
+        trace.tokens,
+        trace.input_ids,
+        use_positions,
+        int(seed),
+        inputs.scale,
+        MAX_SHUFFLE_TOKENS,
+    )
+    label = "with positions" if use_positions else "positions removed"
+    with column:
+        st.markdown(f"**{label}** · max |Δ| over all layers and heads: `{result.max_abs_diff:.1e}`")
+        st.caption("The shuffled order the model read:")
+        st.code(" ".join(result.shuffled_tokens), language=None, wrap_lines=True)
+        for matrix, what in (
+            (result.original, "original"),
+            (result.unshuffled, "shuffled, put back"),
+        ):
+            fig = charts.attention_heatmap(
+                matrix[layer, head],
+                result.tokens,
+                result.tokens,
+                f"{label}: {what} (L{layer} H{head})",
+                height=420,
+            )
+            widgets.show_figure(fig, key=f"pos_perm_{use_positions}_{what}", filename="permutation")

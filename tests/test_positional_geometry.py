@@ -1,0 +1,386 @@
+"""core.positional, core.geometry, their figures, and the two pages that show them."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from conftest import BAD_INPUTS, assert_no_exception, run_page
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from core import geometry, positional
+from ui import geometry_charts
+
+# ---- sinusoidal encoding -----------------------------------------------------------------------
+
+
+def test_sinusoid_values_at_known_positions():
+    encoding = positional.sinusoidal_encoding(12, 4)
+    # position 0: every sine is 0 and every cosine is 1
+    np.testing.assert_allclose(encoding[0], [0.0, 1.0, 0.0, 1.0], atol=1e-15)
+    # d_model = 4: ω_0 = 1, ω_1 = 10000^(-2/4) = 0.01
+    np.testing.assert_allclose(encoding[1, :2], [math.sin(1.0), math.cos(1.0)], atol=1e-15)
+    np.testing.assert_allclose(
+        encoding[10], [math.sin(10), math.cos(10), math.sin(0.1), math.cos(0.1)]
+    )
+    np.testing.assert_allclose(positional.frequencies(4), [1.0, 0.01])
+    np.testing.assert_allclose(positional.wavelengths(4), [2 * math.pi] * 2 + [200 * math.pi] * 2)
+
+
+def test_sinusoid_rejects_odd_width():
+    with pytest.raises(ValueError):
+        positional.sinusoidal_encoding(4, 7)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    offset=st.integers(0, 300),
+    half_width=st.integers(1, 128),
+    n_positions=st.integers(1, 200),
+)
+def test_shift_is_one_rotation_for_every_position(offset, half_width, n_positions):
+    check = positional.rotation_check(offset, 2 * half_width, n_positions)
+    assert check.max_abs_error < 1e-6
+    np.testing.assert_allclose(check.rotated, check.shifted, atol=1e-6)
+    # R_k is a rotation: orthogonal, determinant 1
+    rotation = check.rotation
+    np.testing.assert_allclose(rotation @ rotation.T, np.eye(2 * half_width), atol=1e-12)
+
+
+def test_rotations_compose():
+    r3, r4, r7 = (positional.rotation_matrix(k, 16) for k in (3, 4, 7))
+    np.testing.assert_allclose(r3 @ r4, r7, atol=1e-12)
+
+
+def test_rotation_rows_show_the_numbers():
+    check = positional.rotation_check(5, 8, 20)
+    rows = positional.rotation_rows(check, 3, [0, 3])
+    assert rows[0]["R_k·PE(p)"] == rows[0]["PE(p+k)"]
+    assert rows[0]["PE(p)"] == f"({math.sin(3):+.6f}, {math.cos(3):+.6f})"
+
+
+# ---- binary encoding ---------------------------------------------------------------------------
+
+
+def test_binary_encoding_of_known_positions():
+    bits = positional.binary_encoding(16, 4)
+    np.testing.assert_array_equal(bits[0], [0, 0, 0, 0])
+    np.testing.assert_array_equal(bits[5], [1, 0, 1, 0])  # 5 = 1 + 4, lowest bit first
+    np.testing.assert_array_equal(bits[8], [0, 0, 0, 1])
+    np.testing.assert_array_equal(bits[15], [1, 1, 1, 1])
+    np.testing.assert_array_equal(positional.binary_encoding(16, 4, signed=True)[5], [1, -1, 1, -1])
+    assert [positional.n_bits_for(n) for n in (1, 2, 3, 100, 512)] == [1, 1, 2, 7, 9]
+
+
+def test_smooth_bit_has_the_period_and_phase_of_the_bit():
+    positions = np.arange(256)
+    bits = positional.binary_encoding(256, 8)
+    for bit in range(8):
+        np.testing.assert_array_equal(np.round(positional.smooth_bit(positions, bit)), bits[:, bit])
+
+
+# ---- similarity --------------------------------------------------------------------------------
+
+
+def test_sinusoid_similarity_depends_on_distance_only():
+    similarity = positional.similarity_matrix(positional.sinusoidal_encoding(64, 32), "dot")
+    assert positional.explained_by_distance(similarity) == pytest.approx(1.0, abs=1e-9)
+    np.testing.assert_allclose(np.diag(similarity), 16.0)  # d/2 pairs of sin² + cos²
+    cosine = positional.similarity_matrix(positional.sinusoidal_encoding(64, 32), "cosine")
+    np.testing.assert_allclose(np.diag(cosine), 1.0)
+    means, spreads = positional.distance_profile(similarity)
+    assert means[0] == pytest.approx(16.0) and spreads.max() < 1e-9
+
+
+def test_random_similarity_is_not_explained_by_distance():
+    noise = np.random.default_rng(1).standard_normal((64, 32))
+    assert positional.explained_by_distance(positional.similarity_matrix(noise, "cosine")) < 0.3
+
+
+# ---- near-orthogonality ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dim", [8, 64, 384, 1024])
+def test_random_unit_dot_products_have_variance_one_over_n(dim):
+    dots = positional.random_unit_dot_products(dim, n_pairs=20_000, seed=dim)
+    mean, variance = positional.spread(dots)
+    assert variance == pytest.approx(1 / dim, rel=0.05)
+    assert abs(mean) < 4 * math.sqrt(variance / len(dots))
+
+
+def test_real_token_and_position_rows_are_nearly_perpendicular(model):
+    cosines = positional.row_pair_cosines(model.word_vectors(), model.position_vectors())
+    mean, variance = positional.spread(cosines)
+    assert abs(mean) < 0.1 and variance < 5 / model.d_model
+    same_table = positional.row_pair_cosines(model.position_vectors(), n_pairs=500)
+    assert np.all(same_table < 1.0 - 1e-6), "a row must never be paired with itself"
+
+
+def test_token_and_position_are_recoverable_after_adding(model):
+    ids = model.encode("the bank of the river flooded the old town").input_ids
+    recovery = positional.recover_token_and_position(
+        model.word_vectors(), model.position_vectors(), ids
+    )
+    np.testing.assert_array_equal(recovery.token_rank, 1)
+    assert np.all(recovery.cos_token > recovery.best_other_token)
+    rng = np.random.default_rng(0)  # random tables in 512 dimensions: both parts come back too
+    words, places = rng.standard_normal((1000, 512)), rng.standard_normal((64, 512))
+    recovery = positional.recover_token_and_position(words, places, rng.integers(0, 1000, 40))
+    np.testing.assert_array_equal(recovery.token_rank, 1)
+    np.testing.assert_array_equal(recovery.position_rank, 1)
+
+
+# ---- the permutation experiment ----------------------------------------------------------------
+
+
+def test_shuffle_keeps_the_ends_and_moves_the_middle():
+    for n in (3, 4, 5, 20):
+        order = positional.shuffle_order(n, seed=0)
+        assert order[0] == 0 and order[-1] == n - 1
+        assert sorted(order) == list(range(n))
+        if n >= 4:
+            assert not np.array_equal(order, np.arange(n))
+
+
+def test_without_positions_a_shuffle_only_permutes_attention(model):
+    encoded = model.encode("the quick brown fox jumps over the lazy dog by the river")
+    off = positional.permutation_experiment(
+        model, encoded.tokens, encoded.input_ids, positions=False
+    )
+    assert off.max_abs_diff < 1e-5, off.max_abs_diff_per_layer
+    assert len(off.max_abs_diff_per_layer) == model.n_layers
+    on = positional.permutation_experiment(model, encoded.tokens, encoded.input_ids, positions=True)
+    assert on.max_abs_diff > 1e-2, on.max_abs_diff_per_layer
+    assert on.shuffled_tokens[0] == "[CLS]" and on.shuffled_tokens[-1] == "[SEP]"
+    assert sorted(on.shuffled_tokens) == sorted(on.tokens)
+
+
+def test_permutation_experiment_caps_long_inputs(model):
+    encoded = model.encode("word " * 600)
+    result = positional.permutation_experiment(
+        model, encoded.tokens, encoded.input_ids, positions=False, max_tokens=20
+    )
+    assert len(result.tokens) == 20 and result.tokens[-1] == "[SEP]"
+    assert result.original.shape[-1] == 20
+
+
+# ---- geometry ----------------------------------------------------------------------------------
+
+
+def test_pca_of_a_flat_point_set_keeps_its_distances():
+    rng = np.random.default_rng(0)
+    flat = rng.standard_normal((30, 2)) * [5.0, 1.0]  # a plane with a known long axis
+    basis = np.linalg.qr(rng.standard_normal((6, 2)))[0].T  # (2, 6) orthonormal rows
+    points = flat @ basis + 3.0  # the plane placed inside 6 dimensions, shifted
+    coords = geometry.project(points, "pca", 2)
+
+    def distances(x):
+        return np.linalg.norm(x[:, None] - x[None, :], axis=-1)
+
+    np.testing.assert_allclose(distances(coords), distances(flat), atol=1e-9)
+    assert coords[:, 0].var() > coords[:, 1].var()  # the first axis is the long one
+
+
+def test_pca_of_points_on_a_line():
+    t = np.linspace(-2, 2, 9)
+    direction = np.array([3.0, 4.0, 0.0]) / 5.0
+    coords = geometry.project(t[:, None] * direction, "pca", 2)
+    np.testing.assert_allclose(np.abs(coords[:, 0]), np.abs(t), atol=1e-9)
+    np.testing.assert_allclose(coords[:, 1], 0.0, atol=1e-9)
+
+
+@pytest.mark.parametrize("m", [0, 1, 2, 3, 5, 40])
+@pytest.mark.parametrize("method", ["pca", "tsne"])
+def test_projection_of_few_points_never_fails(m, method):
+    vectors = np.random.default_rng(m).standard_normal((m, 16))
+    for n_components in (2, 3):
+        coords = geometry.project(vectors, method, n_components)
+        assert coords.shape == (m, n_components) and np.all(np.isfinite(coords))
+    assert geometry.tsne_perplexity(m) < max(m, 2)
+
+
+def test_equal_static_vectors_project_to_one_point():
+    rng = np.random.default_rng(0)
+    table = rng.standard_normal((10, 8))
+    ids = np.array([1, 4, 1, 7, 4, 2, 1, 9])
+    for method in ("pca", "tsne"):
+        coords = geometry.project_unique(table[ids], ids, method)
+        np.testing.assert_array_equal(coords[0], coords[2])
+        np.testing.assert_array_equal(coords[0], coords[6])
+        assert not np.array_equal(coords[0], coords[1])
+
+
+def test_trajectories_share_one_plane():
+    rng = np.random.default_rng(0)
+    hidden = np.repeat(rng.standard_normal((1, 12, 10)), 4, axis=0)  # the same vectors at 4 stages
+    coords = geometry.trajectories(hidden, 2)
+    assert coords.shape == (4, 12, 2)
+    np.testing.assert_allclose(coords[0], coords[3], atol=1e-12)
+
+
+def test_nearest_vocabulary_words_start_with_the_word_itself(model):
+    unit_table = positional.unit_rows(model.word_vectors()).astype(np.float32)
+    for word in ("bank", "river", "monitor", "the"):
+        row = model.tokenizer.id_of(word)
+        ids, cosines = geometry.nearest_words(model.word_vectors()[row], unit_table, k=5)
+        assert ids[0, 0] == row, [model.tokenizer.token_of(i) for i in ids[0]]
+        assert cosines[0, 0] == pytest.approx(1.0, abs=1e-5)
+        assert np.all(np.diff(cosines[0]) <= 0)
+
+
+def test_nearest_words_respect_the_allowed_mask():
+    table = positional.unit_rows(np.eye(4)[[0, 1, 2, 3, 0]] + 0.01)
+    ids, _ = geometry.nearest_words(table[0], table, k=2, allowed=np.array([0, 1, 1, 1, 1], bool))
+    assert 0 not in ids[0] and ids[0, 0] == 4
+    assert geometry.word_mask(["[PAD]", "bank", "[unused3]", "[", "##s"]).tolist() == [
+        False,
+        True,
+        False,
+        True,
+        True,
+    ]
+
+
+def _points(model, sentences):
+    return geometry.gather_points([model.run(s) for s in sentences], sentences)
+
+
+def test_points_cosines_and_capping(model):
+    sentences = ["the bank of the river", "the bank lends money", "a bank"]
+    points = _points(model, sentences)
+    assert "[CLS]" not in points.tokens and points.n_points == 12  # "lends" = lend ##s
+    chosen = geometry.occurrences(points, "bank")
+    assert len(chosen) == 3
+    tables = geometry.cosine_by_layer(points, chosen)
+    assert tables.shape == (model.n_layers + 2, 3, 3)
+    np.testing.assert_allclose(tables[0], 1.0, atol=1e-6)  # one static vector for every "bank"
+    assert geometry.mean_off_diagonal(tables)[-1] < 0.99  # context pulled them apart
+    capped = geometry.cap_points(points, chosen, cap=5)
+    assert capped.n_points == 5 and capped.n_total == 12
+    assert len(geometry.occurrences(capped, "bank")) == 3
+    ids, cosines = geometry.nearest_by_stage(
+        points, chosen, positional.unit_rows(model.word_vectors())
+    )
+    assert ids.shape == (model.n_layers + 2, 3, 5)
+    assert np.all(ids[0, :, 0] == model.tokenizer.id_of("bank"))
+    assert geometry.word_counts(points)["bank"] == (3, 3)
+    np.testing.assert_array_equal(geometry.pick_occurrences(points, "bank", 2), chosen[:2])
+    np.testing.assert_array_equal(geometry.pick_occurrences(points, "the", 2), [0, 5])
+
+
+def test_split_sentences_caps_lines_and_length():
+    text = "\n".join(["one"] * 20 + [""] * 3)
+    sentences, notes = geometry.split_sentences(text, max_sentences=5)
+    assert sentences == ["one"] * 5 and notes
+    sentences, notes = geometry.split_sentences("x" * 50, max_chars=10)
+    assert sentences == ["x" * 10] and notes
+    assert geometry.split_sentences(" \n\t\n") == ([], [])
+
+
+def test_compare_runs_of_identical_vectors():
+    vectors = np.random.default_rng(0).standard_normal((7, 12))
+    comparison = geometry.compare_runs(vectors, vectors)
+    np.testing.assert_allclose(comparison.coords_first, comparison.coords_second)
+    assert comparison.mean_cosine == pytest.approx(1.0)
+
+
+# ---- figures -----------------------------------------------------------------------------------
+
+
+def test_projection_figure_escapes_user_text():
+    coords = np.zeros((2, 2))
+    fig = geometry_charts.projection_figure(
+        coords, ["<b>x", "ok"], np.array([0, 0]), ["<script>alert(1)</script>"], np.array([0]), "t"
+    )
+    spec = fig.to_json()
+    assert "<script>" not in spec and "&lt;script&gt;" in spec and "&lt;b&gt;x" in spec
+
+
+def test_position_heatmap_thins_long_inputs():
+    fig = geometry_charts.position_heatmap(positional.sinusoidal_encoding(512, 64), "t")
+    assert len(fig.data[0].y) <= geometry_charts.MAX_HEATMAP_ROWS
+    assert fig.data[0].y[0] == 0
+
+
+# ---- pages -------------------------------------------------------------------------------------
+
+
+def test_positional_page_default():
+    at = run_page("pages/positional.py", text="The cat sat on the mat by the door.")
+    assert_no_exception(at)
+    assert at.metric[0].value == "1.00"  # the sinusoid's similarity is a function of distance
+    removed = [m.value for m in at.markdown if "positions removed" in m.value]
+    assert removed and "e-0" in removed[0]
+    assert len(at.get("plotly_chart")) >= 12
+
+
+@pytest.mark.parametrize("name", ["empty", "html", "ten_thousand"])
+def test_positional_page_bad_input(name):
+    at = run_page("pages/positional.py", text=BAD_INPUTS[name])
+    assert_no_exception(at)
+    if name == "empty":
+        assert any("empty" in info.value for info in at.info)
+
+
+def test_embeddings_page_default():
+    at = run_page("pages/embeddings.py")
+    assert_no_exception(at)
+    assert len(at.get("plotly_chart")) == 5
+    table = at.dataframe[0].value
+    assert any("bank" in column for column in table.columns)
+    assert table.iloc[0, 1].startswith("bank 1.00")
+
+
+def test_embeddings_page_options():
+    at = run_page("pages/embeddings.py")
+    at.radio(key="emb_method").set_value("t-SNE")
+    at.radio(key="emb_view").set_value("3D")
+    at.toggle(key="emb_compare").set_value(True)
+    at.selectbox(key="emb_word").set_value("monitor")
+    at.run()
+    assert_no_exception(at)
+    assert len(at.get("plotly_chart")) == 6
+    assert any("mean cosine" in m.label for m in at.metric)
+
+
+@pytest.mark.parametrize("name", ["empty", "control", "html", "emoji_cjk_rtl", "ten_thousand"])
+def test_embeddings_page_bad_input(name):
+    at = run_page("pages/embeddings.py")
+    at.toggle(key="emb_sidebar").set_value(False)
+    at.text_area(key="emb_sentences").set_value(BAD_INPUTS[name])
+    at.run()
+    assert_no_exception(at)
+    if name in ("empty", "control"):
+        assert at.info, "an unusable input must get a message"
+    if name == "ten_thousand":  # cut to 512 word pieces, and said so
+        assert "512" in " ".join(c.value for c in at.caption)
+
+
+def test_embeddings_page_samples_long_inputs():
+    at = run_page("pages/embeddings.py")
+    at.text_area(key="emb_sentences").set_value("the bank " * 600 + "\n" + "a river bank " * 400)
+    at.run()
+    assert_no_exception(at)
+    captions = " ".join(c.value for c in at.caption)
+    assert "sample" in captions and "followed" in captions
+    static = at.get("plotly_chart")[0].proto.spec
+    assert static.count('"hovertext"') >= 1 and len(static) < 2_000_000
+
+
+# ---- a real browser ----------------------------------------------------------------------------
+
+
+@pytest.mark.browser
+def test_both_pages_in_a_browser():
+    from browser import chromium, page_exceptions, running_app, wait_for_app
+
+    with running_app() as url, chromium() as browser:
+        page = browser.new_page(viewport={"width": 1300, "height": 1800})
+        for path in ("positional", "embeddings"):
+            page.goto(f"{url}/{path}")
+            wait_for_app(page)
+            page.wait_for_selector(".js-plotly-plot", timeout=60_000)
+            assert not page_exceptions(page), path
+            assert page.locator(".js-plotly-plot").count() >= 4, path

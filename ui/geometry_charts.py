@@ -1,0 +1,453 @@
+"""Figures for the "Positional encoding" and "Embedding projections" pages. Pure functions.
+
+Position and token axes are numeric. User text (tokens, sentences) reaches plotly only through
+html.escape: plotly renders a few tags in hover text, and a sentence is not markup.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+# Ten hues that stay readable on white and on Streamlit's dark background.
+SENTENCE_COLOURS = (
+    "#636EFA",
+    "#EF553B",
+    "#00CC96",
+    "#AB63FA",
+    "#FFA15A",
+    "#19D3F3",
+    "#FF6692",
+    "#B6E880",
+    "#FF97FF",
+    "#FECB52",
+)
+SYMBOLS_2D = ("circle", "square", "diamond", "triangle-up")  # a 2nd cycle of colours changes shape
+SYMBOLS_3D = ("circle", "square", "diamond", "cross")
+FAINT = "rgba(150, 150, 150, 0.35)"  # background points: visible in both themes, never dominant
+MAX_HEATMAP_ROWS = 128  # position heatmaps show at most this many rows (every k-th beyond)
+SENTENCE_LABEL_CHARS = 48
+
+
+def _safe(text: str) -> str:
+    return html.escape(str(text), quote=False)
+
+
+def sentence_label(index: int, sentence: str, max_chars: int = SENTENCE_LABEL_CHARS) -> str:
+    """'s1 · I sat on the bank …' (escaped, shortened) for legends and hovers."""
+    short = sentence if len(sentence) <= max_chars else sentence[: max_chars - 1] + "…"
+    return f"s{index + 1} · {_safe(short)}"
+
+
+def colour(index: int) -> str:
+    return SENTENCE_COLOURS[index % len(SENTENCE_COLOURS)]
+
+
+def _layout(fig: go.Figure, title: str, height: int) -> go.Figure:
+    fig.update_layout(
+        title={"text": title},
+        height=height,
+        margin={"l": 10, "r": 10, "t": 60, "b": 10},
+        legend={"font": {"size": 11}},
+    )
+    return fig
+
+
+# ---------------------------------------------------------------------------------------------
+# Positional encoding page
+# ---------------------------------------------------------------------------------------------
+
+
+def thin_rows(n_rows: int, max_rows: int = MAX_HEATMAP_ROWS) -> np.ndarray:
+    """Row indices 0, k, 2k, … so that at most max_rows remain (all rows if already few)."""
+    step = max(1, int(np.ceil(n_rows / max_rows)))
+    return np.arange(0, n_rows, step)
+
+
+def position_heatmap(
+    matrix: np.ndarray,
+    title: str,
+    x_title: str = "dimension",
+    colorbar_title: str = "value",
+    symmetric: bool = True,
+    colorscale: str = "RdBu",
+    max_rows: int = MAX_HEATMAP_ROWS,
+    height: int = 420,
+) -> go.Figure:
+    """Heatmap of an (n_positions, m) matrix: position down the y axis, m columns across."""
+    rows = thin_rows(matrix.shape[0], max_rows)
+    values = np.asarray(matrix, dtype=np.float64)[rows]
+    limit = float(np.max(np.abs(values))) if symmetric and values.size else None
+    fig = go.Figure(
+        go.Heatmap(
+            z=np.round(values, 3),
+            x=np.arange(matrix.shape[1]),
+            y=rows,
+            colorscale=colorscale,
+            zmid=0.0 if symmetric else None,
+            zmin=-limit if limit else None,
+            zmax=limit if limit else None,
+            colorbar={"title": {"text": colorbar_title}},
+            hovertemplate=f"position %{{y}}, {x_title} %{{x}}: %{{z:.3f}}<extra></extra>",
+        )
+    )
+    fig.update_yaxes(title_text="position", autorange="reversed")
+    fig.update_xaxes(title_text=x_title)
+    return _layout(fig, title, height)
+
+
+def curves(
+    x: np.ndarray,
+    lines: Mapping[str, np.ndarray],
+    title: str,
+    x_title: str,
+    y_title: str,
+    steps: Sequence[str] = (),
+    dashed: Sequence[str] = (),
+    height: int = 340,
+) -> go.Figure:
+    """Several named curves over the same x; names in `steps` are drawn as steps (bits)."""
+    fig = go.Figure()
+    for name, values in lines.items():
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=np.round(np.asarray(values, dtype=np.float64), 4),
+                name=_safe(name),
+                mode="lines",
+                line={
+                    "shape": "hv" if name in steps else "linear",
+                    "dash": "dot" if name in dashed else "solid",
+                },
+            )
+        )
+    fig.update_xaxes(title_text=x_title)
+    fig.update_yaxes(title_text=y_title)
+    return _layout(fig, title, height)
+
+
+def dimension_curves(encoding: np.ndarray, dims: Sequence[int], title: str) -> go.Figure:
+    """Chosen columns of an (n_positions, d_model) encoding as curves over position."""
+    n, d_model = encoding.shape
+    lines = {f"dim {d}": encoding[:, d] for d in dims if 0 <= d < d_model}
+    return curves(np.arange(n), lines, title, "position p", "value")
+
+
+def bit_figure(bits: np.ndarray, smooth: np.ndarray, bit: int) -> go.Figure:
+    """Bit j of every position (a square wave) and the sinusoid with the same period 2^(j+1)."""
+    lines = {f"bit {bit} of p": bits, f"sinusoid, period {2 ** (bit + 1)}": smooth}
+    title = f"Bit {bit} flips every {2**bit} position(s); a sinusoid of the same period"
+    return curves(
+        np.arange(len(bits)),
+        lines,
+        title,
+        "position p",
+        "value",
+        steps=(f"bit {bit} of p",),
+        dashed=(f"sinusoid, period {2 ** (bit + 1)}",),
+    )
+
+
+def distance_figure(profiles: Mapping[str, np.ndarray], title: str) -> go.Figure:
+    """Mean similarity at each distance |p - q|, divided by its value at distance 0."""
+    lines = {}
+    for name, means in profiles.items():
+        means = np.asarray(means, dtype=np.float64)
+        lines[name] = means / means[0] if means[0] else means
+    longest = max(len(v) for v in lines.values())
+    fig = go.Figure()
+    for name, values in lines.items():
+        fig.add_trace(
+            go.Scatter(
+                x=np.arange(len(values)), y=np.round(values, 4), name=_safe(name), mode="lines"
+            )
+        )
+    fig.update_xaxes(title_text="distance |p − q|", range=[0, longest - 1])
+    fig.update_yaxes(title_text="mean similarity ÷ similarity at distance 0")
+    return _layout(fig, title, 340)
+
+
+def histograms(
+    samples: Mapping[str, np.ndarray],
+    title: str,
+    x_title: str,
+    height: int = 360,
+    x_range: tuple[float, float] = (-1.0, 1.0),
+    n_bins: int = 80,
+) -> go.Figure:
+    """Overlaid density histograms, binned here so the browser gets bars, not every sample."""
+    edges = np.linspace(*x_range, n_bins + 1)
+    centres = (edges[:-1] + edges[1:]) / 2
+    fig = go.Figure()
+    for name, values in samples.items():
+        density, _ = np.histogram(values, bins=edges, density=True)
+        fig.add_trace(
+            go.Scatter(
+                x=np.round(centres, 4),
+                y=np.round(density, 4),
+                name=_safe(name),
+                mode="lines",
+                line={"shape": "hvh"},
+                fill="tozeroy",
+                opacity=0.6,
+            )
+        )
+    fig.update_xaxes(title_text=x_title, range=list(x_range))
+    fig.update_yaxes(title_text="density")
+    return _layout(fig, title, height)
+
+
+# ---------------------------------------------------------------------------------------------
+# Embedding projections page
+# ---------------------------------------------------------------------------------------------
+
+
+def _scatter(coords: np.ndarray, **kwargs: object) -> go.Scatter | go.Scatter3d:
+    """A 2-D or 3-D scatter, depending on the number of columns of coords (m, 2|3)."""
+    coords = np.round(np.asarray(coords, dtype=np.float64), 3)
+    if coords.shape[1] == 3:
+        marker = dict(kwargs.pop("marker", {}))
+        if "size" in marker:
+            marker["size"] = max(2, int(marker["size"] * 0.6))  # 3-D markers draw larger
+        if marker.get("symbol") in SYMBOLS_2D and marker.get("symbol") not in SYMBOLS_3D:
+            marker["symbol"] = "circle"
+        return go.Scatter3d(x=coords[:, 0], y=coords[:, 1], z=coords[:, 2], marker=marker, **kwargs)
+    return go.Scatter(x=coords[:, 0], y=coords[:, 1], **kwargs)
+
+
+def _axes(fig: go.Figure, n_components: int, method: str) -> None:
+    names = [f"{method} {i + 1}" for i in range(n_components)]
+    if n_components == 3:
+        fig.update_layout(
+            scene={
+                "xaxis": {"title": {"text": names[0]}},
+                "yaxis": {"title": {"text": names[1]}},
+                "zaxis": {"title": {"text": names[2]}},
+            }
+        )
+    else:
+        fig.update_xaxes(title_text=names[0])
+        fig.update_yaxes(title_text=names[1])
+
+
+def projection_figure(
+    coords: np.ndarray,
+    tokens: Sequence[str],
+    sentence: np.ndarray,
+    sentences: Sequence[str],
+    highlight: np.ndarray,
+    title: str,
+    method: str = "PCA",
+    height: int = 520,
+) -> go.Figure:
+    """Every token as a point (m, 2|3), coloured by sentence; highlighted points big and labelled."""
+    fig = go.Figure()
+    is_highlight = np.zeros(len(tokens), dtype=bool)
+    is_highlight[np.asarray(highlight, dtype=np.int64)] = True
+    labels = [sentence_label(s, text) for s, text in enumerate(sentences)]
+    for s in np.unique(sentence):
+        for big in (False, True):
+            rows = np.flatnonzero((sentence == s) & (is_highlight == big))
+            if rows.size == 0:
+                continue
+            hover = [f"<b>{_safe(tokens[i])}</b><br>{labels[s]}" for i in rows]
+            symbol = SYMBOLS_2D[(s // len(SENTENCE_COLOURS)) % len(SYMBOLS_2D)]
+            fig.add_trace(
+                _scatter(
+                    coords[rows],
+                    mode="markers+text" if big else "markers",
+                    text=[_safe(tokens[i]) for i in rows] if big else None,
+                    textposition="top center",
+                    hovertext=hover,
+                    hoverinfo="text",
+                    name=labels[s],
+                    legendgroup=f"s{s}",
+                    showlegend=not big or not np.any((sentence == s) & ~is_highlight),
+                    marker={
+                        "size": 15 if big else 7,
+                        "color": colour(int(s)),
+                        "symbol": "star" if big and coords.shape[1] == 2 else symbol,
+                        "opacity": 1.0 if big else 0.55,
+                        "line": {"width": 1, "color": "rgba(40,40,40,0.8)"}
+                        if big
+                        else {"width": 0},
+                    },
+                )
+            )
+    _axes(fig, coords.shape[1], method)
+    return _layout(fig, title, height)
+
+
+def trajectory_figure(
+    coords: np.ndarray,
+    chosen: np.ndarray,
+    tokens: Sequence[str],
+    sentence: np.ndarray,
+    sentences: Sequence[str],
+    background_layer: int,
+    title: str,
+    height: int = 560,
+) -> go.Figure:
+    """(L + 1, m, 2|3) shared-plane coordinates: the chosen points' paths over layers 0..L."""
+    n_states, _, n_components = coords.shape
+    labels = [sentence_label(s, text) for s, text in enumerate(sentences)]
+    fig = go.Figure()
+    background = coords[background_layer]  # (m, c) every token at one layer, for orientation
+    fig.add_trace(
+        _scatter(
+            background,
+            mode="markers",
+            marker={"size": 5, "color": FAINT},
+            hovertext=[f"{_safe(t)} (layer state {background_layer})" for t in tokens],
+            hoverinfo="text",
+            name=f"all tokens, state {background_layer}",
+        )
+    )
+    for i in np.asarray(chosen, dtype=np.int64):
+        s = int(sentence[i])
+        path = coords[:, i]  # (L + 1, c)
+        fig.add_trace(
+            _scatter(
+                path,
+                mode="lines+markers+text",
+                text=[str(h) for h in range(n_states)],
+                textposition="top center",
+                line={"color": colour(s), "width": 3},
+                marker={"size": 8, "color": colour(s)},
+                hovertext=[
+                    f"<b>{_safe(tokens[i])}</b> after {h} layer(s)<br>{labels[s]}"
+                    for h in range(n_states)
+                ],
+                hoverinfo="text",
+                name=f"{_safe(tokens[i])} in {labels[s]}",
+            )
+        )
+    _axes(fig, n_components, "PCA")
+    return _layout(fig, title, height)
+
+
+def comparison_figure(
+    coords_as_set: np.ndarray,
+    coords_other: np.ndarray,
+    chosen: np.ndarray,
+    tokens: Sequence[str],
+    names: tuple[str, str],
+    title: str,
+    height: int = 500,
+) -> go.Figure:
+    """The same tokens under two settings (m, 2) each; chosen tokens joined by an arrow."""
+    fig = go.Figure()
+    for coords, name, symbol in (
+        (coords_as_set, names[0], "circle"),
+        (coords_other, names[1], "x"),
+    ):
+        fig.add_trace(
+            go.Scatter(
+                x=np.round(coords[:, 0], 3),
+                y=np.round(coords[:, 1], 3),
+                mode="markers",
+                marker={"size": 6, "symbol": symbol, "opacity": 0.6},
+                hovertext=[f"{_safe(t)} · {_safe(name)}" for t in tokens],
+                hoverinfo="text",
+                name=_safe(name),
+            )
+        )
+    for i in np.asarray(chosen, dtype=np.int64):
+        fig.add_annotation(
+            x=float(coords_other[i, 0]),
+            y=float(coords_other[i, 1]),
+            ax=float(coords_as_set[i, 0]),
+            ay=float(coords_as_set[i, 1]),
+            xref="x",
+            yref="y",
+            axref="x",
+            ayref="y",
+            showarrow=True,
+            arrowhead=3,
+            arrowwidth=2,
+            arrowcolor="#EF553B",
+            text="",
+        )
+    fig.update_xaxes(title_text="PCA 1")
+    fig.update_yaxes(title_text="PCA 2")
+    return _layout(fig, title, height)
+
+
+def cosine_heatmap(
+    table: np.ndarray, labels: Sequence[str], title: str, height: int | None = None
+) -> go.Figure:
+    """(k, k) cosine table on a fixed -1..1 scale, labels on both numeric axes."""
+    k = table.shape[0]
+    safe = [_safe(label) for label in labels]
+    ticks = {"tickmode": "array", "tickvals": list(range(k)), "ticktext": safe}
+    fig = go.Figure(
+        go.Heatmap(
+            z=np.round(np.asarray(table, dtype=np.float64), 3),
+            x=np.arange(k),
+            y=np.arange(k),
+            zmin=-1.0,
+            zmax=1.0,
+            colorscale="RdBu",
+            reversescale=True,  # red = similar
+            text=np.round(np.asarray(table, dtype=np.float64), 2),
+            texttemplate="%{text}" if k <= 12 else None,
+            colorbar={"title": {"text": "cosine"}},
+            hovertemplate="%{y} vs %{x}: %{z:.3f}<extra></extra>",
+        )
+    )
+    fig.update_xaxes(**ticks, tickangle=-40)
+    fig.update_yaxes(**ticks, autorange="reversed")
+    return _layout(fig, title, height or int(min(560, 60 * k + 160)))
+
+
+def layer_lines(
+    values: Mapping[str, np.ndarray],
+    x_labels: Sequence[str],
+    title: str,
+    y_title: str,
+    height: int = 320,
+) -> go.Figure:
+    """Lines over the stages static, 0, 1, …, L (x is numeric with the stage names as ticks)."""
+    fig = go.Figure()
+    x = np.arange(len(x_labels))
+    for name, series in values.items():
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=np.round(np.asarray(series, dtype=np.float64), 4),
+                mode="lines+markers",
+                name=_safe(name),
+            )
+        )
+    fig.update_xaxes(
+        tickmode="array", tickvals=list(x), ticktext=list(x_labels), title_text="stage"
+    )
+    fig.update_yaxes(title_text=y_title)
+    return _layout(fig, title, height)
+
+
+def neighbour_table(
+    ids: np.ndarray,
+    cosines: np.ndarray,
+    vocabulary: Sequence[str] | object,
+    stage_labels: Sequence[str],
+    column_labels: Sequence[str],
+) -> dict[str, list[str]]:
+    """(stages, columns, k) ids and cosines -> {column: ["river .61, water .55, …" per stage]}.
+
+    vocabulary is anything with token_of(id) or a sequence indexed by id.
+    """
+    token_of = vocabulary.token_of if hasattr(vocabulary, "token_of") else vocabulary.__getitem__
+    table: dict[str, list[str]] = {"stage": list(stage_labels)}
+    for c, label in enumerate(column_labels):
+        table[label] = [
+            ", ".join(
+                f"{token_of(int(i))} {cos:.2f}"
+                for i, cos in zip(ids[s, c], cosines[s, c], strict=True)
+            )
+            for s in range(len(stage_labels))
+        ]
+    return table
