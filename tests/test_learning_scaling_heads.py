@@ -229,13 +229,17 @@ def test_value_weighted_share_of_a_zero_row_is_zero():
 
 def test_block_average_keeps_the_mean():
     matrix = np.random.default_rng(0).random((300, 300))
-    reduced, step = mc.block_average(matrix, 128)
-    assert step == 3 and reduced.shape == (100, 100)
+    reduced, row_step, col_step = mc.block_average(matrix, 128)
+    assert (row_step, col_step) == (3, 3) and reduced.shape == (100, 100)
     assert reduced.mean() == pytest.approx(matrix.mean())
-    same, one = mc.block_average(matrix[:50, :50], 128)
-    assert one == 1 and np.array_equal(same, matrix[:50, :50])
-    uneven, step = mc.block_average(matrix[:130, :130], 64)  # 130 = 3·43 + 1: a short last block
-    assert step == 3 and uneven.shape == (44, 44) and not np.isnan(uneven).any()
+    same, one, also_one = mc.block_average(matrix[:50, :50], 128)
+    assert one == also_one == 1 and np.array_equal(same, matrix[:50, :50])
+    uneven, *steps = mc.block_average(matrix[:130, :130], 64)  # 130 = 3·43 + 1: short last block
+    assert steps == [3, 3] and uneven.shape == (44, 44) and not np.isnan(uneven).any()
+    # A long sentence against a short one: only the long axis is reduced.
+    wide, row_step, col_step = mc.block_average(matrix[:256, :9], 128)
+    assert (row_step, col_step) == (2, 1) and wide.shape == (128, 9)
+    np.testing.assert_allclose(wide[:, 4], matrix[:256, 4].reshape(128, 2).mean(axis=1))
 
 
 def test_long_input_figures_stay_small(model):
@@ -243,7 +247,7 @@ def test_long_input_figures_stay_small(model):
     assert long_trace.n_tokens == 512
     fig = mc.reduced_heatmap(long_trace.attentions[0, 0], long_trace.tokens, long_trace.tokens, "t")
     assert np.asarray(fig.data[0].z).shape == (128, 128)
-    assert "4×4 block" in fig.layout.title.text
+    assert "4×4 block means" in fig.layout.title.text and fig.data[0].zmax is None
     grid = mc.heads_grid(long_trace.attentions[0], long_trace.tokens, 0)
     assert len(grid.data) == model.n_heads
     assert all(np.asarray(trace.z).shape[0] <= mc.GRID_MAX for trace in grid.data)

@@ -20,7 +20,7 @@ DEFAULT_COLOUR = "#4C78A8"  # blue: BERT as trained
 VARIANT_COLOUR = "#F58518"  # orange: the switched run
 MAX_DRAWN = 128  # a full-size heatmap shows at most this many rows/columns
 GRID_MAX = 48  # each small heatmap of the all-heads grid shows at most this many
-MINUS_INF_TEXT_UP_TO = 24  # write "−∞" into masked cells only while they stay legible
+MINUS_INF_TEXT_UP_TO = 12  # write "−∞" into masked cells only while they stay legible
 
 
 # ---------------------------------------------------------------------------------------------
@@ -38,17 +38,21 @@ def block_step(n: int, max_size: int) -> int:
     return max(1, int(np.ceil(n / max_size)))
 
 
-def block_average(matrix: np.ndarray, max_size: int) -> tuple[np.ndarray, int]:
-    """(n_q, n_k) -> (⌈n_q/s⌉, ⌈n_k/s⌉): each cell the mean of an s×s block; returns (matrix, s)."""
+def block_average(matrix: np.ndarray, max_size: int) -> tuple[np.ndarray, int, int]:
+    """(n_q, n_k) -> (⌈n_q/r⌉, ⌈n_k/c⌉) means of r×c blocks, each axis cut to ≤ max_size.
+
+    Returns (reduced, r, c); r = c = 1 leaves the matrix as it is. The axes are reduced
+    separately, so a long sentence against a short one keeps every token of the short one.
+    """
     n_q, n_k = matrix.shape
-    step = block_step(max(n_q, n_k), max_size)
-    if step == 1:
-        return np.asarray(matrix, dtype=np.float64), 1
-    rows, cols = -(-n_q // step), -(-n_k // step)
-    padded = np.full((rows * step, cols * step), np.nan)  # NaN padding is ignored by nanmean
+    row_step, col_step = block_step(n_q, max_size), block_step(n_k, max_size)
+    if row_step == col_step == 1:
+        return np.asarray(matrix, dtype=np.float64), 1, 1
+    rows, cols = -(-n_q // row_step), -(-n_k // col_step)
+    padded = np.full((rows * row_step, cols * col_step), np.nan)  # nanmean skips the padding
     padded[:n_q, :n_k] = matrix
-    blocks = padded.reshape(rows, step, cols, step)  # (rows, s, cols, s)
-    return np.nanmean(blocks, axis=(1, 3)), step
+    blocks = padded.reshape(rows, row_step, cols, col_step)  # (rows, r, cols, c)
+    return np.nanmean(blocks, axis=(1, 3)), row_step, col_step
 
 
 def block_labels(tokens: Sequence[str], step: int) -> list[str]:
@@ -72,25 +76,32 @@ def reduced_heatmap(
     colorbar_title: str = "weight",
 ) -> go.Figure:
     """ui.charts.attention_heatmap after block-averaging inputs longer than max_size tokens."""
-    reduced, step = block_average(attn_weights, max_size)
-    if step > 1:
-        title += f" (each cell: mean of a {step}×{step} block)"
+    reduced, row_step, col_step = block_average(attn_weights, max_size)
+    reduced_any = row_step > 1 or col_step > 1
+    if reduced_any:
+        # Block means of long rows are small: a fixed 0..1 scale would paint them all dark.
+        title += f" ({row_step}×{col_step} block means, fitted scale)"
+        zmax = None
+    query_labels = block_labels(query_tokens, row_step)
+    key_labels = block_labels(key_tokens, col_step)
     fig = attention_heatmap(
         reduced,
-        block_labels(query_tokens, step),
-        block_labels(key_tokens, step),
+        query_labels,
+        key_labels,
         title=title,
         zmax=zmax,
         colorbar_title=colorbar_title,
     )
     fig.update_traces(z=lean(reduced))  # attention_heatmap sends float64; half is plenty
-    if step > 1:
+    if reduced_any:
         # Per-cell token hover text would double the figure's size; blocks hover by position.
         fig.update_traces(
             customdata=None,
-            hovertemplate=f"queries from %{{y}}×{step}, keys from %{{x}}×{step}<br>"
-            f"mean {colorbar_title} %{{z:.3f}}<extra></extra>",
+            hovertemplate=f"block (%{{y}}, %{{x}}) of {row_step}×{col_step} token pairs<br>"
+            f"mean {colorbar_title} %{{z:.4f}}<extra></extra>",
         )
+        fig.update_xaxes(**token_ticks(key_labels, max_labels=12))
+        fig.update_yaxes(**token_ticks(query_labels, max_labels=32))
     return fig
 
 
@@ -364,7 +375,7 @@ def heads_grid(
     )
     step = 1
     for head in range(n_heads):
-        reduced, step = block_average(attn_weights[head], GRID_MAX)
+        reduced, step, _ = block_average(attn_weights[head], GRID_MAX)  # square: one step
         size = reduced.shape[0]
         fig.add_trace(
             go.Heatmap(
@@ -389,10 +400,16 @@ def heads_grid(
             fig.update_yaxes(showticklabels=False, row=row, col=col)
         if row < rows:
             fig.update_xaxes(showticklabels=False, row=row, col=col)
-    suffix = f" (each cell: mean of a {step}×{step} block)" if step > 1 else ""
+    # Block means of long rows are small: fit the colour scale instead of a fixed 0..1.
+    suffix = f" ({step}×{step} block means, fitted scale)" if step > 1 else ""
     fig.update_layout(
         title={"text": f"Layer {layer}: attention weights of all {n_heads} heads{suffix}"},
-        coloraxis={"colorscale": COLORSCALE, "cmin": 0.0, "cmax": 1.0, "colorbar": {"title": "α"}},
+        coloraxis={
+            "colorscale": COLORSCALE,
+            "cmin": 0.0,
+            "cmax": 1.0 if step == 1 else None,
+            "colorbar": {"title": "α"},
+        },
         height=250 * rows + 120,
         margin={"l": 10, "r": 10, "t": 70, "b": 10},
     )
@@ -460,7 +477,7 @@ def head_block_heatmap(
     y_axis = (
         {**head_ticks, "title": {"text": y_title}}
         if heads_on_rows
-        else {**token_ticks(row_labels or []), "title": {"text": y_title}}
+        else {**token_ticks(row_labels or [], max_labels=32), "title": {"text": y_title}}
     )
     fig.update_layout(
         title={"text": title},
@@ -495,6 +512,7 @@ def weights_heatmap(
 ) -> go.Figure:
     """ui.charts.matrix_heatmap (diverging, centred on 0) sent as float32."""
     fig = matrix_heatmap(matrix, row_labels, title, x_title, height=height)
+    fig.update_yaxes(**token_ticks(row_labels, max_labels=32))  # 64 labels would overlap
     if y_title:
         fig.update_yaxes(title_text=y_title)
     return fig.update_traces(z=lean(matrix))
@@ -504,7 +522,7 @@ def disagreement_heatmap(
     attn_weights: np.ndarray, share: np.ndarray, tokens: Sequence[str], title: str
 ) -> go.Figure:
     """(n, n) share − α on a diverging scale: red where the value-weighted view gives more."""
-    difference, step = block_average(share - attn_weights, MAX_DRAWN)
+    difference, step, _ = block_average(share - attn_weights, MAX_DRAWN)  # square
     labels = block_labels(tokens, step)
     size = difference.shape[0]
     limit = float(np.abs(difference).max()) or 1.0
@@ -528,6 +546,9 @@ def disagreement_heatmap(
         xaxis=_token_axis(labels, "key (attended to)", tickangle=-60),
         yaxis=_token_axis(labels, "query (attending)", autorange="reversed"),
     )
+    if step > 1:
+        fig.update_xaxes(**token_ticks(labels, max_labels=16))
+        fig.update_yaxes(**token_ticks(labels, max_labels=32))
     return fig
 
 
