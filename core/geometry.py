@@ -121,6 +121,11 @@ def pick_occurrences(points: PointSet, word: str, limit: int) -> np.ndarray:
     return np.sort(np.asarray(picked[:limit], dtype=np.int64))
 
 
+def sentence_sizes(points: PointSet) -> list[int]:
+    """Number of points (word pieces without [CLS]/[SEP]) of every sentence."""
+    return np.bincount(points.sentence, minlength=len(points.sentences)).tolist()
+
+
 def word_counts(points: PointSet) -> dict[str, tuple[int, int]]:
     """word piece -> (number of sentences it is in, number of occurrences)."""
     counts: dict[str, tuple[set[int], int]] = {}

@@ -224,6 +224,13 @@ def row_pair_cosines(
     return np.einsum("pd,pd->p", a, b)
 
 
+def _cosines_to_rows(unit_x: np.ndarray, table: np.ndarray) -> np.ndarray:
+    """(n, d) unit vectors, (r, d) table -> (n, r) cosines, without a float64 copy of the table."""
+    norms = np.linalg.norm(table, axis=1)  # (r,)
+    dots = unit_x.astype(table.dtype) @ table.T  # (n, r), in the table's own precision
+    return dots.astype(np.float64) / np.where(norms > 0, norms, 1.0)[None, :]
+
+
 @dataclass(frozen=True)
 class Recovery:
     """x = token + position, compared with every row of both tables."""
@@ -247,8 +254,8 @@ def recover_token_and_position(
     n = token_ids.shape[0]
     summed = word_table[token_ids].astype(np.float64) + position_table[:n]  # (n, d)
     x = unit_rows(summed)
-    cos_words = x @ unit_rows(word_table).T  # (n, vocab)
-    cos_positions = x @ unit_rows(position_table).T  # (n, max_pos)
+    cos_words = _cosines_to_rows(x, word_table)  # (n, vocab)
+    cos_positions = _cosines_to_rows(x, position_table)  # (n, max_pos)
     rows = np.arange(n)
     own_word = cos_words[rows, token_ids]
     own_position = cos_positions[rows, rows]
@@ -316,6 +323,11 @@ class PermutationResult:
     @property
     def max_abs_diff(self) -> float:
         return float(self.max_abs_diff_per_layer.max())
+
+    def head_diff(self, layer: int, head: int) -> float:
+        """max |original - unshuffled| for one head's (n, n) matrix."""
+        diff = self.original[layer, head].astype(np.float64) - self.unshuffled[layer, head]
+        return float(np.abs(diff).max())
 
 
 def permutation_experiment(

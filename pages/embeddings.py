@@ -12,11 +12,14 @@ DEFAULT_SENTENCES = "\n".join(
     [
         "I sat on the bank of the river and watched the water.",
         "The bank raised its interest rates again.",
+        "We pulled the canoe up onto the muddy bank.",
+        "She paid the cheque in at the bank on Monday.",
         "She bears the pain without a word.",
         "Two bears crossed the road near the forest.",
         "The monitor on my desk keeps flickering.",
         "Nurses monitor the patient through the night.",
         "Fruit flies like a banana.",
+        "The pilot flies to Paris every week.",
     ]
 )
 
@@ -49,6 +52,15 @@ if points.n_points == 0:
     st.info("None of the lines holds a readable word piece. Try ordinary words.", icon="✍️")
     st.stop()
 
+with st.expander(f"The {len(points.sentences)} sentences, numbered as in the legends"):
+    st.dataframe(
+        {
+            "#": [f"s{s + 1}" for s in range(len(points.sentences))],
+            "sentence": list(points.sentences),
+            "word pieces": geometry.sentence_sizes(points),
+        },
+        hide_index=True,
+    )
 counts = geometry.word_counts(points)
 words = sorted(counts, key=lambda w: (-counts[w][0], -counts[w][1], w))
 c1, c2, c3, c4 = st.columns([2, 2, 1, 1])
@@ -56,7 +68,7 @@ word = c1.selectbox(
     "Word piece to follow",
     words,
     index=words.index("bank") if "bank" in words else 0,
-    format_func=lambda w: f"{w}  ({counts[w][0]} sentences, {counts[w][1]}×)",
+    help="Word pieces found in the most sentences come first.",
     key="emb_word",
     bind="query-params",
 )
@@ -125,8 +137,9 @@ with right:
 st.subheader(f"2 · The path of '{word}' through the layers")
 st.markdown(
     "All layers share one PCA plane here, so a step in the picture is a real change of the "
-    "vector. State 0 already differs between sentences: position vectors were added. Grey: every "
-    f"token after layer {layer}."
+    "vector. Much of the motion is shared by every token (the whole cloud drifts from layer to "
+    "layer); the gaps between the coloured paths are what the context adds. State 0 already "
+    f"differs between sentences: position vectors were added. Grey: every token after layer {layer}."
 )
 paths = state.trajectory_projection(shown.hidden, n_components)
 fig = geometry_charts.trajectory_figure(
@@ -173,6 +186,11 @@ with right:
         means, ["static", *map(str, range(model.n_layers + 1))], "Before → after", "cosine"
     )
     widgets.show_figure(fig, key="emb_cos_lines", filename="cosine-by-layer")
+st.markdown(
+    "Before the first layer every pair has cosine 1: one vector. Layer by layer the occurrences "
+    "separate, and occurrences with the same sense tend to stay closer than occurrences across "
+    "senses (with the default sentences: the two river banks, the two money banks)."
+)
 if len(chosen) < 2:
     st.caption(f"'{word}' occurs once: add a sentence that uses it again to compare occurrences.")
 

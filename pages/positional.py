@@ -72,8 +72,9 @@ st.subheader("3 · What BERT learned instead")
 st.markdown(
     f"BERT does not use the formula: it learns a table of {model.max_positions} position vectors "
     f"of {model.d_model} numbers during training. Below, its first {n_positions} rows next to a "
-    "sinusoid of the same width. The learned rows are smooth along position too, but they are "
-    "not clean waves."
+    "sinusoid of the same width. Many learned dimensions drift slowly with position (the "
+    "vertical streaks), a few change faster, none is a clean wave. The colour scale stops at the "
+    "99th percentile so that one unusual row does not wash out the rest."
 )
 learned = model.position_vectors()[:n_positions]
 left, right = st.columns(2)
@@ -203,16 +204,20 @@ st.markdown(
     "Without position vectors, every step treats tokens alike, so the two matrices agree to "
     "rounding error: the model sees a bag of words. With them, they do not."
 )
+if trace.n_tokens < 4:
+    st.info("Type at least two word pieces in the sidebar to have something to shuffle.")
+    st.stop()
 if trace.n_tokens > MAX_SHUFFLE_TOKENS:
     st.caption(f"Only the first {MAX_SHUFFLE_TOKENS} word pieces are shuffled.")
 if inputs.causal:
     st.caption(
         "This experiment ignores the causal switch: a causal mask is itself a statement about order."
     )
-seed = st.number_input("Shuffle number", 0, 999, 0, key="pos_seed", bind="query-params")
-layer, head = widgets.layer_head_picker(model)
-for column, use_positions in zip(st.columns(2), (False, True), strict=True):
-    result = positional.permutation_experiment(
+seed = st.columns([1, 3])[0].number_input(
+    "Shuffle number", 0, 999, 0, key="pos_seed", bind="query-params"
+)
+results = {
+    label: positional.permutation_experiment(
         model,
         trace.tokens,
         trace.input_ids,
@@ -221,11 +226,17 @@ for column, use_positions in zip(st.columns(2), (False, True), strict=True):
         inputs.scale,
         MAX_SHUFFLE_TOKENS,
     )
-    label = "with positions" if use_positions else "positions removed"
+    for label, use_positions in (("positions removed", False), ("with positions", True))
+}
+st.caption("The shuffled order the model read:")
+st.code(" ".join(results["with positions"].shuffled_tokens), language=None, wrap_lines=True)
+diffs = {label: result.max_abs_diff_per_layer for label, result in results.items()}
+fig = geometry_charts.layer_diff_figure(diffs, "Original vs shuffled-and-put-back, every layer")
+widgets.show_figure(fig, key="pos_perm_layers", filename="permutation-by-layer")
+layer, head = widgets.layer_head_picker(model)
+for column, (label, result) in zip(st.columns(2), results.items(), strict=True):
     with column:
-        st.markdown(f"**{label}** · max |Δ| over all layers and heads: `{result.max_abs_diff:.1e}`")
-        st.caption("The shuffled order the model read:")
-        st.code(" ".join(result.shuffled_tokens), language=None, wrap_lines=True)
+        st.markdown(f"**{label}** · this head: max |Δ| = `{result.head_diff(layer, head):.1e}`")
         for matrix, what in (
             (result.original, "original"),
             (result.unshuffled, "shuffled, put back"),
@@ -237,4 +248,4 @@ for column, use_positions in zip(st.columns(2), (False, True), strict=True):
                 f"{label}: {what} (L{layer} H{head})",
                 height=420,
             )
-            widgets.show_figure(fig, key=f"pos_perm_{use_positions}_{what}", filename="permutation")
+            widgets.show_figure(fig, key=f"pos_perm_{label}_{what}", filename="permutation")

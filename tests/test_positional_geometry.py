@@ -328,8 +328,8 @@ def test_embeddings_page_default():
     at = run_page("pages/embeddings.py")
     assert_no_exception(at)
     assert len(at.get("plotly_chart")) == 5
-    table = at.dataframe[0].value
-    assert any("bank" in column for column in table.columns)
+    table = next(frame.value for frame in at.dataframe if "stage" in frame.value.columns)
+    assert sum("bank" in column for column in table.columns) == 4
     assert table.iloc[0, 1].startswith("bank 1.00")
 
 

@@ -29,7 +29,9 @@ SYMBOLS_2D = ("circle", "square", "diamond", "triangle-up")  # a 2nd cycle of co
 SYMBOLS_3D = ("circle", "square", "diamond", "cross")
 FAINT = "rgba(150, 150, 150, 0.35)"  # background points: visible in both themes, never dominant
 MAX_HEATMAP_ROWS = 128  # position heatmaps show at most this many rows (every k-th beyond)
-SENTENCE_LABEL_CHARS = 48
+SENTENCE_LABEL_CHARS = 60
+# Long sentence legends beside a half-width plot squeeze it to a strip: put them underneath.
+LEGEND_BELOW = {"orientation": "h", "yanchor": "top", "y": -0.15, "x": 0, "font": {"size": 11}}
 
 
 def _safe(text: str) -> str:
@@ -80,7 +82,9 @@ def position_heatmap(
     """Heatmap of an (n_positions, m) matrix: position down the y axis, m columns across."""
     rows = thin_rows(matrix.shape[0], max_rows)
     values = np.asarray(matrix, dtype=np.float64)[rows]
-    limit = float(np.max(np.abs(values))) if symmetric and values.size else None
+    # The 99th percentile, not the maximum: one outlier row (BERT's position 0) would otherwise
+    # wash every other cell out to white. Cells beyond it show the end colour.
+    limit = float(np.percentile(np.abs(values), 99)) if symmetric and values.size else None
     fig = go.Figure(
         go.Heatmap(
             z=np.round(values, 3),
@@ -139,7 +143,7 @@ def dimension_curves(encoding: np.ndarray, dims: Sequence[int], title: str) -> g
 def bit_figure(bits: np.ndarray, smooth: np.ndarray, bit: int) -> go.Figure:
     """Bit j of every position (a square wave) and the sinusoid with the same period 2^(j+1)."""
     lines = {f"bit {bit} of p": bits, f"sinusoid, period {2 ** (bit + 1)}": smooth}
-    title = f"Bit {bit} flips every {2**bit} position(s); a sinusoid of the same period"
+    title = f"Bit {bit} and a sinusoid of period {2 ** (bit + 1)}"
     return curves(
         np.arange(len(bits)),
         lines,
@@ -168,6 +172,18 @@ def distance_figure(profiles: Mapping[str, np.ndarray], title: str) -> go.Figure
     fig.update_xaxes(title_text="distance |p − q|", range=[0, longest - 1])
     fig.update_yaxes(title_text="mean similarity ÷ similarity at distance 0")
     return _layout(fig, title, 340)
+
+
+def layer_diff_figure(diffs: Mapping[str, np.ndarray], title: str) -> go.Figure:
+    """Grouped bars of max |Δ| per layer (log scale: 1e-7 and 1 must both be visible)."""
+    fig = go.Figure()
+    for name, values in diffs.items():
+        values = np.maximum(np.asarray(values, dtype=np.float64), 1e-12)  # log axis needs > 0
+        fig.add_trace(go.Bar(x=np.arange(len(values)), y=values, name=_safe(name)))
+    fig.update_yaxes(type="log", title_text="max |Δ| over heads and cells", exponentformat="e")
+    fig.update_xaxes(title_text="layer", dtick=1)
+    fig.update_layout(barmode="group")
+    return _layout(fig, title, 320)
 
 
 def histograms(
@@ -248,6 +264,7 @@ def projection_figure(
     is_highlight = np.zeros(len(tokens), dtype=bool)
     is_highlight[np.asarray(highlight, dtype=np.int64)] = True
     labels = [sentence_label(s, text) for s, text in enumerate(sentences)]
+    short = [f"s{s + 1}" for s in range(len(sentences))]  # the page lists the sentences by number
     for s in np.unique(sentence):
         for big in (False, True):
             rows = np.flatnonzero((sentence == s) & (is_highlight == big))
@@ -263,7 +280,7 @@ def projection_figure(
                     textposition="top center",
                     hovertext=hover,
                     hoverinfo="text",
-                    name=labels[s],
+                    name=short[s],
                     legendgroup=f"s{s}",
                     showlegend=not big or not np.any((sentence == s) & ~is_highlight),
                     marker={
@@ -278,7 +295,9 @@ def projection_figure(
                 )
             )
     _axes(fig, coords.shape[1], method)
-    return _layout(fig, title, height)
+    _layout(fig, title, height)
+    fig.update_layout(legend=LEGEND_BELOW)
+    return fig
 
 
 def trajectory_figure(
@@ -322,11 +341,13 @@ def trajectory_figure(
                     for h in range(n_states)
                 ],
                 hoverinfo="text",
-                name=f"{_safe(tokens[i])} in {labels[s]}",
+                name=f"{_safe(tokens[i])} in s{s + 1}",
             )
         )
     _axes(fig, n_components, "PCA")
-    return _layout(fig, title, height)
+    _layout(fig, title, height)
+    fig.update_layout(legend=LEGEND_BELOW)
+    return fig
 
 
 def comparison_figure(
@@ -340,16 +361,16 @@ def comparison_figure(
 ) -> go.Figure:
     """The same tokens under two settings (m, 2) each; chosen tokens joined by an arrow."""
     fig = go.Figure()
-    for coords, name, symbol in (
-        (coords_as_set, names[0], "circle"),
-        (coords_other, names[1], "x"),
+    for coords, name, symbol, hue in (
+        (coords_as_set, names[0], "circle", SENTENCE_COLOURS[0]),
+        (coords_other, names[1], "x", SENTENCE_COLOURS[4]),
     ):
         fig.add_trace(
             go.Scatter(
                 x=np.round(coords[:, 0], 3),
                 y=np.round(coords[:, 1], 3),
                 mode="markers",
-                marker={"size": 6, "symbol": symbol, "opacity": 0.6},
+                marker={"size": 6, "symbol": symbol, "opacity": 0.7, "color": hue},
                 hovertext=[f"{_safe(t)} · {_safe(name)}" for t in tokens],
                 hoverinfo="text",
                 name=_safe(name),
@@ -379,28 +400,42 @@ def comparison_figure(
 def cosine_heatmap(
     table: np.ndarray, labels: Sequence[str], title: str, height: int | None = None
 ) -> go.Figure:
-    """(k, k) cosine table on a fixed -1..1 scale, labels on both numeric axes."""
+    """(k, k) cosine table, labels on both numeric axes; colours span [min(table), 1].
+
+    Cosines of one word in several contexts are all high; a -1..1 scale would paint them one
+    colour, so the scale starts at the smallest value (rounded down to 0.1) instead.
+    """
     k = table.shape[0]
+    values = np.round(np.asarray(table, dtype=np.float64), 3)
     safe = [_safe(label) for label in labels]
     ticks = {"tickmode": "array", "tickvals": list(range(k)), "ticktext": safe}
+    low = float(np.floor(values.min() * 10) / 10) if values.size else 0.0
     fig = go.Figure(
         go.Heatmap(
-            z=np.round(np.asarray(table, dtype=np.float64), 3),
+            z=values,
             x=np.arange(k),
             y=np.arange(k),
-            zmin=-1.0,
+            zmin=min(low, 0.9),
             zmax=1.0,
-            colorscale="RdBu",
-            reversescale=True,  # red = similar
-            text=np.round(np.asarray(table, dtype=np.float64), 2),
+            colorscale="Viridis",
+            text=np.round(values, 2),
             texttemplate="%{text}" if k <= 12 else None,
+            customdata=_pair_labels(safe),
             colorbar={"title": {"text": "cosine"}},
-            hovertemplate="%{y} vs %{x}: %{z:.3f}<extra></extra>",
+            hovertemplate="%{customdata[0]} vs %{customdata[1]}: %{z:.3f}<extra></extra>",
         )
     )
     fig.update_xaxes(**ticks, tickangle=-40)
     fig.update_yaxes(**ticks, autorange="reversed")
     return _layout(fig, title, height or int(min(560, 60 * k + 160)))
+
+
+def _pair_labels(labels: Sequence[str]) -> np.ndarray:
+    """(k, k, 2) customdata: the row label and the column label of every cell."""
+    grid = np.empty((len(labels), len(labels), 2), dtype=object)
+    grid[:, :, 0] = np.asarray(labels, dtype=object)[:, None]
+    grid[:, :, 1] = np.asarray(labels, dtype=object)[None, :]
+    return grid
 
 
 def layer_lines(
@@ -445,7 +480,7 @@ def neighbour_table(
     for c, label in enumerate(column_labels):
         table[label] = [
             ", ".join(
-                f"{token_of(int(i))} {cos:.2f}"
+                f"{token_of(int(i))} {cos:.2f}".replace(" 0.", " .")
                 for i, cos in zip(ids[s, c], cosines[s, c], strict=True)
             )
             for s in range(len(stage_labels))
