@@ -86,11 +86,11 @@ widgets.show_figure(
     mc.weights_heatmap(
         w_o_slices[head],
         [str(d) for d in range(model.d_head)],
-        f"Layer {layer}: W_O^{head}, the {model.d_head} × {model.d_model} slice of W_Oᵀ "
-        f"that head {head} writes through",
+        f"Layer {layer}: head {head}'s slice of W_Oᵀ ({model.d_head} × {model.d_model})",
         "model dimension",
         height=380,
         y_title=f"dimension of head {head}",
+        max_labels=8,
     ),
     "mh_w_o",
 )
@@ -143,6 +143,10 @@ with left:
             attn_weights[head], share[head], trace.tokens, "Where they disagree: share − α"
         ),
         "mh_disagreement",
+    )
+    st.caption(
+        "Blue: the raw weight overstates what this key contributes. "
+        "Red: the key contributes more than its weight suggests."
     )
 with right:
     gap = heads.raw_vs_weighted_gap(attn_weights, share)

@@ -341,6 +341,7 @@ def masked_scores_heatmap(
             colorbar={"title": {"text": "score"}},
             text=np.where(is_masked, "−∞", "") if show_text else None,
             texttemplate="%{text}" if show_text else None,
+            textfont={"color": "#888888"},  # grey reads on the light and the dark background
             hovertemplate="query %{y} → key %{x}<br>score %{z:.3f}<extra></extra>",
             hoverongaps=False,
         )
@@ -509,10 +510,11 @@ def weights_heatmap(
     x_title: str,
     height: int | None = None,
     y_title: str | None = None,
+    max_labels: int = 32,
 ) -> go.Figure:
     """ui.charts.matrix_heatmap (diverging, centred on 0) sent as float32."""
     fig = matrix_heatmap(matrix, row_labels, title, x_title, height=height)
-    fig.update_yaxes(**token_ticks(row_labels, max_labels=32))  # 64 labels would overlap
+    fig.update_yaxes(**token_ticks(row_labels, max_labels=max_labels))  # dense labels overlap
     if y_title:
         fig.update_yaxes(title_text=y_title)
     return fig.update_traces(z=lean(matrix))
