@@ -94,3 +94,18 @@ def top_disagreements(
         Disagreement(int(i), int(j), float(attn_weights[i, j]), float(share[i, j]))
         for i, j in zip(rows, cols, strict=True)
     ]
+
+
+def disagreement_table(
+    attn_weights: np.ndarray, share: np.ndarray, labels: list[str], k: int = 5
+) -> list[dict[str, object]]:
+    """The k largest disagreements of one head as table rows (query, key, α, share)."""
+    return [
+        {
+            "query": labels[d.query],
+            "key": labels[d.key],
+            "α": round(d.attn_weight, 3),
+            "value-weighted share": round(d.weighted_share, 3),
+        }
+        for d in top_disagreements(attn_weights, share, k)
+    ]

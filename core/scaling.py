@@ -111,6 +111,17 @@ def random_dot_products(
     return DotProducts(d_k, raw, scaled)
 
 
+def width_table(experiments: list[DotProducts]) -> dict[str, list[float]]:
+    """One row per d_k: variances and mean softmax-row entropies, unscaled and scaled."""
+    return {
+        "d_k": [e.d_k for e in experiments],
+        "variance of q·k": [round(e.raw_variance, 2) for e in experiments],
+        "variance of q·k/√d_k": [round(e.scaled_variance, 3) for e in experiments],
+        "entropy unscaled (bits)": [round(e.raw_entropy, 2) for e in experiments],
+        "entropy scaled (bits)": [round(e.scaled_entropy, 2) for e in experiments],
+    }
+
+
 # ---------------------------------------------------------------------------------------------
 # The causal mask on one head
 # ---------------------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ st.markdown(
 )
 trace = state.trace_or_stop(model, inputs)
 labels = widgets.numbered(trace.tokens)
+token_axes = (trace.tokens, trace.tokens)  # query and key labels of a self-attention heatmap
 layer, head = widgets.layer_head_picker(model)
 
 # 1 ---------------------------------------------------------------------------------------------
@@ -119,20 +120,14 @@ st.markdown(
 )
 attn_weights = trace.attentions[layer]
 share = heads.value_weighted_share(heads.value_weighted_norms(model, trace, layer))
+title = f"L{layer} H{head}: "
 left, right = st.columns(2)
 with left:
-    widgets.show_figure(
-        mc.reduced_heatmap(attn_weights[head], trace.tokens, trace.tokens, f"L{layer} H{head}: α"),
-        "mh_raw",
-    )
+    widgets.show_figure(mc.reduced_heatmap(attn_weights[head], *token_axes, title + "α"), "mh_raw")
 with right:
     widgets.show_figure(
         mc.reduced_heatmap(
-            share[head],
-            trace.tokens,
-            trace.tokens,
-            f"L{layer} H{head}: value-weighted share",
-            colorbar_title="share",
+            share[head], *token_axes, title + "value-weighted share", colorbar_title="share"
         ),
         "mh_share",
     )
@@ -153,18 +148,7 @@ with right:
     widgets.show_figure(mc.gap_by_head_figure(gap, head, layer), "mh_gap")
     st.caption("0 = α and the share agree; 1 = they point at entirely different keys.")
 st.markdown("**Largest disagreements in this head**")
-st.dataframe(
-    [
-        {
-            "query": labels[d.query],
-            "key": labels[d.key],
-            "α": round(d.attn_weight, 3),
-            "value-weighted share": round(d.weighted_share, 3),
-        }
-        for d in heads.top_disagreements(attn_weights[head], share[head])
-    ],
-    hide_index=True,
-)
+st.dataframe(heads.disagreement_table(attn_weights[head], share[head], labels), hide_index=True)
 
 # 4 ---------------------------------------------------------------------------------------------
 st.subheader("4 · Remove heads and watch the output change")

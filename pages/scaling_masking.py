@@ -4,8 +4,16 @@ import streamlit as st
 
 from core import scaling
 from core.errors import EmptyInput
-from ui import charts, state, widgets
 from ui import mechanics_charts as mc
+from ui import state, widgets
+
+
+def side_by_side(*figures: tuple) -> None:
+    """Show (figure, key) pairs in equal columns."""
+    for column, (fig, key) in zip(st.columns(len(figures)), figures, strict=True):
+        with column:
+            widgets.show_figure(fig, key)
+
 
 inputs, model = state.page_context()
 
@@ -18,6 +26,7 @@ st.markdown(
 # The page compares against BERT as trained, so its reference run ignores the sidebar switches.
 trace = state.trace_or_stop(model, inputs, scale=True, causal=False)
 labels = widgets.numbered(trace.tokens)
+token_axes = (trace.tokens, trace.tokens)  # query and key labels of a self-attention heatmap
 st.caption("Layer and head used by every section below:")
 layer, head = widgets.layer_head_picker(model)
 
@@ -76,36 +85,13 @@ st.markdown(
     "wider spreads of scores, which is exactly the multiplier of section 1 in disguise. "
     f"Dividing by √d_k undoes it for any width. This model's heads have d_k = {model.d_head}."
 )
-widths = sorted({4, model.d_head, 256})
-experiments = [scaling.random_dot_products(d_k) for d_k in widths]
-widgets.show_figure(
-    mc.dot_product_histograms(
-        {e.d_k: e.raw for e in experiments}, {e.d_k: e.scaled for e in experiments}
-    ),
-    "sm_histograms",
-)
-st.dataframe(
-    {
-        "d_k": widths,
-        "variance of q·k": [round(e.raw_variance, 2) for e in experiments],
-        "variance of q·k/√d_k": [round(e.scaled_variance, 3) for e in experiments],
-        "entropy unscaled (bits)": [round(e.raw_entropy, 2) for e in experiments],
-        "entropy scaled (bits)": [round(e.scaled_entropy, 2) for e in experiments],
-    },
-    hide_index=True,
-)
-n_keys = experiments[0].raw.shape[1]
-widgets.show_figure(
-    mc.entropy_by_width_figure(
-        widths,
-        [e.raw_entropy for e in experiments],
-        [e.scaled_entropy for e in experiments],
-        n_keys,
-    ),
-    "sm_entropy_widths",
-)
+experiments = [scaling.random_dot_products(d_k) for d_k in sorted({4, model.d_head, 256})]
+widgets.show_figure(mc.dot_product_histograms(experiments), "sm_histograms")
+st.dataframe(scaling.width_table(experiments), hide_index=True)
+widgets.show_figure(mc.entropy_by_width_figure(experiments), "sm_entropy_widths")
+n_queries, n_keys = experiments[0].raw.shape
 st.caption(
-    f"{experiments[0].raw.shape[0]} random queries against {n_keys} random keys per width "
+    f"{n_queries} random queries against {n_keys} random keys per width "
     "(fixed seed). Unscaled, the entropy falls as d_k grows: each query locks onto one key."
 )
 
@@ -131,27 +117,11 @@ else:
     )
     variant = state.trace(model, inputs.text, inputs.pair, scale=not scale_off, causal=causal_on)
     comparison = scaling.compare_runs(trace, variant, layer, head)
-    left, right = st.columns(2)
-    with left:
-        widgets.show_figure(
-            mc.reduced_heatmap(
-                comparison.default_weights,
-                trace.tokens,
-                trace.tokens,
-                f"L{layer} H{head}: as trained",
-            ),
-            "sm_default_heatmap",
-        )
-    with right:
-        widgets.show_figure(
-            mc.reduced_heatmap(
-                comparison.variant_weights,
-                trace.tokens,
-                trace.tokens,
-                f"L{layer} H{head}: {variant_name}",
-            ),
-            "sm_variant_heatmap",
-        )
+    title = f"L{layer} H{head}: "
+    side_by_side(
+        (mc.reduced_heatmap(comparison.default_weights, *token_axes, title + "as trained"), "sm_a"),
+        (mc.reduced_heatmap(comparison.variant_weights, *token_axes, title + variant_name), "sm_b"),
+    )
     if trace.n_tokens > mc.MAX_DRAWN:
         st.caption(
             f"{trace.n_tokens} tokens: the heatmaps average blocks of tokens so that at most "
@@ -202,19 +172,8 @@ st.markdown(
 )
 masked_scores, masked_weights = scaling.causal_view(trace, layer, head, max_tokens=40)
 shown = masked_scores.shape[0]
-left, right = st.columns(2)
-with left:
-    widgets.show_figure(
-        mc.masked_scores_heatmap(masked_scores, trace.tokens[:shown], "Masked scores"),
-        "sm_masked_scores",
-    )
-with right:
-    widgets.show_figure(
-        charts.attention_heatmap(
-            masked_weights, trace.tokens[:shown], trace.tokens[:shown], "Weights after softmax"
-        ),
-        "sm_masked_weights",
-    )
+scores_fig, weights_fig = mc.causal_mask_figures(masked_scores, masked_weights, trace.tokens)
+side_by_side((scores_fig, "sm_masked_scores"), (weights_fig, "sm_masked_weights"))
 st.caption(
     "Blank cells are −∞ (a chart file cannot store −∞, so they are sent as empty). "
     + (

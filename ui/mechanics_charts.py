@@ -13,6 +13,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from core.scaling import DotProducts
 from ui.charts import COLORSCALE, attention_heatmap, matrix_heatmap, token_ticks
 
 # Two series colours that read on both the light and the dark theme.
@@ -197,8 +198,10 @@ def _density(values: np.ndarray, bins: int = 50) -> tuple[np.ndarray, np.ndarray
     return (edges[:-1] + edges[1:]) / 2, density, float(edges[1] - edges[0])
 
 
-def dot_product_histograms(raw: dict[int, np.ndarray], scaled: dict[int, np.ndarray]) -> go.Figure:
+def dot_product_histograms(experiments: Sequence[DotProducts]) -> go.Figure:
     """Histograms of q·k (left) and q·k/√d_k (right) for random vectors, one colour per d_k."""
+    raw = {e.d_k: e.raw for e in experiments}
+    scaled = {e.d_k: e.scaled for e in experiments}
     fig = make_subplots(
         rows=1,
         cols=2,
@@ -238,14 +241,12 @@ def dot_product_histograms(raw: dict[int, np.ndarray], scaled: dict[int, np.ndar
     return fig
 
 
-def entropy_by_width_figure(
-    widths: Sequence[int],
-    raw_entropy: Sequence[float],
-    scaled_entropy: Sequence[float],
-    n_keys: int,
-) -> go.Figure:
+def entropy_by_width_figure(experiments: Sequence[DotProducts]) -> go.Figure:
     """Mean softmax-row entropy per d_k, unscaled vs scaled, against the uniform maximum."""
-    labels = [f"d_k = {d}" for d in widths]
+    labels = [f"d_k = {e.d_k}" for e in experiments]
+    raw_entropy = [e.raw_entropy for e in experiments]
+    scaled_entropy = [e.scaled_entropy for e in experiments]
+    n_keys = experiments[0].raw.shape[1]
     fig = go.Figure(
         [
             go.Bar(
@@ -354,6 +355,17 @@ def masked_scores_heatmap(
         yaxis=_token_axis(tokens, "query (attending)", autorange="reversed"),
     )
     return fig
+
+
+def causal_mask_figures(
+    masked_scores: np.ndarray, attn_weights: np.ndarray, tokens: Sequence[str]
+) -> tuple[go.Figure, go.Figure]:
+    """(k, k) masked scores and their softmax, for the first k tokens -> two heatmaps."""
+    shown = list(tokens)[: masked_scores.shape[0]]
+    return (
+        masked_scores_heatmap(masked_scores, shown, "Masked scores"),
+        attention_heatmap(attn_weights, shown, shown, "Weights after softmax"),
+    )
 
 
 # ---------------------------------------------------------------------------------------------
