@@ -177,6 +177,21 @@ def layer_cosines(default: Trace, variant: Trace) -> np.ndarray:
 
 
 @dataclass(frozen=True)
+class CosineSummary:
+    """How far a set of token vectors moved: the mean cosine and the token that moved most."""
+
+    mean: float
+    most_moved: int  # token index with the lowest cosine
+    lowest: float
+
+
+def summarize_cosines(cosines: np.ndarray) -> CosineSummary:
+    """(n,) cosines -> mean, argmin and min."""
+    most_moved = int(np.argmin(cosines))
+    return CosineSummary(float(np.mean(cosines)), most_moved, float(cosines[most_moved]))
+
+
+@dataclass(frozen=True)
 class RunComparison:
     """What changed for one head and for the final vectors when a switch was flipped."""
 

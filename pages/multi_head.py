@@ -184,6 +184,7 @@ else:
         ablate=frozenset(removed),
     )
     cosines = scaling.layer_cosines(trace, ablated)  # (L + 1, n)
+    moved = scaling.summarize_cosines(cosines[-1])  # the last row: final vectors
     widgets.show_figure(
         mc.per_token_bars(
             trace.tokens,
@@ -201,5 +202,6 @@ else:
     )
     st.caption(
         f"Rows above the first removed layer stay at cosine 1: nothing has changed yet. "
-        f"Mean final cosine {cosines[-1].mean():.3f}, lowest {cosines[-1].min():.3f}."
+        f"Mean final cosine {moved.mean:.3f}; the token that moved most is "
+        f"{labels[moved.most_moved]} ({moved.lowest:.3f})."
     )

@@ -151,11 +151,11 @@ else:
         ),
         "sm_final_cosine",
     )
-    moved = int(comparison.final_cosine.argmin())
+    moved = scaling.summarize_cosines(comparison.final_cosine)
     st.caption(
         f"Cosine 1 means the token ends up pointing the same way as in BERT as trained. "
-        f"Mean cosine {comparison.final_cosine.mean():.3f}; the token that moved most is "
-        f"{labels[moved]} ({comparison.final_cosine[moved]:.3f})."
+        f"Mean cosine {moved.mean:.3f}; the token that moved most is "
+        f"{labels[moved.most_moved]} ({moved.lowest:.3f})."
     )
 
 # 4 ---------------------------------------------------------------------------------------------
