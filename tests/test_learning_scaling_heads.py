@@ -73,6 +73,18 @@ def test_saturation_goes_one_hot_as_the_multiplier_grows(scores):
     assert entropy[-1] < 0.02 and entropy[0] > entropy[-1]
 
 
+@given(
+    st.lists(st.floats(min_value=0.0, max_value=1.0), min_size=1, max_size=40).filter(
+        lambda values: sum(values) > 1e-6
+    )
+)
+@settings(max_examples=60, deadline=None)
+def test_row_entropy_lies_between_zero_and_log_n(values):
+    weights = np.array(values) / np.sum(values)
+    entropy = float(scaling.row_entropy(weights))
+    assert -1e-12 <= entropy <= np.log2(len(values)) + 1e-9
+
+
 def test_row_entropy_limits():
     assert scaling.row_entropy(np.full(8, 1 / 8)) == pytest.approx(3.0)
     assert scaling.row_entropy(np.eye(5)).tolist() == [0.0] * 5
@@ -119,6 +131,10 @@ def test_compare_runs(model, trace):
     same = scaling.compare_runs(trace, trace, 3, 1)
     np.testing.assert_allclose(same.final_cosine, 1.0, atol=1e-6)
     np.testing.assert_array_equal(same.default_entropy, same.variant_entropy)
+
+    summary = scaling.summarize_cosines(np.array([0.9, 0.2, 0.7]))
+    assert (summary.most_moved, summary.lowest) == (1, 0.2)
+    assert summary.mean == pytest.approx(0.6)
 
     unscaled = scaling.compare_runs(trace, model.run(SENTENCE, scale=False), 3, 1)
     assert unscaled.final_cosine.shape == (trace.n_tokens,)
