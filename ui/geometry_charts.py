@@ -144,7 +144,7 @@ def bit_figure(bits: np.ndarray, smooth: np.ndarray, bit: int) -> go.Figure:
     """Bit j of every position (a square wave) and the sinusoid with the same period 2^(j+1)."""
     lines = {f"bit {bit} of p": bits, f"sinusoid, period {2 ** (bit + 1)}": smooth}
     title = f"Bit {bit} and a sinusoid of period {2 ** (bit + 1)}"
-    return curves(
+    fig = curves(
         np.arange(len(bits)),
         lines,
         title,
@@ -153,6 +153,11 @@ def bit_figure(bits: np.ndarray, smooth: np.ndarray, bit: int) -> go.Figure:
         steps=(f"bit {bit} of p",),
         dashed=(f"sinusoid, period {2 ** (bit + 1)}",),
     )
+    # Four periods fill the width; more would draw a solid block (zoom out to see the rest).
+    shown = min(len(bits), max(16, 4 * 2 ** (bit + 1)))
+    fig.update_xaxes(range=[-0.5, shown - 0.5])
+    fig.update_traces(line={"width": 3}, selector={"name": f"sinusoid, period {2 ** (bit + 1)}"})
+    return fig
 
 
 def distance_figure(profiles: Mapping[str, np.ndarray], title: str) -> go.Figure:
