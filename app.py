@@ -14,7 +14,10 @@ PAGES = {
         st.Page("pages/scaling_masking.py", title="3 · Scaling and masking", icon="🌡️"),
         st.Page("pages/multi_head.py", title="4 · Multi-head attention", icon="🧩"),
     ],
-    "Explore BERT": [],
+    "Explore BERT": [
+        st.Page("pages/heatmaps.py", title="Attention heatmaps", icon="🗺️"),
+        st.Page("pages/head_view.py", title="Head view", icon="🔗"),
+    ],
     "Labs": [
         st.Page("pages/positional.py", title="Positional encoding", icon="📍"),
         st.Page("pages/embeddings.py", title="Embedding projections", icon="🌌"),

@@ -1,0 +1,295 @@
+"""Per-head statistics and the data behind the explorer's views (no plotting here).
+
+Everything takes attention weights shaped (L, H, n, n) — layers, heads, query rows, key columns —
+or a Trace that holds them. Rows are where a query looks; every row of a softmax sums to 1.
+
+Many BERT heads park most of their weight on [CLS] or [SEP] when they have nothing better to do
+(Clark et al., 2019 call this a no-op). Such "sink" heads hide whatever else they do: dropping
+the special columns and renormalising each row over the remaining tokens shows that rest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from core.bert import BertEncoder, Trace
+from core.heads import value_weighted_norms
+
+SPECIAL_TOKENS = frozenset({"[CLS]", "[SEP]"})
+SINK_THRESHOLD = 0.5  # a head is a sink when, on average, half its weight lands on [CLS]/[SEP]
+THUMBNAIL_SIDE = 48  # model-view thumbnails longer than this are block-mean pooled
+PAIR_FILTERS = ("All", "A→A", "A→B", "B→A", "B→B")  # query sentence → key sentence
+
+
+def attention_of(source: Trace | np.ndarray) -> np.ndarray:
+    """(L, H, n, n) attention weights of a Trace, or the array itself."""
+    weights = source.attentions if isinstance(source, Trace) else np.asarray(source)
+    if weights.ndim != 4 or weights.shape[-1] != weights.shape[-2]:
+        raise ValueError(f"expected attention weights shaped (L, H, n, n), got {weights.shape}")
+    return weights
+
+
+def special_mask(tokens: Sequence[str]) -> np.ndarray:
+    """(n,) bool: True where the token is [CLS] or [SEP]."""
+    return np.array([token in SPECIAL_TOKENS for token in tokens], dtype=bool)
+
+
+def row_entropy(attn_weights: np.ndarray) -> np.ndarray:
+    """(..., n): entropy of every row in bits, H_i = -Σ_j α_ij log2 α_ij (0·log 0 = 0)."""
+    weights = np.asarray(attn_weights)
+    logs = np.log2(weights, out=np.zeros(weights.shape, dtype=weights.dtype), where=weights > 0)
+    # Products stay in the input's precision (float32 at 512 tokens: 19 M of them); the sum
+    # over keys accumulates in float64.
+    return -(weights * logs).sum(axis=-1, dtype=np.float64)
+
+
+# ---- per-head statistics -----------------------------------------------------------------------
+STAT_LABELS = {
+    "entropy": "mean row entropy (bits)",
+    "on_cls": "share on [CLS]",
+    "on_sep": "share on [SEP]",
+    "on_self": "share on itself",
+    "on_previous": "share on previous token",
+    "on_next": "share on next token",
+}
+
+
+@dataclass(frozen=True)
+class HeadStats:
+    """Per-head averages over the query rows of one sentence; every field is (L, H)."""
+
+    entropy: np.ndarray  # mean row entropy in bits (0 = one key takes all, log2 n = uniform)
+    on_cls: np.ndarray  # mean weight a row puts on [CLS]
+    on_sep: np.ndarray  # mean weight a row puts on [SEP] (both of them for a pair)
+    on_self: np.ndarray  # mean α_ii
+    on_previous: np.ndarray  # mean α_i,i-1 over rows that have a previous token
+    on_next: np.ndarray  # mean α_i,i+1 over rows that have a next token
+    sink: np.ndarray  # bool: on_cls + on_sep ≥ threshold
+
+    def stat(self, name: str) -> np.ndarray:
+        """(L, H): the statistic called `name` (a key of STAT_LABELS)."""
+        return getattr(self, name)
+
+    def table(self) -> dict[str, list]:
+        """One row per head (layer-major), columns named for people: for st.dataframe / CSV."""
+        n_layers, n_heads = self.entropy.shape
+        columns: dict[str, list] = {
+            "layer": np.repeat(np.arange(n_layers), n_heads).tolist(),
+            "head": np.tile(np.arange(n_heads), n_layers).tolist(),
+        }
+        for name, label in STAT_LABELS.items():
+            columns[label] = np.round(self.stat(name).ravel(), 4).tolist()
+        columns["sink head"] = self.sink.ravel().tolist()
+        return columns
+
+
+def _mean_offset_diagonal(weights: np.ndarray, offset: int) -> np.ndarray:
+    """(L, H): mean of α_i,i+offset over the rows where that key exists."""
+    n = weights.shape[-1]
+    if n <= abs(offset):
+        return np.zeros(weights.shape[:2])
+    diagonal = np.diagonal(weights, offset=offset, axis1=-2, axis2=-1)  # (L, H, n - |offset|)
+    return diagonal.astype(np.float64).mean(axis=-1)
+
+
+def head_statistics(
+    source: Trace | np.ndarray,
+    tokens: Sequence[str] | None = None,
+    sink_threshold: float = SINK_THRESHOLD,
+) -> HeadStats:
+    """Per-head averages over query rows of an (L, H, n, n) attention array (or a Trace)."""
+    weights = attention_of(source)
+    tokens = source.tokens if tokens is None and isinstance(source, Trace) else tokens
+    if tokens is None or len(tokens) != weights.shape[-1]:
+        raise ValueError("need one token per row of the attention matrices")
+    tokens = list(tokens)
+    is_cls = np.array([t == "[CLS]" for t in tokens])
+    is_sep = np.array([t == "[SEP]" for t in tokens])
+    # Summing the key columns first leaves (L, H, n) per query; the mean over rows follows.
+    on_cls = weights[..., is_cls].sum(axis=-1, dtype=np.float64).mean(axis=-1)
+    on_sep = weights[..., is_sep].sum(axis=-1, dtype=np.float64).mean(axis=-1)
+    return HeadStats(
+        entropy=row_entropy(weights).mean(axis=-1),
+        on_cls=on_cls,
+        on_sep=on_sep,
+        on_self=_mean_offset_diagonal(weights, 0),
+        # np.diagonal offset -1 gives α_i,i-1 (the key before the query), +1 the key after.
+        on_previous=_mean_offset_diagonal(weights, -1),
+        on_next=_mean_offset_diagonal(weights, 1),
+        sink=(on_cls + on_sep) >= sink_threshold,
+    )
+
+
+def without_specials(attn_weights: np.ndarray, tokens: Sequence[str]) -> np.ndarray:
+    """(..., n, n): α with [CLS]/[SEP] columns dropped and each row rescaled to sum to 1.
+
+    α'_ij = α_ij / Σ_{k not special} α_ik for ordinary keys j, 0 for special keys. A row whose
+    whole weight sat on special tokens has nothing left to show and becomes all zeros.
+    """
+    keep = ~special_mask(tokens)  # (n,) True = ordinary key
+    weights = np.where(keep, attn_weights, 0.0).astype(np.float32)  # broadcast over key columns
+    rest = weights.sum(axis=-1, keepdims=True)  # (..., n, 1) weight left in each row
+    return np.divide(weights, rest, out=np.zeros_like(weights), where=rest > 0)
+
+
+# ---- thumbnails for the model view ------------------------------------------------------------
+def block_starts(n: int, max_side: int) -> np.ndarray:
+    """Start index of each block when n positions are pooled into at most max_side blocks."""
+    size = max(1, int(np.ceil(n / max_side)))
+    return np.arange(0, n, size)
+
+
+def block_mean_pool(matrix: np.ndarray, max_side: int = THUMBNAIL_SIDE) -> np.ndarray:
+    """(..., n, n) -> (..., m, m) with m ≤ max_side: the mean of each block of cells.
+
+    Blocks are ceil(n / max_side) tokens wide; the last block may be narrower and is averaged
+    over its real number of cells, so it is not drawn paler than the others. When n ≤ max_side
+    the matrix comes back unchanged.
+    """
+    n = matrix.shape[-1]
+    starts = block_starts(n, max_side)
+    if len(starts) == n:
+        return np.asarray(matrix)
+    sizes = np.diff(np.append(starts, n)).astype(np.float64)  # (m,) tokens per block
+    summed = np.add.reduceat(np.add.reduceat(matrix, starts, axis=-1), starts, axis=-2)
+    return (summed / sizes[:, None] / sizes[None, :]).astype(np.float32)  # (..., m, m)
+
+
+def thumbnails(source: Trace | np.ndarray, max_side: int = THUMBNAIL_SIDE) -> np.ndarray:
+    """(L, H, m, m): every head's matrix, block-mean pooled to at most max_side per side."""
+    return block_mean_pool(attention_of(source), max_side)
+
+
+# ---- the head view ----------------------------------------------------------------------------
+def pair_mask(segments: Sequence[int], which: str) -> np.ndarray:
+    """(n, n) bool: True where (query row, key column) belongs to the chosen sentence blocks.
+
+    "A→B" keeps queries of sentence A looking at keys of sentence B; "All" keeps everything.
+    """
+    if which not in PAIR_FILTERS:
+        raise ValueError(f"pair filter must be one of {PAIR_FILTERS}, got {which!r}")
+    segments = np.asarray(segments)
+    if which == "All":
+        return np.ones((len(segments), len(segments)), dtype=bool)
+    query_in = segments == (0 if which[0] == "A" else 1)  # (n,)
+    key_in = segments == (0 if which[-1] == "A" else 1)  # (n,)
+    return query_in[:, None] & key_in[None, :]
+
+
+def has_pair(segments: Sequence[int]) -> bool:
+    """True when the input holds a second sentence (some token has segment 1)."""
+    return bool(np.any(np.asarray(segments) == 1))
+
+
+@dataclass(frozen=True)
+class HeadViewLines:
+    """The lines of a head view: one entry per drawn (head, query, key)."""
+
+    head: np.ndarray  # (k,) int: which head the line belongs to
+    query: np.ndarray  # (k,) int: query token index (left column)
+    key: np.ndarray  # (k,) int: key token index (right column)
+    weight: np.ndarray  # (k,) float in [0, 1]: the weight the line stands for
+    opacity: np.ndarray  # (k,) float in [0, 1]: = weight, or weight / the head's strongest line
+    window: tuple[int, int]  # [start, stop) of the tokens drawn
+    dropped_light: int  # lines fainter than min_opacity that were left out
+
+    def __len__(self) -> int:
+        return len(self.weight)
+
+
+def head_view_lines(
+    weights: np.ndarray,
+    segments: Sequence[int],
+    heads: Sequence[int],
+    pair: str = "All",
+    window: tuple[int, int] | None = None,
+    min_opacity: float = 0.0,
+    token: int | None = None,
+    token_side: str = "query",
+    stretch: bool = False,
+) -> HeadViewLines:
+    """Lines of the chosen heads of one layer; `weights` is (H, n, n) with values in [0, 1].
+
+    Keeps a line (h, i, j) when h is chosen, i and j lie in the window, (i, j) passes the pair
+    filter, w_hij > 0 and — if a token is chosen — i (or j, for token_side="key") is that token.
+    Its opacity is w_hij, or with stretch w_hij / max of head h's kept lines (at 512 tokens a
+    typical weight is ~1/512 and would be invisible). Lines under min_opacity are left out.
+    """
+    n = weights.shape[-1]
+    start, stop = window if window is not None else (0, n)
+    keep = pair_mask(segments, pair)  # (n, n)
+    inside = np.zeros(n, dtype=bool)
+    inside[start:stop] = True
+    keep &= inside[:, None] & inside[None, :]
+    if token is not None:
+        side = np.zeros(n, dtype=bool)
+        side[token] = True
+        keep &= side[:, None] if token_side == "query" else side[None, :]
+    chosen = np.asarray(sorted(set(heads)), dtype=int)
+    selected = (weights[chosen] * keep).astype(np.float64)  # (h, n, n): zero outside kept cells
+    opacity = selected
+    if stretch:
+        strongest = selected.max(axis=(1, 2), keepdims=True)  # (h, 1, 1)
+        opacity = np.divide(selected, strongest, out=np.zeros_like(selected), where=strongest > 0)
+    visible = selected > 0
+    strong = visible & (opacity >= min_opacity)
+    head_pos, query, key = np.nonzero(strong)
+    return HeadViewLines(
+        head=chosen[head_pos],
+        query=query,
+        key=key,
+        weight=selected[head_pos, query, key],
+        opacity=opacity[head_pos, query, key],
+        window=(start, stop),
+        dropped_light=int(visible.sum() - strong.sum()),
+    )
+
+
+def row_shares(matrix: np.ndarray) -> np.ndarray:
+    """(..., n, n): each row divided by its sum (zero rows stay zero), m_ij / Σ_k m_ik."""
+    total = matrix.sum(axis=-1, keepdims=True)
+    return np.divide(matrix, total, out=np.zeros_like(matrix, dtype=np.float32), where=total > 0)
+
+
+def head_view_weights(
+    model: BertEncoder, trace: Trace, layer: int, value_weighted: bool = False
+) -> np.ndarray:
+    """(H, n, n) line strengths of one layer: α, or ‖α_ij v_j W_Oʰ‖ as a share of its row."""
+    if not value_weighted:
+        return trace.attentions[layer]
+    # Norms are not probabilities; dividing by the row total puts them on α's 0..1 scale so
+    # the two modes can be compared line by line.
+    return row_shares(value_weighted_norms(model, trace, layer))
+
+
+def window_around(n: int, start: int, size: int) -> tuple[int, int]:
+    """[start, stop) of at most `size` tokens, shifted left so it never runs past n."""
+    size = max(1, min(size, n))
+    start = int(np.clip(start, 0, n - size))
+    return start, start + size
+
+
+# ---- comparing a word in two sentences ---------------------------------------------------------
+def query_row(
+    trace: Trace, layer: int, head: int, query: int, renormalise: bool = False
+) -> np.ndarray:
+    """(n,): where one query looks in one head, optionally without [CLS]/[SEP] (see above)."""
+    row = trace.attentions[layer, head, query]  # (n,)
+    return without_specials(row[None, :], trace.tokens)[0] if renormalise else row
+
+
+def shared_pieces(tokens_a: Sequence[str], tokens_b: Sequence[str]) -> list[str]:
+    """Word pieces present in both sentences (no [CLS]/[SEP]), longest first.
+
+    Longest first puts content words ("bank") before "the" and "." — usually the one to compare.
+    Ties keep the order of the first sentence.
+    """
+    in_b = set(tokens_b) - SPECIAL_TOKENS
+    seen: list[str] = []
+    for token in tokens_a:
+        if token in in_b and token not in seen:
+            seen.append(token)
+    return sorted(seen, key=lambda token: -len(token.removeprefix("##")))

@@ -1,0 +1,168 @@
+"""Head view: each query token joined to the keys it reads, one colour per head, for sentence pairs."""
+
+import streamlit as st
+
+from core import head_stats
+from ui import explorer_charts, exports, state, widgets
+
+WINDOW = 64  # tokens drawn at most; longer inputs get a window slider
+
+inputs, model = state.page_context()
+
+st.title("Head view")
+st.markdown(
+    "The same weights as a heatmap row, drawn as strings: every token appears twice, as a "
+    "query on the left and as a key on the right, and a line joins them with an opacity equal "
+    "to the weight. A row of the heatmap becomes a fan of lines out of one left token. "
+    "Several heads of one layer can share the picture, each in its own colour."
+)
+
+trace = state.trace_or_stop(model, inputs)
+tokens = trace.tokens
+paired = head_stats.has_pair(trace.segments)
+
+if not paired:
+    st.info(
+        "BERT was trained on sentence pairs, and some heads specialise in reading across the "
+        "boundary. Add a second sentence in the sidebar, or load the classic pair where *flies* "
+        "is first a verb, then a noun.",
+        icon="🪁",
+    )
+    st.button(
+        "Use “Time flies like an arrow.” / “Fruit flies like a banana.”",
+        on_click=state.use_example_pair,
+        icon=":material/compare_arrows:",
+        key="hv_example",
+    )
+
+# 1 · Which heads, which lines.
+layer, head = widgets.layer_head_picker(model)
+more = st.multiselect(
+    "Draw more heads of this layer (the Head slider's head is always drawn)",
+    list(range(model.n_heads)),
+    key="hv_heads",
+    bind="query-params",
+    format_func=lambda h: f"head {h}",
+)
+heads = sorted({head, *more})
+left, middle, right = st.columns([1, 1.5, 1.2])
+value_weighted = left.toggle(
+    "Value-weighted",
+    key="hv_value",
+    bind="query-params",
+    help="Opacity = how much of each key actually moves into the query, ‖α·v·W_O‖, as a "
+    "share of the row, instead of the weight α.",
+)
+stretch = left.toggle(
+    "Stretch opacity",
+    value=trace.n_tokens > WINDOW,
+    key="hv_stretch",
+    bind="query-params",
+    help="Make each head's strongest line drawn fully opaque. Over hundreds of tokens weights "
+    "are small (about 1/n) and would be invisible otherwise; on by default for long inputs.",
+)
+pair_filter = middle.radio(
+    "Sentence blocks (query → key)",
+    head_stats.PAIR_FILTERS,
+    horizontal=True,
+    key="hv_pair",
+    bind="query-params",
+    disabled=not paired,
+    help="A = first sentence (with [CLS] and its [SEP]), B = second sentence.",
+)
+start = 0
+if trace.n_tokens > WINDOW:
+    start = st.slider(
+        f"First token drawn (a window of {WINDOW} of the {trace.n_tokens} tokens)",
+        0,
+        trace.n_tokens - WINDOW,
+        0,
+        key="hv_start",
+        bind="query-params",
+    )
+window = head_stats.window_around(trace.n_tokens, start, WINDOW)
+focus = right.selectbox(
+    "Highlight a token",
+    [None, *range(*window)],
+    format_func=lambda i: "— none —" if i is None else f"{i}: {tokens[i]}",
+    key="hv_token",
+    bind="query-params",
+)
+side = "query"
+if focus is not None:
+    side = right.radio(
+        "Its lines",
+        ["query", "key"],
+        format_func={"query": "what it reads (out)", "key": "who reads it (in)"}.__getitem__,
+        horizontal=True,
+        key="hv_side",
+        bind="query-params",
+    )
+
+# 2 · The lines.
+weights = head_stats.head_view_weights(model, trace, layer, value_weighted)
+lines = head_stats.head_view_lines(
+    weights,
+    trace.segments,
+    heads,
+    pair=pair_filter if paired else "All",
+    window=window,
+    min_opacity=explorer_charts.OPACITY_STEP / 2,
+    token=focus,
+    token_side=side,
+    stretch=stretch,
+)
+shown = "share of ‖α·v·W_O‖" if value_weighted else "attention weight α"
+fig = explorer_charts.head_view_figure(
+    lines,
+    tokens,
+    trace.segments,
+    heads,
+    title=f"Layer {layer} · head{'s' if len(heads) > 1 else ''} "
+    + ", ".join(map(str, heads))
+    + f" · opacity = {shown}",
+    highlight=focus,
+)
+widgets.show_figure(fig, key="hv_figure", filename=f"head-view-L{layer}")
+notes = [f"{len(lines):,} lines drawn"]
+if lines.dropped_light:
+    notes.append(
+        f"{lines.dropped_light:,} lines under 2.5 % opacity left out (they would be invisible)"
+    )
+if stretch:
+    notes.append("opacity stretched: each head's strongest line drawn is fully opaque")
+if window != (0, trace.n_tokens):
+    notes.append(
+        f"only tokens {window[0]}–{window[1] - 1} of {trace.n_tokens} are drawn, and only lines "
+        "between them: move the window with the slider"
+    )
+st.caption(
+    "; ".join(notes) + ". Blue dots mark sentence A, orange dots sentence B. Click a head in "
+    "the legend to hide it; point at a token to read its position."
+)
+
+if value_weighted:
+    st.latex(
+        r"\text{opacity}_{ij} = \frac{\lVert \alpha_{ij}\, v_j W_O^h \rVert}"
+        r"{\sum_k \lVert \alpha_{ik}\, v_k W_O^h \rVert}"
+    )
+    st.markdown(
+        "A weight says where a head *looks*; this says what it *brings back*. A key with a big "
+        "weight but a short value vector (often [SEP] or a full stop) adds almost nothing to "
+        "the query, and its line fades here."
+    )
+else:
+    st.latex(
+        r"\text{opacity}_{ij} = \alpha_{ij} = \operatorname{softmax}_j\!\left(q_i \cdot k_j / \sqrt{d_k}\right)"
+    )
+
+labels = widgets.numbered(tokens)
+widgets.download_matrix(
+    weights[head],
+    labels,
+    labels,
+    f"head-view-L{layer}-H{head}" + ("-value-weighted" if value_weighted else ""),
+    label=f"Download head {head}'s {shown} as CSV (all tokens)",
+    key="hv_csv",
+)
+exports.download_trace(trace, key="hv_npz", filename="attention-explorer-trace")

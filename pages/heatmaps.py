@@ -1,0 +1,187 @@
+"""Attention heatmaps: every head at once, one head up close, per-head statistics, one word twice."""
+
+import streamlit as st
+
+import core
+from core import head_stats
+from ui import charts, explorer_charts, exports, state, widgets
+
+inputs, model = state.page_context()
+
+st.title("Attention heatmaps")
+st.markdown(
+    f"{model.name} has {model.n_layers} layers of {model.n_heads} heads. Each head builds its own "
+    "table of who-reads-whom for the sentence in the sidebar: one row per token asking "
+    "(the query), one column per token being read (the key). Start with the whole model, "
+    "then pick one head to read it cell by cell."
+)
+
+trace = state.trace_or_stop(model, inputs)
+tokens = trace.tokens
+
+renormalise = st.toggle(
+    "Hide [CLS] and [SEP], renormalise the rest",
+    key="hm_renorm",
+    bind="query-params",
+    help="Drops the special tokens' columns and rescales each row to sum to 1 over the others.",
+)
+weights = head_stats.without_specials(trace.attentions, tokens) if renormalise else trace.attentions
+if renormalise:
+    st.latex(
+        r"\alpha'_{ij} = \frac{\alpha_{ij}}{\sum_{k \notin \{\text{[CLS]},\text{[SEP]}\}} \alpha_{ik}}"
+    )
+
+# 1 · The model view: every head, small.
+st.subheader("1 · Every head at once")
+st.markdown(
+    "Rows of the grid are layers (input side at the top), columns are heads. Vertical stripes are "
+    "heads that send every query to the same few keys; a bright diagonal is a head that looks at "
+    "the token itself, a line just beside it at a neighbour."
+)
+grid_slot = st.container()
+st.caption("Choose the head to enlarge (the grid's red frame follows):")
+layer, head = widgets.layer_head_picker(model)
+thumbs = head_stats.thumbnails(weights)
+with grid_slot:
+    pooled = thumbs.shape[-1] < trace.n_tokens
+    grid = explorer_charts.model_view_grid(
+        thumbs,
+        selected=(layer, head),
+        title=f"All {model.n_layers} × {model.n_heads} heads"
+        + (f" (each pooled to {thumbs.shape[-1]} × {thumbs.shape[-1]})" if pooled else ""),
+    )
+    widgets.show_figure(grid, key="hm_grid", filename="attention-model-view")
+    if pooled:
+        block = head_stats.block_starts(trace.n_tokens, head_stats.THUMBNAIL_SIDE)[1]
+        st.caption(
+            f"{trace.n_tokens} tokens are too many to send {model.n_layers * model.n_heads} "
+            f"full matrices to the browser: each thumbnail shows the mean weight of blocks of "
+            f"{block} × {block} tokens. The large heatmap below is exact."
+        )
+
+# 2 · One head, every cell.
+st.subheader(f"2 · Layer {layer}, head {head} up close")
+st.latex(
+    r"\alpha_{ij} = \frac{\exp(q_i \cdot k_j / \sqrt{d_k})}{\sum_m \exp(q_i \cdot k_m / \sqrt{d_k})}"
+)
+st.markdown(
+    "Cell (*i*, *j*) is how much query *i* takes from key *j*; each row sums to 1. Point at a "
+    "cell to read both tokens and the weight."
+)
+plain_tokens = explorer_charts.plain_tokens(tokens)
+long_input = trace.n_tokens > head_stats.THUMBNAIL_SIDE
+heatmap = charts.attention_heatmap(
+    weights[layer, head],
+    plain_tokens,
+    plain_tokens,
+    title=f"Layer {layer}, head {head}: attention weights"
+    + (" without [CLS]/[SEP]" if renormalise else ""),
+    zmax=None if long_input else 1.0,
+)
+widgets.show_figure(heatmap, key="hm_heatmap", filename=f"attention-L{layer}-H{head}")
+if long_input:
+    st.caption(
+        f"Over {trace.n_tokens} tokens a typical weight is about 1/{trace.n_tokens}: the colour "
+        "scale runs up to this head's largest weight instead of 1, so the pattern stays visible."
+    )
+labels = widgets.numbered(tokens)
+widgets.download_matrix(
+    weights[layer, head], labels, labels, f"attention-L{layer}-H{head}", key="hm_csv"
+)
+
+# 3 · What each head does on average.
+st.subheader("3 · Per-head statistics")
+stats = head_stats.head_statistics(trace)
+n_sinks = int(stats.sink.sum())
+st.markdown(
+    f"Averages over the {trace.n_tokens} query rows of this input. Entropy is low when a row "
+    "commits to one key and reaches log₂ n bits when it spreads evenly. "
+    f"**{n_sinks} of {model.n_layers * model.n_heads} heads** put at least half their weight on "
+    "[CLS] and [SEP] — a place to park attention when a head has nothing to do here. The "
+    "switch at the top of the page hides those tokens so the rest of such a head shows."
+)
+st.latex(r"H_i = -\sum_j \alpha_{ij}\log_2 \alpha_{ij}")
+stat_name = st.selectbox(
+    "Statistic",
+    list(head_stats.STAT_LABELS),
+    format_func=head_stats.STAT_LABELS.__getitem__,
+    key="hm_stat",
+    bind="query-params",
+)
+stat_label = head_stats.STAT_LABELS[stat_name]
+stat_grid = explorer_charts.head_stat_grid(
+    stats.stat(stat_name),
+    stats.sink,
+    title=f"{stat_label.capitalize()} per head",
+    colorbar_title="bits" if stat_name == "entropy" else "share",
+    zmax=None if stat_name == "entropy" else 1.0,
+)
+widgets.show_figure(stat_grid, key="hm_stats", filename=f"head-{stat_name}")
+with st.expander("All statistics as a table"):
+    st.dataframe(stats.table(), hide_index=True, height=300)
+widgets.download_matrix(
+    stats.stat(stat_name),
+    [f"layer {i}" for i in range(model.n_layers)],
+    [f"head {h}" for h in range(model.n_heads)],
+    f"head-{stat_name}",
+    key="hm_stats_csv",
+)
+
+# 4 · One word, two contexts.
+st.subheader("4 · One word in two sentences")
+st.markdown(
+    "The same word piece starts from the same vector in both sentences; what it reads depends "
+    f"on its neighbours. Below: its row in layer {layer}, head {head} (the sliders above), in "
+    "each sentence, with the sidebar's switches."
+)
+left, right = st.columns(2)
+text_a = left.text_input(
+    "Sentence 1",
+    "She sat on the bank of the river.",
+    key="hm_a",
+    bind="query-params",
+    max_chars=500,
+)
+text_b = right.text_input(
+    "Sentence 2",
+    "He deposited the cheque at the bank.",
+    key="hm_b",
+    bind="query-params",
+    max_chars=500,
+)
+try:
+    trace_a = state.trace(model, text_a[:500], scale=inputs.scale, causal=inputs.causal)
+    trace_b = state.trace(model, text_b[:500], scale=inputs.scale, causal=inputs.causal)
+except core.EmptyInput:
+    st.info("Type a sentence in both boxes to compare a word they share.", icon="✍️")
+else:
+    shared = head_stats.shared_pieces(trace_a.tokens, trace_b.tokens)
+    if not shared:
+        st.info("The two sentences share no word piece: put one word in both.", icon="🔤")
+    else:
+        word = st.selectbox("Shared word piece", shared, key="hm_word", bind="query-params")
+        where = [trace_a.tokens.index(word), trace_b.tokens.index(word)]
+        rows = [
+            head_stats.query_row(trace_a, layer, head, where[0], renormalise),
+            head_stats.query_row(trace_b, layer, head, where[1], renormalise),
+        ]
+        compare = explorer_charts.compare_rows_figure(
+            rows,
+            [trace_a.tokens, trace_b.tokens],
+            where,
+            titles=[f"sentence 1, query {where[0]}", f"sentence 2, query {where[1]}"],
+            title=f"Where “{word}” looks: layer {layer}, head {head}",
+        )
+        widgets.show_figure(compare, key="hm_compare", filename=f"compare-L{layer}-H{head}")
+        st.caption("If the word occurs more than once, its first occurrence is shown.")
+
+# 5 · Take it with you.
+st.subheader("5 · Export")
+st.markdown(
+    "Every figure has a camera button (PNG or SVG, chosen in the sidebar); matrices come as "
+    "CSV under their figure. The whole forward pass of the sidebar's sentence — tokens, "
+    "hidden states, queries, keys, values, scores and weights of every head — is one file. "
+    "The address bar keeps the sentence, model, switches, layer and head: copy it to share "
+    "this exact view."
+)
+exports.download_trace(trace, key="hm_npz", filename="attention-explorer-trace")

@@ -1,0 +1,398 @@
+"""The BERT explorer: head statistics, head-view lines, explorer figures, exports, both pages."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import numpy as np
+import pytest
+from conftest import BAD_INPUTS, assert_no_exception, run_page
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from core import head_stats
+from ui import explorer_charts, exports
+
+HEATMAPS = "pages/heatmaps.py"
+HEAD_VIEW = "pages/head_view.py"
+TOKENS = ["[CLS]", "the", "bank", "of", "river", "[SEP]"]
+PAIR_SEGMENTS = np.array([0, 0, 0, 0, 1, 1, 1])  # [CLS] a b [SEP] c d [SEP]
+
+
+def softmax_rows(scores: np.ndarray) -> np.ndarray:
+    """Row-wise softmax in float64 (rows sum to 1)."""
+    shifted = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return shifted / shifted.sum(axis=-1, keepdims=True)
+
+
+def random_attention(n_layers: int, n_heads: int, n: int, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return softmax_rows(rng.normal(scale=2.0, size=(n_layers, n_heads, n, n))).astype(np.float32)
+
+
+# ---- statistics ------------------------------------------------------------------------------
+def test_head_that_always_reads_sep_is_a_sink_and_uniform_head_is_not():
+    n = len(TOKENS)
+    on_sep = np.zeros((n, n))
+    on_sep[:, TOKENS.index("[SEP]")] = 1.0  # every query puts all weight on [SEP]
+    uniform = np.full((n, n), 1.0 / n)
+    weights = np.stack([on_sep, uniform])[None]  # (1, 2, n, n)
+
+    stats = head_stats.head_statistics(weights, TOKENS)
+
+    assert stats.sink.tolist() == [[True, False]]
+    np.testing.assert_allclose(stats.on_sep[0], [1.0, 1.0 / n])
+    np.testing.assert_allclose(stats.on_cls[0], [0.0, 1.0 / n])
+    np.testing.assert_allclose(stats.entropy[0], [0.0, np.log2(n)])
+
+
+def test_self_previous_and_next_shares_of_shifted_identities():
+    n = len(TOKENS)
+    previous = np.eye(n, k=-1)  # row i reads key i-1
+    previous[0, 0] = 1.0  # the first row has no previous token: it reads itself
+    following = np.eye(n, k=1)
+    following[-1, -1] = 1.0
+    weights = np.stack([np.eye(n), previous, following])[None]  # (1, 3, n, n)
+
+    stats = head_stats.head_statistics(weights, TOKENS)
+
+    np.testing.assert_allclose(stats.on_self[0], [1.0, 1.0 / n, 1.0 / n])
+    np.testing.assert_allclose(stats.on_previous[0], [0.0, 1.0, 0.0])
+    np.testing.assert_allclose(stats.on_next[0], [0.0, 0.0, 1.0])
+
+
+def test_statistics_of_a_trace_match_its_array(model):
+    trace = model.run("The bank raised its rates.")
+    from_trace = head_stats.head_statistics(trace)
+    from_array = head_stats.head_statistics(trace.attentions, trace.tokens)
+    np.testing.assert_array_equal(from_trace.entropy, from_array.entropy)
+    table = from_trace.table()
+    assert len(table["layer"]) == model.n_layers * model.n_heads
+    assert set(table) >= {"head", "sink head", *head_stats.STAT_LABELS.values()}
+
+
+def test_statistics_reject_mismatched_tokens():
+    with pytest.raises(ValueError, match="one token per row"):
+        head_stats.head_statistics(random_attention(1, 1, 4), TOKENS)
+
+
+@settings(max_examples=40, deadline=None)
+@given(arrays(np.float64, (2, 3, len(TOKENS), len(TOKENS)), elements=st.floats(-6, 6)))
+def test_without_specials_rows_sum_to_one_over_the_rest(scores):
+    weights = softmax_rows(scores)
+    special = head_stats.special_mask(TOKENS)
+
+    renormalised = head_stats.without_specials(weights, TOKENS).astype(np.float64)
+
+    assert np.all(renormalised[..., special] == 0.0)
+    np.testing.assert_allclose(renormalised.sum(axis=-1), 1.0, atol=1e-5)
+    # The ordinary keys keep their proportions: α'_ij / α'_ik = α_ij / α_ik.
+    rest = weights[..., ~special]
+    np.testing.assert_allclose(
+        renormalised[..., ~special], rest / rest.sum(axis=-1, keepdims=True), rtol=1e-4
+    )
+
+
+def test_row_with_all_weight_on_specials_becomes_zero():
+    n = len(TOKENS)
+    weights = np.zeros((n, n), dtype=np.float32)
+    weights[:, 0] = 0.5  # [CLS]
+    weights[:, -1] = 0.5  # [SEP]
+    weights[2] = np.eye(n)[3]  # only row 2 reads an ordinary token
+    renormalised = head_stats.without_specials(weights, TOKENS)
+    expected = np.zeros((n, n), dtype=np.float32)
+    expected[2, 3] = 1.0
+    np.testing.assert_array_equal(renormalised, expected)
+
+
+# ---- thumbnails ------------------------------------------------------------------------------
+def test_block_mean_pool_keeps_small_inputs_and_averages_blocks():
+    small = random_attention(2, 2, 10)
+    assert head_stats.block_mean_pool(small, 48) is not None
+    np.testing.assert_array_equal(head_stats.block_mean_pool(small, 48), small)
+
+    matrix = np.arange(100, dtype=np.float64).reshape(10, 10)
+    pooled = head_stats.block_mean_pool(matrix, 4)  # blocks of 3: [0:3] [3:6] [6:9] [9:10]
+    assert pooled.shape == (4, 4)
+    np.testing.assert_allclose(pooled[0, 0], matrix[:3, :3].mean())
+    np.testing.assert_allclose(pooled[3, 1], matrix[9:, 3:6].mean())  # the short last block
+
+
+def test_thumbnails_of_a_512_token_input_are_downsampled(model):
+    trace = model.run(" ".join(["the bank of the river"] * 150))
+    assert trace.n_tokens == 512
+    thumbs = head_stats.thumbnails(trace)
+    assert thumbs.shape[:2] == (model.n_layers, model.n_heads)
+    assert thumbs.shape[-1] <= head_stats.THUMBNAIL_SIDE
+    fig = explorer_charts.model_view_grid(thumbs, (0, 0), "grid")
+    z = np.array(fig.data[0].z, dtype=float)
+    assert len(fig.data) == 1, "the whole grid is one heatmap trace"
+    gap = max(1, thumbs.shape[-1] // 8)
+    assert z.shape == (
+        model.n_layers * (thumbs.shape[-1] + gap) - gap,
+        model.n_heads * (thumbs.shape[-1] + gap) - gap,
+    )
+    assert z.size < 0.02 * trace.attentions.size  # 50 times fewer values than L·H·n²
+
+
+def test_model_view_grid_places_each_head_in_its_cell():
+    thumbs = random_attention(2, 3, 4)
+    z = explorer_charts.stitch_grid(thumbs, gap=1)
+    np.testing.assert_allclose(z[5:9, 10:14], thumbs[1, 2])  # layer 1, head 2: step 5
+    assert np.isnan(z[4]).all() and np.isnan(z[:, 4]).all()  # the gaps
+
+
+# ---- head view -------------------------------------------------------------------------------
+@pytest.mark.parametrize("which", head_stats.PAIR_FILTERS)
+def test_pair_filter_keeps_only_the_chosen_blocks(which):
+    n = len(PAIR_SEGMENTS)
+    weights = random_attention(1, 2, n)[0]  # (H, n, n), all positive
+    lines = head_stats.head_view_lines(weights, PAIR_SEGMENTS, heads=[0, 1], pair=which)
+
+    sentence = np.where(PAIR_SEGMENTS == 0, "A", "B")
+    blocks = {f"{sentence[q]}→{sentence[k]}" for q, k in zip(lines.query, lines.key, strict=True)}
+    expected = {"A→A", "A→B", "B→A", "B→B"} if which == "All" else {which}
+    assert blocks == expected
+    mask = head_stats.pair_mask(PAIR_SEGMENTS, which)
+    assert len(lines) == 2 * mask.sum()  # every kept cell of both heads, nothing else
+
+
+def test_line_opacities_equal_the_weights_in_data_and_figure():
+    n = len(PAIR_SEGMENTS)
+    weights = random_attention(1, 3, n, seed=3)[0]
+    tokens = [f"t{i}" for i in range(n)]
+    lines = head_stats.head_view_lines(weights, PAIR_SEGMENTS, heads=[0, 2])
+
+    np.testing.assert_array_equal(lines.opacity, lines.weight)
+    np.testing.assert_array_equal(lines.weight, weights[lines.head, lines.query, lines.key])
+
+    fig = explorer_charts.head_view_figure(lines, tokens, PAIR_SEGMENTS, [0, 2], "t")
+    drawn = 0
+    for trace in fig.data:
+        if trace.mode != "lines" or trace.x == (None,):
+            continue
+        head = int(trace.name.split()[-1])
+        ys = np.array(trace.y, dtype=float).reshape(-1, 3)  # (query, key, gap) per segment
+        for query, key, _ in ys:
+            weight = weights[head, int(query), int(key)]
+            # Lines are batched by opacity: each is drawn within half a bucket of its weight.
+            assert abs(trace.opacity - weight) <= explorer_charts.OPACITY_STEP / 2 + 1e-9
+            drawn += 1
+    assert len(lines) == 2 * n * n
+    assert drawn == np.count_nonzero(lines.weight >= explorer_charts.OPACITY_STEP / 2)
+    assert 0 < drawn < len(lines)  # the faintest lines round to opacity 0 and are left out
+
+
+def test_line_filters_window_token_threshold_and_stretch():
+    n = 10
+    weights = random_attention(1, 2, n, seed=5)[0]
+    segments = np.zeros(n, dtype=int)
+
+    windowed = head_stats.head_view_lines(weights, segments, [0, 1], window=(3, 7))
+    assert windowed.query.min() >= 3 and windowed.key.max() < 7
+    assert len(windowed) == 2 * 4 * 4
+
+    focused = head_stats.head_view_lines(weights, segments, [1], token=4, token_side="key")
+    assert set(focused.key) == {4} and set(focused.head) == {1} and len(focused) == n
+
+    light = head_stats.head_view_lines(weights, segments, [0], min_opacity=0.1)
+    assert light.weight.min() >= 0.1
+    assert len(light) + light.dropped_light == n * n
+
+    stretched = head_stats.head_view_lines(weights, segments, [0, 1], stretch=True)
+    for head in (0, 1):
+        of_head = stretched.head == head
+        np.testing.assert_allclose(stretched.opacity[of_head].max(), 1.0)
+        np.testing.assert_allclose(
+            stretched.opacity[of_head], stretched.weight[of_head] / weights[head].max()
+        )
+
+
+def test_window_around_stays_inside_the_input():
+    assert head_stats.window_around(512, 500, 64) == (448, 512)
+    assert head_stats.window_around(10, 3, 64) == (0, 10)
+    assert head_stats.window_around(100, 20, 64) == (20, 84)
+
+
+def test_value_weighted_lines_are_row_shares(model):
+    trace = model.run("Time flies like an arrow.", "Fruit flies like a banana.")
+    shares = head_stats.head_view_weights(model, trace, 2, value_weighted=True)
+    assert shares.shape == trace.attentions[2].shape
+    np.testing.assert_allclose(shares.sum(axis=-1), 1.0, atol=1e-5)
+    plain = head_stats.head_view_weights(model, trace, 2, value_weighted=False)
+    np.testing.assert_array_equal(plain, trace.attentions[2])
+    assert not np.allclose(shares, plain)
+
+
+def test_head_view_labels_are_escaped_text():
+    tokens = ["[CLS]", "<b>", "&", "</script>", "[SEP]"]
+    weights = random_attention(1, 1, len(tokens))[0]
+    lines = head_stats.head_view_lines(weights, np.zeros(len(tokens), dtype=int), [0])
+    fig = explorer_charts.head_view_figure(lines, tokens, np.zeros(5, dtype=int), [0], "t", 1)
+    labels = [t for trace in fig.data if trace.mode == "markers+text" for t in trace.text]
+    assert "&lt;/script&gt;" in labels and "&amp;" in labels
+    assert "<b>▶ &lt;b&gt;</b>" in labels  # the highlighted token: our markup, its text escaped
+    assert not any("</script>" in label for label in labels)
+
+
+def test_shared_pieces_put_content_words_first():
+    a = ["[CLS]", "she", "sat", "on", "the", "bank", ".", "[SEP]"]
+    b = ["[CLS]", "the", "bank", "lends", ".", "[SEP]"]
+    assert head_stats.shared_pieces(a, b) == ["bank", "the", "."]
+    assert head_stats.shared_pieces(a, ["[CLS]", "[SEP]"]) == []
+
+
+def test_compare_rows_figure_marks_the_word():
+    fig = explorer_charts.compare_rows_figure(
+        [np.array([0.5, 0.5]), np.array([0.2, 0.3, 0.5])],
+        [["a", "<i>"], ["x", "y", "z"]],
+        [1, 2],
+        ["left", "right"],
+        "“<i>” twice",
+    )
+    assert [len(bar.y) for bar in fig.data] == [2, 3]
+    colours = fig.data[0].marker.color
+    assert colours[1] != colours[0]
+    assert fig.layout.title.text == "“&lt;i&gt;” twice"
+
+
+def test_head_stat_grid_marks_sink_heads():
+    sink = np.array([[True, False, False], [False, False, True]])
+    fig = explorer_charts.head_stat_grid(np.zeros((2, 3)), sink, "t", "share")
+    marked = fig.data[1]
+    rows, cols = np.round(np.array(marked.y) + 0.3), np.round(np.array(marked.x) - 0.36)
+    assert sorted(zip(rows.tolist(), cols.tolist(), strict=True)) == [
+        (0.0, 0.0),
+        (1.0, 2.0),
+    ]
+
+
+# ---- exports ---------------------------------------------------------------------------------
+def test_trace_npz_round_trips(model):
+    trace = model.run("The bank raised its rates.", causal=True)
+    archive = np.load(io.BytesIO(exports.trace_npz(trace)))
+    assert tuple(archive["tokens"]) == trace.tokens
+    np.testing.assert_array_equal(archive["attentions"], trace.attentions)
+    np.testing.assert_array_equal(archive["scores"], trace.scores)
+    np.testing.assert_array_equal(archive["hidden_states"], trace.hidden_states)
+    assert bool(archive["causal"]) and bool(archive["scale"])
+
+
+# ---- the pages, headless ---------------------------------------------------------------------
+def chart_specs(at) -> list[dict]:
+    return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+
+
+def titles(at) -> list[str]:
+    return [spec["layout"].get("title", {}).get("text", "") for spec in chart_specs(at)]
+
+
+@pytest.mark.parametrize("page", [HEATMAPS, HEAD_VIEW])
+@pytest.mark.parametrize("pair", [None, "Fruit flies like a banana."], ids=["single", "pair"])
+def test_pages_with_and_without_a_pair(page, pair):
+    at = run_page(page, text="Time flies like an arrow.", pair=pair)
+    assert_no_exception(at)
+    assert at.get("plotly_chart"), "the page must draw its figures"
+    example_offered = any(button.key == "hv_example" for button in at.button)
+    assert example_offered == (page == HEAD_VIEW and pair is None)
+
+
+def test_head_view_draws_the_pair_and_filters_blocks():
+    at = run_page(HEAD_VIEW, text="Time flies like an arrow.", pair="Fruit flies like a banana.")
+    labels = next(s for s in chart_specs(at)[0]["data"] if s.get("mode") == "markers+text")
+    assert labels["text"][-3:] == ["banana", ".", "[SEP]"]
+    at.radio(key="hv_pair").set_value("A→B").run()
+    assert_no_exception(at)
+    assert any("lines drawn" in caption.value for caption in at.caption)
+    at.slider(key="layer").set_value(3).run()
+    at.slider(key="head").set_value(5).run()
+    assert titles(at)[0].startswith("Layer 3 · head 5")
+
+
+def test_heatmaps_follow_layer_and_head_and_compare_bank():
+    at = run_page(HEATMAPS, text="The bank raised its rates.")
+    at.slider(key="layer").set_value(4).run()
+    at.slider(key="head").set_value(7).run()
+    assert_no_exception(at)
+    assert "Layer 4, head 7: attention weights" in titles(at)
+    assert at.selectbox(key="hm_word").value == "bank"
+    assert any("“bank”" in title for title in titles(at))
+    at.toggle(key="hm_renorm").set_value(True).run()
+    assert "Layer 4, head 7: attention weights without [CLS]/[SEP]" in titles(at)
+
+
+@pytest.mark.parametrize("page", [HEATMAPS, HEAD_VIEW])
+@pytest.mark.parametrize("bad", ["empty", "control", "html", "emoji_cjk_rtl", "ten_thousand"])
+def test_pages_with_bad_input(page, bad):
+    at = run_page(page, text=BAD_INPUTS[bad])
+    assert_no_exception(at)
+    if bad in ("empty", "control"):
+        assert at.info, "an unreadable input gets a message"
+
+
+def test_pages_at_512_tokens_say_what_they_leave_out():
+    text = " ".join(["The river bank was quiet after the storm."] * 80)
+    heatmaps = run_page(HEATMAPS, text=text)
+    assert_no_exception(heatmaps)
+    assert any("mean weight of blocks" in c.value for c in heatmaps.caption)
+    head_view = run_page(HEAD_VIEW, text=text)
+    assert_no_exception(head_view)
+    assert any("only tokens 0–63 of 512" in c.value for c in head_view.caption)
+    for at in (heatmaps, head_view):
+        payload = sum(len(chart.proto.spec) for chart in at.get("plotly_chart"))
+        assert payload < 20e6, f"{payload / 1e6:.1f} MB of figures"
+
+
+# ---- the pages, in a real browser ------------------------------------------------------------
+@pytest.mark.browser
+def test_browser_both_pages_change_layer_and_head():
+    from browser import chromium, page_exceptions, running_app, wait_idle
+
+    def figure_titles(page) -> list[str]:
+        return page.evaluate(  # SVG text has no innerText: read textContent
+            "() => [...document.querySelectorAll('.js-plotly-plot .gtitle')].map(e => e.textContent)"
+        )
+
+    with running_app() as url, chromium() as browser:
+        page = browser.new_page(viewport={"width": 1300, "height": 1600})
+        # Open the app's root first: with a pages/ folder next to app.py, Streamlit 1.67 runs a
+        # fresh server in its old multipage mode (pages/*.py without app.py) until the first
+        # st.navigation call, so a direct link as the very first request skips app.py.
+        page.goto(url)
+        page.wait_for_selector(".js-plotly-plot", timeout=90_000)
+        wait_idle(page, 90_000)
+        for path, opened, expected in (
+            ("/heatmaps?", "Layer 0, head 0", ("Layer 1, head 0", "Layer 1, head 1")),
+            (
+                "/head_view?layer=2&head=3&",
+                "Layer 2 · head 3",
+                ("Layer 3 · head 3", "Layer 3 · head 4"),
+            ),
+        ):
+            page.goto(f"{url}{path}text=Time+flies+like+an+arrow.")
+            page.wait_for_selector(".js-plotly-plot .gtitle", timeout=90_000)
+            wait_idle(page, 90_000)
+            assert any(t.startswith(opened) for t in figure_titles(page)), "the link's view"
+            sliders = page.locator('[data-testid="stSlider"] input[type="range"]')
+            for index, title in enumerate(expected):  # layer slider first, then head
+                sliders.nth(index).focus()
+                page.keyboard.press("ArrowRight")
+                page.wait_for_function(
+                    "t => [...document.querySelectorAll('.js-plotly-plot .gtitle')]"
+                    ".some(e => e.textContent.startsWith(t))",
+                    arg=title,
+                    timeout=60_000,
+                )
+                wait_idle(page, 60_000)
+            assert any(t.startswith(expected[1]) for t in figure_titles(page))
+            assert page_exceptions(page) == []
+        # Without a second sentence the head view offers the example pair; one click loads it.
+        page.get_by_role("button", name="Use “Time flies like an arrow.”").click()
+        page.wait_for_function(
+            "() => document.querySelector('.js-plotly-plot')?.textContent.includes('banana')",
+            timeout=60_000,
+        )
+        wait_idle(page, 60_000)
+        assert page_exceptions(page) == []

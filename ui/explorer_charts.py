@@ -1,0 +1,326 @@
+"""Figures of the BERT explorer: model-view grid, head view, statistics grid, attention rows.
+
+Pure functions from arrays to plotly figures (no streamlit). Token text is user text: it only
+ever reaches plotly as escaped plain text (plotly reads a few HTML-like tags in labels, so "<b>"
+typed by a user must stay the three characters "<b>").
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from core.head_stats import HeadViewLines
+from ui.charts import COLORSCALE, token_ticks
+
+# Mid-tone colours that stay readable on white and on Streamlit's dark background.
+HEAD_COLOURS = (
+    "#636EFA",
+    "#EF553B",
+    "#00CC96",
+    "#AB63FA",
+    "#FFA15A",
+    "#19D3F3",
+    "#FF6692",
+    "#B6E880",
+    "#FF97FF",
+    "#FECB52",
+    "#2CA02C",
+    "#8C564B",
+    "#BCBD22",
+    "#7F7F7F",
+    "#D62728",
+    "#1F77B4",
+)
+SENTENCE_COLOURS = ("#4C78A8", "#F58518")  # sentence A, sentence B
+OPACITY_STEP = 0.05  # head-view lines are batched into traces of equal opacity, 20 levels
+HEAD_VIEW_ROW_PX = 22
+
+
+def plain(token: str) -> str:
+    """A token as literal text for plotly labels: &, < and > are escaped."""
+    return html.escape(token, quote=False)
+
+
+def plain_tokens(tokens: Sequence[str]) -> list[str]:
+    """Every token escaped for plotly (see plain)."""
+    return [plain(token) for token in tokens]
+
+
+def head_colour(head: int) -> str:
+    return HEAD_COLOURS[head % len(HEAD_COLOURS)]
+
+
+# ---- model view ------------------------------------------------------------------------------
+def stitch_grid(thumbs: np.ndarray, gap: int) -> np.ndarray:
+    """(L, H, m, m) -> (L·(m+gap) - gap, H·(m+gap) - gap): thumbnails on one canvas, NaN gaps."""
+    n_layers, n_heads, m, _ = thumbs.shape
+    step = m + gap
+    canvas = np.full((n_layers * step - gap, n_heads * step - gap), np.nan, dtype=np.float64)
+    for layer in range(n_layers):
+        for head in range(n_heads):
+            canvas[layer * step : layer * step + m, head * step : head * step + m] = thumbs[
+                layer, head
+            ]
+    return canvas
+
+
+def model_view_grid(
+    thumbs: np.ndarray,
+    selected: tuple[int, int] | None,
+    title: str,
+    zmax: float | None = None,
+) -> go.Figure:
+    """All heads at once: one heatmap trace holding every (m, m) thumbnail of thumbs (L, H, m, m).
+
+    One trace instead of L × H subplots keeps the figure small and quick to draw; NaN gaps
+    (drawn transparent) separate the thumbnails. The selected (layer, head) gets a frame.
+    """
+    n_layers, n_heads, m, _ = thumbs.shape
+    gap = max(1, m // 8)
+    step = m + gap
+    canvas = stitch_grid(thumbs, gap)
+    top = float(np.nanmax(canvas)) if zmax is None and canvas.size else zmax
+    centres = [i * step + (m - 1) / 2 for i in range(max(n_layers, n_heads))]
+    fig = go.Figure(
+        go.Heatmap(
+            z=np.round(canvas, 3),
+            zmin=0.0,
+            zmax=top,
+            colorscale=COLORSCALE,
+            colorbar={"title": {"text": "weight"}},
+            hovertemplate="weight %{z:.3f}<extra></extra>",
+        )
+    )
+    if selected is not None:
+        layer, head = selected
+        fig.add_shape(
+            type="rect",
+            x0=head * step - 0.5 - gap / 2,
+            x1=head * step + m - 0.5 + gap / 2,
+            y0=layer * step - 0.5 - gap / 2,
+            y1=layer * step + m - 0.5 + gap / 2,
+            line={"color": "#FF4B4B", "width": 3},
+        )
+    fig.update_layout(
+        title={"text": title},
+        height=int(min(1500, 70 * n_layers + 100)),
+        margin={"l": 10, "r": 10, "t": 60, "b": 10},
+        xaxis={
+            "tickmode": "array",
+            "tickvals": centres[:n_heads],
+            "ticktext": [f"H{h}" for h in range(n_heads)],
+            "title": {"text": "head"},
+            "side": "top",
+            "showgrid": False,
+            "zeroline": False,
+        },
+        yaxis={
+            "tickmode": "array",
+            "tickvals": centres[:n_layers],
+            "ticktext": [f"L{layer}" for layer in range(n_layers)],
+            "title": {"text": "layer"},
+            "autorange": "reversed",
+            "showgrid": False,
+            "zeroline": False,
+        },
+    )
+    return fig
+
+
+# ---- statistics ------------------------------------------------------------------------------
+def head_stat_grid(
+    stat: np.ndarray, sink: np.ndarray, title: str, colorbar_title: str, zmax: float | None = None
+) -> go.Figure:
+    """(L, H) heatmap of one per-head statistic with its value in each cell; sink heads ringed."""
+    n_layers, n_heads = stat.shape
+    fig = go.Figure(
+        go.Heatmap(
+            z=np.round(stat.astype(np.float64), 3),
+            x=np.arange(n_heads),
+            y=np.arange(n_layers),
+            zmin=0.0,
+            zmax=zmax,
+            colorscale=COLORSCALE,
+            texttemplate="%{z:.2f}",
+            textfont={"size": 11},
+            colorbar={"title": {"text": colorbar_title}},
+            hovertemplate="layer %{y}, head %{x}<br>" + colorbar_title + " %{z:.3f}<extra></extra>",
+        )
+    )
+    sink_layer, sink_head = np.nonzero(sink)
+    fig.add_trace(
+        go.Scatter(
+            x=sink_head + 0.36,  # the top right corner of the cell, clear of its number
+            y=sink_layer - 0.3,
+            mode="markers",
+            marker={"symbol": "circle", "size": 7, "color": "#FF4B4B"},
+            name="sink head ([CLS]+[SEP] ≥ half)",
+            hoverinfo="skip",
+        )
+    )
+    fig.update_layout(
+        title={"text": title},
+        height=int(min(900, 48 * n_layers + 150)),
+        margin={"l": 10, "r": 10, "t": 50, "b": 10},
+        xaxis={
+            "title": {"text": "head"},
+            "dtick": 1,
+            "range": [-0.5, n_heads - 0.5],
+            "showgrid": False,
+        },
+        yaxis={
+            "title": {"text": "layer"},
+            "dtick": 1,
+            "range": [n_layers - 0.5, -0.5],
+            "showgrid": False,
+        },
+        legend={"orientation": "h", "y": -0.2},
+    )
+    return fig
+
+
+# ---- one word in two sentences ---------------------------------------------------------------
+def compare_rows_figure(
+    rows: Sequence[np.ndarray],
+    tokens: Sequence[Sequence[str]],
+    focus: Sequence[int],
+    titles: Sequence[str],
+    title: str,
+) -> go.Figure:
+    """Side by side, one query's weights (n_s,) in each sentence s; a shared weight axis.
+
+    The bar of the query itself is drawn in the second colour so the word is easy to find.
+    Titles are plain text (escaped here): they may quote the user's words.
+    """
+    fig = make_subplots(
+        rows=1, cols=len(rows), shared_yaxes=True, subplot_titles=[plain(t) for t in titles]
+    )
+    for col, (row, toks, own) in enumerate(zip(rows, tokens, focus, strict=True), start=1):
+        labels = [plain(t) for t in toks]
+        colours = [SENTENCE_COLOURS[int(i == own)] for i in range(len(toks))]
+        fig.add_trace(
+            go.Bar(
+                x=np.arange(len(toks)),
+                y=np.round(np.asarray(row, dtype=np.float64), 4),
+                marker={"color": colours},
+                customdata=labels,
+                hovertemplate="key %{x}: <b>%{customdata}</b><br>weight %{y:.3f}<extra></extra>",
+                showlegend=False,
+            ),
+            row=1,
+            col=col,
+        )
+        fig.update_xaxes(
+            **token_ticks(labels), tickangle=-60, title={"text": "key (attended to)"}, col=col
+        )
+    fig.update_yaxes(title={"text": "weight"}, col=1)
+    fig.update_layout(
+        title={"text": plain(title)},
+        height=380,
+        margin={"l": 10, "r": 10, "t": 80, "b": 10},
+        bargap=0.15,
+    )
+    return fig
+
+
+# ---- head view -------------------------------------------------------------------------------
+def opacity_buckets(opacity: np.ndarray, step: float = OPACITY_STEP) -> np.ndarray:
+    """Each opacity rounded to the nearest multiple of step in [0, 1] (0: not drawn)."""
+    return np.clip(np.round(opacity / step) * step, 0.0, 1.0)
+
+
+def _segments_xy(query: np.ndarray, key: np.ndarray) -> tuple[list, list]:
+    """x, y of k line segments (0, query) → (1, key), separated by None for one trace."""
+    k = len(query)
+    x = np.tile(np.array([0.0, 1.0, np.nan]), k)  # (3k,)
+    y = np.column_stack([query, key, np.full(k, np.nan)]).ravel()  # (k, 3) -> (3k,)
+    # NaN becomes null in plotly's JSON, which breaks the line between segments.
+    return x.tolist(), y.tolist()
+
+
+def head_view_figure(
+    lines: HeadViewLines,
+    tokens: Sequence[str],
+    segments: Sequence[int],
+    heads: Sequence[int],
+    title: str,
+    highlight: int | None = None,
+) -> go.Figure:
+    """bertviz-style head view: queries left, keys right, one line per (head, query, key).
+
+    Lines of a head share its colour; lines of equal (rounded) opacity share one trace, so a
+    figure has at most heads × 20 line traces however many lines it draws. Lines whose opacity
+    rounds to 0 are not drawn.
+    """
+    start, stop = lines.window
+    fig = go.Figure()
+    buckets = opacity_buckets(lines.opacity)
+    for head in sorted(set(heads)):
+        colour = head_colour(head)
+        group = f"head {head}"
+        # A legend entry at full strength (the real traces may all be faint).
+        fig.add_trace(
+            go.Scatter(
+                x=[None],
+                y=[None],
+                mode="lines",
+                line={"color": colour, "width": 4},
+                name=group,
+                legendgroup=group,
+            )
+        )
+        of_head = lines.head == head
+        for level in np.unique(buckets[of_head & (buckets > 0)]):  # level 0 would be invisible
+            chosen = of_head & (buckets == level)
+            x, y = _segments_xy(lines.query[chosen], lines.key[chosen])
+            fig.add_trace(
+                go.Scatter(
+                    x=x,
+                    y=y,
+                    mode="lines",
+                    line={"color": colour, "width": 2.5},
+                    opacity=float(level),
+                    legendgroup=group,
+                    showlegend=False,
+                    hoverinfo="skip",
+                    name=group,
+                )
+            )
+    positions = np.arange(start, stop)
+    labels = [plain(tokens[i]) for i in positions]
+    if highlight is not None and start <= highlight < stop:
+        labels[highlight - start] = f"<b>▶ {labels[highlight - start]}</b>"
+    colours = [SENTENCE_COLOURS[int(segments[i] > 0)] for i in positions]
+    for x, side, role in ((0.0, "middle left", "query"), (1.0, "middle right", "key")):
+        fig.add_trace(
+            go.Scatter(
+                x=np.full(len(positions), x),
+                y=positions,
+                mode="markers+text",
+                text=labels,
+                textposition=side,
+                marker={"color": colours, "size": 7},
+                customdata=labels,
+                hovertemplate=role + " %{y}: %{customdata}<extra></extra>",
+                showlegend=False,
+            )
+        )
+    for x, text in ((0.0, "query (attending)"), (1.0, "key (attended to)")):
+        fig.add_annotation(
+            x=x, y=start - 0.5, text=text, showarrow=False, yanchor="bottom", font={"size": 13}
+        )
+    fig.update_layout(
+        title={"text": title},
+        height=int(HEAD_VIEW_ROW_PX * (stop - start) + 160),
+        margin={"l": 10, "r": 10, "t": 60, "b": 10},
+        xaxis={"visible": False, "range": [-0.7, 1.7], "fixedrange": True},
+        yaxis={"visible": False, "range": [stop - 0.5, start - 1.6]},  # room for the headers
+        legend={"x": 1.0, "y": 1.0, "xanchor": "right", "yanchor": "top"},
+        hovermode="closest",
+    )
+    return fig
