@@ -104,9 +104,10 @@ def test_random_similarity_is_not_explained_by_distance():
 
 @pytest.mark.parametrize("dim", [8, 64, 384, 1024])
 def test_random_unit_dot_products_have_variance_one_over_n(dim):
-    dots = positional.random_unit_dot_products(dim, n_pairs=20_000, seed=dim)
+    dots = positional.random_unit_dot_products(dim, n_pairs=8_000, seed=dim)
     mean, variance = positional.spread(dots)
-    assert variance == pytest.approx(1 / dim, rel=0.05)
+    # the sample variance of 8,000 near-Gaussian values is off by ~1.6 % (√(2/N)): allow 5x that
+    assert variance == pytest.approx(1 / dim, rel=0.08)
     assert abs(mean) < 4 * math.sqrt(variance / len(dots))
 
 
