@@ -11,6 +11,8 @@ PAGES = {
         st.Page("pages/overview.py", title="Overview", icon="🔍", default=True),
     ],
     "Learning path": [
+        st.Page("pages/context.py", title="1 · Context from first principles", icon="🧮"),
+        st.Page("pages/qkv.py", title="2 · Queries, keys and values", icon="🔑"),
         st.Page("pages/scaling_masking.py", title="3 · Scaling and masking", icon="🌡️"),
         st.Page("pages/multi_head.py", title="4 · Multi-head attention", icon="🧩"),
     ],

@@ -1,0 +1,278 @@
+"""The math behind the first two pages of the learning path, step by step, on real vectors.
+
+Page 1 (context from first principles): take the context-free vectors of a sentence's word pieces
+as the rows of X and let every token mix in the others with no parameters at all,
+    Y = softmax(X Xᵀ) X,
+so the same word gets a different vector in a different sentence.
+
+Page 2 (queries, keys and values): give each token three roles through three matrices,
+    Q = X W_q,  K = X W_k,  V = X W_v,  output = softmax(Q Kᵀ / √d_k) V,
+with the matrices either random (seeded) or cut out of one head of the loaded model.
+
+Shapes: n tokens, d = d_model, d_k = width of queries and keys, d_v = width of values.
+Everything returned is float32 numpy; the arithmetic goes through core.attention (torch).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from core.attention import (
+    apply_mask,
+    attention_scores,
+    causal_mask,
+    masked_softmax,
+    parameter_free_attention,
+)
+from core.bert import BertEncoder
+from core.errors import EmptyInput
+from core.text import cap_text
+
+# ---------------------------------------------------------------------------------------------
+# Page 1: static vectors and parameter-free attention
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StaticSentence:
+    """The word pieces of one sentence and their rows of the word-piece table (no [CLS]/[SEP])."""
+
+    tokens: tuple[str, ...]  # n word pieces
+    vectors: np.ndarray  # (n, d_model): row input_id of the embedding table, context-free
+    n_pieces: int  # pieces the whole text produced, before the cut to max_pieces
+    truncated: bool  # True when pieces beyond max_pieces were dropped
+
+
+def static_sentence(model: BertEncoder, text: str, max_pieces: int | None = None) -> StaticSentence:
+    """Text -> its word pieces and their static vectors X (n, d_model); EmptyInput if none.
+
+    No special tokens are added: page 1 is about the words alone. At most max_pieces
+    (default: the model's max_positions) are kept, so X X^T stays a bounded n x n matrix.
+    """
+    text = cap_text(text)
+    if not text.strip():
+        raise EmptyInput("The sentence is empty.")
+    tokens, ids = model.tokenizer.pieces(text)
+    if not ids:
+        raise EmptyInput("The sentence holds no readable characters.")
+    limit = max_pieces or model.max_positions
+    kept = ids[:limit]
+    vectors = model.word_vectors()[kept]  # fancy indexing copies: (n, d_model)
+    return StaticSentence(tuple(tokens[:limit]), vectors, len(ids), len(ids) > limit)
+
+
+@dataclass(frozen=True)
+class ParameterFree:
+    """Every intermediate of Y = softmax(X Xᵀ) X for one sentence."""
+
+    similarity: np.ndarray  # (n, n) X Xᵀ: dot product of every pair of static vectors
+    attn_weights: np.ndarray  # (n, n) row-wise softmax of the similarity; rows sum to 1
+    output: np.ndarray  # (n, d) Y: row i is the weighted average of all rows of X
+
+
+def parameter_free(x: np.ndarray) -> ParameterFree:
+    """x (n, d) -> X Xᵀ (n, n), softmax(X Xᵀ) (n, n) and Y = softmax(X Xᵀ) X (n, d)."""
+    x_t = torch.from_numpy(np.array(x, dtype=np.float32))  # a writable copy of a read-only view
+    similarity = attention_scores(x_t, x_t, scale=False)  # no √d: the bare first-principles form
+    output, attn_weights = parameter_free_attention(x_t, scale=False)
+    return ParameterFree(similarity.numpy(), attn_weights.numpy(), output.numpy())
+
+
+def shared_tokens(tokens_a: Sequence[str], tokens_b: Sequence[str]) -> list[str]:
+    """Word pieces present in both sentences, each once, in the order they first appear in A."""
+    in_b = set(tokens_b)
+    return list(dict.fromkeys(t for t in tokens_a if t in in_b))
+
+
+def cosine(u: np.ndarray, v: np.ndarray) -> float:
+    """u·v / (‖u‖ ‖v‖) in float64 (so identical vectors give 1 up to rounding); 0 for a zero vector."""
+    u64, v64 = np.asarray(u, dtype=np.float64), np.asarray(v, dtype=np.float64)
+    norms = np.linalg.norm(u64) * np.linalg.norm(v64)
+    return float(u64 @ v64 / norms) if norms > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class SharedWord:
+    """One word seen in two sentences: its vector before and after parameter-free attention."""
+
+    word: str
+    index_a: int  # first position of the word in sentence A
+    index_b: int  # first position of the word in sentence B
+    cosine_before: float  # static vectors: the same table row, so 1
+    cosine_after: float  # rows of Y_A and Y_B: differ because the neighbours differ
+    weights_a: np.ndarray  # (n_a,) how the word spreads its attention over sentence A
+    weights_b: np.ndarray  # (n_b,) the same for sentence B
+
+
+def compare_shared_word(
+    word: str,
+    sentence_a: StaticSentence,
+    result_a: ParameterFree,
+    sentence_b: StaticSentence,
+    result_b: ParameterFree,
+) -> SharedWord:
+    """The word's cosine across the two sentences before (X rows) and after (Y rows)."""
+    i_a, i_b = sentence_a.tokens.index(word), sentence_b.tokens.index(word)
+    return SharedWord(
+        word=word,
+        index_a=i_a,
+        index_b=i_b,
+        cosine_before=cosine(sentence_a.vectors[i_a], sentence_b.vectors[i_b]),
+        cosine_after=cosine(result_a.output[i_a], result_b.output[i_b]),
+        weights_a=result_a.attn_weights[i_a],
+        weights_b=result_b.attn_weights[i_b],
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Page 2: queries, keys and values
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class QKVProjections:
+    """Three linear maps in the textbook layout: q = x W_q + b_q with W_q of shape (d, d_k)."""
+
+    w_query: np.ndarray  # (d_model, d_k)
+    w_key: np.ndarray  # (d_model, d_k)
+    w_value: np.ndarray  # (d_model, d_v)
+    b_query: np.ndarray  # (d_k,)
+    b_key: np.ndarray  # (d_k,)
+    b_value: np.ndarray  # (d_v,)
+
+    @property
+    def d_k(self) -> int:
+        return self.w_query.shape[1]
+
+
+def random_projections(d_model: int, d_k: int, seed: int, std: float = 1.0) -> QKVProjections:
+    """Seeded W_q, W_k, W_v (d_model, d_k) with entries ~ N(0, std²) and zero biases.
+
+    With std = 1 each component of q = x W_q is a random mix of x with spread ‖x‖, so on the
+    static vectors (‖x‖ ≈ 1.3) scores differ enough for the weights to show a preference.
+    """
+    generator = torch.Generator().manual_seed(int(seed))
+    w_query, w_key, w_value = (
+        torch.randn(d_model, d_k, generator=generator) * std for _ in range(3)
+    )
+    zeros = np.zeros(d_k, dtype=np.float32)
+    return QKVProjections(
+        w_query.numpy(), w_key.numpy(), w_value.numpy(), zeros, zeros.copy(), zeros.copy()
+    )
+
+
+def head_projections(model: BertEncoder, layer: int, head: int) -> QKVProjections:
+    """The (d_model, d_head) slices of one trained head's W_q, W_k, W_v and their biases.
+
+    Checkpoints store a projection as (out, in) = (H * d_head, d_model); head h owns output rows
+    h*d_head .. (h+1)*d_head - 1 (the same cut core.attention.split_heads makes).
+    """
+    weights = model.attention_weights(layer)
+    rows = slice(head * model.d_head, (head + 1) * model.d_head)
+
+    def cut(projection) -> tuple[np.ndarray, np.ndarray]:
+        weight = projection.weight[rows].T  # (d_head, d_model) -> (d_model, d_head)
+        bias = projection.bias[rows] if projection.bias is not None else torch.zeros(model.d_head)
+        return weight.detach().numpy().copy(), bias.detach().numpy().copy()
+
+    (w_q, b_q), (w_k, b_k), (w_v, b_v) = (
+        cut(weights.query),
+        cut(weights.key),
+        cut(weights.value),
+    )
+    return QKVProjections(w_q, w_k, w_v, b_q, b_k, b_v)
+
+
+@dataclass(frozen=True)
+class QKVResult:
+    """Every matrix of one attention head, from the projections to the output."""
+
+    query: np.ndarray  # (n, d_k) Q = X W_q + b_q
+    key: np.ndarray  # (n, d_k) K = X W_k + b_k
+    value: np.ndarray  # (n, d_v) V = X W_v + b_v
+    dot: np.ndarray  # (n, n) Q Kᵀ before scaling and masking
+    scores: np.ndarray  # (n, n) Q Kᵀ / √d_k if scaled, -inf where the mask forbids
+    attn_weights: np.ndarray  # (n, n) row-wise softmax of scores
+    output: np.ndarray  # (n, d_v) attn_weights V
+    scale: bool
+    causal: bool
+
+
+def qkv_attention(
+    x: np.ndarray, projections: QKVProjections, scale: bool = True, causal: bool = False
+) -> QKVResult:
+    """x (n, d_model) -> Q, K, V, Q Kᵀ, scores, softmax weights and output of one head."""
+    x_t = torch.from_numpy(np.array(x, dtype=np.float32))  # a writable copy of a read-only view
+
+    def project(weight: np.ndarray, bias: np.ndarray) -> torch.Tensor:
+        return x_t @ torch.from_numpy(weight) + torch.from_numpy(bias)  # (n, d) @ (d, d_k)
+
+    # 1. Three roles for every token: what it looks for, what it offers, what it passes on.
+    query = project(projections.w_query, projections.b_query)  # (n, d_k)
+    key = project(projections.w_key, projections.b_key)  # (n, d_k)
+    value = project(projections.w_value, projections.b_value)  # (n, d_v)
+    # 2. Match every query with every key.
+    dot = attention_scores(query, key, scale=False)  # (n, n)
+    mask = causal_mask(x_t.shape[0]) if causal else None
+    scores = apply_mask(attention_scores(query, key, scale=scale), mask)  # (n, n)
+    # 3. Turn each row of scores into weights that sum to 1.
+    attn_weights = masked_softmax(scores)  # (n, n)
+    # 4. Each output row is the weighted sum of the value rows.
+    output = attn_weights @ value  # (n, n) @ (n, d_v) -> (n, d_v)
+    return QKVResult(
+        query.numpy(),
+        key.numpy(),
+        value.numpy(),
+        dot.numpy(),
+        scores.numpy(),
+        attn_weights.numpy(),
+        output.numpy(),
+        scale,
+        causal,
+    )
+
+
+@dataclass(frozen=True)
+class QueryRow:
+    """One query token followed through the head: every number that makes its output row."""
+
+    index: int  # i, the query token
+    products: np.ndarray  # (n, d_k) q_i ⊙ k_j: row j summed is the dot product q_i·k_j
+    dots: np.ndarray  # (n,) q_i·k_j
+    scores: np.ndarray  # (n,) the scaled (and masked, -inf) scores of row i
+    weights: np.ndarray  # (n,) α_ij, summing to 1
+    weighted_values: np.ndarray  # (n, d_v) α_ij v_j: the part of v_j that reaches the output
+    output: np.ndarray  # (d_v,) Σ_j α_ij v_j, row i of the head's output
+
+
+def follow_query(result: QKVResult, index: int) -> QueryRow:
+    """Row `index` of the head, key by key: q⊙k_j (n, d_k), q·k_j, score, α_ij, α_ij v_j (n, d_v)."""
+    query = result.query[index]  # (d_k,)
+    products = query[None, :] * result.key  # broadcast over keys: (1, d_k) * (n, d_k)
+    weights = result.attn_weights[index]  # (n,)
+    weighted_values = weights[:, None] * result.value  # (n, 1) * (n, d_v)
+    return QueryRow(
+        index=index,
+        products=products,
+        dots=products.sum(axis=1),
+        scores=result.scores[index],
+        weights=weights,
+        weighted_values=weighted_values,
+        output=weighted_values.sum(axis=0),
+    )
+
+
+def asymmetry(attn_weights: np.ndarray) -> np.ndarray:
+    """(n, n) α - αᵀ: entry (i, j) is how much more i attends to j than j attends to i."""
+    return attn_weights - attn_weights.T
+
+
+def most_asymmetric_pair(attn_weights: np.ndarray) -> tuple[int, int]:
+    """The pair (i, j) with the largest α_ij - α_ji (i attends to j much more than back)."""
+    difference = asymmetry(attn_weights)
+    i, j = np.unravel_index(int(np.argmax(difference)), difference.shape)
+    return int(i), int(j)

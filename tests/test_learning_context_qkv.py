@@ -1,0 +1,319 @@
+"""Learning path pages 1 and 2: the math in core.learning, their figures, and both pages running."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from conftest import BAD_INPUTS, LONG_TEXT, ROOT, assert_no_exception, run_page
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+import core
+from core import learning
+from ui import learning_charts
+
+CONTEXT, QKV = "pages/context.py", "pages/qkv.py"
+DEFAULT_SENTENCE = "Time flies like an arrow."
+
+
+# ---- page 1: static vectors and parameter-free attention ---------------------------------------
+def test_static_rows_are_rows_of_the_word_piece_table(model):
+    sentence = learning.static_sentence(model, "money bank grows")
+    assert sentence.tokens == ("money", "bank", "grows")
+    ids = [model.tokenizer.id_of(t) for t in sentence.tokens]
+    np.testing.assert_array_equal(sentence.vectors, model.word_vectors()[ids])
+    assert sentence.vectors.shape == (3, model.d_model)
+    assert not sentence.truncated
+
+
+@pytest.mark.parametrize("text", ["", "   \n\t ", "\x00\x01\x07", None])
+def test_static_sentence_rejects_text_without_words(model, text):
+    with pytest.raises(core.EmptyInput):
+        learning.static_sentence(model, text)
+
+
+def test_static_sentence_is_cut_to_the_model_positions(model):
+    sentence = learning.static_sentence(model, LONG_TEXT)
+    assert sentence.truncated
+    assert sentence.n_pieces == 2000  # the server keeps 20,000 characters: 2,000 words
+    assert len(sentence.tokens) == sentence.vectors.shape[0] == model.max_positions
+
+
+def test_shared_word_is_identical_before_and_different_after(model):
+    """The page's payoff: cosine 1 between the static rows, clearly below 1 after mixing."""
+    a = learning.static_sentence(model, "money bank grows")
+    b = learning.static_sentence(model, "river bank flows")
+    assert learning.shared_tokens(a.tokens, b.tokens) == ["bank"]
+    pair = learning.compare_shared_word(
+        "bank", a, learning.parameter_free(a.vectors), b, learning.parameter_free(b.vectors)
+    )
+    assert (pair.index_a, pair.index_b) == (1, 1)
+    assert pair.cosine_before == pytest.approx(1.0, abs=1e-12)
+    assert pair.cosine_after < 0.99  # measured 0.920 on MiniLM
+    assert pair.weights_a.sum() == pytest.approx(1.0, abs=1e-6)
+    # money sits closer to bank than river does, so bank takes more from it
+    assert pair.weights_a[0] > pair.weights_b[0]
+
+
+def test_parameter_free_is_softmax_of_x_xt_times_x():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(5, 7)).astype(np.float32)
+    result = learning.parameter_free(x)
+    x64 = x.astype(np.float64)
+    similarity = x64 @ x64.T
+    weights = np.exp(similarity - similarity.max(axis=1, keepdims=True))
+    weights /= weights.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(result.similarity, similarity, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(result.attn_weights, weights, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(result.output, weights @ x64, rtol=1e-5, atol=1e-5)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    arrays(
+        np.float32,
+        st.tuples(st.integers(1, 6), st.integers(1, 8)),
+        elements=st.floats(-3, 3, width=32),
+    )
+)
+def test_parameter_free_rows_are_weighted_averages(x):
+    """Every row of Y lies inside the box spanned by the rows of X; weights are a distribution."""
+    result = learning.parameter_free(x)
+    np.testing.assert_allclose(result.attn_weights.sum(axis=1), 1.0, atol=1e-5)
+    assert (result.attn_weights >= 0).all()
+    np.testing.assert_allclose(result.similarity, result.similarity.T, atol=1e-4)
+    assert (result.output <= x.max(axis=0) + 1e-4).all()
+    assert (result.output >= x.min(axis=0) - 1e-4).all()
+
+
+def test_shared_tokens_keep_first_appearance_order_once():
+    assert learning.shared_tokens(["a", "b", "a", "c"], ["c", "a", "x"]) == ["a", "c"]
+    assert learning.shared_tokens(["a"], ["b"]) == []
+
+
+def test_cosine_of_a_zero_vector_is_zero_not_nan():
+    assert learning.cosine(np.zeros(3), np.ones(3)) == 0.0
+    assert learning.cosine(np.array([1.0, 0.0]), np.array([-2.0, 0.0])) == pytest.approx(-1.0)
+
+
+# ---- page 2: queries, keys and values ----------------------------------------------------------
+def test_random_projections_have_the_chosen_width_and_follow_the_seed():
+    first = learning.random_projections(384, 16, seed=3)
+    assert first.w_query.shape == first.w_key.shape == first.w_value.shape == (384, 16)
+    assert first.d_k == 16
+    np.testing.assert_array_equal(first.w_key, learning.random_projections(384, 16, 3).w_key)
+    assert not np.allclose(first.w_key, learning.random_projections(384, 16, 4).w_key)
+    assert not np.allclose(first.w_query, first.w_key)  # three different matrices
+
+
+@pytest.mark.parametrize("scale", [True, False])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize(("layer", "head"), [(0, 0), (3, 7), (5, 11)])
+def test_a_head_recomputed_by_hand_equals_the_encoder(model, layer, head, scale, causal):
+    """Q, K, V, scores and weights of the page's head equal those inside the model's run."""
+    trace = model.run("The river bank flooded after the storm.", scale=scale, causal=causal)
+    projections = learning.head_projections(model, layer, head)
+    assert projections.w_query.shape == (model.d_model, model.d_head)
+    result = learning.qkv_attention(
+        trace.hidden_states[layer], projections, scale=scale, causal=causal
+    )
+    close = {"rtol": 1e-4, "atol": 1e-5}
+    torch.testing.assert_close(result.query, trace.queries[layer, head], **close)
+    torch.testing.assert_close(result.key, trace.keys[layer, head], **close)
+    torch.testing.assert_close(result.value, trace.values[layer, head], **close)
+    torch.testing.assert_close(result.scores, trace.scores[layer, head], **close)
+    torch.testing.assert_close(result.attn_weights, trace.attentions[layer, head], **close)
+
+
+def test_qkv_shapes_scaling_and_causal_mask(model):
+    trace = model.run(DEFAULT_SENTENCE)
+    n = trace.n_tokens
+    projections = learning.random_projections(model.d_model, 5, seed=0)
+    result = learning.qkv_attention(trace.static, projections, scale=True, causal=True)
+    assert result.query.shape == result.key.shape == result.value.shape == (n, 5)
+    assert result.dot.shape == result.scores.shape == result.attn_weights.shape == (n, n)
+    assert result.output.shape == (n, 5)
+    below = np.tril(np.ones((n, n), dtype=bool))
+    np.testing.assert_allclose(result.scores[below], result.dot[below] / np.sqrt(5), rtol=1e-5)
+    assert np.isneginf(result.scores[~below]).all()
+    assert (result.attn_weights[~below] == 0).all()
+    np.testing.assert_allclose(result.attn_weights.sum(axis=1), 1.0, atol=1e-6)
+
+
+def test_following_one_query_rebuilds_its_output_row(model):
+    trace = model.run(DEFAULT_SENTENCE)
+    result = learning.qkv_attention(trace.static, learning.random_projections(model.d_model, 8, 1))
+    for i in range(trace.n_tokens):
+        row = learning.follow_query(result, i)
+        assert row.products.shape == (trace.n_tokens, 8)
+        np.testing.assert_allclose(row.products.sum(axis=1), result.dot[i], rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(row.dots / np.sqrt(8), row.scores, rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(row.weighted_values.sum(axis=0), result.output[i], atol=1e-5)
+        np.testing.assert_allclose(row.output, result.output[i], atol=1e-5)
+
+
+@pytest.mark.parametrize("source", ["random", "trained"])
+def test_attention_is_asymmetric_on_the_example(model, source):
+    trace = model.run(DEFAULT_SENTENCE)
+    if source == "random":
+        result = learning.qkv_attention(
+            trace.static, learning.random_projections(model.d_model, 8, 0)
+        )
+    else:
+        result = learning.qkv_attention(
+            trace.hidden_states[2], learning.head_projections(model, 2, 3)
+        )
+    difference = learning.asymmetry(result.attn_weights)
+    np.testing.assert_allclose(difference, -difference.T)
+    i, j = learning.most_asymmetric_pair(result.attn_weights)
+    assert i != j
+    assert result.attn_weights[i, j] - result.attn_weights[j, i] == pytest.approx(difference.max())
+    assert difference.max() > 0.1  # measured 0.96 (random, seed 0) on this sentence
+
+
+def test_symmetric_weights_have_no_asymmetry():
+    weights = np.full((4, 4), 0.25, dtype=np.float32)
+    assert not learning.asymmetry(weights).any()
+
+
+# ---- figures -----------------------------------------------------------------------------------
+def test_long_inputs_are_cut_in_the_figure_not_in_the_title():
+    n = 300
+    tokens = [f"t{i}" for i in range(n)]
+    weights = np.full((n, n), 1.0 / n, dtype=np.float32)
+    fig = learning_charts.pair_matrix(weights, tokens, "weights")
+    assert np.asarray(fig.data[0].z).shape == (learning_charts.DRAW_LIMIT,) * 2
+    assert "(300 × 300)" in fig.layout.title.text
+    assert "first 48" in learning_charts.limit_note(n)
+    assert learning_charts.limit_note(10) is None
+
+
+def test_masked_scores_become_gaps_and_small_matrices_show_their_numbers():
+    scores = np.array([[0.5, -np.inf], [0.1, 0.2]], dtype=np.float32)
+    fig = learning_charts.pair_matrix(scores, ["a", "b"], "scores", zmax=None)
+    z = np.asarray(fig.data[0].z, dtype=np.float64)
+    assert np.isnan(z[0, 1]) and z[1, 1] == pytest.approx(0.2)
+    assert fig.data[0].texttemplate
+    assert "-Infinity" not in fig.to_json()
+
+
+def test_query_steps_draw_three_bar_rows_on_numeric_axes():
+    tokens = ["[CLS]", "the", "the", "[SEP]"]  # a repeated token must keep its own bar
+    values = np.array([0.1, 0.2, 0.3, 0.4], dtype=np.float32)
+    fig = learning_charts.query_steps(values, values, values, tokens, 1, scaled=True)
+    assert [trace.type for trace in fig.data] == ["bar"] * 3
+    assert list(fig.data[0].x) == [0, 1, 2, 3]
+    assert list(fig.layout.xaxis3.ticktext) == tokens
+
+
+# ---- the pages, headless -----------------------------------------------------------------------
+def run_context(text_a: str, text_b: str = "river bank flows"):
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.run()
+    at.switch_page(CONTEXT)
+    at.session_state["ctx_a"] = text_a
+    at.session_state["ctx_b"] = text_b
+    at.run()
+    return at
+
+
+def test_context_page_shows_the_payoff_on_the_defaults():
+    at = run_page(CONTEXT)
+    assert_no_exception(at)
+    assert at.text_input(key="ctx_a").value == "money bank grows"
+    before, after = (float(metric.value) for metric in at.metric)
+    assert before == 1.0 and after < 1.0
+    assert len(at.get("plotly_chart")) == 9  # X, XXᵀ, softmax, Y for A and B, and the bars
+
+
+@pytest.mark.parametrize("name", list(BAD_INPUTS))
+def test_context_page_handles_bad_input(name):
+    at = run_context(BAD_INPUTS[name])
+    assert_no_exception(at)
+    messages = " ".join(m.value for m in [*at.info, *at.warning, *at.caption])
+    if not BAD_INPUTS[name].strip() or name == "control":
+        assert "Sentence A" in messages and not at.get("plotly_chart")
+    if name == "ten_thousand":
+        assert "only the first 512" in messages and "first 48" in messages
+        assert float(at.metric[1].value) < 1.0  # "bank" is shared with sentence B
+
+
+def test_context_page_without_a_shared_word_says_so():
+    at = run_context("hello world", "river bank flows")
+    assert_no_exception(at)
+    assert any("share no word" in w.value for w in at.warning)
+
+
+def test_context_page_with_several_shared_words_lets_the_learner_choose():
+    at = run_context("the bank of the river", "the river bank")
+    assert_no_exception(at)
+    assert at.selectbox(key="ctx_word").options == ["the", "bank", "river"]
+    at.selectbox(key="ctx_word").set_value("river").run()
+    assert "river" in at.metric[0].label
+    at.text_input(key="ctx_b").set_value("a bank").run()  # "river" is no longer shared
+    assert_no_exception(at)
+
+
+@pytest.mark.parametrize("name", list(BAD_INPUTS))
+def test_qkv_page_handles_bad_sidebar_text(name):
+    at = run_page(QKV, text=BAD_INPUTS[name])
+    assert_no_exception(at)
+    if not BAD_INPUTS[name].strip() or name == "control":
+        assert at.info and not at.get("plotly_chart")
+    else:
+        assert len(at.get("plotly_chart")) == 10
+
+
+def test_qkv_page_on_a_trained_head_and_a_long_input():
+    at = run_page(QKV, text=LONG_TEXT)
+    at.radio(key="qkv_source").set_value("model").run()
+    at.slider(key="layer").set_value(4).run()
+    assert_no_exception(at)
+    assert any("first 48" in c.value for c in at.caption)
+    assert any("512" in w.value for w in at.warning)
+    assert "(512 × 32)" in at.get("plotly_chart")[0].proto.spec  # Q of a MiniLM head
+
+
+def test_qkv_page_query_choice_follows_the_sentence():
+    at = run_page(QKV, text=DEFAULT_SENTENCE)
+    at.selectbox(key="qkv_query").set_value(5).run()
+    assert "Query 5" in at.get("plotly_chart")[6].proto.spec
+    # A shared link made on a longer sentence: its query index does not exist here.
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.session_state["text"] = "short"
+    at.query_params["qkv_query"] = "5:arrow"
+    at.run()
+    at.switch_page(QKV)
+    at.run()
+    assert_no_exception(at)
+    assert at.selectbox(key="qkv_query").options == ["0:[CLS]", "1:short", "2:[SEP]"]
+    assert at.selectbox(key="qkv_query").value == 1
+
+
+# ---- the pages in a real browser ---------------------------------------------------------------
+@pytest.mark.browser
+def test_both_pages_draw_in_chromium():
+    """Reach both pages through the sidebar, as a learner does, and wait for their plots."""
+    from browser import chromium, page_exceptions, running_app, wait_for_app
+
+    expected_plots = {"1 · Context from first principles": 9, "2 · Queries, keys and values": 10}
+    with running_app() as url, chromium() as browser:
+        page = browser.new_page(viewport={"width": 1300, "height": 1600})
+        page.goto(url)
+        wait_for_app(page)
+        for title, n_plots in expected_plots.items():
+            page.get_by_role("link", name=title).click()
+            page.get_by_role("heading", name=title).wait_for(timeout=60_000)
+            wait_for_app(page)
+            # plotly.js draws each chart after the script has finished: wait for all of them
+            page.wait_for_function(
+                f"() => document.querySelectorAll('.js-plotly-plot .main-svg').length >= {n_plots}",
+                timeout=90_000,
+            )
+            assert page_exceptions(page) == [], title

@@ -1,0 +1,252 @@
+"""Figures for the first two learning-path pages (context from first principles; Q, K and V).
+
+Pure functions: arrays in, plotly figures out, no streamlit. Token axes are numeric with token
+tick labels (charts.token_ticks). Long inputs are cut to the first DRAW_LIMIT tokens here, so a
+512-token sentence never sends a 512 x 512 heatmap to the browser; the page says so and offers
+the whole matrix as CSV.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas  # noqa: F401  (see below)
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from ui import charts
+
+# Why pandas is imported above although nothing here uses it: plotly's validators look pandas up
+# in sys.modules without waiting for its import lock. When two sessions start at once, one thread
+# can find pandas half-imported by the other and fail with "partially initialized module 'pandas'
+# has no attribute 'Series'" (seen on a cold server). A real import statement waits for the lock.
+
+DRAW_LIMIT = 48  # tokens drawn per axis: beyond ~50 rows a cell is too small to read anyway
+HIGHLIGHT = "#EF553B"  # the chosen token's bar: a warm red, visible on light and dark themes
+OTHERS = "#636EFA"  # every other bar: plotly's blue
+ANNOTATE_UP_TO = 12  # write the value into each cell when neither side is longer than this
+
+
+def _annotate_small(figure: go.Figure, n_rows: int, n_cols: int) -> go.Figure:
+    """Print each cell's value (2 decimals) on small heatmaps: the real numbers, not just colour."""
+    if n_rows <= ANNOTATE_UP_TO and n_cols <= ANNOTATE_UP_TO:
+        figure.update_traces(texttemplate="%{z:.2f}", selector={"type": "heatmap"})
+    return figure
+
+
+def shape_label(matrix: np.ndarray) -> str:
+    """'(3 × 384)': the shape of the whole matrix, for a figure's title."""
+    return "(" + " × ".join(str(side) for side in matrix.shape) + ")"
+
+
+def limit_note(n_tokens: int, limit: int = DRAW_LIMIT) -> str | None:
+    """A sentence saying that only the first `limit` tokens are drawn, or None if all are."""
+    if n_tokens <= limit:
+        return None
+    return (
+        f"The sentence has {n_tokens} tokens: the figures draw the first {limit} "
+        "(the CSV downloads hold every row)."
+    )
+
+
+def _finite_or_gap(values: np.ndarray) -> np.ndarray:
+    """float64 copy with ±inf turned into NaN, which plotly draws as a gap (a masked entry)."""
+    out = np.array(values, dtype=np.float64)
+    out[~np.isfinite(out)] = np.nan
+    return out
+
+
+def token_matrix(
+    matrix: np.ndarray,
+    tokens: Sequence[str],
+    title: str,
+    x_title: str,
+    limit: int = DRAW_LIMIT,
+) -> go.Figure:
+    """Heatmap of an (n, m) matrix with one row per token (first `limit` rows), shape in title."""
+    shown = min(len(tokens), limit)
+    figure = charts.matrix_heatmap(
+        _finite_or_gap(matrix[:shown]),
+        list(tokens[:shown]),
+        title=f"{title} {shape_label(matrix)}",
+        x_title=x_title,
+    )
+    return _annotate_small(figure, shown, matrix.shape[1])
+
+
+def pair_matrix(
+    matrix: np.ndarray,
+    tokens: Sequence[str],
+    title: str,
+    colorbar_title: str = "weight",
+    zmax: float | None = 1.0,
+    limit: int = DRAW_LIMIT,
+    height: int | None = None,
+) -> go.Figure:
+    """Heatmap of an (n, n) token-by-token matrix (first `limit` tokens), shape in the title.
+
+    Masked entries (-inf scores) become gaps. zmax=None lets the colour range follow the data
+    (for dot products, which are not bounded by 1).
+    """
+    shown = min(len(tokens), limit)
+    figure = charts.attention_heatmap(
+        _finite_or_gap(matrix[:shown, :shown]),
+        list(tokens[:shown]),
+        list(tokens[:shown]),
+        title=f"{title} {shape_label(matrix)}",
+        zmax=zmax,
+        colorbar_title=colorbar_title,
+        height=height,
+    )
+    return _annotate_small(figure, shown, shown)
+
+
+def _token_bars(
+    figure: go.Figure,
+    values: np.ndarray,
+    tokens: Sequence[str],
+    highlight: int | None,
+    row: int,
+    col: int,
+    name: str,
+) -> None:
+    """Add one bar per token to a subplot, the highlighted token in HIGHLIGHT."""
+    colours = [HIGHLIGHT if i == highlight else OTHERS for i in range(len(values))]
+    figure.add_trace(
+        go.Bar(
+            x=np.arange(len(values)),
+            y=_finite_or_gap(values),
+            marker_color=colours,
+            customdata=np.asarray(tokens, dtype=object),
+            hovertemplate="%{x}: <b>%{customdata}</b><br>" + name + " %{y:.3f}<extra></extra>",
+            name=name,
+            showlegend=False,
+        ),
+        row=row,
+        col=col,
+    )
+    figure.update_xaxes(charts.token_ticks(tokens), row=row, col=col)
+
+
+def shared_word_weights(
+    word: str,
+    weights_a: np.ndarray,
+    tokens_a: Sequence[str],
+    index_a: int,
+    weights_b: np.ndarray,
+    tokens_b: Sequence[str],
+    index_b: int,
+    limit: int = DRAW_LIMIT,
+) -> go.Figure:
+    """Two bar charts: the softmax row of `word` in sentence A and in sentence B (first `limit`)."""
+    shown_a, shown_b = min(len(tokens_a), limit), min(len(tokens_b), limit)
+    figure = make_subplots(
+        rows=1,
+        cols=2,
+        shared_yaxes=True,
+        subplot_titles=(f"in sentence A (row {index_a})", f"in sentence B (row {index_b})"),
+    )
+    _token_bars(figure, weights_a[:shown_a], tokens_a[:shown_a], index_a, 1, 1, "weight")
+    _token_bars(figure, weights_b[:shown_b], tokens_b[:shown_b], index_b, 1, 2, "weight")
+    figure.update_yaxes(title_text="softmax weight", range=[0, 1], row=1, col=1)
+    figure.update_xaxes(title_text="token of the sentence", tickangle=-45)
+    figure.update_layout(
+        title={"text": f"Where “{word}” looks: its row of softmax(X Xᵀ) in each sentence"},
+        height=360,
+        margin={"l": 10, "r": 10, "t": 80, "b": 10},
+    )
+    return figure
+
+
+def query_steps(
+    dots: np.ndarray,
+    scores: np.ndarray,
+    weights: np.ndarray,
+    tokens: Sequence[str],
+    query_index: int,
+    scaled: bool,
+    limit: int = DRAW_LIMIT,
+) -> go.Figure:
+    """Three stacked bar charts over the keys j: q·k_j, the score fed to softmax, and α_ij."""
+    shown = min(len(tokens), limit)
+    score_name = "q·k_j / √d_k" if scaled else "q·k_j (not scaled)"
+    figure = make_subplots(
+        rows=3,
+        cols=1,
+        shared_xaxes=True,
+        vertical_spacing=0.08,
+        subplot_titles=("dot product q·k_j", f"score {score_name}", "softmax weight α_ij"),
+    )
+    for row, (values, name) in enumerate(
+        [(dots, "q·k_j"), (scores, "score"), (weights, "α_ij")], start=1
+    ):
+        _token_bars(figure, values[:shown], tokens[:shown], query_index, row, 1, name)
+    figure.update_yaxes(range=[0, 1], row=3, col=1)
+    figure.update_xaxes(title_text="key token j", tickangle=-45, row=3, col=1)
+    figure.update_layout(
+        title={"text": f"Query {query_index} “{tokens[query_index]}” against every key"},
+        height=620,
+        margin={"l": 10, "r": 10, "t": 80, "b": 10},
+    )
+    return figure
+
+
+def weighted_values(
+    weighted: np.ndarray,
+    output: np.ndarray,
+    tokens: Sequence[str],
+    query_index: int,
+    limit: int = DRAW_LIMIT,
+) -> go.Figure:
+    """Heatmap: rows α_ij v_j for the keys j (first `limit`), last row their sum = output row i."""
+    shown = min(len(tokens), limit)
+    # Stack the output under the contributions so one colour scale compares them directly.
+    stacked = np.vstack([weighted[:shown], output[None, :]])  # (shown + 1, d_v)
+    labels = [*tokens[:shown], "= output"]
+    figure = charts.matrix_heatmap(
+        stacked,
+        labels,
+        title=f"α_ij · v_j for query {query_index} {shape_label(weighted)} and their sum",
+        x_title="value dimension",
+    )
+    return _annotate_small(figure, shown + 1, weighted.shape[1])
+
+
+def asymmetry_heatmap(
+    difference: np.ndarray, tokens: Sequence[str], title: str, limit: int = DRAW_LIMIT
+) -> go.Figure:
+    """Diverging heatmap of α - αᵀ: red where i attends to j more than j to i, blue the reverse."""
+    shown = min(len(tokens), limit)
+    values = np.round(difference[:shown, :shown].astype(np.float64), 4)
+    bound = float(np.max(np.abs(values))) if values.size else 1.0
+    figure = go.Figure(
+        go.Heatmap(
+            z=values,
+            texttemplate="%{z:.2f}" if shown <= ANNOTATE_UP_TO else None,
+            x=np.arange(shown),
+            y=np.arange(shown),
+            colorscale="RdBu_r",
+            zmid=0.0,
+            zmin=-(bound or 1.0),
+            zmax=bound or 1.0,
+            colorbar={"title": {"text": "α_ij − α_ji"}},
+            hovertemplate="i %{y} → j %{x}<br>α_ij − α_ji %{z:.3f}<extra></extra>",
+        )
+    )
+    figure.update_layout(
+        title={"text": f"{title} {shape_label(difference)}"},
+        height=int(min(640, max(360, 18 * shown + 160))),
+        margin={"l": 10, "r": 10, "t": 50, "b": 10},
+        xaxis={
+            **charts.token_ticks(list(tokens[:shown])),
+            "title": {"text": "j (attended to)"},
+            "tickangle": -60,
+        },
+        yaxis={
+            **charts.token_ticks(list(tokens[:shown])),
+            "title": {"text": "i (attending)"},
+            "autorange": "reversed",
+        },
+    )
+    return figure
