@@ -6,6 +6,7 @@ the two "the" of a sentence into one row.
 
 from __future__ import annotations
 
+import html
 from collections.abc import Sequence
 
 import numpy as np
@@ -24,15 +25,16 @@ def token_ticks(tokens: Sequence[str], max_labels: int = MAX_TICK_LABELS) -> dic
     return {
         "tickmode": "array",
         "tickvals": positions,
-        "ticktext": [tokens[i] for i in positions],
+        # plotly reads labels as a small HTML dialect: escape so a token is always shown as text
+        "ticktext": [html.escape(tokens[i]) for i in positions],
     }
 
 
 def _hover_text(rows: Sequence[str], cols: Sequence[str]) -> np.ndarray:
     """(n_rows, n_cols, 2) customdata: the query token and the key token of every cell."""
     grid = np.empty((len(rows), len(cols), 2), dtype=object)
-    grid[:, :, 0] = np.asarray(rows, dtype=object)[:, None]
-    grid[:, :, 1] = np.asarray(cols, dtype=object)[None, :]
+    grid[:, :, 0] = np.asarray([html.escape(t) for t in rows], dtype=object)[:, None]
+    grid[:, :, 1] = np.asarray([html.escape(t) for t in cols], dtype=object)[None, :]
     return grid
 
 

@@ -1,0 +1,44 @@
+"""The shared figure functions, tested on their data."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ui import charts, widgets
+
+
+def test_repeated_tokens_keep_their_own_rows():
+    tokens = ["[CLS]", "the", "bank", "the", "river", "[SEP]"]
+    fig = charts.attention_heatmap(np.eye(6), tokens, tokens, "t")
+    assert list(fig.data[0].x) == list(range(6)) and list(fig.data[0].y) == list(range(6))
+    assert list(fig.layout.xaxis.ticktext) == tokens  # both "the" labelled, at positions 1 and 3
+    assert list(fig.layout.xaxis.tickvals) == list(range(6))
+
+
+def test_long_inputs_thin_their_tick_labels_but_keep_every_cell():
+    tokens = [f"w{i}" for i in range(512)]
+    fig = charts.attention_heatmap(np.full((512, 512), 1 / 512), tokens, tokens, "t")
+    assert len(fig.layout.xaxis.ticktext) <= charts.MAX_TICK_LABELS
+    assert np.asarray(fig.data[0].z).shape == (512, 512)
+    assert fig.data[0].customdata is None  # no n² hover strings for long inputs
+
+
+def test_tokens_are_escaped_for_plotly_labels_and_hover():
+    tokens = ["<b>", "x"]
+    fig = charts.attention_heatmap(np.eye(2), tokens, tokens, "t")
+    assert fig.layout.xaxis.ticktext[0] == "&lt;b&gt;"
+    assert fig.data[0].customdata[0][0][0] == "&lt;b&gt;"
+
+
+def test_hover_names_query_and_key():
+    fig = charts.attention_heatmap(
+        np.array([[0.25, 0.75], [1.0, 0.0]]), ["a", "b"], ["c", "d"], "t"
+    )
+    assert fig.data[0].customdata[0][1].tolist() == ["a", "d"]  # row 0 is query a, column 1 key d
+
+
+def test_matrix_csv_quotes_tokens_and_keeps_numbers():
+    csv = widgets.matrix_csv(np.array([[0.5, 0.25]]), ['say "hi", ok'], ["a", "b"])
+    header, row = csv.strip().split("\n")
+    assert header == '"","a","b"'
+    assert row == '"say ""hi"", ok",0.5,0.25'
