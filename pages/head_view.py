@@ -124,11 +124,9 @@ fig = explorer_charts.head_view_figure(
     highlight=focus,
 )
 widgets.show_figure(fig, key="hv_figure", filename=f"head-view-L{layer}")
-notes = [f"{len(lines):,} lines drawn"]
+notes = [f"lines drawn: {len(lines):,}"]
 if lines.dropped_light:
-    notes.append(
-        f"{lines.dropped_light:,} lines under 2.5 % opacity left out (they would be invisible)"
-    )
+    notes.append(f"lines under 2.5 % opacity left out as invisible: {lines.dropped_light:,}")
 if stretch:
     notes.append("opacity stretched: each head's strongest line drawn is fully opaque")
 if window != (0, trace.n_tokens):

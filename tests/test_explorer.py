@@ -305,10 +305,26 @@ def test_head_view_draws_the_pair_and_filters_blocks():
     assert labels["text"][-3:] == ["banana", ".", "[SEP]"]
     at.radio(key="hv_pair").set_value("A→B").run()
     assert_no_exception(at)
-    assert any("lines drawn" in caption.value for caption in at.caption)
+    drawn = line_ends(chart_specs(at)[0])
+    assert drawn and all(query <= 7 < key for query, key in drawn)  # A = tokens 0..7
     at.slider(key="layer").set_value(3).run()
     at.slider(key="head").set_value(5).run()
     assert titles(at)[0].startswith("Layer 3 · head 5")
+    at.selectbox(key="hv_token").set_value(2).run()  # "flies" in the first sentence
+    assert {query for query, _ in line_ends(chart_specs(at)[0])} == {2}
+    at.toggle(key="hv_value").set_value(True).run()
+    assert_no_exception(at)
+    assert "‖α·v·W_O‖" in titles(at)[0]
+
+
+def line_ends(spec: dict) -> set[tuple[int, int]]:
+    """(query, key) of every line segment in a head-view figure spec."""
+    ends = set()
+    for trace in spec["data"]:
+        if trace.get("mode") == "lines" and trace.get("y") not in (None, [None]):
+            ys = trace["y"]
+            ends |= {(int(ys[i]), int(ys[i + 1])) for i in range(0, len(ys), 3)}
+    return ends
 
 
 def test_heatmaps_follow_layer_and_head_and_compare_bank():
@@ -340,6 +356,7 @@ def test_pages_at_512_tokens_say_what_they_leave_out():
     head_view = run_page(HEAD_VIEW, text=text)
     assert_no_exception(head_view)
     assert any("only tokens 0–63 of 512" in c.value for c in head_view.caption)
+    assert all(max(pair) <= 63 for pair in line_ends(chart_specs(head_view)[0]))
     for at in (heatmaps, head_view):
         payload = sum(len(chart.proto.spec) for chart in at.get("plotly_chart"))
         assert payload < 20e6, f"{payload / 1e6:.1f} MB of figures"
