@@ -69,6 +69,10 @@ class HeadStats:
     on_next: np.ndarray  # mean α_i,i+1 over rows that have a next token
     sink: np.ndarray  # bool: on_cls + on_sep ≥ threshold
 
+    @property
+    def n_sinks(self) -> int:
+        return int(self.sink.sum())
+
     def stat(self, name: str) -> np.ndarray:
         """(L, H): the statistic called `name` (a key of STAT_LABELS)."""
         return getattr(self, name)
@@ -136,10 +140,14 @@ def without_specials(attn_weights: np.ndarray, tokens: Sequence[str]) -> np.ndar
 
 
 # ---- thumbnails for the model view ------------------------------------------------------------
+def block_size(n: int, max_side: int = THUMBNAIL_SIDE) -> int:
+    """Tokens per block, ceil(n / max_side), so n positions fit in at most max_side blocks."""
+    return max(1, int(np.ceil(n / max_side)))
+
+
 def block_starts(n: int, max_side: int) -> np.ndarray:
     """Start index of each block when n positions are pooled into at most max_side blocks."""
-    size = max(1, int(np.ceil(n / max_side)))
-    return np.arange(0, n, size)
+    return np.arange(0, n, block_size(n, max_side))
 
 
 def block_mean_pool(matrix: np.ndarray, max_side: int = THUMBNAIL_SIDE) -> np.ndarray:

@@ -52,7 +52,7 @@ with grid_slot:
     )
     widgets.show_figure(grid, key="hm_grid", filename="attention-model-view")
     if pooled:
-        block = head_stats.block_starts(trace.n_tokens, head_stats.THUMBNAIL_SIDE)[1]
+        block = head_stats.block_size(trace.n_tokens)
         st.caption(
             f"{trace.n_tokens} tokens are too many to send {model.n_layers * model.n_heads} "
             f"full matrices to the browser: each thumbnail shows the mean weight of blocks of "
@@ -92,12 +92,11 @@ widgets.download_matrix(
 # 3 · What each head does on average.
 st.subheader("3 · Per-head statistics")
 stats = head_stats.head_statistics(trace)
-n_sinks = int(stats.sink.sum())
 st.markdown(
     f"Averages over the {trace.n_tokens} query rows of this input. Entropy is low when a row "
     "commits to one key and reaches log₂ n bits when it spreads evenly. "
-    f"**{n_sinks} of {model.n_layers * model.n_heads} heads** put at least half their weight on "
-    "[CLS] and [SEP] — a place to park attention when a head has nothing to do here. The "
+    f"**{stats.n_sinks} of {model.n_layers * model.n_heads} heads** put at least half their "
+    "weight on [CLS] and [SEP] — a place to park attention when a head has nothing to do here. The "
     "switch at the top of the page hides those tokens so the rest of such a head shows."
 )
 st.latex(r"H_i = -\sum_j \alpha_{ij}\log_2 \alpha_{ij}")
