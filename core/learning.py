@@ -107,6 +107,11 @@ class SharedWord:
     weights_a: np.ndarray  # (n_a,) how the word spreads its attention over sentence A
     weights_b: np.ndarray  # (n_b,) the same for sentence B
 
+    @property
+    def cosine_change(self) -> float:
+        """cos(after) - cos(before): how far attention pulled the two readings of the word apart."""
+        return self.cosine_after - self.cosine_before
+
 
 def compare_shared_word(
     word: str,

@@ -121,17 +121,18 @@ word = st.selectbox("Shared word piece", shared, key="ctx_word") if len(shared) 
 pair = learning.compare_shared_word(
     word, sentences["A"], results["A"], sentences["B"], results["B"]
 )
+shown_word = learning_charts.markdown_literal(word)  # a token is text, never markup
 before, after = st.columns(2)
-before.metric(f"cosine of “{word}”, A vs B, in X", f"{pair.cosine_before:.3f}")
+before.metric(f"cosine of “{shown_word}”, A vs B, in X", f"{pair.cosine_before:.3f}")
 after.metric(
-    f"cosine of “{word}”, A vs B, in Y",
+    f"cosine of “{shown_word}”, A vs B, in Y",
     f"{pair.cosine_after:.3f}",
-    delta=f"{pair.cosine_after - pair.cosine_before:+.3f}",
+    delta=f"{pair.cosine_change:+.3f}",
     delta_color="off",
 )
 st.markdown(
-    f"In X the two rows of *{word}* are one and the same table entry (cosine 1). In Y each is "
-    "a mix of its own sentence, and the mixes differ because the neighbours differ:"
+    f"In X the two rows of “{shown_word}” are one and the same table entry (cosine 1). In Y "
+    "each is a mix of its own sentence, and the mixes differ because the neighbours differ:"
 )
 fig = learning_charts.shared_word_weights(
     word,

@@ -21,11 +21,11 @@ labels = widgets.numbered(tokens)
 
 source = st.radio(
     "Where W_q, W_k and W_v come from",
-    ["random", "model"],
-    format_func={"random": "random (seeded)", "model": f"a trained head of {model.name}"}.get,
+    ["random", "trained head"],  # plain options: they are what a shared link stores
     key="qkv_source",
     bind="query-params",
     horizontal=True,
+    help=f"random: seeded draws, nothing learned. trained head: one head of {model.name}.",
 )
 if source == "random":
     size, seed_column = st.columns(2)
@@ -135,10 +135,11 @@ with values_column:
 
 st.subheader("Step 5 · Attention is not symmetric")
 i, j = learning.most_asymmetric_pair(result.attn_weights)
+token_i, token_j = (learning_charts.markdown_literal(labels[k]) for k in (i, j))
 st.markdown(
     f"Query *i* meets key *j* through q_i·k_j, but *j* meets *i* through q_j·k_i: different "
-    f"vectors, different numbers. Here **{labels[i]}** gives **{labels[j]}** a weight of "
-    f"{result.attn_weights[i, j]:.3f}, while {labels[j]} gives {labels[i]} only "
+    f"vectors, different numbers. Here **{token_i}** gives **{token_j}** a weight of "
+    f"{result.attn_weights[i, j]:.3f}, while {token_j} gives {token_i} only "
     f"{result.attn_weights[j, i]:.3f}."
 )
 widgets.show_figure(

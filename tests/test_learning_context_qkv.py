@@ -120,11 +120,13 @@ def test_a_head_recomputed_by_hand_equals_the_encoder(model, layer, head, scale,
         trace.hidden_states[layer], projections, scale=scale, causal=causal
     )
     close = {"rtol": 1e-4, "atol": 1e-5}
-    torch.testing.assert_close(result.query, trace.queries[layer, head], **close)
-    torch.testing.assert_close(result.key, trace.keys[layer, head], **close)
-    torch.testing.assert_close(result.value, trace.values[layer, head], **close)
-    torch.testing.assert_close(result.scores, trace.scores[layer, head], **close)
-    torch.testing.assert_close(result.attn_weights, trace.attentions[layer, head], **close)
+    torch.testing.assert_close(result.query, np.array(trace.queries[layer, head]), **close)
+    torch.testing.assert_close(result.key, np.array(trace.keys[layer, head]), **close)
+    torch.testing.assert_close(result.value, np.array(trace.values[layer, head]), **close)
+    torch.testing.assert_close(result.scores, np.array(trace.scores[layer, head]), **close)
+    torch.testing.assert_close(
+        result.attn_weights, np.array(trace.attentions[layer, head]), **close
+    )
 
 
 def test_qkv_shapes_scaling_and_causal_mask(model):
@@ -199,6 +201,14 @@ def test_masked_scores_become_gaps_and_small_matrices_show_their_numbers():
     assert "-Infinity" not in fig.to_json()
 
 
+def test_tokens_are_shown_as_text_not_markup():
+    assert learning_charts.markdown_literal("$x$ **b** <i>") == r"\$x\$ \*\*b\*\* \<i\>"
+    weights = np.array([0.5, 0.5], dtype=np.float32)
+    fig = learning_charts.query_steps(weights, weights, weights, ["<b>", "&"], 0, scaled=True)
+    assert "&lt;b&gt;" in fig.layout.title.text
+    assert list(fig.data[0].customdata) == ["&lt;b&gt;", "&amp;"]
+
+
 def test_query_steps_draw_three_bar_rows_on_numeric_axes():
     tokens = ["[CLS]", "the", "the", "[SEP]"]  # a repeated token must keep its own bar
     values = np.array([0.1, 0.2, 0.3, 0.4], dtype=np.float32)
@@ -242,6 +252,12 @@ def test_context_page_handles_bad_input(name):
         assert float(at.metric[1].value) < 1.0  # "bank" is shared with sentence B
 
 
+def test_context_page_shows_a_markdown_character_as_typed():
+    at = run_context("it costs $ 5", "pay $ now")
+    assert_no_exception(at)
+    assert r"\$" in at.metric[0].label  # escaped: a pair of $ would otherwise start math
+
+
 def test_context_page_without_a_shared_word_says_so():
     at = run_context("hello world", "river bank flows")
     assert_no_exception(at)
@@ -270,7 +286,7 @@ def test_qkv_page_handles_bad_sidebar_text(name):
 
 def test_qkv_page_on_a_trained_head_and_a_long_input():
     at = run_page(QKV, text=LONG_TEXT)
-    at.radio(key="qkv_source").set_value("model").run()
+    at.radio(key="qkv_source").set_value("trained head").run()
     at.slider(key="layer").set_value(4).run()
     assert_no_exception(at)
     assert any("first 48" in c.value for c in at.caption)

@@ -1,6 +1,7 @@
 """Figures for the first two learning-path pages (context from first principles; Q, K and V).
 
-Pure functions: arrays in, plotly figures out, no streamlit. Token axes are numeric with token
+Pure functions: arrays in, plotly figures (or plain strings) out, no streamlit. User tokens reach
+plotly escaped (plotly reads a small HTML dialect in labels) and markdown escaped (markdown_literal). Token axes are numeric with token
 tick labels (charts.token_ticks). Long inputs are cut to the first DRAW_LIMIT tokens here, so a
 512-token sentence never sends a 512 x 512 heatmap to the browser; the page says so and offers
 the whole matrix as CSV.
@@ -8,6 +9,8 @@ the whole matrix as CSV.
 
 from __future__ import annotations
 
+import html
+import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -23,6 +26,7 @@ from ui import charts
 # has no attribute 'Series'" (seen on a cold server). A real import statement waits for the lock.
 
 DRAW_LIMIT = 48  # tokens drawn per axis: beyond ~50 rows a cell is too small to read anyway
+SQUARE_TICKS = 16  # token labels per axis on a square heatmap, which often sits in a half column
 HIGHLIGHT = "#EF553B"  # the chosen token's bar: a warm red, visible on light and dark themes
 OTHERS = "#636EFA"  # every other bar: plotly's blue
 ANNOTATE_UP_TO = 12  # write the value into each cell when neither side is longer than this
@@ -35,6 +39,19 @@ def _annotate_small(figure: go.Figure, n_rows: int, n_cols: int) -> go.Figure:
     return figure
 
 
+MARKDOWN_SPECIALS = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
+
+
+def markdown_literal(text: str) -> str:
+    """Text for st.markdown shown as typed: markdown, HTML-ish and $math$ characters escaped."""
+    return MARKDOWN_SPECIALS.sub(r"\\\1", str(text))
+
+
+def _plain(text: str) -> str:
+    """A token as literal text inside a plotly title or hover (&, < and > escaped)."""
+    return html.escape(str(text), quote=False)
+
+
 def shape_label(matrix: np.ndarray) -> str:
     """'(3 × 384)': the shape of the whole matrix, for a figure's title."""
     return "(" + " × ".join(str(side) for side in matrix.shape) + ")"
@@ -45,8 +62,8 @@ def limit_note(n_tokens: int, limit: int = DRAW_LIMIT) -> str | None:
     if n_tokens <= limit:
         return None
     return (
-        f"The sentence has {n_tokens} tokens: the figures draw the first {limit} "
-        "(the CSV downloads hold every row)."
+        f"The sentence has {n_tokens} tokens: the figures draw the first {limit}, with colour "
+        "and axis ranges fitted to what is drawn (the CSV downloads hold every row)."
     )
 
 
@@ -87,7 +104,8 @@ def pair_matrix(
     """Heatmap of an (n, n) token-by-token matrix (first `limit` tokens), shape in the title.
 
     Masked entries (-inf scores) become gaps. zmax=None lets the colour range follow the data
-    (for dot products, which are not bounded by 1).
+    (for dot products, which are not bounded by 1). When the matrix is cut, its weights are
+    spread over more keys than are drawn, so the colour range follows the drawn part too.
     """
     shown = min(len(tokens), limit)
     figure = charts.attention_heatmap(
@@ -95,10 +113,13 @@ def pair_matrix(
         list(tokens[:shown]),
         list(tokens[:shown]),
         title=f"{title} {shape_label(matrix)}",
-        zmax=zmax,
+        zmax=zmax if shown == len(tokens) else None,
         colorbar_title=colorbar_title,
         height=height,
     )
+    if shown > SQUARE_TICKS:  # fewer labels, or they overlap in a half-width column
+        figure.update_xaxes(charts.token_ticks(list(tokens[:shown]), SQUARE_TICKS))
+        figure.update_yaxes(charts.token_ticks(list(tokens[:shown]), SQUARE_TICKS))
     return _annotate_small(figure, shown, shown)
 
 
@@ -118,7 +139,7 @@ def _token_bars(
             x=np.arange(len(values)),
             y=_finite_or_gap(values),
             marker_color=colours,
-            customdata=np.asarray(tokens, dtype=object),
+            customdata=np.asarray([_plain(t) for t in tokens], dtype=object),
             hovertemplate="%{x}: <b>%{customdata}</b><br>" + name + " %{y:.3f}<extra></extra>",
             name=name,
             showlegend=False,
@@ -149,10 +170,12 @@ def shared_word_weights(
     )
     _token_bars(figure, weights_a[:shown_a], tokens_a[:shown_a], index_a, 1, 1, "weight")
     _token_bars(figure, weights_b[:shown_b], tokens_b[:shown_b], index_b, 1, 2, "weight")
-    figure.update_yaxes(title_text="softmax weight", range=[0, 1], row=1, col=1)
+    # No fixed [0, 1] range: over a long sentence every weight is small and would vanish.
+    figure.update_yaxes(rangemode="tozero")
+    figure.update_yaxes(title_text="softmax weight", row=1, col=1)
     figure.update_xaxes(title_text="token of the sentence", tickangle=-45)
     figure.update_layout(
-        title={"text": f"Where “{word}” looks: its row of softmax(X Xᵀ) in each sentence"},
+        title={"text": f"Where “{_plain(word)}” looks: its row of softmax(X Xᵀ) in each sentence"},
         height=360,
         margin={"l": 10, "r": 10, "t": 80, "b": 10},
     )
@@ -182,10 +205,10 @@ def query_steps(
         [(dots, "q·k_j"), (scores, "score"), (weights, "α_ij")], start=1
     ):
         _token_bars(figure, values[:shown], tokens[:shown], query_index, row, 1, name)
-    figure.update_yaxes(range=[0, 1], row=3, col=1)
+    figure.update_yaxes(rangemode="tozero", row=3, col=1)  # small weights stay visible
     figure.update_xaxes(title_text="key token j", tickangle=-45, row=3, col=1)
     figure.update_layout(
-        title={"text": f"Query {query_index} “{tokens[query_index]}” against every key"},
+        title={"text": f"Query {query_index} “{_plain(tokens[query_index])}” against every key"},
         height=620,
         margin={"l": 10, "r": 10, "t": 80, "b": 10},
     )
