@@ -99,6 +99,15 @@ if focus is not None:
         bind="query-params",
     )
 
+
+def pick_clicked_token() -> None:
+    """Clicking a token's dot highlights it: left column = what it reads, right = who reads it."""
+    points = st.session_state["hv_figure"].selection.points
+    if points:
+        st.session_state["hv_token"] = int(points[0]["y"])
+        st.session_state["hv_side"] = "query" if points[0]["x"] < 0.5 else "key"
+
+
 # 2 · The lines.
 weights = head_stats.head_view_weights(model, trace, layer, value_weighted)
 lines = head_stats.head_view_lines(
@@ -123,7 +132,9 @@ fig = explorer_charts.head_view_figure(
     + f" · opacity = {shown}",
     highlight=focus,
 )
-widgets.show_figure(fig, key="hv_figure", filename=f"head-view-L{layer}")
+widgets.show_figure(
+    fig, key="hv_figure", filename=f"head-view-L{layer}", on_select=pick_clicked_token
+)
 notes = [f"lines drawn: {len(lines):,}"]
 if lines.dropped_light:
     notes.append(f"lines under 2.5 % opacity left out as invisible: {lines.dropped_light:,}")
@@ -136,7 +147,7 @@ if window != (0, trace.n_tokens):
     )
 st.caption(
     "; ".join(notes) + ". Blue dots mark sentence A, orange dots sentence B. Click a head in "
-    "the legend to hide it; point at a token to read its position."
+    "the legend to hide it; click a token's dot to highlight its lines."
 )
 
 if value_weighted:

@@ -405,6 +405,19 @@ def test_browser_both_pages_change_layer_and_head():
                 wait_idle(page, 60_000)
             assert any(t.startswith(expected[1]) for t in figure_titles(page))
             assert page_exceptions(page) == []
+        # Clicking a token's dot on the left highlights it and keeps only its outgoing lines.
+        traces = page.locator(".js-plotly-plot .scatterlayer .trace")
+        dot = traces.nth(traces.count() - 2).locator("path.point").nth(2)  # "flies", query side
+        box = dot.bounding_box()
+        x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+        page.mouse.move(x, y)  # plotly turns a hover followed by a click into a selection
+        page.mouse.click(x, y)
+        page.wait_for_function(
+            "() => document.querySelector('.js-plotly-plot')?.textContent.includes('▶ flies')",
+            timeout=60_000,
+        )
+        wait_idle(page, 60_000)
+        assert "hv_token=2" in page.url
         # Without a second sentence the head view offers the example pair; one click loads it.
         page.get_by_role("button", name="Use “Time flies like an arrow.”").click()
         page.wait_for_function(

@@ -304,9 +304,11 @@ def head_view_figure(
                 mode="markers+text",
                 text=labels,
                 textposition=side,
-                marker={"color": colours, "size": 7},
+                marker={"color": colours, "size": 9},
                 customdata=labels,
                 hovertemplate=role + " %{y}: %{customdata}<extra></extra>",
+                # A click selects a token (the page reads it); keep the others undimmed.
+                unselected={"marker": {"opacity": 1.0}},
                 showlegend=False,
             )
         )

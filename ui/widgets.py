@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
@@ -46,14 +46,31 @@ def image_format_picker() -> None:
 
 
 def show_figure(
-    fig: go.Figure, key: str | None = None, filename: str = "attention-explorer"
+    fig: go.Figure,
+    key: str | None = None,
+    filename: str = "attention-explorer",
+    on_select: Callable[[], None] | None = None,
 ) -> None:
-    """st.plotly_chart with the export button set up (PNG/SVG at 2x, no plotly logo)."""
+    """st.plotly_chart with the export button set up (PNG/SVG at 2x, no plotly logo).
+
+    on_select: a callback run when the user clicks a scatter point (read the points from
+    st.session_state[key].selection); heatmap cells cannot be selected (streamlit#8760).
+    """
     config = {
         "displaylogo": False,
         "toImageButtonOptions": {"format": image_format(), "filename": filename, "scale": 2},
     }
-    st.plotly_chart(fig, key=key, config=config, width="stretch")
+    if on_select is None:
+        st.plotly_chart(fig, key=key, config=config, width="stretch")
+    else:
+        st.plotly_chart(
+            fig,
+            key=key,
+            config=config,
+            width="stretch",
+            on_select=on_select,
+            selection_mode="points",
+        )
 
 
 def matrix_csv(matrix: np.ndarray, row_labels: Sequence[str], col_labels: Sequence[str]) -> str:
