@@ -68,12 +68,11 @@ st.markdown(
     "Cell (*i*, *j*) is how much query *i* takes from key *j*; each row sums to 1. Point at a "
     "cell to read both tokens and the weight."
 )
-plain_tokens = explorer_charts.plain_tokens(tokens)
 long_input = trace.n_tokens > head_stats.THUMBNAIL_SIDE
 heatmap = charts.attention_heatmap(
     weights[layer, head],
-    plain_tokens,
-    plain_tokens,
+    tokens,
+    tokens,
     title=f"Layer {layer}, head {head}: attention weights"
     + (" without [CLS]/[SEP]" if renormalise else ""),
     zmax=None if long_input else 1.0,

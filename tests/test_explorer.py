@@ -256,6 +256,7 @@ def test_compare_rows_figure_marks_the_word():
     colours = fig.data[0].marker.color
     assert colours[1] != colours[0]
     assert fig.layout.title.text == "“&lt;i&gt;” twice"
+    assert fig.layout.xaxis.ticktext == ("a", "&lt;i&gt;")  # escaped once, not twice
 
 
 def test_head_stat_grid_marks_sink_heads():
@@ -344,6 +345,8 @@ def test_heatmaps_follow_layer_and_head_and_compare_bank():
 def test_pages_with_bad_input(page, bad):
     at = run_page(page, text=BAD_INPUTS[bad])
     assert_no_exception(at)
+    spec_text = json.dumps(chart_specs(at))
+    assert "<script>" not in spec_text and "&amp;lt;" not in spec_text  # escaped exactly once
     if bad in ("empty", "control"):
         assert at.info, "an unreadable input gets a message"
 

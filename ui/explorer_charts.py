@@ -46,11 +46,6 @@ def plain(token: str) -> str:
     return html.escape(token, quote=False)
 
 
-def plain_tokens(tokens: Sequence[str]) -> list[str]:
-    """Every token escaped for plotly (see plain)."""
-    return [plain(token) for token in tokens]
-
-
 def head_colour(head: int) -> str:
     return HEAD_COLOURS[head % len(HEAD_COLOURS)]
 
@@ -216,7 +211,10 @@ def compare_rows_figure(
             col=col,
         )
         fig.update_xaxes(
-            **token_ticks(labels), tickangle=-60, title={"text": "key (attended to)"}, col=col
+            **token_ticks(toks),  # escapes the tokens itself
+            tickangle=-60,
+            title={"text": "key (attended to)"},
+            col=col,
         )
     fig.update_yaxes(title={"text": "weight"}, col=1)
     fig.update_layout(
