@@ -190,6 +190,9 @@ def test_long_inputs_are_cut_in_the_figure_not_in_the_title():
     assert "(300 × 300)" in fig.layout.title.text
     assert "first 48" in learning_charts.limit_note(n)
     assert learning_charts.limit_note(10) is None
+    wide = learning_charts.token_matrix(np.zeros((n, 384), np.float32), tokens, "X", "dimension")
+    assert np.asarray(wide.data[0].z).size <= learning_charts.CELL_BUDGET
+    assert wide.layout.title.text == "X (300 × 384) · first 16 rows drawn"
 
 
 def test_masked_scores_become_gaps_and_small_matrices_show_their_numbers():

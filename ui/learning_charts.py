@@ -26,6 +26,7 @@ from ui import charts
 # has no attribute 'Series'" (seen on a cold server). A real import statement waits for the lock.
 
 DRAW_LIMIT = 48  # tokens drawn per axis: beyond ~50 rows a cell is too small to read anyway
+CELL_BUDGET = 6_144  # cells per token-by-dimension heatmap: 16 rows of a 384-wide X
 SQUARE_TICKS = 16  # token labels per axis on a square heatmap, which often sits in a half column
 HIGHLIGHT = "#EF553B"  # the chosen token's bar: a warm red, visible on light and dark themes
 OTHERS = "#636EFA"  # every other bar: plotly's blue
@@ -62,9 +63,16 @@ def limit_note(n_tokens: int, limit: int = DRAW_LIMIT) -> str | None:
     if n_tokens <= limit:
         return None
     return (
-        f"The sentence has {n_tokens} tokens: the figures draw the first {limit}, with colour "
-        "and axis ranges fitted to what is drawn (the CSV downloads hold every row)."
+        f"The sentence has {n_tokens} tokens: the figures draw the first {limit} (fewer for "
+        "wide matrices; each title says so), with colour and axis ranges fitted to what is "
+        "drawn. The CSV downloads hold every row."
     )
+
+
+def _drawn(title: str, matrix: np.ndarray, shown: int, unit: str = "rows") -> str:
+    """'X (512 × 384) · first 16 rows drawn': the whole shape, and what part of it is drawn."""
+    cut = f" · first {shown} {unit} drawn" if shown < matrix.shape[0] else ""
+    return f"{title} {shape_label(matrix)}{cut}"
 
 
 def _finite_or_gap(values: np.ndarray) -> np.ndarray:
@@ -81,12 +89,17 @@ def token_matrix(
     x_title: str,
     limit: int = DRAW_LIMIT,
 ) -> go.Figure:
-    """Heatmap of an (n, m) matrix with one row per token (first `limit` rows), shape in title."""
-    shown = min(len(tokens), limit)
+    """Heatmap of an (n, m) matrix, one row per token, shape in the title.
+
+    Draws the first `limit` rows, fewer when the matrix is wide, so that at most CELL_BUDGET
+    cells are sent (a 384-wide X has more columns than its figure has pixels anyway).
+    """
+    rows_for_budget = max(8, CELL_BUDGET // max(1, matrix.shape[1]))
+    shown = min(len(tokens), limit, rows_for_budget)
     figure = charts.matrix_heatmap(
         _finite_or_gap(matrix[:shown]),
         list(tokens[:shown]),
-        title=f"{title} {shape_label(matrix)}",
+        title=_drawn(title, matrix, shown),
         x_title=x_title,
     )
     return _annotate_small(figure, shown, matrix.shape[1])
@@ -112,7 +125,7 @@ def pair_matrix(
         _finite_or_gap(matrix[:shown, :shown]),
         list(tokens[:shown]),
         list(tokens[:shown]),
-        title=f"{title} {shape_label(matrix)}",
+        title=_drawn(title, matrix, shown, unit="tokens"),
         zmax=zmax if shown == len(tokens) else None,
         colorbar_title=colorbar_title,
         height=height,
@@ -230,7 +243,7 @@ def weighted_values(
     figure = charts.matrix_heatmap(
         stacked,
         labels,
-        title=f"α_ij · v_j for query {query_index} {shape_label(weighted)} and their sum",
+        title=_drawn(f"α_ij · v_j for query {query_index}, and their sum", weighted, shown),
         x_title="value dimension",
     )
     return _annotate_small(figure, shown + 1, weighted.shape[1])
@@ -258,7 +271,7 @@ def asymmetry_heatmap(
         )
     )
     figure.update_layout(
-        title={"text": f"{title} {shape_label(difference)}"},
+        title={"text": _drawn(title, difference, shown, unit="tokens")},
         height=int(min(640, max(360, 18 * shown + 160))),
         margin={"l": 10, "r": 10, "t": 50, "b": 10},
         xaxis={
