@@ -10,7 +10,12 @@ import html
 from collections.abc import Sequence
 
 import numpy as np
+import pandas  # noqa: F401  imported up front, see below
 import plotly.graph_objects as go
+
+# plotly checks sys.modules for pandas while building a figure. On a cold server two sessions may
+# render at once, and plotly then finds a half-imported pandas ("partially initialized module");
+# importing it here, before any figure is built, closes that race.
 
 MAX_TICK_LABELS = 64  # beyond this, every k-th token is labelled so labels stay legible
 HOVER_TOKENS_UP_TO = 160  # per-cell hover text costs n² strings; long inputs hover by index
