@@ -1,4 +1,4 @@
-"""Attention Explorer: the navigation and the shared sidebar. Every page lives in pages/."""
+"""Attention Explorer: the navigation and the shared sidebar. Every page lives in views/ (not pages/: see README, "How it is built")."""
 
 import streamlit as st
 
@@ -8,21 +8,21 @@ st.set_page_config(page_title="Attention Explorer", page_icon="🔍", layout="wi
 
 PAGES = {
     "Start": [
-        st.Page("pages/overview.py", title="Overview", icon="🔍", default=True),
+        st.Page("views/overview.py", title="Overview", icon="🔍", default=True),
     ],
     "Learning path": [
-        st.Page("pages/context.py", title="1 · Context from first principles", icon="🧮"),
-        st.Page("pages/qkv.py", title="2 · Queries, keys and values", icon="🔑"),
-        st.Page("pages/scaling_masking.py", title="3 · Scaling and masking", icon="🌡️"),
-        st.Page("pages/multi_head.py", title="4 · Multi-head attention", icon="🧩"),
+        st.Page("views/context.py", title="1 · Context from first principles", icon="🧮"),
+        st.Page("views/qkv.py", title="2 · Queries, keys and values", icon="🔑"),
+        st.Page("views/scaling_masking.py", title="3 · Scaling and masking", icon="🌡️"),
+        st.Page("views/multi_head.py", title="4 · Multi-head attention", icon="🧩"),
     ],
     "Explore BERT": [
-        st.Page("pages/heatmaps.py", title="Attention heatmaps", icon="🗺️"),
-        st.Page("pages/head_view.py", title="Head view", icon="🔗"),
+        st.Page("views/heatmaps.py", title="Attention heatmaps", icon="🗺️"),
+        st.Page("views/head_view.py", title="Head view", icon="🔗"),
     ],
     "Labs": [
-        st.Page("pages/positional.py", title="Positional encoding", icon="📍"),
-        st.Page("pages/embeddings.py", title="Embedding projections", icon="🌌"),
+        st.Page("views/positional.py", title="Positional encoding", icon="📍"),
+        st.Page("views/embeddings.py", title="Embedding projections", icon="🌌"),
     ],
 }
 

@@ -25,14 +25,14 @@ def files(room: str) -> list[Path]:
     return sorted((ROOT / room).glob("*.py"))
 
 
-@pytest.mark.parametrize("path", files("pages"), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", files("views"), ids=lambda p: p.name)
 def test_pages_do_no_tensor_math(path):
     assert not imported_modules(path) & {"torch", "numpy", "sklearn", "transformers"}
 
 
 @pytest.mark.parametrize("path", files("core"), ids=lambda p: p.name)
 def test_core_knows_no_user_interface(path):
-    assert not imported_modules(path) & {"streamlit", "plotly", "ui", "pages"}
+    assert not imported_modules(path) & {"streamlit", "plotly", "ui", "views"}
 
 
 @pytest.mark.parametrize(
@@ -48,7 +48,7 @@ def test_app_shell_imports_no_model_code():
 
 def test_no_user_text_is_rendered_as_html():
     """unsafe_allow_html and components.html are XSS doors when user text passes through them."""
-    for path in [*files("pages"), *files("ui"), ROOT / "app.py"]:
+    for path in [*files("views"), *files("ui"), ROOT / "app.py"]:
         source = path.read_text()
         assert "unsafe_allow_html=True" not in source, path.name
         assert "components.html" not in source and "st.html" not in source, path.name

@@ -15,8 +15,8 @@ from hypothesis.extra.numpy import arrays
 from core import head_stats
 from ui import explorer_charts, exports
 
-HEATMAPS = "pages/heatmaps.py"
-HEAD_VIEW = "pages/head_view.py"
+HEATMAPS = "views/heatmaps.py"
+HEAD_VIEW = "views/head_view.py"
 TOKENS = ["[CLS]", "the", "bank", "of", "river", "[SEP]"]
 PAIR_SEGMENTS = np.array([0, 0, 0, 0, 1, 1, 1])  # [CLS] a b [SEP] c d [SEP]
 
@@ -377,12 +377,6 @@ def test_browser_both_pages_change_layer_and_head():
 
     with running_app() as url, chromium() as browser:
         page = browser.new_page(viewport={"width": 1300, "height": 1600})
-        # Open the app's root first: with a pages/ folder next to app.py, Streamlit 1.67 runs a
-        # fresh server in its old multipage mode (pages/*.py without app.py) until the first
-        # st.navigation call, so a direct link as the very first request skips app.py.
-        page.goto(url)
-        page.wait_for_selector(".js-plotly-plot", timeout=90_000)
-        wait_idle(page, 90_000)
         for path, opened, expected in (
             ("/heatmaps?", "Layer 0, head 0", ("Layer 1, head 0", "Layer 1, head 1")),
             (

@@ -14,7 +14,7 @@ import core
 from core import learning
 from ui import learning_charts
 
-CONTEXT, QKV = "pages/context.py", "pages/qkv.py"
+CONTEXT, QKV = "views/context.py", "views/qkv.py"
 DEFAULT_SENTENCE = "Time flies like an arrow."
 
 

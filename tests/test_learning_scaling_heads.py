@@ -17,8 +17,8 @@ from core import heads, scaling
 from ui import mechanics_charts as mc
 
 SENTENCE = "The river bank flooded after the storm."
-SCALING_PAGE = "pages/scaling_masking.py"
-HEADS_PAGE = "pages/multi_head.py"
+SCALING_PAGE = "views/scaling_masking.py"
+HEADS_PAGE = "views/multi_head.py"
 
 
 @pytest.fixture(scope="module")

@@ -309,7 +309,7 @@ def test_position_heatmap_thins_long_inputs():
 
 
 def test_positional_page_default():
-    at = run_page("pages/positional.py", text="The cat sat on the mat by the door.")
+    at = run_page("views/positional.py", text="The cat sat on the mat by the door.")
     assert_no_exception(at)
     assert at.metric[0].value == "1.00"  # the sinusoid's similarity is a function of distance
     removed = [m.value for m in at.markdown if "positions removed" in m.value]
@@ -319,14 +319,14 @@ def test_positional_page_default():
 
 @pytest.mark.parametrize("name", ["empty", "html", "ten_thousand"])
 def test_positional_page_bad_input(name):
-    at = run_page("pages/positional.py", text=BAD_INPUTS[name])
+    at = run_page("views/positional.py", text=BAD_INPUTS[name])
     assert_no_exception(at)
     if name == "empty":
         assert any("empty" in info.value for info in at.info)
 
 
 def test_embeddings_page_default():
-    at = run_page("pages/embeddings.py")
+    at = run_page("views/embeddings.py")
     assert_no_exception(at)
     assert len(at.get("plotly_chart")) == 5
     table = next(frame.value for frame in at.dataframe if "stage" in frame.value.columns)
@@ -335,7 +335,7 @@ def test_embeddings_page_default():
 
 
 def test_embeddings_page_options():
-    at = run_page("pages/embeddings.py")
+    at = run_page("views/embeddings.py")
     at.radio(key="emb_method").set_value("t-SNE")
     at.radio(key="emb_view").set_value("3D")
     at.toggle(key="emb_compare").set_value(True)
@@ -348,7 +348,7 @@ def test_embeddings_page_options():
 
 @pytest.mark.parametrize("name", ["empty", "control", "html", "emoji_cjk_rtl", "ten_thousand"])
 def test_embeddings_page_bad_input(name):
-    at = run_page("pages/embeddings.py")
+    at = run_page("views/embeddings.py")
     at.toggle(key="emb_sidebar").set_value(False)
     at.text_area(key="emb_sentences").set_value(BAD_INPUTS[name])
     at.run()
@@ -360,7 +360,7 @@ def test_embeddings_page_bad_input(name):
 
 
 def test_embeddings_page_samples_long_inputs():
-    at = run_page("pages/embeddings.py")
+    at = run_page("views/embeddings.py")
     at.text_area(key="emb_sentences").set_value("the bank " * 600 + "\n" + "a river bank " * 400)
     at.run()
     assert_no_exception(at)

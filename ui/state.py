@@ -246,7 +246,7 @@ def parity_report(model: core.BertEncoder, result: core.Trace) -> object:
     return compare(_reference_model(model.name), result)
 
 
-# ---- embedding geometry (pages/embeddings.py, pages/positional.py) ----------------------------
+# ---- embedding geometry (views/embeddings.py, views/positional.py) ----------------------------
 @st.cache_resource(max_entries=4, show_spinner=False)
 def _cached_points(
     model_name: str, sentences: tuple[str, ...], scale: bool, causal: bool
