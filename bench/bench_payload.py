@@ -79,7 +79,7 @@ def main() -> None:
         page = browser.new_page(viewport={"width": 1300, "height": 1400})
         log = FrameLog()
         log.attach(page)
-        # The root first: a fresh server runs its first request without st.navigation.
+        # Warm up on the root page: the first request also loads the model and imports torch.
         page.goto(url)
         page.wait_for_selector(".js-plotly-plot", timeout=120_000)
         wait_idle(page, 120_000)

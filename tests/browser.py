@@ -158,7 +158,7 @@ FIGURE_SIGNATURES_JS = """
 class AppPage:
     """One st.Page registered in app.py, with where it lives in the browser."""
 
-    path: str  # "pages/overview.py"
+    path: str  # "views/overview.py"
     title: str  # the navigation label
     url_path: str  # "" for the default page, else the page's path segment
     default: bool
