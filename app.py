@@ -1,32 +1,48 @@
-"""Attention Explorer: the navigation and the shared sidebar. Every page lives in views/ (not pages/: see README, "How it is built")."""
+"""Attention Explorer: the navigation and the shared sidebar. Every page lives in views/.
+
+(Not pages/: with a folder of that name Streamlit starts a fresh server in its old multipage
+mode, and a shared deep link opened first would run the page without this file.)
+"""
 
 import streamlit as st
 
 from ui import state, widgets
 
-st.set_page_config(page_title="Attention Explorer", page_icon="🔍", layout="wide")
+st.set_page_config(page_title="Attention Explorer", page_icon=":material/home:", layout="wide")
 
 PAGES = {
     "Start": [
-        st.Page("views/overview.py", title="Overview", icon="🔍", default=True),
+        st.Page("views/overview.py", title="Overview", icon=":material/home:", default=True),
     ],
     "Learning path": [
-        st.Page("views/context.py", title="1 · Context from first principles", icon="🧮"),
-        st.Page("views/qkv.py", title="2 · Queries, keys and values", icon="🔑"),
-        st.Page("views/scaling_masking.py", title="3 · Scaling and masking", icon="🌡️"),
-        st.Page("views/multi_head.py", title="4 · Multi-head attention", icon="🧩"),
+        st.Page(
+            "views/context.py",
+            title="1 · Context from first principles",
+            icon=":material/calculate:",
+        ),
+        st.Page("views/qkv.py", title="2 · Queries, keys and values", icon=":material/key:"),
+        st.Page(
+            "views/scaling_masking.py",
+            title="3 · Scaling and masking",
+            icon=":material/thermostat:",
+        ),
+        st.Page(
+            "views/multi_head.py", title="4 · Multi-head attention", icon=":material/view_module:"
+        ),
     ],
     "Explore BERT": [
-        st.Page("views/heatmaps.py", title="Attention heatmaps", icon="🗺️"),
-        st.Page("views/head_view.py", title="Head view", icon="🔗"),
+        st.Page("views/heatmaps.py", title="Attention heatmaps", icon=":material/grid_on:"),
+        st.Page("views/head_view.py", title="Head view", icon=":material/linear_scale:"),
     ],
     "Labs": [
-        st.Page("views/positional.py", title="Positional encoding", icon="📍"),
-        st.Page("views/embeddings.py", title="Embedding projections", icon="🌌"),
+        st.Page("views/positional.py", title="Positional encoding", icon=":material/pin_drop:"),
+        st.Page(
+            "views/embeddings.py", title="Embedding projections", icon=":material/scatter_plot:"
+        ),
     ],
 }
 
-navigation = st.navigation({section: pages for section, pages in PAGES.items() if pages})
+navigation = st.navigation(PAGES)
 state.prepare_page_context()
 widgets.image_format_picker()
 navigation.run()

@@ -152,4 +152,4 @@ st.markdown(
     "it asks (row of X), it is compared (column of Xᵀ), and it is mixed in (X on the right). "
     "The next page gives each part its own trainable matrix."
 )
-st.page_link("views/qkv.py", label="Next: queries, keys and values", icon="🔑")
+st.page_link("views/qkv.py", label="Next: queries, keys and values", icon=":material/key:")
