@@ -12,7 +12,8 @@ of each round (flat after warm-up: the caches are bounded).
 
     python bench/load_test.py --sessions 10 --rounds 5
     python bench/load_test.py --sessions 20 --rounds 5
-    python bench/load_test.py --quick        # CI: 4 sessions, 3 rounds, ~2 minutes
+    python bench/load_test.py --quick        # CI: 4 sessions, 3 rounds, ~1-2 minutes
+    python bench/load_test.py --tour         # RSS after one visitor tours every page
 Exit status 1 if there were failures or the RSS limit was crossed.
 """
 
@@ -260,6 +261,41 @@ async def run_load(sessions: int, rounds: int, report: Report) -> dict:
     return {"pages": [p.title for p in tour]}
 
 
+async def tour_memory() -> int:
+    """One visitor tours every registered page (default sentence, then 512 pieces); RSS after each."""
+    from playwright.async_api import async_playwright
+
+    pages = app_pages()
+    with served_app() as server:
+        async with async_playwright() as playwright:
+            browser = await playwright.chromium.launch(
+                executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
+            )
+            try:
+                visitor = Session(0, server.url, pages)
+                await visitor.start(browser)
+                print(f"{'page':36s}{'RSS, default sentence':>24s}", flush=True)
+                for app_page in pages:
+                    await visitor.visit(app_page)
+                    rss = tree_rss_bytes(server.process.pid)
+                    print(f"{app_page.title[:35]:36s}{rss / 1e6:>20.0f} MB", flush=True)
+                after_tour = tree_rss_bytes(server.process.pid)
+                field_ = visitor.page.locator('[data-testid="stSidebar"] textarea').first
+                await field_.fill(sentence(0, 0))  # ~512 word pieces
+                mark = visitor.runs.mark()
+                await field_.press("Control+Enter")
+                await settled(visitor.runs, mark)
+                for app_page in pages:
+                    await visitor.visit(app_page)
+                after_long = tree_rss_bytes(server.process.pid)
+                visitor.closed = True
+            finally:
+                await browser.close()
+    print(f"\nRSS after a tour of all {len(pages)} pages: {after_tour / 1e6:.0f} MB")
+    print(f"RSS after a second tour at 512 word pieces: {after_long / 1e6:.0f} MB")
+    return after_tour
+
+
 def percentile(values: list[float], q: float) -> float:
     if not values:
         return float("nan")
@@ -273,7 +309,12 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="CI size: 4 sessions, 3 rounds")
     parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument(
+        "--tour", action="store_true", help="instead: RSS after one visitor tours every page"
+    )
     args = parser.parse_args()
+    if args.tour:
+        return 0 if asyncio.run(tour_memory()) < 1e9 else 1
     if args.quick:
         args.sessions, args.rounds = 4, 3
 

@@ -464,3 +464,21 @@ UPDATE_WATCH_JS = """
   window.__updateWatch = w;
 })()
 """
+
+
+def bound_text_keys(app_page: AppPage) -> list[str]:
+    """Keys of the page's own text inputs/areas that live in the URL (bind="query-params")."""
+    import ast
+
+    keys = []
+    for node in ast.walk(ast.parse((ROOT / app_page.path).read_text())):
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") in (
+            "text_input",
+            "text_area",
+        ):
+            kwargs = {k.arg: k.value for k in node.keywords}
+            bind, key = kwargs.get("bind"), kwargs.get("key")
+            bound = isinstance(bind, ast.Constant) and bind.value == "query-params"
+            if bound and isinstance(key, ast.Constant):
+                keys.append(str(key.value))
+    return keys

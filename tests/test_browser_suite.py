@@ -12,7 +12,6 @@ every text input and passed in the URL, and a model that cannot be loaded.
 
 from __future__ import annotations
 
-import ast
 import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +22,7 @@ from browser import (
     AppPage,
     RunWatcher,
     app_pages,
+    bound_text_keys,
     chromium,
     commit_text,
     figure_signatures,
@@ -171,22 +171,6 @@ def reads_sidebar(app_page: AppPage) -> tuple[bool, bool]:
     source = (ROOT / app_page.path).read_text()
     uses_trace = "trace_or_stop(" in source
     return uses_trace or "inputs.text" in source, uses_trace or "inputs.pair" in source
-
-
-def bound_text_keys(app_page: AppPage) -> list[str]:
-    """Keys of the page's own text inputs/areas that live in the URL (bind="query-params")."""
-    keys = []
-    for node in ast.walk(ast.parse((ROOT / app_page.path).read_text())):
-        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") in (
-            "text_input",
-            "text_area",
-        ):
-            kwargs = {k.arg: k.value for k in node.keywords}
-            bind, key = kwargs.get("bind"), kwargs.get("key")
-            bound = isinstance(bind, ast.Constant) and bind.value == "query-params"
-            if bound and isinstance(key, ast.Constant):
-                keys.append(str(key.value))
-    return keys
 
 
 def main_text_fields(tab: Tab) -> list[object]:
