@@ -56,41 +56,8 @@ def running_app(
     script: str = "app.py", cwd: Path = ROOT, extra_env: dict | None = None
 ) -> Iterator[str]:
     """Start `streamlit run script` on a free port; yield its URL; stop it afterwards."""
-    port = free_port()
-    env = {
-        **os.environ,
-        "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "0"),
-        **(extra_env or {}),
-    }
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "streamlit",
-            "run",
-            script,
-            "--server.port",
-            str(port),
-            "--server.headless",
-            "true",
-            "--browser.gatherUsageStats",
-            "false",
-        ],
-        cwd=cwd,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_healthy(url)
-        yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
+    with served_app(script, cwd, extra_env) as server:
+        yield server.url
 
 
 @contextmanager

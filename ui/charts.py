@@ -20,6 +20,11 @@ import plotly.graph_objects as go
 MAX_TICK_LABELS = 64  # beyond this, every k-th token is labelled so labels stay legible
 HOVER_TOKENS_UP_TO = 160  # per-cell hover text costs n² strings; long inputs hover by index
 COLORSCALE = "Viridis"  # perceptually even and readable on light and dark backgrounds
+# Mid-tone categorical colours (heads, sentences) that stay readable on white and on dark.
+QUALITATIVE_COLOURS = (
+    "#636EFA", "#EF553B", "#00CC96", "#AB63FA", "#FFA15A", "#19D3F3", "#FF6692", "#B6E880",
+    "#FF97FF", "#FECB52", "#2CA02C", "#8C564B", "#BCBD22", "#7F7F7F", "#D62728", "#1F77B4",
+)  # fmt: skip
 
 
 def token_ticks(tokens: Sequence[str], max_labels: int = MAX_TICK_LABELS) -> dict:

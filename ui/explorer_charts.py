@@ -15,27 +15,9 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from core.head_stats import HeadViewLines
-from ui.charts import COLORSCALE, token_ticks
+from ui.charts import COLORSCALE, QUALITATIVE_COLOURS, token_ticks
 
-# Mid-tone colours that stay readable on white and on Streamlit's dark background.
-HEAD_COLOURS = (
-    "#636EFA",
-    "#EF553B",
-    "#00CC96",
-    "#AB63FA",
-    "#FFA15A",
-    "#19D3F3",
-    "#FF6692",
-    "#B6E880",
-    "#FF97FF",
-    "#FECB52",
-    "#2CA02C",
-    "#8C564B",
-    "#BCBD22",
-    "#7F7F7F",
-    "#D62728",
-    "#1F77B4",
-)
+HEAD_COLOURS = QUALITATIVE_COLOURS
 SENTENCE_COLOURS = ("#4C78A8", "#F58518")  # sentence A, sentence B
 OPACITY_STEP = 0.05  # head-view lines are batched into traces of equal opacity, 20 levels
 HEAD_VIEW_ROW_PX = 22

@@ -12,19 +12,9 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-# Ten hues that stay readable on white and on Streamlit's dark background.
-SENTENCE_COLOURS = (
-    "#636EFA",
-    "#EF553B",
-    "#00CC96",
-    "#AB63FA",
-    "#FFA15A",
-    "#19D3F3",
-    "#FF6692",
-    "#B6E880",
-    "#FF97FF",
-    "#FECB52",
-)
+from ui.charts import QUALITATIVE_COLOURS
+
+SENTENCE_COLOURS = QUALITATIVE_COLOURS[:10]  # after ten sentences, the marker shape changes
 SYMBOLS_2D = ("circle", "square", "diamond", "triangle-up")  # a 2nd cycle of colours changes shape
 SYMBOLS_3D = ("circle", "square", "diamond", "cross")
 FAINT = "rgba(150, 150, 150, 0.35)"  # background points: visible in both themes, never dominant
