@@ -6,9 +6,13 @@ mode, and a shared deep link opened first would run the page without this file.)
 
 import streamlit as st
 
-from ui import state, widgets
+from ui import preload
 
 st.set_page_config(page_title="Attention Explorer", page_icon=":material/home:", layout="wide")
+
+# torch's import takes ~1.3 s on a fresh server: let the browser fetch plotly.js meanwhile.
+with preload.plotly_download():
+    from ui import state, widgets
 
 PAGES = {
     "Start": [

@@ -2,7 +2,7 @@
 
 Both apps run on this machine in one run, measured alternately so that background load hits
 both alike:
-- cold start: from spawning `streamlit run` to the first plotly figure drawn in the browser;
+- cold start: from spawning `streamlit run` to the first heatmap painted in the browser;
 - update: from the Enter keydown (Ctrl+Enter in the sentence box) to the first animation frame
   that shows the new heatmap, at ~32 word pieces, p50 and p90.
 Targets (issue 6): update p50 <= 0.8x the reference, cold start <= 0.6x the reference.
@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 from browser import (  # noqa: E402
-    FIGURE_SELECTOR,
+    HEATMAP_SELECTOR,
     UPDATE_WATCH_JS,
     RunWatcher,
     chromium,
@@ -119,7 +119,7 @@ def cold_start(browser: object, script: str) -> float:
         page = browser.new_page(viewport=VIEWPORT)
         try:
             page.goto(server.url)
-            page.wait_for_selector(FIGURE_SELECTOR, timeout=180_000)
+            page.wait_for_selector(HEATMAP_SELECTOR, timeout=180_000)
             return time.monotonic() - server.started
         finally:
             page.close()
@@ -134,7 +134,7 @@ class WarmApp:
         mark = self.runs.mark()
         self.page.goto(url)
         self.runs.wait_settled(mark, start_timeout_ms=120_000)
-        self.page.wait_for_selector(FIGURE_SELECTOR, timeout=120_000)
+        self.page.wait_for_selector(HEATMAP_SELECTOR, timeout=120_000)
         self.page.evaluate(UPDATE_WATCH_JS)
         self.field = self.page.locator("textarea").first
 

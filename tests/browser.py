@@ -103,7 +103,9 @@ def page_exceptions(page: object) -> list[str]:
 # ---- helpers for the browser suite and the benchmarks (issue 6) -------------------------------
 # Everything below is additive: the functions above keep their behaviour.
 
-FIGURE_SELECTOR = ".js-plotly-plot .main-svg"
+# A drawn plotly figure, not counting the blank one ui/preload.py shows while torch imports.
+FIGURE_SELECTOR = ".js-plotly-plot:not(.st-key-_plotly_preload .js-plotly-plot) .main-svg"
+HEATMAP_SELECTOR = ".js-plotly-plot g.hm image"  # a heatmap trace with its pixels painted
 TEXT_INPUT_SELECTOR = '[data-testid="stTextInput"] input, [data-testid="stTextArea"] textarea'
 
 # A fingerprint of every plotly figure on the page: length and hash of its data (the JSON the
