@@ -87,6 +87,12 @@ def active_model(name: str) -> core.BertEncoder:
 
 
 # ---- traces -----------------------------------------------------------------------------------
+# At most two forward passes run at once, whatever the number of visitors. With one torch thread
+# each, more parallel passes add no throughput on 2 cores, but every pass in flight holds its
+# n x n blocks (~170 MB at 512 tokens): 20 visitors typing at once would otherwise need 3+ GB.
+_FORWARD_SLOTS = threading.BoundedSemaphore(2)
+
+
 @st.cache_resource(max_entries=6, show_spinner=False)
 def _cached_trace(
     model_name: str,
@@ -100,9 +106,10 @@ def _cached_trace(
     # At most 6 Traces live at once: at 512 tokens one holds ~165 MB (scores and weights for
     # 6 layers x 12 heads x 512 x 512), and the server must stay well under 2 GB.
     model = load_model(model_name)
-    return model.run(
-        text, pair, scale=scale, causal=causal, positions=positions, ablate=frozenset(ablate)
-    )
+    with _FORWARD_SLOTS:
+        return model.run(
+            text, pair, scale=scale, causal=causal, positions=positions, ablate=frozenset(ablate)
+        )
 
 
 def trace(
