@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import random
 import statistics
 import sys
+import tempfile
 import threading
 import time
 import urllib.parse
@@ -174,6 +176,21 @@ class Session:
         self.page.on("websocket", lambda ws: ws.on("close", lambda _: self._lost()))
         await self.visit(self.tour[self.index % len(self.tour)])
 
+    async def start_or_fail(self, browser: object, report: Report) -> None:
+        """start(), but a session that cannot open its first page is a failure, not a crash."""
+        self.started = False
+        try:
+            await self.start(browser)
+            self.started = True
+        except Exception as err:
+            shot = Path(tempfile.gettempdir()) / f"load-session-{self.index}.png"
+            with contextlib.suppress(Exception):
+                await self.page.screenshot(path=str(shot))
+            report.failures.append(
+                f"session {self.index} could not open {self.page.url[:80]} ({shot}): "
+                f"{type(err).__name__}: {str(err)[:160]}"
+            )
+
     def _lost(self) -> None:
         if not self.closed:
             self.script_errors.append("websocket closed")
@@ -219,11 +236,13 @@ class Session:
             report.failures.append(f"{where}: {type(err).__name__}: {str(err)[:200]}")
 
 
-async def run_load(sessions: int, rounds: int, report: Report) -> dict:
+async def run_load(
+    sessions: int, rounds: int, report: Report, server_env: dict | None = None
+) -> dict:
     from playwright.async_api import async_playwright
 
     tour = [page for page in app_pages() if follows_sidebar(page)]
-    with served_app() as server:
+    with served_app(extra_env=server_env) as server:
         sampler = RssSampler(server.process.pid)
         sampler.start()
         async with async_playwright() as playwright:
@@ -233,7 +252,8 @@ async def run_load(sessions: int, rounds: int, report: Report) -> dict:
             try:
                 visitors = [Session(i, server.url, tour) for i in range(sessions)]
                 started = time.monotonic()
-                await asyncio.gather(*(v.start(browser) for v in visitors))
+                await asyncio.gather(*(v.start_or_fail(browser, report) for v in visitors))
+                visitors = [v for v in visitors if v.started]
                 warmup_s = time.monotonic() - started
                 report.rss_after_warmup = sampler.last
                 print(
@@ -310,6 +330,13 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="CI size: 4 sessions, 3 rounds")
     parser.add_argument("--json", type=Path, help="also write the results here")
     parser.add_argument(
+        "--server-env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="environment for the server, e.g. MALLOC_ARENA_MAX=2 (repeatable)",
+    )
+    parser.add_argument(
         "--tour", action="store_true", help="instead: RSS after one visitor tours every page"
     )
     args = parser.parse_args()
@@ -319,7 +346,8 @@ def main() -> int:
         args.sessions, args.rounds = 4, 3
 
     report = Report()
-    extra = asyncio.run(run_load(args.sessions, args.rounds, report))
+    server_env = dict(item.split("=", 1) for item in args.server_env)
+    extra = asyncio.run(run_load(args.sessions, args.rounds, report, server_env))
     p50, p95 = percentile(report.latencies_ms, 0.5), percentile(report.latencies_ms, 0.95)
     growth = (
         report.rss_round_end[-1] / report.rss_round_end[min(1, len(report.rss_round_end) - 1)] - 1
