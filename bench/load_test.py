@@ -273,6 +273,10 @@ async def run_load(
                     )
                 for visitor in visitors:
                     visitor.closed = True
+                if report.failures:  # keep the server's tracebacks (visitors see them redacted)
+                    log = Path(tempfile.gettempdir()) / "load-test-server.log"
+                    log.write_text(server.log_text())
+                    report.failures.append(f"server log with tracebacks: {log}")
             finally:
                 await browser.close()
         sampler.stopping.set()
