@@ -18,3 +18,7 @@ ruff format --check .
 
 # exit code 5 means "no tests collected": that must fail here, never pass silently.
 python -m pytest -q "$@"
+
+# A short version of the many-visitors load test (4 browser sessions x 3 rounds): exits non-zero
+# on any failed session or when the server passes 2.2 GB. The full runs are in bench/ (README).
+python bench/load_test.py --quick
