@@ -93,7 +93,7 @@ def active_model(name: str) -> core.BertEncoder:
 _FORWARD_SLOTS = threading.BoundedSemaphore(2)
 
 
-@st.cache_resource(max_entries=6, show_spinner=False)
+@st.cache_resource(max_entries=4, show_spinner=False)
 def _cached_trace(
     model_name: str,
     text: str,
@@ -103,8 +103,9 @@ def _cached_trace(
     positions: bool,
     ablate: tuple[tuple[int, int], ...],
 ) -> core.Trace:
-    # At most 6 Traces live at once: at 512 tokens one holds ~165 MB (scores and weights for
-    # 6 layers x 12 heads x 512 x 512), and the server must stay well under 2 GB.
+    # At most 4 Traces live at once: at 512 tokens one holds ~165 MB (scores and weights for
+    # 6 layers x 12 heads x 512 x 512). With 6, ten visitors typing 512-token texts took the
+    # server to 2.2 GB (bench/load_test.py); a page needs at most 4 runs at a time.
     model = load_model(model_name)
     with _FORWARD_SLOTS:
         return model.run(
