@@ -12,7 +12,7 @@ st.set_page_config(page_title="Attention Explorer", page_icon=":material/home:",
 
 # torch's import takes ~1.3 s on a fresh server: let the browser fetch plotly.js meanwhile.
 with preload.plotly_download():
-    from ui import state, widgets
+    from ui import housekeeping, state, widgets
 
 PAGES = {
     "Start": [
@@ -50,3 +50,5 @@ navigation = st.navigation(PAGES)
 state.prepare_page_context()
 widgets.image_format_picker()
 navigation.run()
+# Runs only when the page ends normally (st.stop() skips it); a later run catches up.
+housekeeping.freeze_imported_objects()
