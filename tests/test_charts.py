@@ -42,3 +42,14 @@ def test_matrix_csv_quotes_tokens_and_keeps_numbers():
     header, row = csv.strip().split("\n")
     assert header == '"","a","b"'
     assert row == '"say ""hi"", ok",0.5,0.25'
+
+
+def test_label_margin_grows_with_the_widest_label_and_shrinks_when_rotated():
+    short, long = ["[CLS]", "a"], ["[CLS]", "straightforward"]
+    assert charts.label_margin(long) > charts.label_margin(short)
+    assert charts.label_margin(["東"]) > charts.label_margin(["a"])  # a CJK character is an em
+    assert charts.label_margin(long, angle=-60) < charts.label_margin(long)
+    assert charts.label_margin(long, title=False) < charts.label_margin(long)
+    fig = charts.attention_heatmap(np.eye(2), long, long, "t")
+    assert fig.layout.margin.l == charts.label_margin(long)
+    assert fig.layout.margin.b == charts.label_margin(long, angle=-60)
