@@ -16,7 +16,27 @@ st.markdown(
 
 trace = state.trace_or_stop(model, inputs)
 
-st.subheader("1 · The word pieces")
+# The head comes first: it is what a visitor comes for, and it reaches the browser sooner.
+st.subheader("1 · One attention head")
+st.latex(
+    r"\alpha = \operatorname{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right),\qquad \text{output} = \alpha V"
+)
+st.markdown(
+    "Row *i* is where token *i* looks: its weights over all tokens sum to 1. "
+    "Switches in the sidebar (scaling, causal mask) act inside every layer of the model."
+)
+layer, head = widgets.layer_head_picker(model)
+attn_weights = trace.attentions[layer, head]
+fig = charts.attention_heatmap(
+    attn_weights, trace.tokens, trace.tokens, title=f"Layer {layer}, head {head}: attention weights"
+)
+widgets.show_figure(fig, key="overview_heatmap", filename=f"attention-L{layer}-H{head}")
+labels = widgets.numbered(trace.tokens)
+widgets.download_matrix(
+    attn_weights, labels, labels, f"attention-L{layer}-H{head}", key="overview_csv"
+)
+
+st.subheader("2 · The word pieces")
 pieces_col, notes_col = st.columns([3, 2])
 with pieces_col:
     st.dataframe(
@@ -38,25 +58,6 @@ with notes_col:
         "attention matrix in this app."
     )
     st.metric("word pieces", trace.n_tokens)
-
-st.subheader("2 · One attention head")
-st.latex(
-    r"\alpha = \operatorname{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right),\qquad \text{output} = \alpha V"
-)
-st.markdown(
-    "Row *i* is where token *i* looks: its weights over all tokens sum to 1. "
-    "Switches in the sidebar (scaling, causal mask) act inside every layer of the model."
-)
-layer, head = widgets.layer_head_picker(model)
-attn_weights = trace.attentions[layer, head]
-fig = charts.attention_heatmap(
-    attn_weights, trace.tokens, trace.tokens, title=f"Layer {layer}, head {head}: attention weights"
-)
-widgets.show_figure(fig, key="overview_heatmap", filename=f"attention-L{layer}-H{head}")
-labels = widgets.numbered(trace.tokens)
-widgets.download_matrix(
-    attn_weights, labels, labels, f"attention-L{layer}-H{head}", key="overview_csv"
-)
 
 st.subheader("3 · The model")
 dims = model.dims
