@@ -31,6 +31,7 @@ FAILURE_MEMORY_S = (
 )
 
 _failures: dict[str, tuple[float, str]] = {}
+_loaded_names: set[str] = set()  # models this process has loaded once (they may be evicted since)
 _failures_lock = threading.Lock()
 
 
@@ -72,18 +73,27 @@ def load_model(name: str) -> core.BertEncoder:
         raise
 
 
+def _load_with_spinner(name: str, message: str) -> core.BertEncoder:
+    # A spinner costs ~6 ms of every rerun (it starts a timer thread); it is only worth it the
+    # first time a process loads the model.
+    if name in _loaded_names:
+        return load_model(name)
+    with st.spinner(message):
+        model = load_model(name)
+    _loaded_names.add(name)
+    return model
+
+
 def active_model(name: str) -> core.BertEncoder:
     """The chosen model; if it cannot be loaded, say why and fall back to the bundled one."""
     if name != core.BUNDLED:
         try:
-            with st.spinner(f"Loading {name} …"):
-                return load_model(name)
+            return _load_with_spinner(name, f"Loading {name} …")
         except core.ModelUnavailable as err:
             st.error(
                 f"Could not load **{name}**: {err}. Showing the bundled MiniLM instead.", icon="⚠️"
             )
-    with st.spinner("Loading the bundled MiniLM …"):
-        return load_model(core.BUNDLED)
+    return _load_with_spinner(core.BUNDLED, "Loading the bundled MiniLM …")
 
 
 # ---- traces -----------------------------------------------------------------------------------

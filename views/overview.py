@@ -18,23 +18,32 @@ trace = state.trace_or_stop(model, inputs)
 
 # The head comes first: it is what a visitor comes for, and it reaches the browser sooner.
 st.subheader("1 · One attention head")
-st.latex(
-    r"\alpha = \operatorname{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right),\qquad \text{output} = \alpha V"
-)
-st.markdown(
-    "Row *i* is where token *i* looks: its weights over all tokens sum to 1. "
-    "Switches in the sidebar (scaling, causal mask) act inside every layer of the model."
-)
-layer, head = widgets.layer_head_picker(model)
+chart_col, notes_col = st.columns([2, 1], gap="large")
+with notes_col:
+    st.latex(
+        r"\begin{gathered}\alpha = \operatorname{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right)"
+        r"\\ \text{output} = \alpha V\end{gathered}"
+    )
+    st.markdown(
+        "Row *i* is where token *i* looks: its weights over all tokens sum to 1. "
+        "Switches in the sidebar (scaling, causal mask) act inside every layer of the model."
+    )
+    layer, head = widgets.layer_head_picker(model, columns=False)
 attn_weights = trace.attentions[layer, head]
-fig = charts.attention_heatmap(
-    attn_weights, trace.tokens, trace.tokens, title=f"Layer {layer}, head {head}: attention weights"
-)
-widgets.show_figure(fig, key="overview_heatmap", filename=f"attention-L{layer}-H{head}")
 labels = widgets.numbered(trace.tokens)
-widgets.download_matrix(
-    attn_weights, labels, labels, f"attention-L{layer}-H{head}", key="overview_csv"
-)
+with notes_col:
+    widgets.download_matrix(
+        attn_weights, labels, labels, f"attention-L{layer}-H{head}", key="overview_csv"
+    )
+# A near-square figure: a 32-token map reads better, and draws faster, than a page-wide one.
+with chart_col:
+    fig = charts.attention_heatmap(
+        attn_weights,
+        trace.tokens,
+        trace.tokens,
+        title=f"Layer {layer}, head {head}: attention weights",
+    )
+    widgets.show_figure(fig, key="overview_heatmap", filename=f"attention-L{layer}-H{head}")
 
 st.subheader("2 · The word pieces")
 pieces_col, notes_col = st.columns([3, 2])
