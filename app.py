@@ -13,6 +13,9 @@ st.set_page_config(page_title="Attention Explorer", page_icon=":material/home:",
 # torch's import takes ~1.3 s on a fresh server: let the browser fetch plotly.js meanwhile.
 with preload.plotly_download():
     from ui import housekeeping, state, widgets
+# On a fresh server, freezing before the first page is drawn keeps Streamlit's collection after
+# that run cheap too (ui/housekeeping.py).
+housekeeping.freeze_imported_objects()
 
 PAGES = {
     "Start": [
