@@ -6,16 +6,17 @@ mode, and a shared deep link opened first would run the page without this file.)
 
 import streamlit as st
 
-from ui import preload
+from ui import housekeeping, preload
 
 st.set_page_config(page_title="Attention Explorer", page_icon=":material/home:", layout="wide")
+housekeeping.tune_malloc()  # before torch allocates anything (ui/housekeeping.py)
 
 # torch's import takes ~1.3 s on a fresh server: let the browser fetch plotly.js meanwhile.
 with preload.plotly_download():
-    from ui import housekeeping, state, widgets
-# On a fresh server, freezing before the first page is drawn keeps Streamlit's collection after
-# that run cheap too (ui/housekeeping.py).
-housekeeping.freeze_imported_objects()
+    from ui import state, widgets
+# Freezing the imported modules before the first page is drawn keeps Streamlit's garbage
+# collection after every rerun cheap (ui/housekeeping.py).
+housekeeping.freeze_once_at_startup()
 
 PAGES = {
     "Start": [
@@ -53,5 +54,3 @@ navigation = st.navigation(PAGES)
 state.prepare_page_context()
 widgets.image_format_picker()
 navigation.run()
-# Runs only when the page ends normally (st.stop() skips it); a later run catches up.
-housekeeping.freeze_imported_objects()

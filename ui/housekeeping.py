@@ -1,45 +1,80 @@
-"""Keep Streamlit's garbage collection after every rerun cheap.
+"""Process-wide memory housekeeping: a cheap garbage collection after every rerun, and a
+malloc that gives freed blocks back to the system.
 
-Streamlit calls gc.collect() when a script run ends (config option runner.postScriptGC) so that
-cyclic garbage of a rerun does not pile up. A full collection walks every object the collector
-tracks, and once torch, plotly and the model are loaded that is ~250,000 objects: ~120 ms per
-rerun on this machine, during which the GIL is held and the figures the page has already built
-wait to be sent. Almost all of those objects are modules, functions and classes that live as
-long as the process, so walking them finds nothing.
+Garbage collection. Streamlit calls gc.collect() when a script run ends (config option
+runner.postScriptGC) so that cyclic garbage of a rerun does not pile up. A full collection walks
+every object the collector tracks, and once torch, plotly and the model are loaded that is
+~250,000 objects: ~120 ms per rerun on this machine, during which the GIL is held and the figures
+the page has already built wait to be sent. Almost all of those objects are modules, functions
+and classes that live as long as the process, so walking them finds nothing. gc.freeze() moves
+every object alive now into a permanent generation the collector skips; the collection after an
+Overview rerun then walks ~4,000 objects (~1 ms).
 
-gc.freeze() moves every object alive now into a permanent generation the collector skips; the
-collection after a rerun then only walks what the rerun itself created (~0 ms instead of ~120 ms,
-bench/bench_speed.py). app.py freezes after its imports and again after the page, whenever new
-modules have arrived since the last time (the first run, the first visit to a page, the first
-"verify against transformers"), so the frozen set grows a few times per process and then stops.
+Freezing is done at moments when nothing but long-lived objects is alive: once per process right
+after app.py's imports, and once after the transformers reference model is loaded. Not after
+every page: with other visitors' scripts running, their frames (and the Traces those hold) would
+be frozen too, and a frozen cycle is never collected.
+
+malloc. A 512-token run allocates and frees blocks of 1-75 MB. glibc keeps freed blocks below
+its (self-raising) mmap threshold in per-thread arenas, up to 8 per core, so with many visitors
+the server's memory only ever grew (bench/load_test.py). A fixed threshold of 1 MB makes every
+large block a mapping of its own that goes back to the system when freed, and two arenas stop the
+per-thread hoarding.
 """
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import sys
 import threading
 
 _lock = threading.Lock()
-_modules_when_frozen = 0
+_startup_frozen = False
+_malloc_tuned = False
+
+# mallopt() parameters from glibc's <malloc.h>
+_M_MMAP_THRESHOLD = -3
+_M_ARENA_MAX = -8
+MMAP_THRESHOLD_BYTES = 1 << 20
+ARENA_MAX = 2
 
 
-def freeze_imported_objects() -> None:
-    """If modules were imported since the last call, move everything alive now out of gc's walk.
+def freeze_long_lived_objects() -> None:
+    """Move every object alive now out of the collector's walk.
 
     The two young generations are collected first (cheap: they hold only recent objects), so
-    the cycles a run has just dropped are freed rather than frozen. A full collection here would
-    cost the ~120 ms this module saves, and finds next to nothing: 27 unreachable objects after
-    importing the whole app. Frozen objects are still freed by reference counting; only a cycle
-    among them outlives its use, which is why freezing waits for new modules instead of
-    happening on every run.
+    cycles that were just dropped are freed rather than frozen. A full collection here would cost
+    the ~120 ms this saves, and finds next to nothing: 27 unreachable objects after importing the
+    whole app. Frozen objects are still freed by reference counting.
     """
-    global _modules_when_frozen
-    if len(sys.modules) <= _modules_when_frozen:
-        return
     with _lock:
-        if len(sys.modules) <= _modules_when_frozen:
-            return
-        _modules_when_frozen = len(sys.modules)
         gc.collect(1)
         gc.freeze()
+
+
+def freeze_once_at_startup() -> None:
+    """app.py, after its imports: the first call in a process freezes, later calls return."""
+    global _startup_frozen
+    if _startup_frozen:
+        return
+    with _lock:
+        if _startup_frozen:
+            return
+        _startup_frozen = True
+    freeze_long_lived_objects()
+
+
+def tune_malloc() -> bool:
+    """glibc only (Linux): large blocks in their own mappings, two arenas. True if applied."""
+    global _malloc_tuned
+    if _malloc_tuned or not sys.platform.startswith("linux"):
+        return _malloc_tuned
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        applied = libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES) == 1
+        applied = libc.mallopt(_M_ARENA_MAX, ARENA_MAX) == 1 and applied
+    except (OSError, AttributeError):  # another C library (musl): leave it as it is
+        return False
+    _malloc_tuned = applied
+    return applied

@@ -16,6 +16,7 @@ import torch
 
 import core
 from core.text import MAX_CHARS
+from ui import housekeeping
 
 # One torch thread per forward pass. Streamlit runs each browser session in its own thread, and
 # on 2 cores a multi-threaded torch op collapses 20-47x as soon as another session competes for
@@ -254,7 +255,10 @@ def page_context() -> tuple[Inputs, core.BertEncoder]:
 def _reference_model(model_name: str) -> object:
     from core.reference import load_reference
 
-    return load_reference(load_model(model_name).model_dir)
+    reference = load_reference(load_model(model_name).model_dir)
+    # transformers' modeling code adds ~190,000 long-lived objects: out of gc's walk with them.
+    housekeeping.freeze_long_lived_objects()
+    return reference
 
 
 def parity_report(model: core.BertEncoder, result: core.Trace) -> object:
