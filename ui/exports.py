@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 
 import numpy as np
 import streamlit as st
@@ -43,12 +44,18 @@ def trace_npz(trace: core.Trace) -> bytes:
     return buffer.getvalue()
 
 
-def download_trace(trace: core.Trace, key: str, filename: str = "trace") -> None:
-    """A button that builds the .npz only when clicked (about 170 MB at 512 tokens)."""
+def download_trace(
+    trace: core.Trace, fetch: Callable[[], core.Trace], key: str, filename: str = "trace"
+) -> None:
+    """A button that builds the .npz of `trace` only when clicked (about 170 MB at 512 tokens).
+
+    fetch: returns the same Trace again (ui.state.refetch). The button keeps this callable, not
+    the Trace: a Trace held by every visitor's button would outlive the Trace cache's bound.
+    """
     size_mb = 4 * (2 * trace.attentions.size + trace.hidden_states.size) / 1e6  # float32 bytes
     st.download_button(
         f"Download the whole run as .npz (≈ {max(size_mb, 0.1):.1f} MB)",
-        data=lambda: trace_npz(trace),
+        data=lambda: trace_npz(fetch()),
         file_name=f"{filename}.npz",
         mime="application/octet-stream",
         key=key,

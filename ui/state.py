@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import streamlit as st
@@ -155,6 +156,19 @@ def trace_or_stop(model: core.BertEncoder, inputs: Inputs, **switches: object) -
             icon="✂️",
         )
     return result
+
+
+def refetch(
+    model: core.BertEncoder, inputs: Inputs, **switches: object
+) -> Callable[[], core.Trace]:
+    """A callable that fetches the sidebar's Trace again (from the cache, or recomputed).
+
+    For lazy download buttons: holding the Trace itself would pin ~155 MB per visitor at 512
+    tokens for as long as their page is open, whatever the cache's bound.
+    """
+    name, text, pair = model.name, inputs.text, inputs.pair
+    options = {"scale": inputs.scale, "causal": inputs.causal, **switches}
+    return lambda: trace(load_model(name), text, pair, **options)  # type: ignore[arg-type]
 
 
 # ---- the sidebar ------------------------------------------------------------------------------

@@ -100,9 +100,13 @@ def download_matrix(
     key: str | None = None,
 ) -> None:
     """A download button for a matrix as CSV (built lazily, only when clicked)."""
+    # The button's callable lives as long as the visitor's page. A slice of a Trace array is a
+    # view that keeps the whole (L, H, n, n) block alive (~75 MB at 512 tokens) after the Trace
+    # cache has let it go; one copied (n, n) matrix is ~1 MB.
+    own_copy = np.array(matrix, copy=True)
     st.download_button(
         label,
-        data=lambda: matrix_csv(matrix, row_labels, col_labels),
+        data=lambda: matrix_csv(own_copy, row_labels, col_labels),
         file_name=f"{filename}.csv",
         mime="text/csv",
         key=key,

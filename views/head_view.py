@@ -174,4 +174,6 @@ widgets.download_matrix(
     label=f"Download head {head}'s {shown} as CSV (all tokens)",
     key="hv_csv",
 )
-exports.download_trace(trace, key="hv_npz", filename="attention-explorer-trace")
+exports.download_trace(
+    trace, state.refetch(model, inputs), key="hv_npz", filename="attention-explorer-trace"
+)

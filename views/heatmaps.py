@@ -182,4 +182,6 @@ st.markdown(
     "The address bar keeps the sentence, model, switches, layer and head: copy it to share "
     "this exact view."
 )
-exports.download_trace(trace, key="hm_npz", filename="attention-explorer-trace")
+exports.download_trace(
+    trace, state.refetch(model, inputs), key="hm_npz", filename="attention-explorer-trace"
+)
