@@ -21,6 +21,7 @@ from core.attention import (
     AttentionWeights,
     MultiHeadResult,
     Projection,
+    attention_scores,
     causal_mask,
     multi_head_attention,
 )
@@ -47,13 +48,31 @@ class Trace:
     queries: np.ndarray  # (L, H, n, d_head)
     keys: np.ndarray  # (L, H, n, d_head)
     values: np.ndarray  # (L, H, n, d_head)
-    scores: np.ndarray  # (L, H, n, n): Q Kᵀ (/√d_head if scale), -inf where masked
-    attentions: np.ndarray  # (L, H, n, n): softmax of scores, rows sum to 1
+    attentions: np.ndarray  # (L, H, n, n): softmax of the scores, rows sum to 1
     options: RunOptions
 
     @property
     def n_tokens(self) -> int:
         return len(self.tokens)
+
+    # The scores are not stored: they follow from the stored queries and keys in one product,
+    # and keeping them would cost as much again as the attentions (75 MB at 512 tokens, for
+    # every cached run and every run in flight).
+    def head_scores(self, layer: int, head: int) -> np.ndarray:
+        """(n, n) one head's scores: Q Kᵀ (/√d_head if scaled), -inf where masked."""
+        return self._scores(self.queries[layer, head], self.keys[layer, head])
+
+    @property
+    def scores(self) -> np.ndarray:
+        """(L, H, n, n) every head's scores, computed on each access (prefer head_scores)."""
+        return self._scores(self.queries, self.keys)
+
+    def _scores(self, queries: np.ndarray, keys: np.ndarray) -> np.ndarray:
+        # (..., n, d_head) x (..., n, d_head) -> (..., n, n), exactly as the forward pass did
+        scores = attention_scores(torch.tensor(queries), torch.tensor(keys), self.options.scale)
+        if self.options.causal:
+            scores.masked_fill_(~causal_mask(self.n_tokens), float("-inf"))
+        return _readonly(scores)
 
 
 @dataclass(frozen=True)
@@ -212,15 +231,16 @@ class BertEncoder:
         mask = causal_mask(n) if causal else None
 
         x = self.embed(input_ids, segments, positions)
-        # The n x n blocks of every layer are written straight into one array each: at 512
-        # tokens they are 75 MB apiece, and stacking per-layer copies would double the work.
-        scores = torch.empty(self.n_layers, self.n_heads, n, n)  # (L, H, n, n)
+        # Every layer's weights are written straight into one (L, H, n, n) block: at 512 tokens
+        # it is 75 MB, and stacking per-layer copies would double the work. The scores need
+        # only one layer's room at a time (the Trace recomputes them from queries and keys).
         attentions = torch.empty(self.n_layers, self.n_heads, n, n)  # (L, H, n, n)
+        layer_scores = torch.empty(self.n_heads, n, n)  # (H, n, n), reused by every layer
         hidden_states, queries, keys, values = [x], [], [], []
         for layer in range(self.n_layers):
             head_keep = self._head_keep(layer, options.ablate)
             x, attention = self.layer_forward(
-                x, layer, mask, scale, head_keep, scores[layer], attentions[layer]
+                x, layer, mask, scale, head_keep, layer_scores, attentions[layer]
             )
             hidden_states.append(x)
             queries.append(attention.query)
@@ -239,7 +259,6 @@ class BertEncoder:
             queries=_readonly(torch.stack(queries)),  # (L, H, n, d_head)
             keys=_readonly(torch.stack(keys)),
             values=_readonly(torch.stack(values)),
-            scores=_readonly(scores),
             attentions=_readonly(attentions),
             options=options,
         )

@@ -127,3 +127,22 @@ def test_positions_off_makes_attention_permutation_equivariant(model):
         ).max()
         > 1e-3
     )
+
+
+def test_scores_are_recomputed_from_queries_and_keys_not_stored(model):
+    """A cached Trace keeps no (L, H, n, n) score block (75 MB at 512 tokens): the scores follow
+    from the stored queries and keys, and their softmax is the stored attention."""
+    import dataclasses
+
+    import torch
+
+    from core.attention import masked_softmax
+
+    trace = model.run("the bank of the river flooded", causal=True)
+    assert "scores" not in {field.name for field in dataclasses.fields(trace)}
+    for layer, head in [(0, 0), (model.n_layers - 1, model.n_heads - 1)]:
+        scores = trace.head_scores(layer, head)  # (n, n)
+        np.testing.assert_array_equal(scores, trace.scores[layer, head])
+        assert np.isneginf(scores[0, 1:]).all()  # causal: token 0 sees only itself
+        weights = masked_softmax(torch.tensor(scores)).numpy()
+        np.testing.assert_allclose(weights, trace.attentions[layer, head], rtol=1e-5, atol=1e-6)

@@ -1,5 +1,5 @@
 """Download buttons keep what they need, not the Trace: a visitor's open page must not pin a
-Trace past the cache's bound (at 512 tokens one Trace is ~155 MB; twenty visitors, 3 GB)."""
+Trace past the cache's bound (at 512 tokens one Trace is ~85 MB; twenty visitors, 1.7 GB)."""
 
 from __future__ import annotations
 

@@ -101,7 +101,7 @@ def active_model(name: str) -> core.BertEncoder:
 # ---- traces -----------------------------------------------------------------------------------
 # At most two forward passes run at once, whatever the number of visitors. With one torch thread
 # each, more parallel passes add no throughput on 2 cores, but every pass in flight holds its
-# n x n blocks (~170 MB at 512 tokens): 20 visitors typing at once would otherwise need 3+ GB.
+# attention block (~80 MB at 512 tokens): 20 visitors typing at once would otherwise need 2+ GB.
 _FORWARD_SLOTS = threading.BoundedSemaphore(2)
 
 
@@ -115,9 +115,10 @@ def _cached_trace(
     positions: bool,
     ablate: tuple[tuple[int, int], ...],
 ) -> core.Trace:
-    # At most 4 Traces live at once: at 512 tokens one holds ~165 MB (scores and weights for
-    # 6 layers x 12 heads x 512 x 512). With 6, ten visitors typing 512-token texts took the
-    # server to 2.2 GB (bench/load_test.py); a page needs at most 4 runs at a time.
+    # At most 4 Traces live at once: at 512 tokens one holds ~85 MB, mostly its attention
+    # weights (6 layers x 12 heads x 512 x 512 float32). With 6 entries (and the scores stored
+    # too), ten visitors typing 512-token texts took the server to 2.2 GB (bench/load_test.py);
+    # a page needs at most 4 runs at a time.
     model = load_model(model_name)
     with _FORWARD_SLOTS:
         return model.run(
@@ -163,7 +164,7 @@ def refetch(
 ) -> Callable[[], core.Trace]:
     """A callable that fetches the sidebar's Trace again (from the cache, or recomputed).
 
-    For lazy download buttons: holding the Trace itself would pin ~155 MB per visitor at 512
+    For lazy download buttons: holding the Trace itself would pin ~85 MB per visitor at 512
     tokens for as long as their page is open, whatever the cache's bound.
     """
     name, text, pair = model.name, inputs.text, inputs.pair

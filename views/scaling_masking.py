@@ -51,7 +51,7 @@ if source == "sentence":
     query = st.selectbox(
         "Query token", range(trace.n_tokens), format_func=labels.__getitem__, key="sm_query"
     )
-    scores, score_labels = trace.scores[layer, head, query], labels
+    scores, score_labels = trace.head_scores(layer, head)[query], labels
 else:
     scores, score_labels = scaling.random_scores(8), [f"key {j}" for j in range(8)]
 multiplier = st.select_slider(
