@@ -127,6 +127,7 @@ class Report:
     rss_round_end: list[int] = field(default_factory=list)
     rss_after_warmup: int = 0
     peak_rss: int = 0
+    server_log: str = ""  # written when something failed
 
 
 class RssSampler(threading.Thread):
@@ -165,6 +166,8 @@ class Session:
         self.index, self.base_url, self.tour = index, base_url, tour
         self.script_errors: list[str] = []
         self.closed = False
+        self.websocket: object | None = None
+        self.close_reason = ""
 
     async def start(self, browser: object) -> None:
         self.context = await browser.new_context(viewport={"width": 1300, "height": 1400})
@@ -173,7 +176,8 @@ class Session:
         self.page.set_default_timeout(180_000)
         self.runs = RunWatcher(self.page)
         self.page.on("pageerror", lambda error: self.script_errors.append(str(error)))
-        self.page.on("websocket", lambda ws: ws.on("close", lambda _: self._lost()))
+        self.page.on("websocket", self._track)
+        self.page.on("console", self._console)
         await self.visit(self.tour[self.index % len(self.tour)])
 
     async def start_or_fail(self, browser: object, report: Report) -> None:
@@ -191,8 +195,18 @@ class Session:
                 f"{type(err).__name__}: {str(err)[:160]}"
             )
 
-    def _lost(self) -> None:
-        if not self.closed:
+    def _track(self, websocket: object) -> None:
+        self.websocket = websocket
+        websocket.on("close", lambda _: self._lost(websocket))
+
+    def _console(self, message: object) -> None:
+        if "onclose" in message.text:  # Streamlit's frontend logs the close code and reason
+            self.close_reason = message.text[:160]
+
+    def _lost(self, websocket: object) -> None:
+        # Only the page's current connection counts: on a busy machine the previous page's
+        # socket can report its (intended) close after the next page has already loaded.
+        if websocket is self.websocket and not self.closed:
             self.script_errors.append("websocket closed")
 
     async def visit(self, app_page: AppPage) -> None:
@@ -227,7 +241,7 @@ class Session:
             if errors:
                 report.failures.append(f"{where} ({app_page.title}): exception {errors[0][:200]}")
             elif self.script_errors:
-                report.failures.append(f"{where}: {self.script_errors[:2]}")
+                report.failures.append(f"{where}: {self.script_errors[:2]} {self.close_reason}")
                 self.script_errors.clear()
             else:
                 report.latencies_ms.append(latency)
@@ -276,7 +290,7 @@ async def run_load(
                 if report.failures:  # keep the server's tracebacks (visitors see them redacted)
                     log = Path(tempfile.gettempdir()) / "load-test-server.log"
                     log.write_text(server.log_text())
-                    report.failures.append(f"server log with tracebacks: {log}")
+                    report.server_log = str(log)
             finally:
                 await browser.close()
         sampler.stopping.set()
@@ -366,6 +380,8 @@ def main() -> int:
     print(f"failures              : {len(report.failures)}")
     for failure in report.failures[:20]:
         print(f"  - {failure}")
+    if report.server_log:
+        print(f"  server log with tracebacks: {report.server_log}")
     print(f"keystroke -> figure   : p50 {p50:.0f} ms, p95 {p95:.0f} ms")
     print(
         f"peak server RSS       : {report.peak_rss / 1e6:.0f} MB (limit {RSS_LIMIT / 1e6:.0f} MB)"
