@@ -430,12 +430,14 @@ def test_hostile_text_in_the_url(tab, app_page):
         tab.open(app_page, query)
         tab.assert_shows_text_or_message(f"{app_page.title}, URL round {round_index}")
         shown = sidebar_text(tab.page).input_value()
-        if shown == "":
-            # Seen three times in many full runs, never in isolation: on a first load the frontend
-            # sometimes shows a URL-bound text area empty (a race we could not pin down yet).
-            # The safety checks above already ran on this load; a reload must show the text.
+        for reload in (1, 2):
+            if shown != "":
+                break
+            # Seen a few times in many full runs, never in isolation (twice in a row once): on a
+            # load the frontend sometimes shows a URL-bound text area empty, a race we could not
+            # pin down yet. The safety checks ran on every load; a later load must show the text.
             tab.open(app_page, query)
-            tab.assert_shows_text_or_message(f"{app_page.title}, URL round {round_index}, reload")
+            tab.assert_shows_text_or_message(f"{app_page.title}, URL round {round_index}, {reload}")
             shown = sidebar_text(tab.page).input_value()
         runs = [event[1:3] for event in tab.runs.events if event[1] != "delta"][-12:]
         assert shown == payload, f"the link's text was altered; URL {tab.page.url[:200]}; {runs}"
