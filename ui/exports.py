@@ -47,7 +47,7 @@ def trace_npz(trace: core.Trace) -> bytes:
 def download_trace(
     trace: core.Trace, fetch: Callable[[], core.Trace], key: str, filename: str = "trace"
 ) -> None:
-    """A button that builds the .npz of `trace` only when clicked (about 170 MB at 512 tokens, scores included).
+    """A button that builds the .npz of `trace` only when clicked (~170 MB at 512 tokens).
 
     fetch: returns the same Trace again (ui.state.refetch). The button keeps this callable, not
     the Trace: a Trace held by every visitor's button would outlive the Trace cache's bound.

@@ -33,8 +33,8 @@ FAILURE_MEMORY_S = (
 )
 
 _failures: dict[str, tuple[float, str]] = {}
-_loaded_names: set[str] = set()  # models this process has loaded once (they may be evicted since)
 _failures_lock = threading.Lock()
+_loaded_names: set[str] = set()  # models this process has loaded once (they may be evicted since)
 
 
 @dataclass(frozen=True)
