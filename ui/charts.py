@@ -70,6 +70,7 @@ def label_margin(labels: Sequence[str], angle: float = 0.0, title: bool = True) 
     """
     widest = max((sum(_char_px(c) for c in label) for label in labels), default=0.0)
     slope = math.radians(abs(angle))
+    # Upright labels need their width; rotated ones their width and 12 px height, projected.
     extent = widest * math.sin(slope) + 12 * math.cos(slope) if angle else widest
     # Measured in chromium: ticks and gap take ~12 px; a 14 px axis title with its standoff ~50.
     return math.ceil(extent + 14 + (50 if title else 0))

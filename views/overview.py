@@ -29,9 +29,8 @@ with notes_col:
         "Switches in the sidebar (scaling, causal mask) act inside every layer of the model."
     )
     layer, head = widgets.layer_head_picker(model, columns=False)
-attn_weights = trace.attentions[layer, head]
-labels = widgets.numbered(trace.tokens)
-with notes_col:
+    attn_weights = trace.attentions[layer, head]
+    labels = widgets.numbered(trace.tokens)
     widgets.download_matrix(
         attn_weights, labels, labels, f"attention-L{layer}-H{head}", key="overview_csv"
     )
