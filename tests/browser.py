@@ -202,6 +202,29 @@ def commit_text(field: object, value: str) -> None:
     field.evaluate("e => e.blur()")
 
 
+def box_value(field: object, expected: str, timeout_ms: int = 15_000) -> str:
+    """The text a box shows once it holds `expected`, or what it shows after timeout_ms.
+
+    Streamlit 1.67 paints a text area or text input empty on its first frame and fills in its
+    value from a React effect just after: every box, bound to the URL or not, opened from a link
+    or not (one frame when idle, up to ~0.3 s under load; the reproduction is
+    test_browser_links.py::test_a_text_box_is_painted_empty_for_a_frame). A run that has
+    finished on the wire can still show a box empty for that moment, so read the box once the
+    frontend has filled it. No rerun is involved: the value was in the run's message all along.
+    """
+    try:
+        field.page.wait_for_function(
+            "([element, expected]) => element.value === expected",
+            arg=[field.element_handle(timeout=timeout_ms), expected],
+            polling="raf",
+            timeout=timeout_ms,
+        )
+    except Exception as err:  # playwright's TimeoutError: report what is shown instead
+        if "Timeout" not in type(err).__name__ and "Timeout" not in str(err):
+            raise
+    return field.input_value()
+
+
 def sidebar_text(page: object) -> object:
     """The sidebar's sentence text area (widget key "text")."""
     return page.locator('[data-testid="stSidebar"] textarea').first

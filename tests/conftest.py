@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import sys
 from pathlib import Path
 
@@ -11,6 +12,20 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "0")  # the registry must fail fast on its own, not by flag
+
+
+def _closed_loopback_port() -> int:
+    """A loopback port nothing listens on: connections to it are refused at once."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]  # closed again when the socket closes
+
+
+# The hub is unreachable on purpose, whatever this machine's network: its address is a closed
+# port on loopback, set before huggingface_hub is imported (it reads HF_ENDPOINT once). Servers
+# started by the browser tests inherit it. No test depends on the machine being offline.
+UNREACHABLE_HUB = f"http://127.0.0.1:{_closed_loopback_port()}"
+os.environ["HF_ENDPOINT"] = UNREACHABLE_HUB
 
 LONG_TEXT = " ".join(["attention"] * 3000)  # a 3,000-word input: truncated to 512 pieces
 BAD_INPUTS = {

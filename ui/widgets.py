@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import core
+from ui.escape import literal
 
 
 def layer_head_picker(
@@ -41,6 +42,7 @@ def image_format_picker() -> None:
             ["png", "svg"],
             horizontal=True,
             key="image_format",
+            bind="query-params",  # the URL holds the label: PNG or SVG
             format_func=str.upper,
         )
 
@@ -113,3 +115,45 @@ def download_matrix(
         icon=":material/download:",
         on_click="ignore",  # downloading must not rerun the page
     )
+
+
+def whole_number_input(
+    label: str, min_value: int, max_value: int, value: int, key: str, **kwargs: object
+) -> int:
+    """A number input for a whole number, bound to the URL, safe against any URL value.
+
+    Streamlit seeds a bound number input from the URL. For a whole-number input it calls int()
+    on the parsed value, and a URL value such as 1e309 is infinity there: int() raises
+    OverflowError inside Streamlit, which it does not catch, and the page shows an error box.
+    A float input is checked for finiteness and range instead, and falls back to the default;
+    format "%.0f" shows it as the whole number it is.
+    """
+    chosen = st.number_input(
+        label,
+        min_value=float(min_value),
+        max_value=float(max_value),
+        value=float(value),
+        step=1.0,
+        format="%.0f",
+        key=key,
+        bind="query-params",
+        **kwargs,
+    )
+    return min(max(round(chosen), min_value), max_value)
+
+
+def token_picker(label: str, tokens: Sequence[str], default: int, key: str) -> int:
+    """A slider over token positions 0 … n−1, bound to the URL, with the chosen token named.
+
+    The URL holds the position, not the token: a select box would be bound by its label
+    ("2: bank"), which goes stale as soon as the sentence changes, so a copied link would reopen
+    on another token. A position stays meaningful; one past the end falls back to the default.
+    """
+    last = len(tokens) - 1
+    default = min(max(default, 0), last)
+    if last < 1:
+        return 0
+    position = st.slider(label, 0, last, default, key=key, bind="query-params")
+    position = min(max(int(position), 0), last)
+    st.caption(f"Position {position}: **{literal(tokens[position], max_chars=40)}**")
+    return position

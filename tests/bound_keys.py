@@ -1,0 +1,37 @@
+"""Which widget keys live in the URL: read from the source, so a new control is covered at once.
+
+A widget is URL-bound when its call says bind="query-params", or when it goes through one of the
+app's helpers that always bind (ui/widgets.py).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BINDING_HELPERS = {"token_picker", "whole_number_input"}  # ui/widgets.py: bound by design
+
+
+def bound_keys(path: Path) -> list[str]:
+    """Keys of every URL-bound widget call in one file (f-string keys without their prefix)."""
+    keys = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(node, ast.Call):
+            continue
+        kwargs = {k.arg: k.value for k in node.keywords}
+        bind, key = kwargs.get("bind"), kwargs.get("key")
+        binds = isinstance(bind, ast.Constant) and bind.value == "query-params"
+        if not (binds or getattr(node.func, "attr", "") in BINDING_HELPERS):
+            continue
+        if isinstance(key, ast.Constant):
+            keys.append(str(key.value))
+        elif isinstance(key, ast.JoinedStr):  # f"{key_prefix}layer": the plain default
+            keys.append("".join(str(v.value) for v in key.values if isinstance(v, ast.Constant)))
+    return keys
+
+
+def url_bound_keys() -> list[str]:
+    """Every URL-bound key in app.py, views/ and ui/."""
+    files = [ROOT / "app.py", *sorted(ROOT.glob("views/*.py")), *sorted(ROOT.glob("ui/*.py"))]
+    return sorted({key for path in files for key in bound_keys(path)})

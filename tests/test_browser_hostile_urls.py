@@ -1,0 +1,167 @@
+"""Hostile links: every URL-bound key of the app, on every page, holding values a visitor chose.
+
+A link is visitor input. Whatever it holds (numbers out of range, Markdown links and images,
+HTML, paths on the server, model names), opening it must:
+- draw the page or say what is wrong, with no exception, no script run and no injected element;
+- render no link or image the visitor wrote (Markdown `[x](url)` and `![x](url)` stay text);
+- show no path of the server's file system;
+- load no model that is not listed: a typed name waits for its Load button.
+The keys are read from the source (every `bind="query-params"` widget in views/ and ui/), so a
+control added later is attacked without touching this file. A second server runs with the
+public-deployment switch, where folders and unlisted hub ids are refused outright.
+"""
+
+from __future__ import annotations
+
+import sys
+import urllib.parse
+from pathlib import Path
+
+import pytest
+from bound_keys import url_bound_keys
+from browser import ROOT, app_pages, chromium, served_app, wait_for_figure
+from test_browser_suite import SHOWN, Tab, new_tab
+
+pytestmark = pytest.mark.browser
+
+PAGES = app_pages()
+PAGE_IDS = [Path(p.path).stem for p in PAGES]
+
+LINK = "[Re-login](https://example.com/login)"
+IMAGE = "![x](https://example.com/pixel.png)"
+HOSTILE_VALUES = (
+    LINK,
+    IMAGE,
+    '<img src=x onerror="window.__x=1">',
+    "-1",
+    "99999999999999999999",
+    "NaN",
+    "1e309",
+    "../../../etc/passwd",
+    "~/.ssh/id_rsa",
+    ":red[alarm] $x^2$ **bold**",
+    "\x00\u202e",
+    "",
+)
+# Elements that exist only if a visitor's Markdown or HTML was rendered as such.
+VISITOR_MARKUP_JS = """
+() => [...document.querySelectorAll(
+    'a[href*="example.com"], img[src*="example.com"], img[src="x"], [onerror], [onload]'
+  )].map(e => e.outerHTML.slice(0, 120))
+"""
+# A select box is bound to the URL by its label (DESIGN.md): these are what a copied link holds.
+OTHER, BERT_BASE = "other · hub id or folder", "bert-base-uncased · hub, 440 MB"
+LOAD_BUTTON = ".st-key-load_custom_model button"  # the sidebar's Load button for a typed model
+SERVER_PATHS = (str(ROOT), str(Path(sys.prefix)), "site-packages", "/root", "/etc/passwd:")
+
+
+KEYS = url_bound_keys()
+
+
+def hostile_query(round_index: int, model: str) -> dict[str, str]:
+    """Every key gets a hostile value, a different one each round; the model key is chosen."""
+    query = {
+        key: HOSTILE_VALUES[(i + round_index) % len(HOSTILE_VALUES)] for i, key in enumerate(KEYS)
+    }
+    query["model"] = model
+    query["text"] = f"{LINK} {IMAGE} the river bank"  # readable, so every page draws
+    return query
+
+
+def assert_nothing_leaks(tab: Tab, where: str) -> None:
+    tab.assert_shows_text_or_message(where)
+    page = tab.page
+    assert not page.evaluate(VISITOR_MARKUP_JS), f"{where}: visitor markup became an element"
+    body = page.evaluate("() => document.body.innerText")
+    leaked = [path for path in SERVER_PATHS if path in body]
+    assert not leaked, f"{where}: the page shows a server path {leaked}"
+
+
+def test_the_attack_reaches_every_kind_of_control():
+    assert {"text", "pair", "model", "custom_model", "scale", "causal", "layer", "head"} <= set(
+        KEYS
+    )
+    assert len(KEYS) > 20, KEYS
+
+
+@pytest.fixture(scope="module")
+def server():
+    with served_app() as app:
+        yield app
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with chromium() as instance:
+        yield instance
+
+
+@pytest.fixture
+def tab(browser, server):
+    tab, context = new_tab(browser, server)
+    yield tab
+    context.close()
+
+
+@pytest.mark.parametrize("app_page", PAGES, ids=PAGE_IDS)
+def test_hostile_values_in_every_url_key(tab, app_page):
+    # Two rounds (every key a different value in each); the model key: a typed name, then a
+    # listed model that cannot be had here (the hub is a closed port).
+    for round_index, model in enumerate((OTHER, BERT_BASE)):
+        where = f"{app_page.title}, round {round_index} (model={model[:20]})"
+        tab.open(app_page, hostile_query(round_index, model))
+        assert_nothing_leaks(tab, where)
+        alerts = tab.page.locator('[data-testid="stAlert"]').all_inner_texts()
+        if model == OTHER and hostile_query(round_index, model)["custom_model"].strip():
+            try:  # the script has finished; the sidebar may still be drawing
+                tab.page.locator(LOAD_BUTTON).wait_for(timeout=15_000)
+            except Exception as err:
+                raise AssertionError(f"{where}: a typed model needs its Load button") from err
+            assert not any("Could not load" in a for a in alerts), f"{where}: it was loaded"
+
+
+def test_a_typed_model_from_a_link_is_shown_as_text_with_a_load_button(tab):
+    query = {"model": OTHER, "custom_model": LINK}
+    tab.open(PAGES[0], query)
+    wait_for_figure(tab.page)
+    assert_nothing_leaks(tab, "custom model link")
+    box = tab.page.get_by_label("Hub id or local folder")
+    assert box.input_value() == LINK
+    button = tab.page.locator(LOAD_BUTTON)
+    shown = button.inner_text().replace("\u2060", "")  # the invisible joiner that stops autolinks
+    assert LINK in shown, "the button names the model as typed, as text"
+
+
+# ---- the public-deployment switch ---------------------------------------------------------------
+@pytest.fixture(scope="module")
+def public_server():
+    with served_app(extra_env={"ATTENTION_EXPLORER_PUBLIC": "1"}) as app:
+        yield app
+
+
+@pytest.mark.parametrize(
+    "custom, reason",
+    [
+        ("../../../etc", "is not a hub id, and this server loads no folders"),
+        (str(ROOT), "is not a hub id, and this server loads no folders"),
+        ("someone/huge-model", "is not among the hub models this server loads"),
+    ],
+)
+def test_a_public_server_refuses_unlisted_models_from_a_link(
+    browser, public_server, custom, reason
+):
+    tab, context = new_tab(browser, public_server)
+    try:
+        url = f"{public_server.url}/?" + urllib.parse.urlencode(
+            {"model": "other · hub id", "custom_model": custom}
+        )
+        tab.goto(url)
+        wait_for_figure(tab.page)
+        tab.page.wait_for_selector(SHOWN)
+        alerts = " ".join(tab.page.locator('[data-testid="stAlert"]').all_inner_texts())
+        assert reason in alerts, alerts
+        assert tab.page.locator(LOAD_BUTTON).count() == 0
+        assert tab.page.get_by_label("Hub id or local folder").count() == 0  # "Hub id" only
+        tab.assert_healthy(f"public server, {custom}")
+    finally:
+        context.close()

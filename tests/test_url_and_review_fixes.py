@@ -1,0 +1,222 @@
+"""Fast checks for issue 10 §4 and §6: URL values that cannot break a page, and the review's
+smaller defects (statistics of the hidden specials, formulas from the switches, the
+permutation experiment on sentence pairs, pages that start from the model as it is, caches).
+
+The browser half of §4 (a copied link reopens the same figures) is tests/test_browser_links.py.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import numpy as np
+import pytest
+from bound_keys import url_bound_keys
+from conftest import ROOT, assert_no_exception, page_paths
+
+from core import head_stats, positional
+
+SPECIALS = ("[CLS]", "[SEP]")
+
+
+# ---- §4: every URL-bound control survives garbage in the URL ----------------------------------
+ALL_KEYS = url_bound_keys()
+TEXT_KEYS = {"text", "pair", "custom_model", "model"}  # hostile text: tests/test_browser_suite.py
+
+
+def test_the_controls_named_in_the_issue_are_bound_to_the_url():
+    assert {"sm_query", "pos_bit", "pos_p", "ctx_word", "image_format"} <= set(ALL_KEYS)
+
+
+GARBAGE = ("999999", "-3", "zz", "", "nan", "2.5")
+
+
+@pytest.mark.parametrize("round_index", range(3))
+@pytest.mark.parametrize("page", page_paths())
+def test_garbage_in_every_url_key_falls_back_to_valid_values(page, round_index):
+    """Out-of-range numbers, words and blanks in every bound key: the page draws, no error.
+
+    Three rounds per page; key i gets GARBAGE[(i + 2 * round) % 6], so across the keys every
+    kind of garbage meets every page.
+    """
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
+    for index, key in enumerate(k for k in ALL_KEYS if k not in TEXT_KEYS):
+        at.query_params[key] = GARBAGE[(index + 2 * round_index) % len(GARBAGE)]
+    at.query_params["text"] = "The bank by the river."
+    at.run()
+    if page != page_paths()[0]:
+        at.switch_page(page)
+        at.run()
+    assert_no_exception(at)
+
+
+# ---- §6: "Hide [CLS] and [SEP]" reaches the per-head statistics -------------------------------
+def hidden_statistics_by_loop(attn_weights: np.ndarray, tokens: list[str]) -> dict[str, np.ndarray]:
+    """The statistics of the renormalised weights, one row at a time, written out."""
+    n_layers, n_heads, n, _ = attn_weights.shape
+    out = {name: np.zeros((n_layers, n_heads)) for name in ("entropy", "on_self", "on_next")}
+    for layer in range(n_layers):
+        for head in range(n_heads):
+            entropies, selves, nexts = [], [], []
+            for i in range(n):
+                row = [
+                    0.0 if tokens[j] in SPECIALS else float(attn_weights[layer, head, i, j])
+                    for j in range(n)
+                ]
+                total = sum(row)
+                row = [w / total if total > 0 else 0.0 for w in row]
+                entropies.append(-sum(w * np.log2(w) for w in row if w > 0))
+                selves.append(row[i])
+                if i + 1 < n:
+                    nexts.append(row[i + 1])
+            out["entropy"][layer, head] = np.mean(entropies)
+            out["on_self"][layer, head] = np.mean(selves)
+            out["on_next"][layer, head] = np.mean(nexts)
+    return out
+
+
+def test_statistics_with_specials_hidden_describe_the_renormalised_weights(model):
+    trace = model.run("The bank by the river.", "It flooded.")
+    tokens = list(trace.tokens)
+    weights = trace.attentions[:2]  # (2, H, n, n): two layers keep the loop quick
+    shown = head_stats.head_statistics(weights, tokens, hide_specials=True)
+    expected = hidden_statistics_by_loop(weights, tokens)
+    for name, values in expected.items():
+        np.testing.assert_allclose(shown.stat(name), values, atol=1e-5, err_msg=name)
+    np.testing.assert_allclose(shown.on_cls, 0.0)
+    np.testing.assert_allclose(shown.on_sep, 0.0)
+    as_computed = head_stats.head_statistics(weights, tokens)
+    np.testing.assert_array_equal(shown.sink, as_computed.sink)  # sinks: the weights as computed
+    assert not np.allclose(shown.entropy, as_computed.entropy)
+
+
+def chart_spec(at, key: str) -> dict:
+    for chart in at.get("plotly_chart"):
+        if chart.proto.id.endswith(key):
+            return json.loads(chart.proto.spec)
+    raise AssertionError(f"no figure with key {key}")
+
+
+def decoded(array) -> np.ndarray:
+    """A plotly array as sent: a plain list, or base64 "bdata" with a dtype and a shape."""
+    if not isinstance(array, dict):
+        return np.array(array, dtype=float)
+    shape = [int(n) for n in str(array.get("shape", "-1")).split(",")]
+    flat = np.frombuffer(base64.b64decode(array["bdata"]), dtype=array["dtype"])
+    return flat.reshape(shape).astype(float)
+
+
+def test_the_heatmaps_page_shows_statistics_of_what_it_shows(model):
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
+    at.query_params.update({"text": "The bank by the river.", "hm_renorm": "true"})
+    at.run()
+    at.switch_page("views/heatmaps.py")
+    at.run()
+    assert_no_exception(at)
+    drawn = decoded(chart_spec(at, "hm_stats")["data"][0]["z"])  # (L, H) mean row entropy
+    trace = model.run("The bank by the river.")
+    expected = head_stats.head_statistics(trace, hide_specials=True).entropy
+    np.testing.assert_allclose(drawn, expected, atol=5e-4)  # the figure rounds to 3 decimals
+    assert not np.allclose(drawn, head_stats.head_statistics(trace).entropy, atol=1e-2)
+
+
+# ---- §6: formulas follow the switches ---------------------------------------------------------
+SWITCHED_PAGES = [
+    "views/overview.py",
+    "views/qkv.py",
+    "views/multi_head.py",
+    "views/heatmaps.py",
+    "views/head_view.py",
+]
+
+
+@pytest.mark.parametrize("page", SWITCHED_PAGES)
+def test_formulas_are_written_from_the_switches(page):
+    from streamlit.testing.v1 import AppTest
+
+    shown = {}
+    for scale, causal in ((True, False), (False, True)):
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
+        at.query_params.update({"scale": str(scale).lower(), "causal": str(causal).lower()})
+        at.run()
+        if page != page_paths()[0]:
+            at.switch_page(page)
+            at.run()
+        assert_no_exception(at)
+        shown[scale, causal] = " ".join(latex.value for latex in at.latex)
+    scaled, unscaled_causal = shown[True, False], shown[False, True]
+    assert r"\sqrt{d_k}" in scaled
+    assert r"\sqrt{d_k}" not in unscaled_causal, "√d_k shown while scaling is off"
+    assert "+ M" not in scaled and r"m \le i" not in scaled, "a mask shown while it is off"
+    assert any(mark in unscaled_causal for mark in ("+ M", r"m \le i", r"j \le i")), (
+        "the causal mask is on but no formula shows it"
+    )
+
+
+# ---- §6: the permutation experiment on a sentence pair ----------------------------------------
+def test_shuffle_keeps_cls_and_every_sep_and_each_sentence_apart():
+    segments = np.array([0, 0, 0, 0, 0, 0, 1, 1, 1, 1])  # [CLS] a b c d [SEP] e f g [SEP]
+    for seed in range(20):
+        order = positional.shuffle_order(len(segments), seed, segments)
+        assert sorted(order) == list(range(len(segments)))
+        assert order[0] == 0 and order[5] == 5 and order[9] == 9  # [CLS], middle [SEP], last
+        np.testing.assert_array_equal(segments[order], segments)  # no token changes sentence
+        assert not np.array_equal(order, np.arange(len(segments)))
+
+
+def test_permutation_experiment_reads_a_pair_as_the_model_does(model):
+    trace = model.run("The bank raised its rates again.", "Fruit flies like a banana.")
+    tokens, ids, segments = trace.tokens, trace.input_ids, trace.segments
+    result = positional.permutation_experiment(
+        model, tokens, ids, positions=True, seed=1, segments=segments
+    )
+    # The unshuffled run is the encoder's own forward pass of the pair, sentence ids included.
+    np.testing.assert_allclose(result.original, trace.attentions, atol=1e-5)
+    for i, token in enumerate(tokens):
+        if token in SPECIALS:
+            assert result.shuffled_tokens[i] == token, (i, result.shuffled_tokens)
+    np.testing.assert_array_equal(segments[result.order], segments)
+    off = positional.permutation_experiment(
+        model, tokens, ids, positions=False, seed=1, segments=segments
+    )
+    assert off.max_abs_diff < 1e-5, off.max_abs_diff_per_layer  # a bag of words per sentence
+
+
+# ---- §6: pages start from the model as it is ---------------------------------------------------
+def test_scaling_and_multi_head_pages_start_without_changes():
+    from conftest import run_page
+
+    at = run_page("views/scaling_masking.py")
+    assert_no_exception(at)
+    assert at.toggle(key="sm_scale_off").value is False
+    assert at.toggle(key="sm_causal").value is False
+    at = run_page("views/multi_head.py")
+    assert_no_exception(at)
+    assert at.toggle(key="mh_ablate_layer").value is False
+    keys = [chart.proto.id for chart in at.get("plotly_chart")]
+    assert not any(key.endswith("mh_ablation_final") for key in keys)  # no ablated run drawn
+
+
+# ---- §6: the heavy derived results are cached --------------------------------------------------
+def test_derived_results_are_cached_per_trace_and_switch(model):
+    from ui import derived
+
+    first = model.run("The bank by the river.")
+    again = model.run("The bank by the river.")  # a new Trace object, the same run
+    unscaled = model.run("The bank by the river.", scale=False)
+    stats = derived.head_statistics(first, True)
+    assert derived.head_statistics(again, True) is stats  # a cache hit, no recomputation
+    assert derived.head_statistics(first, False) is not stats
+    assert not np.allclose(derived.head_statistics(unscaled, True).entropy, stats.entropy)
+    np.testing.assert_allclose(
+        stats.entropy, head_stats.head_statistics(first, hide_specials=True).entropy
+    )
+    thumbs = derived.thumbnails(first, True)
+    assert derived.thumbnails(again, True) is thumbs and not thumbs.flags.writeable
+    permuted = derived.permutation_experiment(model, first, True, 3, 64)
+    assert derived.permutation_experiment(model, again, True, 3, 64) is permuted

@@ -1,0 +1,166 @@
+"""Which model a visitor sees: the sidebar's model picker, the server's policy, the loaded models.
+
+A link can carry any model name (`?model=other&custom_model=…`). Opening it loads only a listed
+model; any other hub id or folder is shown with a Load button, and nothing happens before a
+visitor presses it. What the server may load at all is core.models.ModelPolicy, read from the
+environment or from Streamlit secrets (README, "Deploying"). Loaded models are shared by every
+session (st.cache_resource); a failure is remembered for a minute so retries stay cheap.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import streamlit as st
+
+import core
+from core.models import ModelPolicy, policy_from_settings
+from ui.escape import literal
+
+OTHER_MODEL = "other"
+FAILURE_MEMORY_S = 60.0  # a model that failed is not retried for a minute (the hub check: 1.5 s)
+_CONFIRMED_KEY = "_confirmed_custom_model"  # the custom name this visitor pressed Load for
+_FAILED_PICK_KEY = "_failed_model_pick"  # a listed model that failed: the picker goes back
+_FAILURE_MESSAGE_KEY = "_model_failure_message"  # said once, on the run after the picker went back
+
+_failures: dict[str, tuple[float, str]] = {}
+_failures_lock = threading.Lock()
+_loaded_names: set[str] = set()  # models this process has loaded once (they may be evicted since)
+
+
+@st.cache_resource(show_spinner=False)
+def policy() -> ModelPolicy:
+    """The server's model policy: environment variables, or root-level Streamlit secrets."""
+    st.secrets.load_if_toml_exists()  # root-level secrets become environment variables
+    return policy_from_settings(os.environ)
+
+
+@st.cache_resource(max_entries=3, show_spinner=False)
+def _load_model(name: str) -> core.BertEncoder:
+    return core.load_model(name, policy())
+
+
+def _remembered_failure(name: str) -> str | None:
+    with _failures_lock:
+        failed = _failures.get(name)
+    if failed and time.monotonic() - failed[0] < FAILURE_MEMORY_S:
+        return failed[1]
+    return None
+
+
+def load_model(name: str) -> core.BertEncoder:
+    """The shared model, or ModelUnavailable (remembered for a minute so retries stay cheap)."""
+    reason = _remembered_failure(name)
+    if reason:
+        raise core.ModelUnavailable(reason)
+    try:
+        return _load_model(name)
+    except core.ModelUnavailable as err:
+        with _failures_lock:
+            _failures[name] = (time.monotonic(), str(err))
+        raise
+
+
+def _load_with_spinner(name: str) -> core.BertEncoder:
+    # A spinner costs ~6 ms of every rerun (it starts a timer thread); it is only worth it the
+    # first time a process loads the model.
+    if name in _loaded_names:
+        return load_model(name)
+    label = "the bundled MiniLM" if name == core.BUNDLED else literal(name, max_chars=60)
+    with st.spinner(f"Loading {label} …"):
+        model = load_model(name)
+    _loaded_names.add(name)
+    return model
+
+
+def listed_models() -> dict[str, str]:
+    """The picker's models (value -> label): the suggested ones this server's policy allows."""
+    allowed = policy().hub_ids
+    return {
+        name: label
+        for name, label in core.SUGGESTED_MODELS.items()
+        if name == core.BUNDLED or allowed is None or name in allowed
+    }
+
+
+def active_model(name: str) -> core.BertEncoder:
+    """The chosen model; if it cannot be loaded, say why and fall back to the bundled one."""
+    message = st.session_state.pop(_FAILURE_MESSAGE_KEY, None)
+    if name != core.BUNDLED:
+        try:
+            return _load_with_spinner(name)
+        except core.ModelUnavailable as err:
+            message = (
+                f"Could not load {literal(name, max_chars=60)}: {literal(err, max_chars=300)}. "
+                "Showing the bundled MiniLM instead."
+            )
+            if name in core.SUGGESTED_MODELS:
+                # The picker must not keep saying a model that is not shown: it goes back to the
+                # bundled one (only possible before the widget is drawn, so in a new run).
+                st.session_state[_FAILED_PICK_KEY] = name
+                st.session_state[_FAILURE_MESSAGE_KEY] = message
+                st.rerun()
+            st.session_state.pop(_CONFIRMED_KEY, None)  # the Load button comes back
+    if message:
+        st.error(message, icon=":material/warning:")
+    return _load_with_spinner(core.BUNDLED)
+
+
+def _confirm(name: str) -> None:
+    st.session_state[_CONFIRMED_KEY] = name
+
+
+def model_picker() -> str:
+    """The sidebar's model choice: a listed model, or a typed one once Load was pressed."""
+    listed = listed_models()
+    failed = st.session_state.pop(_FAILED_PICK_KEY, None)
+    if failed is not None and st.session_state.get("model") == failed:
+        st.session_state["model"] = core.BUNDLED  # before the widget exists: allowed
+    local = policy().local_folders
+    labels = {**listed, OTHER_MODEL: "other · hub id or folder" if local else "other · hub id"}
+    choice = st.selectbox(
+        "Model",
+        list(labels),
+        format_func=labels.__getitem__,
+        key="model",
+        bind="query-params",
+        help="MiniLM-L6 (all-MiniLM-L6-v2) ships with the app: a BERT with 6 layers × 12 heads, "
+        "d_model 384. Hub models need the internet once.",
+    )
+    if choice != OTHER_MODEL:
+        return choice if choice in listed else core.BUNDLED
+    custom = st.text_input(
+        "Hub id or local folder" if local else "Hub id",
+        key="custom_model",
+        bind="query-params",
+        placeholder="e.g. bert-base-cased or /path/to/model" if local else "e.g. bert-base-cased",
+        max_chars=200,
+    )
+    name = (custom or "").strip()[:200]
+    if not name:
+        return core.BUNDLED
+    try:
+        policy().check(name)  # reads no disk and asks no network
+    except core.ModelUnavailable as err:
+        st.error(literal(err, max_chars=300), icon=":material/block:")
+        return core.BUNDLED
+    if st.session_state.get(_CONFIRMED_KEY) == name:
+        return name
+    st.button(
+        f"Load {literal(name, max_chars=60)}",
+        key="load_custom_model",
+        on_click=_confirm,
+        args=(name,),
+        icon=":material/download:",
+    )
+    st.caption("Nothing is loaded before you press the button; until then you see MiniLM.")
+    return core.BUNDLED
+
+
+def label(model: core.BertEncoder) -> str:
+    """The model's name for prose and titles, escaped: "MiniLM-L6" for the bundled one, as the
+    sidebar says it (the registry key "minilm" is not a name)."""
+    shown = core.SUGGESTED_MODELS.get(model.name, model.name).split(" · ")[0]
+    return literal(shown, max_chars=60)
