@@ -263,6 +263,49 @@ class BertEncoder:
             options=options,
         )
 
+    # ---- a differentiable pass, beside run() (gradient saliency) ---------------------------
+    # run() stays in inference mode and fills preallocated blocks for the Trace; gradients need
+    # autograd and a batch axis (integrated gradients runs all its steps at once), so they get
+    # their own path here. Its output equals run()'s last hidden state (tests/test_explain.py).
+    def forward_from_word_vectors(
+        self,
+        word_vectors: torch.Tensor,
+        segments: torch.Tensor,
+        *,
+        scale: bool = True,
+        causal: bool = False,
+        positions: bool = True,
+    ) -> torch.Tensor:
+        """(B, n, d_model) word-piece vectors -> (B, n, d_model) last hidden state, with autograd.
+
+        word_vectors stand where rows of the word-piece table would be (gradients and
+        integrated gradients move them); segments (n,) or (B, n) int; positions 0..n-1 added.
+        """
+        batch, n, _ = word_vectors.shape
+        x = word_vectors + self.segment_embeddings[segments]  # (B, n, d) + (n, d)
+        if positions:
+            x = x + self.position_embeddings[:n]
+        x = self._layer_norm(x, self.embedding_norm)
+        mask = causal_mask(n) if causal else None
+
+        def heads(t: torch.Tensor) -> torch.Tensor:
+            # (B, n, d_model) -> (B, n, H, d_head) -> (B, H, n, d_head)
+            return t.view(batch, n, self.n_heads, self.d_head).transpose(1, 2)
+
+        for weights in self.layers:
+            projections = weights.attention
+            query, key = heads(projections.query(x)), heads(projections.key(x))
+            value = heads(projections.value(x))
+            scores = attention_scores(query, key, scale)  # (B, H, n, n)
+            if mask is not None:
+                scores = scores.masked_fill(~mask, float("-inf"))  # no row is fully masked
+            head_outputs = torch.softmax(scores, dim=-1) @ value  # (B, H, n, d_head)
+            merged = head_outputs.transpose(1, 2).reshape(batch, n, self.d_model)  # concat heads
+            h = self._layer_norm(x + projections.output(merged), weights.attn_norm)
+            ffn = weights.ffn_out(self._activation(weights.ffn_in(h)))
+            x = self._layer_norm(h + ffn, weights.ffn_norm)
+        return x
+
     # ---- read-only views of the weights, for pages that show them ---------------------------
     def word_vectors(self) -> np.ndarray:
         """(vocab, d_model) the context-free word-piece table."""

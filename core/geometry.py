@@ -17,7 +17,7 @@ from sklearn.manifold import TSNE
 from threadpoolctl import threadpool_limits
 
 from core.bert import Trace
-from core.positional import unit_rows
+from core.positional import cosine, similarity_matrix, unit_rows
 from core.text import CLS, SEP
 
 MAX_SENTENCES = 12
@@ -230,16 +230,10 @@ def trajectories(hidden: np.ndarray, n_components: int = 2, fit_rows: int = 4000
 # ---------------------------------------------------------------------------------------------
 
 
-def cosine_table(vectors: np.ndarray) -> np.ndarray:
-    """(k, d) -> (k, k): cos(x_a, x_b) = x_a · x_b / (‖x_a‖ ‖x_b‖)."""
-    rows = unit_rows(vectors)
-    return np.clip(rows @ rows.T, -1.0, 1.0)
-
-
 def cosine_by_layer(points: PointSet, indices: np.ndarray) -> np.ndarray:
     """(L + 2, k, k): the cosine table of the chosen points, static first, then states 0..L."""
-    tables = [cosine_table(points.static[indices])]
-    tables += [cosine_table(state[indices]) for state in points.hidden]
+    tables = [similarity_matrix(points.static[indices], "cosine")]
+    tables += [similarity_matrix(state[indices], "cosine") for state in points.hidden]
     return np.stack(tables)
 
 
@@ -274,11 +268,6 @@ def nearest_words(
     return ids, np.take_along_axis(cos, ids, axis=1)
 
 
-def moved_cosines(first: np.ndarray, second: np.ndarray) -> np.ndarray:
-    """(m, d), (m, d) -> (m,): cos of each point with itself in another run (1 = did not move)."""
-    return np.einsum("md,md->m", unit_rows(first), unit_rows(second))
-
-
 def stage_vectors(points: PointSet, indices: np.ndarray) -> np.ndarray:
     """(L + 2, k, d): the chosen points' static vectors, then their hidden states 0..L."""
     static = points.static[indices][None]  # (1, k, d)
@@ -302,7 +291,7 @@ def nearest_by_stage(
 
 
 @dataclass(frozen=True)
-class RunComparison:
+class SharedPlane:
     """The same tokens from two runs (e.g. with and without √d_k), in one PCA plane."""
 
     coords_first: np.ndarray  # (m, 2)
@@ -311,9 +300,9 @@ class RunComparison:
     mean_cosine: float
 
 
-def compare_runs(first: np.ndarray, second: np.ndarray) -> RunComparison:
+def shared_plane(first: np.ndarray, second: np.ndarray) -> SharedPlane:
     """(m, d), (m, d) -> both projected by one PCA fitted on all 2m vectors, and their cosines."""
     m = first.shape[0]
     both = project(np.concatenate([first, second], axis=0), "pca", 2)  # (2m, 2)
-    cosines = moved_cosines(first, second)
-    return RunComparison(both[:m], both[m:], cosines, float(cosines.mean()) if m else float("nan"))
+    cosines = cosine(first, second)  # (m,)
+    return SharedPlane(both[:m], both[m:], cosines, float(cosines.mean()) if m else float("nan"))

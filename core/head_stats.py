@@ -16,9 +16,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from core.bert import BertEncoder, Trace
-from core.heads import value_weighted_norms
+from core.heads import value_weighted_norms, value_weighted_share
+from core.learning import shared_tokens
+from core.text import CLS, SEP
 
-SPECIAL_TOKENS = frozenset({"[CLS]", "[SEP]"})
+SPECIAL_TOKENS = frozenset({CLS, SEP})
 SINK_THRESHOLD = 0.5  # a head is a sink when, on average, half its weight lands on [CLS]/[SEP]
 THUMBNAIL_SIDE = 48  # model-view thumbnails longer than this are block-mean pooled
 PAIR_FILTERS = ("All", "A→A", "A→B", "B→A", "B→B")  # query sentence → key sentence
@@ -42,8 +44,9 @@ def row_entropy(attn_weights: np.ndarray) -> np.ndarray:
     weights = np.asarray(attn_weights)
     logs = np.log2(weights, out=np.zeros(weights.shape, dtype=weights.dtype), where=weights > 0)
     # Products stay in the input's precision (float32 at 512 tokens: 19 M of them); the sum
-    # over keys accumulates in float64.
-    return -(weights * logs).sum(axis=-1, dtype=np.float64)
+    # over keys accumulates in float64. An all-zero row (a query that could see nothing) gets
+    # 0 bits; the maximum clips the −0.0 of rounding.
+    return np.maximum(-(weights * logs).sum(axis=-1, dtype=np.float64), 0.0)
 
 
 # ---- per-head statistics -----------------------------------------------------------------------
@@ -103,27 +106,33 @@ def head_statistics(
     source: Trace | np.ndarray,
     tokens: Sequence[str] | None = None,
     sink_threshold: float = SINK_THRESHOLD,
+    hide_specials: bool = False,
 ) -> HeadStats:
-    """Per-head averages over query rows of an (L, H, n, n) attention array (or a Trace)."""
+    """Per-head averages over query rows of an (L, H, n, n) attention array (or a Trace).
+
+    hide_specials: the averages describe the weights with [CLS]/[SEP] hidden and each row
+    renormalised (without_specials), as the page shows them; the sink flag still comes from
+    the weights as computed, since it says how much a head parks on those tokens.
+    """
     weights = attention_of(source)
     tokens = source.tokens if tokens is None and isinstance(source, Trace) else tokens
     if tokens is None or len(tokens) != weights.shape[-1]:
         raise ValueError("need one token per row of the attention matrices")
     tokens = list(tokens)
-    is_cls = np.array([t == "[CLS]" for t in tokens])
-    is_sep = np.array([t == "[SEP]" for t in tokens])
+    is_cls = np.array([t == CLS for t in tokens])
+    is_sep = np.array([t == SEP for t in tokens])
     # Summing the key columns first leaves (L, H, n) per query; the mean over rows follows.
-    on_cls = weights[..., is_cls].sum(axis=-1, dtype=np.float64).mean(axis=-1)
-    on_sep = weights[..., is_sep].sum(axis=-1, dtype=np.float64).mean(axis=-1)
+    parked = (weights[..., is_cls | is_sep]).sum(axis=-1, dtype=np.float64).mean(axis=-1)
+    shown = without_specials(weights, tokens) if hide_specials else weights
     return HeadStats(
-        entropy=row_entropy(weights).mean(axis=-1),
-        on_cls=on_cls,
-        on_sep=on_sep,
-        on_self=_mean_offset_diagonal(weights, 0),
+        entropy=row_entropy(shown).mean(axis=-1),
+        on_cls=shown[..., is_cls].sum(axis=-1, dtype=np.float64).mean(axis=-1),
+        on_sep=shown[..., is_sep].sum(axis=-1, dtype=np.float64).mean(axis=-1),
+        on_self=_mean_offset_diagonal(shown, 0),
         # np.diagonal offset -1 gives α_i,i-1 (the key before the query), +1 the key after.
-        on_previous=_mean_offset_diagonal(weights, -1),
-        on_next=_mean_offset_diagonal(weights, 1),
-        sink=(on_cls + on_sep) >= sink_threshold,
+        on_previous=_mean_offset_diagonal(shown, -1),
+        on_next=_mean_offset_diagonal(shown, 1),
+        sink=parked >= sink_threshold,
     )
 
 
@@ -256,12 +265,6 @@ def head_view_lines(
     )
 
 
-def row_shares(matrix: np.ndarray) -> np.ndarray:
-    """(..., n, n): each row divided by its sum (zero rows stay zero), m_ij / Σ_k m_ik."""
-    total = matrix.sum(axis=-1, keepdims=True)
-    return np.divide(matrix, total, out=np.zeros_like(matrix, dtype=np.float32), where=total > 0)
-
-
 def head_view_weights(
     model: BertEncoder, trace: Trace, layer: int, value_weighted: bool = False
 ) -> np.ndarray:
@@ -270,7 +273,7 @@ def head_view_weights(
         return trace.attentions[layer]
     # Norms are not probabilities; dividing by the row total puts them on α's 0..1 scale so
     # the two modes can be compared line by line.
-    return row_shares(value_weighted_norms(model, trace, layer))
+    return value_weighted_share(value_weighted_norms(model, trace, layer))
 
 
 def window_around(n: int, start: int, size: int) -> tuple[int, int]:
@@ -295,9 +298,5 @@ def shared_pieces(tokens_a: Sequence[str], tokens_b: Sequence[str]) -> list[str]
     Longest first puts content words ("bank") before "the" and "." — usually the one to compare.
     Ties keep the order of the first sentence.
     """
-    in_b = set(tokens_b) - SPECIAL_TOKENS
-    seen: list[str] = []
-    for token in tokens_a:
-        if token in in_b and token not in seen:
-            seen.append(token)
-    return sorted(seen, key=lambda token: -len(token.removeprefix("##")))
+    shared = [t for t in shared_tokens(tokens_a, tokens_b) if t not in SPECIAL_TOKENS]
+    return sorted(shared, key=lambda token: -len(token.removeprefix("##")))  # a stable sort

@@ -30,6 +30,7 @@ from core.attention import (
 )
 from core.bert import BertEncoder
 from core.errors import EmptyInput
+from core.positional import cosine
 from core.text import cap_text
 
 # ---------------------------------------------------------------------------------------------
@@ -88,13 +89,6 @@ def shared_tokens(tokens_a: Sequence[str], tokens_b: Sequence[str]) -> list[str]
     return list(dict.fromkeys(t for t in tokens_a if t in in_b))
 
 
-def cosine(u: np.ndarray, v: np.ndarray) -> float:
-    """u·v / (‖u‖ ‖v‖) in float64 (so identical vectors give 1 up to rounding); 0 for a zero vector."""
-    u64, v64 = np.asarray(u, dtype=np.float64), np.asarray(v, dtype=np.float64)
-    norms = np.linalg.norm(u64) * np.linalg.norm(v64)
-    return float(u64 @ v64 / norms) if norms > 0 else 0.0
-
-
 @dataclass(frozen=True)
 class SharedWord:
     """One word seen in two sentences: its vector before and after parameter-free attention."""
@@ -126,8 +120,8 @@ def compare_shared_word(
         word=word,
         index_a=i_a,
         index_b=i_b,
-        cosine_before=cosine(sentence_a.vectors[i_a], sentence_b.vectors[i_b]),
-        cosine_after=cosine(result_a.output[i_a], result_b.output[i_b]),
+        cosine_before=float(cosine(sentence_a.vectors[i_a], sentence_b.vectors[i_b])),
+        cosine_after=float(cosine(result_a.output[i_a], result_b.output[i_b])),
         weights_a=result_a.attn_weights[i_a],
         weights_b=result_b.attn_weights[i_b],
     )
@@ -281,3 +275,73 @@ def most_asymmetric_pair(attn_weights: np.ndarray) -> tuple[int, int]:
     difference = asymmetry(attn_weights)
     i, j = np.unravel_index(int(np.argmax(difference)), difference.shape)
     return int(i), int(j)
+
+
+# ---------------------------------------------------------------------------------------------
+# Page 2: page 1's payoff redone with trained projections
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SharedWordThroughHeads:
+    """One word in two sentences, mixed by page 1's formula and by every head of one layer."""
+
+    word: str
+    layer: int
+    cosine_input: float  # the word's two rows of X (what the layer reads)
+    cosine_parameter_free: float  # its two rows of softmax(X Xᵀ) X
+    cosine_by_head: np.ndarray  # (H,) its two output rows of softmax(Q Kᵀ/√d_k) V, head by head
+
+
+def shared_word_through_heads(
+    model: BertEncoder, text_a: str, text_b: str, word: str, layer: int = 0
+) -> SharedWordThroughHeads:
+    """Cosine of `word` across two sentences: in X, after page 1's mixing, after each head.
+
+    X is what `layer` reads in each sentence's own run ([CLS] and [SEP] included), so the
+    only difference between the parameter-free and the per-head numbers is W_q, W_k, W_v.
+    """
+    trace_a, trace_b = model.run(text_a), model.run(text_b)
+    i_a, i_b = trace_a.tokens.index(word), trace_b.tokens.index(word)
+    x_a, x_b = trace_a.hidden_states[layer], trace_b.hidden_states[layer]  # (n_a|n_b, d_model)
+    free_a, free_b = parameter_free(x_a), parameter_free(x_b)
+    by_head = []
+    for head in range(model.n_heads):
+        projections = head_projections(model, layer, head)
+        out_a = qkv_attention(x_a, projections).output[i_a]  # (d_head,)
+        out_b = qkv_attention(x_b, projections).output[i_b]
+        by_head.append(float(cosine(out_a, out_b)))
+    return SharedWordThroughHeads(
+        word=word,
+        layer=layer,
+        cosine_input=float(cosine(x_a[i_a], x_b[i_b])),
+        cosine_parameter_free=float(cosine(free_a.output[i_a], free_b.output[i_b])),
+        cosine_by_head=np.array(by_head),
+    )
+
+
+@dataclass(frozen=True)
+class BilinearForm:
+    """The score of a head as one d × d matrix: q_i·k_j = x_i W_q W_kᵀ x_jᵀ (biases left out)."""
+
+    matrix: np.ndarray  # (d_model, d_model) M = W_q W_kᵀ, rank at most d_k
+    max_abs_error: float  # max |x_i M x_jᵀ - (x_i W_q)·(x_j W_k)| over the sentence's pairs
+    asymmetry: float  # ‖M - Mᵀ‖ / ‖M‖ (Frobenius): 0 means q_i·k_j = q_j·k_i for every pair
+    rank: int  # numerical rank of M
+
+
+def bilinear_form(x: np.ndarray, projections: QKVProjections) -> BilinearForm:
+    """M = W_q W_kᵀ, checked against the two-step product on x (n, d_model), in float64."""
+    x64 = np.asarray(x, dtype=np.float64)
+    w_q = projections.w_query.astype(np.float64)  # (d, d_k)
+    w_k = projections.w_key.astype(np.float64)  # (d, d_k)
+    matrix = w_q @ w_k.T  # (d, d_k) @ (d_k, d) -> (d, d)
+    one_step = x64 @ matrix @ x64.T  # (n, n)
+    two_steps = (x64 @ w_q) @ (x64 @ w_k).T  # (n, n): queries times keys, biases left out
+    norm = float(np.linalg.norm(matrix))
+    return BilinearForm(
+        matrix=matrix,
+        max_abs_error=float(np.max(np.abs(one_step - two_steps))),
+        asymmetry=float(np.linalg.norm(matrix - matrix.T) / norm) if norm else 0.0,
+        rank=int(np.linalg.matrix_rank(matrix)),
+    )

@@ -159,12 +159,26 @@ def unit_rows(vectors: np.ndarray) -> np.ndarray:
     return vectors / np.where(norms > 0, norms, 1.0)
 
 
+def cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """(…, d) x (…, d) -> (…,) cos = a·b / (‖a‖ ‖b‖) of matching rows, float64; 0 for a zero row.
+
+    Two plain (d,) vectors give a 0-d array (use float() for a number).
+    """
+    a64, b64 = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    norms = np.linalg.norm(a64, axis=-1) * np.linalg.norm(b64, axis=-1)
+    dots = (a64 * b64).sum(axis=-1)
+    return np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0)
+
+
 def similarity_matrix(vectors: np.ndarray, kind: str = "cosine") -> np.ndarray:
     """(n, d) -> (n, n): x_p · x_q ("dot") or x_p · x_q / (‖x_p‖ ‖x_q‖) ("cosine")."""
     if kind not in ("dot", "cosine"):
         raise ValueError(f"kind must be 'dot' or 'cosine', got {kind!r}")
-    rows = unit_rows(vectors) if kind == "cosine" else np.asarray(vectors, dtype=np.float64)
-    return rows @ rows.T
+    if kind == "dot":
+        rows = np.asarray(vectors, dtype=np.float64)
+        return rows @ rows.T
+    rows = unit_rows(vectors)
+    return np.clip(rows @ rows.T, -1.0, 1.0)  # rounding can pass ±1 by an ulp
 
 
 def distance_profile(similarity: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -277,30 +291,48 @@ def recover_token_and_position(
 # ---------------------------------------------------------------------------------------------
 
 
-def shuffle_order(n_tokens: int, seed: int = 0) -> np.ndarray:
-    """(n,) a permutation keeping position 0 ([CLS]) and n-1 ([SEP]) and shuffling the middle.
+def shuffle_order(n_tokens: int, seed: int = 0, segments: np.ndarray | None = None) -> np.ndarray:
+    """(n,) a permutation that keeps [CLS] and every [SEP] in place and shuffles each sentence.
 
-    order[i] is the original position of the token placed at new position i. With three or more
-    word pieces in the middle it is never the identity.
+    segments (n,): 0 = first sentence, 1 = second (all 0 when None). The first position
+    ([CLS]), the last ([SEP]) and the last position of every sentence but the final one (the
+    [SEP] between a pair) stay put; the other tokens move only within their own sentence, so
+    every position keeps its sentence id. order[i] is the original position of the token placed
+    at new position i. When some sentence has two or more movable tokens it is never the identity.
     """
-    middle = np.arange(1, n_tokens - 1)
+    segments = np.zeros(n_tokens, np.int64) if segments is None else np.asarray(segments)
+    fixed = np.zeros(n_tokens, dtype=bool)  # (n,) True = stays in place
+    fixed[[0, n_tokens - 1]] = True
+    fixed[:-1] |= segments[:-1] != segments[1:]  # a sentence's last token is its [SEP]
     rng = np.random.default_rng(seed)
-    shuffled = rng.permutation(middle)
-    if len(middle) >= 2 and np.array_equal(shuffled, middle):
-        shuffled = np.roll(middle, 1)  # a shuffle that changes nothing would prove nothing
-    return np.concatenate([[0], shuffled, [n_tokens - 1]]).astype(np.int64)
+    order = np.arange(n_tokens)
+    groups = [np.flatnonzero(~fixed & (segments == s)) for s in np.unique(segments)]
+    for group in groups:
+        order[group] = rng.permutation(group)
+    if np.array_equal(order, np.arange(n_tokens)):
+        largest = max(groups, key=len)
+        if len(largest) >= 2:  # a shuffle that changes nothing would prove nothing
+            order[largest] = np.roll(largest, 1)
+    return order.astype(np.int64)
 
 
 @torch.inference_mode()
 def attention_from_ids(
-    model: BertEncoder, input_ids: np.ndarray, positions: bool = True, scale: bool = True
+    model: BertEncoder,
+    input_ids: np.ndarray,
+    positions: bool = True,
+    scale: bool = True,
+    segments: np.ndarray | None = None,
 ) -> np.ndarray:
-    """(n,) token ids -> (L, H, n, n) attention weights of every layer (one sentence, no mask)."""
-    ids = torch.tensor(
-        np.array(input_ids), dtype=torch.long
-    )  # (n,) a copy: Trace arrays are read-only
-    segments = torch.zeros_like(ids)  # a single sentence: segment 0 everywhere
-    x = model.embed(ids, segments, positions)  # (n, d_model)
+    """(n,) token ids (and sentence ids, 0 when None) -> (L, H, n, n) attention, no mask."""
+    # (n,) copies: Trace arrays are read-only
+    ids = torch.tensor(np.array(input_ids), dtype=torch.long)
+    sentence_ids = (
+        torch.zeros_like(ids)
+        if segments is None
+        else torch.tensor(np.array(segments), dtype=torch.long)  # (n,)
+    )
+    x = model.embed(ids, sentence_ids, positions)  # (n, d_model)
     attentions = []
     for layer in range(model.n_layers):
         x, attention = model.layer_forward(x, layer, None, scale, None)
@@ -338,22 +370,29 @@ def permutation_experiment(
     seed: int = 0,
     scale: bool = True,
     max_tokens: int | None = None,
+    segments: np.ndarray | None = None,
 ) -> PermutationResult:
-    """Run a sentence and its shuffle; un-permute the shuffle's attention and compare.
+    """Run a sentence (or pair) and its shuffle; un-permute the shuffle's attention and compare.
 
     With max_tokens, only the first max_tokens - 1 pieces and the final [SEP] are used.
+    segments (n,) are the sentence ids (all 0 when None); the shuffle keeps [CLS] and every
+    [SEP] in place and moves tokens only within their sentence (shuffle_order).
 
     If A' is the attention of the shuffled ids, A'[i, j] is between the tokens originally at
     order[i] and order[j]; writing B[order[i], order[j]] = A'[i, j] puts it back. Without
     positions every step of BERT treats tokens alike, so B = A (up to float rounding).
     """
     input_ids = np.asarray(input_ids, dtype=np.int64)
+    segments = np.zeros_like(input_ids) if segments is None else np.asarray(segments, np.int64)
     if max_tokens is not None and len(input_ids) > max_tokens:  # keep [CLS] … and the last [SEP]
         keep = np.r_[0 : max_tokens - 1, len(input_ids) - 1]
         input_ids, tokens = input_ids[keep], tuple(tokens[i] for i in keep)
-    order = shuffle_order(len(input_ids), seed)
-    original = attention_from_ids(model, input_ids, positions, scale)  # (L, H, n, n)
-    shuffled = attention_from_ids(model, input_ids[order], positions, scale)  # (L, H, n, n)
+        segments = segments[keep]
+    order = shuffle_order(len(input_ids), seed, segments)
+    # Tokens move only within their sentence, so segments[order] == segments: every position
+    # keeps its sentence id, and each token its sentence.
+    original = attention_from_ids(model, input_ids, positions, scale, segments)  # (L, H, n, n)
+    shuffled = attention_from_ids(model, input_ids[order], positions, scale, segments)
     inverse = np.argsort(order)  # inverse[original position] = new position
     unshuffled = shuffled[:, :, inverse][:, :, :, inverse]  # rows then columns back in order
     diff = np.abs(original.astype(np.float64) - unshuffled)  # (L, H, n, n)
@@ -399,3 +438,63 @@ def rotation_rows(check: RotationCheck, position: int, pairs: list[int]) -> list
 
 def _pair(vector: np.ndarray, dims: list[int]) -> str:
     return f"({vector[dims[0]]:+.6f}, {vector[dims[1]]:+.6f})"
+
+
+# ---------------------------------------------------------------------------------------------
+# 8. Why sine and cosine come in pairs; adding versus concatenating position
+# ---------------------------------------------------------------------------------------------
+
+
+def sine_only_encoding(n_positions: int, d_model: int, base: float = BASE) -> np.ndarray:
+    """(n, d_model / 2) the sinusoid's sine columns alone: the same frequencies, no cosine partner."""
+    return sinusoidal_encoding(n_positions, d_model, base)[:, 0::2]  # even columns are the sines
+
+
+@dataclass(frozen=True)
+class SharedComponent:
+    """How much of the cosine between rows of a table is one direction shared by every row."""
+
+    mean_cosine: float  # mean cosine over random pairs of distinct rows
+    centred_mean_cosine: float  # the same after subtracting the table's mean row from every row
+    mean_row_share: float  # ‖mean row‖² / mean ‖row‖²: the part of a row's length all rows share
+
+
+def shared_component(table: np.ndarray, n_pairs: int = 4000, seed: int = 0) -> SharedComponent:
+    """Mean pair cosine before and after removing the mean row, and the mean row's share."""
+    table = np.asarray(table, dtype=np.float64)
+    mean_row = table.mean(axis=0)  # (d,)
+    return SharedComponent(
+        mean_cosine=float(row_pair_cosines(table, n_pairs=n_pairs, seed=seed).mean()),
+        centred_mean_cosine=float(
+            row_pair_cosines(table - mean_row, n_pairs=n_pairs, seed=seed).mean()
+        ),
+        mean_row_share=float(mean_row @ mean_row / np.mean(np.sum(table**2, axis=1))),
+    )
+
+
+@dataclass(frozen=True)
+class ScoreTerms:
+    """(w_i + p_i)·(w_j + p_j) split into its four parts, for the tokens of one sentence."""
+
+    word_word: np.ndarray  # (n, n) w_i · w_j
+    position_position: np.ndarray  # (n, n) p_i · p_j
+    cross: np.ndarray  # (n, n) w_i · p_j + p_i · w_j: the terms concatenation would not have
+    total: np.ndarray  # (n, n) (w_i + p_i) · (w_j + p_j), the sum of the three above
+
+    @property
+    def cross_share(self) -> float:
+        """Σ|cross| / Σ(|word_word| + |position_position| + |cross|): the mixing adding costs."""
+        parts = np.abs(self.word_word) + np.abs(self.position_position) + np.abs(self.cross)
+        return float(np.abs(self.cross).sum() / parts.sum())
+
+
+def score_terms(word_rows: np.ndarray, position_rows: np.ndarray) -> ScoreTerms:
+    """word_rows, position_rows (n, d) -> the four parts of the dot products of their sums.
+
+    With concatenation, [w; p]·[w'; p'] = w·w' + p·p' exactly: the cross terms are what adding
+    brings in, and they stay small when word and position directions are nearly perpendicular.
+    """
+    w = np.asarray(word_rows, dtype=np.float64)
+    p = np.asarray(position_rows, dtype=np.float64)
+    cross = w @ p.T + p @ w.T  # (n, n): w_i·p_j + p_i·w_j
+    return ScoreTerms(w @ w.T, p @ p.T, cross, (w + p) @ (w + p).T)

@@ -26,6 +26,8 @@ from core.attention import (
     multi_head_attention,
 )
 from core.bert import BertEncoder, Trace
+from core.head_stats import row_entropy
+from core.positional import cosine
 
 # ---------------------------------------------------------------------------------------------
 # Softmax and its entropy
@@ -35,17 +37,6 @@ from core.bert import BertEncoder, Trace
 def softmax(scores: np.ndarray) -> np.ndarray:
     """Row-wise softmax over the last axis (…, n) -> (…, n), via core.attention.masked_softmax."""
     return masked_softmax(torch.from_numpy(np.array(scores, dtype=np.float64))).numpy()
-
-
-def row_entropy(attn_weights: np.ndarray) -> np.ndarray:
-    """(…, n) weights -> (…,) entropy in bits, H = −Σ_j α_j log₂ α_j (with 0·log 0 = 0).
-
-    0 bits: all weight on one key. log₂ n bits: weight spread evenly over n keys.
-    An all-zero row (a query that could see nothing) gets 0 bits.
-    """
-    weights = np.asarray(attn_weights, dtype=np.float64)
-    logs = np.log2(np.where(weights > 0, weights, 1.0))  # log 1 = 0 makes 0·log 0 vanish
-    return np.maximum(-(weights * logs).sum(axis=-1), 0.0)  # clip the −0.0 of rounding
 
 
 def saturation(scores: np.ndarray, multipliers: np.ndarray) -> np.ndarray:
@@ -156,24 +147,16 @@ def _same_tokens(a: Trace, b: Trace) -> None:
         raise ValueError("the two runs read different word pieces; compare runs of the same text")
 
 
-def cosine_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """(…, d) x (…, d) -> (…,) cosine of matching rows, in float64 (a zero row gives 0)."""
-    a64, b64 = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    norms = np.linalg.norm(a64, axis=-1) * np.linalg.norm(b64, axis=-1)
-    dots = (a64 * b64).sum(axis=-1)
-    return np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0)
-
-
 def final_cosine(default: Trace, variant: Trace) -> np.ndarray:
     """(n,) cosine between each token's last-layer vector in two runs of the same text."""
     _same_tokens(default, variant)
-    return cosine_rows(default.hidden_states[-1], variant.hidden_states[-1])
+    return cosine(default.hidden_states[-1], variant.hidden_states[-1])
 
 
 def layer_cosines(default: Trace, variant: Trace) -> np.ndarray:
     """(L + 1, n) cosine between the two runs' vectors of each token after every layer."""
     _same_tokens(default, variant)
-    return cosine_rows(default.hidden_states, variant.hidden_states)
+    return cosine(default.hidden_states, variant.hidden_states)
 
 
 @dataclass(frozen=True)
@@ -244,3 +227,12 @@ def cross_attention(
         x_query, x_key_value, model.attention_weights(layer), model.n_heads, scale=scale
     )
     return CrossAttention(result.attn_weights.numpy(), result.output.numpy())
+
+
+def score_spread_by_layer(trace: Trace) -> np.ndarray:
+    """(L,) standard deviation of every head's scores in each layer (finite entries only).
+
+    At initialisation the 1/√d_k scale makes this about 1; a trained model sets its own spread.
+    """
+    scores = trace.scores.astype(np.float64)  # (L, H, n, n), -inf where masked
+    return np.array([layer[np.isfinite(layer)].std() for layer in scores])

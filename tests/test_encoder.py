@@ -34,15 +34,33 @@ def test_trace_contract(model):
     np.testing.assert_array_equal(trace.static, model.word_vectors()[trace.input_ids])
 
 
-def test_scores_are_divided_by_sqrt_d_head(model):
-    scaled = model.run("a bank by the river", scale=True)
-    # layer 0 sees the same input either way, so its raw Q Kᵀ is shared by both runs
-    unscaled = model.run("a bank by the river", scale=False)
-    np.testing.assert_allclose(
-        scaled.scores[0] * np.sqrt(model.d_head), unscaled.scores[0], rtol=1e-4, atol=1e-4
+@pytest.mark.parametrize("scale", [True, False])
+def test_scores_are_q_dot_k_over_sqrt_d_head_written_out(model, scale):
+    """Layer 0, head 3: the checkpoint's own W_Q and W_K rows of that head applied to the layer's
+    input, q_i · k_j summed term by term in float64, divided by √d_head only when scaled."""
+    import math
+
+    from safetensors.numpy import load_file
+
+    raw = load_file(str(model.model_dir / "model.safetensors"))
+
+    def tensor(part: str) -> np.ndarray:
+        name = next(k for k in raw if k.endswith(f"encoder.layer.0.attention.self.{part}"))
+        return raw[name].astype(np.float64)
+
+    trace = model.run("a bank by the river", scale=scale)
+    head, d_head, n = 3, model.d_head, trace.n_tokens
+    rows = slice(head * d_head, (head + 1) * d_head)  # head 3's output rows of (out, in) W
+    x = trace.hidden_states[0].astype(np.float64)  # layer 0's input (= transformers', test_parity)
+    q = x @ tensor("query.weight")[rows].T + tensor("query.bias")[rows]  # (n, d_head)
+    k = x @ tensor("key.weight")[rows].T + tensor("key.bias")[rows]
+    expected = np.array(
+        [[sum(q[i, c] * k[j, c] for c in range(d_head)) for j in range(n)] for i in range(n)]
     )
-    q, k = unscaled.queries[0, 3], unscaled.keys[0, 3]
-    np.testing.assert_allclose(unscaled.scores[0, 3], q @ k.T, rtol=1e-4, atol=1e-4)
+    if scale:
+        expected /= math.sqrt(d_head)
+    np.testing.assert_allclose(trace.scores[0, head], expected, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(trace.head_scores(0, head), expected, rtol=1e-4, atol=1e-4)
 
 
 def test_causal_run_masks_every_layer(model):
@@ -134,15 +152,13 @@ def test_scores_are_recomputed_from_queries_and_keys_not_stored(model):
     from the stored queries and keys, and their softmax is the stored attention."""
     import dataclasses
 
-    import torch
-
-    from core.attention import masked_softmax
-
     trace = model.run("the bank of the river flooded", causal=True)
     assert "scores" not in {field.name for field in dataclasses.fields(trace)}
     for layer, head in [(0, 0), (model.n_layers - 1, model.n_heads - 1)]:
         scores = trace.head_scores(layer, head)  # (n, n)
         np.testing.assert_array_equal(scores, trace.scores[layer, head])
         assert np.isneginf(scores[0, 1:]).all()  # causal: token 0 sees only itself
-        weights = masked_softmax(torch.tensor(scores)).numpy()
+        # softmax written out: exp(s_ij − max_j s_ij) / Σ_j exp(…); exp(−inf) = 0 for masked keys
+        shifted = np.exp(scores.astype(np.float64) - scores.max(axis=1, keepdims=True))
+        weights = shifted / shifted.sum(axis=1, keepdims=True)
         np.testing.assert_allclose(weights, trace.attentions[layer, head], rtol=1e-5, atol=1e-6)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -9,6 +11,7 @@ from conftest import BAD_INPUTS, LONG_TEXT, ROOT, assert_no_exception, run_page
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
+from shown import shown
 
 import core
 from core import learning
@@ -200,25 +203,25 @@ def test_masked_scores_become_gaps_and_small_matrices_show_their_numbers():
     fig = learning_charts.pair_matrix(scores, ["a", "b"], "scores", zmax=None)
     z = np.asarray(fig.data[0].z, dtype=np.float64)
     assert np.isnan(z[0, 1]) and z[1, 1] == pytest.approx(0.2)
-    assert fig.data[0].texttemplate
+    numbers = fig.data[1]  # a text layer: each finite cell's value, none on the masked gap
+    assert numbers.mode == "text" and list(numbers.text) == ["0.50", "0.10", "0.20"]
+    assert (list(numbers.x), list(numbers.y)) == ([0, 0, 1], [0, 1, 1])
     assert "-Infinity" not in fig.to_json()
 
 
 def test_tokens_are_shown_as_text_not_markup():
-    assert learning_charts.markdown_literal("$x$ **b** <i>") == r"\$x\$ \*\*b\*\* \<i\>"
     weights = np.array([0.5, 0.5], dtype=np.float32)
     fig = learning_charts.query_steps(weights, weights, weights, ["<b>", "&"], 0, scaled=True)
-    assert "&lt;b&gt;" in fig.layout.title.text
-    assert list(fig.data[0].customdata) == ["&lt;b&gt;", "&amp;"]
+    assert "“<b>”" in shown(fig.layout.title.text)
+    assert [shown(label) for label in fig.data[0].customdata] == ["<b>", "&"]
 
 
 def test_query_steps_draw_three_bar_rows_on_numeric_axes():
     tokens = ["[CLS]", "the", "the", "[SEP]"]  # a repeated token must keep its own bar
     values = np.array([0.1, 0.2, 0.3, 0.4], dtype=np.float32)
     fig = learning_charts.query_steps(values, values, values, tokens, 1, scaled=True)
-    assert [trace.type for trace in fig.data] == ["bar"] * 3
+    assert [shown(t) for t in fig.layout.xaxis3.ticktext] == tokens
     assert list(fig.data[0].x) == [0, 1, 2, 3]
-    assert list(fig.layout.xaxis3.ticktext) == tokens
 
 
 # ---- the pages, headless -----------------------------------------------------------------------
@@ -258,7 +261,8 @@ def test_context_page_handles_bad_input(name):
 def test_context_page_shows_a_markdown_character_as_typed():
     at = run_context("it costs $ 5", "pay $ now")
     assert_no_exception(at)
-    assert r"\$" in at.metric[0].label  # escaped: a pair of $ would otherwise start math
+    label = at.metric[0].label
+    assert "$" not in label and shown(label) == "cosine of “$”, A vs B, in X"  # $…$ would be math
 
 
 def test_context_page_without_a_shared_word_says_so():
@@ -284,7 +288,7 @@ def test_qkv_page_handles_bad_sidebar_text(name):
     if not BAD_INPUTS[name].strip() or name == "control":
         assert at.info and not at.get("plotly_chart")
     else:
-        assert len(at.get("plotly_chart")) == 10
+        assert len(at.get("plotly_chart")) == 12  # + S − Sᵀ and the heads' bank cosines
 
 
 def test_qkv_page_on_a_trained_head_and_a_long_input():
@@ -294,25 +298,27 @@ def test_qkv_page_on_a_trained_head_and_a_long_input():
     assert_no_exception(at)
     assert any("first 48" in c.value for c in at.caption)
     assert any("512" in w.value for w in at.warning)
-    assert "(512 × 32)" in at.get("plotly_chart")[0].proto.spec  # Q of a MiniLM head
+    spec = json.loads(at.get("plotly_chart")[0].proto.spec)  # read the figure as data, not text
+    assert "(512 × 32)" in spec["layout"]["title"]["text"]  # Q of a MiniLM head
 
 
 def test_qkv_page_query_choice_follows_the_sentence():
     at = run_page(QKV, text=DEFAULT_SENTENCE)
-    at.selectbox(key="qkv_query").set_value(5).run()
+    at.slider(key="qkv_query").set_value(5).run()
     assert "Query 5" in at.get("plotly_chart")[6].proto.spec
-    # A shared link made on a longer sentence: its query index does not exist here.
+    assert "Position 5: **arrow**" in [c.value for c in at.caption]  # the token is named
+    # A shared link made on a longer sentence: its query position does not exist here.
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     at.session_state["text"] = "short"
-    at.query_params["qkv_query"] = "5:arrow"
+    at.query_params["qkv_query"] = "5"
     at.run()
     at.switch_page(QKV)
     at.run()
     assert_no_exception(at)
-    assert at.selectbox(key="qkv_query").options == ["0:[CLS]", "1:short", "2:[SEP]"]
-    assert at.selectbox(key="qkv_query").value == 1
+    assert (at.slider(key="qkv_query").min, at.slider(key="qkv_query").max) == (0, 2)
+    assert at.slider(key="qkv_query").value == 1  # the default, not an error
 
 
 # ---- the pages in a real browser ---------------------------------------------------------------

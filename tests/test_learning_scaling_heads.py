@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch.nn import functional as F
 
-from core import heads, scaling
+from core import head_stats, heads, scaling
 from ui import mechanics_charts as mc
 
 SENTENCE = "The river bank flooded after the storm."
@@ -69,7 +69,7 @@ def test_saturation_goes_one_hot_as_the_multiplier_grows(scores):
     assert np.all(np.diff(largest) >= -1e-12), "the top weight never shrinks as c grows"
     assert np.all(weights.argmax(axis=1) == scores.argmax()), "the ranking never changes"
     assert largest[-1] > 0.99  # c = 100 with a gap ≥ 0.1: at most 15·e^{-10} elsewhere
-    entropy = scaling.row_entropy(weights)
+    entropy = head_stats.row_entropy(weights)
     assert entropy[-1] < 0.02 and entropy[0] > entropy[-1]
 
 
@@ -81,14 +81,14 @@ def test_saturation_goes_one_hot_as_the_multiplier_grows(scores):
 @settings(max_examples=60, deadline=None)
 def test_row_entropy_lies_between_zero_and_log_n(values):
     weights = np.array(values) / np.sum(values)
-    entropy = float(scaling.row_entropy(weights))
+    entropy = float(head_stats.row_entropy(weights))
     assert -1e-12 <= entropy <= np.log2(len(values)) + 1e-9
 
 
 def test_row_entropy_limits():
-    assert scaling.row_entropy(np.full(8, 1 / 8)) == pytest.approx(3.0)
-    assert scaling.row_entropy(np.eye(5)).tolist() == [0.0] * 5
-    assert scaling.row_entropy(np.zeros(4)) == 0.0  # a row that could see nothing
+    assert head_stats.row_entropy(np.full(8, 1 / 8)) == pytest.approx(3.0)
+    assert head_stats.row_entropy(np.eye(5)).tolist() == [0.0] * 5
+    assert head_stats.row_entropy(np.zeros(4)) == 0.0  # a row that could see nothing
 
 
 # ---- the causal mask on a real head -------------------------------------------------------------
@@ -102,8 +102,12 @@ def test_causal_view_masks_the_future_exactly(trace):
     assert np.isfinite(masked_scores[~above]).all()
     assert (attn_weights[above] == 0).all()
     np.testing.assert_allclose(attn_weights.sum(axis=1), 1.0, atol=1e-6)
-    # On and below the diagonal the scores are this head's own, unchanged.
-    np.testing.assert_allclose(masked_scores[~above], trace.scores[2, 5][~above], atol=1e-5)
+    # On and below the diagonal: q_i · k_j / √d_head, summed term by term from the stored vectors.
+    q, k = trace.queries[2, 5].astype(np.float64), trace.keys[2, 5].astype(np.float64)
+    for i in range(n):
+        for j in range(i + 1):
+            dot = sum(q[i, c] * k[j, c] for c in range(q.shape[1]))
+            assert masked_scores[i, j] == pytest.approx(dot / np.sqrt(q.shape[1]), abs=1e-4)
     assert attn_weights[0, 0] == pytest.approx(1.0)  # the first token can only see itself
 
 
@@ -226,6 +230,15 @@ def test_value_weighted_share_and_gap(model, trace):
     attn_weights = trace.attentions[layer]
     share = heads.value_weighted_share(heads.value_weighted_norms(model, trace, layer))
     np.testing.assert_allclose(share.sum(-1), 1.0, atol=1e-5)
+    # Rows summing to 1 holds by construction; the values must be Kobayashi et al.'s (2020)
+    # ‖α_ij v_j W_Oʰ‖ / Σ_k ‖α_ik v_k W_Oʰ‖, with W_Oʰ = the columns of W_O that read head h.
+    w_o = model.attention_weights(layer).output.weight.double().numpy()  # (d_model, H·d_head)
+    for head in (0, 7):
+        cols = slice(head * model.d_head, (head + 1) * model.d_head)
+        moved = [np.linalg.norm(w_o[:, cols] @ v) for v in trace.values[layer, head]]  # (n,)
+        for i in range(trace.n_tokens):
+            norms = [attn_weights[head, i, j] * moved[j] for j in range(trace.n_tokens)]
+            np.testing.assert_allclose(share[head, i], np.array(norms) / sum(norms), rtol=1e-4)
     gap = heads.raw_vs_weighted_gap(attn_weights, share)
     assert gap.shape == (model.n_heads,) and np.all((gap >= 0) & (gap <= 1))
     assert gap.max() > 0.05  # on real weights the two views do disagree somewhere
@@ -283,12 +296,14 @@ def test_scaling_page_default():
     at = run_page(SCALING_PAGE, text=SENTENCE)
     assert_no_exception(at)
     keys = {chart.proto.id for chart in at.get("plotly_chart")}
-    assert len(keys) == 11
-    assert at.toggle(key="sm_scale_off").value is True
-    # No switch flipped: nothing to compare, and the page says so instead of failing.
-    at.toggle(key="sm_scale_off").set_value(False).run()
-    assert_no_exception(at)
+    # 7 of the page's own, the trained score spread and the padding mask on and off; the
+    # switches start off (the model as trained), so there is nothing to compare yet.
+    assert len(keys) == 10
+    assert at.toggle(key="sm_scale_off").value is False
     assert any("at least one switch" in info.value for info in at.info)
+    at.toggle(key="sm_scale_off").set_value(True).run()
+    assert_no_exception(at)
+    assert len({chart.proto.id for chart in at.get("plotly_chart")}) == 14  # + the comparison
     at.toggle(key="sm_causal").set_value(True).run()
     assert_no_exception(at)
     assert "causal" in _texts(at)
@@ -306,6 +321,7 @@ def test_scaling_page_with_an_unreadable_second_sentence():
 
 def test_scaling_page_long_input_says_what_it_draws():
     at = run_page(SCALING_PAGE, text=LONG_TEXT)
+    at.toggle(key="sm_scale_off").set_value(True).run()  # the comparison heatmaps average blocks
     assert_no_exception(at)
     texts = _texts(at)
     assert "average blocks" in texts and "first 40 of 512" in texts
@@ -314,13 +330,17 @@ def test_scaling_page_long_input_says_what_it_draws():
 def test_heads_page_default_and_ablation():
     at = run_page(HEADS_PAGE, text=SENTENCE)
     assert_no_exception(at)
-    assert len(at.get("plotly_chart")) == 10
+    # two heads' rows, the layer's heads, four measured-role grids, W_O and the value-weighted
+    # view; nothing is removed until the visitor asks
+    assert len(at.get("plotly_chart")) == 13
+    assert any("Pick at least one head" in info.value for info in at.info)
+    at.toggle(key="mh_ablate_layer").set_value(True).run()
+    assert_no_exception(at)
     assert "Mean final cosine" in _texts(at)
     at.toggle(key="mh_ablate_layer").set_value(False).run()
-    assert any("Pick at least one head" in info.value for info in at.info)
     at.multiselect(key="mh_ablate").set_value(["layer 5 · head 11", "layer 0 · head 3"]).run()
     assert_no_exception(at)
-    assert "2 head(s) removed" in json.dumps(
+    assert "2 heads removed" in json.dumps(
         [c.proto.spec for c in at.get("plotly_chart")], ensure_ascii=False
     )
 

@@ -90,16 +90,18 @@ def test_parity_report_counts_layers(model, reference):
     assert report.max_abs_attention_diff < TOLERANCE and report.max_abs_hidden_diff < TOLERANCE
 
 
-def test_sdpa_reference_would_compare_nothing(model):
-    """Guard the guard: the default attention backend returns no weights, so the count matters."""
+def test_sdpa_reference_is_caught_by_the_layer_count(model):
+    """Guard the guard: transformers' default sdpa backend returns no attention weights at all.
+    The report must say so (0 layers) and the parity check must fail rather than pass on nothing.
+    (If a future transformers falls back to eager here, this test says so by failing.)"""
     from transformers import BertModel
 
     sdpa = BertModel.from_pretrained(str(model.model_dir), attn_implementation="sdpa").eval()
-    attentions, _ = reference_outputs(sdpa, model.run("hello"))
-    if attentions:  # some versions fall back to eager when weights are asked for
-        assert len(attentions) == model.n_layers
-    else:
-        assert compare(sdpa, model.run("hello")).layers_compared == 0
+    report = compare(sdpa, model.run("hello"))
+    assert report.layers_compared == 0 and np.isnan(report.max_abs_attention_diff)
+    assert report.hidden_states_compared == model.n_layers + 1
+    with pytest.raises(AssertionError, match="no attention weights"):
+        assert_parity(model, sdpa, "hello")
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,7 @@ import pytest
 from conftest import BAD_INPUTS, assert_no_exception, run_page
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from shown import shown
 
 from core import geometry, positional
 from ui import geometry_charts
@@ -280,9 +281,9 @@ def test_split_sentences_caps_lines_and_length():
     assert geometry.split_sentences(" \n\t\n") == ([], [])
 
 
-def test_compare_runs_of_identical_vectors():
+def test_shared_plane_of_identical_vectors():
     vectors = np.random.default_rng(0).standard_normal((7, 12))
-    comparison = geometry.compare_runs(vectors, vectors)
+    comparison = geometry.shared_plane(vectors, vectors)
     np.testing.assert_allclose(comparison.coords_first, comparison.coords_second)
     assert comparison.mean_cosine == pytest.approx(1.0)
 
@@ -296,7 +297,14 @@ def test_projection_figure_escapes_user_text():
         coords, ["<b>x", "ok"], np.array([0, 0]), ["<script>alert(1)</script>"], np.array([0]), "t"
     )
     spec = fig.to_json()
-    assert "<script>" not in spec and "&lt;script&gt;" in spec and "&lt;b&gt;x" in spec
+    assert "<script>" not in spec and "<b>x" not in spec.replace("\\u003c", "<")
+    ours = ("<b>", "</b>", "<br>")  # the figure's own markup around the escaped text
+    hovers = [h for trace in fig.data for h in trace.hovertext]
+    for tag in ours:
+        hovers = [h.replace(tag, "|") for h in hovers]
+    assert "|<b>x||" in [shown(h).split("s1 · ")[0] for h in hovers]
+    assert all(shown(h).endswith("s1 · <script>alert(1)</script>") for h in hovers)
+    assert "<script>" not in fig.to_json()
 
 
 def test_position_heatmap_thins_long_inputs():
@@ -383,5 +391,8 @@ def test_both_pages_in_a_browser():
             page.goto(f"{url}/{path}")
             wait_for_app(page)
             page.wait_for_selector(".js-plotly-plot", timeout=60_000)
+            # Figures mount one by one once plotly.js has loaded: wait for four, not a fixed time.
+            page.wait_for_function(
+                "() => document.querySelectorAll('.js-plotly-plot').length >= 4", timeout=60_000
+            )
             assert not page_exceptions(page), path
-            assert page.locator(".js-plotly-plot").count() >= 4, path

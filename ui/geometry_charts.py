@@ -6,13 +6,13 @@ html.escape: plotly renders a few tags in hover text, and a sentence is not mark
 
 from __future__ import annotations
 
-import html
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
 
-from ui.charts import QUALITATIVE_COLOURS
+from ui.charts import QUALITATIVE_COLOURS, annotate_heatmap
+from ui.escape import literal
 
 SENTENCE_COLOURS = QUALITATIVE_COLOURS[:10]  # after ten sentences, the marker shape changes
 SYMBOLS_2D = ("circle", "square", "diamond", "triangle-up")  # a 2nd cycle of colours changes shape
@@ -24,14 +24,10 @@ SENTENCE_LABEL_CHARS = 60
 LEGEND_BELOW = {"orientation": "h", "yanchor": "top", "y": -0.15, "x": 0, "font": {"size": 11}}
 
 
-def _safe(text: str) -> str:
-    return html.escape(str(text), quote=False)
-
-
 def sentence_label(index: int, sentence: str, max_chars: int = SENTENCE_LABEL_CHARS) -> str:
     """'s1 · I sat on the bank …' (escaped, shortened) for legends and hovers."""
     short = sentence if len(sentence) <= max_chars else sentence[: max_chars - 1] + "…"
-    return f"s{index + 1} · {_safe(short)}"
+    return f"s{index + 1} · {literal(short)}"
 
 
 def colour(index: int) -> str:
@@ -110,7 +106,7 @@ def curves(
             go.Scatter(
                 x=x,
                 y=np.round(np.asarray(values, dtype=np.float64), 4),
-                name=_safe(name),
+                name=literal(name),
                 mode="lines",
                 line={
                     "shape": "hv" if name in steps else "linear",
@@ -161,7 +157,7 @@ def distance_figure(profiles: Mapping[str, np.ndarray], title: str) -> go.Figure
     for name, values in lines.items():
         fig.add_trace(
             go.Scatter(
-                x=np.arange(len(values)), y=np.round(values, 4), name=_safe(name), mode="lines"
+                x=np.arange(len(values)), y=np.round(values, 4), name=literal(name), mode="lines"
             )
         )
     fig.update_xaxes(title_text="distance |p − q|", range=[0, longest - 1])
@@ -174,7 +170,7 @@ def layer_diff_figure(diffs: Mapping[str, np.ndarray], title: str) -> go.Figure:
     fig = go.Figure()
     for name, values in diffs.items():
         values = np.maximum(np.asarray(values, dtype=np.float64), 1e-12)  # log axis needs > 0
-        fig.add_trace(go.Bar(x=np.arange(len(values)), y=values, name=_safe(name)))
+        fig.add_trace(go.Bar(x=np.arange(len(values)), y=values, name=literal(name)))
     fig.update_yaxes(type="log", title_text="max |Δ| over heads and cells", exponentformat="e")
     fig.update_xaxes(title_text="layer", dtick=1)
     fig.update_layout(barmode="group")
@@ -199,7 +195,7 @@ def histograms(
             go.Scatter(
                 x=np.round(centres, 4),
                 y=np.round(density, 4),
-                name=_safe(name),
+                name=literal(name),
                 mode="lines",
                 line={"shape": "hvh"},
                 fill="tozeroy",
@@ -265,13 +261,13 @@ def projection_figure(
             rows = np.flatnonzero((sentence == s) & (is_highlight == big))
             if rows.size == 0:
                 continue
-            hover = [f"<b>{_safe(tokens[i])}</b><br>{labels[s]}" for i in rows]
+            hover = [f"<b>{literal(tokens[i])}</b><br>{labels[s]}" for i in rows]
             symbol = SYMBOLS_2D[(s // len(SENTENCE_COLOURS)) % len(SYMBOLS_2D)]
             fig.add_trace(
                 _scatter(
                     coords[rows],
                     mode="markers+text" if big else "markers",
-                    text=[_safe(tokens[i]) for i in rows] if big else None,
+                    text=[literal(tokens[i]) for i in rows] if big else None,
                     textposition="top center",
                     hovertext=hover,
                     hoverinfo="text",
@@ -315,7 +311,7 @@ def trajectory_figure(
             background,
             mode="markers",
             marker={"size": 5, "color": FAINT},
-            hovertext=[f"{_safe(t)} (layer state {background_layer})" for t in tokens],
+            hovertext=[f"{literal(t)} (layer state {background_layer})" for t in tokens],
             hoverinfo="text",
             name=f"all tokens, state {background_layer}",
         )
@@ -332,11 +328,11 @@ def trajectory_figure(
                 line={"color": colour(s), "width": 3},
                 marker={"size": 8, "color": colour(s)},
                 hovertext=[
-                    f"<b>{_safe(tokens[i])}</b> after {h} layer(s)<br>{labels[s]}"
+                    f"<b>{literal(tokens[i])}</b> after {h} layer(s)<br>{labels[s]}"
                     for h in range(n_states)
                 ],
                 hoverinfo="text",
-                name=f"{_safe(tokens[i])} in s{s + 1}",
+                name=f"{literal(tokens[i])} in s{s + 1}",
             )
         )
     _axes(fig, n_components, "PCA")
@@ -366,9 +362,9 @@ def comparison_figure(
                 y=np.round(coords[:, 1], 3),
                 mode="markers",
                 marker={"size": 6, "symbol": symbol, "opacity": 0.7, "color": hue},
-                hovertext=[f"{_safe(t)} · {_safe(name)}" for t in tokens],
+                hovertext=[f"{literal(t)} · {literal(name)}" for t in tokens],
                 hoverinfo="text",
-                name=_safe(name),
+                name=literal(name),
             )
         )
     for i in np.asarray(chosen, dtype=np.int64):
@@ -402,7 +398,7 @@ def cosine_heatmap(
     """
     k = table.shape[0]
     values = np.round(np.asarray(table, dtype=np.float64), 3)
-    safe = [_safe(label) for label in labels]
+    safe = [literal(label) for label in labels]
     ticks = {"tickmode": "array", "tickvals": list(range(k)), "ticktext": safe}
     low = float(np.floor(values.min() * 10) / 10) if values.size else 0.0
     fig = go.Figure(
@@ -413,13 +409,13 @@ def cosine_heatmap(
             zmin=min(low, 0.9),
             zmax=1.0,
             colorscale="Viridis",
-            text=np.round(values, 2),
-            texttemplate="%{text}" if k <= 12 else None,
             customdata=_pair_labels(safe),
             colorbar={"title": {"text": "cosine"}},
             hovertemplate="%{customdata[0]} vs %{customdata[1]}: %{z:.3f}<extra></extra>",
         )
     )
+    if k <= 12:
+        annotate_heatmap(fig)  # black or white by the cell's colour (grey sat on mid-green)
     fig.update_xaxes(**ticks, tickangle=-40)
     fig.update_yaxes(**ticks, autorange="reversed")
     return _layout(fig, title, height or int(min(560, 60 * k + 160)))
@@ -449,7 +445,7 @@ def layer_lines(
                 x=x,
                 y=np.round(np.asarray(series, dtype=np.float64), 4),
                 mode="lines+markers",
-                name=_safe(name),
+                name=literal(name),
             )
         )
     fig.update_xaxes(

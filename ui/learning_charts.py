@@ -1,7 +1,7 @@
 """Figures for the first two learning-path pages (context from first principles; Q, K and V).
 
 Pure functions: arrays in, plotly figures (or plain strings) out, no streamlit. User tokens reach
-plotly escaped (plotly reads a small HTML dialect in labels) and markdown escaped (markdown_literal). Token axes are numeric with token
+plotly escaped (plotly reads a small HTML dialect in labels) and markdown escaped, both through ui.escape.literal. Token axes are numeric with token
 tick labels (charts.token_ticks). Long inputs are cut to the first DRAW_LIMIT tokens here, so a
 512-token sentence never sends a 512 x 512 heatmap to the browser; the page says so and offers
 the whole matrix as CSV.
@@ -9,21 +9,14 @@ the whole matrix as CSV.
 
 from __future__ import annotations
 
-import html
-import re
 from collections.abc import Sequence
 
 import numpy as np
-import pandas  # noqa: F401  (see below)
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ui import charts
-
-# Why pandas is imported above although nothing here uses it: plotly's validators look pandas up
-# in sys.modules without waiting for its import lock. When two sessions start at once, one thread
-# can find pandas half-imported by the other and fail with "partially initialized module 'pandas'
-# has no attribute 'Series'" (seen on a cold server). A real import statement waits for the lock.
+from ui.escape import literal
 
 DRAW_LIMIT = 48  # tokens drawn per axis: beyond ~50 rows a cell is too small to read anyway
 CELL_BUDGET = 6_144  # cells per token-by-dimension heatmap: 16 rows of a 384-wide X
@@ -36,21 +29,10 @@ ANNOTATE_UP_TO = 12  # write the value into each cell when neither side is longe
 def _annotate_small(figure: go.Figure, n_rows: int, n_cols: int) -> go.Figure:
     """Print each cell's value (2 decimals) on small heatmaps: the real numbers, not just colour."""
     if n_rows <= ANNOTATE_UP_TO and n_cols <= ANNOTATE_UP_TO:
-        figure.update_traces(texttemplate="%{z:.2f}", selector={"type": "heatmap"})
+        # Eight columns share a third of the page: one decimal at 10 px fits, two did not.
+        wide = n_cols > 6
+        charts.annotate_heatmap(figure, decimals=1 if wide else 2, size=10 if wide else 11)
     return figure
-
-
-MARKDOWN_SPECIALS = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
-
-
-def markdown_literal(text: str) -> str:
-    """Text for st.markdown shown as typed: markdown, HTML-ish and $math$ characters escaped."""
-    return MARKDOWN_SPECIALS.sub(r"\\\1", str(text))
-
-
-def _plain(text: str) -> str:
-    """A token as literal text inside a plotly title or hover (&, < and > escaped)."""
-    return html.escape(str(text), quote=False)
 
 
 def shape_label(matrix: np.ndarray) -> str:
@@ -152,7 +134,7 @@ def _token_bars(
             x=np.arange(len(values)),
             y=_finite_or_gap(values),
             marker_color=colours,
-            customdata=np.asarray([_plain(t) for t in tokens], dtype=object),
+            customdata=np.asarray([literal(t) for t in tokens], dtype=object),
             hovertemplate="%{x}: <b>%{customdata}</b><br>" + name + " %{y:.3f}<extra></extra>",
             name=name,
             showlegend=False,
@@ -188,7 +170,7 @@ def shared_word_weights(
     figure.update_yaxes(title_text="softmax weight", row=1, col=1)
     figure.update_xaxes(title_text="token of the sentence", tickangle=-45)
     figure.update_layout(
-        title={"text": f"Where “{_plain(word)}” looks: its row of softmax(X Xᵀ) in each sentence"},
+        title={"text": f"Where “{literal(word)}” looks: its row of softmax(X Xᵀ) in each sentence"},
         height=360,
         margin={"l": 10, "r": 10, "t": 80, "b": 10},
     )
@@ -221,7 +203,7 @@ def query_steps(
     figure.update_yaxes(rangemode="tozero", row=3, col=1)  # small weights stay visible
     figure.update_xaxes(title_text="key token j", tickangle=-45, row=3, col=1)
     figure.update_layout(
-        title={"text": f"Query {query_index} “{_plain(tokens[query_index])}” against every key"},
+        title={"text": f"Query {query_index} “{literal(tokens[query_index])}” against every key"},
         height=620,
         margin={"l": 10, "r": 10, "t": 80, "b": 10},
     )
@@ -252,21 +234,20 @@ def weighted_values(
 def asymmetry_heatmap(
     difference: np.ndarray, tokens: Sequence[str], title: str, limit: int = DRAW_LIMIT
 ) -> go.Figure:
-    """Diverging heatmap of α - αᵀ: red where i attends to j more than j to i, blue the reverse."""
+    """Diverging heatmap of α - αᵀ: blue where i attends to j more than j to i, red the reverse."""
     shown = min(len(tokens), limit)
     values = np.round(difference[:shown, :shown].astype(np.float64), 4)
     bound = float(np.max(np.abs(values))) if values.size else 1.0
     figure = go.Figure(
         go.Heatmap(
             z=values,
-            texttemplate="%{z:.2f}" if shown <= ANNOTATE_UP_TO else None,
             x=np.arange(shown),
             y=np.arange(shown),
-            colorscale="RdBu_r",
+            colorscale="RdBu",  # app-wide: blue = positive, red = negative
             zmid=0.0,
             zmin=-(bound or 1.0),
             zmax=bound or 1.0,
-            colorbar={"title": {"text": "α_ij − α_ji"}},
+            colorbar={"title": {"text": charts.subscripts("α_ij − α_ji")}},
             hovertemplate="i %{y} → j %{x}<br>α_ij − α_ji %{z:.3f}<extra></extra>",
         )
     )
@@ -285,4 +266,6 @@ def asymmetry_heatmap(
             "autorange": "reversed",
         },
     )
+    if shown <= ANNOTATE_UP_TO:
+        charts.annotate_heatmap(figure)
     return figure

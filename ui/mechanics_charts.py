@@ -13,6 +13,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from core.head_stats import block_size
 from core.scaling import DotProducts
 from ui.charts import COLORSCALE, attention_heatmap, matrix_heatmap, token_ticks
 
@@ -34,11 +35,6 @@ def lean(values: np.ndarray | Sequence[float]) -> np.ndarray:
     return np.asarray(values, dtype=np.float32)
 
 
-def block_step(n: int, max_size: int) -> int:
-    """How many tokens one drawn cell stands for, so that n tokens fit in max_size cells."""
-    return max(1, int(np.ceil(n / max_size)))
-
-
 def block_average(matrix: np.ndarray, max_size: int) -> tuple[np.ndarray, int, int]:
     """(n_q, n_k) -> (⌈n_q/r⌉, ⌈n_k/c⌉) means of r×c blocks, each axis cut to ≤ max_size.
 
@@ -46,7 +42,7 @@ def block_average(matrix: np.ndarray, max_size: int) -> tuple[np.ndarray, int, i
     separately, so a long sentence against a short one keeps every token of the short one.
     """
     n_q, n_k = matrix.shape
-    row_step, col_step = block_step(n_q, max_size), block_step(n_k, max_size)
+    row_step, col_step = block_size(n_q, max_size), block_size(n_k, max_size)
     if row_step == col_step == 1:
         return np.asarray(matrix, dtype=np.float64), 1, 1
     rows, cols = -(-n_q // row_step), -(-n_k // col_step)
@@ -535,7 +531,7 @@ def weights_heatmap(
 def disagreement_heatmap(
     attn_weights: np.ndarray, share: np.ndarray, tokens: Sequence[str], title: str
 ) -> go.Figure:
-    """(n, n) share − α on a diverging scale: red where the value-weighted view gives more."""
+    """(n, n) share − α on a diverging scale: blue where the value-weighted view gives more."""
     difference, step, _ = block_average(share - attn_weights, MAX_DRAWN)  # square
     labels = block_labels(tokens, step)
     size = difference.shape[0]
@@ -545,7 +541,7 @@ def disagreement_heatmap(
             z=lean(difference),
             x=np.arange(size),
             y=np.arange(size),
-            colorscale="RdBu_r",
+            colorscale="RdBu",  # app-wide: blue = positive, red = negative
             zmin=-limit,
             zmax=limit,
             zmid=0.0,

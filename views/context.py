@@ -5,6 +5,7 @@ import streamlit as st
 import core
 from core import learning
 from ui import learning_charts, state, widgets
+from ui.escape import literal
 
 _, model = state.page_context()
 SENTENCE_CHARS = 2_000  # plenty for a sentence; the server cuts again (core.text.cap_text)
@@ -86,7 +87,8 @@ st.subheader("Step 2 · X Xᵀ, how alike every two words are")
 st.latex(r"S = X X^\top,\qquad S_{ij} = x_i \cdot x_j")
 st.markdown(
     "A dot product is large when two vectors point the same way. The diagonal holds each "
-    "word's similarity with itself (its squared length), usually the largest in its row."
+    "word's similarity with itself (its squared length), usually the largest in its row. S is "
+    "symmetric, S_ij = S_ji, since x_i·x_j = x_j·x_i."
 )
 side_by_side(
     "xxt",
@@ -117,11 +119,15 @@ if not shared:
         icon="🔍",
     )
     st.stop()
-word = st.selectbox("Shared word piece", shared, key="ctx_word") if len(shared) > 1 else shared[0]
+word = (
+    st.selectbox("Shared word piece", shared, key="ctx_word", bind="query-params")
+    if len(shared) > 1
+    else shared[0]
+)
 pair = learning.compare_shared_word(
     word, sentences["A"], results["A"], sentences["B"], results["B"]
 )
-shown_word = learning_charts.markdown_literal(word)  # a token is text, never markup
+shown_word = literal(word)  # a token is text, never markup
 before, after = st.columns(2)
 before.metric(f"cosine of “{shown_word}”, A vs B, in X", f"{pair.cosine_before:.3f}")
 after.metric(
@@ -151,5 +157,9 @@ st.markdown(
     "prefers the same neighbours whatever the task, and each vector plays three parts at once: "
     "it asks (row of X), it is compared (column of Xᵀ), and it is mixed in (X on the right). "
     "The next page gives each part its own trainable matrix."
+)
+st.caption(
+    "Sources: Vaswani et al. (2017), attention as softmax-weighted averages; Devlin et al. "
+    "(2019), BERT's word-piece embedding table."
 )
 st.page_link("views/qkv.py", label="Next: queries, keys and values", icon=":material/key:")

@@ -25,9 +25,11 @@ DEFAULT_SENTENCES = "\n".join(
 
 st.title("Embedding projections")
 st.markdown(
-    "Before the first layer, a word piece is one row of the vocabulary table: *bank* is the same "
-    "vector by the river and at the counter. Every layer then mixes in what the other tokens "
-    "carry, so after a few layers each *bank* sits somewhere different. Below, many sentences at "
+    "A word piece starts as one row of the vocabulary table: *bank* is the same row by the "
+    "river and at the counter. The embedding step adds a position and a segment vector (then "
+    "LayerNorm); in every layer attention mixes in what the other tokens carry and a "
+    "feed-forward network reworks each token, so after a few layers "
+    "each *bank* sits somewhere different. Below, many sentences at "
     "once, their tokens squeezed from "
     f"{model.d_model} dimensions into a picture."
 )
@@ -40,7 +42,8 @@ text = st.text_area(
     max_chars=MAX_TEXT_CHARS,
 )
 with_sidebar = st.toggle("Add the sidebar sentence", True, key="emb_sidebar", bind="query-params")
-lines = ((inputs.text + "\n") if with_sidebar else "") + (text or "")[:MAX_TEXT_CHARS]
+# The box's lines first, so line k of the box is sentence sk; the sidebar sentence comes last.
+lines = (text or "")[:MAX_TEXT_CHARS] + (("\n" + inputs.text) if with_sidebar else "")
 sentences, notes = geometry.split_sentences(lines)
 if not sentences:
     st.info("Type one or more sentences above, one per line.", icon="✍️")
@@ -136,8 +139,8 @@ with right:
 
 st.subheader(f"2 · The path of '{word}' through the layers")
 st.markdown(
-    "All layers share one PCA plane here, so a step in the picture is a real change of the "
-    "vector. Much of the motion is shared by every token (the whole cloud drifts from layer to "
+    "All layers share one PCA plane here, so a step in the picture is the projection of a real "
+    "change of the vector onto that plane (moves across the plane do not show). Much of the motion is shared by every token (the whole cloud drifts from layer to "
     "layer); the gaps between the coloured paths are what the context adds. State 0 already "
     f"differs between sentences: position vectors were added. Grey: every token after layer {layer}."
 )
@@ -187,8 +190,9 @@ with right:
     )
     widgets.show_figure(fig, key="emb_cos_lines", filename="cosine-by-layer")
 st.markdown(
-    "Before the first layer every pair has cosine 1: one vector. Layer by layer the occurrences "
-    "separate, and occurrences with the same sense tend to stay closer than occurrences across "
+    "In the static table every pair has cosine 1: one row. The embedding output (state 0) "
+    "already differs a little, since each occurrence has its own position; layer by layer "
+    "the occurrences separate further, and occurrences with the same sense tend to stay closer than occurrences across "
     "senses (with the default sentences: the two river banks, the two money banks)."
 )
 if len(chosen) < 2:
@@ -210,7 +214,7 @@ if st.toggle(
         f"√d_k {'on' if inputs.scale else 'off'} (sidebar)",
         f"√d_k {'off' if inputs.scale else 'on'}",
     )
-    comparison = geometry.compare_runs(shown.hidden[layer], other_shown.hidden[layer])
+    comparison = geometry.shared_plane(shown.hidden[layer], other_shown.hidden[layer])
     fig = geometry_charts.comparison_figure(
         comparison.coords_first,
         comparison.coords_second,
@@ -221,3 +225,13 @@ if st.toggle(
     )
     widgets.show_figure(fig, key="emb_compare_fig", filename="scaling-comparison")
     st.metric("mean cosine between a token's two versions", f"{comparison.mean_cosine:.3f}")
+
+st.caption(
+    "Sources: Ethayarajh (2019), how contextual BERT's word vectors are; Coenen et al. (2019), "
+    "word senses in BERT's geometry; van der Maaten & Hinton (2008), t-SNE."
+)
+st.page_link(
+    "views/lab.py",
+    label="Next lab: watch attention being learned",
+    icon=":material/model_training:",
+)

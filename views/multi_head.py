@@ -2,13 +2,15 @@
 
 import streamlit as st
 
-from core import heads, scaling
+from core import head_roles, head_stats, heads, scaling
+from ui import course_charts, course_state, formulas, models, state, widgets
 from ui import mechanics_charts as mc
-from ui import state, widgets
+from ui.escape import literal
 
 MAX_ROWS = 64  # token rows drawn for the per-token matrices of section 2
 
 inputs, model = state.page_context()
+model_label = models.label(model)  # the model's name in the prose
 
 st.title("4 · Multi-head attention")
 st.markdown(
@@ -22,22 +24,100 @@ labels = widgets.numbered(trace.tokens)
 token_axes = (trace.tokens, trace.tokens)  # query and key labels of a self-attention heatmap
 layer, head = widgets.layer_head_picker(model)
 
+# Why several heads ------------------------------------------------------------------------------
+st.subheader("Why several heads: one softmax makes one mixture")
+st.markdown(
+    "A row of α is one set of weights that sums to 1, so one head hands each token one weighted "
+    "average of value vectors. A token that needs two things at once, say the word before it "
+    "and the word after it, would get from one head a blend of both, with no way to tell them "
+    "apart afterwards. Several heads give several separate mixtures, each from its own "
+    "W_Q, W_K, W_V, and W_O decides how to combine them."
+)
+roles = course_state.role_scores(model)
+(prev_layer, prev_head, prev_mean), (next_layer, next_head, next_mean) = (
+    roles.best("previous"),
+    roles.best("next"),
+)
+focus = min(2, trace.n_tokens - 2)
+focus_trace_rows = {
+    f"L{prev_layer} H{prev_head} (previous-token head)": trace.attentions[prev_layer, prev_head][
+        focus
+    ],
+    f"L{next_layer} H{next_head} (next-token head)": trace.attentions[next_layer, next_head][focus],
+}
+widgets.show_figure(
+    course_charts.weight_bars(
+        labels,
+        focus_trace_rows,
+        f"Where {literal(labels[focus])} looks, in two heads",
+    ),
+    "mh_two_mixtures",
+)
+st.caption(
+    "Two heads found by the measurement below, on the sidebar sentence: each row sums to 1, "
+    "and each carries one neighbour. One head would have to split its weight between them."
+)
+
 # 1 ---------------------------------------------------------------------------------------------
 st.subheader(f"1 · All {model.n_heads} heads of layer {layer}")
-st.latex(
-    r"\text{head}_h=\operatorname{softmax}\!\left(\frac{Q_h K_h^\top}{\sqrt{d_k}}\right)V_h,"
-    r"\qquad Q_h = X W_Q^h,\ K_h = X W_K^h,\ V_h = X W_V^h"
+st.latex(  # written from the sidebar's switches, as the grid below was computed
+    rf"\text{{head}}_h={formulas.attention(inputs.scale, inputs.causal, 'Q_h', 'K_h')}V_h,"
+    r"\qquad Q_h = X W_Q^h,\ K_h = X W_K^h,\ V_h = X W_V^h" + formulas.mask_line(inputs.causal)
 )
 widgets.show_figure(mc.heads_grid(trace.attentions[layer], trace.tokens, layer), "mh_grid")
 if trace.n_tokens > mc.GRID_MAX:
     st.caption(
         f"{trace.n_tokens} tokens: each small map averages blocks of "
-        f"{mc.block_step(trace.n_tokens, mc.GRID_MAX)} tokens. Pick a head above to see it in full."
+        f"{head_stats.block_size(trace.n_tokens, mc.GRID_MAX)} tokens. Pick a head above to see it in full."
     )
 st.markdown(
     "Same sentence, same layer, different patterns: some heads look at the previous or next "
-    "token, some at [CLS] or [SEP], some spread out. The sidebar switches apply here."
+    "token, some at [CLS], some spread out. The sidebar switches apply here."
 )
+
+st.subheader("Heads with a name, found by measurement")
+st.markdown(
+    f"For every head of {model_label}, the mean weight a word piece gives to the token "
+    f"before it, the token after it, [CLS], and another occurrence of the same word, over "
+    f"{len(course_state.probe_sentences())} fixed probe sentences (the list "
+    "is below). The framed head scores highest; another model gives other heads."
+)
+st.latex(
+    r"\text{prev}(h) = \operatorname{mean}_i\ \alpha^{h}_{i,i-1},\quad "
+    r"\text{next}(h) = \operatorname{mean}_i\ \alpha^{h}_{i,i+1},\quad "
+    r"\text{same}(h) = \operatorname{mean}_i \sum_{j\ne i,\ t_j = t_i} \alpha^{h}_{ij}"
+)
+role_columns = st.columns(2)
+for k, (role, role_name) in enumerate(course_state.ROLE_NAMES.items()):
+    best_layer, best_head, best_mean = roles.best(role)
+    with role_columns[k % 2]:
+        widgets.show_figure(
+            course_charts.role_grid(
+                roles.means[role],
+                (best_layer, best_head),
+                f"{role_name}: best L{best_layer} H{best_head}, mean {best_mean:.2f}",
+            ),
+            f"mh_role_{role}",
+        )
+st.markdown(
+    f"The previous-token head L{prev_layer} H{prev_head} gives the token before "
+    f"{prev_mean:.0%} of its weight on average; the next-token head L{next_layer} "
+    f"H{next_head}, {next_mean:.0%} to the token after. Random weights over a sentence of "
+    "ten pieces would give each about 10 %. Set the sliders above to one of these heads to "
+    "see its whole pattern."
+)
+same_layer, same_head, _ = roles.best("same_word")
+repeat = head_roles.repeat_example(model, course_state.probe_sentences()[2], same_layer, same_head)
+if repeat is not None:
+    st.markdown(
+        f"In “{literal(course_state.probe_sentences()[2])}” the same-word head L{same_layer} "
+        f"H{same_head} lets the second *{literal(repeat.word)}* (piece {repeat.second}) give the "
+        f"first (piece {repeat.first}) {repeat.weight:.2f} of its weight, against "
+        f"1/{repeat.n_tokens} = {1 / repeat.n_tokens:.2f} for an even spread, although one is a "
+        "noun and the other a verb."
+    )
+with st.expander("Probe sentences"):
+    st.dataframe({"sentence": list(course_state.probe_sentences())}, hide_index=True)
 
 # 2 ---------------------------------------------------------------------------------------------
 st.subheader("2 · From heads back to one vector per token")
@@ -50,7 +130,9 @@ st.markdown(
     f"Head {head} outputs one {model.d_head}-wide row per token ({n} × {model.d_head}). "
     f"Concatenating all heads gives {n} × {width}; W_O ({model.d_model} × {width}) maps that "
     f"back to {model.d_model} dimensions. Read the sum form: each head writes through its own "
-    f"{model.d_head} rows of W_Oᵀ (outlined for head {head})."
+    f"{model.d_head} rows of W_Oᵀ (outlined for head {head}). The transpose is a matter of "
+    f"storage: torch keeps W_O as (out, in) = ({model.d_model} × {width}) and computes "
+    "x W_Oᵀ; the paper's W^O is already (in × out) and needs none."
 )
 left, right = st.columns([1, 2])
 with left:
@@ -114,8 +196,11 @@ st.latex(
 st.markdown(
     "A weight α_ij says how much token *i* looks at token *j*; what actually reaches token *i* "
     "is α_ij times j's value, carried through W_O. When that value vector is short, a large "
-    "weight moves almost nothing. Heads often park weight on [SEP], [CLS] or punctuation this "
-    "way. The share rescales each row of contribution sizes to sum to 1, so it sits on the "
+    "weight moves almost nothing. Kobayashi et al. (2020) found that in BERT-base much of the "
+    "weight on [SEP] and punctuation comes with such short vectors; in "
+    f"{model_label}, on this sentence, most parked weight lands on "
+    f"{head_roles.parking_spot(trace.attentions, trace.tokens)} (Attention heatmaps measures it). "
+    "The share rescales each row of contribution sizes to sum to 1, so it sits on the "
     "same scale as α."
 )
 attn_weights = trace.attentions[layer]
@@ -159,7 +244,7 @@ st.markdown(
 )
 everything = st.toggle(
     f"Remove all {model.n_heads} heads of layer {layer}",
-    value=True,
+    value=False,  # the page starts from the model as it is: no extra forward pass
     key="mh_ablate_layer",
     bind="query-params",
 )
@@ -189,7 +274,8 @@ else:
         mc.per_token_bars(
             trace.tokens,
             {"cosine": cosines[-1]},
-            f"Final vectors with {len(removed)} head(s) removed vs. all heads",
+            f"Final vectors with {len(removed)} head{'s' if len(removed) != 1 else ''} removed"
+            " vs. all heads",
             "cosine to the full model's final vector",
         ),
         "mh_ablation_final",
@@ -205,3 +291,10 @@ else:
         f"Mean final cosine {moved.mean:.3f}; the token that moved most is "
         f"{labels[moved.most_moved]} ({moved.lowest:.3f})."
     )
+
+st.caption(
+    "Sources: Vaswani et al. (2017), multi-head attention; Clark et al. (2019) and Voita et al. "
+    "(2019), heads with nameable jobs in BERT-base and in translation models; Michel et al. "
+    "(2019), removing heads; Kobayashi et al. (2020), the value-weighted view."
+)
+st.page_link("views/inside_layer.py", label="Next: inside a layer", icon=":material/layers:")

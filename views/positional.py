@@ -3,18 +3,24 @@
 import streamlit as st
 
 from core import positional
-from ui import charts, geometry_charts, state, widgets
+from ui import charts, derived, geometry_charts, models, state, widgets
 
 inputs, model = state.page_context()
+model_label = models.label(model)  # the model's name in the prose
 MAX_SHUFFLE_TOKENS = 64  # the permutation experiment uses at most this many word pieces
 MAX_RECOVERY_TOKENS = 32
 
 st.title("Positional encoding")
+# The sidebar sentence is used from section 7 on; a notice that it was cut shows up here, at the
+# top, rather than thousands of pixels down where the sentence is first read.
+sentence_notice = st.container()
 st.markdown(
     "Attention scores are dot products between pairs of tokens. Swap two words and the same pairs "
-    "are still there, so attention by itself has no idea of order. Position has to be written "
-    "into each token's vector before the first layer: BERT adds a vector $P_p$ that depends only "
-    "on the position $p$ to the word-piece vector, $x_p = W_{\\text{token}} + P_p$."
+    "are still there, so attention by itself has no idea of order. BERT writes position into "
+    "each token's vector before the first layer: its input is "
+    "$x_p = \\mathrm{LayerNorm}(E_{\\text{token}} + E_{\\text{segment}} + P_p)$, where $P_p$ "
+    "depends only on the position $p$. Other schemes put position inside attention instead: "
+    "relative positions (Shaw et al., 2018) and rotary embeddings (Su et al., 2021)."
 )
 
 st.subheader("1 · The sinusoid")
@@ -46,14 +52,21 @@ fig = geometry_charts.dimension_curves(sinusoid, dims, "Single dimensions over p
 widgets.show_figure(fig, key="pos_curves", filename="sinusoid-dimensions")
 
 st.subheader("2 · Counting in binary: the discrete ancestor")
+ladder = positional.wavelengths(d_model)  # (d_model,) a sin/cos pair shares one wavelength
+wavelength_ratio, wavelength_range = ladder[0] / ladder[2], (ladder[0], ladder[-1])
 st.markdown(
     "Write the position in binary: the lowest bit alternates at every step, the next every two "
     "steps, bit *j* every $2^j$ steps. That is already a set of oscillators with halving "
-    "frequencies. The sinusoid is the smooth version: continuous values instead of jumps, and "
-    "frequencies spaced geometrically instead of by powers of two."
+    "frequencies. The sinusoid is the smooth version: continuous values instead of jumps. Both "
+    "ladders are geometric: binary halves the frequency from bit to bit (ratio ½), the sinusoid "
+    f"multiplies it by 10000^(−2/d) = {wavelength_ratio:.3f} from pair to pair, with "
+    f"wavelengths from 2π ≈ {wavelength_range[0]:.2f} to {wavelength_range[1]:,.0f} positions "
+    f"(at d_model = {d_model}; the limit for wide models is 2π·10⁴)."
 )
 bits = positional.binary_encoding(n_positions)
-bit = st.slider("Bit j", 0, bits.shape[1] - 1, min(2, bits.shape[1] - 1), key="pos_bit")
+bit = st.slider(
+    "Bit j", 0, bits.shape[1] - 1, min(2, bits.shape[1] - 1), key="pos_bit", bind="query-params"
+)
 left, right = st.columns(2)
 with left:
     fig = geometry_charts.position_heatmap(
@@ -68,9 +81,10 @@ with right:
     smooth = positional.smooth_bit(range(n_positions), bit)
     widgets.show_figure(geometry_charts.bit_figure(bits[:, bit], smooth, bit), key="pos_bitcurve")
 
-st.subheader("3 · What BERT learned instead")
+st.subheader(f"3 · What {model_label} learned instead")
 st.markdown(
-    f"BERT does not use the formula: it learns a table of {model.max_positions} position vectors "
+    f"BERT-style models do not use the formula: {model_label} has a learned table of "
+    f"{model.max_positions} position vectors "
     f"of {model.d_model} numbers during training. Below, its first {n_positions} rows next to a "
     "sinusoid of the same width. Many learned dimensions drift slowly with position (the "
     "vertical streaks), a few change faster, none is a clean wave. The colour scale stops at the "
@@ -79,7 +93,7 @@ st.markdown(
 learned = model.position_vectors()[:n_positions]
 left, right = st.columns(2)
 with left:
-    fig = geometry_charts.position_heatmap(learned, f"{model.name}: learned position vectors")
+    fig = geometry_charts.position_heatmap(learned, f"{model_label}: learned position vectors")
     widgets.show_figure(fig, key="pos_learned", filename="learned-positions")
 with right:
     same_width = positional.sinusoidal_encoding(n_positions, model.d_model)
@@ -131,16 +145,56 @@ st.latex(
 )
 left, right = st.columns(2)
 offset = left.slider("Offset k", 1, 64, 5, key="pos_offset", bind="query-params")
-position = right.slider("Position p", 0, n_positions - 1, min(3, n_positions - 1), key="pos_p")
+position = right.slider(
+    "Position p", 0, n_positions - 1, min(3, n_positions - 1), key="pos_p", bind="query-params"
+)
 check = positional.rotation_check(offset, d_model, n_positions)
 st.markdown(
     f"One block-diagonal matrix $R_k$ (it depends on k, never on p) moves every position "
     f"forward by k = {offset}. Checked for all p = 0 … {n_positions - 1} and all {d_model} "
-    f"dimensions: max |R_k·PE(p) − PE(p+k)| = **{check.max_abs_error:.1e}**. A layer can learn "
-    "such a linear map once and use it to attend k tokens back, whatever the position."
+    f"dimensions: max |R_k·PE(p) − PE(p+k)| = **{check.max_abs_error:.1e}**. Vaswani et al. "
+    "(2017) chose the sinusoid hoping that a layer could learn such a linear map and use it to "
+    "attend k tokens back, whatever the position. That was a hypothesis, and "
+    f"{model_label} does not use it: its positions come from a learned table."
 )
+
 pairs = sorted({0, 1, 2, d_model // 4, d_model // 2 - 1})
 st.dataframe(positional.rotation_rows(check, position, pairs), hide_index=True)
+
+st.subheader("5b · Why sine and cosine come in pairs")
+st.markdown(
+    "A sine alone is ambiguous: sin(ωp) takes each value twice per turn, going up and coming "
+    "down, so one number cannot tell the two positions apart. With its cosine partner the pair "
+    "is a point on a circle, unique within a turn, and moving k steps is the rotation above. "
+    "The pairing is also what makes the dot product depend on distance alone:"
+)
+st.latex(
+    r"\sin a\,\sin b + \cos a\,\cos b = \cos(a-b)"
+    r"\qquad\text{but}\qquad \sin a\,\sin b = \tfrac12\big[\cos(a-b) - \cos(a+b)\big]"
+)
+sine_only = positional.sine_only_encoding(n_positions, d_model)
+left, right = st.columns(2)
+for column, (label, vectors) in zip(
+    (left, right), (("sine and cosine", sinusoid), ("sines only", sine_only)), strict=True
+):
+    similarity = positional.similarity_matrix(vectors, "dot")
+    with column:
+        fig = geometry_charts.position_heatmap(
+            similarity,
+            f"{label}: PE_p · PE_q",
+            x_title="position q",
+            colorbar_title="dot",
+            height=360,
+        )
+        widgets.show_figure(fig, key=f"pos_pair_{label}", filename="sine-cosine-pairs")
+        st.metric(
+            "explained by distance |p − q| alone (R²)",
+            f"{positional.explained_by_distance(similarity):.2f}",
+        )
+st.caption(
+    "Without the cosines the a + b term survives: the similarity of two positions depends on "
+    "where they are, not only on how far apart, which shows as the crossing stripes."
+)
 
 st.subheader("6 · Why adding does not blur: almost perpendicular directions")
 st.latex(
@@ -164,19 +218,46 @@ tables = {
 real = {
     name: positional.row_pair_cosines(first, second) for name, (first, second) in tables.items()
 }
-fig = geometry_charts.histograms(real, f"{model.name}: cosines of random pairs of rows", "cosine")
+fig = geometry_charts.histograms(real, f"{model_label}: cosines of random pairs of rows", "cosine")
 widgets.show_figure(fig, key="pos_real", filename="embedding-cosines")
 summary = {name: positional.spread(values) for name, values in real.items()}
+shared = positional.shared_component(model.position_vectors())
+near_far = positional.distance_profile(
+    positional.similarity_matrix(model.position_vectors(), "cosine")
+)[0][[1, 10, 100]]
+with sentence_notice:
+    trace = state.trace_or_stop(model, inputs)
 st.markdown(
     "Trained vectors are not random, yet a token row and a position row are still close to "
-    f"perpendicular (variance {summary['token · position'][1]:.4f}, against 1/{model.d_model} = "
-    f"{1 / model.d_model:.4f} for random directions). Position rows resemble each other more "
-    f"(mean cosine {summary['position · position'][0]:.2f}): neighbours are meant to look alike."
+    f"perpendicular (mean cosine {summary['token · position'][0]:.3f}, variance "
+    f"{summary['token · position'][1]:.4f}, against 1/{model.d_model} = "
+    f"{1 / model.d_model:.4f} for random directions). Position rows look more alike on average "
+    f"(mean cosine {shared.mean_cosine:.2f} over random pairs), but that is one direction every "
+    f"row shares: the mean row holds {shared.mean_row_share:.0%} of a row's squared length, and "
+    f"without it the mean cosine is {shared.centred_mean_cosine:.2f}. What remains is "
+    f"closeness in position: neighbours have cosine {near_far[0]:.2f}, rows 10 apart "
+    f"{near_far[1]:.2f}, rows 100 apart {near_far[2]:.2f} (section 4 plots the whole curve)."
 )
 
-trace = state.trace_or_stop(model, inputs)
+st.markdown("**Adding against concatenating.** Concatenation keeps word and position apart:")
+st.latex(
+    r"[w_i; p_i]\cdot[w_j; p_j] = w_i\cdot w_j + p_i\cdot p_j \qquad"
+    r"(w_i+p_i)\cdot(w_j+p_j) = w_i\cdot w_j + p_i\cdot p_j + \underbrace{w_i\cdot p_j + p_i\cdot w_j}_{\text{cross terms}}"
+)
+terms = positional.score_terms(trace.static, model.position_vectors()[: trace.n_tokens])
 st.markdown(
-    "So after $x = W_{\\text{token}} + P_p$ both parts can still be read back: compare $x$ with "
+    "Concatenating costs extra width (d_word + d_position numbers per token); adding keeps "
+    "d_model but lets words and positions meet in the cross terms. Measured on the sidebar "
+    f"sentence with {model_label}'s own rows, the cross terms are "
+    f"{terms.cross_share:.0%} of the total size of all three parts (before the LayerNorm). "
+    "Near-perpendicular directions keep each cross term far below |w||p|, but adding is not a "
+    "clean separation: the layers have to read past the mix. The table below shows that each "
+    "part can still be read back."
+)
+
+st.markdown(
+    "So after $x = E_{\\text{token}} + P_p$ (before the segment vector and LayerNorm) both parts "
+    "can still be read back: compare $x$ with "
     "every vocabulary row and every position row. Rank 1 means the right one is the most similar. "
     f"Your sentence from the sidebar (first {MAX_RECOVERY_TOKENS} pieces):"
 )
@@ -199,7 +280,8 @@ st.dataframe(
 
 st.subheader("7 · Order counts only through position")
 st.markdown(
-    "Run your sentence and a shuffled copy ([CLS] stays first, [SEP] last) through all "
+    "Run your sentence and a shuffled copy ([CLS] and every [SEP] stay in place; a word moves "
+    "only within its own sentence) through all "
     "layers, then put the shuffled copy's attention rows and columns back in the original order. "
     "Without position vectors, every step treats tokens alike, so the two matrices agree to "
     "rounding error: the model sees a bag of words. With them, they do not."
@@ -213,19 +295,10 @@ if inputs.causal:
     st.caption(
         "This experiment ignores the causal switch: a causal mask is itself a statement about order."
     )
-seed = st.columns([1, 3])[0].number_input(
-    "Shuffle number", 0, 999, 0, key="pos_seed", bind="query-params"
-)
-results = {
-    label: positional.permutation_experiment(
-        model,
-        trace.tokens,
-        trace.input_ids,
-        use_positions,
-        int(seed),
-        inputs.scale,
-        MAX_SHUFFLE_TOKENS,
-    )
+with st.columns([1, 3])[0]:
+    seed = widgets.whole_number_input("Shuffle number", 0, 999, 0, key="pos_seed")
+results = {  # cached per sentence and shuffle: four forward passes
+    label: derived.permutation_experiment(model, trace, use_positions, seed, MAX_SHUFFLE_TOKENS)
     for label, use_positions in (("positions removed", False), ("with positions", True))
 }
 st.caption("The shuffled order the model read:")
@@ -249,3 +322,11 @@ for column, (label, result) in zip(st.columns(2), results.items(), strict=True):
                 height=420,
             )
             widgets.show_figure(fig, key=f"pos_perm_{label}_{what}", filename="permutation")
+
+st.caption(
+    "Sources: Vaswani et al. (2017), sinusoidal encoding; Devlin et al. (2019), BERT's learned "
+    "position table; Shaw et al. (2018), relative positions; Su et al. (2021), rotary embeddings."
+)
+st.page_link(
+    "views/embeddings.py", label="Next lab: embedding projections", icon=":material/scatter_plot:"
+)

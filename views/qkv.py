@@ -3,9 +3,11 @@
 import streamlit as st
 
 from core import learning
-from ui import learning_charts, state, widgets
+from ui import course_charts, course_state, formulas, learning_charts, models, state, widgets
+from ui.escape import literal
 
 inputs, model = state.page_context()
+model_label = models.label(model)  # the model's name in the prose
 
 st.title("2 · Queries, keys and values")
 st.markdown(
@@ -25,7 +27,7 @@ source = st.radio(
     key="qkv_source",
     bind="query-params",
     horizontal=True,
-    help=f"random: seeded draws, nothing learned. trained head: one head of {model.name}.",
+    help=f"random: seeded draws, nothing learned. trained head: one head of {model_label}.",
 )
 if source == "random":
     size, seed_column = st.columns(2)
@@ -34,7 +36,7 @@ if source == "random":
             "d_k, width of queries, keys and values", 1, 64, 8, key="qkv_dk", bind="query-params"
         )
     with seed_column:
-        seed = st.number_input("Random seed", 0, 9_999, 0, key="qkv_seed", bind="query-params")
+        seed = widgets.whole_number_input("Random seed", 0, 9_999, 0, key="qkv_seed")
     projections = learning.random_projections(model.d_model, int(d_k), int(seed))
     x = trace.static
     where = f"X holds the static word-piece vectors, as on page 1; W entries are drawn from N(0, 1) with seed {int(seed)}"
@@ -78,7 +80,10 @@ for column, (matrix, name) in zip(
         matrix_figure(matrix, name, name.lower())
 
 st.subheader("Step 2 · Scores and weights")
-st.latex(r"\alpha = \operatorname{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}}\right)")
+st.latex(  # written from the sidebar's switches, as the figures below were computed
+    rf"\alpha = {formulas.attention(inputs.scale, inputs.causal)}"
+    + formulas.mask_line(inputs.causal)
+)
 st.markdown(
     "Row *i* compares query *i* with every key. Softmax turns each row into weights that sum "
     "to 1: how much token *i* takes from each token *j*."
@@ -94,18 +99,12 @@ st.latex(r"\text{output} = \alpha V,\qquad o_i = \sum_j \alpha_{ij}\, v_j")
 matrix_figure(result.output, "output αV", "output")
 
 st.subheader("Step 4 · Follow one query")
-query_index = st.selectbox(
-    "Query token i",
-    list(range(len(tokens))),
-    index=min(1, len(tokens) - 1),
-    format_func=lambda i: labels[i] if 0 <= i < len(labels) else str(i),  # stale values too
-    key="qkv_query",
-    bind="query-params",
-)
+query_index = widgets.token_picker("Query token i", tokens, 1, key="qkv_query")
 row = learning.follow_query(result, query_index)
 st.latex(
     r"q_i \cdot k_j = \sum_{c=1}^{d_k} (q_i \odot k_j)_c \;\to\; "
-    r"\frac{q_i \cdot k_j}{\sqrt{d_k}} \;\to\; \alpha_{ij} \;\to\; o_i = \sum_j \alpha_{ij} v_j"
+    + (r"\frac{q_i \cdot k_j}{\sqrt{d_k}} \;\to\; " if inputs.scale else "")
+    + r"\alpha_{ij} \;\to\; o_i = \sum_j \alpha_{ij} v_j"
 )
 widgets.show_figure(
     learning_charts.query_steps(
@@ -133,19 +132,102 @@ with values_column:
         filename=f"qkv-weighted-values-{query_index}",
     )
 
-st.subheader("Step 5 · Attention is not symmetric")
+st.subheader("Step 5 · Attention is not symmetric, for two reasons")
 i, j = learning.most_asymmetric_pair(result.attn_weights)
-token_i, token_j = (learning_charts.markdown_literal(labels[k]) for k in (i, j))
+token_i, token_j = (literal(labels[k]) for k in (i, j))
+page_one = learning.static_sentence(model, "money bank grows")
+page_one_result = learning.parameter_free(page_one.vectors)
+page_one_b = learning.static_sentence(model, "river bank flows")
+page_one_payoff = learning.compare_shared_word(
+    "bank", page_one, page_one_result, page_one_b, learning.parameter_free(page_one_b.vectors)
+)
 st.markdown(
-    f"Query *i* meets key *j* through q_i·k_j, but *j* meets *i* through q_j·k_i: different "
-    f"vectors, different numbers. Here **{token_i}** gives **{token_j}** a weight of "
-    f"{result.attn_weights[i, j]:.3f}, while {token_j} gives {token_i} only "
-    f"{result.attn_weights[j, i]:.3f}."
+    "**The softmax.** Each row of α is divided by its own sum, so even symmetric scores give "
+    "asymmetric weights. Page 1's S = X Xᵀ is symmetric to the last bit, yet there "
+    f"α(money→bank) = {page_one_result.attn_weights[0, 1]:.3f} and "
+    f"α(bank→money) = {page_one_result.attn_weights[1, 0]:.3f}: the rows of *money* and "
+    "*bank* have different sums. "
+    "**The projections.** With W_q ≠ W_k the scores themselves differ: query *i* meets key *j* "
+    "through q_i·k_j, but *j* meets *i* through q_j·k_i. "
+    f"Here **{token_i}** gives **{token_j}** a weight of {result.attn_weights[i, j]:.3f}, "
+    f"while {token_j} gives {token_i} {result.attn_weights[j, i]:.3f}."
+)
+st.latex(r"S - S^\top \ \text{(scores)},\quad \alpha - \alpha^\top \ \text{(weights)}")
+page_one_gap = learning.asymmetry(page_one_result.similarity)
+st.caption(
+    f"Page 1, “money bank grows”: max |S − Sᵀ| = {abs(page_one_gap).max():.1e} (exactly "
+    "symmetric). This head, below: the left map is the part the projections make, the right "
+    "one adds what the softmax's row sums make."
+)
+left, right = st.columns(2)
+with left:
+    widgets.show_figure(
+        course_charts.score_asymmetry_heatmap(
+            learning.asymmetry(result.dot), tokens, "S − Sᵀ, q_i·k_j minus q_j·k_i"
+        ),
+        key="qkv_score_asymmetry",
+        filename="qkv-score-asymmetry",
+    )
+with right:
+    widgets.show_figure(
+        learning_charts.asymmetry_heatmap(
+            learning.asymmetry(result.attn_weights), tokens, "α − αᵀ, weight i→j minus weight j→i"
+        ),
+        key="qkv_asymmetry",
+        filename="qkv-asymmetry",
+    )
+
+st.subheader("Step 6 · One matrix between two tokens")
+st.latex(
+    r"q_i \cdot k_j = (x_i W_q)(x_j W_k)^\top = x_i\, \underbrace{W_q W_k^\top}_{M}\, x_j^\top"
+)
+form = learning.bilinear_form(x, projections)
+st.markdown(
+    f"The two projections fold into one {model.d_model} × {model.d_model} matrix M, of rank "
+    f"at most d_k = {d_k} (here {form.rank}): a score is a bilinear form, a weighted dot "
+    "product in which M decides which directions of one token should meet which directions of "
+    f"the other. Computed both ways on this sentence, the scores agree to {form.max_abs_error:.1e}. "
+    f"M is not symmetric (‖M − Mᵀ‖ / ‖M‖ = {form.asymmetry:.2f}), which is the projections' "
+    "part of Step 5; page 1 is the case M = I."
+    + (
+        " The trained head's biases add terms that this form leaves out."
+        if source != "random"
+        else ""
+    )
+)
+
+st.subheader("Step 7 · Page 1's payoff, now with projections")
+st.markdown(
+    "Page 1 pulled the two *bank*s of “money bank grows” and “river bank flows” apart with no "
+    f"parameters at all (cosine {page_one_payoff.cosine_after:.3f} on the static rows). Here both "
+    f"sentences go through {model_label}'s embedding step, "
+    "and the word's two vectors are mixed once by page 1's formula and once by each trained "
+    "head of layer 0. The lower the cosine, the more the head tells the two banks apart."
+)
+through_heads = course_state.shared_word_through_heads(
+    model, "money bank grows", "river bank flows", "bank", 0
 )
 widgets.show_figure(
-    learning_charts.asymmetry_heatmap(
-        learning.asymmetry(result.attn_weights), tokens, "α − αᵀ, weight i→j minus weight j→i"
+    course_charts.head_cosines(
+        through_heads.cosine_by_head,
+        through_heads.cosine_parameter_free,
+        f"page 1's formula: {through_heads.cosine_parameter_free:.3f}",
+        "cosine of the two banks after layer 0's heads",
     ),
-    key="qkv_asymmetry",
-    filename="qkv-asymmetry",
+    key="qkv_payoff",
+    filename="qkv-bank-cosines",
+)
+st.caption(
+    f"Input cosine {through_heads.cosine_input:.3f}: *bank* is piece 2 in both sentences, so "
+    "it enters layer 0 as the same vector. On these long vectors each token's dot product "
+    "with itself dwarfs the others, so page 1's unscaled X Xᵀ puts almost all weight on the "
+    "token itself and changes next to nothing; the projections let a head look past the "
+    "token to its neighbours."
+)
+st.caption(
+    "Sources: Vaswani et al. (2017), queries, keys and values; Bahdanau, Cho & Bengio (2015), "
+    "learned alignment weights."
+)
+st.page_link(
+    "views/scaling_masking.py", label="Next: scaling and masking", icon=":material/thermostat:"
 )

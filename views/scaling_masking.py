@@ -2,10 +2,10 @@
 
 import streamlit as st
 
-from core import scaling
+from core import head_stats, padding, scaling
 from core.errors import EmptyInput
+from ui import course_charts, models, state, widgets
 from ui import mechanics_charts as mc
-from ui import state, widgets
 
 
 def side_by_side(*figures: tuple) -> None:
@@ -16,6 +16,7 @@ def side_by_side(*figures: tuple) -> None:
 
 
 inputs, model = state.page_context()
+model_label = models.label(model)  # the model's name in the prose
 
 st.title("3 · Scaling and masking")
 st.markdown(
@@ -23,7 +24,7 @@ st.markdown(
     "may look at: the division by √d_k and the mask. This page measures both, first on random "
     "numbers, then inside the real model. The last section feeds a head two different sentences."
 )
-# The page compares against BERT as trained, so its reference run ignores the sidebar switches.
+# The page compares against the model as trained, so its reference run ignores the sidebar switches.
 trace = state.trace_or_stop(model, inputs, scale=True, causal=False)
 labels = widgets.numbered(trace.tokens)
 token_axes = (trace.tokens, trace.tokens)  # query and key labels of a self-attention heatmap
@@ -48,9 +49,7 @@ source = st.radio(
     bind="query-params",
 )
 if source == "sentence":
-    query = st.selectbox(
-        "Query token", range(trace.n_tokens), format_func=labels.__getitem__, key="sm_query"
-    )
+    query = widgets.token_picker("Query token", trace.tokens, 0, key="sm_query")
     scores, score_labels = trace.head_scores(layer, head)[query], labels
 else:
     scores, score_labels = scaling.random_scores(8), [f"key {j}" for j in range(8)]
@@ -68,7 +67,7 @@ widgets.show_figure(
 curve = scaling.saturation(scores, scaling.MULTIPLIERS)
 widgets.show_figure(
     mc.saturation_curve_figure(
-        scaling.MULTIPLIERS, curve, scaling.row_entropy(curve), float(multiplier)
+        scaling.MULTIPLIERS, curve, head_stats.row_entropy(curve), float(multiplier)
     ),
     "sm_saturation_curve",
 )
@@ -96,21 +95,43 @@ st.caption(
 )
 
 # 3 ---------------------------------------------------------------------------------------------
-st.subheader("3 · Flip the switches inside BERT")
+st.subheader(f"3 · Flip the switches inside {model_label}")
+spread = scaling.score_spread_by_layer(trace)  # (L,) std of the scaled scores per layer
+st.markdown(
+    "Section 2 describes random vectors, as at initialisation. Trained, "
+    f"{model_label}'s scaled scores on the sidebar sentence have a standard deviation "
+    f"of {spread.min():.1f}–{spread.max():.1f} depending on the layer, not 1: training sets "
+    "its own spread."
+)
+widgets.show_figure(
+    course_charts.per_layer_lines(
+        {"std of QKᵀ/√d_k": spread}, "Spread of the trained, scaled scores", "standard deviation"
+    ),
+    "sm_score_spread",
+)
+st.markdown(
+    "What the switches below do, and what they do not: the weights were trained with the "
+    f"1/√d_k factor, so turning it off multiplies every score by √d_head = {model.d_head**0.5:.2f}. "
+    'That shows the model on inputs it never met in training, not "the model without '
+    'scaling": a model trained without the factor would learn smaller W_Q and W_K. Vaswani '
+    "et al. (2017) argued for the factor because large scores saturate the softmax and shrink "
+    f"its gradients during training. The causal mask is off-distribution in the same way: "
+    f"{model_label} is a bidirectional encoder, trained with every token seeing every other."
+)
 st.markdown(
     "Now the real model. The switches below act in **every** layer, so a change in layer 0 "
-    "feeds into all later layers. The reference is BERT as trained (scaled, no mask); the "
+    f"feeds into all later layers. The reference is {model_label} as trained (scaled, no mask); the "
     "sidebar switches are not used on this page."
 )
 left, right = st.columns(2)
 scale_off = left.toggle(
-    "Turn off 1/√d_k scaling", value=True, key="sm_scale_off", bind="query-params"
+    "Turn off 1/√d_k scaling", value=False, key="sm_scale_off", bind="query-params"
 )
 causal_on = right.toggle(
     "Turn on the causal mask", value=False, key="sm_causal", bind="query-params"
 )
 if not (scale_off or causal_on):
-    st.info("Turn on at least one switch to compare a changed model with BERT as trained.")
+    st.info("Turn on at least one switch to compare a changed model with the model as trained.")
 else:
     variant_name = " + ".join(
         name for name, on in (("no scaling", scale_off), ("causal", causal_on)) if on
@@ -153,7 +174,7 @@ else:
     )
     moved = scaling.summarize_cosines(comparison.final_cosine)
     st.caption(
-        f"Cosine 1 means the token ends up pointing the same way as in BERT as trained. "
+        f"Cosine 1 means the token ends up pointing the same way as in the model as trained. "
         f"Mean cosine {moved.mean:.3f}; the token that moved most is "
         f"{labels[moved.most_moved]} ({moved.lowest:.3f})."
     )
@@ -198,8 +219,12 @@ st.markdown(
     "Nothing in the formula requires queries and keys to come from the same text. Here the "
     "queries come from sentence A (the sidebar sentence) and the keys and values from "
     f"sentence B, through the same function and the real weights of layer {layer}. Each "
-    "sentence is first run through BERT alone, so both enter the layer as BERT would see them. "
-    + ("" if inputs.pair else "The sidebar has no second sentence, so B is an example.")
+    f"sentence is first run through {model_label} alone, so both enter the layer as the "
+    "model would see them. BERT has no cross-attention: these are a self-attention layer's "
+    "W_Q, W_K and W_V, reused for a job they were never trained for. In the original "
+    "Transformer (Vaswani et al., 2017) every decoder layer has its own trained cross-attention "
+    "weights, with queries from the decoder and keys and values from the encoder's final "
+    "output. " + ("" if inputs.pair else "The sidebar has no second sentence, so B is an example.")
 )
 try:
     trace_a = state.trace(model, inputs.text)
@@ -225,3 +250,54 @@ else:
         f"cross-attention-L{layer}-H{head}",
         key="sm_cross_csv",
     )
+
+# 6 ---------------------------------------------------------------------------------------------
+st.subheader("6 · The padding mask: batches without side effects")
+st.latex(
+    r"m_j = \begin{cases}\text{True} & \text{token } j \text{ is real}\\ \text{False} & "
+    r"\text{token } j \text{ is [PAD]}\end{cases}\qquad \tilde s_{ij} = s_{ij}\ \text{if } m_j,"
+    r"\ -\infty\ \text{otherwise}"
+)
+st.markdown(
+    "To run several sentences at once, a model pads the shorter ones with [PAD] pieces up to "
+    "one length. The padding mask removes the [PAD] columns from every row, exactly as the "
+    "causal mask removes the future. Below, the sidebar sentence with [PAD] pieces appended, "
+    "run through every layer with and without the mask."
+)
+n_pad = st.slider("[PAD] pieces appended", 1, 16, 4, key="sm_pads", bind="query-params")
+try:
+    runs = {
+        masked: padding.padded_run(model, inputs.text, n_pad, masked) for masked in (True, False)
+    }
+except EmptyInput as err:
+    st.info(str(err), icon="✍️")
+else:
+    for column, (masked, run) in zip(st.columns(2), runs.items(), strict=True):
+        with column:
+            widgets.show_figure(
+                mc.reduced_heatmap(
+                    run.attentions[layer, head],
+                    run.tokens,
+                    run.tokens,
+                    f"L{layer} H{head}: " + ("padding mask on" if masked else "no mask"),
+                ),
+                f"sm_pad_{'on' if masked else 'off'}",
+            )
+            st.metric(
+                "largest change of a real token's vector, any layer",
+                f"{run.max_change:.1e}",
+                help="Against the same sentence run alone, without any [PAD].",
+            )
+    st.markdown(
+        f"With the mask the [PAD] columns are exactly 0 and the real tokens come out as if "
+        f"alone (up to float rounding). Without it, real word pieces give the [PAD] pieces "
+        f"{runs[False].weight_on_pads.mean():.0%} of their weight on average, and their "
+        "vectors change."
+    )
+st.caption(
+    "Sources: Vaswani et al. (2017), scaled dot-product attention, the √d_k argument, masking "
+    "and encoder–decoder attention; Devlin et al. (2019), BERT's bidirectional encoder."
+)
+st.page_link(
+    "views/multi_head.py", label="Next: multi-head attention", icon=":material/view_module:"
+)

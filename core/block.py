@@ -1,0 +1,115 @@
+"""Inside one encoder layer: where attention sits, and how much of each token's change it makes.
+
+A BERT layer (post-LayerNorm, as in Devlin et al., 2019) is two sublayers on a residual stream:
+    a = MultiHeadAttention(x)            # the only step where tokens read each other
+    h = LayerNorm(x + a)
+    f = W_2 · GELU(W_1 · h)              # the feed-forward network, each token on its own
+    y = LayerNorm(h + f)
+`a` and `f` are what each sublayer writes into the stream. Their sizes, token by token, say how
+much of the change comes from attention and how much from the feed-forward network.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from core.attention import causal_mask, multi_head_attention
+from core.bert import BertEncoder, Trace
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One box of the block diagram: its name, the width of what it outputs, its parameters."""
+
+    name: str
+    width: str  # e.g. "384" or "12 × 32": the shape of one token's vector after this step
+    parameters: int  # trained numbers in this step (0 for the residual additions)
+
+
+def _count(*tensors: torch.Tensor | None) -> int:
+    return sum(int(t.numel()) for t in tensors if t is not None)
+
+
+def layer_stages(model: BertEncoder, layer: int = 0) -> list[Stage]:
+    """The steps of one layer in order, with widths and parameter counts read from its weights."""
+    w = model.layers[layer]
+    att = w.attention
+    d, h, d_head, d_ff = model.d_model, model.n_heads, model.d_head, model.dims.d_ff
+    return [
+        Stage("input x (residual stream)", f"{d}", 0),
+        Stage(
+            "Q, K, V projections",
+            f"3 × {h} heads × {d_head}",
+            _count(att.query.weight, att.query.bias, att.key.weight, att.key.bias)
+            + _count(att.value.weight, att.value.bias),
+        ),
+        Stage("softmax(QKᵀ/√d_head) V, per head", f"{h} × {d_head}", 0),
+        Stage(
+            "W_O: concatenated heads → stream", f"{d}", _count(att.output.weight, att.output.bias)
+        ),
+        Stage("add x, LayerNorm → h", f"{d}", _count(*w.attn_norm)),
+        Stage("W_1 + GELU (widen)", f"{d_ff}", _count(w.ffn_in.weight, w.ffn_in.bias)),
+        Stage("W_2 (narrow back)", f"{d}", _count(w.ffn_out.weight, w.ffn_out.bias)),
+        Stage("add h, LayerNorm → y", f"{d}", _count(*w.ffn_norm)),
+    ]
+
+
+@dataclass(frozen=True)
+class SublayerSizes:
+    """Per layer and token, the size of the stream and of what each sublayer adds to it."""
+
+    stream: np.ndarray  # (L, n) ‖x‖, the layer's input
+    attention_update: np.ndarray  # (L, n) ‖a‖, attention's output after W_O
+    mid_stream: np.ndarray  # (L, n) ‖h‖, after the first LayerNorm
+    ffn_update: np.ndarray  # (L, n) ‖f‖, the feed-forward output
+    max_rebuild_error: float  # max |y - hidden_states[l + 1]|: the recomputation matches the run
+
+    @property
+    def attention_share(self) -> np.ndarray:
+        """(L, n) ‖a‖ / (‖a‖ + ‖f‖): attention's part of what the two sublayers write."""
+        return self.attention_update / (self.attention_update + self.ffn_update)
+
+    def layer_means(self) -> dict[str, np.ndarray]:
+        """Each (L, n) field averaged over tokens -> (L,), named for the page's table."""
+        return {
+            "stream": self.stream.mean(axis=1),
+            "attention_update": self.attention_update.mean(axis=1),
+            "mid_stream": self.mid_stream.mean(axis=1),
+            "ffn_update": self.ffn_update.mean(axis=1),
+            "attention_share": self.attention_share.mean(axis=1),
+        }
+
+
+@torch.inference_mode()
+def sublayer_sizes(model: BertEncoder, trace: Trace) -> SublayerSizes:
+    """Recompute every layer of `trace` step by step and measure ‖x‖, ‖a‖, ‖h‖, ‖f‖ per token.
+
+    The run's switches (scaling, causal mask, removed heads) are applied as in the run itself.
+    """
+    options = trace.options
+    mask = causal_mask(trace.n_tokens) if options.causal else None
+    sizes: dict[str, list[np.ndarray]] = {"x": [], "a": [], "h": [], "f": []}
+    worst = 0.0
+    for layer, weights in enumerate(model.layers):
+        x = torch.from_numpy(np.array(trace.hidden_states[layer]))  # (n, d_model)
+        keep = model._head_keep(layer, options.ablate)  # the run's own rule for removed heads
+        # 1. Attention: the only step that mixes tokens.
+        a = multi_head_attention(
+            x, x, weights.attention, model.n_heads, mask, options.scale, keep
+        ).output  # (n, d_model)
+        h = model._layer_norm(x + a, weights.attn_norm)
+        # 2. Feed-forward: each token alone, widened to d_ff and narrowed back.
+        f = weights.ffn_out(model._activation(weights.ffn_in(h)))  # (n, d_ff) -> (n, d_model)
+        y = model._layer_norm(h + f, weights.ffn_norm)
+        worst = max(
+            worst,
+            float((y - torch.from_numpy(np.array(trace.hidden_states[layer + 1]))).abs().max()),
+        )
+        for name, value in (("x", x), ("a", a), ("h", h), ("f", f)):
+            sizes[name].append(value.norm(dim=-1).double().numpy())  # (n,)
+    return SublayerSizes(
+        *(np.stack(sizes[name]) for name in ("x", "a", "h", "f")), max_rebuild_error=worst
+    )

@@ -1,0 +1,151 @@
+"""Heads with a nameable job, found by measurement over a fixed set of probe sentences.
+
+For every head and every role, the mean attention weight that role predicts, averaged over the
+query rows of all probe sentences (only real word pieces ask; [CLS]/[SEP] are left out as
+queries so that the sink behaviour does not count as "previous token"):
+    previous token   α_{i, i-1}               (i-1 a real word piece)
+    next token       α_{i, i+1}               (i+1 a real word piece)
+    [CLS]            α_{i, 0}
+    same word        Σ_{j ≠ i, token_j = token_i} α_ij   (rows whose word occurs again)
+The head with the largest mean is the model's best example of that role. Nothing is hard-coded:
+another model gives other heads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from core.bert import BertEncoder
+
+# Probe sentences: ordinary text, plus words that occur twice in one sentence (the second time
+# often in another sense: monitor as noun and verb) for the "same word" role.
+PROBE_SENTENCES = (
+    "The monitor on my desk keeps flickering.",
+    "Nurses monitor the patient through the night.",
+    "The monitor will monitor the room all night.",
+    "We watch the old watch on the wall.",
+    "Time flies like an arrow.",
+    "She sat on the bank of the river and watched the water.",
+    "They fish for fish in the lake.",
+    "The cat chased the other cat around the garden.",
+)
+ROLES = {
+    "previous": "previous token",
+    "next": "next token",
+    "cls": "[CLS]",
+    "same_word": "same word again",
+}
+
+
+def role_weights(attn_weights: np.ndarray, tokens: Sequence[str]) -> dict[str, np.ndarray]:
+    """(L, H, n, n) weights of one sentence -> per role, (L, H, rows) the role's weight per row.
+
+    Rows are real word pieces only (positions 1 … n-2, between [CLS] and the last [SEP]).
+    A role with no qualifying row in this sentence gets an empty last axis.
+    """
+    weights = np.asarray(attn_weights, dtype=np.float64)
+    n = len(tokens)
+    real = range(1, n - 1)
+    same_rows = [i for i in real if any(tokens[j] == tokens[i] for j in real if j != i)]
+    out = {
+        # query i reads key i-1 / i+1; both must be real word pieces
+        "previous": np.stack([weights[..., i, i - 1] for i in real if i - 1 >= 1], axis=-1)
+        if n > 3
+        else np.zeros(weights.shape[:2] + (0,)),
+        "next": np.stack([weights[..., i, i + 1] for i in real if i + 1 <= n - 2], axis=-1)
+        if n > 3
+        else np.zeros(weights.shape[:2] + (0,)),
+        "cls": weights[..., 1 : n - 1, 0],  # (L, H, n - 2)
+    }
+    if same_rows:
+        out["same_word"] = np.stack(
+            [
+                weights[..., i, [j for j in real if j != i and tokens[j] == tokens[i]]].sum(-1)
+                for i in same_rows
+            ],
+            axis=-1,
+        )
+    else:
+        out["same_word"] = np.zeros(weights.shape[:2] + (0,))
+    return out
+
+
+@dataclass(frozen=True)
+class RoleScores:
+    """(L, H) mean weight per role, over every qualifying row of every probe sentence."""
+
+    means: dict[str, np.ndarray]  # role -> (L, H)
+    rows: dict[str, int]  # role -> how many query rows the mean is over
+
+    def best(self, role: str) -> tuple[int, int, float]:
+        """(layer, head, mean weight) of the head that plays `role` most strongly."""
+        grid = self.means[role]
+        layer, head = np.unravel_index(int(np.argmax(grid)), grid.shape)
+        return int(layer), int(head), float(grid[layer, head])
+
+
+def role_scores(model: BertEncoder, sentences: Sequence[str] = PROBE_SENTENCES) -> RoleScores:
+    """Run every probe sentence (as trained: scaled, no mask) and average each role per head."""
+    collected: dict[str, list[np.ndarray]] = {role: [] for role in ROLES}
+    for sentence in sentences:
+        trace = model.run(sentence)
+        for role, rows in role_weights(trace.attentions, trace.tokens).items():
+            collected[role].append(rows)
+    means, counts = {}, {}
+    for role, parts in collected.items():
+        stacked = np.concatenate(parts, axis=-1)  # (L, H, all qualifying rows)
+        counts[role] = stacked.shape[-1]
+        means[role] = stacked.mean(axis=-1) if stacked.shape[-1] else np.zeros(stacked.shape[:2])
+    return RoleScores(means, counts)
+
+
+def special_shares_by_layer(
+    attn_weights: np.ndarray, tokens: Sequence[str]
+) -> tuple[np.ndarray, np.ndarray]:
+    """(L, H, n, n) -> (L,), (L,): mean weight that real word pieces put on [CLS] and on [SEP].
+
+    Averaged over heads and over the query rows of real word pieces (not [CLS]/[SEP] asking).
+    """
+    weights = np.asarray(attn_weights, dtype=np.float64)
+    real = [i for i, t in enumerate(tokens) if t not in ("[CLS]", "[SEP]")]
+    is_cls = np.array([t == "[CLS]" for t in tokens])
+    is_sep = np.array([t == "[SEP]" for t in tokens])
+    rows = weights[:, :, real, :]  # (L, H, n_real, n)
+    return (
+        rows[..., is_cls].sum(-1).mean(axis=(1, 2)),
+        rows[..., is_sep].sum(-1).mean(axis=(1, 2)),
+    )
+
+
+def parking_spot(attn_weights: np.ndarray, tokens: Sequence[str]) -> str:
+    """ "[CLS]" or "[SEP]": the special token real word pieces give more weight, over all layers."""
+    cls, sep = special_shares_by_layer(attn_weights, tokens)
+    return "[CLS]" if cls.mean() >= sep.mean() else "[SEP]"
+
+
+@dataclass(frozen=True)
+class RepeatExample:
+    """In one sentence, how much the later occurrence of a repeated word reads the earlier one."""
+
+    word: str
+    first: int  # position of the earlier occurrence
+    second: int  # position of the later occurrence
+    weight: float  # α[second, first] in the chosen head
+    n_tokens: int  # the sentence's pieces: an even spread gives every key 1 / n_tokens
+
+
+def repeat_example(
+    model: BertEncoder, sentence: str, layer: int, head: int
+) -> RepeatExample | None:
+    """The first word piece that occurs twice in `sentence`, read by `layer`/`head`; None if none."""
+    trace = model.run(sentence)
+    tokens = trace.tokens
+    for second in range(2, len(tokens) - 1):
+        for first in range(1, second):
+            if tokens[first] == tokens[second] and tokens[first] not in ("[CLS]", "[SEP]"):
+                weight = float(trace.attentions[layer, head, second, first])
+                return RepeatExample(tokens[first], first, second, weight, len(tokens))
+    return None

@@ -1,0 +1,63 @@
+"""The padding mask: a batch pads short sentences to one length, and the mask hides the padding.
+
+Sentences in a batch must have the same length, so shorter ones are filled with [PAD] pieces.
+Without a mask every real token would also attend to those fillers and its vector would change;
+with core.attention.padding_mask the [PAD] columns get -inf scores, weight exactly 0, and the real
+tokens come out as if the padding were not there (position p stays position p: pads go last).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from core.attention import padding_mask
+from core.bert import BertEncoder
+from core.errors import EmptyInput
+
+PAD = "[PAD]"
+
+
+@dataclass(frozen=True)
+class PaddedRun:
+    """One sentence run with n_pad [PAD] pieces appended, with or without the padding mask."""
+
+    tokens: tuple[str, ...]  # n_real + n_pad pieces
+    n_real: int
+    masked: bool
+    attentions: np.ndarray  # (L, H, N, N), N = n_real + n_pad
+    weight_on_pads: np.ndarray  # (L,) mean over heads and real query rows of Σ_pad α
+    max_change: float  # max |h_real(padded run) - h(unpadded run)| over layers, tokens, dims
+
+
+@torch.inference_mode()
+def padded_run(model: BertEncoder, text: str, n_pad: int, masked: bool) -> PaddedRun:
+    """Run `text` + n_pad [PAD] pieces through every layer and compare with the plain run."""
+    encoded = model.encode(text)
+    pad_id = model.tokenizer.id_of(PAD)
+    if pad_id is None:
+        raise EmptyInput(f"{model.name} has no {PAD} piece in its vocabulary.")
+    n_real = len(encoded.input_ids)
+    n_pad = max(0, min(int(n_pad), model.max_positions - n_real))
+    input_ids = torch.tensor(list(encoded.input_ids) + [pad_id] * n_pad)  # (N,)
+    segments = torch.tensor(list(encoded.segments) + [0] * n_pad)  # (N,)
+    is_real = torch.arange(n_real + n_pad) < n_real  # (N,) bool
+    mask = padding_mask(is_real) if masked else None  # (N, N): real keys only
+
+    x = model.embed(input_ids, segments)  # (N, d_model)
+    plain = model.run(text)  # the same sentence alone: the reference
+    attentions, worst = (
+        [],
+        float((x[:n_real] - torch.from_numpy(np.array(plain.hidden_states[0]))).abs().max()),
+    )
+    for layer in range(model.n_layers):
+        x, attention = model.layer_forward(x, layer, mask, True, None)
+        attentions.append(attention.attn_weights)  # (H, N, N)
+        reference = torch.from_numpy(np.array(plain.hidden_states[layer + 1]))
+        worst = max(worst, float((x[:n_real] - reference).abs().max()))
+    weights = torch.stack(attentions).double().numpy()  # (L, H, N, N)
+    on_pads = weights[:, :, :n_real, n_real:].sum(-1).mean(axis=(1, 2))  # (L,)
+    tokens = tuple(encoded.tokens) + (PAD,) * n_pad
+    return PaddedRun(tokens, n_real, masked, weights, on_pads, worst)

@@ -1,0 +1,534 @@
+"""Issue 12 §1-§3: the course's new math against independent computations, the corrected claims
+as computed facts, and the new and changed pages running with the corrected sentences."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+import torch
+from conftest import BAD_INPUTS, assert_no_exception, run_page
+from torch.utils.flop_counter import FlopCounterMode
+
+from core import block, by_hand, head_roles, learning, padding, positional, scaling
+
+BY_HAND, INSIDE = "views/by_hand.py", "views/inside_layer.py"
+SENTENCE = "She sat on the bank of the river."
+
+
+def _texts(at) -> str:
+    """Every Markdown, caption and info text the page shows, joined."""
+    return " ".join(e.value for e in [*at.markdown, *at.caption, *at.info, *at.warning])
+
+
+@pytest.fixture(scope="module")
+def reference(model):
+    from core.reference import load_reference
+
+    return load_reference(model.model_dir)
+
+
+# ---- attention by hand ------------------------------------------------------------------------
+def test_toy_attention_equals_the_hand_calculation():
+    toy = by_hand.toy_sentence(("money", "bank", "grows"))
+    result = by_hand.attention_by_hand(toy.vectors)
+    n, d = toy.vectors.shape
+    for i, j in itertools.product(range(n), repeat=2):
+        dot = sum(toy.vectors[i, c] * toy.vectors[j, c] for c in range(d))
+        assert result.scores[i, j] == dot
+    np.testing.assert_array_equal(result.scores, [[4, 2, 2], [2, 6, 1], [2, 1, 5]])
+    for i in range(n):
+        total = sum(math.exp(result.scores[i, k]) for k in range(n))
+        assert result.row_sums[i] == pytest.approx(total)
+        for j in range(n):
+            assert result.attn_weights[i, j] == pytest.approx(math.exp(result.scores[i, j]) / total)
+        for c in range(d):
+            expected = sum(result.attn_weights[i, j] * toy.vectors[j, c] for j in range(n))
+            assert result.output[i, c] == pytest.approx(expected)
+
+
+def test_every_toy_word_matches_itself_best_so_a_hard_lookup_has_no_tie():
+    toy = by_hand.toy_sentence(tuple(by_hand.TOY_VECTORS))
+    scores = by_hand.attention_by_hand(toy.vectors).scores
+    for i, row in enumerate(scores):
+        assert all(row[i] > row[j] for j in range(len(row)) if j != i)
+
+
+def test_soft_lookup_is_a_softmax_blend_and_the_hard_one_picks_the_best_key():
+    rng = np.random.default_rng(3)
+    query, keys, values = rng.normal(size=4), rng.normal(size=(5, 4)), rng.normal(size=(5, 2))
+    found = by_hand.lookup(query, keys, values, sharpness=2.0)
+    scores = [sum(query[c] * keys[j, c] for c in range(4)) for j in range(5)]
+    exps = [math.exp(2.0 * s) for s in scores]
+    for j in range(5):
+        assert found.soft_weights[j] == pytest.approx(exps[j] / sum(exps))
+    best = max(range(5), key=scores.__getitem__)
+    np.testing.assert_allclose(found.hard_value, values[best])
+    np.testing.assert_allclose(
+        found.soft_value, sum(found.soft_weights[j] * values[j] for j in range(5))
+    )
+    # c = 0 is the plain average; a large c approaches the hard lookup
+    np.testing.assert_allclose(by_hand.lookup(query, keys, values, 0.0).soft_value, values.mean(0))
+    np.testing.assert_allclose(
+        by_hand.lookup(query, keys, values, 1e3).soft_value, values[best], atol=1e-6
+    )
+
+
+def test_a_dense_layer_mixes_alike_and_attention_does_not():
+    first = by_hand.toy_sentence(("money", "bank", "grows")).vectors
+    second = by_hand.toy_sentence(("river", "bank", "grows")).vectors
+    dense = by_hand.dense_token_mixing(3)
+    np.testing.assert_allclose(dense.sum(axis=1), 1.0)
+    contrast = by_hand.mixing_contrast(first, second, dense, row=1)
+    np.testing.assert_array_equal(contrast.dense_first, contrast.dense_second)
+    assert np.abs(contrast.attention_first - contrast.attention_second).max() > 0.05
+    with pytest.raises(ValueError):
+        by_hand.mixing_contrast(first, second[:2], dense, row=1)
+
+
+@pytest.mark.parametrize("n", [5, 24])
+def test_layer_cost_counts_what_torch_multiplies(model, n):
+    """The formula against torch's own FLOP counter on one real layer (2 FLOPs per multiply-add)."""
+    x = torch.randn(n, model.d_model)
+    with FlopCounterMode(display=False) as counter:
+        model.layer_forward(x, 0, None, True, None)
+    cost = by_hand.layer_cost(n, model.d_model, model.n_heads, model.dims.d_ff)
+    total = cost.projections + cost.scores + cost.mixing + cost.feed_forward
+    assert counter.get_total_flops() == 2 * total
+    assert cost.attention_cells == model.n_heads * n * n
+
+
+def test_break_even_length_is_where_the_square_terms_take_half(model):
+    d, d_ff = model.d_model, model.dims.d_ff
+    first = next(
+        n
+        for n in itertools.count(1)
+        if by_hand.layer_cost(n, d, model.n_heads, d_ff).quadratic_share >= 0.5
+    )
+    assert by_hand.break_even_length(d, d_ff) == first
+
+
+# ---- inside a layer -----------------------------------------------------------------------------
+def test_layer_stages_count_every_parameter_of_a_layer(model, reference):
+    stages = block.layer_stages(model, 2)
+    layer = reference.encoder.layer[2]
+    assert sum(s.parameters for s in stages) == sum(p.numel() for p in layer.parameters())
+    attention = sum(p.numel() for p in layer.attention.self.parameters())
+    assert stages[1].parameters == attention  # Q, K, V with biases
+
+
+def test_sublayer_sizes_match_transformers_hooks(model, reference):
+    """‖a‖ and ‖f‖ against the outputs of transformers' attention-output and FFN-output layers."""
+    trace = model.run(SENTENCE)
+    captured: dict[str, list[torch.Tensor]] = {"a": [], "f": []}
+    hooks = []
+    for layer in reference.encoder.layer:
+        hooks.append(
+            layer.attention.output.dense.register_forward_hook(
+                lambda _m, _i, out: captured["a"].append(out[0].detach())
+            )
+        )
+        hooks.append(
+            layer.output.dense.register_forward_hook(
+                lambda _m, _i, out: captured["f"].append(out[0].detach())
+            )
+        )
+    try:
+        with torch.inference_mode():
+            reference(
+                input_ids=torch.tensor(np.array(trace.input_ids))[None],
+                token_type_ids=torch.tensor(np.array(trace.segments))[None],
+            )
+    finally:
+        for hook in hooks:
+            hook.remove()
+    assert len(captured["a"]) == len(captured["f"]) == model.n_layers
+    sizes = block.sublayer_sizes(model, trace)
+    assert sizes.max_rebuild_error < 1e-4
+    for layer in range(model.n_layers):
+        for token in range(trace.n_tokens):
+            a = float(np.linalg.norm(captured["a"][layer][token].numpy()))
+            f = float(np.linalg.norm(captured["f"][layer][token].numpy()))
+            assert sizes.attention_update[layer, token] == pytest.approx(a, rel=1e-4)
+            assert sizes.ffn_update[layer, token] == pytest.approx(f, rel=1e-4)
+            assert sizes.attention_share[layer, token] == pytest.approx(a / (a + f), rel=1e-4)
+    # the page's claim: the feed-forward network writes more than attention in every layer here
+    assert (sizes.layer_means()["attention_share"] < 0.5).all()
+
+
+def test_sublayer_sizes_rebuild_a_causal_run_with_a_removed_head(model):
+    trace = model.run(SENTENCE, causal=True, ablate={(1, 3)})
+    sizes = block.sublayer_sizes(model, trace)
+    assert sizes.max_rebuild_error < 1e-4  # the run's own mask and ablation, recomputed
+    # under the causal mask token 0 sees only itself: a_0 = W_O (its heads' values, joined) + b_O
+    w_o = model.attention_weights(0).output
+    joined = torch.from_numpy(np.array(trace.values[0][:, 0])).reshape(-1)  # (H·d_head,)
+    expected = float((w_o.weight @ joined + w_o.bias).norm())
+    assert sizes.attention_update[0, 0] == pytest.approx(expected, rel=1e-5)
+
+
+# ---- heads with a role --------------------------------------------------------------------------
+def test_role_weights_equal_explicit_loops():
+    rng = np.random.default_rng(0)
+    tokens = ["[CLS]", "the", "cat", "saw", "the", "dog", "[SEP]"]
+    raw = rng.random((2, 3, 7, 7))
+    weights = raw / raw.sum(-1, keepdims=True)
+    roles = head_roles.role_weights(weights, tokens)
+    for layer, head in itertools.product(range(2), range(3)):
+        a = weights[layer, head]
+        assert roles["previous"][layer, head].tolist() == pytest.approx(
+            [a[i, i - 1] for i in range(2, 6)]
+        )
+        assert roles["next"][layer, head].tolist() == pytest.approx(
+            [a[i, i + 1] for i in range(1, 5)]
+        )
+        assert roles["cls"][layer, head].tolist() == pytest.approx([a[i, 0] for i in range(1, 6)])
+        assert roles["same_word"][layer, head].tolist() == pytest.approx([a[1, 4], a[4, 1]])
+    cls, sep = head_roles.special_shares_by_layer(weights, tokens)
+    for layer in range(2):
+        rows = [(h, i) for h in range(3) for i in range(1, 6)]
+        assert cls[layer] == pytest.approx(np.mean([weights[layer, h, i, 0] for h, i in rows]))
+        assert sep[layer] == pytest.approx(np.mean([weights[layer, h, i, 6] for h, i in rows]))
+
+
+def test_special_shares_count_both_seps_of_a_pair():
+    rng = np.random.default_rng(1)
+    tokens = ["[CLS]", "a", "[SEP]", "b", "c", "[SEP]"]
+    raw = rng.random((2, 2, 6, 6))
+    weights = raw / raw.sum(-1, keepdims=True)
+    cls, sep = head_roles.special_shares_by_layer(weights, tokens)
+    for layer in range(2):
+        rows = [(h, i) for h in range(2) for i in (1, 3, 4)]  # real word pieces ask
+        on_seps = [weights[layer, h, i, 2] + weights[layer, h, i, 5] for h, i in rows]
+        assert sep[layer] == pytest.approx(sum(on_seps) / len(rows))
+        assert cls[layer] == pytest.approx(
+            sum(weights[layer, h, i, 0] for h, i in rows) / len(rows)
+        )
+
+
+def test_role_scores_are_means_over_every_probe_row(model):
+    sentences = ("The cat saw the dog.", "We watch the old watch.")
+    scores = head_roles.role_scores(model, sentences)
+    rows: dict[str, list[np.ndarray]] = {role: [] for role in head_roles.ROLES}
+    for sentence in sentences:
+        trace = model.run(sentence)
+        a, t, n = trace.attentions, trace.tokens, trace.n_tokens
+        for i in range(1, n - 1):  # real word pieces ask
+            if i >= 2:
+                rows["previous"].append(a[:, :, i, i - 1])
+            if i <= n - 3:
+                rows["next"].append(a[:, :, i, i + 1])
+            rows["cls"].append(a[:, :, i, 0])
+            same = [j for j in range(1, n - 1) if j != i and t[j] == t[i]]
+            if same:
+                rows["same_word"].append(sum(a[:, :, i, j] for j in same))
+    for role, parts in rows.items():
+        assert scores.rows[role] == len(parts) > 0, role
+        for layer, head in ((0, 0), (2, 5), (model.n_layers - 1, model.n_heads - 1)):
+            expected = sum(float(part[layer, head]) for part in parts) / len(parts)
+            assert scores.means[role][layer, head] == pytest.approx(expected, abs=1e-6), role
+
+
+def test_measured_roles_name_real_heads(model):
+    """The best head per role is the argmax of the means, and MiniLM has clear examples."""
+    scores = head_roles.role_scores(model)
+    for role in head_roles.ROLES:
+        layer, head, mean = scores.best(role)
+        grid = scores.means[role]
+        assert mean == grid.max() and grid[layer, head] == mean
+    # measured: a previous-token head near 1.0 and a next-token head near 0.68
+    assert scores.best("previous")[2] > 0.8
+    assert scores.best("next")[2] > 0.4
+    layer, head, _ = scores.best("previous")
+    trace = model.run("The monitor will monitor the room all night.")
+    rows = [trace.attentions[layer, head, i, i - 1] for i in range(2, trace.n_tokens - 1)]
+    assert np.mean(rows) > 0.8  # the named head does its job on a probe sentence, read directly
+
+
+def test_parking_spot_is_the_special_token_with_more_weight():
+    tokens = ["[CLS]", "a", "b", "[SEP]"]
+    weights = np.zeros((1, 1, 4, 4))
+    weights[..., 3] = 0.7  # every row gives [SEP] 0.7 and [CLS] 0.3
+    weights[..., 0] = 0.3
+    assert head_roles.parking_spot(weights, tokens) == "[SEP]"
+    weights[..., [0, 3]] = weights[..., [3, 0]]
+    assert head_roles.parking_spot(weights, tokens) == "[CLS]"
+
+
+def test_repeat_example_reads_the_weight_between_two_occurrences(model):
+    sentence = "The monitor will monitor the room all night."
+    example = head_roles.repeat_example(model, sentence, 0, 8)
+    trace = model.run(sentence)
+    pairs = [
+        (i, j)
+        for j in range(1, trace.n_tokens - 1)
+        for i in range(1, j)
+        if trace.tokens[i] == trace.tokens[j]
+    ]
+    first, second = pairs[0]
+    assert (example.word, example.first, example.second) == ("monitor", first, second)
+    assert example.weight == pytest.approx(float(trace.attentions[0, 8, second, first]))
+    assert head_roles.repeat_example(model, "No word repeats here.", 0, 8) is None
+
+
+def test_minilm_parks_attention_on_cls_not_sep(model):
+    """§2: MiniLM's parking spot is [CLS] (0.5-0.7 in layers 1-4), [SEP] stays small."""
+    trace = model.run("The bank raised its interest rates again.")
+    cls, sep = head_roles.special_shares_by_layer(trace.attentions, trace.tokens)
+    assert (cls[1:5] > 0.45).all() and (sep <= 0.15).all() and (sep[1:5] < 0.07).all()
+
+
+# ---- padding mask ------------------------------------------------------------------------------
+def test_padding_mask_matches_transformers_attention_mask(model, reference):
+    text = "The bank raised its rates."
+    masked = padding.padded_run(model, text, 5, masked=True)
+    unmasked = padding.padded_run(model, text, 5, masked=False)
+    n = masked.n_real
+    ids = torch.tensor([list(model.encode(text).input_ids) + [model.tokenizer.id_of("[PAD]")] * 5])
+    attention_mask = torch.tensor([[1] * n + [0] * 5])
+    with torch.inference_mode():
+        out = reference(input_ids=ids, attention_mask=attention_mask, output_attentions=True)
+    assert len(out.attentions) == model.n_layers
+    for layer, ref in enumerate(out.attentions):
+        np.testing.assert_allclose(masked.attentions[layer, :, :n], ref[0, :, :n], atol=1e-5)
+    np.testing.assert_array_equal(masked.weight_on_pads, 0.0)
+    assert masked.max_change < 1e-4
+    assert (unmasked.weight_on_pads > 0.01).all() and unmasked.max_change > 1e-2
+
+
+def test_weight_on_pads_without_the_mask_equals_transformers_written_out(model, reference):
+    text, n_pad = "The bank raised its rates.", 4
+    unmasked = padding.padded_run(model, text, n_pad, masked=False)
+    n, total = unmasked.n_real, unmasked.n_real + n_pad
+    ids = torch.tensor(
+        [list(model.encode(text).input_ids) + [model.tokenizer.id_of("[PAD]")] * n_pad]
+    )
+    # no mask: transformers sees the [PAD] pieces as ordinary tokens of segment 0
+    with torch.inference_mode():
+        out = reference(
+            input_ids=ids,
+            token_type_ids=torch.zeros_like(ids),
+            attention_mask=torch.ones_like(ids),
+            output_attentions=True,
+        )
+    for layer, ref in enumerate(out.attentions):
+        np.testing.assert_allclose(unmasked.attentions[layer], ref[0], atol=1e-5)
+        on_pads = [
+            sum(float(ref[0, h, i, k]) for k in range(n, total))  # a real query's weight on pads
+            for h in range(model.n_heads)
+            for i in range(n)
+        ]
+        assert unmasked.weight_on_pads[layer] == pytest.approx(
+            sum(on_pads) / len(on_pads), abs=1e-5
+        )
+
+
+# ---- §1 errors as computed facts ----------------------------------------------------------------
+def test_page_one_scores_are_symmetric_and_its_weights_are_not(model):
+    """§1: the row-wise softmax alone makes α asymmetric; S − Sᵀ is exactly 0 on page 1."""
+    sentence = learning.static_sentence(model, "money bank grows")
+    result = learning.parameter_free(sentence.vectors)
+    assert np.array_equal(learning.asymmetry(result.similarity), np.zeros((3, 3)))
+    money_bank, bank_money = result.attn_weights[0, 1], result.attn_weights[1, 0]
+    assert money_bank == pytest.approx(0.237, abs=5e-4)  # measured on MiniLM
+    assert bank_money == pytest.approx(0.225, abs=5e-4)
+    # and by hand: each row divided by its own sum
+    x = sentence.vectors.astype(np.float64)
+    rows = [np.exp(x[i] @ x.T - (x[i] @ x.T).max()) for i in range(3)]
+    assert money_bank == pytest.approx(rows[0][1] / rows[0].sum(), abs=1e-5)
+
+
+def test_projections_make_the_scores_themselves_asymmetric(model):
+    x = model.run("money bank grows").hidden_states[0]
+    result = learning.qkv_attention(x, learning.random_projections(model.d_model, 8, 0))
+    assert np.abs(learning.asymmetry(result.dot)).max() > 1.0
+    same = learning.random_projections(model.d_model, 8, 0)
+    tied = learning.QKVProjections(
+        same.w_query, same.w_query, same.w_value, same.b_query, same.b_query, same.b_value
+    )  # W_k = W_q: symmetric scores again
+    tied_result = learning.qkv_attention(x, tied)
+    np.testing.assert_allclose(learning.asymmetry(tied_result.dot), 0.0, atol=1e-3)
+
+
+def test_bilinear_form_equals_pairwise_loops(model):
+    x = model.run("money bank grows").hidden_states[1]
+    projections = learning.random_projections(model.d_model, 4, 1)
+    form = learning.bilinear_form(x, projections)
+    x64 = x.astype(np.float64)
+    for i, j in itertools.product(range(len(x64)), repeat=2):
+        q = x64[i] @ projections.w_query.astype(np.float64)
+        k = x64[j] @ projections.w_key.astype(np.float64)
+        assert x64[i] @ form.matrix @ x64[j] == pytest.approx(float(q @ k), rel=1e-9, abs=1e-9)
+    assert form.rank == 4 and form.asymmetry > 0.5 and form.max_abs_error < 1e-6
+
+
+def test_same_word_piece_enters_layer_zero_differently_at_another_position(model):
+    """§1: the same table row, but layer 0 reads LayerNorm(word + position + segment)."""
+    a, b = model.run("She sat on the bank of the river."), model.run("The bank raised rates.")
+    i, j = a.tokens.index("bank"), b.tokens.index("bank")
+    assert i != j
+    np.testing.assert_array_equal(a.static[i], b.static[j])
+    assert float(positional.cosine(a.hidden_states[0][i], b.hidden_states[0][j])) < 0.999
+
+
+def test_binary_and_sinusoid_frequencies_are_both_geometric():
+    """§1: powers of two are geometric too (ratio ½); the sinusoid's ratio is 10000^(-2/d)."""
+    d = 64
+    omega = positional.frequencies(d)
+    ratios = omega[1:] / omega[:-1]
+    np.testing.assert_allclose(ratios, 10000 ** (-2 / d))
+    waves = positional.wavelengths(d)
+    assert waves[0] == pytest.approx(2 * math.pi)
+    assert waves[-1] < 2 * math.pi * 1e4 < positional.wavelengths(4096)[-1] * 1.01
+    bits = positional.binary_encoding(64)
+    periods = [2 * (np.flatnonzero(np.diff(bits[:, j]) != 0)[0] + 1) for j in range(4)]
+    assert [periods[j + 1] / periods[j] for j in range(3)] == [2, 2, 2]
+
+
+def test_switching_off_the_scale_multiplies_scores_by_sqrt_d_head(model):
+    """§1: off-distribution, not 'the model without scaling': every score × √d_head."""
+    scaled, unscaled = model.run(SENTENCE), model.run(SENTENCE, scale=False)
+    np.testing.assert_allclose(
+        unscaled.head_scores(0, 3), scaled.head_scores(0, 3) * math.sqrt(model.d_head), rtol=1e-5
+    )
+
+
+def test_trained_scaled_scores_do_not_have_unit_spread(model):
+    trace = model.run(SENTENCE)
+    spread = scaling.score_spread_by_layer(trace)
+    q, k = trace.queries.astype(np.float64), trace.keys.astype(np.float64)
+    for layer in range(model.n_layers):
+        values = [
+            float(q[layer, h, i] @ k[layer, h, j]) / math.sqrt(model.d_head)
+            for h in range(model.n_heads)
+            for i in range(trace.n_tokens)
+            for j in range(trace.n_tokens)
+        ]
+        assert spread[layer] == pytest.approx(np.std(values), rel=1e-4)
+    assert spread.min() > 1.1 and spread.max() > 2.5  # measured 1.3-3.4
+
+
+# ---- positional additions -----------------------------------------------------------------------
+def test_sine_only_columns_and_the_distance_law():
+    n, d = 40, 16
+    sines = positional.sine_only_encoding(n, d)
+    for p, i in itertools.product(range(n), range(d // 2)):
+        assert sines[p, i] == pytest.approx(math.sin(p * 10000 ** (-2 * i / d)))
+    paired = positional.explained_by_distance(
+        positional.similarity_matrix(positional.sinusoidal_encoding(n, d), "dot")
+    )
+    alone = positional.explained_by_distance(positional.similarity_matrix(sines, "dot"))
+    assert paired == pytest.approx(1.0) and alone < 0.9
+
+
+def test_shared_component_of_position_rows(model):
+    table = model.position_vectors().astype(np.float64)
+    shared = positional.shared_component(table)
+    mean_row = table.mean(axis=0)
+    lengths = [float(row @ row) for row in table]
+    assert shared.mean_row_share == pytest.approx(float(mean_row @ mean_row) / np.mean(lengths))
+    assert shared.mean_cosine == pytest.approx(0.12, abs=0.02)  # measured on MiniLM
+    assert abs(shared.centred_mean_cosine) < 0.02  # the 0.12 is the shared direction
+
+
+def test_score_terms_split_the_dot_product_of_sums():
+    rng = np.random.default_rng(2)
+    w, p = rng.normal(size=(5, 6)), rng.normal(size=(5, 6))
+    terms = positional.score_terms(w, p)
+    for i, j in itertools.product(range(5), repeat=2):
+        assert terms.total[i, j] == pytest.approx((w[i] + p[i]) @ (w[j] + p[j]))
+        assert terms.cross[i, j] == pytest.approx(w[i] @ p[j] + p[i] @ w[j])
+        concatenated = np.concatenate([w[i], p[i]]) @ np.concatenate([w[j], p[j]])
+        assert concatenated == pytest.approx(terms.word_word[i, j] + terms.position_position[i, j])
+    np.testing.assert_allclose(terms.word_word + terms.position_position + terms.cross, terms.total)
+
+
+def test_shared_word_through_heads_matches_the_encoder(model):
+    result = learning.shared_word_through_heads(
+        model, "money bank grows", "river bank flows", "bank"
+    )
+    a, b = model.run("money bank grows"), model.run("river bank flows")
+    for head in range(model.n_heads):
+        out_a = a.attentions[0, head] @ a.values[0, head]  # (n, d_head), from the encoder's run
+        out_b = b.attentions[0, head] @ b.values[0, head]
+        expected = float(positional.cosine(out_a[2], out_b[2]))
+        assert result.cosine_by_head[head] == pytest.approx(expected, abs=1e-5)
+    assert result.cosine_input == pytest.approx(1.0)
+    assert result.cosine_by_head.min() < 0.9 < result.cosine_parameter_free
+
+
+# ---- pages --------------------------------------------------------------------------------------
+def test_by_hand_page_shows_numbers_a_learner_can_check():
+    at = run_page(BY_HAND)
+    assert_no_exception(at)
+    texts = _texts(at)
+    assert "e^2 : e^6 : e^1" in texts  # bank's row: scores 2, 6, 1 with money, bank, grows
+    assert "2304" in texts.replace(",", "")  # the n² break-even for MiniLM: 2·384 + 1536
+    assert len(at.get("plotly_chart")) == 7
+    at.text_input(key="hand_text").set_value("River, zebra!").run()
+    assert_no_exception(at)
+    assert any("at least two" in info.value for info in at.info)
+    assert any("zebra" in caption.value for caption in at.caption)
+    assert len(at.get("plotly_chart")) == 4  # the lookup, dense and cost figures remain
+
+
+def test_toy_words_keep_known_words_in_order():
+    assert by_hand.toy_words("The river BANK, money? bank zebra bank grows") == (
+        ("river", "bank", "money", "bank"),
+        ("the", "zebra"),
+    )
+    assert by_hand.toy_words("") == ((), ())
+
+
+def test_inside_layer_page_measures_both_sublayers():
+    at = run_page(INSIDE, text=SENTENCE)
+    assert_no_exception(at)
+    texts = _texts(at)
+    assert "feed-forward network" in texts and "1,181,568" in texts  # W_1 + W_2 with biases
+    table = at.dataframe[0].value
+    assert (table["attention share"] < 0.5).all()
+
+
+@pytest.mark.parametrize("name", ["empty", "html", "ten_thousand"])
+def test_new_pages_survive_bad_input(name):
+    for page in (BY_HAND, INSIDE):
+        assert_no_exception(run_page(page, text=BAD_INPUTS[name]))
+
+
+def test_changed_pages_state_the_corrected_claims():
+    qkv = run_page("views/qkv.py")
+    assert_no_exception(qkv)
+    texts = _texts(qkv)
+    assert "α(money→bank) = 0.237" in texts and "α(bank→money) = 0.225" in texts
+    assert "max |S − Sᵀ| = 0.0e+00" in texts
+
+    heatmaps = run_page("views/heatmaps.py", text="The bank raised its interest rates again.")
+    texts = _texts(heatmaps)
+    assert "starts from the same vector" not in texts and "row of the word-piece table" in texts
+    assert "Clark et al. (2019)" in texts and "Xiao et al. (2024)" in texts
+    assert "the parking spot is [CLS]" in texts  # measured, not written in
+
+    scaling_page = run_page("views/scaling_masking.py", text=SENTENCE)
+    assert_no_exception(scaling_page)
+    texts = _texts(scaling_page)
+    assert "BERT has no cross-attention" in texts and "not 1" in texts
+    assert "BERT as trained" not in texts and "inside BERT" not in texts
+
+    positional_page = run_page("views/positional.py", text=SENTENCE)
+    texts = _texts(positional_page)
+    assert "instead of by powers of two" not in texts and "Both ladders are geometric" in texts
+    assert "What BERT learned instead" not in " ".join(h.value for h in positional_page.subheader)
+
+    charts = {c.key for c in scaling_page.get("plotly_chart")}
+    assert {"sm_score_spread", "sm_pad_on", "sm_pad_off"} <= charts
+
+    heads = run_page("views/multi_head.py", text=SENTENCE)
+    assert_no_exception(heads)
+    charts = {c.key for c in heads.get("plotly_chart")}
+    assert {"mh_two_mixtures", *(f"mh_role_{role}" for role in head_roles.ROLES)} <= charts
+    texts = _texts(heads)
+    assert "Why several heads: one softmax makes one mixture" in [h.value for h in heads.subheader]
+    assert "[SEP] or a full stop" not in texts and "[SEP], [CLS] or punctuation" not in texts
+    assert "(out, in)" in texts
