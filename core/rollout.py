@@ -1,0 +1,177 @@
+"""How information moves from the input word pieces to the top layer, across all layers.
+
+One attention matrix says where a layer's queries look. After six layers, a top-layer vector
+mixes what every earlier layer mixed; three ways to follow that mixing through the whole stack:
+
+- attention rollout (Abnar & Zuidema, 2020): average the heads, add the residual connection as
+  ½(Ā + I), and multiply the layers' matrices. Assumes every layer mixes token vectors linearly
+  with these weights (it ignores values, W_O, LayerNorm and the feed-forward block).
+- attention flow (same paper): treat the same per-layer matrices as pipe capacities of a
+  layered graph and ask how much can flow from an input piece to a top-layer position
+  (maximum flow). Exact for that graph, but one max-flow per (input, output) pair.
+- norm-based contributions (Kobayashi et al., 2020; 2021): replace the weight α_ij by the
+  length of what token j actually adds to token i, ‖Σ_h α_ij^h v_j^h W_Oʰ‖, with the residual
+  and the LayerNorm after attention decomposed exactly; then roll out like attention.
+
+Shapes: L layers, H heads, n tokens. A mixing matrix M (n, n) has M[i, j] = share of query
+position i's new vector that comes from position j; rows sum to 1.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import maximum_flow
+
+from core.attention import merge_heads
+from core.bert import BertEncoder, Trace
+from core.heads import head_output_projection
+
+MAX_FLOW_PIECES = 40  # n² max-flows on a graph of (L + 1)·n nodes: ~1.4 s at 40 on one core
+FLOW_RESOLUTION = 1_000_000  # scipy's max-flow wants integer capacities: shares × 10⁶
+
+
+def residual_attention(attentions: np.ndarray) -> np.ndarray:
+    """(L, H, n, n) -> (L, n, n): Â = ½(Ā + I), Ā the mean over heads, rows renormalised."""
+    mean_heads = attentions.astype(np.float64).mean(axis=1)  # (L, n, n)
+    n = mean_heads.shape[-1]
+    with_residual = 0.5 * (mean_heads + np.eye(n))  # the skip connection keeps half of x_i
+    return with_residual / with_residual.sum(axis=-1, keepdims=True)
+
+
+def rollout(mixing: np.ndarray) -> np.ndarray:
+    """(L, n, n) per-layer mixing -> (L, n, n): R_l = M_l · R_{l-1}, R_0 = M_0.
+
+    R_l[i, j] = share of position i after layer l that traces back to input piece j.
+    """
+    # torch, not numpy: numpy's BLAS runs two threads, which collapse when sessions compete
+    matrices = torch.from_numpy(np.array(mixing, dtype=np.float64))  # a copy: any strides
+    rolled = torch.empty_like(matrices)
+    current = torch.eye(matrices.shape[-1], dtype=torch.float64)
+    for layer, matrix in enumerate(matrices):
+        current = matrix @ current  # the new layer mixes what the layers below already mixed
+        rolled[layer] = current
+    return rolled.numpy()
+
+
+def attention_rollout(attentions: np.ndarray) -> np.ndarray:
+    """(L, H, n, n) attention weights -> (L, n, n) attention rollout (Abnar & Zuidema, 2020)."""
+    return rollout(residual_attention(attentions))
+
+
+def to_sentence(rolled_top: np.ndarray) -> np.ndarray:
+    """(n, n) top-layer mixing -> (n,): each input piece's share of the mean-pooled sentence.
+
+    The sentence embedding is the mean of the top rows, so its share from piece j is the mean
+    of column j. Sums to 1 when every row does.
+    """
+    return rolled_top.mean(axis=0)
+
+
+# ---- attention flow ---------------------------------------------------------------------------
+
+
+def _flow_graph(mixing: np.ndarray) -> csr_matrix:
+    """(L, n, n) -> the layered graph: node l·n + j -> node (l+1)·n + i with capacity M_l[i, j]."""
+    n_layers, n, _ = mixing.shape
+    capacities = np.rint(mixing * FLOW_RESOLUTION).astype(np.int32)  # (L, n_q, n_k)
+    layer, query, key = np.indices(capacities.shape).reshape(3, -1)
+    tails = layer * n + key  # edges leave the key position in the layer below
+    heads = (layer + 1) * n + query  # and enter the query position one layer up
+    size = (n_layers + 1) * n
+    return csr_matrix((capacities.reshape(-1), (tails, heads)), shape=(size, size))
+
+
+def attention_flow(mixing: np.ndarray, max_pieces: int = MAX_FLOW_PIECES) -> np.ndarray | None:
+    """(L, n, n) -> (n, n) F[i, j] = max-flow from input piece j to top position i, or None.
+
+    None when n > max_pieces: the n² max-flows take too long to stay interactive.
+    """
+    n_layers, n, _ = mixing.shape
+    if n > max_pieces:
+        return None
+    graph = _flow_graph(mixing)
+    top = n_layers * n  # index of the first top-layer node
+    flow = np.empty((n, n))
+    for j in range(n):
+        for i in range(n):
+            flow[i, j] = maximum_flow(graph, j, top + i).flow_value
+    return flow / FLOW_RESOLUTION
+
+
+# ---- norm-based contributions (Kobayashi et al., 2020, 2021) -----------------------------------
+
+
+def _centre_and_scale(vectors: torch.Tensor, gamma: torch.Tensor) -> torch.Tensor:
+    """P(z) = γ ⊙ (z − mean(z)) over the last axis: LayerNorm's linear part, before ÷ σ."""
+    return gamma * (vectors - vectors.mean(dim=-1, keepdim=True))
+
+
+def _tensor(array: np.ndarray) -> torch.Tensor:
+    """A float32 torch copy of a read-only Trace array."""
+    return torch.from_numpy(np.array(array, dtype=np.float32))
+
+
+def layer_contributions(model: BertEncoder, trace: Trace, layer: int) -> np.ndarray:
+    """(n, n) ‖P(z_ij)‖ / σ_i: what input j adds to token i after attention + residual + LN.
+
+    z_ij = Σ_h α_ij^h v_j^h W_Oʰ + [i = j]·x_i, and LN(Σ_j z_ij + b_O) = Σ_j P(z_ij)/σ_i + rest,
+    where σ_i is the standard deviation LayerNorm divides row i by and the rest (b_O, β) belongs
+    to no token. This is Kobayashi et al. (2021)'s "attention + residual + LayerNorm" split.
+    """
+    x = _tensor(trace.hidden_states[layer])  # (n, d): the layer's input
+    alpha = _tensor(trace.attentions[layer])  # (H, n_q, n_k)
+    values = _tensor(trace.values[layer])  # (H, n, d_head), value bias included
+    # σ_i of the row LayerNorm sees: y_i = x_i + concat_h(α^h V^h) W_Oᵀ + b_O
+    attention_out = model.attention_weights(layer).output(merge_heads(alpha @ values))  # (n, d)
+    pre_norm = x + attention_out
+    sigma = torch.sqrt(pre_norm.var(dim=-1, unbiased=False) + model.dims.layer_norm_eps)  # (n,)
+    return (_centred_norms(model, layer, x, alpha, values) / sigma[:, None]).numpy()
+
+
+def _centred_norms(
+    model: BertEncoder, layer: int, x: torch.Tensor, alpha: torch.Tensor, values: torch.Tensor
+) -> torch.Tensor:
+    """(n, n) ‖P(z_ij)‖, the contribution norms before LayerNorm's division by σ_i."""
+    gamma = model.layers[layer].attn_norm[0].float()  # (d,)
+    # ũ_j^h = P(v_j^h W_Oʰ): P is linear, so fold it into each head's slice of W_O first.
+    w_o = torch.from_numpy(head_output_projection(model, layer))  # (H, d_head, d)
+    u_tilde = values @ _centre_and_scale(w_o, gamma)  # (H, n, d_head) @ (H, d_head, d)
+    x_tilde = _centre_and_scale(x, gamma)  # (n, d)
+    # ‖Σ_h α_ij^h ũ_j^h + δ_ij x̃_i‖² without building the (n, n, d) block: through the heads'
+    # Gram matrices G_j[h, h'] = ũ_j^h · ũ_j^h'.
+    per_key = u_tilde.transpose(0, 1)  # (H, n, d) -> (n, H, d)
+    gram = per_key @ per_key.transpose(1, 2)  # (n_k, H, H)
+    # (H, n_q, n_k) -> (n_k, n_q, H): one batch per key j; contiguous, or bmm runs 4x slower
+    alpha_kqh = alpha.permute(2, 1, 0).contiguous()
+    squared_kq = (torch.bmm(alpha_kqh, gram) * alpha_kqh).sum(dim=-1)  # (n_k, n_q)
+    # the residual adds x̃_i to the diagonal term: + 2 Σ_h α_ii^h ũ_i^h · x̃_i + ‖x̃_i‖²
+    cross = (u_tilde * x_tilde).sum(dim=-1)  # (H, n): ũ_i^h · x̃_i
+    self_weights = torch.diagonal(alpha, dim1=1, dim2=2)  # (H, n): α_ii^h
+    squared_kq.diagonal().add_(2 * (self_weights * cross).sum(0) + (x_tilde**2).sum(-1))
+    return squared_kq.clamp_min_(0).sqrt_().T  # (n_k, n_q) -> (n_q, n_k)
+
+
+def contribution_mixing(model: BertEncoder, trace: Trace) -> np.ndarray:
+    """(L, n, n) every layer's contribution norms, each row divided by its sum.
+
+    LayerNorm divides row i by one σ_i, which cancels when the row is divided by its sum: the
+    shares need only ‖P(z_ij)‖, not the attention output that σ_i would cost.
+    """
+    shares = []
+    for layer in range(model.n_layers):
+        norms = _centred_norms(
+            model,
+            layer,
+            _tensor(trace.hidden_states[layer]),
+            _tensor(trace.attentions[layer]),
+            _tensor(trace.values[layer]),
+        )
+        shares.append(norms / norms.sum(dim=-1, keepdim=True))
+    return torch.stack(shares).numpy()  # (L, n, n)
+
+
+def contribution_rollout(model: BertEncoder, trace: Trace) -> np.ndarray:
+    """(L, n, n) norm-based contributions rolled out through the layers (like attention)."""
+    return rollout(contribution_mixing(model, trace))

@@ -1,0 +1,174 @@
+"""Gradient saliency, and the deletion test that checks any per-piece score.
+
+A target is one number computed from the input: the similarity of this sentence to another
+one, or how far its pooled vector reaches along its own final direction. Gradients say how the
+target would change if a word piece's vector moved a little (a local statement: true near this
+input only). Two ways to turn that into one score per word piece:
+
+- gradient × input: Σ_d ∂f/∂x_jd · x_jd, with x_j the piece's row of the word-piece table;
+- integrated gradients (Sundararajan et al., 2017): the same product with the gradient averaged
+  along the straight path from a baseline (here the zero vector for every piece) to the input.
+  The scores then add up to f(input) − f(baseline) ("completeness").
+
+Position and segment vectors are kept as they are; only the word-piece rows move.
+The deletion test removes the top-k pieces of a ranking and runs the model again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from core.bert import BertEncoder, Trace
+from core.similarity import sentence_embedding
+from core.text import CLS, SEP
+
+IG_STEPS = 32
+IG_BATCH_PIECES = 1024  # word pieces per batched pass: 32 steps × 32 pieces run at once, while
+# 32 steps × 512 pieces would hold ~1 GB of activations for the backward pass
+SIMILARITY = "similarity"  # f(x) = cos(mean-pooled(x), e_other)
+EMBEDDING = "embedding"  # f(x) = mean-pooled(x) · ê_self, ê_self fixed at the real input
+
+
+@dataclass(frozen=True)
+class Target:
+    """The scalar a saliency method explains."""
+
+    kind: str  # SIMILARITY or EMBEDDING
+    reference: np.ndarray  # (d_model,) unit vector: the other sentence's, or this one's own
+
+    def __call__(self, last_hidden: torch.Tensor) -> torch.Tensor:
+        """(B, n, d_model) last hidden states -> (B,) target values."""
+        pooled = last_hidden.mean(dim=1)  # (B, d_model): mean pooling over the tokens
+        reference = torch.as_tensor(self.reference, dtype=pooled.dtype)
+        if self.kind == SIMILARITY:
+            pooled = pooled / pooled.norm(dim=-1, keepdim=True)  # the sentence embedding
+        return pooled @ reference
+
+
+def similarity_target(other: Trace) -> Target:
+    """Explain cos(this sentence, the other): the other sentence's embedding is held fixed."""
+    return Target(SIMILARITY, sentence_embedding(other))
+
+
+def embedding_target(trace: Trace) -> Target:
+    """Explain the pooled vector's length along its own (fixed) final direction.
+
+    A cosine with itself would be 1 with a zero gradient; the unnormalised projection is not.
+    """
+    return Target(EMBEDDING, sentence_embedding(trace))
+
+
+def _inputs(model: BertEncoder, trace: Trace) -> tuple[torch.Tensor, torch.Tensor]:
+    """(n, d_model) word-piece rows of the Trace and its (n,) segments, as torch tensors."""
+    dtype = model.word_embeddings.dtype
+    word_vectors = torch.from_numpy(np.array(trace.static)).to(dtype)
+    return word_vectors, torch.from_numpy(np.array(trace.segments))
+
+
+def _forward(model: BertEncoder, trace: Trace, word_vectors: torch.Tensor, segments: torch.Tensor):
+    options = trace.options
+    return model.forward_from_word_vectors(
+        word_vectors,
+        segments,
+        scale=options.scale,
+        causal=options.causal,
+        positions=options.positions,
+    )
+
+
+def target_gradient(model: BertEncoder, trace: Trace, target: Target) -> np.ndarray:
+    """(n, d_model) ∂f/∂x at the input's word-piece rows."""
+    word_vectors, segments = _inputs(model, trace)
+    word_vectors = word_vectors[None].requires_grad_(True)  # (1, n, d): a batch of one
+    with torch.enable_grad():
+        value = target(_forward(model, trace, word_vectors, segments)).sum()
+        (gradient,) = torch.autograd.grad(value, word_vectors)
+    return gradient[0].detach().numpy()
+
+
+def gradient_x_input(model: BertEncoder, trace: Trace, target: Target) -> np.ndarray:
+    """(n,) Σ_d ∂f/∂x_jd · x_jd per word piece (signed)."""
+    gradient = target_gradient(model, trace, target)
+    return (gradient * np.array(trace.static, dtype=gradient.dtype)).sum(axis=-1)
+
+
+def integrated_gradients(
+    model: BertEncoder, trace: Trace, target: Target, steps: int = IG_STEPS
+) -> tuple[np.ndarray, float]:
+    """(n,) IG scores from the zero baseline, and the completeness gap Σ scores − (f(x) − f(0)).
+
+    The path integral uses the midpoint rule: steps points t_k = (k + ½)/steps, run in batches.
+    """
+    word_vectors, segments = _inputs(model, trace)
+    t = (torch.arange(steps, dtype=word_vectors.dtype) + 0.5) / steps  # (steps,)
+    mean_gradient = torch.zeros_like(word_vectors)  # (n, d)
+    per_pass = max(1, IG_BATCH_PIECES // word_vectors.shape[0])  # steps in one batched pass
+    with torch.enable_grad():
+        for batch in torch.split(t, per_pass):
+            path = (batch[:, None, None] * word_vectors).requires_grad_(True)  # (b, n, d)
+            values = target(_forward(model, trace, path, segments))  # (b,)
+            (gradient,) = torch.autograd.grad(values.sum(), path)  # each row: its own ∂f/∂x
+            mean_gradient += gradient.sum(dim=0).detach() / steps
+    scores = (mean_gradient * word_vectors).sum(dim=-1)  # (n,)
+    with torch.no_grad():
+        ends = torch.stack([torch.zeros_like(word_vectors), word_vectors])  # baseline, input
+        f_baseline, f_input = target(_forward(model, trace, ends, segments)).tolist()
+    gap = float(scores.sum()) - (f_input - f_baseline)
+    return scores.numpy(), gap
+
+
+# ---- the deletion test ------------------------------------------------------------------------
+
+
+def removable(tokens: tuple[str, ...] | list[str]) -> np.ndarray:
+    """(n,) bool: True for the word pieces the deletion test may remove ([CLS]/[SEP] stay)."""
+    return np.array([t not in (CLS, SEP) for t in tokens], dtype=bool)
+
+
+def ranking(scores: np.ndarray, allowed: np.ndarray) -> np.ndarray:
+    """Positions of the allowed pieces, highest score first (ties: the earlier piece first)."""
+    positions = np.flatnonzero(allowed)
+    order = np.lexsort((positions, -np.asarray(scores, dtype=np.float64)[positions]))
+    return positions[order]
+
+
+def deletion_curves(
+    model: BertEncoder,
+    trace: Trace,
+    reference: np.ndarray,
+    rankings: Mapping[str, np.ndarray],
+    k_max: int,
+) -> dict[str, np.ndarray]:
+    """Each ranking -> (k_max + 1,) cos(embedding without its top-k pieces, reference), k = 0…
+
+    The pieces are dropped from the input (the rest move up a position), and the model runs
+    again: k = 0 is the sentence itself. All rankings share one batched pass per k.
+    """
+    word_vectors, segments = _inputs(model, trace)
+    names = list(rankings)
+    reference_t = torch.as_tensor(reference, dtype=word_vectors.dtype)
+    curves = np.empty((len(names), k_max + 1))
+    n = word_vectors.shape[0]
+    with torch.no_grad():
+        for k in range(k_max + 1):
+            kept = []
+            for name in names:
+                keep = np.ones(n, dtype=bool)
+                keep[rankings[name][:k]] = False
+                kept.append(torch.from_numpy(np.flatnonzero(keep)))
+            batch = torch.stack([word_vectors[rows] for rows in kept])  # (M, n − k, d)
+            batch_segments = torch.stack([segments[rows] for rows in kept])  # (M, n − k)
+            last = _forward(model, trace, batch, batch_segments)  # (M, n − k, d)
+            pooled = last.mean(dim=1)
+            pooled = pooled / pooled.norm(dim=-1, keepdim=True)
+            curves[:, k] = (pooled @ reference_t).numpy()
+    return {name: curves[m] for m, name in enumerate(names)}
+
+
+def random_ranking(allowed: np.ndarray, seed: int = 0) -> np.ndarray:
+    """A fixed random order of the allowed pieces: the curve any method should beat."""
+    return np.random.default_rng(seed).permutation(np.flatnonzero(allowed))

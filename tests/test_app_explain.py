@@ -1,0 +1,210 @@
+"""The two explanation pages, run headless (AppTest), and their figures read as data."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import numpy as np
+import pytest
+from conftest import BAD_INPUTS, assert_no_exception, run_page
+from shown import shown
+
+from core import similarity, words
+from ui import explain_charts
+
+FLOW = "views/information_flow.py"
+EXPLANATIONS = "views/explanations.py"
+PAIR = ("Time flies like an arrow.", "Fruit flies like a banana.")
+
+
+def array(value) -> np.ndarray:
+    """A plotly array as sent: a plain list, or base64 "bdata" with a dtype (and a shape)."""
+    if isinstance(value, dict):
+        flat = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
+        shape = value.get("shape")
+        if isinstance(shape, str):
+            shape = [int(s) for s in shape.split(",")]
+        return flat.reshape(shape) if shape else flat
+    return np.asarray(value, dtype=float)
+
+
+def chart_specs(at) -> list[dict]:
+    return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+
+
+def titles(at) -> list[str]:
+    return [spec["layout"].get("title", {}).get("text", "") for spec in chart_specs(at)]
+
+
+def test_flow_page_shows_the_similarity_of_the_pair(model):
+    at = run_page(FLOW, text=PAIR[0], pair=PAIR[1])
+    assert_no_exception(at)
+    expected = similarity.sentence_similarity(model.run(PAIR[0]), model.run(PAIR[1]))
+    assert float(at.metric[0].value) == pytest.approx(expected, abs=1e-4)
+    assert not at.metric[0].delta  # default switches: nothing to compare with
+    assert "Attention flow to the top layer, each row ÷ its sum" in titles(at)
+    layers = next(s for s in chart_specs(at) if s["layout"]["title"]["text"].startswith("The two"))
+    assert layers["layout"]["yaxis"]["title"]["text"] == "cos(A, B)"
+    assert array(layers["data"][0]["y"])[-1] == pytest.approx(expected, abs=1e-4)
+    # scaling off: the similarity moves and the page says by how much
+    at.toggle(key="scale").set_value(False).run()
+    assert_no_exception(at)
+    unscaled = similarity.sentence_similarity(
+        model.run(PAIR[0], scale=False), model.run(PAIR[1], scale=False)
+    )
+    assert float(at.metric[0].value) == pytest.approx(unscaled, abs=1e-4)
+    assert "against the model as trained" in at.metric[0].delta
+
+
+def test_flow_page_example_pair_and_layer_slider():
+    at = run_page(FLOW, text="A single sentence.")
+    assert_no_exception(at)
+    assert at.info, "without a pair the page says how to get one"
+    at.selectbox(key="ex_pair").set_value(1).run()
+    at.button(key="ex_use_pair").click().run()
+    assert_no_exception(at)
+    assert at.session_state["pair"] == similarity.EXAMPLE_PAIRS[1][2]
+    at.slider(key="ex_layer").set_value(2).run()
+    assert "Attention rollout after layer 2" in titles(at)
+    assert "Norm rollout after layer 2" in titles(at)
+
+
+def test_word_level_switch_merges_pieces_and_off_changes_nothing():
+    text = "Tokenization of embeddings."
+    at = run_page(FLOW, text=text)
+    pieces_bars = chart_specs(at)[1]
+    at.toggle(key="ex_words").set_value(True).run()
+    assert_no_exception(at)
+    word_bars = chart_specs(at)[1]
+    n_pieces = len(array(pieces_bars["data"][0]["x"]))
+    n_words = len(array(word_bars["data"][0]["x"]))
+    assert n_words < n_pieces
+    labels = [shown(t) for t in word_bars["layout"]["xaxis"]["ticktext"]]
+    assert "embeddings" in labels
+    # the merged shares still sum to 1 per method (sums over a word's pieces)
+    for bar in word_bars["data"]:
+        assert array(bar["y"]).sum() == pytest.approx(1.0, abs=1e-3)
+    at.toggle(key="ex_words").set_value(False).run()
+    assert chart_specs(at)[1] == pieces_bars
+
+
+def test_explanations_page_every_method_agreement_and_deletion():
+    at = run_page(EXPLANATIONS, text=PAIR[0], pair=PAIR[1])
+    assert_no_exception(at)
+    specs = chart_specs(at)
+    methods = specs[0]["layout"]["yaxis"]["ticktext"]
+    assert methods == [
+        "last-layer attention",
+        "attention rollout",
+        "attention flow",
+        "norm rollout",
+        "gradient × input",
+        "integrated gradients",
+    ]
+    rho = array(specs[1]["data"][0]["z"])
+    np.testing.assert_allclose(np.diag(rho), 1.0)
+    deletion = {trace["name"]: array(trace["y"]) for trace in specs[2]["data"]}
+    assert "random order" in deletion and len(deletion) == 7
+    starts = {round(values[0], 4) for values in deletion.values()}
+    assert len(starts) == 1, "k = 0 is the same sentence for every method"
+    lesson = " ".join(m.value for m in at.markdown)
+    assert "Jain & Wallace (2019)" in lesson and "Wiegreffe & Pinter (2019)" in lesson
+    assert "moves the cosine furthest down" in lesson
+    at.radio(key="xp_target").set_value("embedding").run()
+    assert_no_exception(at)
+    assert "own vector" in chart_specs(at)[2]["layout"]["title"]["text"]
+
+
+@pytest.mark.parametrize("page", [FLOW, EXPLANATIONS])
+@pytest.mark.parametrize("bad", ["empty", "control", "html", "emoji_cjk_rtl"])
+def test_pages_with_bad_input(page, bad):
+    at = run_page(page, text=BAD_INPUTS[bad], pair=BAD_INPUTS[bad] if bad == "html" else None)
+    assert_no_exception(at)
+    spec_text = json.dumps(chart_specs(at))
+    assert "<script>" not in spec_text and "&#38;#" not in spec_text
+    shown_text = " ".join(m.value for m in [*at.markdown, *at.caption])
+    assert "<script>" not in shown_text
+    if bad in ("empty", "control"):
+        assert at.info, "an unreadable input gets a message"
+
+
+@pytest.mark.parametrize("page", [FLOW, EXPLANATIONS])
+def test_an_unreadable_pair_is_left_out_and_an_unreadable_sentence_stops(page):
+    at = run_page(page, text="A readable sentence.", pair=BAD_INPUTS["control"])
+    assert_no_exception(at)
+    assert at.get("plotly_chart")
+    at = run_page(page, text=BAD_INPUTS["control"], pair="A readable sentence.")
+    assert_no_exception(at)
+    assert at.info and not at.get("plotly_chart")
+
+
+def test_pages_at_512_word_pieces_say_what_they_leave_out():
+    text = " ".join(["The river bank was quiet after the storm."] * 80)
+    flow = run_page(FLOW, text=text)
+    assert_no_exception(flow)
+    assert any("Flow is computed up to 40 word pieces" in i.value for i in flow.info)
+    assert "Attention rollout after layer 5" in titles(flow)
+    explanations = run_page(EXPLANATIONS, text=text)
+    assert_no_exception(explanations)
+    assert any("Left out at 512 word pieces" in i.value for i in explanations.info)
+    assert any("integrated gradients uses 8 steps" in c.value for c in explanations.caption)
+    for at in (flow, explanations):
+        payload = sum(len(chart.proto.spec) for chart in at.get("plotly_chart"))
+        assert payload < 20e6, f"{payload / 1e6:.1f} MB of figures"
+
+
+def test_methods_heatmap_scales_each_row_and_escapes_tokens():
+    matrix = np.array([[0.5, 0.25, 0.25], [-2.0, 1.0, 0.0]])
+    fig = explain_charts.methods_heatmap(matrix, ["a", "b"], ["[CLS]", "<b>x</b>", "[SEP]"], "t")
+    z = np.array(fig.data[0].z)
+    np.testing.assert_allclose(z, [[1.0, 0.5, 0.5], [-1.0, 0.5, 0.0]])
+    assert [shown(t) for t in fig.layout.xaxis.ticktext] == ["[CLS]", "<b>x</b>", "[SEP]"]
+
+
+def test_word_view_off_is_the_identity():
+    tokens = ("[CLS]", "token", "##ization", "[SEP]")
+    groups = words.word_groups(tokens)
+    assert len(groups) == 3
+    from ui.word_level import WordView
+
+    matrix = np.arange(16.0).reshape(4, 4)
+    off = WordView(tokens, False)
+    assert off.matrix(matrix) is matrix and off.labels == list(tokens)
+    on = WordView(tokens, True)
+    assert on.labels == ["[CLS]", "tokenization", "[SEP]"] and on.matrix(matrix).shape == (3, 3)
+
+
+def up_close(at) -> dict:
+    """The heatmaps page's one-head heatmap spec."""
+    return next(s for s in chart_specs(at) if "attention weights" in s["layout"]["title"]["text"])
+
+
+def test_heatmaps_word_level_merges_and_off_is_unchanged(model):
+    text = "Tokenization of embeddings."
+    at = run_page("views/heatmaps.py", text=text)
+    before = up_close(at)
+    at.toggle(key="hm_words").set_value(True).run()
+    assert_no_exception(at)
+    merged = up_close(at)
+    assert merged["layout"]["title"]["text"].endswith("between words")
+    trace = model.run(text)
+    groups = words.word_groups(trace.tokens)
+    z = array(merged["data"][0]["z"])
+    assert z.shape == (len(groups), len(groups)) < (trace.n_tokens, trace.n_tokens)
+    expected = words.merge_attention(np.asarray(trace.attentions[0, 0], dtype=float), groups)
+    np.testing.assert_allclose(z, expected, atol=1e-4)  # the figure rounds to 4 decimals
+    at.toggle(key="hm_words").set_value(False).run()
+    assert up_close(at) == before
+
+
+def test_head_view_word_level_draws_words_and_off_is_unchanged():
+    at = run_page("views/head_view.py", text="Tokenization of embeddings.", pair="Fine tuning.")
+    before = chart_specs(at)[0]
+    at.toggle(key="hv_words").set_value(True).run()
+    assert_no_exception(at)
+    labels = next(s for s in chart_specs(at)[0]["data"] if s.get("mode") == "markers+text")
+    drawn = [shown(t) for t in labels["text"]]
+    assert "tokenization" in drawn and "embeddings" in drawn and "##ization" not in drawn
+    at.toggle(key="hv_words").set_value(False).run()
+    assert chart_specs(at)[0] == before

@@ -1,0 +1,512 @@
+"""Issue 11's methods, each against an independent computation.
+
+similarity: sentence-transformers' encode(); rollout: the formula with explicit loops; flow:
+every cut of a tiny graph (max-flow = min-cut); norm contributions: a per-head loop that slices
+W_O column-wise, and transformers' own LayerNorm output; gradients: transformers' BertModel
+autograd and finite differences (float64, tiny seeded model); Spearman: scipy's spearmanr;
+deletion: transformers on the shortened input; word merge and lens: explicit loops.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+import torch
+from torch.nn import functional as F
+
+from core import explain, lens, rollout, saliency, similarity, words
+from core.bert import BertEncoder
+from core.models import read_config
+from core.text import WordPieceTokenizer
+from core.weights import load_weights
+
+TINY_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "bank", "river", "money",
+              "flows", "grows", "a", "of", "##s", "time", "flies", "like", "an", "arrow", "."]  # fmt: skip
+
+
+def random_attention(n_layers: int, n_heads: int, n: int, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    scores = rng.normal(scale=2.0, size=(n_layers, n_heads, n, n))
+    weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return weights / weights.sum(axis=-1, keepdims=True)
+
+
+# ---- a tiny seeded BERT in float64, and transformers' copy of it --------------------------------
+@pytest.fixture(scope="module")
+def tiny_dir(tmp_path_factory):
+    from transformers import BertConfig, BertModel
+
+    torch.manual_seed(3)
+    config = BertConfig(vocab_size=len(TINY_VOCAB), hidden_size=32, num_hidden_layers=2,
+                        num_attention_heads=4, intermediate_size=64, max_position_embeddings=32)  # fmt: skip
+    path = tmp_path_factory.mktemp("tiny-explain")
+    BertModel(config).eval().save_pretrained(path)
+    (path / "vocab.txt").write_text("\n".join(TINY_VOCAB) + "\n")
+    return path
+
+
+def tiny_encoder(path, dtype: torch.dtype) -> BertEncoder:
+    dims = read_config(path)
+    tensors = {name: t.to(dtype) for name, t in load_weights(path, dims).items()}
+    return BertEncoder("tiny", path, dims, tensors, WordPieceTokenizer(path, True))
+
+
+@pytest.fixture(scope="module")
+def tiny64(tiny_dir) -> BertEncoder:
+    """The differentiable pass in float64 (run() writes float32 blocks: Traces come from tiny32)."""
+    return tiny_encoder(tiny_dir, torch.float64)
+
+
+@pytest.fixture(scope="module")
+def tiny32(tiny_dir) -> BertEncoder:
+    return tiny_encoder(tiny_dir, torch.float32)
+
+
+@pytest.fixture(scope="module")
+def tiny_reference64(tiny_dir):
+    from transformers import BertModel
+
+    return BertModel.from_pretrained(str(tiny_dir), attn_implementation="eager").double().eval()
+
+
+@pytest.fixture(scope="module")
+def reference(model):
+    from core.reference import load_reference
+
+    return load_reference(model.model_dir)
+
+
+def reference_pooled(reference, word_vectors: torch.Tensor, segments: torch.Tensor):
+    """transformers: inputs_embeds (B, n, d) in place of the word-piece rows -> (B, d) mean."""
+    out = reference(
+        inputs_embeds=word_vectors, token_type_ids=segments.expand(len(word_vectors), -1)
+    )
+    return out.last_hidden_state.mean(dim=1)
+
+
+# ---- 1. similarity ------------------------------------------------------------------------------
+def test_similarity_equals_sentence_transformers_encode(model):
+    from sentence_transformers import SentenceTransformer
+
+    st_model = SentenceTransformer(str(model.model_dir), device="cpu")
+    sentences = [pair for _, *pair in similarity.EXAMPLE_PAIRS]
+    for first, second in sentences:
+        expected = st_model.encode([first, second], convert_to_numpy=True)
+        ours = [similarity.sentence_embedding(model.run(s)) for s in (first, second)]
+        np.testing.assert_allclose(ours[0], expected[0], atol=1e-5)
+        np.testing.assert_allclose(ours[1], expected[1], atol=1e-5)
+        assert (
+            abs(
+                similarity.sentence_similarity(model.run(first), model.run(second))
+                - float(expected[0] @ expected[1])
+            )
+            < 1e-5
+        )
+
+
+# ---- 2. rollout ----------------------------------------------------------------------------------
+def test_rollout_equals_the_formula_with_loops():
+    n_layers, n_heads, n = 3, 2, 4
+    attentions = random_attention(n_layers, n_heads, n)
+    expected = np.zeros((n_layers, n, n))
+    product = np.eye(n)
+    for layer in range(n_layers):
+        a_hat = np.zeros((n, n))
+        for i in range(n):
+            for j in range(n):
+                mean = sum(attentions[layer, h, i, j] for h in range(n_heads)) / n_heads
+                a_hat[i, j] = 0.5 * mean + (0.5 if i == j else 0.0)
+            a_hat[i] /= a_hat[i].sum()
+        new = np.zeros((n, n))
+        for i in range(n):
+            for j in range(n):
+                new[i, j] = sum(a_hat[i, k] * product[k, j] for k in range(n))
+        product = new
+        expected[layer] = product
+    np.testing.assert_allclose(rollout.attention_rollout(attentions), expected, atol=1e-12)
+    # the first layer's contribution comes first in the product: a reversed order differs
+    reversed_order = rollout.rollout(rollout.residual_attention(attentions)[::-1])
+    assert not np.allclose(reversed_order[-1], expected[-1])
+    np.testing.assert_allclose(rollout.to_sentence(expected[-1]), expected[-1].mean(axis=0))
+
+
+# ---- 3. flow -------------------------------------------------------------------------------------
+def brute_force_flow(mixing: np.ndarray, source: int, sink: int) -> float:
+    """Max-flow = min-cut: the cheapest set of nodes holding the source and not the sink."""
+    n_layers, n, _ = mixing.shape
+    size = (n_layers + 1) * n
+    edges = [
+        (layer * n + j, (layer + 1) * n + i, mixing[layer, i, j])
+        for layer in range(n_layers)
+        for i in range(n)
+        for j in range(n)
+    ]
+    others = [v for v in range(size) if v not in (source, sink)]
+    best = np.inf
+    for picks in itertools.product([False, True], repeat=len(others)):
+        side = {source} | {v for v, chosen in zip(others, picks, strict=True) if chosen}
+        best = min(best, sum(c for tail, head, c in edges if tail in side and head not in side))
+    return best
+
+
+def test_flow_equals_brute_force_min_cut_on_a_tiny_graph():
+    mixing = rollout.residual_attention(random_attention(2, 2, 3, seed=4))  # 9 nodes
+    flow = rollout.attention_flow(mixing)
+    n = 3
+    for i in range(n):
+        for j in range(n):
+            expected = brute_force_flow(mixing, j, 2 * n + i)
+            assert abs(flow[i, j] - expected) < 1e-5, (i, j, flow[i, j], expected)
+    # flow is not rollout: the rollout of the same graph differs somewhere
+    assert not np.allclose(flow, rollout.rollout(mixing)[-1], atol=1e-3)
+
+
+def test_flow_stops_above_its_limit():
+    mixing = rollout.residual_attention(random_attention(1, 1, rollout.MAX_FLOW_PIECES + 1))
+    assert rollout.attention_flow(mixing) is None
+
+
+# ---- 4. norm-based contributions -------------------------------------------------------------
+def test_norm_contributions_equal_a_per_head_loop_with_column_slices_of_w_o(model, reference):
+    trace = model.run("The river bank flooded.")
+    n, d, d_head = trace.n_tokens, model.d_model, model.d_head
+    layer = 2
+    x = torch.tensor(trace.hidden_states[layer], dtype=torch.float64)
+    alpha = torch.tensor(trace.attentions[layer], dtype=torch.float64)
+    values = torch.tensor(trace.values[layer], dtype=torch.float64)
+    w_o = model.attention_weights(layer).output.weight.double()  # (d, H·d_head)
+    b_o = model.attention_weights(layer).output.bias.double()
+    gamma, beta = (t.double() for t in model.layers[layer].attn_norm)
+
+    def centre(v):
+        return gamma * (v - v.mean())
+
+    # z_ij built head by head: head h reads columns h·d_head … (h+1)·d_head − 1 of W_O
+    z = torch.zeros(n, n, d, dtype=torch.float64)
+    for i in range(n):
+        for j in range(n):
+            for h in range(model.n_heads):
+                w_head = w_o[:, h * d_head : (h + 1) * d_head]  # (d, d_head)
+                z[i, j] += alpha[h, i, j] * (w_head @ values[h, j])
+            if i == j:
+                z[i, j] += x[i]
+    pre_norm = z.sum(dim=1) + b_o  # (n, d): the row LayerNorm sees
+    sigma = torch.sqrt(pre_norm.var(dim=-1, unbiased=False) + model.dims.layer_norm_eps)
+    expected = torch.stack(
+        [torch.stack([centre(z[i, j]).norm() / sigma[i] for j in range(n)]) for i in range(n)]
+    )
+    ours = rollout.layer_contributions(model, trace, layer)
+    torch.testing.assert_close(torch.from_numpy(ours).double(), expected, atol=2e-4, rtol=1e-4)
+
+    # the pieces add up to transformers' own LayerNorm output after attention (minus the biases)
+    captured = {}
+    block = reference.encoder.layer[layer].attention.output  # BertSelfOutput: dense, +x, LN
+
+    def keep(module, inputs, output) -> None:  # returns None: the output is left as it is
+        captured["h"] = output[0].double()
+
+    hook = block.register_forward_hook(keep)
+    try:
+        with torch.no_grad():
+            reference(input_ids=torch.tensor(trace.input_ids)[None])
+    finally:
+        hook.remove()
+    rebuilt = (
+        torch.stack([sum(centre(z[i, j]) for j in range(n)) / sigma[i] for i in range(n)])
+        + (gamma * (b_o - b_o.mean()))[None] / sigma[:, None]
+        + beta
+    )
+    torch.testing.assert_close(rebuilt, captured["h"], atol=1e-4, rtol=1e-4)
+
+
+def test_norm_rollout_rows_are_shares_and_differ_from_attention_rollout(model):
+    trace = model.run("Fruit flies like a banana.")
+    rolled = rollout.contribution_rollout(model, trace)
+    np.testing.assert_allclose(rolled.sum(axis=-1), 1.0, atol=1e-6)
+    # the shares skip σ_i (it cancels per row): they equal the σ-divided norms, row-normalised
+    mixing = rollout.contribution_mixing(model, trace)
+    for layer in (0, model.n_layers - 1):
+        with_sigma = rollout.layer_contributions(model, trace, layer)
+        expected = with_sigma / with_sigma.sum(axis=-1, keepdims=True)
+        np.testing.assert_allclose(mixing[layer], expected, atol=1e-5)
+    assert not np.allclose(rolled[-1], rollout.attention_rollout(trace.attentions)[-1], atol=1e-2)
+
+
+# ---- 5. the differentiable pass and its gradients ---------------------------------------------
+def test_differentiable_pass_equals_run(model):
+    for options in ({}, {"scale": False}, {"causal": True}):
+        trace = model.run("Time flies like an arrow.", **options)
+        word_vectors = torch.tensor(trace.static)[None]
+        last = model.forward_from_word_vectors(
+            word_vectors, torch.tensor(trace.segments), **options
+        )
+        np.testing.assert_allclose(last[0].detach().numpy(), trace.hidden_states[-1], atol=1e-5)
+
+
+def test_gradients_equal_transformers_autograd_and_finite_differences(
+    tiny32, tiny64, tiny_reference64
+):
+    trace = tiny32.run("the river bank flows", "money grows")
+    other = tiny32.run("time flies like an arrow")
+    target = saliency.similarity_target(other)
+    ours = saliency.target_gradient(tiny64, trace, target)
+
+    word_vectors = torch.tensor(trace.static, dtype=torch.float64)[None].requires_grad_(True)
+    pooled = reference_pooled(tiny_reference64, word_vectors, torch.tensor(trace.segments)[None])
+    cos = F.cosine_similarity(pooled, torch.tensor(target.reference)[None])[0]
+    (expected,) = torch.autograd.grad(cos, word_vectors)
+    np.testing.assert_allclose(ours, expected[0].numpy(), atol=1e-10)
+
+    # finite differences, with the switches transformers does not have
+    def target_at(trace, options, row: int, col: int, delta: float) -> float:
+        moved = torch.tensor(trace.static, dtype=torch.float64).clone()
+        moved[row, col] += delta
+        last = tiny64.forward_from_word_vectors(
+            moved[None], torch.tensor(trace.segments), **options
+        )
+        return float(target(last)[0])
+
+    rng = np.random.default_rng(0)
+    step = 1e-6
+    for options in ({"scale": False}, {"causal": True}):
+        switched = tiny32.run("the river bank flows", **options)
+        gradient = saliency.target_gradient(tiny64, switched, target)
+        for _ in range(4):
+            row, col = int(rng.integers(switched.n_tokens)), int(rng.integers(tiny64.d_model))
+            numeric = (
+                target_at(switched, options, row, col, step)
+                - target_at(switched, options, row, col, -step)
+            ) / (2 * step)
+            assert abs(gradient[row, col] - numeric) < 1e-7, (options, gradient[row, col], numeric)
+
+
+def test_gradient_x_input_on_the_real_model_equals_transformers(model, reference):
+    trace = model.run("A man is playing a guitar.")
+    target = saliency.embedding_target(trace)
+    ours = saliency.gradient_x_input(model, trace, target)
+    word_vectors = torch.tensor(trace.static)[None].requires_grad_(True)
+    pooled = reference_pooled(reference, word_vectors, torch.tensor(trace.segments)[None])
+    value = pooled[0] @ torch.tensor(target.reference, dtype=torch.float32)
+    (gradient,) = torch.autograd.grad(value, word_vectors)
+    expected = (gradient[0] * word_vectors[0]).sum(-1).detach().numpy()
+    np.testing.assert_allclose(ours, expected, atol=2e-5, rtol=1e-4)
+
+
+def test_integrated_gradients_equal_a_per_step_loop_through_transformers(
+    tiny32, tiny64, tiny_reference64
+):
+    trace = tiny32.run("the bank of the river")
+    target = saliency.embedding_target(trace)
+    steps = 16
+    ours, gap = saliency.integrated_gradients(tiny64, trace, target, steps)
+    x = torch.tensor(trace.static, dtype=torch.float64)
+    segments = torch.tensor(trace.segments)[None]
+    reference_vector = torch.tensor(target.reference)
+    total = torch.zeros_like(x)
+    for k in range(steps):  # one step at a time, no batching
+        point = (x * (k + 0.5) / steps)[None].requires_grad_(True)
+        value = reference_pooled(tiny_reference64, point, segments)[0] @ reference_vector
+        (gradient,) = torch.autograd.grad(value, point)
+        total += gradient[0]
+    expected = (total / steps * x).sum(-1).numpy()
+    np.testing.assert_allclose(ours, expected, atol=1e-10)
+    # completeness: with many steps the scores add up to f(x) − f(0)
+    _, fine_gap = saliency.integrated_gradients(tiny64, trace, target, 256)
+    assert abs(fine_gap) < 1e-3 and abs(fine_gap) <= abs(gap) + 1e-9
+
+
+# ---- 6. side by side: Spearman and the deletion test -------------------------------------------
+def test_rank_agreement_equals_scipy_spearman():
+    from scipy.stats import spearmanr
+
+    rng = np.random.default_rng(1)
+    scores = {"a": rng.normal(size=9), "b": rng.normal(size=9), "c": np.arange(9.0) % 3}
+    allowed = np.ones(9, dtype=bool)
+    allowed[[0, 8]] = False
+    rho = explain.rank_agreement(scores, allowed)
+    names = list(scores)
+    for p, q in itertools.product(range(3), repeat=2):
+        expected = spearmanr(scores[names[p]][allowed], scores[names[q]][allowed]).statistic
+        assert abs(rho[p, q] - expected) < 1e-12
+    # tie-free: the textbook formula 1 − 6 Σ d² / (m (m² − 1))
+    m = int(allowed.sum())
+    ranks = [np.argsort(np.argsort(scores[k][allowed])) for k in ("a", "b")]
+    textbook = 1 - 6 * ((ranks[0] - ranks[1]) ** 2).sum() / (m * (m * m - 1))
+    assert abs(rho[0, 1] - textbook) < 1e-12
+
+
+def test_ranking_keeps_specials_and_orders_by_score():
+    tokens = ["[CLS]", "a", "b", "c", "[SEP]"]
+    allowed = saliency.removable(tokens)
+    order = saliency.ranking(np.array([9.0, 1.0, 3.0, 3.0, 8.0]), allowed)
+    assert order.tolist() == [2, 3, 1]
+
+
+def test_deletion_curves_equal_transformers_on_the_shortened_input(model, reference):
+    trace = model.run("The cat sat on the warm mat.")
+    other = similarity.sentence_embedding(model.run("A kitten rests on a rug."))
+    allowed = saliency.removable(trace.tokens)
+    rankings = {"first": np.flatnonzero(allowed), "random": saliency.random_ranking(allowed, 2)}
+    curves = saliency.deletion_curves(model, trace, other, rankings, k_max=3)
+    for name, order in rankings.items():
+        for k in range(4):
+            keep = np.ones(trace.n_tokens, dtype=bool)
+            keep[order[:k]] = False
+            ids = torch.tensor(trace.input_ids[keep])[None]
+            with torch.no_grad():
+                last = reference(input_ids=ids).last_hidden_state[0]
+            pooled = F.normalize(last.mean(0), dim=0).numpy()
+            assert abs(curves[name][k] - float(pooled @ other)) < 1e-5, (name, k)
+    assert (
+        abs(curves["first"][0] - similarity.cosine(similarity.sentence_embedding(trace), other))
+        < 1e-5
+    )
+
+
+def test_side_by_side_runs_every_method_and_drops_flow_above_its_limit(model):
+    trace = model.run("Fruit flies like a banana.")
+    flow = explain.information_flow(model, trace)
+    gradients = explain.gradient_scores(model, trace, saliency.embedding_target(trace), 8)
+    scores = explain.side_by_side(flow, gradients)
+    assert list(scores) == list(explain.METHOD_LABELS)
+    for name, values in scores.items():
+        assert values.shape == (trace.n_tokens,) and np.isfinite(values).all(), name
+    np.testing.assert_allclose(scores["rollout"].sum(), 1.0)  # shares of the sentence
+    long_trace = model.run("bank " * 60)
+    assert explain.information_flow(model, long_trace).flow is None
+
+
+def mean_of_rows(matrix: np.ndarray) -> list[float]:
+    """Column j's mean over the rows, written out: piece j's share of the mean-pooled sentence."""
+    n = len(matrix)
+    return [sum(float(matrix[i][j]) for i in range(n)) / n for j in range(n)]
+
+
+def product_of_layers(mixing: list[np.ndarray]) -> np.ndarray:
+    """M_L ⋯ M_1, one entry at a time: the first layer's matrix is the rightmost."""
+    n = len(mixing[0])
+    product = np.eye(n)
+    for matrix in mixing:
+        product = np.array(
+            [
+                [sum(matrix[i, k] * product[k, j] for k in range(n)) for j in range(n)]
+                for i in range(n)
+            ]
+        )
+    return product
+
+
+def test_information_flow_scores_equal_the_top_layer_shares_written_out(model):
+    trace = model.run("Fruit flies like a banana.")
+    scores = explain.information_flow(model, trace).scores()
+    n, n_heads = trace.n_tokens, model.n_heads
+    weights = np.asarray(trace.attentions, dtype=np.float64)  # (L, H, n, n)
+    # last-layer attention: the mean over heads of the top layer, then over its query rows
+    top = [
+        [sum(weights[-1, h, i, j] for h in range(n_heads)) / n_heads for j in range(n)]
+        for i in range(n)
+    ]
+    np.testing.assert_allclose(scores["attention"], mean_of_rows(top), atol=1e-6)
+    # rollout: ½(Ā + I) per layer, rows renormalised, multiplied through every layer
+    residual = []
+    for layer in range(model.n_layers):
+        a_hat = np.array(
+            [
+                [
+                    0.5 * sum(weights[layer, h, i, j] for h in range(n_heads)) / n_heads
+                    + 0.5 * (i == j)
+                    for j in range(n)
+                ]
+                for i in range(n)
+            ]
+        )
+        residual.append(a_hat / a_hat.sum(axis=1, keepdims=True))
+    np.testing.assert_allclose(
+        scores["rollout"], mean_of_rows(product_of_layers(residual)), atol=1e-5
+    )
+    # norm rollout: each layer's σ-divided contribution norms (checked head by head above) as
+    # shares of their row, multiplied through every layer
+    norm_shares = []
+    for layer in range(model.n_layers):
+        norms = rollout.layer_contributions(model, trace, layer).astype(np.float64)
+        norm_shares.append(norms / norms.sum(axis=1, keepdims=True))
+    np.testing.assert_allclose(
+        scores["norm"], mean_of_rows(product_of_layers(norm_shares)), atol=1e-4
+    )
+    # flow: every top position's max-flows as shares of that position's total, then the mean
+    flow = rollout.attention_flow(np.stack(residual))  # checked against a brute-force min-cut
+    shares = [[flow[i, j] / sum(flow[i, k] for k in range(n)) for j in range(n)] for i in range(n)]
+    np.testing.assert_allclose(scores["flow"], mean_of_rows(shares), atol=1e-6)
+
+
+def test_mean_change_and_special_share_written_out():
+    curve = np.array([0.9, 0.7, 0.5, 0.8])  # k = 0 … 3
+    expected = ((0.7 - 0.9) + (0.5 - 0.9) + (0.8 - 0.9)) / 3
+    assert explain.mean_change(curve) == pytest.approx(expected)
+    assert explain.mean_change(np.array([0.4])) == 0.0
+    tokens = ("[CLS]", "a", "b", "[SEP]", "c", "[SEP]")  # a pair: two [SEP]s
+    shares = np.array([0.3, 0.1, 0.05, 0.2, 0.15, 0.2])
+    assert explain.special_share(shares, tokens) == pytest.approx(0.3 + 0.2 + 0.2)
+
+
+# ---- 7. lens and words -----------------------------------------------------------------------
+def test_lens_against_explicit_cosines(model):
+    trace = model.run("The bank raised its rates.")
+    hidden = trace.hidden_states
+    settle = lens.token_settling(hidden)
+    for layer in (0, 3, model.n_layers):
+        for i in range(trace.n_tokens):
+            a, b = hidden[layer, i].astype(np.float64), hidden[-1, i].astype(np.float64)
+            assert abs(settle[layer, i] - a @ b / np.linalg.norm(a) / np.linalg.norm(b)) < 1e-6
+    sentence = lens.sentence_settling(hidden)
+    final = similarity.sentence_embedding(trace)
+    for layer in range(model.n_layers + 1):
+        mean = hidden[layer].astype(np.float64).mean(0)
+        assert abs(sentence[layer] - mean @ final / np.linalg.norm(mean)) < 1e-6
+
+
+def test_similarity_by_layer_ends_at_the_sentence_similarity(model):
+    first, second = model.run("A man plays a guitar."), model.run("Someone strums an old guitar.")
+    by_layer = lens.similarity_by_layer(first.hidden_states, second.hidden_states)
+    for layer in (0, 2):
+        a = first.hidden_states[layer].astype(np.float64).mean(0)
+        b = second.hidden_states[layer].astype(np.float64).mean(0)
+        assert abs(by_layer[layer] - a @ b / np.linalg.norm(a) / np.linalg.norm(b)) < 1e-6
+    assert abs(by_layer[-1] - similarity.sentence_similarity(first, second)) < 1e-6
+
+
+def test_nearest_by_layer_equals_cosines_with_every_table_row(model):
+    trace = model.run("The bank raised its rates.")
+    table = np.random.default_rng(5).normal(size=(40, model.d_model))
+    unit_table = table / np.linalg.norm(table, axis=1, keepdims=True)
+    token, k = 2, 3
+    ids, cosines = lens.nearest_by_layer(trace.hidden_states, token, unit_table, k=k)
+    for state in range(model.n_layers + 1):
+        h = trace.hidden_states[state, token].astype(np.float64)
+        cos = [float(h @ row) / float(np.sqrt(h @ h)) for row in unit_table]
+        best = sorted(range(len(cos)), key=lambda r: -cos[r])[:k]
+        assert ids[state].tolist() == best, state
+        np.testing.assert_allclose(cosines[state], [cos[r] for r in best], atol=1e-6)
+
+
+def test_word_merge_sums_keys_and_averages_queries():
+    tokens = ["[CLS]", "em", "##bed", "##ding", "##s", "are", "fun", "[SEP]"]
+    groups = words.word_groups(tokens)
+    assert groups == ((0,), (1, 2, 3, 4), (5,), (6,), (7,))
+    assert words.word_labels(tokens, groups) == ["[CLS]", "embeddings", "are", "fun", "[SEP]"]
+    # a bare "##" is a word of its own (a piece after it continues that word)
+    assert words.word_groups(["[CLS]", "a", "##", "##b", "[SEP]"]) == ((0,), (1,), (2, 3), (4,))
+    matrix = random_attention(1, 2, len(tokens))[0]  # (2, n, n)
+    merged = words.merge_attention(matrix, groups)
+    for h in range(2):
+        for a, group_a in enumerate(groups):
+            for b, group_b in enumerate(groups):
+                expected = sum(sum(matrix[h, q, k] for k in group_b) for q in group_a) / len(
+                    group_a
+                )
+                assert abs(merged[h, a, b] - expected) < 1e-12
+    np.testing.assert_allclose(merged.sum(axis=-1), 1.0)  # rows still sum to 1
+    scores = np.arange(len(tokens), dtype=float)
+    assert words.merge_scores(scores, groups).tolist() == [0.0, 10.0, 5.0, 6.0, 7.0]

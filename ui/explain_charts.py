@@ -1,0 +1,276 @@
+"""Figures of the explanation pages: rollout and flow matrices, per-token scores, agreement,
+deletion curves and the encoder lens.
+
+Pure functions from arrays to plotly figures (no streamlit). Tokens are visitor text: they reach
+plotly only through ui.escape.literal. Token axes are numeric with the tokens as tick labels.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from ui.charts import (
+    COLORSCALE,
+    HOVER_TOKENS_UP_TO,
+    QUALITATIVE_COLOURS,
+    attention_heatmap,
+    label_margin,
+    token_ticks,
+)
+from ui.escape import literal
+
+RANDOM_COLOUR = "#7F7F7F"
+
+
+def method_colour(index: int) -> str:
+    return QUALITATIVE_COLOURS[index % len(QUALITATIVE_COLOURS)]
+
+
+def mixing_heatmap(
+    matrix: np.ndarray,
+    tokens: Sequence[str],
+    title: str,
+    zmax: float | None = None,
+    unit: str = "word piece",
+) -> go.Figure:
+    """An (n, n) rollout/flow matrix: row i = position at the top, column j = input piece."""
+    fig = attention_heatmap(matrix, tokens, tokens, title, zmax=zmax, colorbar_title="share")
+    fig.layout.xaxis.title.text = f"input {unit} (layer 0)"
+    fig.layout.yaxis.title.text = "position after the layer"
+    return fig
+
+
+def _token_axis(tokens: Sequence[str]) -> dict:
+    ticks = token_ticks(tokens)
+    return {**ticks, "tickangle": -60}
+
+
+def _hover_tokens(tokens: Sequence[str]) -> list[str] | None:
+    return [literal(t) for t in tokens] if len(tokens) <= HOVER_TOKENS_UP_TO else None
+
+
+def token_bars(
+    scores: Mapping[str, np.ndarray], tokens: Sequence[str], title: str, y_title: str
+) -> go.Figure:
+    """Grouped bars: one bar per word piece and method (label -> (n,) scores)."""
+    hover = _hover_tokens(tokens)
+    bars = [
+        go.Bar(
+            x=np.arange(len(tokens)),
+            y=np.round(np.asarray(values, dtype=np.float64), 5),
+            name=label,
+            marker_color=method_colour(index),
+            customdata=hover,
+            hovertemplate=(
+                "%{x}: <b>%{customdata}</b><br>%{y:.4f}" if hover else "piece %{x}: %{y:.4f}"
+            )
+            + f"<extra>{label}</extra>",
+        )
+        for index, (label, values) in enumerate(scores.items())
+    ]
+    ticks = _token_axis(tokens)
+    layout = {
+        "title": {"text": title},
+        "barmode": "group",
+        "height": 400,
+        "margin": {
+            "l": 60,
+            "r": 10,
+            "t": 100,  # the title, and the legend (two rows on a phone) under it
+            "b": label_margin([tokens[i] for i in ticks["tickvals"]], angle=-60, title=False),
+        },
+        "xaxis": ticks,
+        "yaxis": {"title": {"text": y_title}},
+        # above the plot, under the title; the top margin leaves room for two rows on a phone
+        "legend": {"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0},
+    }
+    return go.Figure(data=bars, layout=layout)
+
+
+def scaled_by_method(matrix: np.ndarray) -> np.ndarray:
+    """(M, n) -> each row divided by its largest |score|, so methods share one colour scale."""
+    peaks = np.abs(matrix).max(axis=1, keepdims=True)
+    return np.divide(matrix, peaks, out=np.zeros_like(matrix, dtype=np.float64), where=peaks > 0)
+
+
+def methods_heatmap(
+    matrix: np.ndarray, method_labels: Sequence[str], tokens: Sequence[str], title: str
+) -> go.Figure:
+    """(M, n) per-method scores, each row scaled to its largest |score| (blue +, red −, as everywhere in the app)."""
+    scaled = scaled_by_method(np.asarray(matrix, dtype=np.float64))
+    hover = _hover_tokens(tokens)
+    custom = None
+    if hover:
+        custom = np.empty(scaled.shape + (2,), dtype=object)  # (M, n, 2): token, raw score
+        custom[:, :, 0] = np.asarray(hover, dtype=object)[None, :]
+        custom[:, :, 1] = np.round(np.asarray(matrix, dtype=np.float64), 5)
+    heatmap = go.Heatmap(
+        z=np.round(scaled, 4),
+        x=np.arange(len(tokens)),
+        y=np.arange(len(method_labels)),
+        zmin=-1.0,
+        zmax=1.0,
+        zmid=0.0,
+        colorscale="RdBu",  # app-wide: blue = positive, red = negative
+        colorbar={"title": {"text": "÷ row max"}},
+        customdata=custom,
+        hovertemplate=(
+            "%{x}: <b>%{customdata[0]}</b><br>score %{customdata[1]}<extra></extra>"
+            if hover
+            else "piece %{x}: %{z:.3f} of the row's largest<extra></extra>"
+        ),
+    )
+    ticks = _token_axis(tokens)
+    layout = {
+        "title": {"text": title},
+        "height": 120 + 34 * len(method_labels) + 60,
+        "margin": {
+            "l": label_margin(method_labels, title=False),
+            "r": 10,
+            "t": 50,
+            "b": label_margin([tokens[i] for i in ticks["tickvals"]], angle=-60, title=False),
+        },
+        "xaxis": ticks,
+        "yaxis": {
+            "tickmode": "array",
+            "tickvals": list(range(len(method_labels))),
+            "ticktext": list(method_labels),
+            "autorange": "reversed",
+        },
+    }
+    return go.Figure(data=[heatmap], layout=layout)
+
+
+def agreement_heatmap(rho: np.ndarray, method_labels: Sequence[str], title: str) -> go.Figure:
+    """(M, M) Spearman's ρ between methods, written in every cell."""
+    values = np.round(np.asarray(rho, dtype=np.float64), 2)
+    text = [["–" if np.isnan(v) else f"{v:.2f}" for v in row] for row in values]
+    heatmap = go.Heatmap(
+        z=values,
+        x=np.arange(len(method_labels)),
+        y=np.arange(len(method_labels)),
+        zmin=-1.0,
+        zmax=1.0,
+        zmid=0.0,
+        colorscale="RdBu",  # app-wide: blue = positive, red = negative
+        text=text,
+        texttemplate="%{text}",
+        colorbar={"title": {"text": "ρ"}},
+        hovertemplate="ρ = %{z:.2f}<extra></extra>",
+    )
+    axis = {
+        "tickmode": "array",
+        "tickvals": list(range(len(method_labels))),
+        "ticktext": list(method_labels),
+    }
+    margin = label_margin(method_labels, title=False)
+    layout = {
+        "title": {"text": title},
+        "height": 160 + 44 * len(method_labels),
+        "margin": {"l": margin, "r": 10, "t": 50, "b": label_margin(method_labels, -30, False)},
+        "xaxis": {**axis, "tickangle": -30},
+        "yaxis": {**axis, "autorange": "reversed"},
+    }
+    return go.Figure(data=[heatmap], layout=layout)
+
+
+def deletion_figure(
+    curves: Mapping[str, np.ndarray], title: str, y_title: str, random_label: str
+) -> go.Figure:
+    """Lines: the score left after removing each method's top-k pieces, k = 0, 1, …"""
+    lines = []
+    for index, (label, values) in enumerate(curves.items()):
+        is_random = label == random_label
+        lines.append(
+            go.Scatter(
+                x=np.arange(len(values)),
+                y=np.round(np.asarray(values, dtype=np.float64), 5),
+                name=label,
+                mode="lines+markers",
+                line={
+                    "color": RANDOM_COLOUR if is_random else method_colour(index),
+                    "dash": "dot" if is_random else "solid",
+                },
+                hovertemplate=f"{label}<br>k = %{{x}}: %{{y:.4f}}<extra></extra>",
+            )
+        )
+    layout = {
+        "title": {"text": title},
+        "height": 460,
+        "margin": {"l": 70, "r": 10, "t": 50, "b": 120},
+        "xaxis": {"title": {"text": "word pieces removed (k)"}, "dtick": 1},
+        "yaxis": {"title": {"text": y_title}},
+        # below the plot: seven entries do not fit beside the title on a phone
+        "legend": {"orientation": "h", "y": -0.22, "yanchor": "top", "x": 0},
+    }
+    return go.Figure(data=lines, layout=layout)
+
+
+def lens_heatmap(settling: np.ndarray, tokens: Sequence[str], title: str) -> go.Figure:
+    """(L + 1, n) each token's cosine to its own final vector, one row per state."""
+    n_states, n = settling.shape
+    hover = _hover_tokens(tokens)
+    custom = None
+    if hover:
+        custom = np.broadcast_to(np.asarray(hover, dtype=object)[None, :], (n_states, n))
+    heatmap = go.Heatmap(
+        z=np.round(np.asarray(settling, dtype=np.float64), 4),
+        x=np.arange(n),
+        y=np.arange(n_states),
+        zmin=-1.0 if settling.min() < 0 else 0.0,
+        zmax=1.0,
+        colorscale=COLORSCALE,
+        colorbar={"title": {"text": "cos"}},
+        customdata=custom,
+        hovertemplate=(
+            "state %{y}, %{x}: <b>%{customdata}</b><br>cos %{z:.3f}<extra></extra>"
+            if hover
+            else "state %{y}, piece %{x}: cos %{z:.3f}<extra></extra>"
+        ),
+    )
+    ticks = _token_axis(tokens)
+    layout = {
+        "title": {"text": title},
+        "height": 340,
+        "margin": {
+            "l": 80,
+            "r": 10,
+            "t": 50,
+            "b": label_margin([tokens[i] for i in ticks["tickvals"]], angle=-60, title=False),
+        },
+        "xaxis": ticks,
+        "yaxis": {
+            "title": {"text": "state (0 = embeddings)"},
+            "dtick": 1,
+            "autorange": "reversed",
+        },
+    }
+    return go.Figure(data=[heatmap], layout=layout)
+
+
+def settling_figure(sentence: np.ndarray, title: str, y_title: str = "cos to final") -> go.Figure:
+    """(L + 1,) one cosine per state: to the final embedding, or between two sentences."""
+    values = np.round(np.asarray(sentence, dtype=np.float64), 5)
+    line = go.Scatter(
+        x=np.arange(len(values)),
+        y=values,
+        mode="lines+markers+text",
+        text=[f"{v:.2f}" for v in values],
+        textposition="top center",
+        hovertemplate="state %{x}: cos %{y:.4f}<extra></extra>",
+        line={"color": QUALITATIVE_COLOURS[0]},
+    )
+    layout = {
+        "title": {"text": title},
+        "height": 300,
+        "margin": {"l": 70, "r": 10, "t": 50, "b": 50},
+        "xaxis": {"title": {"text": "state (0 = embeddings, l = after layer l)"}, "dtick": 1},
+        "yaxis": {
+            "title": {"text": y_title},
+            "range": [min(0.0, float(values.min())), 1.08],
+        },
+    }
+    return go.Figure(data=[line], layout=layout)

@@ -1,0 +1,48 @@
+"""The word-level switch, shared by the heatmaps, head view and explanation pages.
+
+A widget and a small adapter around core.words: with the switch off every figure gets the very
+same arrays and token tuple as before, so nothing changes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+from core import words
+
+WORD_LEVEL_HELP = (
+    "Merge word pieces into words (bertviz's convention): a word's column is the sum of its "
+    "pieces' columns, its row the mean of their rows, so rows still sum to 1; a per-piece score "
+    "is summed over the word. Off: every figure shows word pieces exactly as before."
+)
+
+
+def word_level_toggle(key: str) -> bool:
+    """A URL-bound switch: show words instead of word pieces."""
+    return bool(st.toggle("Word level", key=key, bind="query-params", help=WORD_LEVEL_HELP))
+
+
+class WordView:
+    """Word pieces -> words for one sentence, or an identity when the switch is off."""
+
+    def __init__(self, tokens: tuple[str, ...] | list[str], on: bool) -> None:
+        self.on = on
+        self.groups = words.word_groups(tokens) if on else tuple((i,) for i in range(len(tokens)))
+        self.labels = words.word_labels(tokens, self.groups) if on else list(tokens)
+
+    def matrix(self, matrix: np.ndarray) -> np.ndarray:
+        """(..., n, n) -> (..., w, w): keys summed, queries averaged (unchanged when off)."""
+        return words.merge_attention(matrix, self.groups) if self.on else matrix
+
+    def scores(self, scores: np.ndarray) -> np.ndarray:
+        """(..., n) -> (..., w) summed over each word's pieces (unchanged when off)."""
+        return words.merge_scores(scores, self.groups) if self.on else scores
+
+    def segments(self, segments: np.ndarray) -> np.ndarray:
+        """(n,) -> (w,) each word's sentence, from its first piece (unchanged when off)."""
+        return np.asarray(segments)[[group[0] for group in self.groups]] if self.on else segments
+
+    def tokens(self, tokens: tuple[str, ...]) -> tuple[str, ...]:
+        """The labels to draw: the words when on, the very same token tuple when off."""
+        return tuple(self.labels) if self.on else tokens

@@ -1,0 +1,197 @@
+"""Explanations side by side: attention, rollout, flow, norms and gradients on one sentence,
+their rank agreement, the deletion test, and the "is attention explanation?" lesson."""
+
+import streamlit as st
+
+from core import explain, saliency
+from ui import explain_charts, explain_state, state, widgets, word_level
+from ui.escape import literal
+
+inputs, model = state.page_context()
+
+st.title("Explanations side by side")
+st.markdown(
+    "Six answers to *which word pieces made this?*, on one sentence: three read the attention "
+    "weights, one the lengths of what attention carries, two the gradients of the model. "
+    "They do not have to agree, and the deletion test at the end checks which one is right "
+    "about this sentence."
+)
+
+explain_state.stop_unless_readable(model, inputs)
+
+# 1 · What to explain.
+pair = explain_state.readable_pair(model, inputs)  # None when empty or unreadable
+left, middle, right = st.columns([1.2, 1.6, 1])
+followed = left.radio(
+    "Sentence to explain",
+    ["first", "second"],
+    horizontal=True,
+    key="xp_sentence",
+    bind="query-params",
+    disabled=not pair,
+)
+TARGETS = {
+    "similarity": "its similarity to the other sentence",
+    "embedding": "its own sentence vector",
+}
+target = middle.radio(
+    "Gradients explain",
+    list(TARGETS),
+    format_func=TARGETS.__getitem__,
+    key="xp_target",
+    bind="query-params",
+    disabled=not pair,
+    help="Needs a second sentence in the sidebar for the similarity.",
+)
+steps = right.select_slider(
+    "Integrated-gradient steps", [8, 16, 32, 64], 32, key="xp_steps", bind="query-params"
+)
+merge_words = word_level.word_level_toggle("xp_words")
+second = followed == "second" and bool(pair)
+text = pair if second else inputs.text
+other = (inputs.text if second else pair) if target == "similarity" else None
+trace = state.trace_or_stop(
+    model, state.Inputs(text, None, model.name, inputs.scale, inputs.causal)
+)
+steps = explain_state.ig_steps_for(trace.n_tokens, int(steps or 32))
+flow = explain_state.information_flow(model, text, inputs)
+gradients = explain_state.gradient_scores(model, text, other, inputs, steps)
+scores = explain.side_by_side(flow, gradients)
+labels = [explain.METHOD_LABELS[name] for name in scores]
+view = word_level.WordView(trace.tokens, merge_words)
+unit = "word" if merge_words else "word piece"
+
+if other:
+    st.markdown(
+        "The gradients explain **cos(this sentence, the other one)** with the other sentence's "
+        "vector held fixed. The attention-based scores cannot know about the other sentence: "
+        "they explain this sentence's own vector, whatever the question."
+    )
+else:
+    st.markdown(
+        "The gradients explain how far the mean-pooled top layer reaches along its own final "
+        "direction, the sentence vector before its length is scaled to 1 (a cosine with itself "
+        "would always be 1, with a zero gradient)."
+    )
+if trace.n_tokens > explain_state.MAX_GRADIENT_PIECES:
+    st.caption(
+        f"{trace.n_tokens} word pieces: integrated gradients uses {steps} steps here (each step "
+        "is a forward and a backward pass of the whole sentence), and the deletion test is "
+        f"left out above {explain_state.MAX_GRADIENT_PIECES} pieces."
+    )
+
+# 2 · The table and the picture.
+st.subheader("1 · Every method, every " + unit)
+st.latex(r"\text{grad}\times\text{input}_j = \frac{\partial f}{\partial x_j}\cdot x_j")
+st.latex(
+    r"\text{IG}_j = x_j \cdot \frac{1}{m}\sum_{k=1}^{m} "
+    r"\frac{\partial f}{\partial x_j}\Big(\tfrac{k - 1/2}{m}\, x\Big)"
+)
+st.markdown(
+    "*xⱼ* is the word piece's row of the embedding table (position and segment vectors stay "
+    "put). Integrated gradients (Sundararajan et al., 2017) walks from an all-zero input to the "
+    "real one and averages the gradient on the way; its scores add up to f(input) − f(zero): "
+    f"here the sum is off by {gradients.ig_gap:+.4f} with {gradients.ig_steps} steps."
+)
+merged = {label: view.scores(scores[name]) for label, name in zip(labels, scores, strict=True)}
+fig = explain_charts.methods_heatmap(
+    list(merged.values()), labels, view.labels, f"Scores per {unit}, each row ÷ its max |score|"
+)
+widgets.show_figure(fig, key="xp_methods", filename="explanations")
+table = {
+    unit: view.labels,
+    **{label: [round(float(v), 5) for v in merged[label]] for label in labels},
+}
+with st.expander("The scores as a table"):
+    st.dataframe(table, hide_index=True, height=320)
+widgets.download_matrix(
+    [list(row) for row in zip(*merged.values(), strict=True)],
+    widgets.numbered(view.labels),
+    labels,
+    "explanations",
+    label=f"Download the per-{unit} table as CSV",
+    key="xp_csv",
+)
+st.caption(
+    "Attention-based scores are shares (≥ 0, summing to 1); gradient scores are signed: blue "
+    "pushes f up, red pulls it down (blue is positive on every figure of the app). Gradients are local: they describe a small nudge of this "
+    "input, not what removing a word would do."
+)
+
+# 3 · Agreement.
+allowed = saliency.removable(trace.tokens)
+rho = explain.rank_agreement(scores, allowed)
+st.subheader("2 · Do the methods agree? Spearman's ρ")
+st.markdown(
+    "Rank the word pieces by each method ([CLS] and [SEP] left out) and correlate the ranks: "
+    "1 = same order, 0 = unrelated, −1 = reversed. Computed on word pieces."
+)
+fig = explain_charts.agreement_heatmap(rho, labels, "Rank agreement between methods")
+widgets.show_figure(fig, key="xp_rho", filename="rank-agreement")
+
+# 4 · Deletion.
+st.subheader("3 · The deletion test")
+reference = "the other sentence" if other else "the full sentence's own vector"
+st.markdown(
+    f"Remove each method's top *k* word pieces from the input, run the model again and measure "
+    f"the cosine of the shortened sentence's vector to {reference}. A method that really found "
+    "what the model uses makes the curve fall fastest. The dotted line removes pieces in a "
+    "fixed random order: a method should beat it."
+)
+rankings = explain.deletion_rankings(scores, trace.tokens)
+k_max = min(explain_state.DELETION_K, int(allowed.sum()))
+curves = None
+if trace.n_tokens > explain_state.MAX_GRADIENT_PIECES:
+    st.info(
+        f"Left out at {trace.n_tokens} word pieces (up to {explain_state.MAX_GRADIENT_PIECES}): "
+        f"{k_max + 1} re-runs of every method would take the server tens of seconds.",
+        icon="🛑",
+    )
+elif k_max == 0:
+    st.info("There is no word piece to remove: type a sentence with words.", icon="✍️")
+else:
+    curves = explain_state.deletion_curves(model, text, other, inputs, rankings, k_max)
+    named = {explain.METHOD_LABELS.get(name, name): values for name, values in curves.items()}
+    fig = explain_charts.deletion_figure(
+        named, f"Deletion test: cosine to {reference}", "cosine", explain.RANDOM
+    )
+    widgets.show_figure(fig, key="xp_deletion", filename="deletion-test")
+
+# 5 · The lesson, with this sentence's numbers.
+st.subheader("4 · Is attention explanation?")
+names = list(scores)
+attention_vs_ig = rho[names.index("attention"), names.index("integrated_gradients")]
+rollout_vs_ig = rho[names.index("rollout"), names.index("integrated_gradients")]
+lesson = [
+    "Jain & Wallace (2019) found that attention weights often disagree with gradient-based "
+    "importance and that very different weights can give the same prediction: *attention is "
+    "not explanation*. Wiegreffe & Pinter (2019) answered that this depends on what one asks "
+    "of an explanation, and that attention is *a* signal, to be tested rather than trusted. "
+    "On this sentence:",
+    f"- last-layer attention and integrated gradients rank the pieces with ρ = "
+    f"{attention_vs_ig:.2f}; rollout and integrated gradients with ρ = {rollout_vs_ig:.2f};",
+]
+if curves is not None:
+    changes = {name: explain.mean_change(values) for name, values in curves.items()}
+    best = min(changes, key=changes.__getitem__)  # the fastest fall
+    others = ", ".join(
+        f"{explain.METHOD_LABELS.get(name, name)} {change:+.3f}"
+        for name, change in changes.items()
+        if name != best
+    )
+    lesson.append(
+        f"- removing the pieces that **{explain.METHOD_LABELS.get(best, best)}** ranks first "
+        f"moves the cosine furthest down: {changes[best]:+.3f} on average over k = 1…{k_max} "
+        f"(the others: {others});"
+    )
+lesson.append(
+    "- so for this sentence, the most faithful method is the one whose deletion curve falls "
+    "fastest, and it need not be the one whose picture looks clearest. Try a paraphrase pair, "
+    "a longer sentence, or √d_k scaling off in the sidebar, and see whether the order holds."
+)
+st.markdown("\n".join(lesson))
+st.caption(
+    "Abnar & Zuidema (2020) introduced rollout and flow; Kobayashi et al. (2020, 2021) the "
+    "norm-based view; Sundararajan et al. (2017) integrated gradients. Explained here: "
+    f"“{literal(text, max_chars=200)}”"
+)
