@@ -1,0 +1,160 @@
+"""Figures of the training lab: the loss curve, learned against target attention, W_qᵀW_k.
+
+Pure functions of a core.lab.TrainingRun and a snapshot index: no streamlit, no training.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from core.lab import TrainingRun
+from ui.charts import attention_heatmap, label_margin, token_ticks
+from ui.escape import literal
+
+LOSS_COLOUR = "#636EFA"  # plotly's blue, readable on light and dark
+MASS_COLOUR = "#00CC96"  # green: the weight on the right key
+STEP_COLOUR = "#EF553B"  # the chosen step
+
+
+def numbered(tokens: Sequence[str]) -> list[str]:
+    """'3 a' style labels: a word that appears twice still gets two distinct, findable rows."""
+    return [f"{i} {token}" for i, token in enumerate(tokens)]
+
+
+def loss_curve(run: TrainingRun, index: int) -> go.Figure:
+    """Training loss per step (log axis) and the held-out weight on the target, step marked."""
+    step = int(run.snapshot_steps[index])
+    steps = np.arange(1, len(run.loss) + 1)  # loss[k] was measured before update k + 1
+    figure = go.Figure(
+        data=[
+            go.Scatter(
+                x=steps,
+                y=np.where(run.loss > 0, run.loss, np.nan),  # a log axis cannot show 0: a gap
+                name="training loss",
+                line={"color": LOSS_COLOUR},
+                hovertemplate="step %{x}<br>loss %{y:.4f}<extra></extra>",
+            ),
+            go.Scatter(
+                x=run.snapshot_steps,
+                y=np.round(run.eval_mass, 4),
+                name="weight on the right key (held out)",
+                yaxis="y2",
+                line={"color": MASS_COLOUR, "dash": "dot"},
+                hovertemplate="step %{x}<br>weight on target %{y:.3f}<extra></extra>",
+            ),
+        ],
+        layout={
+            "title": {"text": f"Loss and weight on the right key, step {step} marked"},
+            "height": 340,
+            "margin": {"l": 60, "r": 60, "t": 50, "b": 90},
+            "xaxis": {"title": {"text": "training step"}, "range": [0, max(1, len(run.loss))]},
+            "yaxis": {"title": {"text": "loss (log)"}, "type": "log"},
+            "yaxis2": {
+                "title": {"text": "weight on target"},
+                "overlaying": "y",
+                "side": "right",
+                "range": [0, 1.02],
+                "tickvals": [
+                    0,
+                    0.25,
+                    0.5,
+                    0.75,
+                    1,
+                ],  # its own round ticks, not the loss axis's grid
+                "showgrid": False,
+            },
+            "legend": {"orientation": "h", "y": -0.3, "x": 0},
+            "shapes": [
+                {
+                    "type": "line",
+                    "xref": "x",
+                    "yref": "paper",
+                    "x0": step,
+                    "x1": step,
+                    "y0": 0,
+                    "y1": 1,
+                    "line": {"color": STEP_COLOUR, "width": 2},
+                }
+            ],
+        },
+    )
+    return figure
+
+
+def probe_attention(run: TrainingRun, index: int) -> go.Figure:
+    """The probe sequence's (n, n) attention map at one snapshot."""
+    labels = numbered(run.probe_tokens)
+    step = int(run.snapshot_steps[index])
+    return attention_heatmap(
+        run.probe_attention[index], labels, labels, f"Learned attention, step {step}", height=420
+    )
+
+
+def hidden_keys_path(n: int) -> str:
+    """SVG path of the staircase over the cells j > i (row i, key j) of an n × n heatmap."""
+    corners = [(0.5, -0.5)]  # cell centres sit on whole numbers: edges are at ± 0.5
+    for i in range(n - 1):
+        corners += [(i + 0.5, i + 0.5), (i + 1.5, i + 0.5)]
+    corners += [(n - 0.5, n - 1.5), (n - 0.5, -0.5)]
+    return "M " + " L ".join(f"{x} {y}" for x, y in corners) + " Z"
+
+
+def target_attention(run: TrainingRun) -> go.Figure:
+    """The (n, n) pattern that solves the probe: one 1 per row, on the target key.
+
+    With the causal mask on, the keys a row may not see are greyed out: a target under the grey
+    cannot be reached at all.
+    """
+    labels = numbered(run.probe_tokens)
+    if not run.settings.causal:
+        return attention_heatmap(run.target_pattern, labels, labels, "Target pattern", height=420)
+    figure = attention_heatmap(
+        run.target_pattern, labels, labels, "Target pattern (grey: hidden by the mask)", height=420
+    )
+    grey = {"color": "rgba(128, 128, 128, 0.6)", "width": 0}
+    shape = {"type": "path", "path": hidden_keys_path(len(labels)), "line": grey}
+    figure.layout.shapes = [{**shape, "fillcolor": "rgba(128, 128, 128, 0.6)"}]
+    return figure
+
+
+def bilinear_heatmap(run: TrainingRun, index: int) -> go.Figure:
+    """E W_qᵀ W_k Eᵀ over token rows (and position rows) at one snapshot, one colour range per run.
+
+    The colour range is the largest |entry| over every snapshot, so growth along the slider shows.
+    """
+    form = run.bilinear[index]
+    labels = run.bilinear_labels
+    limit = float(np.abs(run.bilinear).max()) or 1.0
+    ticks = token_ticks(labels)
+    step = int(run.snapshot_steps[index])
+    heatmap = go.Heatmap(
+        z=np.round(form.astype(np.float64), 3),
+        x=np.arange(len(labels)),
+        y=np.arange(len(labels)),
+        colorscale="RdBu",
+        reversescale=True,  # red = the query likes this key, blue = it avoids it
+        zmid=0.0,
+        zmin=-limit,
+        zmax=limit,
+        colorbar={"title": {"text": "score part"}},
+        # "<" and ">" are tokens of the bracket task: plotly would read them as markup.
+        customdata=np.array(
+            [[(literal(row), literal(col)) for col in labels] for row in labels], dtype=object
+        ),
+        hovertemplate="query row %{customdata[0]}<br>key row %{customdata[1]}"
+        "<br>%{z:.2f}<extra></extra>",
+    )
+    side = label_margin(labels)
+    return go.Figure(
+        data=[heatmap],
+        layout={
+            "title": {"text": f"W_qᵀW_k on the embedding rows, step {step}"},
+            "height": 460,
+            "margin": {"l": side, "r": 10, "t": 50, "b": side},
+            "xaxis": {**ticks, "title": {"text": "as a key"}, "tickangle": -60},
+            "yaxis": {**ticks, "title": {"text": "as a query"}, "autorange": "reversed"},
+        },
+    )
