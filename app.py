@@ -23,6 +23,7 @@ PAGES = {
         st.Page("views/overview.py", title="Overview", icon=":material/home:", default=True),
     ],
     "Learning path": [
+        st.Page("views/by_hand.py", title="0 · Attention by hand", icon=":material/edit_note:"),
         st.Page(
             "views/context.py",
             title="1 · Context from first principles",
@@ -37,16 +38,28 @@ PAGES = {
         st.Page(
             "views/multi_head.py", title="4 · Multi-head attention", icon=":material/view_module:"
         ),
+        st.Page("views/inside_layer.py", title="5 · Inside a layer", icon=":material/layers:"),
     ],
     "Explore BERT": [
         st.Page("views/heatmaps.py", title="Attention heatmaps", icon=":material/grid_on:"),
         st.Page("views/head_view.py", title="Head view", icon=":material/linear_scale:"),
+    ],
+    "Explain": [
+        st.Page(
+            "views/information_flow.py",
+            title="Where the meaning comes from",
+            icon=":material/account_tree:",
+        ),
+        st.Page(
+            "views/explanations.py", title="Explanations side by side", icon=":material/balance:"
+        ),
     ],
     "Labs": [
         st.Page("views/positional.py", title="Positional encoding", icon=":material/pin_drop:"),
         st.Page(
             "views/embeddings.py", title="Embedding projections", icon=":material/scatter_plot:"
         ),
+        st.Page("views/lab.py", title="Attention, learned", icon=":material/model_training:"),
     ],
 }
 

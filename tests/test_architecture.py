@@ -46,12 +46,52 @@ def test_app_shell_imports_no_model_code():
     assert not imported_modules(ROOT / "app.py") & {"torch", "numpy", "transformers"}
 
 
+def _html_calls(tree: ast.Module) -> list[ast.Call]:
+    """Calls of st.html, components.html or anything else named html."""
+    return [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "html"
+    ]
+
+
+def _module_string_constants(tree: ast.Module) -> set[str]:
+    """Names assigned a plain string literal at module level (no f-string, no concatenation)."""
+    return {
+        target.id
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        and isinstance(node.value, ast.Constant)
+        and isinstance(node.value.value, str)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
+
+
 def test_no_user_text_is_rendered_as_html():
-    """unsafe_allow_html and components.html are XSS doors when user text passes through them."""
+    """unsafe_allow_html and components.html are XSS doors when user text passes through them.
+
+    st.html may only show a fixed string of the module itself (a style sheet, say): an argument
+    built at run time could carry a visitor's text.
+    """
     for path in [*files("views"), *files("ui"), ROOT / "app.py"]:
         source = path.read_text()
         assert "unsafe_allow_html=True" not in source, path.name
-        assert "components.html" not in source and "st.html" not in source, path.name
+        assert "components.html" not in source and "components.v1" not in source, path.name
+        tree = ast.parse(source)
+        constants = _module_string_constants(tree)
+        for call in _html_calls(tree):
+            fixed = [a for a in call.args if isinstance(a, ast.Name) and a.id in constants]
+            assert len(call.args) == 1 and fixed and not call.keywords, (
+                f"{path.name}:{call.lineno}: st.html takes only a module-level string literal"
+            )
+
+
+def test_the_html_rule_can_fail():
+    built = ast.parse('import streamlit as st\nname = input()\nst.html(f"<b>{name}</b>")\n')
+    fixed = ast.parse('import streamlit as st\nCSS = "<style></style>"\nst.html(CSS)\n')
+    assert _html_calls(built)[0].args[0].__class__ is ast.JoinedStr
+    assert "CSS" in _module_string_constants(fixed) and not _module_string_constants(built)
 
 
 def test_runtime_path_never_imports_transformers():

@@ -23,6 +23,7 @@ from browser import (
     RunWatcher,
     app_pages,
     bound_text_keys,
+    box_value,
     chromium,
     commit_text,
     figure_signatures,
@@ -39,6 +40,12 @@ pytestmark = pytest.mark.browser
 
 PAGES = app_pages()
 PAGE_IDS = [Path(p.path).stem for p in PAGES]
+# Pages that draw only after a button press (the lab trains on Train) show a message until then;
+# the tests below that type and compare figures skip them, and tests/test_lab.py drives the lab
+# in chromium through its button. Hostile links and devices still cover them.
+ON_DEMAND = {"views/lab.py"}
+FIGURE_PAGES = [p for p in PAGES if p.path not in ON_DEMAND]
+FIGURE_PAGE_IDS = [Path(p.path).stem for p in FIGURE_PAGES]
 VIEWPORT = {"width": 1400, "height": 1800}
 
 # A trap for injected script: setting window.__x (in any frame) reports back to the test, even
@@ -55,7 +62,9 @@ TRAP_JS = """
 """
 # Elements that only exist if user text was parsed as HTML somewhere.
 INJECTED_NODES_JS = """
-() => [...document.querySelectorAll('img[src="x"], [onerror], [onload], iframe[srcdoc]')]
+() => [...document.querySelectorAll(
+    'img[src="x"], [onerror], [onload], iframe[srcdoc], a[href*="example.com"], img[src*="example"]'
+  )]
   .map(e => e.outerHTML.slice(0, 120))
 """
 SHOWN = (
@@ -206,7 +215,10 @@ def test_every_page_opens_from_navigation_and_keeps_sentence(tab):
     for app_page in tour:
         tab.act(lambda title=app_page.title: open_nav_link(page, title))
         assert urllib.parse.urlsplit(page.url).path.strip("/") == app_page.url_path
-        wait_for_figure(page)
+        if app_page.path in ON_DEMAND:
+            tab.assert_shows_text_or_message(app_page.title)
+        else:
+            wait_for_figure(page)
         tab.assert_healthy(app_page.title)
         assert sidebar_text(page).input_value() == sentence, app_page.title
         assert sidebar_pair(page).input_value() == pair, app_page.title
@@ -216,6 +228,15 @@ def test_every_page_opens_from_navigation_and_keeps_sentence(tab):
 
 
 # ---- typing redraws; a copied link reopens the same view ---------------------------------------------
+SLIDERS_JS = """
+els => els.map(e => [
+  (e.closest('[data-testid="stSlider"], [data-testid="stSelectSlider"]') || e).innerText
+    .split('\\n')[0],
+  e.value,
+])
+"""
+
+
 def widget_state(tab: Tab) -> dict[str, object]:
     """What a visitor sees in the controls: texts, switches, sliders, the model."""
     page = tab.page
@@ -226,12 +247,23 @@ def widget_state(tab: Tab) -> dict[str, object]:
         "switches": page.locator('input[role="switch"]').evaluate_all(
             "els => els.map(e => [e.getAttribute('aria-label'), e.checked])"
         ),
-        "sliders": page.locator('[role="slider"]').evaluate_all(
-            "els => els.map(e => [e.getAttribute('aria-label'), e.getAttribute('aria-valuenow')])"
-        ),
+        # Streamlit 1.67 sliders are react-aria range inputs (no explicit role="slider").
+        "sliders": page.locator('input[type="range"]').evaluate_all(SLIDERS_JS),
         "model": sidebar.locator('[data-testid="stSelectbox"] input').first.input_value(),
         "texts": [f.input_value() for f in main_text_fields(tab)],
     }
+
+
+def wait_boxes_filled(tab: Tab, like: dict[str, object]) -> None:
+    """Wait until this tab's text boxes show what `like` (another tab's widget_state) holds.
+
+    A freshly drawn box is empty for a frame before Streamlit fills it (box_value says why).
+    """
+    page = tab.page
+    box_value(sidebar_text(page), like["text"])
+    box_value(sidebar_pair(page), like["pair"])
+    for text_field, value in zip(main_text_fields(tab), like["texts"], strict=False):
+        box_value(text_field, value)
 
 
 def toggle(tab: Tab, label: str) -> None:
@@ -253,7 +285,7 @@ def nudge_slider(tab: Tab, label: str, steps: int) -> bool:
     return True
 
 
-@pytest.mark.parametrize("app_page", PAGES, ids=PAGE_IDS)
+@pytest.mark.parametrize("app_page", FIGURE_PAGES, ids=FIGURE_PAGE_IDS)
 def test_typing_redraws_and_copied_link_reopens_view(browser, server, tab, app_page):
     """1) a new sentence and pair redraw the figures; 2) the URL then reopens the same view."""
     page = tab.page
@@ -294,6 +326,7 @@ def test_typing_redraws_and_copied_link_reopens_view(browser, server, tab, app_p
     try:
         other.goto(copied)
         wait_for_figure(other.page)
+        wait_boxes_filled(other, state)
         assert widget_state(other) == state
         assert figure_signatures(other.page) == figures, "the same link drew other figures"
         other.assert_healthy(f"{app_page.title} reopened")
@@ -346,6 +379,7 @@ def test_unloadable_model_says_why_and_app_keeps_working(tab, how):
         name = "nobody-here/unreachable-bert"
         choose_model(tab, "other")
         tab.commit(page.get_by_label("Hub id or local folder"), name)
+        tab.act(lambda: page.locator(".st-key-load_custom_model button").click())  # typed: Load
     # Generous here (CI machines stall); the loader's own < 2 s is in tests/test_registry.py.
     alert = page.locator('[data-testid="stAlert"]', has_text="Could not load")
     alert.first.wait_for(timeout=15_000)
@@ -366,6 +400,9 @@ MARKUP = (
     '<img src=x onerror="window.__x=1">',
     '"><svg onload=window.__x=1>',
     "javascript:window.__x=1",
+    "[Re-login](https://example.com/login)",  # Markdown: must not become a link
+    "![x](https://example.com/pixel.png)",  # nor an image
+    ":red[alarm] $x^2$ **bold** www.example.com a@example.com",  # nor colour, math, autolinks
 )
 ODD_TEXT = (
     "{{7*7}}",
@@ -396,7 +433,7 @@ def commit_fields(tab: Tab, fields: list[object], first: int) -> list[str]:
     return typed
 
 
-@pytest.mark.parametrize("app_page", PAGES, ids=PAGE_IDS)
+@pytest.mark.parametrize("app_page", FIGURE_PAGES, ids=FIGURE_PAGE_IDS)
 def test_hostile_text_typed_into_every_text_input(tab, app_page):
     """Every text input of the page and of the sidebar gets every hostile string once."""
     page = tab.page
@@ -429,15 +466,8 @@ def test_hostile_text_in_the_url(tab, app_page):
         query = {key: payload if i % 2 == 0 else other for i, key in enumerate(keys)}
         tab.open(app_page, query)
         tab.assert_shows_text_or_message(f"{app_page.title}, URL round {round_index}")
-        shown = sidebar_text(tab.page).input_value()
-        for reload in (1, 2):
-            if shown != "":
-                break
-            # Seen a few times in many full runs, never in isolation (twice in a row once): on a
-            # load the frontend sometimes shows a URL-bound text area empty, a race we could not
-            # pin down yet. The safety checks ran on every load; a later load must show the text.
-            tab.open(app_page, query)
-            tab.assert_shows_text_or_message(f"{app_page.title}, URL round {round_index}, {reload}")
-            shown = sidebar_text(tab.page).input_value()
+        # One load, no retry: box_value waits out the frame on which Streamlit paints a box
+        # empty before filling it (tests/browser.py says why).
+        shown = box_value(sidebar_text(tab.page), payload)
         runs = [event[1:3] for event in tab.runs.events if event[1] != "delta"][-12:]
         assert shown == payload, f"the link's text was altered; URL {tab.page.url[:200]}; {runs}"

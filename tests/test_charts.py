@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from shown import shown
 
 from ui import charts, widgets
 
@@ -11,7 +12,9 @@ def test_repeated_tokens_keep_their_own_rows():
     tokens = ["[CLS]", "the", "bank", "the", "river", "[SEP]"]
     fig = charts.attention_heatmap(np.eye(6), tokens, tokens, "t")
     assert list(fig.data[0].x) == list(range(6)) and list(fig.data[0].y) == list(range(6))
-    assert list(fig.layout.xaxis.ticktext) == tokens  # both "the" labelled, at positions 1 and 3
+    assert [
+        shown(t) for t in fig.layout.xaxis.ticktext
+    ] == tokens  # both "the" labelled, at 1 and 3
     assert list(fig.layout.xaxis.tickvals) == list(range(6))
 
 
@@ -26,8 +29,8 @@ def test_long_inputs_thin_their_tick_labels_but_keep_every_cell():
 def test_tokens_are_escaped_for_plotly_labels_and_hover():
     tokens = ["<b>", "x"]
     fig = charts.attention_heatmap(np.eye(2), tokens, tokens, "t")
-    assert fig.layout.xaxis.ticktext[0] == "&lt;b&gt;"
-    assert fig.data[0].customdata[0][0][0] == "&lt;b&gt;"
+    assert shown(fig.layout.xaxis.ticktext[0]) == "<b>"
+    assert shown(fig.data[0].customdata[0][0][0]) == "<b>"
 
 
 def test_hover_names_query_and_key():
@@ -52,4 +55,28 @@ def test_label_margin_grows_with_the_widest_label_and_shrinks_when_rotated():
     assert charts.label_margin(long, title=False) < charts.label_margin(long)
     fig = charts.attention_heatmap(np.eye(2), long, long, "t")
     assert fig.layout.margin.l == charts.label_margin(long)
-    assert fig.layout.margin.b == charts.label_margin(long, angle=-60)
+    assert fig.layout.margin.b == charts.label_margin(long, angle=fig.layout.xaxis.tickangle)
+
+
+def test_key_labels_rotate_only_when_they_do_not_fit_upright():
+    words = ["time", "flies", "like"]
+    assert charts.attention_heatmap(np.eye(3), words, words, "t").layout.xaxis.tickangle == 0
+    many = [f"word{i}" for i in range(40)]
+    assert charts.attention_heatmap(np.eye(40), many, many, "t").layout.xaxis.tickangle == -60
+
+
+def test_long_heatmap_fits_its_colour_scale_and_says_so():
+    """At 512 keys every weight is ~1/512: a 0-1 scale would paint the map one flat colour."""
+    n = 512
+    weights = np.full((n, n), 1.0 / n)
+    weights[:, 0] += 0.01  # one brighter column, as a sink would be
+    weights /= weights.sum(axis=1, keepdims=True)
+    fig = charts.attention_heatmap(weights, ["w"] * n, ["w"] * n, "Layer 0, head 0")
+    largest = max(max(row) for row in fig.data[0].z)  # the values the browser receives
+    assert fig.data[0].zmax == largest < 0.05
+    assert "fitted" in fig.layout.title.text and "not 0 to 1" in fig.layout.title.text
+    # Labels are thinned to the room the plot has (~14 px each), not 64 piled up.
+    plot_px = fig.layout.height - fig.layout.margin.t - 100
+    assert len(fig.data[0].z) == n and len(fig.layout.xaxis.tickvals) * 14 <= plot_px + 100
+    short = charts.attention_heatmap(np.eye(4) * 0.5, ["a"] * 4, ["a"] * 4, "t")
+    assert short.data[0].zmax == 1.0 and "fitted" not in short.layout.title.text

@@ -11,6 +11,7 @@ from conftest import BAD_INPUTS, assert_no_exception, run_page
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
+from shown import shown
 
 from core import head_stats
 from ui import explorer_charts, exports
@@ -110,7 +111,6 @@ def test_row_with_all_weight_on_specials_becomes_zero():
 # ---- thumbnails ------------------------------------------------------------------------------
 def test_block_mean_pool_keeps_small_inputs_and_averages_blocks():
     small = random_attention(2, 2, 10)
-    assert head_stats.block_mean_pool(small, 48) is not None
     np.testing.assert_array_equal(head_stats.block_mean_pool(small, 48), small)
 
     matrix = np.arange(100, dtype=np.float64).reshape(10, 10)
@@ -177,11 +177,12 @@ def test_line_opacities_equal_the_weights_in_data_and_figure():
         ys = np.array(trace.y, dtype=float).reshape(-1, 3)  # (query, key, gap) per segment
         for query, key, _ in ys:
             weight = weights[head, int(query), int(key)]
-            # Lines are batched by opacity: each is drawn within half a bucket of its weight.
-            assert abs(trace.opacity - weight) <= explorer_charts.OPACITY_STEP / 2 + 1e-9
+            # Drawn at √weight (readable when weights are small), batched into buckets: each
+            # line is within half a bucket of the square root of its weight.
+            assert abs(trace.opacity - weight**0.5) <= explorer_charts.OPACITY_STEP / 2 + 1e-9
             drawn += 1
     assert len(lines) == 2 * n * n
-    assert drawn == np.count_nonzero(lines.weight >= explorer_charts.OPACITY_STEP / 2)
+    assert drawn == np.count_nonzero(lines.weight**0.5 >= explorer_charts.OPACITY_STEP / 2)
     assert 0 < drawn < len(lines)  # the faintest lines round to opacity 0 and are left out
 
 
@@ -216,11 +217,17 @@ def test_window_around_stays_inside_the_input():
     assert head_stats.window_around(100, 20, 64) == (20, 84)
 
 
-def test_value_weighted_lines_are_row_shares(model):
+def test_value_weighted_lines_are_the_value_weighted_share(model):
     trace = model.run("Time flies like an arrow.", "Fruit flies like a banana.")
     shares = head_stats.head_view_weights(model, trace, 2, value_weighted=True)
     assert shares.shape == trace.attentions[2].shape
     np.testing.assert_allclose(shares.sum(axis=-1), 1.0, atol=1e-5)
+    # Not only rows of 1: each line is ‖α_ij v_j W_Oʰ‖ / Σ_k ‖α_ik v_k W_Oʰ‖ (head 4 by hand).
+    w_o = model.attention_weights(2).output.weight.double().numpy()  # (d_model, H·d_head)
+    cols = slice(4 * model.d_head, 5 * model.d_head)
+    moved = np.array([np.linalg.norm(w_o[:, cols] @ v) for v in trace.values[2, 4]])  # (n,)
+    by_hand = trace.attentions[2, 4] * moved[None, :]  # (n, n): row i, key j
+    np.testing.assert_allclose(shares[4], by_hand / by_hand.sum(axis=1, keepdims=True), rtol=1e-4)
     plain = head_stats.head_view_weights(model, trace, 2, value_weighted=False)
     np.testing.assert_array_equal(plain, trace.attentions[2])
     assert not np.allclose(shares, plain)
@@ -232,9 +239,9 @@ def test_head_view_labels_are_escaped_text():
     lines = head_stats.head_view_lines(weights, np.zeros(len(tokens), dtype=int), [0])
     fig = explorer_charts.head_view_figure(lines, tokens, np.zeros(5, dtype=int), [0], "t", 1)
     labels = [t for trace in fig.data if trace.mode == "markers+text" for t in trace.text]
-    assert "&lt;/script&gt;" in labels and "&amp;" in labels
-    assert "<b>▶ &lt;b&gt;</b>" in labels  # the highlighted token: our markup, its text escaped
-    assert not any("</script>" in label for label in labels)
+    assert "<b>▶ &#60;b&#62;</b>" in labels  # the highlighted token: our markup, its text escaped
+    others = [shown(label) for label in labels if not label.startswith("<b>▶")]
+    assert "</script>" in others and "&" in others
 
 
 def test_shared_pieces_put_content_words_first():
@@ -255,19 +262,28 @@ def test_compare_rows_figure_marks_the_word():
     assert [len(bar.y) for bar in fig.data] == [2, 3]
     colours = fig.data[0].marker.color
     assert colours[1] != colours[0]
-    assert fig.layout.title.text == "“&lt;i&gt;” twice"
-    assert fig.layout.xaxis.ticktext == ("a", "&lt;i&gt;")  # escaped once, not twice
+    assert shown(fig.layout.title.text) == "“<i>” twice"
+    assert [shown(t) for t in fig.layout.xaxis.ticktext] == ["a", "<i>"]  # escaped once, not twice
 
 
 def test_head_stat_grid_marks_sink_heads():
     sink = np.array([[True, False, False], [False, False, True]])
-    fig = explorer_charts.head_stat_grid(np.zeros((2, 3)), sink, "t", "share")
-    marked = fig.data[1]
+    stat = np.array([[0.05, 0.5, 0.95], [0.62, 1.0, 0.3]])
+    fig = explorer_charts.head_stat_grid(stat, sink, "t", "share", zmax=1.0)
+    marked = next(t for t in fig.data if getattr(t, "mode", "") == "markers")
     rows, cols = np.round(np.array(marked.y) + 0.3), np.round(np.array(marked.x) - 0.36)
     assert sorted(zip(rows.tolist(), cols.tolist(), strict=True)) == [
         (0.0, 0.0),
         (1.0, 2.0),
     ]
+    assert marked.showlegend and "sink" in marked.name  # the red dots are explained
+    # Every cell's number sits on its cell, short enough for a phone, dark on the bright cells.
+    numbers = next(t for t in fig.data if getattr(t, "mode", "") == "text")
+    cells = {(int(y), int(x)): (text, colour) for x, y, text, colour in zip(
+        numbers.x, numbers.y, numbers.text, numbers.textfont.color, strict=True)}  # fmt: skip
+    assert cells[(1, 0)][0] == ".62" and cells[(1, 1)][0] == "1.00"
+    assert cells[(0, 2)][1] == "#000000"  # 0.95 is yellow on Viridis: black text
+    assert cells[(0, 0)][1] == "#FFFFFF"  # 0.05 is dark purple: white text
 
 
 # ---- exports ---------------------------------------------------------------------------------
@@ -303,7 +319,7 @@ def test_pages_with_and_without_a_pair(page, pair):
 def test_head_view_draws_the_pair_and_filters_blocks():
     at = run_page(HEAD_VIEW, text="Time flies like an arrow.", pair="Fruit flies like a banana.")
     labels = next(s for s in chart_specs(at)[0]["data"] if s.get("mode") == "markers+text")
-    assert labels["text"][-3:] == ["banana", ".", "[SEP]"]
+    assert [shown(t) for t in labels["text"][-3:]] == ["banana", ".", "[SEP]"]
     at.radio(key="hv_pair").set_value("A→B").run()
     assert_no_exception(at)
     drawn = line_ends(chart_specs(at)[0])
@@ -346,7 +362,7 @@ def test_pages_with_bad_input(page, bad):
     at = run_page(page, text=BAD_INPUTS[bad])
     assert_no_exception(at)
     spec_text = json.dumps(chart_specs(at))
-    assert "<script>" not in spec_text and "&amp;lt;" not in spec_text  # escaped exactly once
+    assert "<script>" not in spec_text and "&#38;#" not in spec_text  # escaped exactly once
     if bad in ("empty", "control"):
         assert at.info, "an unreadable input gets a message"
 

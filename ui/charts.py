@@ -6,18 +6,23 @@ the two "the" of a sentence into one row.
 
 from __future__ import annotations
 
-import html
 import math
+import re
 import unicodedata
 from collections.abc import Sequence
 
 import numpy as np
 import pandas  # noqa: F401  imported up front, see below
+import plotly.colors
 import plotly.graph_objects as go
 
-# plotly checks sys.modules for pandas while building a figure. On a cold server two sessions may
-# render at once, and plotly then finds a half-imported pandas ("partially initialized module");
-# importing it here, before any figure is built, closes that race.
+from ui.escape import literal
+
+# The one place for this: plotly's validators look numpy and pandas up in sys.modules without
+# waiting for their import locks. On a cold server two sessions may render at once, and one
+# thread then finds a module half-imported by the other ("partially initialized module 'pandas'
+# has no attribute 'Series'"). Importing both in full here, before any figure is built, closes
+# that race; every chart module and ui/preload.py import this module.
 
 MAX_TICK_LABELS = 64  # beyond this, every k-th token is labelled so labels stay legible
 HOVER_TOKENS_UP_TO = 160  # per-cell hover text costs n² strings; long inputs hover by index
@@ -38,7 +43,7 @@ def token_ticks(tokens: Sequence[str], max_labels: int = MAX_TICK_LABELS) -> dic
         "tickmode": "array",
         "tickvals": positions,
         # plotly reads labels as a small HTML dialect: escape so a token is always shown as text
-        "ticktext": [html.escape(tokens[i]) for i in positions],
+        "ticktext": [literal(tokens[i]) for i in positions],
     }
 
 
@@ -76,11 +81,35 @@ def label_margin(labels: Sequence[str], angle: float = 0.0, title: bool = True) 
     return math.ceil(extent + 14 + (50 if title else 0))
 
 
+FITTED_SCALE_FROM = 48  # keys: beyond this a typical weight (1/n) is too small for a 0-1 scale
+LABEL_PX = 14  # one tick label needs this much room along its axis to stay legible
+UPRIGHT_LABELS_UP_TO_PX = 150  # key labels stay upright while they fit a phone-width plot (~200 px)
+
+
+def subscripts(text: str) -> str:
+    """'x_i·x_j' -> 'x<sub>i</sub>·x<sub>j</sub>': plotly shows underscores literally otherwise.
+
+    For the code's own axis and colour-bar titles only; visitor text goes through literal().
+    """
+    return re.sub(r"_([A-Za-z0-9]+)", r"<sub>\1</sub>", text)
+
+
+def fitted_scale_note(largest: float) -> str:
+    """The words a heatmap adds to its title when its colours run up to `largest`, not 1."""
+    return f"colour scale fitted: 0 to {largest:.3g}, not 0 to 1"
+
+
+def upright_fits(labels: Sequence[str]) -> bool:
+    """Whether tick labels fit side by side, unrotated, in a phone-width plot."""
+    width = sum(sum(_char_px(c) for c in label) + 8 for label in labels)
+    return width <= UPRIGHT_LABELS_UP_TO_PX
+
+
 def _hover_text(rows: Sequence[str], cols: Sequence[str]) -> np.ndarray:
     """(n_rows, n_cols, 2) customdata: the query token and the key token of every cell."""
     grid = np.empty((len(rows), len(cols), 2), dtype=object)
-    grid[:, :, 0] = np.asarray([html.escape(t) for t in rows], dtype=object)[:, None]
-    grid[:, :, 1] = np.asarray([html.escape(t) for t in cols], dtype=object)[None, :]
+    grid[:, :, 0] = np.asarray([literal(t) for t in rows], dtype=object)[:, None]
+    grid[:, :, 1] = np.asarray([literal(t) for t in cols], dtype=object)[None, :]
     return grid
 
 
@@ -93,10 +122,18 @@ def attention_heatmap(
     colorbar_title: str = "weight",
     height: int | None = None,
 ) -> go.Figure:
-    """Heatmap of an (n_q, n_k) matrix; rows are queries (top to bottom), columns are keys."""
+    """Heatmap of an (n_q, n_k) matrix; rows are queries (top to bottom), columns are keys.
+
+    Over more than FITTED_SCALE_FROM keys a weight of 1/n_k is nearly black on a 0-1 scale, so
+    zmax=1.0 becomes the largest weight shown, and the title says so (as on every heatmap).
+    """
     n_q, n_k = attn_weights.shape
     values = np.round(attn_weights.astype(np.float64), 4)  # 4 decimals: same picture, lighter JSON
+    if zmax == 1.0 and n_k > FITTED_SCALE_FROM and values.size:
+        zmax = float(np.nanmax(values)) or 1.0
+        title = f"{title}<br><sup>{fitted_scale_note(zmax)}</sup>"  # a line of its own on phones
     hover_ok = max(n_q, n_k) <= HOVER_TOKENS_UP_TO
+    shown_title = subscripts(colorbar_title)
     heatmap = go.Heatmap(
         z=values,
         x=np.arange(n_k),
@@ -104,17 +141,22 @@ def attention_heatmap(
         zmin=0.0 if zmax is not None else None,
         zmax=zmax,
         colorscale=COLORSCALE,
-        colorbar={"title": {"text": colorbar_title}},
+        colorbar={"title": {"text": shown_title}},
         customdata=_hover_text(query_tokens, key_tokens) if hover_ok else None,
         hovertemplate=(
             "query %{y}: <b>%{customdata[0]}</b><br>key %{x}: <b>%{customdata[1]}</b>"
-            "<br>" + colorbar_title + " %{z:.3f}<extra></extra>"
+            "<br>" + shown_title + " %{z:.3f}<extra></extra>"
             if hover_ok
-            else "query %{y} → key %{x}<br>" + colorbar_title + " %{z:.3f}<extra></extra>"
+            else "query %{y} → key %{x}<br>" + shown_title + " %{z:.3f}<extra></extra>"
         ),
     )
     side = height or int(min(760, max(360, 18 * max(n_q, n_k) + 160)))
-    x_ticks, y_ticks = token_ticks(key_tokens), token_ticks(query_tokens)
+    # As many labels as the plot has room for (~14 px each): 64 labels on 550 px piled up.
+    room = max(8, (side - 200) // LABEL_PX)
+    x_ticks = token_ticks(key_tokens, max_labels=room)
+    y_ticks = token_ticks(query_tokens, max_labels=room)
+    x_labels = [key_tokens[i] for i in x_ticks["tickvals"]]
+    angle = 0 if upright_fits(x_labels) else -60  # three short words need no rotation
     # The layout goes in as one dict: plotly validates it in one pass (update_layout() after
     # the fact parses every key path again and took 3x longer).
     layout = {
@@ -123,14 +165,14 @@ def attention_heatmap(
         "margin": {
             "l": label_margin([query_tokens[i] for i in y_ticks["tickvals"]]),
             "r": 10,
-            "t": 50,
-            "b": label_margin([key_tokens[i] for i in x_ticks["tickvals"]], angle=-60),
+            "t": 70 if "<br>" in title else 50,
+            "b": label_margin(x_labels, angle=angle),
         },
         "xaxis": {
             **x_ticks,
             "title": {"text": "key (attended to)"},
             "side": "bottom",
-            "tickangle": -60,
+            "tickangle": angle,
         },
         "yaxis": {**y_ticks, "title": {"text": "query (attending)"}, "autorange": "reversed"},
     }
@@ -173,3 +215,71 @@ def matrix_heatmap(
         "yaxis": {**y_ticks, "autorange": "reversed"},
     }
     return go.Figure(data=[heatmap], layout=layout)
+
+
+def _luminance(rgb: str) -> float:
+    """Relative luminance (WCAG) of an 'rgb(r, g, b)' colour, 0 = black, 1 = white."""
+    channels = [float(c) / 255 for c in rgb[rgb.index("(") + 1 : rgb.index(")")].split(",")[:3]]
+    linear = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+
+def _number(value: float, decimals: int, compact: bool) -> str:
+    text = f"{value:.{decimals}f}"
+    return text.replace("0.", ".", 1) if compact and abs(value) < 1 else text
+
+
+def cell_numbers(
+    values: np.ndarray,
+    colorscale: str,
+    zmin: float,
+    zmax: float,
+    decimals: int = 2,
+    size: int = 11,
+    compact: bool = False,
+) -> go.Scatter:
+    """A text layer writing each cell's value on an (n, m) heatmap drawn at x = 0..m-1, y = 0..n-1.
+
+    Black on light cells and white on dark ones, from the colour each cell is painted: plotly's
+    own choice left grey numbers on mid-green Viridis cells. A fixed size keeps numbers legible
+    (plotly shrinks them to the cell, down to ~6 px on narrow maps); callers annotate only maps
+    whose cells have room. compact drops the leading zero (0.62 -> .62) for narrow cells.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    rows, cols = np.nonzero(np.isfinite(values))
+    shown = values[rows, cols]
+    span = (zmax - zmin) or 1.0
+    where = np.clip((shown - zmin) / span, 0.0, 1.0)
+    painted = plotly.colors.sample_colorscale(colorscale, where.tolist()) if len(where) else []
+    colours = ["#000000" if _luminance(c) > 0.3 else "#FFFFFF" for c in painted]
+    return go.Scatter(
+        x=cols,
+        y=rows,
+        mode="text",
+        text=[_number(v, decimals, compact) for v in shown],
+        textfont={"color": colours, "size": size},
+        hoverinfo="skip",
+        showlegend=False,
+    )
+
+
+def annotate_heatmap(
+    figure: go.Figure, decimals: int = 2, size: int = 11, compact: bool = False
+) -> go.Figure:
+    """Add cell_numbers() over the figure's first heatmap, on the colour range it is drawn with."""
+    heatmap = next(trace for trace in figure.data if trace.type == "heatmap")
+    values = np.asarray(heatmap.z, dtype=np.float64)
+    finite = values[np.isfinite(values)]
+    if not finite.size:
+        return figure
+    zmin, zmax = heatmap.zmin, heatmap.zmax
+    if zmin is None or zmax is None:
+        if heatmap.zmid is not None:  # a diverging scale centred on zmid, as plotly draws it
+            reach = float(np.max(np.abs(finite - heatmap.zmid)))
+            zmin, zmax = heatmap.zmid - reach, heatmap.zmid + reach
+        else:
+            zmin = float(finite.min()) if zmin is None else zmin
+            zmax = float(finite.max()) if zmax is None else zmax
+    scale = [[float(stop), colour] for stop, colour in heatmap.colorscale]
+    figure.add_trace(cell_numbers(values, scale, zmin, zmax, decimals, size, compact))
+    return figure

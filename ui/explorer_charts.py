@@ -7,7 +7,6 @@ typed by a user must stay the three characters "<b>").
 
 from __future__ import annotations
 
-import html
 from collections.abc import Sequence
 
 import numpy as np
@@ -15,17 +14,13 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from core.head_stats import HeadViewLines
-from ui.charts import COLORSCALE, QUALITATIVE_COLOURS, token_ticks
+from ui.charts import COLORSCALE, QUALITATIVE_COLOURS, annotate_heatmap, token_ticks
+from ui.escape import literal
 
 HEAD_COLOURS = QUALITATIVE_COLOURS
 SENTENCE_COLOURS = ("#4C78A8", "#F58518")  # sentence A, sentence B
 OPACITY_STEP = 0.05  # head-view lines are batched into traces of equal opacity, 20 levels
 HEAD_VIEW_ROW_PX = 22
-
-
-def plain(token: str) -> str:
-    """A token as literal text for plotly labels: &, < and > are escaped."""
-    return html.escape(token, quote=False)
 
 
 def head_colour(head: int) -> str:
@@ -115,20 +110,21 @@ def head_stat_grid(
 ) -> go.Figure:
     """(L, H) heatmap of one per-head statistic with its value in each cell; sink heads ringed."""
     n_layers, n_heads = stat.shape
-    fig = go.Figure(
-        go.Heatmap(
-            z=np.round(stat.astype(np.float64), 3),
-            x=np.arange(n_heads),
-            y=np.arange(n_layers),
-            zmin=0.0,
-            zmax=zmax,
-            colorscale=COLORSCALE,
-            texttemplate="%{z:.2f}",
-            textfont={"size": 11},
-            colorbar={"title": {"text": colorbar_title}},
-            hovertemplate="layer %{y}, head %{x}<br>" + colorbar_title + " %{z:.3f}<extra></extra>",
-        )
+    values = np.round(stat.astype(np.float64), 3)
+    heatmap = go.Heatmap(
+        z=values,
+        x=np.arange(n_heads),
+        y=np.arange(n_layers),
+        zmin=0.0,
+        zmax=zmax,
+        colorscale=COLORSCALE,
+        colorbar={"title": {"text": colorbar_title}, "thickness": 14},
+        hovertemplate="layer %{y}, head %{x}<br>" + colorbar_title + " %{z:.3f}<extra></extra>",
     )
+    fig = go.Figure(heatmap)
+    # 12 numbers share a phone's width (~21 px a cell): ".62" at 10 px fits where "0.62" at
+    # 11 px ran into its neighbours.
+    annotate_heatmap(fig, decimals=2, size=10, compact=True)
     sink_layer, sink_head = np.nonzero(sink)
     fig.add_trace(
         go.Scatter(
@@ -136,14 +132,15 @@ def head_stat_grid(
             y=sink_layer - 0.3,
             mode="markers",
             marker={"symbol": "circle", "size": 7, "color": "#FF4B4B"},
-            name="sink head ([CLS]+[SEP] ≥ half)",
+            name="sink head: ≥ half its weight on [CLS] and [SEP]",
+            showlegend=True,  # plotly hides a lone legend entry; this one explains the dots
             hoverinfo="skip",
         )
     )
     fig.update_layout(
         title={"text": title},
-        height=int(min(900, 48 * n_layers + 150)),
-        margin={"l": 10, "r": 10, "t": 50, "b": 10},
+        height=int(min(900, 48 * n_layers + 170)),
+        margin={"l": 10, "r": 10, "t": 50, "b": 75},  # ticks, axis title, then the legend
         xaxis={
             "title": {"text": "head"},
             "dtick": 1,
@@ -156,7 +153,8 @@ def head_stat_grid(
             "range": [n_layers - 0.5, -0.5],
             "showgrid": False,
         },
-        legend={"orientation": "h", "y": -0.2},
+        showlegend=True,
+        legend={"orientation": "h", "x": 0, "yref": "container", "y": 0, "yanchor": "bottom"},
     )
     return fig
 
@@ -175,10 +173,10 @@ def compare_rows_figure(
     Titles are plain text (escaped here): they may quote the user's words.
     """
     fig = make_subplots(
-        rows=1, cols=len(rows), shared_yaxes=True, subplot_titles=[plain(t) for t in titles]
+        rows=1, cols=len(rows), shared_yaxes=True, subplot_titles=[literal(t) for t in titles]
     )
     for col, (row, toks, own) in enumerate(zip(rows, tokens, focus, strict=True), start=1):
-        labels = [plain(t) for t in toks]
+        labels = [literal(t) for t in toks]
         colours = [SENTENCE_COLOURS[int(i == own)] for i in range(len(toks))]
         fig.add_trace(
             go.Bar(
@@ -200,7 +198,7 @@ def compare_rows_figure(
         )
     fig.update_yaxes(title={"text": "weight"}, col=1)
     fig.update_layout(
-        title={"text": plain(title)},
+        title={"text": literal(title)},
         height=380,
         margin={"l": 10, "r": 10, "t": 80, "b": 10},
         bargap=0.15,
@@ -209,6 +207,16 @@ def compare_rows_figure(
 
 
 # ---- head view -------------------------------------------------------------------------------
+def drawn_opacity(weight: np.ndarray) -> np.ndarray:
+    """Opacity of a head-view line: √w, so w = 0.25 is half opaque and w = 0.04 still 0.2.
+
+    Drawing w itself left a token's lines (w ~ 0.05-0.2 each) nearly invisible once a token
+    was clicked or the A→B filter was on; the square root keeps the order of the weights and
+    lifts the faint ones. A line of weight 0.0025 (opacity 0.05) is the faintest drawn.
+    """
+    return np.sqrt(np.clip(weight, 0.0, 1.0))
+
+
 def opacity_buckets(opacity: np.ndarray, step: float = OPACITY_STEP) -> np.ndarray:
     """Each opacity rounded to the nearest multiple of step in [0, 1] (0: not drawn)."""
     return np.clip(np.round(opacity / step) * step, 0.0, 1.0)
@@ -233,13 +241,13 @@ def head_view_figure(
 ) -> go.Figure:
     """bertviz-style head view: queries left, keys right, one line per (head, query, key).
 
-    Lines of a head share its colour; lines of equal (rounded) opacity share one trace, so a
-    figure has at most heads × 20 line traces however many lines it draws. Lines whose opacity
-    rounds to 0 are not drawn.
+    Lines of a head share its colour; a line's opacity is drawn_opacity() of its weight; lines
+    of equal (rounded) opacity share one trace, so a figure has at most heads × 20 line traces
+    however many lines it draws. Lines whose opacity rounds to 0 are not drawn.
     """
     start, stop = lines.window
     fig = go.Figure()
-    buckets = opacity_buckets(lines.opacity)
+    buckets = opacity_buckets(drawn_opacity(lines.opacity))
     for head in sorted(set(heads)):
         colour = head_colour(head)
         group = f"head {head}"
@@ -272,7 +280,7 @@ def head_view_figure(
                 )
             )
     positions = np.arange(start, stop)
-    labels = [plain(tokens[i]) for i in positions]
+    labels = [literal(tokens[i]) for i in positions]
     if highlight is not None and start <= highlight < stop:
         labels[highlight - start] = f"<b>▶ {labels[highlight - start]}</b>"
     colours = [SENTENCE_COLOURS[int(segments[i] > 0)] for i in positions]
@@ -296,13 +304,15 @@ def head_view_figure(
         fig.add_annotation(
             x=x, y=start - 0.5, text=text, showarrow=False, yanchor="bottom", font={"size": 13}
         )
+    # The legend goes under the lines: at the top right it covered "key (attended to)" on phones.
+    legend_rows = -(-len(set(heads)) // 4)
     fig.update_layout(
         title={"text": title},
-        height=int(HEAD_VIEW_ROW_PX * (stop - start) + 160),
-        margin={"l": 10, "r": 10, "t": 60, "b": 10},
+        height=int(HEAD_VIEW_ROW_PX * (stop - start) + 160 + 22 * legend_rows),
+        margin={"l": 10, "r": 10, "t": 60, "b": 10 + 22 * legend_rows},
         xaxis={"visible": False, "range": [-0.7, 1.7], "fixedrange": True},
         yaxis={"visible": False, "range": [stop - 0.5, start - 1.6]},  # room for the headers
-        legend={"x": 1.0, "y": 1.0, "xanchor": "right", "yanchor": "top"},
+        legend={"orientation": "h", "x": 0, "yref": "container", "y": 0, "yanchor": "bottom"},
         hovermode="closest",
     )
     return fig

@@ -5,7 +5,7 @@ browser time) only when the first figure of a page arrives. On a fresh visit tha
 after torch's import (~1.3 s) and the model run, so the two waits add up. Showing a blank
 10-pixel figure while the slow imports run lets the two happen at the same time: cold start to
 the first heatmap went from 5.5 s to 4.2 s on 2 cores (bench/bench_speed.py). Imports numpy and
-pandas (see below), not torch.
+pandas (through ui.charts), not torch.
 """
 
 from __future__ import annotations
@@ -13,13 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-# Imported in full before any figure is drawn. plotly's validators look numpy and pandas up in
-# sys.modules without the import lock; if one session drew the blank figure below while another
-# session's thread was still importing them (through torch), plotly found a half-initialised
-# module and raised "partially initialized module 'numpy' has no attribute 'ndarray'".
-import numpy  # noqa: F401
-import pandas  # noqa: F401
 import streamlit as st
+
+# numpy and pandas in full before the blank figure is drawn (ui/charts.py says why).
+from ui import charts  # noqa: F401
 
 PRELOAD_KEY = "_plotly_preload"  # tests skip the element with this key when they look for figures
 _DONE_KEY = "_plotly_preloaded"
@@ -36,18 +33,43 @@ _BLANK_FIGURE = {
 }
 
 
+_slow_imports_done = False  # set once the first session's block has run in this process
+
+# Plotly shows its toolbar permanently on devices without hover (phones, tablets), where it sat on
+# every figure's title. Hidden there until the figure is touched (a tap gives it :hover), as a
+# mouse user sees it. Style-only HTML: Streamlit puts it in its event container, outside the
+# page's element order, and runs no script.
+_TOUCH_TOOLBAR_CSS = """<style>
+@media (hover: none) {
+  .js-plotly-plot .modebar-container { visibility: hidden; }
+  .js-plotly-plot:hover .modebar-container { visibility: visible; }
+}
+</style>"""
+
+
 @contextmanager
 def plotly_download() -> Iterator[None]:
-    """On a session's first run, show a blank figure while the block runs, then remove it."""
-    if st.session_state.get(_DONE_KEY):
-        yield  # this browser tab has plotly.js already
+    """On a cold server's first run of a session, show a blank figure while the block runs.
+
+    Every run creates the same placeholder first, filled or not: Streamlit identifies elements
+    by their position, and a placeholder present on the first run but missing on the next would
+    shift every later element by one. The frontend then rebuilt every widget on the page, and a
+    slider moved with the keyboard lost its focus after the first key (issue 13).
+    Once the slow imports are done in this process, the block takes microseconds: no blank
+    figure then, which spares the browser a plotly draw on every new visit.
+    """
+    global _slow_imports_done
+    st.html(_TOUCH_TOOLBAR_CSS)
+    slot = st.empty()
+    if _slow_imports_done or st.session_state.get(_DONE_KEY):
+        yield  # imports done, or this browser tab has plotly.js already
         return
     st.session_state[_DONE_KEY] = True
-    slot = st.empty()
     slot.plotly_chart(
         _BLANK_FIGURE, config={"staticPlot": True, "displayModeBar": False}, key=PRELOAD_KEY
     )
     try:
         yield
+        _slow_imports_done = True
     finally:
         slot.empty()

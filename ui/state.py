@@ -8,7 +8,6 @@ and shared too — its arrays are read-only, so sharing cannot leak one user's e
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -17,7 +16,8 @@ import torch
 
 import core
 from core.text import MAX_CHARS
-from ui import housekeeping
+from ui import housekeeping, models
+from ui.models import load_model
 
 # One torch thread per forward pass. Streamlit runs each browser session in its own thread, and
 # on 2 cores a multi-threaded torch op collapses 20-47x as soon as another session competes for
@@ -27,14 +27,6 @@ torch.set_num_threads(1)
 
 DEFAULT_TEXT = "Time flies like an arrow."
 EXAMPLE_PAIR = ("Time flies like an arrow.", "Fruit flies like a banana.")
-OTHER_MODEL = "other"
-FAILURE_MEMORY_S = (
-    60.0  # a model that failed is not retried for a minute (the hub check costs 1.5 s)
-)
-
-_failures: dict[str, tuple[float, str]] = {}
-_failures_lock = threading.Lock()
-_loaded_names: set[str] = set()  # models this process has loaded once (they may be evicted since)
 
 
 @dataclass(frozen=True)
@@ -46,56 +38,6 @@ class Inputs:
     model_name: str
     scale: bool
     causal: bool
-
-
-# ---- models -----------------------------------------------------------------------------------
-@st.cache_resource(max_entries=3, show_spinner=False)
-def _load_model(name: str) -> core.BertEncoder:
-    return core.load_model(name)
-
-
-def _remembered_failure(name: str) -> str | None:
-    with _failures_lock:
-        failed = _failures.get(name)
-    if failed and time.monotonic() - failed[0] < FAILURE_MEMORY_S:
-        return failed[1]
-    return None
-
-
-def load_model(name: str) -> core.BertEncoder:
-    """The shared model, or ModelUnavailable (remembered for a minute so retries stay cheap)."""
-    reason = _remembered_failure(name)
-    if reason:
-        raise core.ModelUnavailable(reason)
-    try:
-        return _load_model(name)
-    except core.ModelUnavailable as err:
-        with _failures_lock:
-            _failures[name] = (time.monotonic(), str(err))
-        raise
-
-
-def _load_with_spinner(name: str, message: str) -> core.BertEncoder:
-    # A spinner costs ~6 ms of every rerun (it starts a timer thread); it is only worth it the
-    # first time a process loads the model.
-    if name in _loaded_names:
-        return load_model(name)
-    with st.spinner(message):
-        model = load_model(name)
-    _loaded_names.add(name)
-    return model
-
-
-def active_model(name: str) -> core.BertEncoder:
-    """The chosen model; if it cannot be loaded, say why and fall back to the bundled one."""
-    if name != core.BUNDLED:
-        try:
-            return _load_with_spinner(name, f"Loading {name} …")
-        except core.ModelUnavailable as err:
-            st.error(
-                f"Could not load **{name}**: {err}. Showing the bundled MiniLM instead.", icon="⚠️"
-            )
-    return _load_with_spinner(core.BUNDLED, "Loading the bundled MiniLM …")
 
 
 # ---- traces -----------------------------------------------------------------------------------
@@ -152,7 +94,7 @@ def trace_or_stop(model: core.BertEncoder, inputs: Inputs, **switches: object) -
         st.stop()
     if result.truncated:
         st.warning(
-            f"The input has {result.n_pieces} word pieces; {model.name} reads at most "
+            f"The input has {result.n_pieces} word pieces; {models.label(model)} reads at most "
             f"{model.max_positions}, so only the first {result.n_tokens} are shown.",
             icon="✂️",
         )
@@ -173,30 +115,6 @@ def refetch(
 
 
 # ---- the sidebar ------------------------------------------------------------------------------
-def _model_choice() -> str:
-    options = [*core.SUGGESTED_MODELS, OTHER_MODEL]
-    labels = {**core.SUGGESTED_MODELS, OTHER_MODEL: "other · hub id or folder"}
-    choice = st.selectbox(
-        "Model",
-        options,
-        format_func=labels.__getitem__,
-        key="model",
-        bind="query-params",
-        help="MiniLM-L6 (all-MiniLM-L6-v2) ships with the app: a BERT with 6 layers × 12 heads, "
-        "d_model 384. Hub models need the internet once.",
-    )
-    if choice != OTHER_MODEL:
-        return choice
-    custom = st.text_input(
-        "Hub id or local folder",
-        key="custom_model",
-        bind="query-params",
-        placeholder="e.g. bert-base-cased or /path/to/model",
-        max_chars=200,
-    )
-    return (custom or "").strip()[:200] or core.BUNDLED
-
-
 def sidebar_inputs() -> Inputs:
     """Draw the shared sidebar (kept in the URL so a copied link reopens the same view)."""
     with st.sidebar:
@@ -217,21 +135,25 @@ def sidebar_inputs() -> Inputs:
         )
         if len(text or "") >= MAX_CHARS or len(pair or "") >= MAX_CHARS:
             st.caption(f"Text is cut at {MAX_CHARS:,} characters.")
-        model_name = _model_choice()
+        model_name = models.model_picker()
         st.markdown("**Switches for every layer**")
         scale = st.toggle(
             "Scale scores by 1/√d_k",
             value=True,
             key="scale",
             bind="query-params",
-            help="Off: softmax(QKᵀ) instead of softmax(QKᵀ/√d_k) in every layer.",
+            help="Off: softmax(QKᵀ) instead of softmax(QKᵀ/√d_k) in every layer. The weights were "
+            "trained with the scale, so off shows them on scores √d_k times larger than any they "
+            "met in training, not a model trained without it.",
         )
         causal = st.toggle(
             "Causal mask",
             value=False,
             key="causal",
             bind="query-params",
-            help="On: each token may attend only to itself and earlier tokens, in every layer.",
+            help="On: each token may attend only to itself and earlier tokens, in every layer. The "
+            "model was trained to read both ways, so this is an experiment on it, not a model "
+            "trained to read left to right.",
         )
     return Inputs(
         text=(text or "")[:MAX_CHARS],  # the browser's max_chars is advice; the server decides
@@ -254,7 +176,7 @@ _CONTEXT_KEY = "_page_context"
 def prepare_page_context() -> tuple[Inputs, core.BertEncoder]:
     """app.py: draw the sidebar, load the model, and keep both for the page of this rerun."""
     inputs = sidebar_inputs()
-    model = active_model(inputs.model_name)
+    model = models.active_model(inputs.model_name)
     st.session_state[_CONTEXT_KEY] = (inputs, model)
     return inputs, model
 

@@ -2,12 +2,14 @@
 
 import streamlit as st
 
-from core import head_stats
-from ui import explorer_charts, exports, state, widgets
+from core import head_roles, head_stats
+from ui import explorer_charts, exports, formulas, models, state, widgets
+from ui.word_level import WordView, word_level_toggle
 
 WINDOW = 64  # tokens drawn at most; longer inputs get a window slider
 
 inputs, model = state.page_context()
+model_label = models.label(model)  # the model's name in the prose
 
 st.title("Head view")
 st.markdown(
@@ -23,10 +25,13 @@ paired = head_stats.has_pair(trace.segments)
 
 if not paired:
     st.info(
-        "BERT was trained on sentence pairs, and some heads specialise in reading across the "
-        "boundary. Add a second sentence in the sidebar, or load the classic pair where *flies* "
-        "is first a verb, then a noun.",
-        icon="🪁",
+        "BERT was pre-trained on sentence pairs (Devlin et al., 2019), and Clark et al. (2019) "
+        "found BERT-base heads that read across the boundary. Sentence-embedding models such as "
+        "all-MiniLM-L6-v2 were then fine-tuned with each sentence encoded on its own, so what "
+        "they do across a pair is inherited, not trained for. Add a second sentence in the "
+        "sidebar, or load the classic pair where "
+        "*flies* is first a verb, then a noun.",
+        icon=":material/call_split:",  # an emoji kite rendered as a box on some systems
     )
     st.button(
         "Use “Time flies like an arrow.” / “Fruit flies like a banana.”",
@@ -61,6 +66,12 @@ stretch = left.toggle(
     help="Make each head's strongest line drawn fully opaque. Over hundreds of tokens weights "
     "are small (about 1/n) and would be invisible otherwise; on by default for long inputs.",
 )
+with left:
+    merge_words = word_level_toggle("hv_words")
+words_view = WordView(trace.tokens, merge_words)  # off: the same tokens, segments and weights
+tokens = words_view.tokens(trace.tokens)
+segments = words_view.segments(trace.segments)
+n_shown = len(tokens)
 pair_filter = middle.radio(
     "Sentence blocks (query → key)",
     head_stats.PAIR_FILTERS,
@@ -71,16 +82,16 @@ pair_filter = middle.radio(
     help="A = first sentence (with [CLS] and its [SEP]), B = second sentence.",
 )
 start = 0
-if trace.n_tokens > WINDOW:
+if n_shown > WINDOW:
     start = st.slider(
-        f"First token drawn (a window of {WINDOW} of the {trace.n_tokens} tokens)",
+        f"First token drawn (a window of {WINDOW} of the {n_shown} tokens)",
         0,
-        trace.n_tokens - WINDOW,
+        n_shown - WINDOW,
         0,
         key="hv_start",
         bind="query-params",
     )
-window = head_stats.window_around(trace.n_tokens, start, WINDOW)
+window = head_stats.window_around(n_shown, start, WINDOW)
 focus = right.selectbox(
     "Highlight a token",
     [None, *range(*window)],
@@ -109,10 +120,10 @@ def pick_clicked_token() -> None:
 
 
 # 2 · The lines.
-weights = head_stats.head_view_weights(model, trace, layer, value_weighted)
+weights = words_view.matrix(head_stats.head_view_weights(model, trace, layer, value_weighted))
 lines = head_stats.head_view_lines(
     weights,
-    trace.segments,
+    segments,
     heads,
     pair=pair_filter if paired else "All",
     window=window,
@@ -125,11 +136,11 @@ shown = "share of ‖α·v·W_O‖" if value_weighted else "attention weight α"
 fig = explorer_charts.head_view_figure(
     lines,
     tokens,
-    trace.segments,
+    segments,
     heads,
     title=f"Layer {layer} · head{'s' if len(heads) > 1 else ''} "
     + ", ".join(map(str, heads))
-    + f" · opacity = {shown}",
+    + f" · opacity = √({shown})",
     highlight=focus,
 )
 widgets.show_figure(
@@ -137,32 +148,39 @@ widgets.show_figure(
 )
 notes = [f"lines drawn: {len(lines):,}"]
 if lines.dropped_light:
-    notes.append(f"lines under 2.5 % opacity left out as invisible: {lines.dropped_light:,}")
+    notes.append(f"lines under 2.5 % weight left out as clutter: {lines.dropped_light:,}")
 if stretch:
     notes.append("opacity stretched: each head's strongest line drawn is fully opaque")
-if window != (0, trace.n_tokens):
+if window != (0, n_shown):
     notes.append(
-        f"only tokens {window[0]}–{window[1] - 1} of {trace.n_tokens} are drawn, and only lines "
+        f"only tokens {window[0]}–{window[1] - 1} of {n_shown} are drawn, and only lines "
         "between them: move the window with the slider"
     )
 st.caption(
-    "; ".join(notes) + ". Blue dots mark sentence A, orange dots sentence B. Click a head in "
-    "the legend to hide it; click a token's dot to highlight its lines."
+    "; ".join(notes)
+    + ". Opacity is the square root of the weight, so faint weights stay visible: 0.25 is drawn "
+    "half opaque, 0.04 at 0.2. "
+    + ("Blue dots mark sentence A, orange dots sentence B. " if paired else "")
+    + "Click a head in the legend to hide it; click a token's dot to highlight its lines."
 )
 
 if value_weighted:
     st.latex(
-        r"\text{opacity}_{ij} = \frac{\lVert \alpha_{ij}\, v_j W_O^h \rVert}"
-        r"{\sum_k \lVert \alpha_{ik}\, v_k W_O^h \rVert}"
+        r"\text{opacity}_{ij} = \sqrt{\frac{\lVert \alpha_{ij}\, v_j W_O^h \rVert}"
+        r"{\sum_k \lVert \alpha_{ik}\, v_k W_O^h \rVert}}"
     )
     st.markdown(
         "A weight says where a head *looks*; this says what it *brings back*. A key with a big "
-        "weight but a short value vector (often [SEP] or a full stop) adds almost nothing to "
-        "the query, and its line fades here."
+        "weight but a short value vector adds almost nothing to the query, and its line fades "
+        "here. Kobayashi et al. (2020) found this for [SEP] and punctuation in BERT-base; in "
+        f"{model_label} try it on {head_roles.parking_spot(trace.attentions, tokens)}, where "
+        "most parked weight goes on this input."
     )
 else:
-    st.latex(
-        r"\text{opacity}_{ij} = \alpha_{ij} = \operatorname{softmax}_j\!\left(q_i \cdot k_j / \sqrt{d_k}\right)"
+    st.latex(  # written from the sidebar's switches, as the lines were computed
+        r"\text{opacity}_{ij} = \sqrt{\alpha_{ij}},\quad \alpha_{ij} = "
+        rf"\operatorname{{softmax}}_j\!\left({formulas.pair_score(inputs.scale)}\right)"
+        + (r"\quad (j \le i;\ 0 \text{ for } j > i)" if inputs.causal else "")
     )
 
 labels = widgets.numbered(tokens)
@@ -176,4 +194,8 @@ widgets.download_matrix(
 )
 exports.download_trace(
     trace, state.refetch(model, inputs), key="hv_npz", filename="attention-explorer-trace"
+)
+st.caption(
+    "Sources: Vig (2019), the head view of bertviz; Kobayashi et al. (2020), value-weighted "
+    "attention; Devlin et al. (2019), BERT's sentence pairs."
 )

@@ -3,14 +3,26 @@
 import streamlit as st
 
 import core
-from core import head_stats
-from ui import charts, explorer_charts, exports, state, widgets
+from core import head_roles, head_stats, positional
+from ui import (
+    charts,
+    course_charts,
+    derived,
+    explorer_charts,
+    exports,
+    formulas,
+    models,
+    state,
+    widgets,
+)
+from ui.word_level import WordView, word_level_toggle
 
 inputs, model = state.page_context()
+model_label = models.label(model)  # the model's name in the prose
 
 st.title("Attention heatmaps")
 st.markdown(
-    f"{model.name} has {model.n_layers} layers of {model.n_heads} heads. Each head builds its own "
+    f"{model_label} has {model.n_layers} layers of {model.n_heads} heads. Each head builds its own "
     "table of who-reads-whom for the sentence in the sidebar: one row per token asking "
     "(the query), one column per token being read (the key). Start with the whole model, "
     "then pick one head to read it cell by cell."
@@ -25,11 +37,12 @@ renormalise = st.toggle(
     bind="query-params",
     help="Drops the special tokens' columns and rescales each row to sum to 1 over the others.",
 )
-weights = head_stats.without_specials(trace.attentions, tokens) if renormalise else trace.attentions
 if renormalise:
     st.latex(
         r"\alpha'_{ij} = \frac{\alpha_{ij}}{\sum_{k \notin \{\text{[CLS]},\text{[SEP]}\}} \alpha_{ik}}"
     )
+word_level = word_level_toggle("hm_words")  # the up-close heatmap (section 2)
+words_view = WordView(tokens, word_level)
 
 # 1 · The model view: every head, small.
 st.subheader("1 · Every head at once")
@@ -41,7 +54,7 @@ st.markdown(
 grid_slot = st.container()
 st.caption("Choose the head to enlarge (the grid's red frame follows):")
 layer, head = widgets.layer_head_picker(model)
-thumbs = head_stats.thumbnails(weights)
+thumbs = derived.thumbnails(trace, renormalise)  # cached: it reads every head's matrix
 with grid_slot:
     pooled = thumbs.shape[-1] < trace.n_tokens
     grid = explorer_charts.model_view_grid(
@@ -61,20 +74,24 @@ with grid_slot:
 
 # 2 · One head, every cell.
 st.subheader(f"2 · Layer {layer}, head {head} up close")
-st.latex(
-    r"\alpha_{ij} = \frac{\exp(q_i \cdot k_j / \sqrt{d_k})}{\sum_m \exp(q_i \cdot k_m / \sqrt{d_k})}"
-)
+st.latex(formulas.weight(inputs.scale, inputs.causal))  # as the sidebar's switches ran it
 st.markdown(
     "Cell (*i*, *j*) is how much query *i* takes from key *j*; each row sums to 1. Point at a "
     "cell to read both tokens and the weight."
 )
 long_input = trace.n_tokens > head_stats.THUMBNAIL_SIDE
+head_weights = trace.attentions[layer, head]  # (n, n)
+if renormalise:
+    head_weights = head_stats.without_specials(head_weights, tokens)
+head_weights = words_view.matrix(head_weights)  # (w, w) when word level is on, else as is
+shown_tokens = words_view.tokens(tokens)
 heatmap = charts.attention_heatmap(
-    weights[layer, head],
-    tokens,
-    tokens,
+    head_weights,
+    shown_tokens,
+    shown_tokens,
     title=f"Layer {layer}, head {head}: attention weights"
-    + (" without [CLS]/[SEP]" if renormalise else ""),
+    + (" without [CLS]/[SEP]" if renormalise else "")
+    + (" between words" if word_level else ""),
     zmax=None if long_input else 1.0,
 )
 widgets.show_figure(heatmap, key="hm_heatmap", filename=f"attention-L{layer}-H{head}")
@@ -83,20 +100,36 @@ if long_input:
         f"Over {trace.n_tokens} tokens a typical weight is about 1/{trace.n_tokens}: the colour "
         "scale runs up to this head's largest weight instead of 1, so the pattern stays visible."
     )
-labels = widgets.numbered(tokens)
-widgets.download_matrix(
-    weights[layer, head], labels, labels, f"attention-L{layer}-H{head}", key="hm_csv"
-)
+labels = widgets.numbered(shown_tokens)
+widgets.download_matrix(head_weights, labels, labels, f"attention-L{layer}-H{head}", key="hm_csv")
 
 # 3 · What each head does on average.
 st.subheader("3 · Per-head statistics")
-stats = head_stats.head_statistics(trace)
+stats = derived.head_statistics(trace, renormalise)  # of the weights as shown above
 st.markdown(
     f"Averages over the {trace.n_tokens} query rows of this input. Entropy is low when a row "
     "commits to one key and reaches log₂ n bits when it spreads evenly. "
     f"**{stats.n_sinks} of {model.n_layers * model.n_heads} heads** put at least half their "
-    "weight on [CLS] and [SEP] — a place to park attention when a head has nothing to do here. The "
-    "switch at the top of the page hides those tokens so the rest of such a head shows."
+    "weight on [CLS] and [SEP]. Clark et al. (2019) suggested that in BERT-base such weight "
+    "may be a no-op, a place to park attention when a head has nothing to do; Xiao et al. "
+    "(2024) call a token that collects it an attention sink. Both are hypotheses about why. "
+    "The switch at the top of the page hides those tokens so the rest of such a head shows."
+)
+cls_share, sep_share = head_roles.special_shares_by_layer(trace.attentions, tokens)
+widgets.show_figure(
+    course_charts.per_layer_lines(
+        {"on [CLS]": cls_share, "on [SEP]": sep_share},
+        f"{model_label}: weight word pieces give the special tokens, mean over heads",
+        "mean weight",
+    ),
+    key="hm_sinks",
+    filename="special-token-share",
+)
+spot = head_roles.parking_spot(trace.attentions, tokens)  # the one with more weight
+st.caption(
+    f"In {model_label} on this input the parking spot is {spot}: by layer, word pieces give "
+    f"[CLS] {cls_share.min():.2f}–{cls_share.max():.2f} of their weight and [SEP] "
+    f"{sep_share.min():.2f}–{sep_share.max():.2f}. Clark et al. report [SEP] for BERT-base."
 )
 st.latex(r"H_i = -\sum_j \alpha_{ij}\log_2 \alpha_{ij}")
 stat_name = st.selectbox(
@@ -115,6 +148,12 @@ stat_grid = explorer_charts.head_stat_grid(
     zmax=None if stat_name == "entropy" else 1.0,
 )
 widgets.show_figure(stat_grid, key="hm_stats", filename=f"head-{stat_name}")
+if renormalise:
+    st.caption(
+        "[CLS] and [SEP] are hidden: the statistics describe the renormalised weights, so the "
+        "shares on [CLS] and [SEP] are 0. Which heads count as sinks still follows the weights "
+        "as computed."
+    )
 with st.expander("All statistics as a table"):
     st.dataframe(stats.table(), hide_index=True, height=300)
 widgets.download_matrix(
@@ -128,9 +167,11 @@ widgets.download_matrix(
 # 4 · One word, two contexts.
 st.subheader("4 · One word in two sentences")
 st.markdown(
-    "The same word piece starts from the same vector in both sentences; what it reads depends "
-    f"on its neighbours. Below: its row in layer {layer}, head {head} (the sliders above), in "
-    "each sentence, with the sidebar's switches."
+    "The same word piece starts from the same row of the word-piece table in both sentences. "
+    "Layer 0 already reads LayerNorm(word + position + segment), so at different positions "
+    "the two inputs differ a little; what the word reads depends on its neighbours. Below: "
+    f"its row in layer {layer}, head {head} (the sliders above), in each sentence, with the "
+    "sidebar's switches."
 )
 left, right = st.columns(2)
 text_a = left.text_input(
@@ -171,7 +212,13 @@ else:
             title=f"Where “{word}” looks: layer {layer}, head {head}",
         )
         widgets.show_figure(compare, key="hm_compare", filename=f"compare-L{layer}-H{head}")
-        st.caption("If the word occurs more than once, its first occurrence is shown.")
+        input_cosine = positional.cosine(
+            trace_a.hidden_states[0][where[0]], trace_b.hidden_states[0][where[1]]
+        )
+        st.caption(
+            "If the word occurs more than once, its first occurrence is shown. Its two layer-0 "
+            f"inputs (positions {where[0]} and {where[1]}): cosine {input_cosine:.4f}."
+        )
 
 # 5 · Take it with you.
 st.subheader("5 · Export")
@@ -184,4 +231,8 @@ st.markdown(
 )
 exports.download_trace(
     trace, state.refetch(model, inputs), key="hm_npz", filename="attention-explorer-trace"
+)
+st.caption(
+    "Sources: Vig (2019), bertviz's model view; Clark et al. (2019), what BERT-base's heads "
+    "attend to and the no-op hypothesis; Xiao et al. (2024), attention sinks."
 )

@@ -2,15 +2,18 @@
 
 import streamlit as st
 
-from ui import charts, state, widgets
+from ui import charts, formulas, models, state, widgets
 
 inputs, model = state.page_context()
+model_label = models.label(model)  # the model's name in the prose
 
 st.title("Attention Explorer")
 st.markdown(
     "A transformer starts from one fixed vector per word piece and, layer by layer, lets every "
-    "token look at every other token and mix in what it finds. This app runs that process on "
-    "real BERT weights with its own, readable implementation and shows each number it computes. "
+    "token look at every other token and mix in what it finds, then reworks each token on its "
+    "own in a feed-forward network. This app runs that process on "
+    f"the real weights of a BERT-family model ({model_label} on screen) with its own, "
+    "readable implementation and shows each number it computes. "
     "Type a sentence in the sidebar; every page follows it."
 )
 
@@ -20,9 +23,11 @@ trace = state.trace_or_stop(model, inputs)
 st.subheader("1 · One attention head")
 chart_col, notes_col = st.columns([2, 1], gap="large")
 with notes_col:
-    st.latex(
-        r"\begin{gathered}\alpha = \operatorname{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right)"
-        r"\\ \text{output} = \alpha V\end{gathered}"
+    st.latex(  # written from the sidebar's switches, as the heatmap was computed
+        rf"\begin{{gathered}}\alpha = {formulas.attention(inputs.scale, inputs.causal)}"
+        r"\\ \text{output} = \alpha V"
+        + (rf"\\ {formulas.CAUSAL_MASK}" if inputs.causal else "")
+        + r"\end{gathered}"
     )
     st.markdown(
         "Row *i* is where token *i* looks: its weights over all tokens sum to 1. "
@@ -61,7 +66,8 @@ with pieces_col:
 with notes_col:
     st.markdown(
         f"BERT cuts text into pieces from a fixed vocabulary of {model.dims.vocab_size:,} "
-        "entries — rare words become several pieces marked `##` — and wraps them in `[CLS]` … "
+        "entries — a rare word becomes several pieces, and every piece after its first is "
+        "marked `##` — and wraps them in `[CLS]` … "
         "`[SEP]`. Each piece, numbered from 0, is one row and one column of every "
         "attention matrix in this app."
     )
@@ -82,8 +88,13 @@ for col, (label, value) in zip(cols, sizes.items(), strict=True):
 
 st.subheader("4 · Is this really BERT?")
 st.markdown(
-    "Every figure comes from this project's own encoder. To check it, run the same word pieces "
-    "through the reference implementation in `transformers` and compare every layer."
+    "Every figure comes from this project's own encoder. The check below runs the same word "
+    "pieces through the reference implementation in `transformers` (BertModel, eager "
+    "attention), loaded from the same weight file, and compares every layer. It verifies the "
+    "**implementation** — the arithmetic of every step — not the weights, which both sides "
+    "read from one file. A difference of exactly 0 means both did the same float32 operations "
+    "in the same order on this machine; another CPU or library version may differ in the last "
+    "digits (about 1e-6)."
 )
 if inputs.scale and not inputs.causal:
     if st.button("Verify against transformers", icon=":material/verified:"):
@@ -96,5 +107,13 @@ if inputs.scale and not inputs.causal:
         )
 else:
     st.caption(
-        "The check compares BERT as trained: switch scaling on and the causal mask off to run it."
+        "The check compares the model as trained: switch scaling on and the causal mask off to "
+        "run it."
     )
+st.caption(
+    "Sources: Vaswani et al. (2017), the Transformer; Devlin et al. (2019), BERT; Wang et al. "
+    "(2020), MiniLM; Reimers & Gurevych (2019), sentence embeddings."
+)
+st.page_link(
+    "views/by_hand.py", label="Start the course: 0 · Attention by hand", icon=":material/edit_note:"
+)

@@ -1,0 +1,274 @@
+"""Browser work of this app versus the plain reference app, side by side, in headless chromium.
+
+The server side of this app is already lighter than the reference (bench/bench_speed.py); what a
+school laptop or phone feels is the browser's main thread. This bench counts it the way Chromium
+does: CDP `Performance.getMetrics` TaskDuration (seconds the renderer's main thread spent on
+tasks), read before and after an action in the same tab. Both apps run at once and are measured
+alternately, so background load hits both alike.
+
+- load: a fresh browser context (empty cache, so plotly.js is parsed again, as on a first visit)
+  opens the page; counted until the run is over, the figure is drawn and 0.5 s have passed.
+- update: a new ~32-piece sentence committed with Ctrl+Enter in the sidebar box; counted the same.
+- long: the update to a 512-piece sentence (the heaviest input the model takes).
+- scrub: ArrowRight on the head slider -> the new head drawn (latency in ms, and browser work).
+
+Pages of this app are read from app.py; "all pages" averages the load and update over them and
+divides by the reference's one page.
+
+    python bench/bench_browser.py                   # Overview + all pages, 3 rounds
+    python bench/bench_browser.py --throttle 4      # Chromium's CPU slowed 4x (a school laptop)
+    python bench/bench_browser.py --pages overview --rounds 5 --profile /tmp/overview.cpuprofile
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from bench_speed import sentences  # noqa: E402
+from browser import (  # noqa: E402
+    FIGURE_SELECTOR,
+    RunWatcher,
+    app_pages,
+    chromium,
+    served_app,
+)
+
+VIEWPORT = {"width": 1300, "height": 1400}
+SETTLE_MS = 500  # trailing work after the run (plotly's resize, fonts) is part of the cost
+
+# ArrowRight on a focused slider -> first animation frame where a figure's data changed.
+SCRUB_WATCH_JS = """
+(() => {
+  if (window.__scrub) return;
+  const w = {t0: null, t1: null, base: null};
+  const sig = () => [...document.querySelectorAll('.js-plotly-plot')].map(g => {
+    const d = g._fullData || [];
+    const v = d.filter(t => t.visible !== false && t.visible !== 'legendonly');
+    return v.length + ':' + (v[0] && v[0].z ? JSON.stringify(v[0].z[1] || v[0].z).length +
+      ':' + JSON.stringify(v[0].z[1] || []).slice(0, 200) : '') + ':' + (g.data ? g.data.length : 0)
+      + ':' + JSON.stringify((g.layout.title || {}).text || '');
+  }).join('|');
+  w.arm = () => {
+    w.t0 = null; w.t1 = null; w.base = sig();
+    const loop = () => {
+      if (w.t1 !== null) return;
+      if (w.t0 !== null && sig() !== w.base) { w.t1 = performance.now(); return; }
+      requestAnimationFrame(loop);
+    };
+    requestAnimationFrame(loop);
+  };
+  document.addEventListener('keydown', e => {
+    if (e.key === 'ArrowRight' && w.base !== null && w.t0 === null) w.t0 = performance.now();
+  }, true);
+  window.__scrub = w;
+})()
+"""
+
+
+class Tab:
+    """One browser context and page on an app, with a CDP session for Chromium's own counters."""
+
+    def __init__(self, browser: object, throttle: float) -> None:
+        self.context = browser.new_context(viewport=VIEWPORT)
+        self.page = self.context.new_page()
+        self.page.set_default_timeout(180_000)
+        self.runs = RunWatcher(self.page)
+        self.cdp = self.context.new_cdp_session(self.page)
+        self.cdp.send("Performance.enable", {"timeDomain": "threadTicks"})
+        if throttle > 1:
+            self.cdp.send("Emulation.setCPUThrottlingRate", {"rate": throttle})
+
+    def task_ms(self) -> float:
+        metrics = self.cdp.send("Performance.getMetrics")["metrics"]
+        return 1000 * next(m["value"] for m in metrics if m["name"] == "TaskDuration")
+
+    def settle(self, mark: int, start_timeout_ms: int = 4_000) -> None:
+        self.runs.wait_settled(mark, timeout_ms=300_000, start_timeout_ms=start_timeout_ms)
+        self.page.wait_for_selector(FIGURE_SELECTOR, timeout=300_000)
+        self.page.wait_for_timeout(SETTLE_MS)
+
+    def load(self, url: str) -> float:
+        """Main-thread ms from navigation to the settled page."""
+        before = self.task_ms()
+        mark = self.runs.mark()
+        self.page.goto(url)
+        self.settle(mark, start_timeout_ms=120_000)
+        return self.task_ms() - before
+
+    def update(self, text: str) -> float:
+        """Main-thread ms for committing a new sidebar sentence (or the reference's only box)."""
+        box = self.page.locator("textarea").first
+        box.fill(text)
+        before = self.task_ms()
+        mark = self.runs.mark()
+        box.press("Control+Enter")
+        self.settle(mark)
+        return self.task_ms() - before
+
+    def scrub(self) -> tuple[float, float] | None:
+        """(latency ms, main-thread ms) of ArrowRight on the Head slider; None without one."""
+        sliders = self.page.locator(
+            '[data-testid="stMain"] [data-testid="stSlider"] input[type="range"]'
+        )
+        if sliders.count() < 2:
+            return None
+        self.page.evaluate(SCRUB_WATCH_JS)
+        slider = sliders.nth(1)  # layer, head: the head slider
+        slider.focus()
+        self.page.evaluate("window.__scrub.arm()")
+        before = self.task_ms()
+        mark = self.runs.mark()
+        self.page.keyboard.press("ArrowRight")
+        self.page.wait_for_function("window.__scrub.t1 !== null", timeout=60_000)
+        latency = self.page.evaluate("window.__scrub.t1 - window.__scrub.t0")
+        self.runs.wait_settled(mark, start_timeout_ms=1_500)  # a client-side switch runs nothing
+        self.page.wait_for_timeout(SETTLE_MS)
+        return float(latency), self.task_ms() - before
+
+    def close(self) -> None:
+        self.context.close()
+
+
+def profile_load(browser: object, url: str, out: Path, throttle: float) -> None:
+    """Chromium's sampling profiler over one page load; the file opens in DevTools' Performance."""
+    tab = Tab(browser, throttle)
+    tab.cdp.send("Profiler.enable")
+    tab.cdp.send("Profiler.setSamplingInterval", {"interval": 200})
+    tab.cdp.send("Profiler.start")
+    tab.load(url)
+    tab.update(sentences(1, 32, seed=11)[0])
+    profile = tab.cdp.send("Profiler.stop")["profile"]
+    out.write_text(json.dumps(profile))
+    print(f"profile written to {out}")
+    print_top_functions(profile)
+    tab.close()
+
+
+def print_top_functions(profile: dict, top: int = 25) -> None:
+    """Self time per function and script, heaviest first (a quick look without DevTools)."""
+    nodes = {node["id"]: node for node in profile["nodes"]}
+    deltas = profile.get("timeDeltas", [])
+    self_us: dict[tuple[str, str], float] = {}
+    for sample, delta in zip(profile.get("samples", []), deltas, strict=False):
+        frame = nodes[sample]["callFrame"]
+        name = (frame.get("functionName") or "(anonymous)", Path(frame.get("url", "")).name)
+        self_us[name] = self_us.get(name, 0.0) + delta
+    total = sum(self_us.values()) or 1.0
+    for (function, script), us in sorted(self_us.items(), key=lambda kv: -kv[1])[:top]:
+        print(f"{us / 1000:8.1f} ms {100 * us / total:5.1f}%  {function[:40]:40s} {script[:40]}")
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3, help="loads and updates per page")
+    parser.add_argument("--throttle", type=float, default=1.0, help="CDP CPU throttling rate")
+    parser.add_argument(
+        "--pages", default="all", help="'overview', 'all' or comma-separated view stems"
+    )
+    parser.add_argument("--no-long", action="store_true", help="skip the 512-piece updates")
+    parser.add_argument("--profile", type=Path, help="write a CPU profile of an Overview load")
+    parser.add_argument("--json", type=Path, help="also write the results here")
+    args = parser.parse_args()
+
+    pages = app_pages()
+    if args.pages == "overview":
+        pages = [p for p in pages if p.default]
+    elif args.pages != "all":
+        wanted = set(args.pages.split(","))
+        pages = [p for p in pages if Path(p.path).stem in wanted]
+    texts = sentences(2 * args.rounds + 2, 32)
+    long_text = sentences(1, 512, seed=3)[0]
+
+    ours: dict[str, dict[str, list[float]]] = {
+        Path(p.path).stem: {"load": [], "update": [], "long": [], "scrub_ms": [], "scrub": []}
+        for p in pages
+    }
+    reference: dict[str, list[float]] = {"load": [], "update": [], "long": []}
+    with (
+        chromium() as browser,
+        served_app("app.py") as app,
+        served_app("bench/reference_app.py") as ref,
+    ):
+        if args.profile:
+            profile_load(browser, app.url, args.profile, args.throttle)
+        for round_index in range(args.rounds):
+            for page_index, app_page in enumerate(pages):
+                stem = Path(app_page.path).stem
+                # Alternate who goes first; the reference is measured next to every page.
+                order = ["ours", "ref"] if (round_index + page_index) % 2 == 0 else ["ref", "ours"]
+                for who in order:
+                    tab = Tab(browser, args.throttle)
+                    url = f"{app.url}/{app_page.url_path}" if who == "ours" else ref.url
+                    data = ours[stem] if who == "ours" else reference
+                    data["load"].append(tab.load(url))
+                    tab.update(texts[0])  # warm-up: the first update of a tab compiles code
+                    data["update"].append(tab.update(texts[1 + 2 * round_index]))
+                    if who == "ours":
+                        scrub = tab.scrub()
+                        if scrub:
+                            data["scrub_ms"].append(scrub[0])
+                            data["scrub"].append(scrub[1])
+                    if not args.no_long and round_index == 0:
+                        data["long"].append(tab.update(long_text))
+                    tab.close()
+                print(
+                    f"round {round_index + 1}/{args.rounds} {stem:16s} load "
+                    f"{ours[stem]['load'][-1]:7.0f} ms (ref {reference['load'][-1]:6.0f}), update "
+                    f"{ours[stem]['update'][-1]:6.0f} ms (ref {reference['update'][-1]:5.0f})",
+                    flush=True,
+                )
+
+    ref_load, ref_update = median(reference["load"]), median(reference["update"])
+    ref_long = median(reference["long"])
+    title = f"browser main-thread work (TaskDuration), CPU throttle {args.throttle:g}x"
+    print(f"\n{title}\n{'page':18s}{'load ms':>9s}{'ratio':>7s}{'update ms':>11s}{'ratio':>7s}"
+          f"{'512 upd ms':>11s}{'ratio':>7s}{'scrub ms':>10s}")  # fmt: skip
+    rows = {}
+    for stem, data in ours.items():
+        row = {
+            "load_ms": median(data["load"]),
+            "update_ms": median(data["update"]),
+            "long_update_ms": median(data["long"]),
+            "scrub_latency_ms": median(data["scrub_ms"]),
+            "scrub_work_ms": median(data["scrub"]),
+        }
+        rows[stem] = row
+        print(
+            f"{stem:18s}{row['load_ms']:9.0f}{row['load_ms'] / ref_load:6.2f}x"
+            f"{row['update_ms']:11.0f}{row['update_ms'] / ref_update:6.2f}x"
+            f"{row['long_update_ms']:11.0f}{row['long_update_ms'] / ref_long:6.2f}x"
+            f"{row['scrub_latency_ms']:10.0f}"
+        )
+    print(f"{'reference':18s}{ref_load:9.0f}{'':7s}{ref_update:11.0f}{'':7s}{ref_long:11.0f}")
+    mean_load = statistics.mean(r["load_ms"] for r in rows.values())
+    mean_update = statistics.mean(r["update_ms"] for r in rows.values())
+    print(f"{'mean of pages':18s}{mean_load:9.0f}{mean_load / ref_load:6.2f}x"
+          f"{mean_update:11.0f}{mean_update / ref_update:6.2f}x")  # fmt: skip
+    longs = {
+        s: r["long_update_ms"]
+        for s, r in rows.items()
+        if r["long_update_ms"] == r["long_update_ms"]
+    }
+    if longs:
+        heaviest = max(longs, key=longs.get)
+        print(f"heaviest at 512 pieces: {heaviest} {longs[heaviest]:.0f} ms = "
+              f"{longs[heaviest] / ref_long:.2f}x the reference's 512-piece update")  # fmt: skip
+    if args.json:
+        payload = {"throttle": args.throttle, "pages": rows, "reference": reference, "ours": ours}
+        args.json.write_text(json.dumps(payload, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,148 @@
+"""Every page on every device (issue 13): a 390 px phone, a dark system scheme, a keyboard.
+
+One server and one chromium for the module; every check opens its own browser context (own
+session, own colour scheme and viewport). Pages are discovered from app.py, so a new page is
+covered without touching this file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from browser import (
+    FIGURE_SELECTOR,
+    AppPage,
+    RunWatcher,
+    app_pages,
+    chromium,
+    page_exceptions,
+    served_app,
+)
+
+pytestmark = pytest.mark.browser
+
+PAGES = app_pages()
+PAGE_IDS = [Path(p.path).stem for p in PAGES]
+PHONE = {"width": 390, "height": 844}  # an iPhone 12-14 class screen, in CSS pixels
+SLIDER_INPUT = '[data-testid="stMain"] [data-testid="stSlider"] input[type="range"]'
+
+# Where the page would scroll sideways: the document and Streamlit's main scroll container.
+SIDEWAYS_JS = """
+() => {
+  const main = document.querySelector('[data-testid="stMain"]');
+  return {
+    document: document.documentElement.scrollWidth - document.documentElement.clientWidth,
+    main: main ? main.scrollWidth - main.clientWidth : 0,
+  };
+}
+"""
+# The app's background colour as drawn, reduced to its mean channel (0 black .. 255 white).
+BACKGROUND_JS = """
+() => {
+  const rgb = getComputedStyle(document.querySelector('[data-testid="stApp"]')).backgroundColor;
+  const channels = rgb.match(/[0-9.]+/g).slice(0, 3).map(Number);
+  return channels.reduce((a, b) => a + b, 0) / 3;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def server():
+    with served_app() as app:
+        yield app
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with chromium() as instance:
+        yield instance
+
+
+def open_page(browser, server, app_page: AppPage, **context_options) -> tuple[object, object]:
+    """A fresh context on one page, waited until its run is over and a figure is drawn."""
+    context = browser.new_context(**context_options)
+    page = context.new_page()
+    page.set_default_timeout(120_000)
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    runs = RunWatcher(page)
+    mark = runs.mark()
+    page.goto(f"{server.url}/{app_page.url_path}")
+    runs.wait_settled(mark, start_timeout_ms=120_000)
+    # A figure, or what a page shows before one (a page may wait for a button or a message).
+    page.wait_for_selector(f"{FIGURE_SELECTOR}, [data-testid='stAlert'], [data-testid='stButton']")
+    page.evaluate("() => document.fonts.ready")
+    page.wait_for_timeout(300)  # plotly's resize after the first layout
+    page.errors = errors
+    page.runs = runs  # it listens from the first websocket on: a later watcher would miss it
+    return page, context
+
+
+@pytest.mark.parametrize("app_page", PAGES, ids=PAGE_IDS)
+def test_phone_in_dark_mode_never_scrolls_sideways(browser, server, app_page):
+    """At 390 px, dark system scheme, touch screen: dark app, no error, nothing wider than it."""
+    page, context = open_page(
+        browser, server, app_page, viewport=PHONE, color_scheme="dark", is_mobile=True,
+        has_touch=True,
+    )  # fmt: skip
+    try:
+        assert page.evaluate(BACKGROUND_JS) < 80, "the app did not follow the dark system scheme"
+        assert not page_exceptions(page), page_exceptions(page)
+        assert not page.errors, page.errors
+        overflow = page.evaluate(SIDEWAYS_JS)
+        assert overflow == {"document": 0, "main": 0}, f"{app_page.title} scrolls sideways"
+        # Plotly's toolbar would sit on the figure's title: hidden until the figure is touched.
+        toolbar = page.locator(".js-plotly-plot .modebar-container").first
+        if toolbar.count():
+            assert toolbar.evaluate("e => getComputedStyle(e).visibility") == "hidden"
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("app_page", PAGES, ids=PAGE_IDS)
+def test_light_scheme_renders_light(browser, server, app_page):
+    page, context = open_page(
+        browser, server, app_page, viewport={"width": 1400, "height": 1000}, color_scheme="light"
+    )
+    try:
+        assert page.evaluate(BACKGROUND_JS) > 200, "a light system scheme should give a light app"
+        assert not page_exceptions(page), page_exceptions(page)
+        assert not page.errors, page.errors
+        # A mouse user sees the toolbar on hover as before (the phone rule does not apply).
+        # Hover the figure's root div, not its svg: plotly's svg layers take no pointer events,
+        # so where the svg's centre falls between two subplots the hover never lands on it.
+        toolbar = page.locator(".js-plotly-plot .modebar-container").first
+        if toolbar.count():
+            toolbar.locator("xpath=ancestor::div[contains(@class,'js-plotly-plot')]").hover()
+            assert toolbar.evaluate("e => getComputedStyle(e).visibility") == "visible"
+    finally:
+        context.close()
+
+
+def test_keyboard_keeps_focus_on_a_slider_across_presses(browser, server):
+    """Two ArrowRight presses on a freshly loaded page move the slider twice, focus stays on it.
+
+    The first press used to rerun the page with one element fewer at the top (the one-off
+    plotly preload), the frontend rebuilt every widget, and focus fell to the body.
+    """
+    overview = next(p for p in PAGES if p.default)
+    page, context = open_page(browser, server, overview, viewport={"width": 1300, "height": 1200})
+    try:
+        runs = page.runs
+        slider = page.locator(SLIDER_INPUT).first
+        label = slider.get_attribute("aria-label")
+        start = int(slider.input_value())
+        slider.focus()
+        for step in (1, 2):
+            mark = runs.mark()
+            page.keyboard.press("ArrowRight")
+            assert runs.wait_settled(mark), f"press {step} changed nothing"
+            focused = page.evaluate(
+                "() => [document.activeElement.tagName, document.activeElement.ariaLabel,"
+                " document.activeElement.value]"
+            )
+            assert focused == ["INPUT", label, str(start + step)], f"after press {step}"
+        assert f"{label.lower()}={start + 2}" in page.url  # the link keeps the slider's value
+    finally:
+        context.close()
