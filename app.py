@@ -63,7 +63,10 @@ PAGES = {
     ],
 }
 
+# The pages that draw word pieces; elsewhere the sidebar's word-level switch is greyed out.
+WORD_LEVEL_PAGES = {"heatmaps", "head_view", "information_flow", "explanations"}
+
 navigation = st.navigation(PAGES)
-state.prepare_page_context()
+state.prepare_page_context(word_level_page=navigation.url_path in WORD_LEVEL_PAGES)
 widgets.image_format_picker()
 navigation.run()

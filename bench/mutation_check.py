@@ -1190,20 +1190,26 @@ MUTANTS = [
     ),
     M(
         "words.py",
-        "query_means = member / member.sum(axis=1, keepdims=True)",
-        "query_means = member",
+        "return query_sums / sizes[:, None].astype(matrix.dtype)",
+        "return query_sums",
         "word merge: queries summed, not averaged",
     ),
     M(
         "words.py",
-        "key_sums = matrix @ member.T",
-        "key_sums = matrix @ (member / member.sum(axis=1, keepdims=True)).T",
+        "return query_sums / sizes[:, None].astype(matrix.dtype)",
+        "return query_sums / sizes[:, None].astype(matrix.dtype) / sizes",
         "word merge: keys averaged, not summed",
     ),
     M(
         "words.py",
-        "return scores @ membership(groups, scores.shape[-1]).T",
-        "return scores @ membership(groups, scores.shape[-1])[::-1].T",
+        "return query_sums / sizes[:, None].astype(matrix.dtype)",
+        "return query_sums / sizes[None, :].astype(matrix.dtype)",
+        "word merge: columns divided by word size instead of rows",
+    ),
+    M(
+        "words.py",
+        "return np.add.reduceat(scores, word_starts(groups, scores.shape[-1]), axis=-1)",
+        "return np.add.reduceat(scores, word_starts(groups, scores.shape[-1]), axis=-1)[::-1]",
         "word scores: words in reverse order",
     ),
     # ---- explain.py ----------------------------------------------------------------------------

@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import BAD_INPUTS, assert_no_exception, run_page
+from conftest import BAD_INPUTS, ROOT, assert_no_exception, run_page
 from shown import shown
 
 from core import similarity, words
@@ -74,7 +74,7 @@ def test_word_level_switch_merges_pieces_and_off_changes_nothing():
     text = "Tokenization of embeddings."
     at = run_page(FLOW, text=text)
     pieces_bars = chart_specs(at)[1]
-    at.toggle(key="ex_words").set_value(True).run()
+    at.toggle(key="words").set_value(True).run()
     assert_no_exception(at)
     word_bars = chart_specs(at)[1]
     n_pieces = len(array(pieces_bars["data"][0]["x"]))
@@ -85,7 +85,7 @@ def test_word_level_switch_merges_pieces_and_off_changes_nothing():
     # the merged shares still sum to 1 per method (sums over a word's pieces)
     for bar in word_bars["data"]:
         assert array(bar["y"]).sum() == pytest.approx(1.0, abs=1e-3)
-    at.toggle(key="ex_words").set_value(False).run()
+    at.toggle(key="words").set_value(False).run()
     assert chart_specs(at)[1] == pieces_bars
 
 
@@ -184,7 +184,7 @@ def test_heatmaps_word_level_merges_and_off_is_unchanged(model):
     text = "Tokenization of embeddings."
     at = run_page("views/heatmaps.py", text=text)
     before = up_close(at)
-    at.toggle(key="hm_words").set_value(True).run()
+    at.toggle(key="words").set_value(True).run()
     assert_no_exception(at)
     merged = up_close(at)
     assert merged["layout"]["title"]["text"].endswith("between words")
@@ -194,17 +194,75 @@ def test_heatmaps_word_level_merges_and_off_is_unchanged(model):
     assert z.shape == (len(groups), len(groups)) < (trace.n_tokens, trace.n_tokens)
     expected = words.merge_attention(np.asarray(trace.attentions[0, 0], dtype=float), groups)
     np.testing.assert_allclose(z, expected, atol=1e-4)  # the figure rounds to 4 decimals
-    at.toggle(key="hm_words").set_value(False).run()
+    at.toggle(key="words").set_value(False).run()
     assert up_close(at) == before
+
+
+def merged_by_loops(matrix: np.ndarray, groups) -> np.ndarray:
+    """(n, n) -> (w, w) written out: a word's column sums its pieces, its row averages them."""
+    merged = np.zeros((len(groups), len(groups)))
+    for a, rows in enumerate(groups):
+        for b, cols in enumerate(groups):
+            merged[a, b] = sum(matrix[q, k] for q in rows for k in cols) / len(rows)
+    return merged
+
+
+def test_heatmaps_word_level_reaches_the_grid_and_the_statistics(model):
+    """One sidebar switch: the model-view grid and the per-head statistics merge words too."""
+    text = "Tokenization of embeddings."
+    at = run_page("views/heatmaps.py", text=text)
+    at.toggle(key="words").set_value(True).run()
+    assert_no_exception(at)
+    trace = model.run(text)
+    groups = words.word_groups(trace.tokens)
+    w = len(groups)
+    attentions = np.asarray(trace.attentions, dtype=float)
+    grid = next(s for s in chart_specs(at) if s["layout"]["title"]["text"].startswith("All "))
+    assert "between words" in grid["layout"]["title"]["text"]
+    canvas = array(grid["data"][0]["z"])
+    step = w + max(1, w // 8)  # thumbnails w wide, separated by NaN gaps
+    for layer, head in [(0, 0), (2, 7), (5, 11)]:
+        thumb = canvas[layer * step : layer * step + w, head * step : head * step + w]
+        expected = merged_by_loops(attentions[layer, head], groups)
+        np.testing.assert_allclose(thumb, expected, atol=1e-3)  # the grid rounds to 3 decimals
+    # entropy per head: the mean over word rows of -Σ p log2 p, computed here from the merge
+    stats = next(
+        s for s in chart_specs(at) if s["layout"]["title"]["text"].startswith("Mean row entropy")
+    )
+    shown_entropy = array(stats["data"][0]["z"])
+    for layer, head in [(0, 0), (3, 4)]:
+        rows = merged_by_loops(attentions[layer, head], groups)
+        bits = [-sum(p * np.log2(p) for p in row if p > 0) for row in rows]
+        assert shown_entropy[layer, head] == pytest.approx(np.mean(bits), abs=2e-3)
+    at.toggle(key="words").set_value(False).run()
+    pieces = next(s for s in chart_specs(at) if s["layout"]["title"]["text"].startswith("All "))
+    n = trace.n_tokens
+    np.testing.assert_allclose(array(pieces["data"][0]["z"])[:n, :n], attentions[0, 0], atol=1e-3)
+
+
+def test_word_level_switch_is_shared_and_greyed_out_where_unused():
+    """app.py greys the sidebar switch out on pages that draw no word pieces; it keeps its value."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.query_params["words"] = "true"
+    at.run()
+    assert_no_exception(at)
+    switch = at.toggle(key="words")
+    assert switch.value is True and switch.disabled  # the Overview draws no word-level figure
+    at.switch_page("views/heatmaps.py").run()
+    assert_no_exception(at)
+    switch = at.toggle(key="words")
+    assert switch.value is True and not switch.disabled
 
 
 def test_head_view_word_level_draws_words_and_off_is_unchanged():
     at = run_page("views/head_view.py", text="Tokenization of embeddings.", pair="Fine tuning.")
     before = chart_specs(at)[0]
-    at.toggle(key="hv_words").set_value(True).run()
+    at.toggle(key="words").set_value(True).run()
     assert_no_exception(at)
     labels = next(s for s in chart_specs(at)[0]["data"] if s.get("mode") == "markers+text")
     drawn = [shown(t) for t in labels["text"]]
     assert "tokenization" in drawn and "embeddings" in drawn and "##ization" not in drawn
-    at.toggle(key="hv_words").set_value(False).run()
+    at.toggle(key="words").set_value(False).run()
     assert chart_specs(at)[0] == before

@@ -510,3 +510,8 @@ def test_word_merge_sums_keys_and_averages_queries():
     np.testing.assert_allclose(merged.sum(axis=-1), 1.0)  # rows still sum to 1
     scores = np.arange(len(tokens), dtype=float)
     assert words.merge_scores(scores, groups).tolist() == [0.0, 10.0, 5.0, 6.0, 7.0]
+    # the merge adds neighbouring columns, so groups must be consecutive runs of every position
+    with pytest.raises(ValueError):
+        words.merge_attention(matrix, ((0,), (1, 3), (2,), (4,), (5,), (6,), (7,)))
+    with pytest.raises(ValueError):
+        words.merge_scores(scores, ((0,), (1, 2, 3, 4), (5,), (6,)))  # position 7 left out

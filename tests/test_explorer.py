@@ -128,7 +128,8 @@ def test_thumbnails_of_a_512_token_input_are_downsampled(model):
     assert thumbs.shape[-1] <= head_stats.THUMBNAIL_SIDE
     fig = explorer_charts.model_view_grid(thumbs, (0, 0), "grid")
     z = np.array(fig.data[0].z, dtype=float)
-    assert len(fig.data) == 1, "the whole grid is one heatmap trace"
+    heatmaps = [t for t in fig.data if t.type == "heatmap"]
+    assert len(heatmaps) == 1, "the whole grid is one heatmap trace"
     gap = max(1, thumbs.shape[-1] // 8)
     assert z.shape == (
         model.n_layers * (thumbs.shape[-1] + gap) - gap,
@@ -142,6 +143,17 @@ def test_model_view_grid_places_each_head_in_its_cell():
     z = explorer_charts.stitch_grid(thumbs, gap=1)
     np.testing.assert_allclose(z[5:9, 10:14], thumbs[1, 2])  # layer 1, head 2: step 5
     assert np.isnan(z[4]).all() and np.isnan(z[:, 4]).all()  # the gaps
+
+
+def test_model_view_grid_click_targets_sit_on_their_own_head():
+    thumbs = random_attention(3, 4, 5, seed=2)  # (L, H, m, m)
+    fig = explorer_charts.model_view_grid(thumbs, (1, 2), "grid")
+    targets = next(t for t in fig.data if t.type == "scatter")
+    canvas = np.array(fig.data[0].z, dtype=float)
+    assert len(targets.x) == 3 * 4
+    for x, y, (layer, head) in zip(targets.x, targets.y, targets.customdata, strict=True):
+        # the centre cell of the thumbnail under the point is that head's centre cell
+        assert canvas[int(y), int(x)] == pytest.approx(thumbs[layer, head, 2, 2], abs=1e-3)
 
 
 # ---- head view -------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ import numpy as np
 import streamlit as st
 
 import core
-from core import head_stats, positional
+from core import head_stats, positional, words
 
 
 def trace_key(trace: core.Trace) -> tuple:
@@ -42,30 +42,50 @@ def _read_only(array: np.ndarray) -> np.ndarray:
 
 
 # ---- Attention heatmaps ------------------------------------------------------------------------
+def _attention_block(trace: core.Trace, word_level: bool) -> tuple[np.ndarray, tuple[str, ...]]:
+    """(L, H, n, n) weights and their word pieces, or (L, H, w, w) merged into words."""
+    if not word_level:
+        return trace.attentions, trace.tokens
+    groups = words.word_groups(trace.tokens)
+    # a transient (L, H, w, w) copy: keys summed within a word, queries averaged
+    return words.merge_attention(trace.attentions, groups), tuple(
+        words.word_labels(trace.tokens, groups)
+    )
+
+
 @st.cache_resource(max_entries=8, show_spinner=False)
-def _thumbnails(key: tuple, hide_specials: bool, _trace: core.Trace) -> np.ndarray:
-    weights = _trace.attentions  # (L, H, n, n)
-    if hide_specials:
-        weights = head_stats.without_specials(weights, _trace.tokens)  # a transient copy
+def _thumbnails(
+    key: tuple, hide_specials: bool, word_level: bool, _trace: core.Trace
+) -> np.ndarray:
+    weights, tokens = _attention_block(_trace, word_level)
+    if hide_specials:  # after merging, as the up-close heatmap does
+        weights = head_stats.without_specials(weights, tokens)  # a transient copy
     return _read_only(np.array(head_stats.thumbnails(weights)))  # (L, H, m, m), m ≤ 48: ≤ 0.7 MB
 
 
-def thumbnails(trace: core.Trace, hide_specials: bool) -> np.ndarray:
-    """(L, H, m, m) every head pooled for the model view, [CLS]/[SEP] hidden or not."""
-    return _thumbnails(trace_key(trace), hide_specials, trace)
+def thumbnails(trace: core.Trace, hide_specials: bool, word_level: bool = False) -> np.ndarray:
+    """(L, H, m, m) every head pooled for the model view, [CLS]/[SEP] hidden or not, pieces or
+    words."""
+    return _thumbnails(trace_key(trace), hide_specials, word_level, trace)
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
-def _head_statistics(key: tuple, hide_specials: bool, _trace: core.Trace) -> head_stats.HeadStats:
-    stats = head_stats.head_statistics(_trace, hide_specials=hide_specials)
+def _head_statistics(
+    key: tuple, hide_specials: bool, word_level: bool, _trace: core.Trace
+) -> head_stats.HeadStats:
+    weights, tokens = _attention_block(_trace, word_level)
+    stats = head_stats.head_statistics(weights, tokens, hide_specials=hide_specials)
     for name in ("entropy", "on_cls", "on_sep", "on_self", "on_previous", "on_next", "sink"):
         _read_only(getattr(stats, name))  # (L, H) each
     return stats
 
 
-def head_statistics(trace: core.Trace, hide_specials: bool) -> head_stats.HeadStats:
-    """Per-head statistics of the weights as shown: with [CLS]/[SEP] hidden or not."""
-    return _head_statistics(trace_key(trace), hide_specials, trace)
+def head_statistics(
+    trace: core.Trace, hide_specials: bool, word_level: bool = False
+) -> head_stats.HeadStats:
+    """Per-head statistics of the weights as shown: [CLS]/[SEP] hidden or not, pieces or words
+    (then "self", "previous" and "next" mean the word itself and its neighbouring words)."""
+    return _head_statistics(trace_key(trace), hide_specials, word_level, trace)
 
 
 # ---- Positional encoding -----------------------------------------------------------------------

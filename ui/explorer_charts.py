@@ -51,6 +51,9 @@ def model_view_grid(
 
     One trace instead of L × H subplots keeps the figure small and quick to draw; NaN gaps
     (drawn transparent) separate the thumbnails. The selected (layer, head) gets a frame.
+    A second, invisible trace puts one point on each thumbnail's centre: Streamlit reports
+    clicks on scatter points but not on heatmap cells (streamlit#8760), so that is what a click
+    or tap on a head selects (its customdata is [layer, head]).
     """
     n_layers, n_heads, m, _ = thumbs.shape
     gap = max(1, m // 8)
@@ -78,6 +81,19 @@ def model_view_grid(
             y1=layer * step + m - 0.5 + gap / 2,
             line={"color": "#FF4B4B", "width": 3},
         )
+    layer_of, head_of = np.divmod(np.arange(n_layers * n_heads), n_heads)  # row-major heads
+    fig.add_trace(
+        go.Scatter(
+            x=head_of * step + (m - 1) / 2,  # each thumbnail's centre, in cells
+            y=layer_of * step + (m - 1) / 2,
+            customdata=np.stack([layer_of, head_of], axis=1),  # (L·H, 2)
+            mode="markers",
+            marker={"size": 24, "color": "rgba(0, 0, 0, 0)"},  # a click target, never drawn
+            hovertemplate="layer %{customdata[0]}, head %{customdata[1]}: click to enlarge"
+            "<extra></extra>",
+            showlegend=False,
+        )
+    )
     fig.update_layout(
         title={"text": title},
         height=int(min(1500, 70 * n_layers + 100)),

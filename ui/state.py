@@ -18,6 +18,7 @@ import core
 from core.text import MAX_CHARS
 from ui import housekeeping, models
 from ui.models import load_model
+from ui.word_level import word_level_switch
 
 # One torch thread per forward pass. Streamlit runs each browser session in its own thread, and
 # on 2 cores a multi-threaded torch op collapses 20-47x as soon as another session competes for
@@ -38,6 +39,7 @@ class Inputs:
     model_name: str
     scale: bool
     causal: bool
+    word_level: bool = False  # a display switch: figures merge word pieces into words
 
 
 # ---- traces -----------------------------------------------------------------------------------
@@ -115,8 +117,12 @@ def refetch(
 
 
 # ---- the sidebar ------------------------------------------------------------------------------
-def sidebar_inputs() -> Inputs:
-    """Draw the shared sidebar (kept in the URL so a copied link reopens the same view)."""
+def sidebar_inputs(word_level_page: bool = True) -> Inputs:
+    """Draw the shared sidebar (kept in the URL so a copied link reopens the same view).
+
+    word_level_page: whether the page about to run draws word pieces (the switch is greyed
+    out elsewhere, not hidden, so its value survives a visit to another page).
+    """
     with st.sidebar:
         text = st.text_area(
             "Sentence",
@@ -155,12 +161,15 @@ def sidebar_inputs() -> Inputs:
             "model was trained to read both ways, so this is an experiment on it, not a model "
             "trained to read left to right.",
         )
+        st.markdown("**How to show it**")
+        word_level = word_level_switch(disabled=not word_level_page)
     return Inputs(
         text=(text or "")[:MAX_CHARS],  # the browser's max_chars is advice; the server decides
         pair=(pair or "")[:MAX_CHARS] or None,
         model_name=model_name,
         scale=bool(scale),
         causal=bool(causal),
+        word_level=word_level,
     )
 
 
@@ -173,9 +182,9 @@ def use_example_pair() -> None:
 _CONTEXT_KEY = "_page_context"
 
 
-def prepare_page_context() -> tuple[Inputs, core.BertEncoder]:
+def prepare_page_context(word_level_page: bool = True) -> tuple[Inputs, core.BertEncoder]:
     """app.py: draw the sidebar, load the model, and keep both for the page of this rerun."""
-    inputs = sidebar_inputs()
+    inputs = sidebar_inputs(word_level_page)
     model = models.active_model(inputs.model_name)
     st.session_state[_CONTEXT_KEY] = (inputs, model)
     return inputs, model

@@ -1,7 +1,9 @@
 """The word-level switch, shared by the heatmaps, head view and explanation pages.
 
-A widget and a small adapter around core.words: with the switch off every figure gets the very
-same arrays and token tuple as before, so nothing changes.
+One sidebar switch (URL key `words`) for all four pages, so a learner who turns words on keeps
+them when moving from the heatmaps to an explanation; pages that draw no word pieces show it
+greyed out. WordView is a small adapter around core.words: with the switch off every figure
+gets the very same arrays and token tuple as before, so nothing changes.
 """
 
 from __future__ import annotations
@@ -14,13 +16,23 @@ from core import words
 WORD_LEVEL_HELP = (
     "Merge word pieces into words (bertviz's convention): a word's column is the sum of its "
     "pieces' columns, its row the mean of their rows, so rows still sum to 1; a per-piece score "
-    "is summed over the word. Off: every figure shows word pieces exactly as before."
+    "is summed over the word. Off: every figure shows word pieces exactly as before. Used by "
+    "Attention heatmaps, Head view and the two Explain pages."
 )
 
 
-def word_level_toggle(key: str) -> bool:
-    """A URL-bound switch: show words instead of word pieces."""
-    return bool(st.toggle("Word level", key=key, bind="query-params", help=WORD_LEVEL_HELP))
+def word_level_switch(disabled: bool = False) -> bool:
+    """The sidebar's URL-bound switch: show words instead of word pieces (greyed out on pages
+    that do not use it, which keeps its value for the pages that do)."""
+    return bool(
+        st.toggle(
+            "Words, not word pieces",
+            key="words",
+            bind="query-params",
+            disabled=disabled,
+            help=WORD_LEVEL_HELP,
+        )
+    )
 
 
 class WordView:

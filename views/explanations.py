@@ -46,7 +46,7 @@ target = middle.radio(
 steps = right.select_slider(
     "Integrated-gradient steps", [8, 16, 32, 64], 32, key="xp_steps", bind="query-params"
 )
-merge_words = word_level.word_level_toggle("xp_words")
+merge_words = inputs.word_level  # the sidebar's shared switch
 second = followed == "second" and bool(pair)
 text = pair if second else inputs.text
 other = (inputs.text if second else pair) if target == "similarity" else None

@@ -4,7 +4,7 @@ import streamlit as st
 
 from core import head_roles, head_stats
 from ui import explorer_charts, exports, formulas, models, state, widgets
-from ui.word_level import WordView, word_level_toggle
+from ui.word_level import WordView
 
 WINDOW = 64  # tokens drawn at most; longer inputs get a window slider
 
@@ -66,8 +66,7 @@ stretch = left.toggle(
     help="Make each head's strongest line drawn fully opaque. Over hundreds of tokens weights "
     "are small (about 1/n) and would be invisible otherwise; on by default for long inputs.",
 )
-with left:
-    merge_words = word_level_toggle("hv_words")
+merge_words = inputs.word_level  # the sidebar's shared switch
 words_view = WordView(trace.tokens, merge_words)  # off: the same tokens, segments and weights
 tokens = words_view.tokens(trace.tokens)
 segments = words_view.segments(trace.segments)

@@ -15,7 +15,7 @@ from ui import (
     state,
     widgets,
 )
-from ui.word_level import WordView, word_level_toggle
+from ui.word_level import WordView
 
 inputs, model = state.page_context()
 model_label = models.label(model)  # the model's name in the prose
@@ -41,8 +41,11 @@ if renormalise:
     st.latex(
         r"\alpha'_{ij} = \frac{\alpha_{ij}}{\sum_{k \notin \{\text{[CLS]},\text{[SEP]}\}} \alpha_{ik}}"
     )
-word_level = word_level_toggle("hm_words")  # the up-close heatmap (section 2)
+word_level = inputs.word_level  # the sidebar's shared switch: grid, up close and statistics
 words_view = WordView(tokens, word_level)
+shown_tokens = words_view.tokens(tokens)  # the words when the switch is on
+n_shown = len(shown_tokens)
+unit = "words" if word_level else "tokens"
 
 # 1 · The model view: every head, small.
 st.subheader("1 · Every head at once")
@@ -51,25 +54,38 @@ st.markdown(
     "heads that send every query to the same few keys; a bright diagonal is a head that looks at "
     "the token itself, a line just beside it at a neighbour."
 )
+
+
+def pick_clicked_head() -> None:
+    """Clicking (or tapping) a thumbnail moves the two sliders to that head."""
+    points = st.session_state["hm_grid"].selection.points
+    if points:  # the click targets are numbered layer by layer: index = layer · H + head
+        layer_clicked, head_clicked = divmod(int(points[0]["point_index"]), model.n_heads)
+        st.session_state["layer"], st.session_state["head"] = layer_clicked, head_clicked
+
+
 grid_slot = st.container()
-st.caption("Choose the head to enlarge (the grid's red frame follows):")
+st.caption("Click a head in the grid, or choose it here (the grid's red frame follows):")
 layer, head = widgets.layer_head_picker(model)
-thumbs = derived.thumbnails(trace, renormalise)  # cached: it reads every head's matrix
+thumbs = derived.thumbnails(trace, renormalise, word_level)  # cached: reads every head
 with grid_slot:
-    pooled = thumbs.shape[-1] < trace.n_tokens
+    pooled = thumbs.shape[-1] < n_shown
     grid = explorer_charts.model_view_grid(
         thumbs,
         selected=(layer, head),
         title=f"All {model.n_layers} × {model.n_heads} heads"
+        + (" between words" if word_level else "")
         + (f" (each pooled to {thumbs.shape[-1]} × {thumbs.shape[-1]})" if pooled else ""),
     )
-    widgets.show_figure(grid, key="hm_grid", filename="attention-model-view")
+    widgets.show_figure(
+        grid, key="hm_grid", filename="attention-model-view", on_select=pick_clicked_head
+    )
     if pooled:
-        block = head_stats.block_size(trace.n_tokens)
+        block = head_stats.block_size(n_shown)
         st.caption(
-            f"{trace.n_tokens} tokens are too many to send {model.n_layers * model.n_heads} "
+            f"{n_shown} {unit} are too many to send {model.n_layers * model.n_heads} "
             f"full matrices to the browser: each thumbnail shows the mean weight of blocks of "
-            f"{block} × {block} tokens. The large heatmap below is exact."
+            f"{block} × {block} {unit}. The large heatmap below is exact."
         )
 
 # 2 · One head, every cell.
@@ -79,12 +95,12 @@ st.markdown(
     "Cell (*i*, *j*) is how much query *i* takes from key *j*; each row sums to 1. Point at a "
     "cell to read both tokens and the weight."
 )
-long_input = trace.n_tokens > head_stats.THUMBNAIL_SIDE
-head_weights = trace.attentions[layer, head]  # (n, n)
+long_input = n_shown > head_stats.THUMBNAIL_SIDE
+# (n, n), or (w, w) when the word-level switch is on; [CLS]/[SEP] are hidden after merging,
+# as in the grid above and the statistics below
+head_weights = words_view.matrix(trace.attentions[layer, head])
 if renormalise:
-    head_weights = head_stats.without_specials(head_weights, tokens)
-head_weights = words_view.matrix(head_weights)  # (w, w) when word level is on, else as is
-shown_tokens = words_view.tokens(tokens)
+    head_weights = head_stats.without_specials(head_weights, shown_tokens)
 heatmap = charts.attention_heatmap(
     head_weights,
     shown_tokens,
@@ -97,7 +113,7 @@ heatmap = charts.attention_heatmap(
 widgets.show_figure(heatmap, key="hm_heatmap", filename=f"attention-L{layer}-H{head}")
 if long_input:
     st.caption(
-        f"Over {trace.n_tokens} tokens a typical weight is about 1/{trace.n_tokens}: the colour "
+        f"Over {n_shown} {unit} a typical weight is about 1/{n_shown}: the colour "
         "scale runs up to this head's largest weight instead of 1, so the pattern stays visible."
     )
 labels = widgets.numbered(shown_tokens)
@@ -105,9 +121,11 @@ widgets.download_matrix(head_weights, labels, labels, f"attention-L{layer}-H{hea
 
 # 3 · What each head does on average.
 st.subheader("3 · Per-head statistics")
-stats = derived.head_statistics(trace, renormalise)  # of the weights as shown above
+stats = derived.head_statistics(trace, renormalise, word_level)  # of the weights as shown
 st.markdown(
-    f"Averages over the {trace.n_tokens} query rows of this input. Entropy is low when a row "
+    f"Averages over the {n_shown} query rows of this input"
+    + (" (one per word; self, previous and next are words too)" if word_level else "")
+    + ". Entropy is low when a row "
     "commits to one key and reaches log₂ n bits when it spreads evenly. "
     f"**{stats.n_sinks} of {model.n_layers * model.n_heads} heads** put at least half their "
     "weight on [CLS] and [SEP]. Clark et al. (2019) suggested that in BERT-base such weight "

@@ -84,9 +84,8 @@ else:
         icon="✍️",
     )
 
-# 2 · Which sentence, pieces or words.
-left, right = st.columns([2, 1])
-followed = left.radio(
+# 2 · Which sentence to follow.
+followed = st.radio(
     "Sentence to follow",
     ["first", "second"],
     horizontal=True,
@@ -94,8 +93,7 @@ followed = left.radio(
     bind="query-params",
     disabled=not pair,
 )
-with right:
-    merge_words = word_level.word_level_toggle("ex_words")
+merge_words = inputs.word_level  # the sidebar's shared switch
 text = pair if followed == "second" and pair else inputs.text
 trace = state.trace_or_stop(
     model, state.Inputs(text, None, model.name, inputs.scale, inputs.causal)
