@@ -39,6 +39,25 @@ BAD_INPUTS = {
 }
 
 
+# One app server and one chromium per browser-test module that asks for them (each module gets
+# its own pair, so a module's sessions never meet another's). Imported lazily: the unit tests
+# need neither playwright nor a server.
+@pytest.fixture(scope="module")
+def server():
+    from browser import served_app
+
+    with served_app() as app:
+        yield app
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from browser import chromium
+
+    with chromium() as instance:
+        yield instance
+
+
 @pytest.fixture(scope="session")
 def model():
     import core

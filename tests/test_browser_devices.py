@@ -15,9 +15,7 @@ from browser import (
     AppPage,
     RunWatcher,
     app_pages,
-    chromium,
     page_exceptions,
-    served_app,
 )
 
 pytestmark = pytest.mark.browser
@@ -45,18 +43,6 @@ BACKGROUND_JS = """
   return channels.reduce((a, b) => a + b, 0) / 3;
 }
 """
-
-
-@pytest.fixture(scope="module")
-def server():
-    with served_app() as app:
-        yield app
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with chromium() as instance:
-        yield instance
 
 
 def open_page(browser, server, app_page: AppPage, **context_options) -> tuple[object, object]:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from bound_keys import url_bound_keys
-from browser import ROOT, app_pages, chromium, served_app, wait_for_figure
+from browser import ROOT, app_pages, served_app, wait_for_figure
 from test_browser_suite import SHOWN, Tab, new_tab
 
 pytestmark = pytest.mark.browser
@@ -82,18 +82,6 @@ def test_the_attack_reaches_every_kind_of_control():
         KEYS
     )
     assert len(KEYS) > 20, KEYS
-
-
-@pytest.fixture(scope="module")
-def server():
-    with served_app() as app:
-        yield app
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with chromium() as instance:
-        yield instance
 
 
 @pytest.fixture

@@ -24,9 +24,7 @@ from browser import (
     RunWatcher,
     app_pages,
     box_value,
-    chromium,
     commit_text,
-    served_app,
     sidebar_text,
 )
 
@@ -102,18 +100,6 @@ QUIET_JS = """
   check();
 })
 """
-
-
-@pytest.fixture(scope="module")
-def server():
-    with served_app() as app:
-        yield app
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with chromium() as instance:
-        yield instance
 
 
 class Tab:
