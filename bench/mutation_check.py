@@ -550,6 +550,12 @@ MUTANTS = [
     # ---- scaling.py ----------------------------------------------------------------------------
     M(
         "scaling.py",
+        "return 1.0 - np.asarray(cosines, dtype=np.float64)",
+        "return np.asarray(cosines, dtype=np.float64) - 1.0",
+        "how far moved: sign flipped",
+    ),
+    M(
+        "scaling.py",
         "scaled = np.outer(np.asarray(multipliers, dtype=np.float64), scores)",
         "scaled = np.outer(np.asarray(multipliers, dtype=np.float64), -np.asarray(scores))",
         "saturation of −scores",

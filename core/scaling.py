@@ -168,6 +168,12 @@ class CosineSummary:
     lowest: float
 
 
+def how_far_moved(cosines: np.ndarray) -> np.ndarray:
+    """(n,) cosines to the unchanged vectors -> (n,) 1 − cosine: 0 for a vector that did not
+    turn, up to 2 for one that points the opposite way (taller bars = moved more)."""
+    return 1.0 - np.asarray(cosines, dtype=np.float64)
+
+
 def summarize_cosines(cosines: np.ndarray) -> CosineSummary:
     """(n,) cosines -> mean, argmin and min."""
     most_moved = int(np.argmin(cosines))

@@ -122,6 +122,7 @@ def test_cosines_and_run_comparison_by_loops(tiny):
             entropy_loop(variant.attentions[1, 2, i]), abs=1e-6
         )
     np.testing.assert_array_equal(comparison.final_cosine, layers[-1])
+    np.testing.assert_allclose(scaling.how_far_moved(np.array([1.0, 0.25, -1.0])), [0, 0.75, 2])
     summary = scaling.summarize_cosines(np.array([0.9, 0.2, 0.7, 0.4]))
     assert (summary.most_moved, summary.lowest, summary.mean) == (1, 0.2, pytest.approx(0.55))
     with pytest.raises(ValueError):

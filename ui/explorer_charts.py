@@ -97,13 +97,16 @@ def model_view_grid(
     fig.update_layout(
         title={"text": title},
         height=int(min(1500, 70 * n_layers + 100)),
-        margin={"l": 10, "r": 10, "t": 60, "b": 10},
+        margin={"l": 10, "r": 10, "t": 50, "b": 10},  # plotly grows b for the head labels
         xaxis={
             "tickmode": "array",
             "tickvals": centres[:n_heads],
             "ticktext": [f"H{h}" for h in range(n_heads)],
             "title": {"text": "head"},
-            "side": "top",
+            # below the grid: on a phone the labels turn upright, and above it they ran into
+            # the title
+            "side": "bottom",
+            "automargin": True,
             "showgrid": False,
             "zeroline": False,
         },

@@ -316,14 +316,17 @@ def trajectory_figure(
             name=f"all tokens, state {background_layer}",
         )
     )
-    for i in np.asarray(chosen, dtype=np.int64):
+    for rank, i in enumerate(np.asarray(chosen, dtype=np.int64)):
         s = int(sentence[i])
         path = coords[:, i]  # (L + 1, c)
+        # Occurrences of one word start close together, so state numbers on every path piled
+        # up: the first path numbers every state, the others only their last (hover tells all).
+        numbers = [str(h) if rank == 0 or h == n_states - 1 else "" for h in range(n_states)]
         fig.add_trace(
             _scatter(
                 path,
                 mode="lines+markers+text",
-                text=[str(h) for h in range(n_states)],
+                text=numbers,
                 textposition="top center",
                 line={"color": colour(s), "width": 3},
                 marker={"size": 8, "color": colour(s)},
@@ -462,7 +465,8 @@ def neighbour_table(
     stage_labels: Sequence[str],
     column_labels: Sequence[str],
 ) -> dict[str, list[str]]:
-    """(stages, columns, k) ids and cosines -> {column: ["river .61, water .55, …" per stage]}.
+    """(stages, columns, k) ids and cosines -> {column: ["river .61, water .55, …" per stage]}
+    (each word and its cosine joined by a no-break space).
 
     vocabulary is anything with token_of(id) or a sequence indexed by id.
     """
@@ -471,7 +475,8 @@ def neighbour_table(
     for c, label in enumerate(column_labels):
         table[label] = [
             ", ".join(
-                f"{token_of(int(i))} {cos:.2f}".replace(" 0.", " .")
+                # a no-break space keeps each word with its cosine when a phone wraps the cell
+                f"{token_of(int(i))}\u00a0{cos:.2f}".replace("\u00a00.", "\u00a0.")
                 for i, cos in zip(ids[s, c], cosines[s, c], strict=True)
             )
             for s in range(len(stage_labels))

@@ -164,7 +164,9 @@ stages = ["static"] + [
     f"after layer {h}" if h else "embedding output" for h in range(model.n_layers + 1)
 ]
 labels = [f"s{shown.sentence[i] + 1} · {shown.tokens[i]}" for i in chosen]
-st.dataframe(
+# A static table, not st.dataframe: its cells wrap on a phone instead of being cut at the
+# right edge, and it has no toolbar to float over the formula above.
+st.table(
     geometry_charts.neighbour_table(ids, cosines, model.tokenizer, stages, labels), hide_index=True
 )
 st.caption(

@@ -273,10 +273,10 @@ else:
     widgets.show_figure(
         mc.per_token_bars(
             trace.tokens,
-            {"cosine": cosines[-1]},
-            f"Final vectors with {len(removed)} head{'s' if len(removed) != 1 else ''} removed"
-            " vs. all heads",
-            "cosine to the full model's final vector",
+            {"1 − cosine": scaling.how_far_moved(cosines[-1])},
+            f"How far each final vector moved with {len(removed)} "
+            f"head{'s' if len(removed) != 1 else ''} removed",
+            "1 − cosine to the full model's final vector",
         ),
         "mh_ablation_final",
     )
@@ -287,7 +287,9 @@ else:
         "mh_ablation_layers",
     )
     st.caption(
-        f"Rows above the first removed layer stay at cosine 1: nothing has changed yet. "
+        f"Bars: 0 means the token's final vector did not turn at all; the taller the bar, the "
+        f"more removing the heads changed it. In the heatmap, rows above the first removed "
+        f"layer stay at cosine 1: nothing has changed yet. "
         f"Mean final cosine {moved.mean:.3f}; the token that moved most is "
         f"{labels[moved.most_moved]} ({moved.lowest:.3f})."
     )
