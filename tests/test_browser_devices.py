@@ -132,3 +132,24 @@ def test_keyboard_keeps_focus_on_a_slider_across_presses(browser, server):
         assert f"{label.lower()}={start + 2}" in page.url  # the link keeps the slider's value
     finally:
         context.close()
+
+
+def test_menu_switches_a_dark_system_to_light_and_back(browser, server):
+    """The ⋮ menu's theme choice overrides the system scheme, both ways."""
+    overview = next(p for p in PAGES if p.default)
+    page, context = open_page(
+        browser, server, overview, viewport={"width": 1200, "height": 800}, color_scheme="dark"
+    )
+    try:
+        assert page.evaluate(BACKGROUND_JS) < 60, "a dark system scheme gives a dark app"
+        for choice, is_light in (("Light", True), ("Dark", False)):
+            page.locator('[data-testid="stMainMenu"]').click()
+            page.get_by_role("menuitemradio", name=choice).click()
+            page.wait_for_function(
+                f"() => ({BACKGROUND_JS})() {'>' if is_light else '<'} {200 if is_light else 60}"
+            )
+            page.keyboard.press("Escape")  # the menu stays open after a choice
+            page.locator('[data-testid="stMainMenuPopover"]').wait_for(state="hidden")
+        assert not page_exceptions(page)
+    finally:
+        context.close()
