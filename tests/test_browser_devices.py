@@ -35,6 +35,12 @@ SIDEWAYS_JS = """
   };
 }
 """
+# Display formulas wider than their box (KaTeX never breaks a line; the box scrolls instead).
+WIDE_FORMULAS_JS = """
+() => [...document.querySelectorAll('[data-testid="stMain"] .katex-display')]
+  .filter(e => e.scrollWidth > e.clientWidth + 3)
+  .map(e => `${e.scrollWidth} px: ${e.textContent.slice(0, 40)}`)
+"""
 # The app's background colour as drawn, reduced to its mean channel (0 black .. 255 white).
 BACKGROUND_JS = """
 () => {
@@ -78,6 +84,9 @@ def test_phone_in_dark_mode_never_scrolls_sideways(browser, server, app_page):
         assert not page.errors, page.errors
         overflow = page.evaluate(SIDEWAYS_JS)
         assert overflow == {"document": 0, "main": 0}, f"{app_page.title} scrolls sideways"
+        # Nor do formulas scroll inside their own box (a few px of rounding aside).
+        wide = page.evaluate(WIDE_FORMULAS_JS)
+        assert not wide, f"{app_page.title}: formulas wider than the phone: {wide}"
         # Plotly's toolbar would sit on the figure's title: hidden until the figure is touched.
         toolbar = page.locator(".js-plotly-plot .modebar-container").first
         if toolbar.count():

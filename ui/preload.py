@@ -37,12 +37,17 @@ _slow_imports_done = False  # set once the first session's block has run in this
 
 # Plotly shows its toolbar permanently on devices without hover (phones, tablets), where it sat on
 # every figure's title. Hidden there until the figure is touched (a tap gives it :hover), as a
-# mouse user sees it. Style-only HTML: Streamlit puts it in its event container, outside the
+# mouse user sees it. Display formulas get smaller on narrow screens. Style-only HTML: Streamlit puts it in its event container, outside the
 # page's element order, and runs no script.
 _TOUCH_TOOLBAR_CSS = """<style>
 @media (hover: none) {
   .js-plotly-plot .modebar-container { visibility: hidden; }
   .js-plotly-plot:hover .modebar-container { visibility: visible; }
+}
+/* KaTeX draws display formulas at 1.21em and never breaks them: on a phone most scrolled
+   inside their box. At 0.9em a formula up to ~480 px wide on a desktop fits 358 px. */
+@media (max-width: 640px) {
+  .katex-display > .katex { font-size: 0.9em; }
 }
 </style>"""
 

@@ -61,8 +61,11 @@ st.caption(
 # 1 ---------------------------------------------------------------------------------------------
 st.subheader(f"1 · All {model.n_heads} heads of layer {layer}")
 st.latex(  # written from the sidebar's switches, as the grid below was computed
+    r"\begin{gathered}"
     rf"\text{{head}}_h={formulas.attention(inputs.scale, inputs.causal, 'Q_h', 'K_h')}V_h,"
-    r"\qquad Q_h = X W_Q^h,\ K_h = X W_K^h,\ V_h = X W_V^h" + formulas.mask_line(inputs.causal)
+    r"\\ Q_h = X W_Q^h,\ K_h = X W_K^h,\ V_h = X W_V^h"
+    + formulas.mask_line(inputs.causal)
+    + r"\end{gathered}"
 )
 widgets.show_figure(mc.heads_grid(trace.attentions[layer], trace.tokens, layer), "mh_grid")
 if trace.n_tokens > mc.GRID_MAX:
@@ -83,9 +86,10 @@ st.markdown(
     "is below). The framed head scores highest; another model gives other heads."
 )
 st.latex(
-    r"\text{prev}(h) = \operatorname{mean}_i\ \alpha^{h}_{i,i-1},\quad "
-    r"\text{next}(h) = \operatorname{mean}_i\ \alpha^{h}_{i,i+1},\quad "
+    r"\begin{gathered}\text{prev}(h) = \operatorname{mean}_i\ \alpha^{h}_{i,i-1},\quad "
+    r"\text{next}(h) = \operatorname{mean}_i\ \alpha^{h}_{i,i+1},\\ "
     r"\text{same}(h) = \operatorname{mean}_i \sum_{j\ne i,\ t_j = t_i} \alpha^{h}_{ij}"
+    r"\end{gathered}"
 )
 role_columns = st.columns(2)
 for k, (role, role_name) in enumerate(course_state.ROLE_NAMES.items()):
@@ -122,8 +126,9 @@ with st.expander("Probe sentences"):
 # 2 ---------------------------------------------------------------------------------------------
 st.subheader("2 · From heads back to one vector per token")
 st.latex(
-    r"\operatorname{MultiHead}(X)=\big[\text{head}_0\,\|\,\cdots\,\|\,\text{head}_{H-1}\big]"
-    r"\,W_O^\top + b_O=\sum_h \text{head}_h\,W_O^{h} + b_O"
+    r"\begin{gathered}\operatorname{MultiHead}(X)=\big[\text{head}_0\,\|\,\cdots\,\|\,"
+    r"\text{head}_{H-1}\big]\,W_O^\top + b_O\\ =\sum_h \text{head}_h\,W_O^{h} + b_O"
+    r"\end{gathered}"
 )
 n, width = trace.n_tokens, model.n_heads * model.d_head
 st.markdown(

@@ -25,8 +25,8 @@ st.markdown(
 
 st.subheader("1 · The sinusoid")
 st.latex(
-    r"PE_{p,\,2i} = \sin(\omega_i\,p),\quad PE_{p,\,2i+1} = \cos(\omega_i\,p),\quad "
-    r"\omega_i = 10000^{-2i/d_{\text{model}}}"
+    r"\begin{gathered}PE_{p,\,2i} = \sin(\omega_i\,p),\quad PE_{p,\,2i+1} = \cos(\omega_i\,p),"
+    r"\\ \omega_i = 10000^{-2i/d_{\text{model}}}\end{gathered}"
 )
 left, right = st.columns(2)
 n_positions = left.slider("Positions", 8, 512, 100, key="pos_length", bind="query-params")
@@ -169,8 +169,9 @@ st.markdown(
     "The pairing is also what makes the dot product depend on distance alone:"
 )
 st.latex(
-    r"\sin a\,\sin b + \cos a\,\cos b = \cos(a-b)"
-    r"\qquad\text{but}\qquad \sin a\,\sin b = \tfrac12\big[\cos(a-b) - \cos(a+b)\big]"
+    r"\begin{gathered}\sin a\,\sin b + \cos a\,\cos b = \cos(a-b)"
+    r"\\ \text{but}\quad \sin a\,\sin b = \tfrac12\big[\cos(a-b) - \cos(a+b)\big]"
+    r"\end{gathered}"
 )
 sine_only = positional.sine_only_encoding(n_positions, d_model)
 left, right = st.columns(2)
@@ -198,7 +199,8 @@ st.caption(
 
 st.subheader("6 · Why adding does not blur: almost perpendicular directions")
 st.latex(
-    r"a, b \text{ random unit vectors in } \mathbb{R}^n:\quad \mathbb{E}[a\cdot b] = 0,\quad \operatorname{Var}[a\cdot b] = 1/n"
+    r"\begin{gathered}a, b \text{ random unit vectors in } \mathbb{R}^n:\\ "
+    r"\mathbb{E}[a\cdot b] = 0,\quad \operatorname{Var}[a\cdot b] = 1/n\end{gathered}"
 )
 samples = {f"n = {n}": positional.random_unit_dot_products(n) for n in (16, 64, 384, 1024)}
 fig = geometry_charts.histograms(samples, "Dot products of random unit vectors", "a · b")
@@ -241,8 +243,9 @@ st.markdown(
 
 st.markdown("**Adding against concatenating.** Concatenation keeps word and position apart:")
 st.latex(
-    r"[w_i; p_i]\cdot[w_j; p_j] = w_i\cdot w_j + p_i\cdot p_j \qquad"
+    r"\begin{gathered}[w_i; p_i]\cdot[w_j; p_j] = w_i\cdot w_j + p_i\cdot p_j \\ "
     r"(w_i+p_i)\cdot(w_j+p_j) = w_i\cdot w_j + p_i\cdot p_j + \underbrace{w_i\cdot p_j + p_i\cdot w_j}_{\text{cross terms}}"
+    r"\end{gathered}"
 )
 terms = positional.score_terms(trace.static, model.position_vectors()[: trace.n_tokens])
 st.markdown(

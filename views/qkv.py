@@ -70,8 +70,10 @@ def matrix_figure(matrix, title: str, key: str, square: bool = False, **args) ->
 
 st.subheader("Step 1 · Three projections of every token")
 st.latex(
-    r"Q = X W_q,\quad K = X W_k,\quad V = X W_v,\qquad "
+    # gathered: two short lines instead of one that scrolled sideways on a phone
+    r"\begin{gathered}Q = X W_q,\quad K = X W_k,\quad V = X W_v\\ "
     rf"X \in \mathbb{{R}}^{{n \times {model.d_model}}},\; W \in \mathbb{{R}}^{{{model.d_model} \times {d_k}}}"
+    r"\end{gathered}"
 )
 for column, (matrix, name) in zip(
     st.columns(3), [(result.query, "Q"), (result.key, "K"), (result.value, "V")], strict=True
@@ -102,9 +104,9 @@ st.subheader("Step 4 · Follow one query")
 query_index = widgets.token_picker("Query token i", tokens, 1, key="qkv_query")
 row = learning.follow_query(result, query_index)
 st.latex(
-    r"q_i \cdot k_j = \sum_{c=1}^{d_k} (q_i \odot k_j)_c \;\to\; "
+    r"\begin{gathered}q_i \cdot k_j = \sum_{c=1}^{d_k} (q_i \odot k_j)_c \;\to\; "
     + (r"\frac{q_i \cdot k_j}{\sqrt{d_k}} \;\to\; " if inputs.scale else "")
-    + r"\alpha_{ij} \;\to\; o_i = \sum_j \alpha_{ij} v_j"
+    + r"\alpha_{ij}\\ \to\; o_i = \sum_j \alpha_{ij} v_j\end{gathered}"
 )
 widgets.show_figure(
     learning_charts.query_steps(

@@ -75,8 +75,9 @@ widgets.show_figure(
 # 2 ---------------------------------------------------------------------------------------------
 st.subheader("2 · Why divide by √d_k")
 st.latex(
-    r"\operatorname{Var}(q\cdot k)=\sum_{t=1}^{d_k}\operatorname{Var}(q_t k_t)=d_k"
-    r"\qquad\Rightarrow\qquad\operatorname{Var}\!\left(\tfrac{q\cdot k}{\sqrt{d_k}}\right)=1"
+    r"\begin{gathered}\operatorname{Var}(q\cdot k)=\sum_{t=1}^{d_k}\operatorname{Var}(q_t k_t)=d_k"
+    r"\\ \Rightarrow\quad\operatorname{Var}\!\left(\tfrac{q\cdot k}{\sqrt{d_k}}\right)=1"
+    r"\end{gathered}"
 )
 st.markdown(
     "Draw query and key entries independently with mean 0 and variance 1. Every term "
@@ -211,8 +212,8 @@ widgets.download_matrix(
 # 5 ---------------------------------------------------------------------------------------------
 st.subheader("5 · Cross-attention: one sentence asks, another answers")
 st.latex(
-    r"\operatorname{CrossAttn}(X_A, X_B)=\operatorname{softmax}\!\left("
-    r"\frac{(X_A W_Q)(X_B W_K)^\top}{\sqrt{d_k}}\right) X_B W_V"
+    r"\begin{gathered}\operatorname{CrossAttn}(X_A, X_B)=\\ \operatorname{softmax}\!\left("
+    r"\frac{(X_A W_Q)(X_B W_K)^\top}{\sqrt{d_k}}\right) X_B W_V\end{gathered}"
 )
 other = inputs.pair or state.EXAMPLE_PAIR[1]
 st.markdown(
@@ -254,9 +255,9 @@ else:
 # 6 ---------------------------------------------------------------------------------------------
 st.subheader("6 · The padding mask: batches without side effects")
 st.latex(
-    r"m_j = \begin{cases}\text{True} & \text{token } j \text{ is real}\\ \text{False} & "
-    r"\text{token } j \text{ is [PAD]}\end{cases}\qquad \tilde s_{ij} = s_{ij}\ \text{if } m_j,"
-    r"\ -\infty\ \text{otherwise}"
+    r"\begin{gathered}m_j = \begin{cases}\text{True} & \text{token } j \text{ is real}\\ \text{False} & "
+    r"\text{token } j \text{ is [PAD]}\end{cases}\\ \tilde s_{ij} = s_{ij}\ \text{if } m_j,"
+    r"\ -\infty\ \text{otherwise}\end{gathered}"
 )
 st.markdown(
     "To run several sentences at once, a model pads the shorter ones with [PAD] pieces up to "
