@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 import pytest
-from tiny_bert import write_tiny_bert
+from tiny_bert import cosine_loop, write_tiny_bert
 
 import core
 from core import geometry, positional
@@ -25,12 +25,6 @@ def pe_loop(n: int, d: int) -> np.ndarray:
             angle = p / 10000 ** (2 * i / d)
             out[p, 2 * i], out[p, 2 * i + 1] = math.sin(angle), math.cos(angle)
     return out
-
-
-def cosine_loop(u, v) -> float:
-    dot = sum(a * b for a, b in zip(u, v, strict=True))
-    norms = math.sqrt(sum(a * a for a in u)) * math.sqrt(sum(b * b for b in v))
-    return dot / norms if norms else 0.0
 
 
 @pytest.fixture(scope="module")

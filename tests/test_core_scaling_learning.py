@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 import pytest
-from tiny_bert import attention_loop, raw_tensors, write_tiny_bert
+from tiny_bert import attention_loop, cosine_loop, raw_tensors, write_tiny_bert
 
 import core
 from core import learning, scaling
@@ -28,12 +28,6 @@ def softmax_loop(row) -> list[float]:
 
 def entropy_loop(row) -> float:
     return -sum(p * math.log2(p) for p in row if p > 0)
-
-
-def cosine_loop(u, v) -> float:
-    dot = sum(a * b for a, b in zip(u, v, strict=True))
-    norms = math.sqrt(sum(a * a for a in u)) * math.sqrt(sum(b * b for b in v))
-    return dot / norms if norms else 0.0
 
 
 @pytest.fixture(scope="module")

@@ -108,6 +108,13 @@ def raw_tensors(path: Path) -> dict[str, np.ndarray]:
 # ---- the forward pass, written out --------------------------------------------------------------
 
 
+def cosine_loop(u, v) -> float:
+    """cos(u, v) one product at a time (0 for a zero vector)."""
+    dot = sum(a * b for a, b in zip(u, v, strict=True))
+    norms = math.sqrt(sum(a * a for a in u)) * math.sqrt(sum(b * b for b in v))
+    return dot / norms if norms else 0.0
+
+
 def layer_norm_loop(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float) -> np.ndarray:
     """(n, d): y_t = (x_t − mean) / sqrt(var + eps) · γ_t + β_t, row by row, population variance."""
     out = np.empty_like(x)
