@@ -11,7 +11,7 @@ import html
 import re
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
@@ -70,13 +70,16 @@ def test_no_markdown_or_plotly_syntax_character_survives(text):
 
 
 @given(st.text(max_size=80))
+@example("\u2060")  # a word joiner of the visitor's own
 def test_any_text_round_trips_through_entity_decoding(text):
     escaped = literal(text)
     assert "\n" not in escaped and "\r" not in escaped
     # Decoding references (what plotly and Markdown do) gives the text back, line breaks as spaces.
+    # (_visible drops word joiners, so one the visitor typed is dropped on both sides: invisible
+    # either way; hypothesis found text="\u2060")
     decoded = _visible(escaped)
     assert decoded.replace(" ", "") == "".join(
-        ch for ch in text if ch not in "\r\n\u2028\u2029\x0b\x0c\x85 "
+        ch for ch in text if ch not in "\r\n\u2028\u2029\x0b\x0c\x85 \u2060"
     )
 
 
