@@ -34,7 +34,7 @@ FLOW_RESOLUTION = 1_000_000  # scipy's max-flow wants integer capacities: shares
 
 def residual_attention(attentions: np.ndarray) -> np.ndarray:
     """(L, H, n, n) -> (L, n, n): Â = ½(Ā + I), Ā the mean over heads, rows renormalised."""
-    mean_heads = attentions.astype(np.float64).mean(axis=1)  # (L, n, n)
+    mean_heads = attentions.mean(axis=1, dtype=np.float64)  # (L, n, n), summed in float64
     n = mean_heads.shape[-1]
     with_residual = 0.5 * (mean_heads + np.eye(n))  # the skip connection keeps half of x_i
     return with_residual / with_residual.sum(axis=-1, keepdims=True)
@@ -143,9 +143,10 @@ def _centred_norms(
     # Gram matrices G_j[h, h'] = ũ_j^h · ũ_j^h'.
     per_key = u_tilde.transpose(0, 1)  # (H, n, d) -> (n, H, d)
     gram = per_key @ per_key.transpose(1, 2)  # (n_k, H, H)
-    # (H, n_q, n_k) -> (n_k, n_q, H): one batch per key j; contiguous, or bmm runs 4x slower
-    alpha_kqh = alpha.permute(2, 1, 0).contiguous()
-    squared_kq = (torch.bmm(alpha_kqh, gram) * alpha_kqh).sum(dim=-1)  # (n_k, n_q)
+    # (H, n_q, n_k) -> (n_k, H, n_q): one batch per key j. Contiguous, or bmm copies anyway;
+    # this order moves whole query rows, 3x faster than putting the heads last.
+    alpha_khq = alpha.permute(2, 0, 1).contiguous()
+    squared_kq = (torch.bmm(gram, alpha_khq) * alpha_khq).sum(dim=1)  # (n_k, n_q)
     # the residual adds x̃_i to the diagonal term: + 2 Σ_h α_ii^h ũ_i^h · x̃_i + ‖x̃_i‖²
     cross = (u_tilde * x_tilde).sum(dim=-1)  # (H, n): ũ_i^h · x̃_i
     self_weights = torch.diagonal(alpha, dim1=1, dim2=2)  # (H, n): α_ii^h
