@@ -72,7 +72,8 @@ def test_no_user_text_is_rendered_as_html():
     """unsafe_allow_html and components.html are XSS doors when user text passes through them.
 
     st.html may only show a fixed string of the module itself (a style sheet, say): an argument
-    built at run time could carry a visitor's text.
+    built at run time could carry a visitor's text. A fixed script (a constant named *_JS) may
+    run with unsafe_allow_javascript=True, the one keyword allowed.
     """
     for path in [*files("views"), *files("ui"), ROOT / "app.py"]:
         source = path.read_text()
@@ -82,9 +83,22 @@ def test_no_user_text_is_rendered_as_html():
         constants = _module_string_constants(tree)
         for call in _html_calls(tree):
             fixed = [a for a in call.args if isinstance(a, ast.Name) and a.id in constants]
-            assert len(call.args) == 1 and fixed and not call.keywords, (
+            assert len(call.args) == 1 and fixed and _allowed_keywords(call, fixed[0].id), (
                 f"{path.name}:{call.lineno}: st.html takes only a module-level string literal"
             )
+
+
+def _allowed_keywords(call: ast.Call, constant: str) -> bool:
+    """No keyword, or unsafe_allow_javascript=True for a module-level script named *_JS."""
+    if not call.keywords:
+        return True
+    (keyword,) = call.keywords
+    return (
+        constant.endswith("_JS")
+        and keyword.arg == "unsafe_allow_javascript"
+        and isinstance(keyword.value, ast.Constant)
+        and keyword.value.value is True
+    )
 
 
 def test_the_html_rule_can_fail():
@@ -92,6 +106,15 @@ def test_the_html_rule_can_fail():
     fixed = ast.parse('import streamlit as st\nCSS = "<style></style>"\nst.html(CSS)\n')
     assert _html_calls(built)[0].args[0].__class__ is ast.JoinedStr
     assert "CSS" in _module_string_constants(fixed) and not _module_string_constants(built)
+    script = ast.parse(
+        'import streamlit as st\nX_JS = "<script></script>"\n'
+        "st.html(X_JS, unsafe_allow_javascript=True)\n"
+        "st.html(CSS, unsafe_allow_javascript=True)\n"
+        "st.html(X_JS, unsafe_allow_javascript=flag)\n"
+    )
+    first, second, third = _html_calls(script)
+    assert _allowed_keywords(first, "X_JS")
+    assert not _allowed_keywords(second, "CSS") and not _allowed_keywords(third, "X_JS")
 
 
 def test_runtime_path_never_imports_transformers():

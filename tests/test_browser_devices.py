@@ -119,10 +119,11 @@ def test_keyboard_keeps_focus_on_a_slider_across_presses(browser, server):
     """Two ArrowRight presses on a freshly loaded page move the slider twice, focus stays on it.
 
     The first press used to rerun the page with one element fewer at the top (the one-off
-    plotly preload), the frontend rebuilt every widget, and focus fell to the body.
+    plotly preload), the frontend rebuilt every widget, and focus fell to the body. On a page
+    whose sliders rerun it (the Overview switches heads in the browser, tested below).
     """
-    overview = next(p for p in PAGES if p.default)
-    page, context = open_page(browser, server, overview, viewport={"width": 1300, "height": 1200})
+    heatmaps = next(p for p in PAGES if p.path == "views/heatmaps.py")
+    page, context = open_page(browser, server, heatmaps, viewport={"width": 1300, "height": 1200})
     try:
         runs = page.runs
         slider = page.locator(SLIDER_INPUT).first
@@ -139,6 +140,66 @@ def test_keyboard_keeps_focus_on_a_slider_across_presses(browser, server):
             )
             assert focused == ["INPUT", label, str(start + step)], f"after press {step}"
         assert f"{label.lower()}={start + 2}" in page.url  # the link keeps the slider's value
+    finally:
+        context.close()
+
+
+# The Overview's every-head heatmap (charts.every_head_heatmap): its title, the weights trace 0
+# shows (rows of numbers), and whether the page's run has sent it.
+SHOWN_HEAD_JS = """
+() => {
+  const gd = [...document.querySelectorAll('.js-plotly-plot')]
+    .find(g => g.layout && g.layout.meta && g.layout.meta.every_head_of);
+  if (!gd || !gd._fullData) return null;
+  return {title: gd._fullLayout.title.text,
+          weights: Array.from(gd._fullData[0].z, row => Array.from(row))};
+}
+"""
+
+
+def shown_head(page) -> dict:
+    page.wait_for_function(f"({SHOWN_HEAD_JS})() !== null")
+    return page.evaluate(SHOWN_HEAD_JS)
+
+
+def press_until_titled(page, label: str, title: str) -> None:
+    """ArrowRight on the Overview's slider with this label; the heatmap's title must follow
+    with no run of the script; focus stays on the slider."""
+    page.locator(f'{SLIDER_INPUT}[aria-label="{label}"]').focus()
+    mark = page.runs.mark()
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function(
+        f"() => (({SHOWN_HEAD_JS})() || {{title: ''}}).title.includes({title!r})", timeout=5_000
+    )
+    assert not page.runs.wait_settled(mark, start_timeout_ms=1_500), "the slider reran the page"
+    assert page.evaluate("() => document.activeElement.ariaLabel") == label
+
+
+def test_overview_switches_layer_and_head_in_the_browser(browser, server):
+    """Up to charts.SWITCH_IN_BROWSER_UP_TO pieces the Overview's sliders redraw the heatmap in
+    the browser. The head shown is the one the server draws from that link: same title, same
+    weights (layer 1, head 2: a swapped layer and head, or an off-by-one store, shows another).
+    """
+    overview = next(p for p in PAGES if p.default)
+    page, context = open_page(browser, server, overview, viewport={"width": 1300, "height": 1200})
+    try:
+        assert shown_head(page)["title"].startswith("<b>")  # the server's own title is bold
+        assert "Layer 0, head 0:" in shown_head(page)["title"]
+        press_until_titled(page, "Head", "Layer 0, head 1:")
+        press_until_titled(page, "Head", "Layer 0, head 2:")
+        press_until_titled(page, "Layer", "Layer 1, head 2:")
+        switched = shown_head(page)
+        assert {"layer=1", "head=2"} <= set(page.url.split("?")[1].split("&"))
+        assert page.errors == []
+
+        mark = page.runs.mark()
+        page.goto(page.url)  # the copied link: the server draws layer 1, head 2 itself
+        page.runs.wait_settled(mark, start_timeout_ms=60_000)
+        drawn = shown_head(page)
+        assert drawn["title"].startswith("<b>") and "Layer 1, head 2:" in drawn["title"]
+        assert len(drawn["weights"]) == len(switched["weights"]) > 2
+        for served_row, switched_row in zip(drawn["weights"], switched["weights"], strict=True):
+            assert switched_row == pytest.approx(served_row, abs=1e-6)
     finally:
         context.close()
 

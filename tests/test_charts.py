@@ -105,3 +105,62 @@ def test_path_chart_numbers_every_state_once():
         [""] * (n_states - 1) + ["6"],
     ]
     np.testing.assert_allclose(paths[1].x, coords[:, 3, 0], atol=1e-3)  # its own token, rounded
+
+
+def test_every_head_heatmap_stores_each_head_at_layer_times_heads_plus_head():
+    """Store l·H + h holds layer l, head h, as drawn (what HEAD_SWITCH_JS puts in trace 0)."""
+    rng = np.random.default_rng(0)
+    attentions = rng.dirichlet(np.ones(5), size=(2, 3, 5))  # (L=2, H=3, n=5, n=5), rows sum to 1
+    tokens = ["[CLS]", "a", "b", "c", "[SEP]"]
+    fig = charts.every_head_heatmap(attentions, tokens, layer=1, head=2)
+    assert len(fig.data) == 1
+    np.testing.assert_allclose(fig.data[0].z, attentions[1, 2], atol=5e-5)
+    assert fig.data[0].meta == 1 * 3 + 2
+    meta = fig.layout.meta
+    assert (meta["every_head_of"], meta["pieces"], len(meta["heads"])) == (3, 5, 2 * 3)
+    for layer in range(2):
+        for head in range(3):
+            store = meta["heads"][layer * 3 + head]
+            assert store["title"] == charts.head_title(layer, head)
+            weights = charts.unpack_weights(store["weights"], 5)
+            # exactly the 4-decimal numbers attention_heatmap draws for that head
+            np.testing.assert_array_equal(weights, np.round(attentions[layer, head], 4))
+            assert store["zmax"] == 1.0  # five keys: the usual 0-1 scale
+
+
+def test_every_head_heatmap_fits_each_stored_heads_scale_on_long_inputs():
+    rng = np.random.default_rng(1)
+    n = charts.FITTED_SCALE_FROM + 12
+    attentions = rng.dirichlet(np.ones(n), size=(1, 2, n))  # (1, 2, n, n)
+    fig = charts.every_head_heatmap(attentions, [f"t{i}" for i in range(n)], layer=0, head=0)
+    for head in range(2):
+        store = fig.layout.meta["heads"][head]
+        largest = float(np.round(attentions[0, head], 4).max())
+        assert store["zmax"] == largest
+        assert charts.fitted_scale_note(largest) in store["title"]
+
+
+def test_every_head_csv_has_one_row_per_layer_head_and_query():
+    import csv
+    import io
+
+    rng = np.random.default_rng(2)
+    attentions = rng.dirichlet(np.ones(3), size=(2, 2, 3))  # (2, 2, 3, 3)
+    labels = ["0 · a,b", '1 · "q"', "2 · =1+1"]
+    rows = list(csv.reader(io.StringIO(widgets.every_head_csv(attentions, labels))))
+    assert rows[0] == ["layer", "head", "query", *labels]
+    assert len(rows) == 1 + 2 * 2 * 3
+    for row in rows[1:]:
+        layer, head, query = int(row[0]), int(row[1]), labels.index(row[2])
+        np.testing.assert_allclose(
+            [float(v) for v in row[3:]], attentions[layer, head, query], rtol=1e-5
+        )
+
+
+def test_head_switch_script_has_nothing_dompurify_would_take_for_a_tag():
+    """DOMPurify (st.html) removes a script whose text has "<" before a letter or "/"."""
+    import re
+
+    body = widgets.HEAD_SWITCH_JS.removeprefix("<script>").removesuffix("</script>")
+    assert re.search(r"<[/\w]", body) is None
+    assert r"'\x3cb>'" in body  # the bold title tag, escaped for JavaScript

@@ -6,6 +6,7 @@ the two "the" of a sentence into one row.
 
 from __future__ import annotations
 
+import base64
 import math
 import re
 import unicodedata
@@ -81,6 +82,9 @@ def label_margin(labels: Sequence[str], angle: float = 0.0, title: bool = True) 
     return math.ceil(extent + 14 + (50 if title else 0))
 
 
+# Up to this many pieces a page may send every head's weights (72 x 128² float32 = 4.7 MB for
+# MiniLM) and switch heads in the browser; longer inputs go back to the server for each head.
+SWITCH_IN_BROWSER_UP_TO = 128
 FITTED_SCALE_FROM = 48  # keys: beyond this a typical weight (1/n) is too small for a 0-1 scale
 LABEL_PX = 14  # one tick label needs this much room along its axis to stay legible
 UPRIGHT_LABELS_UP_TO_PX = 150  # key labels stay upright while they fit a phone-width plot (~200 px)
@@ -129,9 +133,8 @@ def attention_heatmap(
     """
     n_q, n_k = attn_weights.shape
     values = np.round(attn_weights.astype(np.float64), 4)  # 4 decimals: same picture, lighter JSON
-    if zmax == 1.0 and n_k > FITTED_SCALE_FROM and values.size:
-        zmax = float(np.nanmax(values)) or 1.0
-        title = f"{title}<br><sup>{fitted_scale_note(zmax)}</sup>"  # a line of its own on phones
+    if zmax == 1.0:
+        zmax, title = _fitted_scale(values, title)
     hover_ok = max(n_q, n_k) <= HOVER_TOKENS_UP_TO
     shown_title = subscripts(colorbar_title)
     heatmap = go.Heatmap(
@@ -177,6 +180,60 @@ def attention_heatmap(
         "yaxis": {**y_ticks, "title": {"text": "query (attending)"}, "autorange": "reversed"},
     }
     return go.Figure(data=[heatmap], layout=layout)
+
+
+def _fitted_scale(values: np.ndarray, title: str) -> tuple[float, str]:
+    """(top of the colour scale, title) for attention weights: 1, or the largest weight when
+    there are more than FITTED_SCALE_FROM keys, with a line in the title saying so."""
+    if values.shape[-1] <= FITTED_SCALE_FROM or not values.size:
+        return 1.0, title
+    largest = float(np.nanmax(values)) or 1.0
+    return largest, f"{title}<br><sup>{fitted_scale_note(largest)}</sup>"  # own line on phones
+
+
+def head_title(layer: int, head: int) -> str:
+    return f"Layer {layer}, head {head}: attention weights"
+
+
+WEIGHT_STEPS = 10_000  # attention heatmaps show weights to 4 decimals: k / 10,000, k in 0..10,000
+
+
+def every_head_heatmap(
+    attentions: np.ndarray, tokens: Sequence[str], layer: int, head: int
+) -> go.Figure:
+    """The heatmap of one head that carries every head's weights, to switch in the browser.
+
+    attentions: (L, H, n, n). The figure is attention_heatmap's for (layer, head). Its
+    layout.meta also holds, for head h of layer l at index l·H + h, the head's title, the top of
+    its colour scale and its weights as they are drawn (4 decimals), packed as base64 of
+    little-endian uint16 counts of 1/10,000: 2 bytes a cell, decoded only for a head that is
+    asked for. The stores stay out of the figure's traces, which plotly would re-check on every
+    redraw. widgets.HEAD_SWITCH_JS swaps a store into trace 0 when a slider moves.
+    """
+    n_layers, n_heads, n, _ = attentions.shape
+    fig = attention_heatmap(attentions[layer, head], tokens, tokens, head_title(layer, head))
+    fig.data[0].meta = layer * n_heads + head  # the store trace 0 shows now
+    stores = []
+    for store_layer in range(n_layers):
+        for store_head in range(n_heads):
+            values = np.round(attentions[store_layer, store_head].astype(np.float64), 4)
+            zmax, title = _fitted_scale(values, head_title(store_layer, store_head))
+            steps = np.rint(values * WEIGHT_STEPS).astype("<u2")  # (n, n), exact: 4 decimals
+            packed = base64.b64encode(steps.tobytes()).decode("ascii")
+            stores.append({"title": title, "zmax": zmax, "weights": packed})
+    fig.layout.meta = {
+        "every_head_of": n_heads,
+        "pieces": n,
+        "steps": WEIGHT_STEPS,
+        "heads": stores,
+    }
+    return fig
+
+
+def unpack_weights(packed: str, n: int) -> np.ndarray:
+    """A store's base64 weights -> (n, n) floats: what HEAD_SWITCH_JS decodes in the browser."""
+    steps = np.frombuffer(base64.b64decode(packed), dtype="<u2")
+    return (steps / WEIGHT_STEPS).reshape(n, n)
 
 
 def matrix_heatmap(

@@ -14,20 +14,92 @@ from ui.escape import literal
 
 
 def layer_head_picker(
-    model: core.BertEncoder, key_prefix: str = "", columns: bool = True
+    model: core.BertEncoder, key_prefix: str = "", columns: bool = True, in_browser: bool = False
 ) -> tuple[int, int]:
-    """Two sliders (bound to the URL) choosing a layer and a head, both counted from 0."""
+    """Two sliders (bound to the URL) choosing a layer and a head, both counted from 0.
+
+    in_browser: moving them reruns nothing. The page shows a charts.every_head_heatmap and
+    calls head_switch() (and shows nothing else that depends on the head); Streamlit still
+    writes the new values to the URL and hands them to the next run.
+    """
     left, right = st.columns(2) if columns else (st.container(), st.container())
+    on_change = "ignore" if in_browser else "rerun"
     with left:
         layer = st.slider(
-            "Layer", 0, model.n_layers - 1, 0, key=f"{key_prefix}layer", bind="query-params"
+            "Layer",
+            0,
+            model.n_layers - 1,
+            0,
+            key=f"{key_prefix}layer",
+            bind="query-params",
+            on_change=on_change,
         )
     with right:
         head = st.slider(
-            "Head", 0, model.n_heads - 1, 0, key=f"{key_prefix}head", bind="query-params"
+            "Head",
+            0,
+            model.n_heads - 1,
+            0,
+            key=f"{key_prefix}head",
+            bind="query-params",
+            on_change=on_change,
         )
     # The URL may carry numbers from a larger model: clamp instead of failing.
     return min(int(layer), model.n_layers - 1), min(int(head), model.n_heads - 1)
+
+
+# When a Layer or Head slider on the page changes value, draw the matching head stored in the
+# page's every-head heatmap (charts.every_head_heatmap) in its trace 0. A fixed script: it
+# reads only numbers (the sliders' values) and the figure's own layout.meta; no visitor text is
+# ever part of it. Installed once per browser tab.
+# Streamlit passes st.html through DOMPurify, which drops a script whose text holds "<" before a
+# letter or "/" (a tag, to it): the script writes "<b>" as "\x3cb>".
+HEAD_SWITCH_JS = """<script>
+(() => {
+  if (window.__attentionHeadSwitch) return;
+  window.__attentionHeadSwitch = true;
+  const valueOf = (main, label) => {
+    const input = main.querySelector(
+      '[data-testid="stSlider"] input[type="range"][aria-label="' + label + '"]');
+    return input ? Number(input.value) : NaN;
+  };
+  // base64 of little-endian uint16 counts of 1/steps -> n rows of n weights
+  const unpack = (packed, n, steps) => {
+    const bytes = Uint8Array.from(atob(packed), c => c.charCodeAt(0));
+    const view = new DataView(bytes.buffer);
+    return Array.from({length: n}, (_, row) => Array.from({length: n},
+      (_, col) => view.getUint16(2 * (row * n + col), true) / steps));
+  };
+  const showChosenHead = () => {
+    const main = document.querySelector('[data-testid="stMain"]');
+    if (!main || !window.Plotly) return;
+    const layer = valueOf(main, 'Layer'), head = valueOf(main, 'Head');
+    if (!Number.isInteger(layer) || !Number.isInteger(head)) return;
+    for (const gd of main.querySelectorAll('.js-plotly-plot')) {
+      const meta = gd.layout && gd.layout.meta;
+      if (!meta || !Number.isInteger(meta.every_head_of) || !gd.data || !gd.data[0]) continue;
+      if (!gd.__headSwitchHooked) {  // a redraw from Streamlit (resize, theme) shows its own head
+        gd.__headSwitchHooked = true;
+        gd.on('plotly_afterplot', showChosenHead);
+      }
+      const index = layer * meta.every_head_of + head;
+      const store = meta.heads[index];
+      if (!store || gd.data[0].meta === index) continue;
+      // Streamlit's theme draws figure titles in bold; a title set here must ask for it.
+      window.Plotly.update(gd,
+        {z: [unpack(store.weights, meta.pieces, meta.steps)], zmax: [store.zmax], meta: [index]},
+        {'title.text': '\\x3cb>' + store.title + '\\x3c/b>'}, [0]);
+    }
+  };
+  new MutationObserver(showChosenHead).observe(document.body,
+    {subtree: true, attributes: true, attributeFilter: ['value']});
+})();
+</script>"""
+
+
+def head_switch() -> None:
+    """The script that switches an every-head heatmap in the browser (see HEAD_SWITCH_JS)."""
+    st.html(HEAD_SWITCH_JS, unsafe_allow_javascript=True)
 
 
 def image_format() -> str:
@@ -77,9 +149,7 @@ def show_figure(
 
 def matrix_csv(matrix: np.ndarray, row_labels: Sequence[str], col_labels: Sequence[str]) -> str:
     """A labelled CSV of a 2-D matrix; labels are quoted so commas in tokens stay inside cells."""
-
-    def cell(label: str) -> str:
-        return '"' + str(label).replace('"', '""') + '"'
+    cell = _csv_label
 
     buffer = io.StringIO()
     buffer.write(",".join([cell("")] + [cell(c) for c in col_labels]) + "\n")
@@ -91,6 +161,44 @@ def matrix_csv(matrix: np.ndarray, row_labels: Sequence[str], col_labels: Sequen
 def numbered(tokens: Sequence[str]) -> list[str]:
     """'3:bank' style labels so repeated tokens stay distinct in CSV headers."""
     return [f"{i}:{t}" for i, t in enumerate(tokens)]
+
+
+def _csv_label(label: str) -> str:
+    """A label as one quoted CSV cell: commas and quotes in a token stay inside it."""
+    return '"' + str(label).replace('"', '""') + '"'
+
+
+def every_head_csv(attentions: np.ndarray, labels: Sequence[str]) -> str:
+    """(L, H, n, n) -> CSV: one row per layer, head and query, one column per key."""
+    cell = _csv_label
+    buffer = io.StringIO()
+    buffer.write(",".join(["layer", "head", cell("query")] + [cell(k) for k in labels]) + "\n")
+    for layer, heads in enumerate(attentions):
+        for head, attn_weights in enumerate(heads):
+            for query, row in zip(labels, attn_weights, strict=True):
+                values = ",".join(f"{v:.6g}" for v in row)
+                buffer.write(f"{layer},{head},{cell(query)},{values}\n")
+    return buffer.getvalue()
+
+
+def download_every_head(
+    attentions: np.ndarray, labels: Sequence[str], filename: str, key: str | None = None
+) -> None:
+    """A download button for every head's weights as one CSV (built lazily, only when clicked).
+
+    For a page whose sliders switch heads in the browser: the server does not know the head on
+    screen until the next run, so a one-head CSV could be another head's.
+    """
+    own_copy = np.array(attentions, dtype=np.float32)  # (L, H, n, n); no view of the Trace
+    st.download_button(
+        "Download every head as CSV",
+        data=lambda: every_head_csv(own_copy, labels),
+        file_name=f"{filename}.csv",
+        mime="text/csv",
+        key=key,
+        icon=":material/download:",
+        on_click="ignore",
+    )
 
 
 def download_matrix(

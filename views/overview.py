@@ -33,21 +33,36 @@ with notes_col:
         "Row *i* is where token *i* looks: its weights over all tokens sum to 1. "
         "Switches in the sidebar (scaling, causal mask) act inside every layer of the model."
     )
-    layer, head = widgets.layer_head_picker(model, columns=False)
-    attn_weights = trace.attentions[layer, head]
+    # Up to SWITCH_IN_BROWSER_UP_TO pieces every head travels with the page, and the sliders
+    # switch the heatmap in the browser without a server round trip.
+    in_browser = trace.n_tokens <= charts.SWITCH_IN_BROWSER_UP_TO
+    layer, head = widgets.layer_head_picker(model, columns=False, in_browser=in_browser)
     labels = widgets.numbered(trace.tokens)
-    widgets.download_matrix(
-        attn_weights, labels, labels, f"attention-L{layer}-H{head}", key="overview_csv"
-    )
+    if in_browser:
+        widgets.download_every_head(trace.attentions, labels, "attention-all-heads", "overview_csv")
+        widgets.head_switch()
+    else:
+        widgets.download_matrix(
+            trace.attentions[layer, head],
+            labels,
+            labels,
+            f"attention-L{layer}-H{head}",
+            key="overview_csv",
+        )
 # A near-square figure: a 32-token map reads better, and draws faster, than a page-wide one.
 with chart_col:
-    fig = charts.attention_heatmap(
-        attn_weights,
-        trace.tokens,
-        trace.tokens,
-        title=f"Layer {layer}, head {head}: attention weights",
-    )
-    widgets.show_figure(fig, key="overview_heatmap", filename=f"attention-L{layer}-H{head}")
+    if in_browser:
+        fig = charts.every_head_heatmap(trace.attentions, trace.tokens, layer, head)
+    else:
+        fig = charts.attention_heatmap(
+            trace.attentions[layer, head],
+            trace.tokens,
+            trace.tokens,
+            title=charts.head_title(layer, head),
+        )
+    # In the browser the head may change after this run: the image's name cannot say which.
+    filename = "attention-head" if in_browser else f"attention-L{layer}-H{head}"
+    widgets.show_figure(fig, key="overview_heatmap", filename=filename)
 
 st.subheader("2 · The word pieces")
 pieces_col, notes_col = st.columns([3, 2])
