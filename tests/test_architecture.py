@@ -56,16 +56,27 @@ def _html_calls(tree: ast.Module) -> list[ast.Call]:
 
 
 def _module_string_constants(tree: ast.Module) -> set[str]:
-    """Names assigned a plain string literal at module level (no f-string, no concatenation)."""
-    return {
-        target.id
-        for node in tree.body
-        if isinstance(node, ast.Assign)
-        and isinstance(node.value, ast.Constant)
-        and isinstance(node.value.value, str)
-        for target in node.targets
-        if isinstance(target, ast.Name)
-    }
+    """Names only ever assigned a plain string literal (no f-string, no concatenation).
+
+    Every assignment in the module counts: a name given a literal once and something built at
+    run time elsewhere (a function's `global`, a later line) is not a constant.
+    """
+    literal, other = set(), set()
+    for node in ast.walk(tree):
+        targets = node.targets if isinstance(node, ast.Assign) else []
+        if isinstance(node, ast.AugAssign | ast.AnnAssign):
+            targets = [node.target]
+        for target in targets:
+            if not isinstance(target, ast.Name):
+                continue
+            value = getattr(node, "value", None)
+            is_literal = (
+                isinstance(node, ast.Assign)
+                and isinstance(value, ast.Constant)
+                and isinstance(value.value, str)
+            )
+            (literal if is_literal else other).add(target.id)
+    return literal - other
 
 
 def test_no_user_text_is_rendered_as_html():
@@ -92,6 +103,8 @@ def _allowed_keywords(call: ast.Call, constant: str) -> bool:
     """No keyword, or unsafe_allow_javascript=True for a module-level script named *_JS."""
     if not call.keywords:
         return True
+    if len(call.keywords) > 1:
+        return False
     (keyword,) = call.keywords
     return (
         constant.endswith("_JS")
@@ -112,6 +125,8 @@ def test_the_html_rule_can_fail():
         "st.html(CSS, unsafe_allow_javascript=True)\n"
         "st.html(X_JS, unsafe_allow_javascript=flag)\n"
     )
+    reassigned = ast.parse('X_JS = "<script></script>"\nX_JS = f"<script>{name}</script>"\n')
+    assert "X_JS" not in _module_string_constants(reassigned)
     first, second, third = _html_calls(script)
     assert _allowed_keywords(first, "X_JS")
     assert not _allowed_keywords(second, "CSS") and not _allowed_keywords(third, "X_JS")

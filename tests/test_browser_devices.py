@@ -8,6 +8,7 @@ covered without touching this file.
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from browser import (
@@ -151,7 +152,7 @@ SHOWN_HEAD_JS = """
   const gd = [...document.querySelectorAll('.js-plotly-plot')]
     .find(g => g.layout && g.layout.meta && g.layout.meta.every_head_of);
   if (!gd || !gd._fullData) return null;
-  return {title: gd._fullLayout.title.text,
+  return {title: gd._fullLayout.title.text, zmax: gd._fullData[0].zmax,
           weights: Array.from(gd._fullData[0].z, row => Array.from(row))};
 }
 """
@@ -175,14 +176,31 @@ def press_until_titled(page, label: str, title: str) -> None:
     assert page.evaluate("() => document.activeElement.ariaLabel") == label
 
 
+# 60-odd word pieces: more than charts.FITTED_SCALE_FROM keys, so every head has its own colour
+# scale and a title line that says so; fewer than the ~128 that still switch in the browser.
+FITTED_TEXT = " ".join(["The river bank flooded after the storm, so the bank moved its money."] * 4)
+
+
+def without_bold(title: str) -> str:
+    """Streamlit's theme wraps a title in <b> each time it styles the figure (once or twice)."""
+    return title.replace("<b>", "").replace("</b>", "")
+
+
 def test_overview_switches_layer_and_head_in_the_browser(browser, server):
-    """Up to charts.SWITCH_IN_BROWSER_UP_TO pieces the Overview's sliders redraw the heatmap in
-    the browser. The head shown is the one the server draws from that link: same title, same
-    weights (layer 1, head 2: a swapped layer and head, or an off-by-one store, shows another).
+    """Up to ~128 pieces (charts.switches_in_browser) the Overview's sliders redraw the heatmap
+    in the browser. The head shown is the one the server draws from that link: same title, same
+    colour scale, same weights (layer 1, head 2: a swapped layer and head, or an off-by-one
+    store, shows another).
     """
     overview = next(p for p in PAGES if p.default)
     page, context = open_page(browser, server, overview, viewport={"width": 1300, "height": 1200})
     try:
+        mark = page.runs.mark()
+        page.goto(f"{server.url}/?text={quote(FITTED_TEXT)}")
+        page.runs.wait_settled(mark, start_timeout_ms=60_000)
+        page.wait_for_function(
+            f"() => (({SHOWN_HEAD_JS})() || {{title: ''}}).title.includes('colour scale fitted')"
+        )
         assert shown_head(page)["title"].startswith("<b>")  # the server's own title is bold
         assert "Layer 0, head 0:" in shown_head(page)["title"]
         press_until_titled(page, "Head", "Layer 0, head 1:")
@@ -197,7 +215,10 @@ def test_overview_switches_layer_and_head_in_the_browser(browser, server):
         page.runs.wait_settled(mark, start_timeout_ms=60_000)
         drawn = shown_head(page)
         assert drawn["title"].startswith("<b>") and "Layer 1, head 2:" in drawn["title"]
-        assert len(drawn["weights"]) == len(switched["weights"]) > 2
+        assert without_bold(drawn["title"]) == without_bold(switched["title"])
+        assert "colour scale fitted" in drawn["title"]
+        assert switched["zmax"] == pytest.approx(drawn["zmax"], abs=1e-6)
+        assert len(drawn["weights"]) == len(switched["weights"]) > 48
         for served_row, switched_row in zip(drawn["weights"], switched["weights"], strict=True):
             assert switched_row == pytest.approx(served_row, abs=1e-6)
     finally:

@@ -82,9 +82,16 @@ def label_margin(labels: Sequence[str], angle: float = 0.0, title: bool = True) 
     return math.ceil(extent + 14 + (50 if title else 0))
 
 
-# Up to this many pieces a page may send every head's weights (72 x 128² float32 = 4.7 MB for
-# MiniLM) and switch heads in the browser; longer inputs go back to the server for each head.
-SWITCH_IN_BROWSER_UP_TO = 128
+# Up to this many attention weights (L·H·n²: MiniLM's 72 heads at 128 pieces, 2.4 MB packed) a
+# page may send every head and switch heads in the browser; beyond, each head comes from the
+# server. Counted in weights, not pieces: BERT-base's 144 heads switch in the browser up to 90.
+SWITCH_IN_BROWSER_UP_TO_WEIGHTS = 72 * 128 * 128
+
+
+def switches_in_browser(n_layers: int, n_heads: int, n_pieces: int) -> bool:
+    return n_layers * n_heads * n_pieces**2 <= SWITCH_IN_BROWSER_UP_TO_WEIGHTS
+
+
 FITTED_SCALE_FROM = 48  # keys: beyond this a typical weight (1/n) is too small for a 0-1 scale
 LABEL_PX = 14  # one tick label needs this much room along its axis to stay legible
 UPRIGHT_LABELS_UP_TO_PX = 150  # key labels stay upright while they fit a phone-width plot (~200 px)

@@ -78,10 +78,11 @@ HEAD_SWITCH_JS = """<script>
     for (const gd of main.querySelectorAll('.js-plotly-plot')) {
       const meta = gd.layout && gd.layout.meta;
       if (!meta || !Number.isInteger(meta.every_head_of) || !gd.data || !gd.data[0]) continue;
-      if (!gd.__headSwitchHooked) {  // a redraw from Streamlit (resize, theme) shows its own head
-        gd.__headSwitchHooked = true;
-        gd.on('plotly_afterplot', showChosenHead);
-      }
+      // After any redraw (a resize, a theme, a new plot that dropped listeners) show the
+      // slider's head again: hooked anew each time, never twice.
+      gd.removeListener('plotly_afterplot', showChosenHead);
+      gd.on('plotly_afterplot', showChosenHead);
+      if (head >= meta.every_head_of) continue;  // sliders of another model, for a moment
       const index = layer * meta.every_head_of + head;
       const store = meta.heads[index];
       if (!store || gd.data[0].meta === index) continue;
@@ -182,17 +183,18 @@ def every_head_csv(attentions: np.ndarray, labels: Sequence[str]) -> str:
 
 
 def download_every_head(
-    attentions: np.ndarray, labels: Sequence[str], filename: str, key: str | None = None
+    fetch: Callable[[], core.Trace], labels: Sequence[str], filename: str, key: str | None = None
 ) -> None:
     """A download button for every head's weights as one CSV (built lazily, only when clicked).
 
     For a page whose sliders switch heads in the browser: the server does not know the head on
     screen until the next run, so a one-head CSV could be another head's.
+    fetch: returns the page's Trace again (ui.state.refetch); the button keeps the callable, not
+    a (L, H, n, n) copy, for as long as the visitor's page is open.
     """
-    own_copy = np.array(attentions, dtype=np.float32)  # (L, H, n, n); no view of the Trace
     st.download_button(
         "Download every head as CSV",
-        data=lambda: every_head_csv(own_copy, labels),
+        data=lambda: every_head_csv(fetch().attentions, labels),
         file_name=f"{filename}.csv",
         mime="text/csv",
         key=key,

@@ -33,13 +33,14 @@ with notes_col:
         "Row *i* is where token *i* looks: its weights over all tokens sum to 1. "
         "Switches in the sidebar (scaling, causal mask) act inside every layer of the model."
     )
-    # Up to SWITCH_IN_BROWSER_UP_TO pieces every head travels with the page, and the sliders
-    # switch the heatmap in the browser without a server round trip.
-    in_browser = trace.n_tokens <= charts.SWITCH_IN_BROWSER_UP_TO
+    # Up to ~128 pieces every head travels with the page, and the sliders switch the heatmap in
+    # the browser without a server round trip.
+    in_browser = charts.switches_in_browser(model.n_layers, model.n_heads, trace.n_tokens)
     layer, head = widgets.layer_head_picker(model, columns=False, in_browser=in_browser)
     labels = widgets.numbered(trace.tokens)
     if in_browser:
-        widgets.download_every_head(trace.attentions, labels, "attention-all-heads", "overview_csv")
+        fetch = state.refetch(model, inputs)
+        widgets.download_every_head(fetch, labels, "attention-all-heads", "overview_csv")
         widgets.head_switch()
     else:
         widgets.download_matrix(
