@@ -107,6 +107,17 @@ def test_path_chart_numbers_every_state_once():
     np.testing.assert_allclose(paths[1].x, coords[:, 3, 0], atol=1e-3)  # its own token, rounded
 
 
+def unpacked(packed: str, n: int) -> np.ndarray:
+    """base64 of little-endian uint16 counts of 1/10,000 -> (n, n), read byte pair by pair as
+    HEAD_SWITCH_JS's DataView.getUint16(offset, true) does."""
+    import base64
+    import struct
+
+    raw = base64.b64decode(packed)
+    counts = [struct.unpack_from("<H", raw, 2 * i)[0] for i in range(n * n)]
+    return np.array(counts, dtype=np.float64).reshape(n, n) / 10_000
+
+
 def test_every_head_heatmap_stores_each_head_at_layer_times_heads_plus_head():
     """Store l·H + h holds layer l, head h, as drawn (what HEAD_SWITCH_JS puts in trace 0)."""
     rng = np.random.default_rng(0)
@@ -122,7 +133,7 @@ def test_every_head_heatmap_stores_each_head_at_layer_times_heads_plus_head():
         for head in range(3):
             store = meta["heads"][layer * 3 + head]
             assert store["title"] == charts.head_title(layer, head)
-            weights = charts.unpack_weights(store["weights"], 5)
+            weights = unpacked(store["weights"], 5)
             # exactly the 4-decimal numbers attention_heatmap draws for that head
             np.testing.assert_array_equal(weights, np.round(attentions[layer, head], 4))
             assert store["zmax"] == 1.0  # five keys: the usual 0-1 scale

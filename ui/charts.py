@@ -220,13 +220,14 @@ def every_head_heatmap(
     n_layers, n_heads, n, _ = attentions.shape
     fig = attention_heatmap(attentions[layer, head], tokens, tokens, head_title(layer, head))
     fig.data[0].meta = layer * n_heads + head  # the store trace 0 shows now
+    shown = np.round(attentions.astype(np.float64), 4)  # (L, H, n, n), as attention_heatmap draws
+    steps = np.rint(shown * WEIGHT_STEPS).astype("<u2")  # (L, H, n, n), exact at 4 decimals
     stores = []
     for store_layer in range(n_layers):
         for store_head in range(n_heads):
-            values = np.round(attentions[store_layer, store_head].astype(np.float64), 4)
-            zmax, title = _fitted_scale(values, head_title(store_layer, store_head))
-            steps = np.rint(values * WEIGHT_STEPS).astype("<u2")  # (n, n), exact: 4 decimals
-            packed = base64.b64encode(steps.tobytes()).decode("ascii")
+            title = head_title(store_layer, store_head)
+            zmax, title = _fitted_scale(shown[store_layer, store_head], title)
+            packed = base64.b64encode(steps[store_layer, store_head].tobytes()).decode("ascii")
             stores.append({"title": title, "zmax": zmax, "weights": packed})
     fig.layout.meta = {
         "every_head_of": n_heads,
@@ -235,12 +236,6 @@ def every_head_heatmap(
         "heads": stores,
     }
     return fig
-
-
-def unpack_weights(packed: str, n: int) -> np.ndarray:
-    """A store's base64 weights -> (n, n) floats: what HEAD_SWITCH_JS decodes in the browser."""
-    steps = np.frombuffer(base64.b64decode(packed), dtype="<u2")
-    return (steps / WEIGHT_STEPS).reshape(n, n)
 
 
 def matrix_heatmap(

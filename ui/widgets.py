@@ -150,12 +150,10 @@ def show_figure(
 
 def matrix_csv(matrix: np.ndarray, row_labels: Sequence[str], col_labels: Sequence[str]) -> str:
     """A labelled CSV of a 2-D matrix; labels are quoted so commas in tokens stay inside cells."""
-    cell = _csv_label
-
     buffer = io.StringIO()
-    buffer.write(",".join([cell("")] + [cell(c) for c in col_labels]) + "\n")
+    buffer.write(",".join([_csv_label("")] + [_csv_label(c) for c in col_labels]) + "\n")
     for label, row in zip(row_labels, np.asarray(matrix), strict=True):
-        buffer.write(",".join([cell(label)] + [f"{v:.6g}" for v in row]) + "\n")
+        buffer.write(",".join([_csv_label(label)] + [f"{v:.6g}" for v in row]) + "\n")
     return buffer.getvalue()
 
 
@@ -171,14 +169,14 @@ def _csv_label(label: str) -> str:
 
 def every_head_csv(attentions: np.ndarray, labels: Sequence[str]) -> str:
     """(L, H, n, n) -> CSV: one row per layer, head and query, one column per key."""
-    cell = _csv_label
     buffer = io.StringIO()
-    buffer.write(",".join(["layer", "head", cell("query")] + [cell(k) for k in labels]) + "\n")
+    header = ["layer", "head", _csv_label("query")] + [_csv_label(k) for k in labels]
+    buffer.write(",".join(header) + "\n")
     for layer, heads in enumerate(attentions):
         for head, attn_weights in enumerate(heads):
             for query, row in zip(labels, attn_weights, strict=True):
                 values = ",".join(f"{v:.6g}" for v in row)
-                buffer.write(f"{layer},{head},{cell(query)},{values}\n")
+                buffer.write(f"{layer},{head},{_csv_label(query)},{values}\n")
     return buffer.getvalue()
 
 
