@@ -175,3 +175,17 @@ def test_head_switch_script_has_nothing_dompurify_would_take_for_a_tag():
     body = widgets.HEAD_SWITCH_JS.removeprefix("<script>").removesuffix("</script>")
     assert re.search(r"<[/\w]", body) is None
     assert r"'\x3cb>'" in body  # the bold title tag, escaped for JavaScript
+
+
+def test_figures_skip_plotly_label_overflow_measuring_and_keep_streamlit_theme():
+    # ui.widgets (imported above) sets the default template. "allow" skips plotly's per-label
+    # box measuring on every draw (half a heatmap redraw at 32 pieces).
+    import plotly.graph_objects as go
+    import plotly.io as pio
+
+    figure = go.Figure(go.Heatmap(z=[[0.1, 0.9]]))
+    template = figure.layout.template
+    assert template.layout.xaxis.ticklabeloverflow == "allow"
+    assert template.layout.yaxis.ticklabeloverflow == "allow"
+    # Streamlit's own template is still in the mix, so its light/dark theme still applies.
+    assert template.layout.colorway == pio.templates["streamlit"].layout.colorway
