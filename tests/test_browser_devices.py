@@ -42,6 +42,19 @@ WIDE_FORMULAS_JS = """
   .filter(e => e.scrollWidth > e.clientWidth + 3)
   .map(e => `${e.scrollWidth} px: ${e.textContent.slice(0, 40)}`)
 """
+# Tick labels that stick out of their figure. Plotly would hide them ("hide past div"), but the
+# app turns that check off (ui/widgets.py: it measured every label on every draw) because its
+# margins fit the labels: this is where that promise is kept.
+LABELS_OUTSIDE_JS = """
+() => [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')].flatMap(gd => {
+  const box = gd.getBoundingClientRect();
+  return [...gd.querySelectorAll('g[class*="xtick"] text, g[class*="ytick"] text')]
+    .map(label => [label, label.getBoundingClientRect()])
+    .filter(([, r]) => r.width > 0 && (r.left < box.left - 1 || r.right > box.right + 1
+      || r.top < box.top - 1 || r.bottom > box.bottom + 1))
+    .map(([label]) => label.textContent.slice(0, 30));
+})
+"""
 # The app's background colour as drawn, reduced to its mean channel (0 black .. 255 white).
 BACKGROUND_JS = """
 () => {
@@ -52,18 +65,31 @@ BACKGROUND_JS = """
 """
 
 
-# KaTeX's fonts load only once a formula asks for them, and document.fonts.ready does not wait
-# for a font that has not started loading: a formula measured then is set in a fallback font,
-# ~35% wider (409 px instead of 304 on Head view, once in a CI run). Load them all, then let the
-# page lay out again before anything is measured.
-FONTS_LOADED_JS = """
+# Formulas settle after the run does. st.latex's KaTeX code arrives on demand, so a formula
+# may appear ~250 ms after the figure; KaTeX's fonts load only once a formula asks for them, and
+# document.fonts.ready does not wait for a font that has not started loading. A formula measured
+# too early is set in a fallback font, ~35% wider (409 px instead of 304 on Head view, in CI and
+# again in a local run). So: load KaTeX's faces once a formula exists, and wait until the
+# formulas' widths and the fonts' status have not changed for 400 ms (5 s at most).
+FORMULAS_SETTLED_JS = """
 async () => {
   const faces = ['1em KaTeX_Main', 'italic 1em KaTeX_Main', 'italic 1em KaTeX_Math',
-                 '1em KaTeX_AMS', '1em KaTeX_Size1', '1em KaTeX_Size2', '1em KaTeX_Size3'];
-  if (document.querySelector('.katex')) {
-    await Promise.all(faces.map(face => document.fonts.load(face).catch(() => null)));
+                 '1em KaTeX_AMS', '1em KaTeX_Size1', '1em KaTeX_Size2', '1em KaTeX_Size3',
+                 '1em KaTeX_Size4'];
+  const state = () => [...document.querySelectorAll('.katex')]
+    .map(e => e.getBoundingClientRect().width.toFixed(1)).join(',') + '|' + document.fonts.status;
+  const start = performance.now();
+  let last = null, since = start;
+  while (performance.now() - start < 5000) {
+    if (document.querySelector('.katex')) {
+      await Promise.all(faces.map(face => document.fonts.load(face).catch(() => null)));
+    }
+    await document.fonts.ready;
+    await new Promise(done => setTimeout(done, 50));
+    const now = state();
+    if (now !== last) { last = now; since = performance.now(); }
+    else if (performance.now() - since >= 400) break;
   }
-  await document.fonts.ready;
   await new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)));
 }
 """
@@ -82,7 +108,7 @@ def open_page(browser, server, app_page: AppPage, **context_options) -> tuple[ob
     runs.wait_settled(mark, start_timeout_ms=120_000)
     # A figure, or what a page shows before one (a page may wait for a button or a message).
     page.wait_for_selector(f"{FIGURE_SELECTOR}, [data-testid='stAlert'], [data-testid='stButton']")
-    page.evaluate(FONTS_LOADED_JS)
+    page.evaluate(FORMULAS_SETTLED_JS)
     page.wait_for_timeout(300)  # plotly's resize after the first layout
     page.errors = errors
     page.runs = runs  # it listens from the first websocket on: a later watcher would miss it
@@ -105,6 +131,8 @@ def test_phone_in_dark_mode_never_scrolls_sideways(browser, server, app_page):
         # Nor do formulas scroll inside their own box (a few px of rounding aside).
         wide = page.evaluate(WIDE_FORMULAS_JS)
         assert not wide, f"{app_page.title}: formulas wider than the phone: {wide}"
+        outside = page.evaluate(LABELS_OUTSIDE_JS)
+        assert not outside, f"{app_page.title}: tick labels cut off at the figure's edge: {outside}"
         # Plotly's toolbar would sit on the figure's title: hidden until the figure is touched.
         toolbar = page.locator(".js-plotly-plot .modebar-container").first
         if toolbar.count():
