@@ -42,6 +42,10 @@ from browser import (  # noqa: E402
 )
 
 VIEWPORT = {"width": 1300, "height": 1400}
+# What shows that a page is drawn: its first figure, except on a page that draws none until the
+# visitor asks (Attention, learned trains a head on a button press).
+BUTTON_PAGES = {"lab"}
+BUTTON_SELECTOR = "[data-testid='stMain'] [data-testid='stButton']"
 SETTLE_MS = 500  # trailing work after the run (plotly's resize, fonts) is part of the cost
 
 # ArrowRight on a focused slider -> the first animation frame after a figure has been redrawn
@@ -84,7 +88,8 @@ SCRUB_WATCH_JS = """
 class Tab:
     """One browser context and page on an app, with a CDP session for Chromium's own counters."""
 
-    def __init__(self, browser: object, throttle: float) -> None:
+    def __init__(self, browser: object, throttle: float, drawn: str = FIGURE_SELECTOR) -> None:
+        self.drawn = drawn
         self.context = browser.new_context(viewport=VIEWPORT)
         self.page = self.context.new_page()
         self.page.set_default_timeout(180_000)
@@ -100,7 +105,7 @@ class Tab:
 
     def settle(self, mark: int, start_timeout_ms: int = 4_000) -> None:
         self.runs.wait_settled(mark, timeout_ms=300_000, start_timeout_ms=start_timeout_ms)
-        self.page.wait_for_selector(FIGURE_SELECTOR, timeout=300_000)
+        self.page.wait_for_selector(self.drawn, timeout=300_000)
         self.page.wait_for_timeout(SETTLE_MS)
 
     def load(self, url: str) -> float:
@@ -123,13 +128,15 @@ class Tab:
 
     def scrub(self) -> tuple[float, float] | None:
         """(latency ms, main-thread ms) of ArrowRight on the Head slider; None without one."""
-        sliders = self.page.locator(
-            '[data-testid="stMain"] [data-testid="stSlider"] input[type="range"]'
+        # Found by its label: on some pages the second slider is not a head (a position, a
+        # window), and what it changes may not be a plotly figure at all.
+        heads = self.page.locator(
+            '[data-testid="stMain"] [data-testid="stSlider"] input[type="range"][aria-label="Head"]'
         )
-        if sliders.count() < 2:
+        if heads.count() == 0:
             return None
         self.page.evaluate(SCRUB_WATCH_JS)
-        slider = sliders.nth(1)  # layer, head: the head slider
+        slider = heads.first
         slider.focus()
         self.page.evaluate("window.__scrub.arm()")
         before = self.task_ms()
@@ -217,7 +224,8 @@ def main() -> None:
                 # Alternate who goes first; the reference is measured next to every page.
                 order = ["ours", "ref"] if (round_index + page_index) % 2 == 0 else ["ref", "ours"]
                 for who in order:
-                    tab = Tab(browser, args.throttle)
+                    drawn = BUTTON_SELECTOR if who == "ours" and stem in BUTTON_PAGES else None
+                    tab = Tab(browser, args.throttle, drawn or FIGURE_SELECTOR)
                     url = f"{app.url}/{app_page.url_path}" if who == "ours" else ref.url
                     data = ours[stem] if who == "ours" else reference
                     data["load"].append(tab.load(url))

@@ -42,13 +42,16 @@ WIDE_FORMULAS_JS = """
   .filter(e => e.scrollWidth > e.clientWidth + 3)
   .map(e => `${e.scrollWidth} px: ${e.textContent.slice(0, 40)}`)
 """
-# Tick labels that stick out of their figure. Plotly would hide them ("hide past div"), but the
-# app turns that check off (ui/widgets.py: it measured every label on every draw) because its
-# margins fit the labels: this is where that promise is kept.
+# Tick labels that stick out of their figure, on any side. Plotly's own check ("hide past div")
+# would have hidden some of those; the app turns it off (ui/widgets.py: it measured every label on
+# every draw) because its margins fit the labels. This keeps that true. Every axis of a subplot
+# figure counts: plotly names the label groups xtick, x2tick, y3tick … (colour bars excepted).
 LABELS_OUTSIDE_JS = """
 () => [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')].flatMap(gd => {
   const box = gd.getBoundingClientRect();
-  return [...gd.querySelectorAll('g[class*="xtick"] text, g[class*="ytick"] text')]
+  return [...gd.querySelectorAll('g[class$="tick"], g[class$="tick2"]')]
+    .filter(group => /^[xy][0-9]*tick2?$/.test(group.getAttribute('class')))
+    .flatMap(group => [...group.querySelectorAll('text')])
     .map(label => [label, label.getBoundingClientRect()])
     .filter(([, r]) => r.width > 0 && (r.left < box.left - 1 || r.right > box.right + 1
       || r.top < box.top - 1 || r.bottom > box.bottom + 1))
@@ -65,32 +68,38 @@ BACKGROUND_JS = """
 """
 
 
-# Formulas settle after the run does. st.latex's KaTeX code arrives on demand, so a formula
-# may appear ~250 ms after the figure; KaTeX's fonts load only once a formula asks for them, and
-# document.fonts.ready does not wait for a font that has not started loading. A formula measured
-# too early is set in a fallback font, ~35% wider (409 px instead of 304 on Head view, in CI and
-# again in a local run). So: load KaTeX's faces once a formula exists, and wait until the
-# formulas' widths and the fonts' status have not changed for 400 ms (5 s at most).
+# Formulas settle after the run does. While st.latex's KaTeX code is still on its way, Streamlit
+# shows a skeleton in the formula's place (the formula came ~250 ms after the figure here);
+# KaTeX's fonts load only once a formula asks for them, and document.fonts.ready does not wait for
+# a font that has not started loading. A formula measured too early is set in a fallback font,
+# ~35% wider (409 px instead of 304 on Head view, in CI and in 3 of 3 local runs). So: wait for
+# the skeletons to go, load KaTeX's faces, and wait until the formulas' widths and the fonts'
+# status have not changed for 300 ms. True when that happened within 10 s.
 FORMULAS_SETTLED_JS = """
 async () => {
   const faces = ['1em KaTeX_Main', 'italic 1em KaTeX_Main', 'italic 1em KaTeX_Math',
                  '1em KaTeX_AMS', '1em KaTeX_Size1', '1em KaTeX_Size2', '1em KaTeX_Size3',
                  '1em KaTeX_Size4'];
+  const skeleton = '[data-testid="stMarkdownContainer"] [data-testid="stSkeleton"]';
   const state = () => [...document.querySelectorAll('.katex')]
     .map(e => e.getBoundingClientRect().width.toFixed(1)).join(',') + '|' + document.fonts.status;
   const start = performance.now();
   let last = null, since = start;
-  while (performance.now() - start < 5000) {
+  while (performance.now() - start < 10000) {
+    await new Promise(done => setTimeout(done, 50));
+    if (document.querySelector(skeleton)) continue;
     if (document.querySelector('.katex')) {
       await Promise.all(faces.map(face => document.fonts.load(face).catch(() => null)));
     }
     await document.fonts.ready;
-    await new Promise(done => setTimeout(done, 50));
     const now = state();
-    if (now !== last) { last = now; since = performance.now(); }
-    else if (performance.now() - since >= 400) break;
+    if (now !== last) { last = now; since = performance.now(); continue; }
+    if (performance.now() - since >= 300) {
+      await new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)));
+      return true;
+    }
   }
-  await new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)));
+  return false;
 }
 """
 
@@ -108,7 +117,7 @@ def open_page(browser, server, app_page: AppPage, **context_options) -> tuple[ob
     runs.wait_settled(mark, start_timeout_ms=120_000)
     # A figure, or what a page shows before one (a page may wait for a button or a message).
     page.wait_for_selector(f"{FIGURE_SELECTOR}, [data-testid='stAlert'], [data-testid='stButton']")
-    page.evaluate(FORMULAS_SETTLED_JS)
+    assert page.evaluate(FORMULAS_SETTLED_JS), "formulas still changing 10 s after the run"
     page.wait_for_timeout(300)  # plotly's resize after the first layout
     page.errors = errors
     page.runs = runs  # it listens from the first websocket on: a later watcher would miss it

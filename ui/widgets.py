@@ -15,13 +15,20 @@ from ui.escape import literal
 
 # Plotly's default for numeric axes, "hide past div", hides a tick label that would stick out of
 # the figure. To know, it measures every label's box on every draw: half of what a 32-piece
-# heatmap costs to redraw (40 -> 20 ms). The app fits its margins to its labels (charts.
-# label_margin, automargin on), so no label sticks out and none was ever hidden. Streamlit's own
-# template ("streamlit", set when streamlit is imported) stays first, so its theme still applies.
-pio.templates["labels_unmeasured"] = go.layout.Template(
-    layout={"xaxis": {"ticklabeloverflow": "allow"}, "yaxis": {"ticklabeloverflow": "allow"}}
+# heatmap costs to redraw (40 -> 20 ms). The app fits its margins to its labels
+# (charts.label_margin, automargin on), so no label sticks out and none was ever hidden; the
+# phone test in tests/test_browser_devices.py checks that on every page.
+# Set here, where figures meet Streamlit: the chart modules import no streamlit, and Streamlit's
+# template ("streamlit", registered when streamlit is imported) must be merged in for its light
+# and dark theme to apply. Merged once: a default written "streamlit+x" is merged anew for every
+# figure built, ~5 ms each.
+pio.templates["attention_explorer"] = pio.templates.merge_templates(
+    pio.templates["streamlit"],
+    go.layout.Template(
+        layout={"xaxis": {"ticklabeloverflow": "allow"}, "yaxis": {"ticklabeloverflow": "allow"}}
+    ),
 )
-pio.templates.default = "streamlit+labels_unmeasured"
+pio.templates.default = "attention_explorer"
 
 
 def layer_head_picker(
