@@ -224,8 +224,10 @@ def main() -> None:
                 # Alternate who goes first; the reference is measured next to every page.
                 order = ["ours", "ref"] if (round_index + page_index) % 2 == 0 else ["ref", "ours"]
                 for who in order:
-                    drawn = BUTTON_SELECTOR if who == "ours" and stem in BUTTON_PAGES else None
-                    tab = Tab(browser, args.throttle, drawn or FIGURE_SELECTOR)
+                    button_page = who == "ours" and stem in BUTTON_PAGES
+                    tab = Tab(
+                        browser, args.throttle, BUTTON_SELECTOR if button_page else FIGURE_SELECTOR
+                    )
                     url = f"{app.url}/{app_page.url_path}" if who == "ours" else ref.url
                     data = ours[stem] if who == "ours" else reference
                     data["load"].append(tab.load(url))

@@ -105,7 +105,7 @@ heatmap = charts.attention_heatmap(
     head_weights,
     shown_tokens,
     shown_tokens,
-    title=f"Layer {layer}, head {head}: attention weights"
+    title=charts.head_title(layer, head)
     + (" without [CLS]/[SEP]" if renormalise else "")
     + (" between words" if word_level else ""),
     zmax=None if long_input else 1.0,
