@@ -25,6 +25,30 @@ def test_verify_against_transformers_reports_every_layer():
     assert len(differences) == 2 and max(differences) < 1e-5
 
 
+def test_word_piece_table_waits_until_opened_and_lists_the_tokenizers_pieces():
+    """Closed, the table is not even sent (browser work on every visit); opened, its rows are
+    transformers' own tokenisation of the sentence, and a pair's pieces are marked B."""
+    from transformers import AutoTokenizer
+
+    at = run_page(OVERVIEW, text="The river bank flooded.", pair="Unbelievably so.")
+    assert_no_exception(at)
+    assert at.expander(key="overview_pieces").label.startswith("Every word piece")
+    assert len(at.dataframe) == 0
+    at.session_state["overview_pieces"] = True
+    at.run()
+    assert_no_exception(at)
+    table = at.dataframe[0].value
+    hf = AutoTokenizer.from_pretrained(str(core.load_model().model_dir))
+    expected = hf("The river bank flooded.", "Unbelievably so.")
+    assert list(table["vocabulary id"]) == expected["input_ids"]
+    assert list(table["piece"]) == hf.convert_ids_to_tokens(expected["input_ids"])
+    assert list(table["sentence"]) == ["AB"[s] for s in expected["token_type_ids"]]
+    assert list(table["#"]) == list(range(len(expected["input_ids"])))
+    assert f"**{len(expected['input_ids'])} word pieces**" in " ".join(
+        m.value for m in at.markdown
+    )
+
+
 def test_unloadable_model_is_reported_and_the_bundled_model_takes_over():
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
     at.session_state["model"] = "bert-base-uncased"

@@ -66,9 +66,20 @@ with chart_col:
     widgets.show_figure(fig, key="overview_heatmap", filename=filename)
 
 st.subheader("2 · The word pieces")
-pieces_col, notes_col = st.columns([3, 2])
-with pieces_col:
-    st.dataframe(
+st.markdown(
+    f"BERT cuts text into pieces from a fixed vocabulary of {model.dims.vocab_size:,} "
+    "entries — a rare word becomes several pieces, and every piece after its first is "
+    "marked `##` — and wraps them in `[CLS]` … `[SEP]`. This input is "
+    f"**{trace.n_tokens} word pieces**. Each piece, numbered from 0, is one row and one column "
+    "of every attention matrix in this app."
+)
+# Drawn only once opened: the table was ~140 ms of a first visit's browser work, a tenth of
+# the whole page's (bench/bench_browser.py), for a detail most visitors do not need first.
+pieces = st.expander(
+    "Every word piece with its vocabulary id", on_change="rerun", key="overview_pieces"
+)
+if pieces.open:
+    pieces.dataframe(
         {
             "#": list(range(trace.n_tokens)),
             "piece": list(trace.tokens),
@@ -79,28 +90,15 @@ with pieces_col:
         width="stretch",
         hide_index=True,
     )
-with notes_col:
-    st.markdown(
-        f"BERT cuts text into pieces from a fixed vocabulary of {model.dims.vocab_size:,} "
-        "entries — a rare word becomes several pieces, and every piece after its first is "
-        "marked `##` — and wraps them in `[CLS]` … "
-        "`[SEP]`. Each piece, numbered from 0, is one row and one column of every "
-        "attention matrix in this app."
-    )
-    st.metric("word pieces", trace.n_tokens)
 
 st.subheader("3 · The model")
 dims = model.dims
-cols = st.columns(5)
-sizes = {
-    "layers": dims.n_layers,
-    "heads per layer": dims.n_heads,
-    "d_model": dims.d_model,
-    "d_head": dims.d_head,
-    "max positions": dims.max_positions,
-}
-for col, (label, value) in zip(cols, sizes.items(), strict=True):
-    col.metric(label, value)
+# One line of text, not six st.metric cards: ~45 ms less browser work on every visit.
+st.markdown(
+    f"**{dims.n_layers}** layers · **{dims.n_heads}** heads per layer · "
+    f"`d_model` **{dims.d_model}** · `d_head` **{dims.d_head}** · "
+    f"up to **{dims.max_positions}** positions"
+)
 
 st.subheader("4 · Is this really BERT?")
 st.markdown(
