@@ -292,6 +292,12 @@ def query_row(
     return without_specials(row[None, :], trace.tokens)[0] if renormalise else row
 
 
+def query_rows(trace: Trace, query: int, renormalise: bool = False) -> np.ndarray:
+    """(L, H, n): where one query looks in every head; query_row for all layers and heads."""
+    rows = trace.attentions[:, :, query, :]  # (L, H, n_q, n_k) -> (L, H, n_k)
+    return without_specials(rows, trace.tokens) if renormalise else rows
+
+
 def shared_pieces(tokens_a: Sequence[str], tokens_b: Sequence[str]) -> list[str]:
     """Word pieces present in both sentences (no [CLS]/[SEP]), longest first.
 

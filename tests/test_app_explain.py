@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import base64
 import json
 
 import numpy as np
 import pytest
 from conftest import BAD_INPUTS, ROOT, assert_no_exception, run_page
+from shown import sent_array as array
 from shown import shown
 
 from core import similarity, words
@@ -16,17 +16,6 @@ from ui import explain_charts
 FLOW = "views/information_flow.py"
 EXPLANATIONS = "views/explanations.py"
 PAIR = ("Time flies like an arrow.", "Fruit flies like a banana.")
-
-
-def array(value) -> np.ndarray:
-    """A plotly array as sent: a plain list, or base64 "bdata" with a dtype (and a shape)."""
-    if isinstance(value, dict):
-        flat = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
-        shape = value.get("shape")
-        if isinstance(shape, str):
-            shape = [int(s) for s in shape.split(",")]
-        return flat.reshape(shape) if shape else flat
-    return np.asarray(value, dtype=float)
 
 
 def chart_specs(at) -> list[dict]:

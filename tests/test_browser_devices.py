@@ -18,6 +18,7 @@ from browser import (
     app_pages,
     page_exceptions,
 )
+from shown import shown
 
 pytestmark = pytest.mark.browser
 
@@ -175,10 +176,11 @@ def test_keyboard_keeps_focus_on_a_slider_across_presses(browser, server):
 
     The first press used to rerun the page with one element fewer at the top (the one-off
     plotly preload), the frontend rebuilt every widget, and focus fell to the body. On a page
-    whose sliders rerun it (the Overview switches heads in the browser, tested below).
+    whose sliders rerun it: the Head view (the Overview and Attention heatmaps switch heads in
+    the browser, tested below).
     """
-    heatmaps = next(p for p in PAGES if p.path == "views/heatmaps.py")
-    page, context = open_page(browser, server, heatmaps, viewport={"width": 1300, "height": 1200})
+    head_view = next(p for p in PAGES if p.path == "views/head_view.py")
+    page, context = open_page(browser, server, head_view, viewport={"width": 1300, "height": 1200})
     try:
         runs = page.runs
         slider = page.locator(SLIDER_INPUT).first
@@ -199,12 +201,12 @@ def test_keyboard_keeps_focus_on_a_slider_across_presses(browser, server):
         context.close()
 
 
-# The Overview's every-head heatmap (charts.every_head_heatmap): its title, the weights trace 0
-# shows (rows of numbers), and whether the page's run has sent it.
+# The page's every-head heatmap (charts.every_head_heatmap, the one whose meta counts pieces):
+# its title, the weights trace 0 shows (rows of numbers), and whether the page's run has sent it.
 SHOWN_HEAD_JS = """
 () => {
   const gd = [...document.querySelectorAll('.js-plotly-plot')]
-    .find(g => g.layout && g.layout.meta && g.layout.meta.every_head_of);
+    .find(g => g.layout && g.layout.meta && g.layout.meta.pieces);
   if (!gd || !gd._fullData) return null;
   return {title: gd._fullLayout.title.text, zmax: gd._fullData[0].zmax,
           weights: Array.from(gd._fullData[0].z, row => Array.from(row))};
@@ -275,6 +277,61 @@ def test_overview_switches_layer_and_head_in_the_browser(browser, server):
         assert len(drawn["weights"]) == len(switched["weights"]) > 48
         for served_row, switched_row in zip(drawn["weights"], switched["weights"], strict=True):
             assert switched_row == pytest.approx(served_row, abs=1e-6)
+    finally:
+        context.close()
+
+
+# Attention heatmaps' three figures that follow the sliders: the model view's frame (shape 0),
+# the up-close heatmap, and the shared word's rows in two sentences (section 4).
+HEATMAPS_SHOWN_JS = """
+() => {
+  const plots = [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')];
+  const having = key => plots.find(g => g.layout && g.layout.meta && key in g.layout.meta);
+  const grid = having('frame'), heatmap = having('pieces'), rows = having('bar_lengths');
+  if (!grid || !heatmap || !rows || !heatmap._fullData || !rows._fullData) return null;
+  const frame = grid._fullLayout.shapes[0];
+  return {frame: [frame.x0, frame.x1, frame.y0, frame.y1],
+          title: heatmap._fullLayout.title.text,
+          weights: Array.from(heatmap._fullData[0].z, row => Array.from(row)),
+          rowsTitle: rows._fullLayout.title.text,
+          bars: rows._fullData.map(bars => Array.from(bars.y))};
+}
+"""
+
+
+def test_attention_heatmaps_switch_frame_heatmap_and_rows_in_the_browser(browser, server):
+    """On Attention heatmaps the sliders move the grid's frame and redraw the up-close heatmap
+    and section 4's rows with no run of the script; a reload of the resulting link draws the
+    same three on the server (so no store is another head's, or misplaced)."""
+    heatmaps = next(p for p in PAGES if Path(p.path).stem == "heatmaps")
+    page, context = open_page(browser, server, heatmaps, viewport={"width": 1300, "height": 1200})
+    try:
+        mark = page.runs.mark()
+        text = quote("Unbelievably, the riverbank flooded.")
+        page.goto(f"{server.url}/{heatmaps.url_path}?text={text}&hm_renorm=true")
+        page.runs.wait_settled(mark, start_timeout_ms=60_000)
+        page.wait_for_function(f"({HEATMAPS_SHOWN_JS})() !== null")
+        opened = page.evaluate(HEATMAPS_SHOWN_JS)
+        assert "Layer 0, head 0: attention weights without [CLS]/[SEP]" in opened["title"]
+        press_until_titled(page, "Head", "Layer 0, head 1:")
+        press_until_titled(page, "Layer", "Layer 1, head 1:")
+        switched = page.evaluate(HEATMAPS_SHOWN_JS)
+        assert shown(without_bold(switched["rowsTitle"])).endswith("looks: layer 1, head 1")
+        assert switched["frame"] != opened["frame"] and switched["bars"] != opened["bars"]
+        assert page.errors == []
+
+        mark = page.runs.mark()
+        page.goto(page.url)  # the copied link: the server draws layer 1, head 1 itself
+        page.runs.wait_settled(mark, start_timeout_ms=60_000)
+        page.wait_for_function(f"({HEATMAPS_SHOWN_JS})() !== null")
+        drawn = page.evaluate(HEATMAPS_SHOWN_JS)
+        assert drawn["frame"] == pytest.approx(switched["frame"], abs=1e-9)
+        for key in ("title", "rowsTitle"):
+            assert without_bold(drawn[key]) == without_bold(switched[key])
+        for served, shown_row in zip(drawn["weights"], switched["weights"], strict=True):
+            assert shown_row == pytest.approx(served, abs=1e-6)
+        for served, shown_bars in zip(drawn["bars"], switched["bars"], strict=True):
+            assert shown_bars == pytest.approx(served, abs=1e-6)
     finally:
         context.close()
 

@@ -11,7 +11,7 @@ from conftest import BAD_INPUTS, assert_no_exception, run_page
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
-from shown import shown
+from shown import sent_array, shown
 
 from core import head_stats
 from ui import explorer_charts, exports
@@ -366,6 +366,71 @@ def test_heatmaps_follow_layer_and_head_and_compare_bank():
     assert any("“bank”" in title for title in titles(at))
     at.toggle(key="hm_renorm").set_value(True).run()
     assert "Layer 4, head 7: attention weights without [CLS]/[SEP]" in titles(at)
+
+
+def unpacked_rows(packed: str, cols: int) -> list[list[float]]:
+    """charts.packed_weights -> rows of cols weights, read as HEAD_SWITCH_JS reads them
+    (little-endian uint16 counts of 1/10,000)."""
+    import base64
+
+    counts = np.frombuffer(base64.b64decode(packed), dtype="<u2").astype(np.float64)
+    return (counts.reshape(-1, cols) / 10_000).tolist()
+
+
+def every_head_figures(at) -> dict[str, dict]:
+    """The Attention heatmaps page's figures that switch heads in the browser, by kind."""
+    kinds = {}
+    for spec in chart_specs(at):
+        meta = spec["layout"].get("meta") or {}
+        if "frame" in meta:
+            kinds["grid"] = spec
+        elif "bar_lengths" in meta:
+            kinds["rows"] = spec
+        elif "pieces" in meta:
+            kinds["heatmap"] = spec
+    return kinds
+
+
+def test_heatmaps_send_every_head_as_the_server_draws_it():
+    """Up to ~128 pieces the sliders switch heads in the browser, from stores the run sends.
+    Store l·H + h must be exactly what the server draws when the sliders say (l, h): the
+    up-close heatmap (here between words, [CLS]/[SEP] hidden: both switches change the
+    numbers) and the shared word's rows in both sentences of section 4."""
+    at = run_page(HEATMAPS, text="Unbelievably, the riverbank flooded.")
+    at.toggle(key="words").set_value(True)
+    at.toggle(key="hm_renorm").set_value(True).run()
+    assert_no_exception(at)
+    sent = every_head_figures(at)  # as sent with the sliders at layer 0, head 0
+    assert set(sent) == {"grid", "heatmap", "rows"}
+    n_heads = sent["grid"]["layout"]["meta"]["every_head_of"]
+    for layer, head in ((0, 0), (2, 5), (5, n_heads - 1)):
+        at.slider(key="layer").set_value(layer)
+        at.slider(key="head").set_value(head).run()
+        drawn = every_head_figures(at)
+        index = layer * n_heads + head
+        for kind in ("grid", "heatmap", "rows"):
+            assert drawn[kind]["data"][0]["meta"] == index  # what the browser script checks
+
+        heatmap = drawn["heatmap"]
+        store = sent["heatmap"]["layout"]["meta"]["heads"][index]
+        assert store["title"] == heatmap["layout"]["title"]["text"]
+        assert (
+            f"Layer {layer}, head {head}: attention weights without [CLS]/[SEP]" in store["title"]
+        )
+        assert "between words" in store["title"]
+        z = sent_array(heatmap["data"][0]["z"])
+        np.testing.assert_array_equal(unpacked_rows(store["weights"], len(z)), z)
+        assert store["zmax"] == heatmap["data"][0]["zmax"]
+
+        rows = drawn["rows"]
+        store = sent["rows"]["layout"]["meta"]["heads"][index]
+        assert store["title"] == rows["layout"]["title"]["text"]
+        assert shown(store["title"]).endswith(f"looks: layer {layer}, head {head}")
+        bars = [sent_array(trace["y"]) for trace in rows["data"]]
+        for packed, y in zip(store["bars"], bars, strict=True):
+            np.testing.assert_array_equal(unpacked_rows(packed, len(y))[0], y)
+    # the server's own drawing at (5, H - 1) differs from (0, 0): the stores are not all alike
+    assert not np.array_equal(sent_array(sent["heatmap"]["data"][0]["z"]), z)
 
 
 @pytest.mark.parametrize("page", [HEATMAPS, HEAD_VIEW])

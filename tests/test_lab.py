@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 import json
 import math
@@ -11,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 from conftest import assert_no_exception, run_page
-from shown import shown
+from shown import sent_array, shown
 
 from core import lab
 from ui import lab_charts
@@ -335,11 +334,7 @@ def spec(at, index: int) -> dict:
 
 def heatmap_z(at, index: int) -> np.ndarray:
     """The z matrix of a page's heatmap; plotly sends arrays as base64 ("bdata") with a dtype."""
-    z = spec(at, index)["data"][0]["z"]
-    if isinstance(z, dict):
-        shape = [int(side) for side in str(z["shape"]).split(",")]
-        return np.frombuffer(base64.b64decode(z["bdata"]), dtype=z["dtype"]).reshape(shape)
-    return np.asarray(z)
+    return sent_array(spec(at, index)["data"][0]["z"])
 
 
 def test_page_trains_and_scrubs():

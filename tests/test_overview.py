@@ -44,9 +44,7 @@ def test_word_piece_table_waits_until_opened_and_lists_the_tokenizers_pieces():
     assert list(table["piece"]) == hf.convert_ids_to_tokens(expected["input_ids"])
     assert list(table["sentence"]) == ["AB"[s] for s in expected["token_type_ids"]]
     assert list(table["#"]) == list(range(len(expected["input_ids"])))
-    assert f"**{len(expected['input_ids'])} word pieces**" in " ".join(
-        m.value for m in at.markdown
-    )
+    assert f"**{len(expected['input_ids'])} word pieces**" in " ".join(m.value for m in at.markdown)
 
 
 def test_unloadable_model_is_reported_and_the_bundled_model_takes_over():

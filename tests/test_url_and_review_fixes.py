@@ -7,13 +7,13 @@ The browser half of §4 (a copied link reopens the same figures) is tests/test_b
 
 from __future__ import annotations
 
-import base64
 import json
 
 import numpy as np
 import pytest
 from bound_keys import url_bound_keys
 from conftest import ROOT, assert_no_exception, page_paths
+from shown import sent_array as decoded
 
 from core import head_stats, positional
 
@@ -98,15 +98,6 @@ def chart_spec(at, key: str) -> dict:
         if chart.proto.id.endswith(key):
             return json.loads(chart.proto.spec)
     raise AssertionError(f"no figure with key {key}")
-
-
-def decoded(array) -> np.ndarray:
-    """A plotly array as sent: a plain list, or base64 "bdata" with a dtype and a shape."""
-    if not isinstance(array, dict):
-        return np.array(array, dtype=float)
-    shape = [int(n) for n in str(array.get("shape", "-1")).split(",")]
-    flat = np.frombuffer(base64.b64decode(array["bdata"]), dtype=array["dtype"])
-    return flat.reshape(shape).astype(float)
 
 
 def test_the_heatmaps_page_shows_statistics_of_what_it_shows(model):

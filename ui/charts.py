@@ -205,30 +205,45 @@ def head_title(layer: int, head: int) -> str:
 WEIGHT_STEPS = 10_000  # attention heatmaps show weights to 4 decimals: k / 10,000, k in 0..10,000
 
 
+def packed_weights(weights: np.ndarray) -> str:
+    """Weights in [0, 1] as drawn (4 decimals), for a figure's store of every head: base64 of
+    little-endian uint16 counts of 1/WEIGHT_STEPS, row after row. 2 bytes a weight, and decoded
+    by widgets.HEAD_SWITCH_JS only for the head that is asked for."""
+    shown = np.round(np.asarray(weights, dtype=np.float64), 4)
+    steps = np.rint(shown * WEIGHT_STEPS).astype("<u2")  # exact at 4 decimals
+    return base64.b64encode(steps.tobytes()).decode("ascii")
+
+
 def every_head_heatmap(
-    attentions: np.ndarray, tokens: Sequence[str], layer: int, head: int
+    attentions: np.ndarray,
+    tokens: Sequence[str],
+    layer: int,
+    head: int,
+    title_suffix: str = "",
 ) -> go.Figure:
     """The heatmap of one head that carries every head's weights, to switch in the browser.
 
     attentions: (L, H, n, n). The figure is attention_heatmap's for (layer, head). Its
     layout.meta also holds, for head h of layer l at index l·H + h, the head's title, the top of
-    its colour scale and its weights as they are drawn (4 decimals), packed as base64 of
-    little-endian uint16 counts of 1/10,000: 2 bytes a cell, decoded only for a head that is
-    asked for. The stores stay out of the figure's traces, which plotly would re-check on every
-    redraw. widgets.HEAD_SWITCH_JS swaps a store into trace 0 when a slider moves.
+    its colour scale and its weights as they are drawn (packed_weights). The stores stay out of
+    the figure's traces, which plotly would re-check on every redraw. widgets.HEAD_SWITCH_JS
+    swaps a store into trace 0 when a slider moves.
+    title_suffix: the code's own words after every head's title (never visitor text).
     """
     n_layers, n_heads, n, _ = attentions.shape
-    fig = attention_heatmap(attentions[layer, head], tokens, tokens, head_title(layer, head))
+    fig = attention_heatmap(
+        attentions[layer, head], tokens, tokens, head_title(layer, head) + title_suffix
+    )
     fig.data[0].meta = layer * n_heads + head  # the store trace 0 shows now
-    shown = np.round(attentions.astype(np.float64), 4)  # (L, H, n, n), as attention_heatmap draws
-    steps = np.rint(shown * WEIGHT_STEPS).astype("<u2")  # (L, H, n, n), exact at 4 decimals
     stores = []
     for store_layer in range(n_layers):
         for store_head in range(n_heads):
-            title = head_title(store_layer, store_head)
-            zmax, title = _fitted_scale(shown[store_layer, store_head], title)
-            packed = base64.b64encode(steps[store_layer, store_head].tobytes()).decode("ascii")
-            stores.append({"title": title, "zmax": zmax, "weights": packed})
+            weights = attentions[store_layer, store_head]  # (n, n)
+            zmax, title = _fitted_scale(
+                np.round(weights.astype(np.float64), 4),
+                head_title(store_layer, store_head) + title_suffix,
+            )
+            stores.append({"title": title, "zmax": zmax, "weights": packed_weights(weights)})
     fig.layout.meta = {
         "every_head_of": n_heads,
         "pieces": n,

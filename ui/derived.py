@@ -14,6 +14,8 @@ thumbnails 0.11 s (0.28 s hidden) -> 0.3 ms; the permutation experiment at 64 wo
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import streamlit as st
 
@@ -53,13 +55,31 @@ def _attention_block(trace: core.Trace, word_level: bool) -> tuple[np.ndarray, t
     )
 
 
+def shown_weights(
+    weights: np.ndarray, tokens: Sequence[str], hide_specials: bool, word_level: bool
+) -> np.ndarray:
+    """(..., n, n) attention weights as the Attention heatmaps page draws them: merged into
+    words (..., w, w) when word_level (keys summed, queries averaged), then [CLS]/[SEP] hidden
+    and rows renormalised if asked. The input itself when neither switch is on, else a copy."""
+    if word_level:
+        groups = words.word_groups(tokens)
+        weights = words.merge_attention(weights, groups)
+        tokens = words.word_labels(tokens, groups)
+    if hide_specials:  # after merging: a word's pieces are summed first
+        weights = head_stats.without_specials(weights, tokens)
+    return weights
+
+
+def shown_attentions(trace: core.Trace, hide_specials: bool, word_level: bool) -> np.ndarray:
+    """(L, H, n, n) every head of the Trace as shown (shown_weights); not cached."""
+    return shown_weights(trace.attentions, trace.tokens, hide_specials, word_level)
+
+
 @st.cache_resource(max_entries=8, show_spinner=False)
 def _thumbnails(
     key: tuple, hide_specials: bool, word_level: bool, _trace: core.Trace
 ) -> np.ndarray:
-    weights, tokens = _attention_block(_trace, word_level)
-    if hide_specials:  # after merging, as the up-close heatmap does
-        weights = head_stats.without_specials(weights, tokens)  # a transient copy
+    weights = shown_attentions(_trace, hide_specials, word_level)
     return _read_only(np.array(head_stats.thumbnails(weights)))  # (L, H, m, m), m ≤ 48: ≤ 0.7 MB
 
 

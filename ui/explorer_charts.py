@@ -7,14 +7,21 @@ typed by a user must stay the three characters "<b>").
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from core.head_stats import HeadViewLines
-from ui.charts import COLORSCALE, QUALITATIVE_COLOURS, annotate_heatmap, token_ticks
+from ui.charts import (
+    COLORSCALE,
+    QUALITATIVE_COLOURS,
+    WEIGHT_STEPS,
+    annotate_heatmap,
+    packed_weights,
+    token_ticks,
+)
 from ui.escape import literal
 
 HEAD_COLOURS = QUALITATIVE_COLOURS
@@ -46,6 +53,7 @@ def model_view_grid(
     selected: tuple[int, int] | None,
     title: str,
     zmax: float | None = None,
+    frame_follows_sliders: bool = False,
 ) -> go.Figure:
     """All heads at once: one heatmap trace holding every (m, m) thumbnail of thumbs (L, H, m, m).
 
@@ -54,6 +62,8 @@ def model_view_grid(
     A second, invisible trace puts one point on each thumbnail's centre: Streamlit reports
     clicks on scatter points but not on heatmap cells (streamlit#8760), so that is what a click
     or tap on a head selects (its customdata is [layer, head]).
+    frame_follows_sliders: layout.meta tells widgets.HEAD_SWITCH_JS where thumbnail l·H + h
+    lies, so the frame (shape 0) moves with the page's sliders in the browser.
     """
     n_layers, n_heads, m, _ = thumbs.shape
     gap = max(1, m // 8)
@@ -73,6 +83,8 @@ def model_view_grid(
     )
     if selected is not None:
         layer, head = selected
+        # thumbnail (l, h) covers cells l·step .. l·step + m - 1 down and h·step .. across;
+        # the frame runs through the middle of the gaps around it
         fig.add_shape(
             type="rect",
             x0=head * step - 0.5 - gap / 2,
@@ -81,6 +93,12 @@ def model_view_grid(
             y1=layer * step + m - 0.5 + gap / 2,
             line={"color": "#FF4B4B", "width": 3},
         )
+        if frame_follows_sliders:
+            fig.data[0].meta = layer * n_heads + head  # the head the frame is on now
+            fig.layout.meta = {
+                "every_head_of": n_heads,
+                "frame": {"step": step, "size": m, "gap": gap},
+            }
     layer_of, head_of = np.divmod(np.arange(n_layers * n_heads), n_heads)  # row-major heads
     fig.add_trace(
         go.Scatter(
@@ -222,6 +240,44 @@ def compare_rows_figure(
         margin={"l": 10, "r": 10, "t": 80, "b": 10},
         bargap=0.15,
     )
+    return fig
+
+
+def every_head_compare_rows(
+    rows: Sequence[np.ndarray],
+    tokens: Sequence[Sequence[str]],
+    focus: Sequence[int],
+    titles: Sequence[str],
+    title_of_head: Callable[[int, int], str],
+    layer: int,
+    head: int,
+) -> go.Figure:
+    """compare_rows_figure for (layer, head), carrying every head's rows to switch in the browser.
+
+    rows: one (L, H, n_s) array per sentence s, the query's weights in every head. layout.meta
+    holds, for head h of layer l at index l·H + h, its title and its bars (charts.packed_weights,
+    one row per sentence); widgets.HEAD_SWITCH_JS swaps them in when a slider moves.
+    title_of_head(l, h): the figure's title for that head (escaped here, like every title).
+    """
+    n_layers, n_heads = rows[0].shape[:2]
+    fig = compare_rows_figure(
+        [r[layer, head] for r in rows], tokens, focus, titles, title_of_head(layer, head)
+    )
+    for bars in fig.data:
+        bars.meta = layer * n_heads + head
+    fig.layout.meta = {
+        "every_head_of": n_heads,
+        "steps": WEIGHT_STEPS,
+        "bar_lengths": [r.shape[-1] for r in rows],
+        "heads": [
+            {
+                "title": literal(title_of_head(store_layer, store_head)),
+                "bars": [packed_weights(r[store_layer, store_head]) for r in rows],
+            }
+            for store_layer in range(n_layers)
+            for store_head in range(n_heads)
+        ],
+    }
     return fig
 
 

@@ -66,10 +66,12 @@ def layer_head_picker(
     return min(int(layer), model.n_layers - 1), min(int(head), model.n_heads - 1)
 
 
-# When a Layer or Head slider on the page changes value, draw the matching head stored in the
-# page's every-head heatmap (charts.every_head_heatmap) in its trace 0. A fixed script: it
-# reads only numbers (the sliders' values) and the figure's own layout.meta; no visitor text is
-# ever part of it. Installed once per browser tab.
+# When a Layer or Head slider on the page changes value, show the matching head in every figure
+# that carries all heads: an every-head heatmap (charts.every_head_heatmap), a query's rows in
+# two sentences (explorer_charts.every_head_compare_rows) and the model view's frame
+# (explorer_charts.model_view_grid). A fixed script: it reads only numbers (the sliders' values)
+# and the figures' own layout.meta; no visitor text is ever part of it (a stored title is the
+# escaped one the server would draw). Installed once per browser tab.
 # Streamlit passes st.html through DOMPurify, which drops a script whose text holds "<" before a
 # letter or "/" (a tag, to it): the script writes "<b>" as "\x3cb>".
 HEAD_SWITCH_JS = """<script>
@@ -81,34 +83,75 @@ HEAD_SWITCH_JS = """<script>
       '[data-testid="stSlider"] input[type="range"][aria-label="' + label + '"]');
     return input ? Number(input.value) : NaN;
   };
-  // base64 of little-endian uint16 counts of 1/steps -> n rows of n weights
-  const unpack = (packed, n, steps) => {
+  // base64 of little-endian uint16 counts of 1/steps -> rows of cols weights
+  const unpack = (packed, rows, cols, steps) => {
     const bytes = Uint8Array.from(atob(packed), c => c.charCodeAt(0));
     const view = new DataView(bytes.buffer);
-    return Array.from({length: n}, (_, row) => Array.from({length: n},
-      (_, col) => view.getUint16(2 * (row * n + col), true) / steps));
+    return Array.from({length: rows}, (_, row) => Array.from({length: cols},
+      (_, col) => view.getUint16(2 * (row * cols + col), true) / steps));
+  };
+  // Streamlit's theme draws figure titles in bold; a title set here must ask for it.
+  const boldTitle = text => ({'title.text': '\\x3cb>' + text + '\\x3c/b>'});
+  // layer · H + head of the sliders, or NaN (none yet, or sliders of another model for a moment)
+  const chosenIndex = (main, meta) => {
+    const layer = valueOf(main, 'Layer'), head = valueOf(main, 'Head');
+    if (!Number.isInteger(layer) || !Number.isInteger(head)) return NaN;
+    return head >= meta.every_head_of ? NaN : layer * meta.every_head_of + head;
+  };
+  // The sliders' head into one figure, by the kind of store it carries; nothing if shown.
+  const showIn = (main, gd) => {
+    const meta = gd.layout && gd.layout.meta;
+    const index = meta ? chosenIndex(main, meta) : NaN;
+    if (!Number.isInteger(index) || !gd.data || !gd.data[0]) return;
+    const frame = meta.frame;  // explorer_charts.model_view_grid: its frame is shape 0
+    if (frame) {
+      const head = index % meta.every_head_of, layer = (index - head) / meta.every_head_of;
+      const edge = i => i * frame.step - 0.5 - frame.gap / 2;  // the gap before thumbnail i
+      const side = frame.size + frame.gap, shape = (gd.layout.shapes || [])[0];
+      if (!shape || (shape.x0 === edge(head) && shape.y0 === edge(layer))) return;
+      // A relayout of one shape redraws that shape only, not the 72 thumbnails.
+      window.Plotly.relayout(gd, {'shapes[0].x0': edge(head), 'shapes[0].x1': edge(head) + side,
+        'shapes[0].y0': edge(layer), 'shapes[0].y1': edge(layer) + side});
+      return;
+    }
+    const store = meta.heads && meta.heads[index];
+    if (!store || gd.data[0].meta === index) return;  // trace 0's meta: the head shown
+    if (store.bars) {  // explorer_charts.every_head_compare_rows: one bar trace per sentence
+      const traces = store.bars.map((_, t) => t);
+      const y = store.bars.map((packed, t) => unpack(packed, 1, meta.bar_lengths[t], meta.steps)[0]);
+      window.Plotly.update(gd, {y: y, meta: traces.map(() => index)}, boldTitle(store.title), traces);
+      return;
+    }
+    // charts.every_head_heatmap: the head's weights and colour scale in trace 0
+    const weights = unpack(store.weights, meta.pieces, meta.pieces, meta.steps);
+    window.Plotly.update(gd, {z: [weights], zmax: [store.zmax], meta: [index]},
+      boldTitle(store.title), [0]);
   };
   const showChosenHead = () => {
     const main = document.querySelector('[data-testid="stMain"]');
     if (!main || !window.Plotly) return;
-    const layer = valueOf(main, 'Layer'), head = valueOf(main, 'Head');
-    if (!Number.isInteger(layer) || !Number.isInteger(head)) return;
+    const figures = [];
     for (const gd of main.querySelectorAll('.js-plotly-plot')) {
       const meta = gd.layout && gd.layout.meta;
-      if (!meta || !Number.isInteger(meta.every_head_of) || !gd.data || !gd.data[0]) continue;
+      if (!meta || !Number.isInteger(meta.every_head_of)) continue;
       // After any redraw (a resize, a theme, a new plot that dropped listeners) show the
       // slider's head again: hooked anew each time, never twice.
       gd.removeListener('plotly_afterplot', showChosenHead);
       gd.on('plotly_afterplot', showChosenHead);
-      if (head >= meta.every_head_of) continue;  // sliders of another model, for a moment
-      const index = layer * meta.every_head_of + head;
-      const store = meta.heads[index];
-      if (!store || gd.data[0].meta === index) continue;
-      // Streamlit's theme draws figure titles in bold; a title set here must ask for it.
-      window.Plotly.update(gd,
-        {z: [unpack(store.weights, meta.pieces, meta.steps)], zmax: [store.zmax], meta: [index]},
-        {'title.text': '\\x3cb>' + store.title + '\\x3c/b>'}, [0]);
+      figures.push(gd);
     }
+    // One figure per frame, so the first is on screen without waiting for the others: in page
+    // order, but a grid's frame last. Moving a shape makes plotly recompute the grid's whole
+    // heatmap (~50 ms), and the head itself is what the visitor watches. Each figure reads the
+    // sliders when its turn comes, so a late one never shows an old head.
+    figures.sort((a, b) => Boolean(a.layout.meta.frame) - Boolean(b.layout.meta.frame));
+    const next = () => {
+      const gd = figures.shift();
+      if (!gd) return;
+      showIn(main, gd);
+      requestAnimationFrame(() => setTimeout(next, 0));
+    };
+    next();
   };
   new MutationObserver(showChosenHead).observe(document.body,
     {subtree: true, attributes: true, attributeFilter: ['value']});
@@ -199,18 +242,19 @@ def every_head_csv(attentions: np.ndarray, labels: Sequence[str]) -> str:
 
 
 def download_every_head(
-    fetch: Callable[[], core.Trace], labels: Sequence[str], filename: str, key: str | None = None
+    weights: Callable[[], np.ndarray], labels: Sequence[str], filename: str, key: str | None = None
 ) -> None:
     """A download button for every head's weights as one CSV (built lazily, only when clicked).
 
     For a page whose sliders switch heads in the browser: the server does not know the head on
     screen until the next run, so a one-head CSV could be another head's.
-    fetch: returns the page's Trace again (ui.state.refetch); the button keeps the callable, not
-    a (L, H, n, n) copy, for as long as the visitor's page is open.
+    weights: returns the (L, H, n, n) weights as shown, from the page's Trace fetched again
+    (ui.state.refetch); the button keeps the callable, not a copy, for as long as the visitor's
+    page is open.
     """
     st.download_button(
         "Download every head as CSV",
-        data=lambda: every_head_csv(fetch().attentions, labels),
+        data=lambda: every_head_csv(weights(), labels),
         file_name=f"{filename}.csv",
         mime="text/csv",
         key=key,

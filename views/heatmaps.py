@@ -66,7 +66,12 @@ def pick_clicked_head() -> None:
 
 grid_slot = st.container()
 st.caption("Click a head in the grid, or choose it here (the grid's red frame follows):")
-layer, head = widgets.layer_head_picker(model)
+# Up to ~128 pieces every head travels with the page: the sliders move the grid's frame and
+# redraw the up-close heatmap and section 4 in the browser, with no server round trip.
+in_browser = charts.switches_in_browser(model.n_layers, model.n_heads, n_shown)
+layer, head = widgets.layer_head_picker(model, in_browser=in_browser)
+if in_browser:
+    widgets.head_switch()
 thumbs = derived.thumbnails(trace, renormalise, word_level)  # cached: reads every head
 with grid_slot:
     pooled = thumbs.shape[-1] < n_shown
@@ -76,6 +81,7 @@ with grid_slot:
         title=f"All {model.n_layers} × {model.n_heads} heads"
         + (" between words" if word_level else "")
         + (f" (each pooled to {thumbs.shape[-1]} × {thumbs.shape[-1]})" if pooled else ""),
+        frame_follows_sliders=in_browser,
     )
     widgets.show_figure(
         grid, key="hm_grid", filename="attention-model-view", on_select=pick_clicked_head
@@ -89,35 +95,48 @@ with grid_slot:
         )
 
 # 2 · One head, every cell.
-st.subheader(f"2 · Layer {layer}, head {head} up close")
+st.subheader("2 · One head up close")
 st.latex(formulas.weight(inputs.scale, inputs.causal))  # as the sidebar's switches ran it
 st.markdown(
     "Cell (*i*, *j*) is how much query *i* takes from key *j*; each row sums to 1. Point at a "
     "cell to read both tokens and the weight."
 )
-long_input = n_shown > head_stats.THUMBNAIL_SIDE
-# (n, n), or (w, w) when the word-level switch is on; [CLS]/[SEP] are hidden after merging,
-# as in the grid above and the statistics below
-head_weights = words_view.matrix(trace.attentions[layer, head])
-if renormalise:
-    head_weights = head_stats.without_specials(head_weights, shown_tokens)
-heatmap = charts.attention_heatmap(
-    head_weights,
-    shown_tokens,
-    shown_tokens,
-    title=charts.head_title(layer, head)
-    + (" without [CLS]/[SEP]" if renormalise else "")
-    + (" between words" if word_level else ""),
-    zmax=None if long_input else 1.0,
+# (L, H, n, n), or (L, H, w, w) when the word-level switch is on; [CLS]/[SEP] are hidden after
+# merging, as in the grid above and the statistics below
+title_suffix = (" without [CLS]/[SEP]" if renormalise else "") + (
+    " between words" if word_level else ""
 )
-widgets.show_figure(heatmap, key="hm_heatmap", filename=f"attention-L{layer}-H{head}")
-if long_input:
+labels = widgets.numbered(shown_tokens)
+if in_browser:
+    shown = derived.shown_attentions(trace, renormalise, word_level)
+    heatmap = charts.every_head_heatmap(shown, shown_tokens, layer, head, title_suffix)
+    # In the browser the head may change after this run: the image's name cannot say which.
+    widgets.show_figure(heatmap, key="hm_heatmap", filename="attention-head")
+else:
+    head_weights = derived.shown_weights(  # one head: (n, n), or (w, w) between words
+        trace.attentions[layer, head], tokens, renormalise, word_level
+    )
+    heatmap = charts.attention_heatmap(
+        head_weights, shown_tokens, shown_tokens, charts.head_title(layer, head) + title_suffix
+    )
+    widgets.show_figure(heatmap, key="hm_heatmap", filename=f"attention-L{layer}-H{head}")
+if n_shown > charts.FITTED_SCALE_FROM:
     st.caption(
         f"Over {n_shown} {unit} a typical weight is about 1/{n_shown}: the colour "
-        "scale runs up to this head's largest weight instead of 1, so the pattern stays visible."
+        "scale runs up to each head's largest weight instead of 1, so the pattern stays visible."
     )
-labels = widgets.numbered(shown_tokens)
-widgets.download_matrix(head_weights, labels, labels, f"attention-L{layer}-H{head}", key="hm_csv")
+if in_browser:
+    fetch = state.refetch(model, inputs)
+    widgets.download_every_head(
+        lambda: derived.shown_attentions(fetch(), renormalise, word_level),
+        labels,
+        "attention-all-heads",
+        key="hm_csv",
+    )
+else:
+    widgets.download_matrix(
+        head_weights, labels, labels, f"attention-L{layer}-H{head}", key="hm_csv"
+    )
 
 # 3 · What each head does on average.
 st.subheader("3 · Per-head statistics")
@@ -188,8 +207,8 @@ st.markdown(
     "The same word piece starts from the same row of the word-piece table in both sentences. "
     "Layer 0 already reads LayerNorm(word + position + segment), so at different positions "
     "the two inputs differ a little; what the word reads depends on its neighbours. Below: "
-    f"its row in layer {layer}, head {head} (the sliders above), in each sentence, with the "
-    "sidebar's switches."
+    "its row in the head the sliders above choose, in each sentence, with the sidebar's "
+    "switches."
 )
 left, right = st.columns(2)
 text_a = left.text_input(
@@ -218,18 +237,22 @@ else:
     else:
         word = st.selectbox("Shared word piece", shared, key="hm_word", bind="query-params")
         where = [trace_a.tokens.index(word), trace_b.tokens.index(word)]
-        rows = [
-            head_stats.query_row(trace_a, layer, head, where[0], renormalise),
-            head_stats.query_row(trace_b, layer, head, where[1], renormalise),
+        rows = [  # (L, H, n_s): the word's row in every head of each sentence
+            head_stats.query_rows(trace_a, where[0], renormalise),
+            head_stats.query_rows(trace_b, where[1], renormalise),
         ]
-        compare = explorer_charts.compare_rows_figure(
+        compare = explorer_charts.every_head_compare_rows(
             rows,
             [trace_a.tokens, trace_b.tokens],
             where,
             titles=[f"sentence 1, query {where[0]}", f"sentence 2, query {where[1]}"],
-            title=f"Where “{word}” looks: layer {layer}, head {head}",
+            title_of_head=lambda at_layer, at_head: (
+                f"Where “{word}” looks: layer {at_layer}, head {at_head}"
+            ),
+            layer=layer,
+            head=head,
         )
-        widgets.show_figure(compare, key="hm_compare", filename=f"compare-L{layer}-H{head}")
+        widgets.show_figure(compare, key="hm_compare", filename="compare-head")
         input_cosine = positional.cosine(
             trace_a.hidden_states[0][where[0]], trace_b.hidden_states[0][where[1]]
         )

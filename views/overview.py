@@ -40,7 +40,9 @@ with notes_col:
     labels = widgets.numbered(trace.tokens)
     if in_browser:
         fetch = state.refetch(model, inputs)
-        widgets.download_every_head(fetch, labels, "attention-all-heads", "overview_csv")
+        widgets.download_every_head(
+            lambda: fetch().attentions, labels, "attention-all-heads", "overview_csv"
+        )
         widgets.head_switch()
     else:
         widgets.download_matrix(
