@@ -391,12 +391,36 @@ def every_head_figures(at) -> dict[str, dict]:
     return kinds
 
 
+def words_without_specials(text: str, layer: int, head: int) -> np.ndarray:
+    """(w, w) one head between words, [CLS]/[SEP] columns dropped and rows renormalised, by
+    explicit loops: a ## piece joins the word before it; keys sum, queries average."""
+    import core
+
+    trace = core.load_model().run(text)
+    groups: list[list[int]] = []
+    for position, piece in enumerate(trace.tokens):
+        if groups and piece.startswith("##"):
+            groups[-1].append(position)
+        else:
+            groups.append([position])
+    attn_weights = trace.attentions[layer, head].astype(np.float64)
+    merged = np.zeros((len(groups), len(groups)))
+    for row, queries in enumerate(groups):
+        for col, keys in enumerate(groups):
+            merged[row, col] = sum(attn_weights[q, k] for q in queries for k in keys) / len(queries)
+    for col, keys in enumerate(groups):
+        if trace.tokens[keys[0]] in ("[CLS]", "[SEP]"):
+            merged[:, col] = 0.0
+    return merged / merged.sum(axis=1, keepdims=True)
+
+
 def test_heatmaps_send_every_head_as_the_server_draws_it():
     """Up to ~128 pieces the sliders switch heads in the browser, from stores the run sends.
     Store l·H + h must be exactly what the server draws when the sliders say (l, h): the
     up-close heatmap (here between words, [CLS]/[SEP] hidden: both switches change the
     numbers) and the shared word's rows in both sentences of section 4."""
-    at = run_page(HEATMAPS, text="Unbelievably, the riverbank flooded.")
+    text = "Unbelievably, the riverbank flooded."
+    at = run_page(HEATMAPS, text=text)
     at.toggle(key="words").set_value(True)
     at.toggle(key="hm_renorm").set_value(True).run()
     assert_no_exception(at)
@@ -429,6 +453,8 @@ def test_heatmaps_send_every_head_as_the_server_draws_it():
         bars = [sent_array(trace["y"]) for trace in rows["data"]]
         for packed, y in zip(store["bars"], bars, strict=True):
             np.testing.assert_array_equal(unpacked_rows(packed, len(y))[0], y)
+        if (layer, head) == (2, 5):  # the numbers themselves, written out with loops
+            np.testing.assert_allclose(z, words_without_specials(text, layer, head), atol=6e-5)
     # the server's own drawing at (5, H - 1) differs from (0, 0): the stores are not all alike
     assert not np.array_equal(sent_array(sent["heatmap"]["data"][0]["z"]), z)
 

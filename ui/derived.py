@@ -44,27 +44,29 @@ def _read_only(array: np.ndarray) -> np.ndarray:
 
 
 # ---- Attention heatmaps ------------------------------------------------------------------------
+def _in_words(
+    weights: np.ndarray, tokens: Sequence[str], word_level: bool
+) -> tuple[np.ndarray, tuple[str, ...]]:
+    """(..., n, n) weights and their word pieces, or a (..., w, w) copy merged into words (keys
+    summed within a word, queries averaged) and the words."""
+    if not word_level:
+        return weights, tuple(tokens)
+    groups = words.word_groups(tokens)
+    return words.merge_attention(weights, groups), tuple(words.word_labels(tokens, groups))
+
+
 def _attention_block(trace: core.Trace, word_level: bool) -> tuple[np.ndarray, tuple[str, ...]]:
     """(L, H, n, n) weights and their word pieces, or (L, H, w, w) merged into words."""
-    if not word_level:
-        return trace.attentions, trace.tokens
-    groups = words.word_groups(trace.tokens)
-    # a transient (L, H, w, w) copy: keys summed within a word, queries averaged
-    return words.merge_attention(trace.attentions, groups), tuple(
-        words.word_labels(trace.tokens, groups)
-    )
+    return _in_words(trace.attentions, trace.tokens, word_level)
 
 
 def shown_weights(
     weights: np.ndarray, tokens: Sequence[str], hide_specials: bool, word_level: bool
 ) -> np.ndarray:
     """(..., n, n) attention weights as the Attention heatmaps page draws them: merged into
-    words (..., w, w) when word_level (keys summed, queries averaged), then [CLS]/[SEP] hidden
-    and rows renormalised if asked. The input itself when neither switch is on, else a copy."""
-    if word_level:
-        groups = words.word_groups(tokens)
-        weights = words.merge_attention(weights, groups)
-        tokens = words.word_labels(tokens, groups)
+    words (..., w, w) when word_level, then [CLS]/[SEP] hidden and rows renormalised if asked.
+    The input itself when neither switch is on, else a copy."""
+    weights, tokens = _in_words(weights, tokens, word_level)
     if hide_specials:  # after merging: a word's pieces are summed first
         weights = head_stats.without_specials(weights, tokens)
     return weights

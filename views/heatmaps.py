@@ -237,22 +237,38 @@ else:
     else:
         word = st.selectbox("Shared word piece", shared, key="hm_word", bind="query-params")
         where = [trace_a.tokens.index(word), trace_b.tokens.index(word)]
-        rows = [  # (L, H, n_s): the word's row in every head of each sentence
-            head_stats.query_rows(trace_a, where[0], renormalise),
-            head_stats.query_rows(trace_b, where[1], renormalise),
-        ]
-        compare = explorer_charts.every_head_compare_rows(
-            rows,
-            [trace_a.tokens, trace_b.tokens],
-            where,
-            titles=[f"sentence 1, query {where[0]}", f"sentence 2, query {where[1]}"],
-            title_of_head=lambda at_layer, at_head: (
-                f"Where “{word}” looks: layer {at_layer}, head {at_head}"
-            ),
-            layer=layer,
-            head=head,
-        )
-        widgets.show_figure(compare, key="hm_compare", filename="compare-head")
+        tokens_ab = [trace_a.tokens, trace_b.tokens]
+        titles = [f"sentence 1, query {where[0]}", f"sentence 2, query {where[1]}"]
+
+        def compare_title(at_layer: int, at_head: int) -> str:
+            return f"Where “{word}” looks: layer {at_layer}, head {at_head}"
+
+        if in_browser:  # every head's rows travel with the page, as the heatmap's do
+            compare = explorer_charts.every_head_compare_rows(
+                [  # (L, H, n_s): the word's row in every head of each sentence
+                    head_stats.query_rows(trace_a, where[0], renormalise),
+                    head_stats.query_rows(trace_b, where[1], renormalise),
+                ],
+                tokens_ab,
+                where,
+                titles,
+                title_of_head=compare_title,
+                layer=layer,
+                head=head,
+            )
+        else:
+            compare = explorer_charts.compare_rows_figure(
+                [
+                    head_stats.query_row(trace_a, layer, head, where[0], renormalise),
+                    head_stats.query_row(trace_b, layer, head, where[1], renormalise),
+                ],
+                tokens_ab,
+                where,
+                titles,
+                title=compare_title(layer, head),
+            )
+        filename = "compare-head" if in_browser else f"compare-L{layer}-H{head}"
+        widgets.show_figure(compare, key="hm_compare", filename=filename)
         input_cosine = positional.cosine(
             trace_a.hidden_states[0][where[0]], trace_b.hidden_states[0][where[1]]
         )
