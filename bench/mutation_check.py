@@ -1024,20 +1024,20 @@ MUTANTS = [
     # ---- rollout.py ----------------------------------------------------------------------------
     M(
         "rollout.py",
-        "with_residual = 0.5 * (mean_heads + np.eye(n))",
-        "with_residual = 0.5 * mean_heads + np.eye(n)",
+        "mean_heads.diagonal(dim1=1, dim2=2).add_(1.0)",
+        "mean_heads.diagonal(dim1=1, dim2=2).add_(2.0)",
         "rollout residual: ½Ā + I instead of ½(Ā + I)",
     ),
     M(
         "rollout.py",
-        "mean_heads = attentions.astype(np.float64).mean(axis=1)",
-        "mean_heads = attentions.astype(np.float64).mean(axis=0)",
+        "attentions.mean(axis=1, dtype=np.float32)",
+        "attentions.mean(axis=0, dtype=np.float32)",
         "rollout: mean over layers instead of heads (axis)",
     ),
     M(
         "rollout.py",
-        "current = matrix @ current",
-        "current = current @ matrix",
+        "torch.mm(matrices[layer], rolled[layer - 1], out=rolled[layer])",
+        "torch.mm(rolled[layer - 1], matrices[layer], out=rolled[layer])",
         "rollout: layers multiplied in the wrong order",
     ),
     M(
@@ -1057,6 +1057,12 @@ MUTANTS = [
         "return squared_kq.clamp_min_(0).sqrt_().T",
         "return squared_kq.clamp_min_(0).sqrt_()",
         "norm contributions: (key, query) not transposed back",
+    ),
+    M(
+        "rollout.py",
+        "np.moveaxis(attention, 2, 0)",
+        "np.moveaxis(attention, 1, 0)",
+        "norm contributions: each query's weights read as a key's",
     ),
     M(
         "rollout.py",

@@ -32,12 +32,18 @@ MAX_FLOW_PIECES = 40  # n² max-flows on a graph of (L + 1)·n nodes: ~1.4 s at 
 FLOW_RESOLUTION = 1_000_000  # scipy's max-flow wants integer capacities: shares × 10⁶
 
 
+def _tensor(array: np.ndarray) -> torch.Tensor:
+    """A float32 torch copy of a read-only Trace array."""
+    return torch.from_numpy(np.array(array, dtype=np.float32))
+
+
 def residual_attention(attentions: np.ndarray) -> np.ndarray:
     """(L, H, n, n) -> (L, n, n): Â = ½(Ā + I), Ā the mean over heads, rows renormalised."""
-    mean_heads = attentions.mean(axis=1, dtype=np.float64)  # (L, n, n), summed in float64
-    n = mean_heads.shape[-1]
-    with_residual = 0.5 * (mean_heads + np.eye(n))  # the skip connection keeps half of x_i
-    return with_residual / with_residual.sum(axis=-1, keepdims=True)
+    # numpy reads the read-only Trace array without a copy; the mean is a new, writable array
+    mean_heads = torch.from_numpy(attentions.mean(axis=1, dtype=np.float32))  # (L, n, n)
+    # ½(Ā + I) with its rows renormalised is (Ā + I) renormalised: the ½ cancels
+    mean_heads.diagonal(dim1=1, dim2=2).add_(1.0)  # the skip connection keeps x_i itself
+    return mean_heads.div_(mean_heads.sum(dim=-1, keepdim=True)).numpy()
 
 
 def rollout(mixing: np.ndarray) -> np.ndarray:
@@ -45,13 +51,14 @@ def rollout(mixing: np.ndarray) -> np.ndarray:
 
     R_l[i, j] = share of position i after layer l that traces back to input piece j.
     """
-    # torch, not numpy: numpy's BLAS runs two threads, which collapse when sessions compete
-    matrices = torch.from_numpy(np.array(mixing, dtype=np.float64))  # a copy: any strides
+    # torch, not numpy: numpy's BLAS runs two threads, which collapse when sessions compete.
+    # float32 is plenty: every factor is a row of shares, so the products stay in [0, 1].
+    matrices = _tensor(mixing)  # a copy: any strides
     rolled = torch.empty_like(matrices)
-    current = torch.eye(matrices.shape[-1], dtype=torch.float64)
-    for layer, matrix in enumerate(matrices):
-        current = matrix @ current  # the new layer mixes what the layers below already mixed
-        rolled[layer] = current
+    rolled[0] = matrices[0]
+    for layer in range(1, len(matrices)):
+        # the new layer mixes what the layers below already mixed
+        torch.mm(matrices[layer], rolled[layer - 1], out=rolled[layer])
     return rolled.numpy()
 
 
@@ -108,9 +115,13 @@ def _centre_and_scale(vectors: torch.Tensor, gamma: torch.Tensor) -> torch.Tenso
     return gamma * (vectors - vectors.mean(dim=-1, keepdim=True))
 
 
-def _tensor(array: np.ndarray) -> torch.Tensor:
-    """A float32 torch copy of a read-only Trace array."""
-    return torch.from_numpy(np.array(array, dtype=np.float32))
+def _keys_first(attention: np.ndarray) -> torch.Tensor:
+    """(H, n_q, n_k) -> (n_k, H, n_q): one batch per key j, whole query rows kept together.
+
+    Contiguous, as bmm needs (it would copy otherwise); this order is 3x faster than putting
+    the heads last. One copy, straight from the Trace's read-only array.
+    """
+    return torch.from_numpy(np.ascontiguousarray(np.moveaxis(attention, 2, 0), dtype=np.float32))
 
 
 def layer_contributions(model: BertEncoder, trace: Trace, layer: int) -> np.ndarray:
@@ -127,13 +138,22 @@ def layer_contributions(model: BertEncoder, trace: Trace, layer: int) -> np.ndar
     attention_out = model.attention_weights(layer).output(merge_heads(alpha @ values))  # (n, d)
     pre_norm = x + attention_out
     sigma = torch.sqrt(pre_norm.var(dim=-1, unbiased=False) + model.dims.layer_norm_eps)  # (n,)
-    return (_centred_norms(model, layer, x, alpha, values) / sigma[:, None]).numpy()
+    norms = _centred_norms(model, layer, x, _keys_first(trace.attentions[layer]), values)
+    return (norms / sigma[:, None]).numpy()
 
 
 def _centred_norms(
-    model: BertEncoder, layer: int, x: torch.Tensor, alpha: torch.Tensor, values: torch.Tensor
+    model: BertEncoder,
+    layer: int,
+    x: torch.Tensor,
+    alpha_khq: torch.Tensor,
+    values: torch.Tensor,
 ) -> torch.Tensor:
-    """(n, n) ‖P(z_ij)‖, the contribution norms before LayerNorm's division by σ_i."""
+    """(n, n) ‖P(z_ij)‖, the contribution norms before LayerNorm's division by σ_i.
+
+    x (n, d) is the layer's input, alpha_khq (n_k, H, n_q) its attention weights keys first,
+    values (H, n, d_head) its value vectors.
+    """
     gamma = model.layers[layer].attn_norm[0].float()  # (d,)
     # ũ_j^h = P(v_j^h W_Oʰ): P is linear, so fold it into each head's slice of W_O first.
     w_o = torch.from_numpy(head_output_projection(model, layer))  # (H, d_head, d)
@@ -143,13 +163,10 @@ def _centred_norms(
     # Gram matrices G_j[h, h'] = ũ_j^h · ũ_j^h'.
     per_key = u_tilde.transpose(0, 1)  # (H, n, d) -> (n, H, d)
     gram = per_key @ per_key.transpose(1, 2)  # (n_k, H, H)
-    # (H, n_q, n_k) -> (n_k, H, n_q): one batch per key j. Contiguous, or bmm copies anyway;
-    # this order moves whole query rows, 3x faster than putting the heads last.
-    alpha_khq = alpha.permute(2, 0, 1).contiguous()
     squared_kq = (torch.bmm(gram, alpha_khq) * alpha_khq).sum(dim=1)  # (n_k, n_q)
     # the residual adds x̃_i to the diagonal term: + 2 Σ_h α_ii^h ũ_i^h · x̃_i + ‖x̃_i‖²
     cross = (u_tilde * x_tilde).sum(dim=-1)  # (H, n): ũ_i^h · x̃_i
-    self_weights = torch.diagonal(alpha, dim1=1, dim2=2)  # (H, n): α_ii^h
+    self_weights = torch.diagonal(alpha_khq, dim1=0, dim2=2)  # (H, n): α_ii^h
     squared_kq.diagonal().add_(2 * (self_weights * cross).sum(0) + (x_tilde**2).sum(-1))
     return squared_kq.clamp_min_(0).sqrt_().T  # (n_k, n_q) -> (n_q, n_k)
 
@@ -166,7 +183,7 @@ def contribution_mixing(model: BertEncoder, trace: Trace) -> np.ndarray:
             model,
             layer,
             _tensor(trace.hidden_states[layer]),
-            _tensor(trace.attentions[layer]),
+            _keys_first(trace.attentions[layer]),
             _tensor(trace.values[layer]),
         )
         shares.append(norms / norms.sum(dim=-1, keepdim=True))
