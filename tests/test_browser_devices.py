@@ -8,11 +8,12 @@ covered without touching this file.
 from __future__ import annotations
 
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import parse_qs, quote, urlparse
 
 import pytest
 from browser import (
     FIGURE_SELECTOR,
+    ROOT,
     AppPage,
     RunWatcher,
     app_pages,
@@ -147,6 +148,43 @@ def test_phone_in_dark_mode_never_scrolls_sideways(browser, server, app_page):
         toolbar = page.locator(".js-plotly-plot .modebar-container").first
         if toolbar.count():
             assert toolbar.evaluate("e => getComputedStyle(e).visibility") == "hidden"
+    finally:
+        context.close()
+
+
+def positional_tabs() -> list[str]:
+    """The tab labels of the Positional encoding page, read from its SECTIONS dict."""
+    import ast
+
+    source = (ROOT / "views" / "positional.py").read_text()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "SECTIONS":
+            return [key.value for key in node.value.keys]
+    raise AssertionError("views/positional.py has no SECTIONS")
+
+
+def test_every_positional_tab_fits_a_phone_and_stays_in_the_link(browser, server):
+    """The phone checks above, on each tab of the page that draws one tab at a time (the
+    parametrized test sees only the first). A click draws that tab alone and the URL names it."""
+    positional = next(p for p in PAGES if Path(p.path).stem == "positional")
+    page, context = open_page(
+        browser, server, positional, viewport=PHONE, color_scheme="dark", is_mobile=True,
+        has_touch=True,
+    )  # fmt: skip
+    try:
+        for label in positional_tabs()[1:]:
+            mark = page.runs.mark()
+            page.get_by_role("tab", name=label).click()
+            assert page.runs.wait_settled(mark), f"opening {label} ran nothing"
+            page.wait_for_selector(FIGURE_SELECTOR)
+            page.wait_for_timeout(300)  # plotly's resize after the first layout
+            assert parse_qs(urlparse(page.url).query).get("pos_section") == [label], page.url
+            # the closed tabs' figures are gone: at most tab 7's five are on the page
+            assert 1 <= page.locator(".js-plotly-plot").count() <= 5, label
+            assert page.evaluate(SIDEWAYS_JS) == {"document": 0, "main": 0}, label
+            assert not page.evaluate(WIDE_FORMULAS_JS), label
+            assert not page.evaluate(LABELS_OUTSIDE_JS), label
+            assert not page_exceptions(page) and not page.errors, label
     finally:
         context.close()
 

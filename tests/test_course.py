@@ -517,9 +517,12 @@ def test_changed_pages_state_the_corrected_claims():
     assert "BERT as trained" not in texts and "inside BERT" not in texts
 
     positional_page = run_page("views/positional.py", text=SENTENCE)
-    texts = _texts(positional_page)
+    positional_page.session_state["pos_section"] = "2 · Binary"  # one tab at a time
+    texts = _texts(positional_page.run())
     assert "instead of by powers of two" not in texts and "Both ladders are geometric" in texts
-    assert "What BERT learned instead" not in " ".join(h.value for h in positional_page.subheader)
+    positional_page.session_state["pos_section"] = "3 · Learned"
+    headings = " ".join(h.value for h in positional_page.run().subheader)
+    assert "What BERT learned instead" not in headings and "learned instead" in headings
 
     charts = {c.key for c in scaling_page.get("plotly_chart")}
     assert {"sm_score_spread", "sm_pad_on", "sm_pad_off"} <= charts

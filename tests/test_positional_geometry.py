@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from urllib.parse import quote
 
 import numpy as np
 import pytest
@@ -316,21 +317,67 @@ def test_position_heatmap_thins_long_inputs():
 # ---- pages -------------------------------------------------------------------------------------
 
 
-def test_positional_page_default():
+# Every figure of the page, by the tab that draws it (views/positional.py, SECTIONS).
+POSITIONAL_FIGURES = {
+    "1 · Sinusoid": {"pos_sinusoid", "pos_curves"},
+    "2 · Binary": {"pos_binary", "pos_bitcurve"},
+    "3 · Learned": {"pos_learned", "pos_sinusoid_same"},
+    "4 · Near positions": {
+        "pos_sim_sinusoidal",
+        "pos_sim_binary (±1 bits)",
+        "pos_sim_learned",
+        "pos_profile",
+    },
+    "5 · Rotation": {"pos_pair_sine and cosine", "pos_pair_sines only"},
+    "6 · Adding": {"pos_random", "pos_real"},
+    "7 · Word order": {
+        "pos_perm_layers",
+        *(
+            f"pos_perm_{label}_{what}"
+            for label in ("positions removed", "with positions")
+            for what in ("original", "shuffled, put back")
+        ),
+    },
+}
+
+
+def open_tab(at, label: str):
+    """The positional page rerun with one tab open, as a click on it does."""
+    at.session_state["pos_section"] = label
+    return at.run()
+
+
+def test_positional_page_draws_one_tab_at_a_time():
     at = run_page("views/positional.py", text="The cat sat on the mat by the door.")
     assert_no_exception(at)
-    assert at.metric[0].value == "1.00"  # the sinusoid's similarity is a function of distance
-    removed = [m.value for m in at.markdown if "positions removed" in m.value]
-    assert removed and "e-0" in removed[0]
-    assert len(at.get("plotly_chart")) >= 12
+    assert [tab.label for tab in at.tabs] == list(POSITIONAL_FIGURES)
+    for label, figures in POSITIONAL_FIGURES.items():
+        open_tab(at, label)
+        assert_no_exception(at)
+        # this tab's figures and no other tab's: a closed tab sends nothing to the browser
+        assert {chart.key for chart in at.get("plotly_chart")} == figures, label
+        if label == "4 · Near positions":
+            assert at.metric[0].value == "1.00"  # the sinusoid: a function of distance alone
+        if label == "7 · Word order":
+            removed = [m.value for m in at.markdown if "positions removed" in m.value]
+            assert removed and "e-0" in removed[0]
+    # the sliders above the tabs size every tab's encodings: one change reaches tab 5 too
+    at.slider(key="pos_length").set_value(40).run()
+    open_tab(at, "5 · Rotation")
+    assert "p = 0 … 39" in " ".join(m.value for m in at.markdown)
 
 
 @pytest.mark.parametrize("name", ["empty", "html", "ten_thousand"])
 def test_positional_page_bad_input(name):
     at = run_page("views/positional.py", text=BAD_INPUTS[name])
     assert_no_exception(at)
-    if name == "empty":
-        assert any("empty" in info.value for info in at.info)
+    for label in ("6 · Adding", "7 · Word order"):  # the tabs that read the sidebar sentence
+        open_tab(at, label)
+        assert_no_exception(at)
+        if name == "empty":
+            assert any("empty" in info.value for info in at.info)
+        if name == "ten_thousand":  # cut to 512 word pieces, and said so above the tabs
+            assert "512" in " ".join(c.value for c in [*at.caption, *at.info, *at.warning])
 
 
 def test_embeddings_page_default():
@@ -387,7 +434,8 @@ def test_both_pages_in_a_browser():
 
     with running_app() as url, chromium() as browser:
         page = browser.new_page(viewport={"width": 1300, "height": 1800})
-        for path in ("positional", "embeddings"):
+        # the positional tab with four figures, opened from its link
+        for path in (f"positional?pos_section={quote('4 · Near positions')}", "embeddings"):
             page.goto(f"{url}/{path}")
             wait_for_app(page)
             page.wait_for_selector(".js-plotly-plot", timeout=60_000)

@@ -11,8 +11,8 @@ MAX_SHUFFLE_TOKENS = 64  # the permutation experiment uses at most this many wor
 MAX_RECOVERY_TOKENS = 32
 
 st.title("Positional encoding")
-# The sidebar sentence is used from section 7 on; a notice that it was cut shows up here, at the
-# top, rather than thousands of pixels down where the sentence is first read.
+# Sections 6 and 7 read the sidebar sentence; a notice that it was cut shows up here, at the
+# top, rather than far down where the sentence is first read.
 sentence_notice = st.container()
 st.markdown(
     "Attention scores are dot products between pairs of tokens. Swap two words and the same pairs "
@@ -23,308 +23,366 @@ st.markdown(
     "relative positions (Shaw et al., 2018) and rotary embeddings (Su et al., 2021)."
 )
 
-st.subheader("1 · The sinusoid")
-st.latex(
-    r"\begin{gathered}PE_{p,\,2i} = \sin(\omega_i\,p),\quad PE_{p,\,2i+1} = \cos(\omega_i\,p),"
-    r"\\ \omega_i = 10000^{-2i/d_{\text{model}}}\end{gathered}"
+st.caption(
+    "Seven sections, one tab each. The two sliders size the encodings of tabs 1 to 5; tabs 6 and "
+    "7 read the sentence in the sidebar."
 )
+# Shared by sections 1-5: how many positions, and how wide the sinusoid is.
 left, right = st.columns(2)
 n_positions = left.slider("Positions", 8, 512, 100, key="pos_length", bind="query-params")
 d_model = right.slider("d_model", 16, 512, 128, step=16, key="pos_dmodel", bind="query-params")
 sinusoid = positional.sinusoidal_encoding(n_positions, d_model)
-st.markdown(
-    "Each pair of dimensions is a clock hand turning at its own speed: pair 0 turns one radian "
-    "per position, the last pair needs tens of thousands of positions for one turn. Together the "
-    "hands give every position a distinct reading."
-)
-fig = geometry_charts.position_heatmap(sinusoid, f"Sinusoidal encoding, {n_positions} × {d_model}")
-widgets.show_figure(fig, key="pos_sinusoid", filename="sinusoidal-encoding")
-if n_positions > geometry_charts.MAX_HEATMAP_ROWS:
-    st.caption(f"The heatmap shows every {geometry_charts.thin_rows(n_positions)[1]}th position.")
-dims = st.multiselect(
-    "Dimensions to draw as curves",
-    list(range(d_model)),
-    default=[0, 1, d_model // 8, d_model // 4, d_model // 2],
-    key="pos_dims",
-    bind="query-params",
-)
-fig = geometry_charts.dimension_curves(sinusoid, dims, "Single dimensions over position")
-widgets.show_figure(fig, key="pos_curves", filename="sinusoid-dimensions")
-
-st.subheader("2 · Counting in binary: the discrete ancestor")
-ladder = positional.wavelengths(d_model)  # (d_model,) a sin/cos pair shares one wavelength
-wavelength_ratio, wavelength_range = ladder[0] / ladder[2], (ladder[0], ladder[-1])
-st.markdown(
-    "Write the position in binary: the lowest bit alternates at every step, the next every two "
-    "steps, bit *j* every $2^j$ steps. That is already a set of oscillators with halving "
-    "frequencies. The sinusoid is the smooth version: continuous values instead of jumps. Both "
-    "ladders are geometric: binary halves the frequency from bit to bit (ratio ½), the sinusoid "
-    f"multiplies it by 10000^(−2/d) = {wavelength_ratio:.3f} from pair to pair, with "
-    f"wavelengths from 2π ≈ {wavelength_range[0]:.2f} to {wavelength_range[1]:,.0f} positions "
-    f"(at d_model = {d_model}; the limit for wide models is 2π·10⁴)."
-)
-bits = positional.binary_encoding(n_positions)
-bit = st.slider(
-    "Bit j", 0, bits.shape[1] - 1, min(2, bits.shape[1] - 1), key="pos_bit", bind="query-params"
-)
-left, right = st.columns(2)
-with left:
-    fig = geometry_charts.position_heatmap(
-        bits,
-        "Binary encoding (bit 0 = lowest)",
-        x_title="bit j",
-        symmetric=False,
-        colorscale="Greys",
-    )
-    widgets.show_figure(fig, key="pos_binary", filename="binary-encoding")
-with right:
-    smooth = positional.smooth_bit(range(n_positions), bit)
-    widgets.show_figure(geometry_charts.bit_figure(bits[:, bit], smooth, bit), key="pos_bitcurve")
-
-st.subheader(f"3 · What {model_label} learned instead")
-st.markdown(
-    f"BERT-style models do not use the formula: {model_label} has a learned table of "
-    f"{model.max_positions} position vectors "
-    f"of {model.d_model} numbers during training. Below, its first {n_positions} rows next to a "
-    "sinusoid of the same width. Many learned dimensions drift slowly with position (the "
-    "vertical streaks), a few change faster, none is a clean wave. The colour scale stops at the "
-    "99th percentile so that one unusual row does not wash out the rest."
-)
 learned = model.position_vectors()[:n_positions]
-left, right = st.columns(2)
-with left:
-    fig = geometry_charts.position_heatmap(learned, f"{model_label}: learned position vectors")
-    widgets.show_figure(fig, key="pos_learned", filename="learned-positions")
-with right:
-    same_width = positional.sinusoidal_encoding(n_positions, model.d_model)
-    fig = geometry_charts.position_heatmap(same_width, f"Sinusoid with d_model = {model.d_model}")
-    widgets.show_figure(fig, key="pos_sinusoid_same", filename="sinusoid-same-width")
 
-st.subheader("4 · Near positions look alike")
-kind = st.radio(
-    "Similarity", ["cosine", "dot"], horizontal=True, key="pos_sim", bind="query-params"
-)
-st.latex(
-    r"PE_p \cdot PE_q = \sum_i \cos\big(\omega_i\,(p - q)\big)"
-    r"\quad\text{depends on } p - q \text{ only}"
-)
-encodings = {
-    "sinusoidal": sinusoid,
-    "binary (±1 bits)": positional.binary_encoding(n_positions, signed=True),
-    "learned": learned,
-}
-profiles = {}
-for column, (name, vectors) in zip(st.columns(3), encodings.items(), strict=True):
-    similarity = positional.similarity_matrix(vectors, kind)
-    profiles[name] = positional.distance_profile(similarity)[0]
-    with column:
-        fig = geometry_charts.position_heatmap(
-            similarity, f"{name}: {kind}", x_title="position q", colorbar_title=kind, height=380
-        )
-        widgets.show_figure(fig, key=f"pos_sim_{name}", filename=f"position-similarity-{name}")
-        share = positional.explained_by_distance(similarity)
-        st.metric("explained by distance |p − q| alone (R²)", f"{share:.2f}")
-        labels = [str(p) for p in range(n_positions)]
-        widgets.download_matrix(
-            similarity, labels, labels, f"similarity-{kind}", key=f"pos_csv_{name}"
-        )
-fig = geometry_charts.distance_figure(profiles, "Average similarity against distance")
-widgets.show_figure(fig, key="pos_profile", filename="similarity-vs-distance")
-st.markdown(
-    "For the sinusoid the similarity is exactly a function of the distance (R² = 1). Binary codes "
-    "follow distance only loosely: 7 and 8 are neighbours but differ in four bits. Nobody told "
-    "the learned table about distance, yet distance explains a good part of its similarity "
-    "(R² above): training made neighbouring positions alike."
-)
 
-st.subheader("5 · Moving k steps is a rotation")
-st.latex(
-    r"\begin{pmatrix}\sin\omega_i(p{+}k)\\ \cos\omega_i(p{+}k)\end{pmatrix} = "
-    r"\begin{pmatrix}\cos\omega_i k & \sin\omega_i k\\ -\sin\omega_i k & \cos\omega_i k\end{pmatrix}"
-    r"\begin{pmatrix}\sin\omega_i p\\ \cos\omega_i p\end{pmatrix}"
-)
-left, right = st.columns(2)
-offset = left.slider("Offset k", 1, 64, 5, key="pos_offset", bind="query-params")
-position = right.slider(
-    "Position p", 0, n_positions - 1, min(3, n_positions - 1), key="pos_p", bind="query-params"
-)
-check = positional.rotation_check(offset, d_model, n_positions)
-st.markdown(
-    f"One block-diagonal matrix $R_k$ (it depends on k, never on p) moves every position "
-    f"forward by k = {offset}. Checked for all p = 0 … {n_positions - 1} and all {d_model} "
-    f"dimensions: max |R_k·PE(p) − PE(p+k)| = **{check.max_abs_error:.1e}**. Vaswani et al. "
-    "(2017) chose the sinusoid hoping that a layer could learn such a linear map and use it to "
-    "attend k tokens back, whatever the position. That was a hypothesis, and "
-    f"{model_label} does not use it: its positions come from a learned table."
-)
-
-pairs = sorted({0, 1, 2, d_model // 4, d_model // 2 - 1})
-st.dataframe(positional.rotation_rows(check, position, pairs), hide_index=True)
-
-st.subheader("5b · Why sine and cosine come in pairs")
-st.markdown(
-    "A sine alone is ambiguous: sin(ωp) takes each value twice per turn, going up and coming "
-    "down, so one number cannot tell the two positions apart. With its cosine partner the pair "
-    "is a point on a circle, unique within a turn, and moving k steps is the rotation above. "
-    "The pairing is also what makes the dot product depend on distance alone:"
-)
-st.latex(
-    r"\begin{gathered}\sin a\,\sin b + \cos a\,\cos b = \cos(a-b)"
-    r"\\ \text{but}\quad \sin a\,\sin b = \tfrac12\big[\cos(a-b) - \cos(a+b)\big]"
-    r"\end{gathered}"
-)
-sine_only = positional.sine_only_encoding(n_positions, d_model)
-left, right = st.columns(2)
-for column, (label, vectors) in zip(
-    (left, right), (("sine and cosine", sinusoid), ("sines only", sine_only)), strict=True
-):
-    similarity = positional.similarity_matrix(vectors, "dot")
-    with column:
-        fig = geometry_charts.position_heatmap(
-            similarity,
-            f"{label}: PE_p · PE_q",
-            x_title="position q",
-            colorbar_title="dot",
-            height=360,
-        )
-        widgets.show_figure(fig, key=f"pos_pair_{label}", filename="sine-cosine-pairs")
-        st.metric(
-            "explained by distance |p − q| alone (R²)",
-            f"{positional.explained_by_distance(similarity):.2f}",
-        )
-st.caption(
-    "Without the cosines the a + b term survives: the similarity of two positions depends on "
-    "where they are, not only on how far apart, which shows as the crossing stripes."
-)
-
-st.subheader("6 · Why adding does not blur: almost perpendicular directions")
-st.latex(
-    r"\begin{gathered}a, b \text{ random unit vectors in } \mathbb{R}^n:\\ "
-    r"\mathbb{E}[a\cdot b] = 0,\quad \operatorname{Var}[a\cdot b] = 1/n\end{gathered}"
-)
-samples = {f"n = {n}": positional.random_unit_dot_products(n) for n in (16, 64, 384, 1024)}
-fig = geometry_charts.histograms(samples, "Dot products of random unit vectors", "a · b")
-widgets.show_figure(fig, key="pos_random", filename="random-dot-products")
-st.dataframe(
-    [
-        {"n": n, "measured variance": positional.spread(samples[f"n = {n}"])[1], "1/n": 1 / n}
-        for n in (16, 64, 384, 1024)
-    ],
-    hide_index=True,
-)
-tables = {
-    "token · token": (model.word_vectors(), None),
-    "position · position": (model.position_vectors(), None),
-    "token · position": (model.word_vectors(), model.position_vectors()),
-}
-real = {
-    name: positional.row_pair_cosines(first, second) for name, (first, second) in tables.items()
-}
-fig = geometry_charts.histograms(real, f"{model_label}: cosines of random pairs of rows", "cosine")
-widgets.show_figure(fig, key="pos_real", filename="embedding-cosines")
-summary = {name: positional.spread(values) for name, values in real.items()}
-shared = positional.shared_component(model.position_vectors())
-near_far = positional.distance_profile(
-    positional.similarity_matrix(model.position_vectors(), "cosine")
-)[0][[1, 10, 100]]
-with sentence_notice:
-    trace = state.trace_or_stop(model, inputs)
-st.markdown(
-    "Trained vectors are not random, yet a token row and a position row are still close to "
-    f"perpendicular (mean cosine {summary['token · position'][0]:.3f}, variance "
-    f"{summary['token · position'][1]:.4f}, against 1/{model.d_model} = "
-    f"{1 / model.d_model:.4f} for random directions). Position rows look more alike on average "
-    f"(mean cosine {shared.mean_cosine:.2f} over random pairs), but that is one direction every "
-    f"row shares: the mean row holds {shared.mean_row_share:.0%} of a row's squared length, and "
-    f"without it the mean cosine is {shared.centred_mean_cosine:.2f}. What remains is "
-    f"closeness in position: neighbours have cosine {near_far[0]:.2f}, rows 10 apart "
-    f"{near_far[1]:.2f}, rows 100 apart {near_far[2]:.2f} (section 4 plots the whole curve)."
-)
-
-st.markdown("**Adding against concatenating.** Concatenation keeps word and position apart:")
-st.latex(
-    r"\begin{gathered}[w_i; p_i]\cdot[w_j; p_j] = w_i\cdot w_j + p_i\cdot p_j \\ "
-    r"(w_i+p_i)\cdot(w_j+p_j) = w_i\cdot w_j + p_i\cdot p_j + \underbrace{w_i\cdot p_j + p_i\cdot w_j}_{\text{cross terms}}"
-    r"\end{gathered}"
-)
-terms = positional.score_terms(trace.static, model.position_vectors()[: trace.n_tokens])
-st.markdown(
-    "Concatenating costs extra width (d_word + d_position numbers per token); adding keeps "
-    "d_model but lets words and positions meet in the cross terms. Measured on the sidebar "
-    f"sentence with {model_label}'s own rows, the cross terms are "
-    f"{terms.cross_share:.0%} of the total size of all three parts (before the LayerNorm). "
-    "Near-perpendicular directions keep each cross term far below |w||p|, but adding is not a "
-    "clean separation: the layers have to read past the mix. The table below shows that each "
-    "part can still be read back."
-)
-
-st.markdown(
-    "So after $x = E_{\\text{token}} + P_p$ (before the segment vector and LayerNorm) both parts "
-    "can still be read back: compare $x$ with "
-    "every vocabulary row and every position row. Rank 1 means the right one is the most similar. "
-    f"Your sentence from the sidebar (first {MAX_RECOVERY_TOKENS} pieces):"
-)
-ids = trace.input_ids[:MAX_RECOVERY_TOKENS]
-recovery = positional.recover_token_and_position(
-    model.word_vectors(), model.position_vectors(), ids
-)
-st.dataframe(
-    {
-        "token": list(trace.tokens[:MAX_RECOVERY_TOKENS]),
-        "cos(x, token)": recovery.cos_token,
-        "token rank": recovery.token_rank,
-        "best other token": recovery.best_other_token,
-        "cos(x, position)": recovery.cos_position,
-        "position rank": recovery.position_rank,
-        "best other position": recovery.best_other_position,
-    },
-    hide_index=True,
-)
-
-st.subheader("7 · Order counts only through position")
-st.markdown(
-    "Run your sentence and a shuffled copy ([CLS] and every [SEP] stay in place; a word moves "
-    "only within its own sentence) through all "
-    "layers, then put the shuffled copy's attention rows and columns back in the original order. "
-    "Without position vectors, every step treats tokens alike, so the two matrices agree to "
-    "rounding error: the model sees a bag of words. With them, they do not."
-)
-if trace.n_tokens < 4:
-    st.info("Type at least two word pieces in the sidebar to have something to shuffle.")
-    st.stop()
-if trace.n_tokens > MAX_SHUFFLE_TOKENS:
-    st.caption(f"Only the first {MAX_SHUFFLE_TOKENS} word pieces are shuffled.")
-if inputs.causal:
-    st.caption(
-        "This experiment ignores the causal switch: a causal mask is itself a statement about order."
+def sinusoid_section() -> None:
+    """1 · The sinusoid: a clock hand per pair of dimensions."""
+    st.subheader("1 · The sinusoid")
+    st.latex(
+        r"\begin{gathered}PE_{p,\,2i} = \sin(\omega_i\,p),\quad PE_{p,\,2i+1} = \cos(\omega_i\,p),"
+        r"\\ \omega_i = 10000^{-2i/d_{\text{model}}}\end{gathered}"
     )
-with st.columns([1, 3])[0]:
-    seed = widgets.whole_number_input("Shuffle number", 0, 999, 0, key="pos_seed")
-results = {  # cached per sentence and shuffle: four forward passes
-    label: derived.permutation_experiment(model, trace, use_positions, seed, MAX_SHUFFLE_TOKENS)
-    for label, use_positions in (("positions removed", False), ("with positions", True))
-}
-st.caption("The shuffled order the model read:")
-st.code(" ".join(results["with positions"].shuffled_tokens), language=None, wrap_lines=True)
-diffs = {label: result.max_abs_diff_per_layer for label, result in results.items()}
-fig = geometry_charts.layer_diff_figure(diffs, "Original vs shuffled-and-put-back, every layer")
-widgets.show_figure(fig, key="pos_perm_layers", filename="permutation-by-layer")
-layer, head = widgets.layer_head_picker(model)
-for column, (label, result) in zip(st.columns(2), results.items(), strict=True):
-    with column:
-        st.markdown(f"**{label}** · this head: max |Δ| = `{result.head_diff(layer, head):.1e}`")
-        for matrix, what in (
-            (result.original, "original"),
-            (result.unshuffled, "shuffled, put back"),
-        ):
-            fig = charts.attention_heatmap(
-                matrix[layer, head],
-                result.tokens,
-                result.tokens,
-                f"{label}: {what} (L{layer} H{head})",
-                height=420,
+    st.markdown(
+        "Each pair of dimensions is a clock hand turning at its own speed: pair 0 turns one radian "
+        "per position, the last pair needs tens of thousands of positions for one turn. Together the "
+        "hands give every position a distinct reading."
+    )
+    fig = geometry_charts.position_heatmap(
+        sinusoid, f"Sinusoidal encoding, {n_positions} × {d_model}"
+    )
+    widgets.show_figure(fig, key="pos_sinusoid", filename="sinusoidal-encoding")
+    if n_positions > geometry_charts.MAX_HEATMAP_ROWS:
+        st.caption(
+            f"The heatmap shows every {geometry_charts.thin_rows(n_positions)[1]}th position."
+        )
+    dims = st.multiselect(
+        "Dimensions to draw as curves",
+        list(range(d_model)),
+        default=[0, 1, d_model // 8, d_model // 4, d_model // 2],
+        key="pos_dims",
+        bind="query-params",
+    )
+    fig = geometry_charts.dimension_curves(sinusoid, dims, "Single dimensions over position")
+    widgets.show_figure(fig, key="pos_curves", filename="sinusoid-dimensions")
+
+
+def binary_section() -> None:
+    """2 · Binary counting, the discrete ancestor."""
+    st.subheader("2 · Counting in binary: the discrete ancestor")
+    ladder = positional.wavelengths(d_model)  # (d_model,) a sin/cos pair shares one wavelength
+    wavelength_ratio, wavelength_range = ladder[0] / ladder[2], (ladder[0], ladder[-1])
+    st.markdown(
+        "Write the position in binary: the lowest bit alternates at every step, the next every two "
+        "steps, bit *j* every $2^j$ steps. That is already a set of oscillators with halving "
+        "frequencies. The sinusoid is the smooth version: continuous values instead of jumps. Both "
+        "ladders are geometric: binary halves the frequency from bit to bit (ratio ½), the sinusoid "
+        f"multiplies it by 10000^(−2/d) = {wavelength_ratio:.3f} from pair to pair, with "
+        f"wavelengths from 2π ≈ {wavelength_range[0]:.2f} to {wavelength_range[1]:,.0f} positions "
+        f"(at d_model = {d_model}; the limit for wide models is 2π·10⁴)."
+    )
+    bits = positional.binary_encoding(n_positions)
+    bit = st.slider(
+        "Bit j", 0, bits.shape[1] - 1, min(2, bits.shape[1] - 1), key="pos_bit", bind="query-params"
+    )
+    left, right = st.columns(2)
+    with left:
+        fig = geometry_charts.position_heatmap(
+            bits,
+            "Binary encoding (bit 0 = lowest)",
+            x_title="bit j",
+            symmetric=False,
+            colorscale="Greys",
+        )
+        widgets.show_figure(fig, key="pos_binary", filename="binary-encoding")
+    with right:
+        smooth = positional.smooth_bit(range(n_positions), bit)
+        widgets.show_figure(
+            geometry_charts.bit_figure(bits[:, bit], smooth, bit), key="pos_bitcurve"
+        )
+
+
+def learned_section() -> None:
+    """3 · The model's learned table next to a sinusoid."""
+    st.subheader(f"3 · What {model_label} learned instead")
+    st.markdown(
+        f"BERT-style models do not use the formula: {model_label} has a learned table of "
+        f"{model.max_positions} position vectors "
+        f"of {model.d_model} numbers during training. Below, its first {n_positions} rows next to a "
+        "sinusoid of the same width. Many learned dimensions drift slowly with position (the "
+        "vertical streaks), a few change faster, none is a clean wave. The colour scale stops at the "
+        "99th percentile so that one unusual row does not wash out the rest."
+    )
+    left, right = st.columns(2)
+    with left:
+        fig = geometry_charts.position_heatmap(learned, f"{model_label}: learned position vectors")
+        widgets.show_figure(fig, key="pos_learned", filename="learned-positions")
+    with right:
+        same_width = positional.sinusoidal_encoding(n_positions, model.d_model)
+        fig = geometry_charts.position_heatmap(
+            same_width, f"Sinusoid with d_model = {model.d_model}"
+        )
+        widgets.show_figure(fig, key="pos_sinusoid_same", filename="sinusoid-same-width")
+
+
+def near_positions_section() -> None:
+    """4 · Similarity of positions against their distance."""
+    st.subheader("4 · Near positions look alike")
+    kind = st.radio(
+        "Similarity", ["cosine", "dot"], horizontal=True, key="pos_sim", bind="query-params"
+    )
+    st.latex(
+        r"PE_p \cdot PE_q = \sum_i \cos\big(\omega_i\,(p - q)\big)"
+        r"\quad\text{depends on } p - q \text{ only}"
+    )
+    encodings = {
+        "sinusoidal": sinusoid,
+        "binary (±1 bits)": positional.binary_encoding(n_positions, signed=True),
+        "learned": learned,
+    }
+    profiles = {}
+    for column, (name, vectors) in zip(st.columns(3), encodings.items(), strict=True):
+        similarity = positional.similarity_matrix(vectors, kind)
+        profiles[name] = positional.distance_profile(similarity)[0]
+        with column:
+            fig = geometry_charts.position_heatmap(
+                similarity, f"{name}: {kind}", x_title="position q", colorbar_title=kind, height=380
             )
-            widgets.show_figure(fig, key=f"pos_perm_{label}_{what}", filename="permutation")
+            widgets.show_figure(fig, key=f"pos_sim_{name}", filename=f"position-similarity-{name}")
+            share = positional.explained_by_distance(similarity)
+            st.metric("explained by distance |p − q| alone (R²)", f"{share:.2f}")
+            labels = [str(p) for p in range(n_positions)]
+            widgets.download_matrix(
+                similarity, labels, labels, f"similarity-{kind}", key=f"pos_csv_{name}"
+            )
+    fig = geometry_charts.distance_figure(profiles, "Average similarity against distance")
+    widgets.show_figure(fig, key="pos_profile", filename="similarity-vs-distance")
+    st.markdown(
+        "For the sinusoid the similarity is exactly a function of the distance (R² = 1). Binary codes "
+        "follow distance only loosely: 7 and 8 are neighbours but differ in four bits. Nobody told "
+        "the learned table about distance, yet distance explains a good part of its similarity "
+        "(R² above): training made neighbouring positions alike."
+    )
+
+
+def rotation_section() -> None:
+    """5 · A shift by k is a rotation; why sines need cosines."""
+    st.subheader("5 · Moving k steps is a rotation")
+    st.latex(
+        r"\begin{pmatrix}\sin\omega_i(p{+}k)\\ \cos\omega_i(p{+}k)\end{pmatrix} = "
+        r"\begin{pmatrix}\cos\omega_i k & \sin\omega_i k\\ -\sin\omega_i k & \cos\omega_i k\end{pmatrix}"
+        r"\begin{pmatrix}\sin\omega_i p\\ \cos\omega_i p\end{pmatrix}"
+    )
+    left, right = st.columns(2)
+    offset = left.slider("Offset k", 1, 64, 5, key="pos_offset", bind="query-params")
+    position = right.slider(
+        "Position p", 0, n_positions - 1, min(3, n_positions - 1), key="pos_p", bind="query-params"
+    )
+    check = positional.rotation_check(offset, d_model, n_positions)
+    st.markdown(
+        f"One block-diagonal matrix $R_k$ (it depends on k, never on p) moves every position "
+        f"forward by k = {offset}. Checked for all p = 0 … {n_positions - 1} and all {d_model} "
+        f"dimensions: max |R_k·PE(p) − PE(p+k)| = **{check.max_abs_error:.1e}**. Vaswani et al. "
+        "(2017) chose the sinusoid hoping that a layer could learn such a linear map and use it to "
+        "attend k tokens back, whatever the position. That was a hypothesis, and "
+        f"{model_label} does not use it: its positions come from a learned table."
+    )
+
+    pairs = sorted({0, 1, 2, d_model // 4, d_model // 2 - 1})
+    st.dataframe(positional.rotation_rows(check, position, pairs), hide_index=True)
+
+    st.subheader("5b · Why sine and cosine come in pairs")
+    st.markdown(
+        "A sine alone is ambiguous: sin(ωp) takes each value twice per turn, going up and coming "
+        "down, so one number cannot tell the two positions apart. With its cosine partner the pair "
+        "is a point on a circle, unique within a turn, and moving k steps is the rotation above. "
+        "The pairing is also what makes the dot product depend on distance alone:"
+    )
+    st.latex(
+        r"\begin{gathered}\sin a\,\sin b + \cos a\,\cos b = \cos(a-b)"
+        r"\\ \text{but}\quad \sin a\,\sin b = \tfrac12\big[\cos(a-b) - \cos(a+b)\big]"
+        r"\end{gathered}"
+    )
+    sine_only = positional.sine_only_encoding(n_positions, d_model)
+    left, right = st.columns(2)
+    for column, (label, vectors) in zip(
+        (left, right), (("sine and cosine", sinusoid), ("sines only", sine_only)), strict=True
+    ):
+        similarity = positional.similarity_matrix(vectors, "dot")
+        with column:
+            fig = geometry_charts.position_heatmap(
+                similarity,
+                f"{label}: PE_p · PE_q",
+                x_title="position q",
+                colorbar_title="dot",
+                height=360,
+            )
+            widgets.show_figure(fig, key=f"pos_pair_{label}", filename="sine-cosine-pairs")
+            st.metric(
+                "explained by distance |p − q| alone (R²)",
+                f"{positional.explained_by_distance(similarity):.2f}",
+            )
+    st.caption(
+        "Without the cosines the a + b term survives: the similarity of two positions depends on "
+        "where they are, not only on how far apart, which shows as the crossing stripes."
+    )
+
+
+def adding_section() -> None:
+    """6 · Why adding position to the word vector does not blur either."""
+    st.subheader("6 · Why adding does not blur: almost perpendicular directions")
+    st.latex(
+        r"\begin{gathered}a, b \text{ random unit vectors in } \mathbb{R}^n:\\ "
+        r"\mathbb{E}[a\cdot b] = 0,\quad \operatorname{Var}[a\cdot b] = 1/n\end{gathered}"
+    )
+    samples = {f"n = {n}": positional.random_unit_dot_products(n) for n in (16, 64, 384, 1024)}
+    fig = geometry_charts.histograms(samples, "Dot products of random unit vectors", "a · b")
+    widgets.show_figure(fig, key="pos_random", filename="random-dot-products")
+    st.dataframe(
+        [
+            {"n": n, "measured variance": positional.spread(samples[f"n = {n}"])[1], "1/n": 1 / n}
+            for n in (16, 64, 384, 1024)
+        ],
+        hide_index=True,
+    )
+    tables = {
+        "token · token": (model.word_vectors(), None),
+        "position · position": (model.position_vectors(), None),
+        "token · position": (model.word_vectors(), model.position_vectors()),
+    }
+    real = {
+        name: positional.row_pair_cosines(first, second) for name, (first, second) in tables.items()
+    }
+    fig = geometry_charts.histograms(
+        real, f"{model_label}: cosines of random pairs of rows", "cosine"
+    )
+    widgets.show_figure(fig, key="pos_real", filename="embedding-cosines")
+    summary = {name: positional.spread(values) for name, values in real.items()}
+    shared = positional.shared_component(model.position_vectors())
+    near_far = positional.distance_profile(
+        positional.similarity_matrix(model.position_vectors(), "cosine")
+    )[0][[1, 10, 100]]
+    with sentence_notice:
+        trace = state.trace_or_stop(model, inputs)
+    st.markdown(
+        "Trained vectors are not random, yet a token row and a position row are still close to "
+        f"perpendicular (mean cosine {summary['token · position'][0]:.3f}, variance "
+        f"{summary['token · position'][1]:.4f}, against 1/{model.d_model} = "
+        f"{1 / model.d_model:.4f} for random directions). Position rows look more alike on average "
+        f"(mean cosine {shared.mean_cosine:.2f} over random pairs), but that is one direction every "
+        f"row shares: the mean row holds {shared.mean_row_share:.0%} of a row's squared length, and "
+        f"without it the mean cosine is {shared.centred_mean_cosine:.2f}. What remains is "
+        f"closeness in position: neighbours have cosine {near_far[0]:.2f}, rows 10 apart "
+        f"{near_far[1]:.2f}, rows 100 apart {near_far[2]:.2f} (tab 4 plots the whole curve)."
+    )
+
+    st.markdown("**Adding against concatenating.** Concatenation keeps word and position apart:")
+    st.latex(
+        r"\begin{gathered}[w_i; p_i]\cdot[w_j; p_j] = w_i\cdot w_j + p_i\cdot p_j \\ "
+        r"(w_i+p_i)\cdot(w_j+p_j) = w_i\cdot w_j + p_i\cdot p_j + \underbrace{w_i\cdot p_j + p_i\cdot w_j}_{\text{cross terms}}"
+        r"\end{gathered}"
+    )
+    terms = positional.score_terms(trace.static, model.position_vectors()[: trace.n_tokens])
+    st.markdown(
+        "Concatenating costs extra width (d_word + d_position numbers per token); adding keeps "
+        "d_model but lets words and positions meet in the cross terms. Measured on the sidebar "
+        f"sentence with {model_label}'s own rows, the cross terms are "
+        f"{terms.cross_share:.0%} of the total size of all three parts (before the LayerNorm). "
+        "Near-perpendicular directions keep each cross term far below |w||p|, but adding is not a "
+        "clean separation: the layers have to read past the mix. The table below shows that each "
+        "part can still be read back."
+    )
+
+    st.markdown(
+        "So after $x = E_{\\text{token}} + P_p$ (before the segment vector and LayerNorm) both parts "
+        "can still be read back: compare $x$ with "
+        "every vocabulary row and every position row. Rank 1 means the right one is the most similar. "
+        f"Your sentence from the sidebar (first {MAX_RECOVERY_TOKENS} pieces):"
+    )
+    ids = trace.input_ids[:MAX_RECOVERY_TOKENS]
+    recovery = positional.recover_token_and_position(
+        model.word_vectors(), model.position_vectors(), ids
+    )
+    st.dataframe(
+        {
+            "token": list(trace.tokens[:MAX_RECOVERY_TOKENS]),
+            "cos(x, token)": recovery.cos_token,
+            "token rank": recovery.token_rank,
+            "best other token": recovery.best_other_token,
+            "cos(x, position)": recovery.cos_position,
+            "position rank": recovery.position_rank,
+            "best other position": recovery.best_other_position,
+        },
+        hide_index=True,
+    )
+
+
+def word_order_section() -> None:
+    """7 · The sentence shuffled, with and without positions."""
+    with sentence_notice:
+        trace = state.trace_or_stop(model, inputs)
+    st.subheader("7 · Order counts only through position")
+    st.markdown(
+        "Run your sentence and a shuffled copy ([CLS] and every [SEP] stay in place; a word moves "
+        "only within its own sentence) through all "
+        "layers, then put the shuffled copy's attention rows and columns back in the original order. "
+        "Without position vectors, every step treats tokens alike, so the two matrices agree to "
+        "rounding error: the model sees a bag of words. With them, they do not."
+    )
+    if trace.n_tokens < 4:
+        st.info("Type at least two word pieces in the sidebar to have something to shuffle.")
+        return
+    if trace.n_tokens > MAX_SHUFFLE_TOKENS:
+        st.caption(f"Only the first {MAX_SHUFFLE_TOKENS} word pieces are shuffled.")
+    if inputs.causal:
+        st.caption(
+            "This experiment ignores the causal switch: a causal mask is itself a statement about order."
+        )
+    with st.columns([1, 3])[0]:
+        seed = widgets.whole_number_input("Shuffle number", 0, 999, 0, key="pos_seed")
+    results = {  # cached per sentence and shuffle: four forward passes
+        label: derived.permutation_experiment(model, trace, use_positions, seed, MAX_SHUFFLE_TOKENS)
+        for label, use_positions in (("positions removed", False), ("with positions", True))
+    }
+    st.caption("The shuffled order the model read:")
+    st.code(" ".join(results["with positions"].shuffled_tokens), language=None, wrap_lines=True)
+    diffs = {label: result.max_abs_diff_per_layer for label, result in results.items()}
+    fig = geometry_charts.layer_diff_figure(diffs, "Original vs shuffled-and-put-back, every layer")
+    widgets.show_figure(fig, key="pos_perm_layers", filename="permutation-by-layer")
+    layer, head = widgets.layer_head_picker(model)
+    for column, (label, result) in zip(st.columns(2), results.items(), strict=True):
+        with column:
+            st.markdown(f"**{label}** · this head: max |Δ| = `{result.head_diff(layer, head):.1e}`")
+            for matrix, what in (
+                (result.original, "original"),
+                (result.unshuffled, "shuffled, put back"),
+            ):
+                fig = charts.attention_heatmap(
+                    matrix[layer, head],
+                    result.tokens,
+                    result.tokens,
+                    f"{label}: {what} (L{layer} H{head})",
+                    height=420,
+                )
+                widgets.show_figure(fig, key=f"pos_perm_{label}_{what}", filename="permutation")
+
+
+SECTIONS = {
+    "1 · Sinusoid": sinusoid_section,
+    "2 · Binary": binary_section,
+    "3 · Learned": learned_section,
+    "4 · Near positions": near_positions_section,
+    "5 · Rotation": rotation_section,
+    "6 · Adding": adding_section,
+    "7 · Word order": word_order_section,
+}
+# One section at a time, drawn only when its tab is open: all seven at once were 19 figures,
+# ~3.7 s of a first visit's browser work (3.2x the reference app, bench/bench_browser.py). The
+# URL keeps the open tab, so a link still opens the section it was copied from.
+tabs = st.tabs(list(SECTIONS), key="pos_section", on_change="rerun", bind="query-params")
+for tab, draw in zip(tabs, SECTIONS.values(), strict=True):
+    if tab.open:
+        with tab:
+            draw()
 
 st.caption(
     "Sources: Vaswani et al. (2017), sinusoidal encoding; Devlin et al. (2019), BERT's learned "
