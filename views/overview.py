@@ -14,7 +14,7 @@ st.markdown(
     "own in a feed-forward network. This app runs that process on "
     f"the real weights of a BERT-family model ({model_label} on screen) with its own, "
     "readable implementation and shows each number it computes. "
-    "Type a sentence in the sidebar; every page follows it."
+    "Type a sentence in the sidebar; every page that reads a sentence follows it."
 )
 
 trace = state.trace_or_stop(model, inputs)
