@@ -110,7 +110,7 @@ def test_text_is_capped_on_the_server(model):
     assert encoded.truncated and len(encoded.tokens) == model.max_positions
 
 
-@pytest.mark.parametrize("len_a, len_b", itertools.product([0, 1, 5, 300, 600], repeat=2))
+@pytest.mark.parametrize("len_a, len_b", list(itertools.product([0, 1, 5, 300, 600], repeat=2)))
 def test_pair_truncation_never_raises(model, len_a, len_b):
     text = "bank " * len_a or "x"
     pair = "river " * len_b
