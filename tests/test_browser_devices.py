@@ -152,6 +152,20 @@ def test_phone_in_dark_mode_never_scrolls_sideways(browser, server, app_page):
         context.close()
 
 
+# Tabs whose label is not wholly inside the visible part of their tab bar.
+TABS_OUT_OF_SIGHT_JS = """
+() => [...document.querySelectorAll('[data-testid="stTabs"] [role="tablist"]')].flatMap(bar => {
+  const box = bar.getBoundingClientRect();
+  return [...bar.querySelectorAll('[role="tab"]')]
+    .filter(tab => {
+      const r = tab.getBoundingClientRect();
+      return r.left < box.left - 1 || r.right > box.right + 1;
+    })
+    .map(tab => tab.textContent);
+})
+"""
+
+
 def positional_tabs() -> list[str]:
     """The tab labels of the Positional encoding page, read from its SECTIONS dict."""
     import ast
@@ -172,6 +186,10 @@ def test_every_positional_tab_fits_a_phone_and_stays_in_the_link(browser, server
         has_touch=True,
     )  # fmt: skip
     try:
+        # Every tab's name in sight: the bar wraps instead of hiding later tabs off to the right
+        # (a link to tab 7 would open with its tab out of view).
+        hidden = page.evaluate(TABS_OUT_OF_SIGHT_JS)
+        assert not hidden, f"tabs cut off at the phone's edge: {hidden}"
         for label in positional_tabs()[1:]:
             mark = page.runs.mark()
             page.get_by_role("tab", name=label).click()

@@ -37,8 +37,10 @@ _slow_imports_done = False  # set once the first session's block has run in this
 
 # Plotly shows its toolbar permanently on devices without hover (phones, tablets), where it sat on
 # every figure's title. Hidden there until the figure is touched (a tap gives it :hover), as a
-# mouse user sees it. Display formulas get smaller on narrow screens. Style-only HTML: Streamlit puts it in its event container, outside the
-# page's element order, and runs no script.
+# mouse user sees it. On narrow screens display formulas get smaller and a tab bar wraps onto a
+# second row (scrolled sideways, a link to the last tab opened with that tab out of sight).
+# Style-only HTML: Streamlit puts it in its event container, outside the page's element order,
+# and runs no script.
 _TOUCH_TOOLBAR_CSS = """<style>
 @media (hover: none) {
   .js-plotly-plot .modebar-container { visibility: hidden; }
@@ -48,6 +50,7 @@ _TOUCH_TOOLBAR_CSS = """<style>
    inside their box. At 0.9em a formula up to ~480 px wide on a desktop fits 358 px. */
 @media (max-width: 640px) {
   .katex-display > .katex { font-size: 0.9em; }
+  [data-testid="stTabs"] [role="tablist"] { flex-wrap: wrap; }
 }
 </style>"""
 
