@@ -39,6 +39,24 @@ BAD_INPUTS = {
 }
 
 
+def _drives_a_browser(item: pytest.Item) -> bool:
+    """A test of a test_browser_* module, or one that starts chromium itself."""
+    if Path(str(item.fspath)).name.startswith("test_browser_"):
+        return True
+    code = getattr(getattr(item, "function", None), "__code__", None)
+    return code is not None and "chromium" in code.co_varnames + code.co_names
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Browser tests first (10-90 s each), unit tests after (mostly under a second).
+
+    The workers take tests in this order, so the short ones fill the gaps at the end instead of
+    one worker finishing a 60 s browser test while the others wait. Stable: otherwise the
+    collection order stands, and every worker sorts alike, as pytest-xdist requires.
+    """
+    items.sort(key=lambda item: not _drives_a_browser(item))
+
+
 # One app server and one chromium per browser-test module that asks for them (each module gets
 # its own pair, so a module's sessions never meet another's). Imported lazily: the unit tests
 # need neither playwright nor a server.
