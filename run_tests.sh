@@ -27,12 +27,14 @@ ruff check .
 ruff format --check .
 
 # exit code 5 means "no tests collected": that must fail here, never pass silently.
-# Three workers, test by test: most browser-test time is waiting for chromium and the server, so
-# three share two cores well (865 tests, 19 min of pytest on this 2-core machine; a fourth worker
-# saved nothing: 18 min 55 s; one worker had not passed a quarter of them after 20 min on a busy
-# machine). Each worker starts its own servers on free ports. --durations lists the slowest
-# tests, where to trim first (no single one passes ~60 s; the links tour is the largest family).
-python -m pytest -q -n 3 --dist load --durations=15 "$@"
+# Three workers: most browser-test time is waiting for chromium and the server, so three share
+# two cores well (a fourth saved nothing; one worker had not passed a quarter of the tests after
+# 20 min on a busy machine). Each worker starts its own servers on free ports. conftest.py puts
+# the browser tests (10-60 s each) first and the unit tests after; --maxschedchunk 2 hands them
+# out two at a time in that order (xdist's default first hand is a quarter of a worker's share
+# in one consecutive block, which would give one worker most of the browser tests).
+# --durations lists the slowest tests, where to trim first.
+python -m pytest -q -n 3 --dist load --maxschedchunk 2 --durations=15 "$@"
 
 # A short version of the many-visitors load test (4 browser sessions x 3 rounds): exits non-zero
 # on any failed session or when the server passes 2.2 GB. The full runs are in bench/ (README).

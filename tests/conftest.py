@@ -41,7 +41,7 @@ BAD_INPUTS = {
 
 def _drives_a_browser(item: pytest.Item) -> bool:
     """A test of a test_browser_* module, or one that starts chromium itself."""
-    if Path(str(item.fspath)).name.startswith("test_browser_"):
+    if item.path.name.startswith("test_browser_"):
         return True
     code = getattr(getattr(item, "function", None), "__code__", None)
     return code is not None and "chromium" in code.co_varnames + code.co_names

@@ -187,7 +187,10 @@ def test_every_positional_tab_fits_a_phone_and_stays_in_the_link(browser, server
     )  # fmt: skip
     try:
         # Every tab's name in sight: the bar wraps instead of hiding later tabs off to the right
-        # (a link to tab 7 would open with its tab out of view).
+        # (a link to tab 7 would open with its tab out of view). Counted first: with no tab
+        # bar on the page at all, "none out of sight" would pass for nothing.
+        tab_count = page.locator('[data-testid="stTabs"] [role="tab"]').count()
+        assert tab_count == len(positional_tabs()), f"{tab_count} tabs on the page"
         hidden = page.evaluate(TABS_OUT_OF_SIGHT_JS)
         assert not hidden, f"tabs cut off at the phone's edge: {hidden}"
         for label in positional_tabs()[1:]:

@@ -510,13 +510,17 @@ def test_hostile_text_in_the_url(tab, app_page):
     for round_index, payload in enumerate((SHORT_HOSTILE, LONG_HOSTILE)):
         other = LONG_HOSTILE if payload == SHORT_HOSTILE else SHORT_HOSTILE
         query = {key: payload if i % 2 == 0 else other for i, key in enumerate(keys)}
+        # Positional encoding's first tab does not read the sentence: open the tab that does.
+        query.update(SENTENCE_TAB.get(app_page.path, {}))
         tab.open(app_page, query)
         tab.assert_shows_text_or_message(f"{app_page.title}, URL round {round_index}")
         # One load, no retry: box_value waits out the frame on which Streamlit paints a box
         # empty before filling it (tests/browser.py says why).
         shown = box_value(sidebar_text(tab.page), payload)
+        shown_pair = box_value(sidebar_pair(tab.page), other)
         runs = [event[1:3] for event in tab.runs.events if event[1] != "delta"][-12:]
         assert shown == payload, f"the link's text was altered; URL {tab.page.url[:200]}; {runs}"
+        assert shown_pair == other, f"the link's pair was altered; URL {tab.page.url[:200]}"
 
 
 # Where a (layer, head) thumbnail's centre lies on screen, from plotly's own axis mapping.
