@@ -513,6 +513,9 @@ def test_hostile_text_in_the_url(tab, app_page):
         # Positional encoding's first tab does not read the sentence: open the tab that does.
         query.update(SENTENCE_TAB.get(app_page.path, {}))
         tab.open(app_page, query)
+        for key, value in SENTENCE_TAB.get(app_page.path, {}).items():  # a renamed tab falls back
+            shown_tab = query_of(tab.page.url).get(key)
+            assert shown_tab == value, f"no tab {value!r}: {tab.page.url[:200]}"
         tab.assert_shows_text_or_message(f"{app_page.title}, URL round {round_index}")
         # One load, no retry: box_value waits out the frame on which Streamlit paints a box
         # empty before filling it (tests/browser.py says why).
