@@ -127,8 +127,10 @@ class Tab:
 
     def assert_shows_text_or_message(self, where: str) -> None:
         """Healthy, and either a figure is drawn or a message says what is wrong."""
+        # 60 s, the tab's default: under a load average of ~16 on two cores (a second test run
+        # on the same machine) a page took over 30 s to draw its first figure.
         try:
-            self.page.wait_for_selector(SHOWN, timeout=30_000)
+            self.page.wait_for_selector(SHOWN, timeout=60_000)
         except Exception as err:
             raise AssertionError(f"{where}: neither a figure nor a message appeared") from err
         self.assert_healthy(where)
