@@ -94,6 +94,15 @@ class Tab:
         self.page.goto(url)
         self.runs.wait_settled(mark, start_timeout_ms=60_000)
 
+    def open_on_sentence_tab(self, app_page: AppPage, query: dict[str, str] | None = None) -> None:
+        """open(), on the tab that reads the sidebar sentence where a page has tabs (SENTENCE_TAB);
+        fails if the link did not keep that tab (a renamed tab would fall back to the first)."""
+        wanted = SENTENCE_TAB.get(app_page.path, {})
+        self.open(app_page, {**(query or {}), **wanted})
+        shown = query_of(self.page.url)
+        for key, value in wanted.items():
+            assert shown.get(key) == value, f"no tab {value!r}: {self.page.url[:200]}"
+
     def goto(self, url: str) -> None:
         mark = self.runs.mark()
         self.page.goto(url)
@@ -311,9 +320,7 @@ def nudge_slider(tab: Tab, label: str, steps: int) -> bool:
 def test_typing_redraws_and_copied_link_reopens_view(browser, server, tab, app_page):
     """1) a new sentence and pair redraw the figures; 2) the URL then reopens the same view."""
     page = tab.page
-    tab.open(app_page, SENTENCE_TAB.get(app_page.path))
-    for key, value in SENTENCE_TAB.get(app_page.path, {}).items():  # a renamed tab falls back
-        assert query_of(tab.page.url).get(key) == value, f"no tab {value!r}: {tab.page.url}"
+    tab.open_on_sentence_tab(app_page)
     wait_for_figure(page)
     follows_text, follows_pair = reads_sidebar(app_page)
     # 0 · the Layer and Head sliders (ui/widgets.py), where the page shows them. First: in
@@ -474,9 +481,7 @@ def commit_fields(
 def test_hostile_text_typed_into_every_text_input(tab, app_page):
     """Every text input of the page and of the sidebar gets every hostile string once."""
     page = tab.page
-    tab.open(app_page, SENTENCE_TAB.get(app_page.path))
-    for key, value in SENTENCE_TAB.get(app_page.path, {}).items():  # a renamed tab falls back
-        assert query_of(tab.page.url).get(key) == value, f"no tab {value!r}: {tab.page.url}"
+    tab.open_on_sentence_tab(app_page)
     wait_for_figure(page)
     source = (ROOT / app_page.path).read_text()
     page_fields = main_text_fields(tab, expected="text_input(" in source or "text_area(" in source)
@@ -512,12 +517,7 @@ def test_hostile_text_in_the_url(tab, app_page):
     for round_index, payload in enumerate((SHORT_HOSTILE, LONG_HOSTILE)):
         other = LONG_HOSTILE if payload == SHORT_HOSTILE else SHORT_HOSTILE
         query = {key: payload if i % 2 == 0 else other for i, key in enumerate(keys)}
-        # Positional encoding's first tab does not read the sentence: open the tab that does.
-        query.update(SENTENCE_TAB.get(app_page.path, {}))
-        tab.open(app_page, query)
-        for key, value in SENTENCE_TAB.get(app_page.path, {}).items():  # a renamed tab falls back
-            shown_tab = query_of(tab.page.url).get(key)
-            assert shown_tab == value, f"no tab {value!r}: {tab.page.url[:200]}"
+        tab.open_on_sentence_tab(app_page, query)
         tab.assert_shows_text_or_message(f"{app_page.title}, URL round {round_index}")
         # One load, no retry: box_value waits out the frame on which Streamlit paints a box
         # empty before filling it (tests/browser.py says why).
