@@ -210,24 +210,20 @@ def test_every_positional_tab_fits_a_phone_and_stays_in_the_link(browser, server
         context.close()
 
 
-@pytest.mark.parametrize("app_page", PAGES, ids=PAGE_IDS)
-def test_light_scheme_renders_light(browser, server, app_page):
-    page, context = open_page(
-        browser, server, app_page, viewport={"width": 1400, "height": 1000}, color_scheme="light"
-    )
-    try:
-        assert page.evaluate(BACKGROUND_JS) > 200, "a light system scheme should give a light app"
-        assert not page_exceptions(page), page_exceptions(page)
-        assert not page.errors, page.errors
-        # A mouse user sees the toolbar on hover as before (the phone rule does not apply).
-        # Hover the figure's root div, not its svg: plotly's svg layers take no pointer events,
-        # so where the svg's centre falls between two subplots the hover never lands on it.
-        toolbar = page.locator(".js-plotly-plot .modebar-container").first
-        if toolbar.count():
-            toolbar.locator("xpath=ancestor::div[contains(@class,'js-plotly-plot')]").hover()
-            assert toolbar.evaluate("e => getComputedStyle(e).visibility") == "visible"
-    finally:
-        context.close()
+def assert_light_desktop(page) -> None:
+    """A light system scheme gives a light app, and a mouse user sees plotly's toolbar on hover
+    (the phone rule above does not apply). Called on every page by the copied-link test
+    (tests/test_browser_links.py), which opens each page in a light desktop context anyway.
+
+    Hover the figure's root div, not its svg: plotly's svg layers take no pointer events, so
+    where the svg's centre falls between two subplots the hover never lands on it.
+    """
+    assert page.evaluate(BACKGROUND_JS) > 200, "a light system scheme should give a light app"
+    assert not page_exceptions(page), page_exceptions(page)
+    toolbar = page.locator(".js-plotly-plot .modebar-container").first
+    if toolbar.count():
+        toolbar.locator("xpath=ancestor::div[contains(@class,'js-plotly-plot')]").hover()
+        assert toolbar.evaluate("e => getComputedStyle(e).visibility") == "visible"
 
 
 def test_keyboard_keeps_focus_on_a_slider_across_presses(browser, server):

@@ -1,8 +1,10 @@
 """Hostile links: every URL-bound key of the app, on every page, holding values a visitor chose.
 
 A link is visitor input. Whatever it holds (numbers out of range, Markdown links and images,
-HTML, paths on the server, model names), opening it must:
+HTML and script, control characters, 10,000 characters of text, paths on the server, model
+names), opening it must:
 - draw the page or say what is wrong, with no exception, no script run and no injected element;
+- show every text as it was sent, in its box;
 - render no link or image the visitor wrote (Markdown `[x](url)` and `![x](url)` stay text);
 - show no path of the server's file system;
 - load no model that is not listed: a typed name waits for its Load button.
@@ -19,8 +21,26 @@ from pathlib import Path
 
 import pytest
 from bound_keys import url_bound_keys
-from browser import ROOT, app_pages, served_app, wait_for_figure
-from test_browser_suite import SHOWN, Tab, new_tab
+from browser import (
+    ROOT,
+    AppPage,
+    app_pages,
+    bound_text_keys,
+    box_value,
+    served_app,
+    sidebar_pair,
+    sidebar_text,
+    wait_for_figure,
+)
+from test_browser_suite import (
+    LONG_HOSTILE,
+    SENTENCE_TAB,
+    SHORT_HOSTILE,
+    SHOWN,
+    Tab,
+    new_tab,
+    query_of,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -91,21 +111,46 @@ def tab(browser, server):
     context.close()
 
 
+def hostile_link(app_page: AppPage, round_index: int, model: str) -> dict[str, str]:
+    """hostile_query(), with the hostile texts in every text key: the sidebar's sentence and
+    pair and the page's own boxes take the short and the 10,000-character string in turn.
+
+    A page that draws one tab at a time opens on the tab that reads the sentence."""
+    text = (SHORT_HOSTILE, LONG_HOSTILE)[round_index]
+    other = LONG_HOSTILE if text is SHORT_HOSTILE else SHORT_HOSTILE
+    query = hostile_query(round_index, model)
+    for i, key in enumerate(["text", "pair", *bound_text_keys(app_page)]):
+        query[key] = text if i % 2 == 0 else other
+    return {**query, **SENTENCE_TAB.get(app_page.path, {})}
+
+
 @pytest.mark.parametrize("app_page", PAGES, ids=PAGE_IDS)
 def test_hostile_values_in_every_url_key(tab, app_page):
-    # Two rounds (every key a different value in each); the model key: a typed name, then a
-    # listed model that cannot be had here (the hub is a closed port).
+    """Two links per page, every key hostile in each. The model key: a typed name, then a listed
+    model that cannot be had here (the hub is a closed port). The texts arrive unaltered in
+    their boxes; nothing the visitor wrote becomes markup, script or a server path."""
     for round_index, model in enumerate((OTHER, BERT_BASE)):
         where = f"{app_page.title}, round {round_index} (model={model[:20]})"
-        tab.open(app_page, hostile_query(round_index, model))
+        query = hostile_link(app_page, round_index, model)
+        tab.open(app_page, query)
+        for key, value in SENTENCE_TAB.get(app_page.path, {}).items():  # a renamed tab falls back
+            assert query_of(tab.page.url).get(key) == value, f"no tab {value!r}: {tab.page.url}"
         assert_nothing_leaks(tab, where)
-        alerts = tab.page.locator('[data-testid="stAlert"]').all_inner_texts()
-        if model == OTHER and hostile_query(round_index, model)["custom_model"].strip():
+        # One load, no retry: box_value waits out the frame on which Streamlit paints a box
+        # empty before filling it (tests/browser.py says why).
+        for key, box in (("text", sidebar_text(tab.page)), ("pair", sidebar_pair(tab.page))):
+            shown = box_value(box, query[key])
+            assert shown == query[key], f"{where}: the link's {key} was altered: {shown[:80]!r}"
+        if model == OTHER and query["custom_model"].strip():
             try:  # the script has finished; the sidebar may still be drawing
                 tab.page.locator(LOAD_BUTTON).wait_for(timeout=15_000)
             except Exception as err:
                 raise AssertionError(f"{where}: a typed model needs its Load button") from err
+            alerts = tab.page.locator('[data-testid="stAlert"]').all_inner_texts()
             assert not any("Could not load" in a for a in alerts), f"{where}: it was loaded"
+    for key in SENTENCE_TAB.get(app_page.path, {}):  # and a hostile tab name: the first tab
+        tab.open(app_page, hostile_query(0, OTHER))
+        assert_nothing_leaks(tab, f"{app_page.title}, hostile {key}")
 
 
 def test_a_typed_model_from_a_link_is_shown_as_text_with_a_load_button(tab):

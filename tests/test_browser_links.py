@@ -3,9 +3,10 @@
 Per page (discovered from app.py, so a page registered there is covered without touching this
 file): open it, change every control a visitor can change (sliders, select boxes,
 multiselects, radios, toggles, number inputs and the page's own text boxes), checking after
-each change that the address bar changed with it; then open the copied address in a fresh
-browser context (its own session) and compare the figures' data, titles and export format
-with the first context's. One server and one chromium serve the module.
+each change that the address bar changed with it; type a new sentence and pair and see the
+figures redraw; then open the copied address in a fresh browser context (its own session) and
+compare the figures' data, titles and export format, and every control's value, with the first
+context's. One server and one chromium serve the module.
 
 Also here: the sidebar's sentence box after opening a link (issue 10 §5). Streamlit 1.67
 paints every text box empty for a frame before its value arrives; the test shows that a link's
@@ -25,7 +26,20 @@ from browser import (
     app_pages,
     box_value,
     commit_text,
+    figure_signatures,
+    sidebar_pair,
     sidebar_text,
+    wait_figures_changed,
+)
+from test_browser_devices import assert_light_desktop
+from test_browser_suite import (
+    ON_DEMAND,
+    SENTENCE_TAB,
+    main_text_fields,
+    query_of,
+    reads_sidebar,
+    wait_boxes_filled,
+    widget_state,
 )
 
 pytestmark = pytest.mark.browser
@@ -106,7 +120,7 @@ class Tab:
     """One browser context and its page, with the run watcher and the page errors."""
 
     def __init__(self, browser, server) -> None:
-        self.context = browser.new_context(viewport=VIEWPORT)
+        self.context = browser.new_context(viewport=VIEWPORT, color_scheme="light")
         self.page = self.context.new_page()
         self.page.set_default_timeout(60_000)
         self.runs = RunWatcher(self.page)
@@ -267,24 +281,78 @@ def first_difference(first: list[str], second: list[str]) -> str:
     return "none"
 
 
-@pytest.mark.parametrize("app_page", PAGES, ids=PAGE_IDS)
-def test_copied_link_reopens_the_same_figures(browser, server, app_page: AppPage):
-    """Change every control, copy the URL, reopen it in a fresh context: same figures.
+def link_cases() -> list[tuple[AppPage, dict[str, str]]]:
+    """Every page as it opens, and a page with tabs once more on the tab that reads the sentence
+    (Positional encoding's first tab has controls of its own but does not read the sentence)."""
+    cases = [(app_page, {}) for app_page in PAGES]
+    cases += [(p, SENTENCE_TAB[p.path]) for p in PAGES if p.path in SENTENCE_TAB]
+    return cases
+
+
+LINK_CASES = link_cases()
+LINK_CASE_IDS = [
+    Path(p.path).stem + "".join(f"-{v.split()[-1].lower()}" for v in tab.values())
+    for p, tab in LINK_CASES
+]
+TYPED = ("A zebra crossed the quiet road at night.", "The giraffe ate leaves from the tall tree.")
+
+
+def type_sentence_and_pair(tab: Tab, app_page: AppPage) -> None:
+    """A new sentence, then a new pair, each committed like a visitor would: the figures redraw.
+
+    A page that reads no sidebar sentence gets its own sentence box typed into instead.
+    """
+    page = tab.page
+    follows_text, follows_pair = reads_sidebar(app_page)
+    before = figure_signatures(page)
+    if follows_text:
+        tab.act(lambda: commit_text(sidebar_text(page), TYPED[0]))
+        where = "the sidebar sentence"
+    else:
+        fields = main_text_fields(page, expected=True)
+        assert fields, "the page reads no sidebar text and has no text input of its own"
+        tab.act(lambda: commit_text(fields[0], "zebra stripes and zebra crossings"))
+        where = "the page's own sentence"
+    assert wait_figures_changed(page, before), f"figures did not change after typing in {where}"
+    before = figure_signatures(page)
+    tab.act(lambda: commit_text(sidebar_pair(page), TYPED[1]))
+    if follows_pair:
+        assert wait_figures_changed(page, before), "figures did not change after typing a pair"
+
+
+@pytest.mark.parametrize("app_page, on_tab", LINK_CASES, ids=LINK_CASE_IDS)
+def test_every_control_and_typed_text_survive_a_copied_link(
+    browser, server, app_page: AppPage, on_tab: dict[str, str]
+):
+    """Change every control, type a sentence and a pair (the figures redraw), copy the URL and
+    reopen it in a fresh context: the same figures and the same controls.
 
     The sidebar's controls are changed by hand on the first page; every other page opens
     with all of them off their defaults in its URL, so each page's reopening covers them too.
+    The first look is also the desktop check of a light system scheme (issue 13): a light app,
+    and plotly's toolbar on hover.
+    Typing comes first, while every page still draws from the sidebar's sentence and pair (a
+    changed control may make a page explain the second sentence only, or leave the sidebar's
+    sentence out of a projection).
     """
     by_hand = app_page == PAGES[0]
+    types = app_page.path not in ON_DEMAND and (app_page.path not in SENTENCE_TAB or on_tab)
     tab = Tab(browser, server)
     try:
         query = {"text": SENTENCE} if by_hand else {**SIDEBAR_CHANGED, "text": SENTENCE}
-        tab.goto(f"{server.url}/{app_page.url_path}?{urllib.parse.urlencode(query)}")
+        tab.goto(f"{server.url}/{app_page.url_path}?{urllib.parse.urlencode({**query, **on_tab})}")
+        assert_light_desktop(tab.page)
+        if types:
+            type_sentence_and_pair(tab, app_page)
         changed = change_every_control(tab, sidebar=by_hand)
         if by_hand:
             assert {c[1] for c in changed} >= {label for _, label in SIDEBAR_CONTROLS}
-            query = urllib.parse.parse_qs(urllib.parse.urlsplit(tab.page.url).query)
-            assert {key for key, _ in SIDEBAR_CONTROLS} <= set(query), tab.page.url
+            shown = urllib.parse.parse_qs(urllib.parse.urlsplit(tab.page.url).query)
+            assert {key for key, _ in SIDEBAR_CONTROLS} <= set(shown), tab.page.url
         copied, drawn = tab.page.url, figures(tab.page)  # a page may draw none until asked
+        for key, value in on_tab.items():
+            assert query_of(copied).get(key) == value, f"the tab was lost: {copied[:200]}"
+        state = widget_state(tab.page)
         assert not tab.errors, tab.errors
     finally:
         tab.close()
@@ -297,7 +365,11 @@ def test_copied_link_reopens_the_same_figures(browser, server, app_page: AppPage
             f"{app_page.title}: the copied link drew other figures "
             f"({first_difference(drawn, again)}); changed {changed}; URL {copied}"
         )
-        assert other.page.url == copied, "reopening the link rewrote it"
+        wait_boxes_filled(other.page, state)
+        assert widget_state(other.page) == state, "the copied link set other controls"
+        assert other.page.url == copied, (
+            f"reopening the link rewrote it: {copied} -> {other.page.url}"
+        )
         assert not other.errors, other.errors
     finally:
         other.close()

@@ -5,9 +5,9 @@ every test opens its own browser context, so session, storage and URL never leak
 Pages are discovered from app.py (tests/browser.app_pages), so a page registered there is
 covered without touching this file.
 
-Covered: navigation to every page, figures following the sidebar sentence and pair, the
-sentence surviving page switches, copied links reopening the same view, hostile text typed into
-every text input and passed in the URL, and a model that cannot be loaded.
+Covered: navigation to every page, the sentence surviving page switches, hostile text typed into
+every text input, and a model that cannot be loaded. Typing and copied links are in
+tests/test_browser_links.py, hostile links in tests/test_browser_hostile_urls.py.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from browser import (
     AppPage,
     RunWatcher,
     app_pages,
-    bound_text_keys,
     box_value,
     commit_text,
     figure_signatures,
@@ -182,13 +181,13 @@ def reads_sidebar(app_page: AppPage) -> tuple[bool, bool]:
     return uses_trace or "inputs.text" in source, uses_trace or "inputs.pair" in source
 
 
-def main_text_fields(tab: Tab, expected: bool = False) -> list[object]:
+def main_text_fields(page: object, expected: bool = False) -> list[object]:
     """The page's own text inputs and areas (not the sidebar's), opening folded expanders.
 
     expected: the page must have some, so wait for the first: the frontend may draw a page's
     text boxes a few hundred ms after its first figure (seen on 1 · Context).
     """
-    main = tab.page.locator('[data-testid="stMain"]')
+    main = page.locator('[data-testid="stMain"]')
     for summary in main.locator("details:not([open]) > summary").all():
         summary.click()  # expanding is client-side: no rerun
     fields = main.locator('[data-testid="stTextInput"] input, [data-testid="stTextArea"] textarea')
@@ -237,7 +236,7 @@ def test_every_page_opens_from_navigation_and_keeps_sentence(tab):
         assert query.get("pair") == pair, f"{app_page.title}: the URL lost the pair"
 
 
-# ---- typing redraws; a copied link reopens the same view ---------------------------------------------
+# ---- what the controls show (compared after a copied link: tests/test_browser_links.py) ---------
 SLIDERS_JS = """
 els => els.map(e => [
   (e.closest('[data-testid="stSlider"], [data-testid="stSelectSlider"]') || e).innerText
@@ -247,9 +246,8 @@ els => els.map(e => [
 """
 
 
-def widget_state(tab: Tab) -> dict[str, object]:
+def widget_state(page: object) -> dict[str, object]:
     """What a visitor sees in the controls: texts, switches, sliders, the model."""
-    page = tab.page
     sidebar = page.locator('[data-testid="stSidebar"]')
     return {
         "text": sidebar_text(page).input_value(),
@@ -260,24 +258,19 @@ def widget_state(tab: Tab) -> dict[str, object]:
         # Streamlit 1.67 sliders are react-aria range inputs (no explicit role="slider").
         "sliders": page.locator('input[type="range"]').evaluate_all(SLIDERS_JS),
         "model": sidebar.locator('[data-testid="stSelectbox"] input').first.input_value(),
-        "texts": [f.input_value() for f in main_text_fields(tab)],
+        "texts": [f.input_value() for f in main_text_fields(page)],
     }
 
 
-def wait_boxes_filled(tab: Tab, like: dict[str, object]) -> None:
-    """Wait until this tab's text boxes show what `like` (another tab's widget_state) holds.
+def wait_boxes_filled(page: object, like: dict[str, object]) -> None:
+    """Wait until this page's text boxes show what `like` (another page's widget_state) holds.
 
     A freshly drawn box is empty for a frame before Streamlit fills it (box_value says why).
     """
-    page = tab.page
     box_value(sidebar_text(page), like["text"])
     box_value(sidebar_pair(page), like["pair"])
-    for text_field, value in zip(main_text_fields(tab), like["texts"], strict=False):
+    for text_field, value in zip(main_text_fields(page), like["texts"], strict=False):
         box_value(text_field, value)
-
-
-def toggle(tab: Tab, label: str) -> None:
-    tab.act(lambda: tab.page.locator('[data-testid="stSidebar"]').get_by_text(label).click())
 
 
 def main_slider(tab: Tab, label: str) -> object:
@@ -289,85 +282,6 @@ def main_slider(tab: Tab, label: str) -> object:
     return tab.page.locator(
         f'[data-testid="stMain"] [data-testid="stSlider"] input[type="range"][aria-label="{label}"]'
     )
-
-
-def nudge_slider(tab: Tab, label: str, steps: int) -> bool:
-    """Move the page's first slider with this label `steps` to the right, one key press and one
-    finished rerun at a time; False when the page shows no such slider.
-
-    The frontend may draw a page's widgets just after a run settles, and a key pressed on the
-    element being replaced is lost: a press that moved nothing is tried again (three times).
-    """
-    slider = main_slider(tab, label).first
-    try:
-        slider.wait_for(timeout=5_000)
-    except Exception as err:  # playwright's TimeoutError: e.g. 2 · Q, K, V's random mode
-        if "Timeout" in type(err).__name__:
-            return False
-        raise
-    for step in range(steps):
-        for _ in range(3):
-            start = slider.input_value()
-            tab.act(lambda: slider.press("ArrowRight"))
-            if slider.input_value() != start:
-                break
-        else:
-            raise AssertionError(f"press {step + 1} did not move the {label} slider")
-    return True
-
-
-@pytest.mark.parametrize("app_page", FIGURE_PAGES, ids=FIGURE_PAGE_IDS)
-def test_typing_redraws_and_copied_link_reopens_view(browser, server, tab, app_page):
-    """1) a new sentence and pair redraw the figures; 2) the URL then reopens the same view."""
-    page = tab.page
-    tab.open_on_sentence_tab(app_page)
-    wait_for_figure(page)
-    follows_text, follows_pair = reads_sidebar(app_page)
-    # 0 · the Layer and Head sliders (ui/widgets.py), where the page shows them. First: in
-    # Streamlit 1.67 a slider moved by keyboard after a sidebar text commit often (about half
-    # the time here) reruns with the new value but never writes it to the URL; moved before,
-    # it stays in the URL through the commits that follow.
-    has_picker = "layer_head_picker(" in (ROOT / app_page.path).read_text()
-    has_picker = has_picker and nudge_slider(tab, "Layer", 2) and nudge_slider(tab, "Head", 3)
-
-    # 1 · the sentence (or the page's own sentence box, for a page that does not read the sidebar)
-    before = figure_signatures(page)
-    if follows_text:
-        tab.commit(sidebar_text(page), "A zebra crossed the quiet road at night.")
-        where = "the sidebar sentence"
-    else:
-        fields = main_text_fields(tab, expected=True)
-        assert fields, "the page reads no sidebar text and has no text input of its own"
-        tab.commit(fields[0], "zebra stripes and zebra crossings")
-        where = "the page's own sentence"
-    assert wait_figures_changed(page, before), f"figures did not change after typing in {where}"
-    before = figure_signatures(page)
-    tab.commit(sidebar_pair(page), "The giraffe ate leaves from the tall tree.")
-    if follows_pair:
-        assert wait_figures_changed(page, before), "figures did not change after typing a pair"
-
-    # 2 · switches and sliders, then the link
-    toggle(tab, "Causal mask")
-    toggle(tab, "Scale scores by 1/√d_k")
-    wait_for_figure(page)
-    copied = page.url
-    query = query_of(copied)
-    expected = {"pair", "causal", "scale"} | ({"text"} if follows_text else set())
-    expected |= {"layer", "head"} if has_picker else set()
-    assert expected <= set(query), f"the URL misses {expected - set(query)}: {copied}"
-    state, figures = widget_state(tab), figure_signatures(page)
-
-    other, context = new_tab(browser, server)
-    try:
-        other.goto(copied)
-        wait_for_figure(other.page)
-        wait_boxes_filled(other, state)
-        assert widget_state(other) == state
-        assert figure_signatures(other.page) == figures, "the same link drew other figures"
-        other.assert_healthy(f"{app_page.title} reopened")
-    finally:
-        context.close()
-    tab.assert_healthy(app_page.title)
 
 
 def choose_model(tab: Tab, option_text: str) -> None:
@@ -393,7 +307,7 @@ def test_copied_link_keeps_a_custom_model(browser, server, tab):
         other.goto(copied)
         wait_for_figure(other.page)
         assert other.page.get_by_label("Hub id or local folder").input_value() == folder
-        assert "other" in widget_state(other)["model"]
+        assert "other" in widget_state(other.page)["model"]
         assert not other.page.get_by_text("Could not load").count()
         other.assert_healthy("custom model reopened")
     finally:
@@ -484,11 +398,11 @@ def test_hostile_text_typed_into_every_text_input(tab, app_page):
     tab.open_on_sentence_tab(app_page)
     wait_for_figure(page)
     source = (ROOT / app_page.path).read_text()
-    page_fields = main_text_fields(tab, expected="text_input(" in source or "text_area(" in source)
+    page_fields = main_text_fields(page, expected="text_input(" in source or "text_area(" in source)
     uses_trace = "trace_or_stop(" in source
     # The 10,000-character text costs a 512-piece run of the page each time it is typed into the
     # sidebar. It reaches every page, as the same value in the same box, through a link
-    # (test_hostile_text_in_the_url), so the sidebar gets it typed on the Overview only; the
+    # (test_browser_hostile_urls.py), so the sidebar gets it typed on the Overview only; the
     # page's own inputs get it everywhere. (A fifth of this test's time on the heavy pages.)
     type_long_in_sidebar = app_page.default
     # Round r: the sidebar sentence gets string r, so the unreadable one comes last (it stops a
@@ -508,24 +422,6 @@ def test_hostile_text_typed_into_every_text_input(tab, app_page):
         if typed[0] == CONTROL_ONLY and uses_trace:
             message = page.locator('[data-testid="stAlert"]', has_text="readable")
             assert message.count(), f"{where}: unreadable text must get a clear message"
-
-
-@pytest.mark.parametrize("app_page", PAGES, ids=PAGE_IDS)
-def test_hostile_text_in_the_url(tab, app_page):
-    """The same strings arriving in a link: every text parameter of the page at once."""
-    keys = ["text", "pair", *bound_text_keys(app_page)]
-    for round_index, payload in enumerate((SHORT_HOSTILE, LONG_HOSTILE)):
-        other = LONG_HOSTILE if payload == SHORT_HOSTILE else SHORT_HOSTILE
-        query = {key: payload if i % 2 == 0 else other for i, key in enumerate(keys)}
-        tab.open_on_sentence_tab(app_page, query)
-        tab.assert_shows_text_or_message(f"{app_page.title}, URL round {round_index}")
-        # One load, no retry: box_value waits out the frame on which Streamlit paints a box
-        # empty before filling it (tests/browser.py says why).
-        shown = box_value(sidebar_text(tab.page), payload)
-        shown_pair = box_value(sidebar_pair(tab.page), other)
-        runs = [event[1:3] for event in tab.runs.events if event[1] != "delta"][-12:]
-        assert shown == payload, f"the link's text was altered; URL {tab.page.url[:200]}; {runs}"
-        assert shown_pair == other, f"the link's pair was altered; URL {tab.page.url[:200]}"
 
 
 # Where a (layer, head) thumbnail's centre lies on screen, from plotly's own axis mapping.
