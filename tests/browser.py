@@ -103,6 +103,13 @@ def page_exceptions(page: object) -> list[str]:
 # ---- helpers for the browser suite and the benchmarks (issue 6) -------------------------------
 # Everything below is additive: the functions above keep their behaviour.
 
+# Context options for the tests that check what a page does rather than how it looks while it
+# loads: a system that asks for reduced motion. Streamlit then stops its placeholders' endless
+# pulse, which repaints the whole page on every frame until the figures arrive (about a fifth of
+# a page load's CPU time here; tests/test_browser_devices.py, test_reduced_motion_stops_the_pulse).
+# The device tests keep the default.
+QUIET_MOTION = {"reduced_motion": "reduce"}
+
 # A drawn plotly figure, not counting the blank one ui/preload.py shows while torch imports.
 FIGURE_SELECTOR = ".js-plotly-plot:not(.st-key-_plotly_preload .js-plotly-plot) .main-svg"
 HEATMAP_SELECTOR = ".js-plotly-plot g.hm image"  # a heatmap trace with its pixels painted

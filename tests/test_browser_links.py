@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 from browser import (
+    QUIET_MOTION,
     AppPage,
     RunWatcher,
     app_pages,
@@ -120,7 +121,7 @@ class Tab:
     """One browser context and its page, with the run watcher and the page errors."""
 
     def __init__(self, browser, server) -> None:
-        self.context = browser.new_context(viewport=VIEWPORT, color_scheme="light")
+        self.context = browser.new_context(viewport=VIEWPORT, color_scheme="light", **QUIET_MOTION)
         self.page = self.context.new_page()
         self.page.set_default_timeout(60_000)
         self.runs = RunWatcher(self.page)
@@ -403,7 +404,7 @@ def test_a_text_box_is_painted_empty_for_a_frame(browser, server):
     """
     sentence = "A link's sentence <b>survives</b> the first frame."
     for _ in range(3):
-        context = browser.new_context(viewport=VIEWPORT)
+        context = browser.new_context(viewport=VIEWPORT, **QUIET_MOTION)
         context.add_init_script(BOX_FRAMES_JS)
         page = context.new_page()
         sent: list[str] = []

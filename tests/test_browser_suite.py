@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from browser import (
+    QUIET_MOTION,
     ROOT,
     AppPage,
     RunWatcher,
@@ -146,7 +147,7 @@ class Tab:
 
 def new_tab(browser, server) -> tuple[Tab, object]:
     """A fresh context (own session and storage) with the XSS trap and the recorders."""
-    context = browser.new_context(viewport=VIEWPORT)
+    context = browser.new_context(viewport=VIEWPORT, **QUIET_MOTION)
     page = context.new_page()
     page.set_default_timeout(60_000)
     tab = Tab(page=page, server=server, runs=RunWatcher(page))
