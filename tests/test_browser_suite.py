@@ -367,7 +367,10 @@ SHORT_HOSTILE = " ".join([*MARKUP, *ODD_TEXT])
 # 10,000 characters that start with every payload and contain the 1,000-character word.
 LONG_HOSTILE = (SHORT_HOSTILE + " " + ONE_LONG_WORD + " " + "the river bank " * 700)[:10_000]
 CONTROL_ONLY = "\x00\x01\x07\x1b\u200b"  # nothing a tokenizer can read: must get a message
-HOSTILE_ROUNDS = (SHORT_HOSTILE, LONG_HOSTILE, ONE_LONG_WORD, CONTROL_ONLY)
+# Typed into every box, one string a round. The short string is not typed on its own: the long
+# one starts with it, and it reaches every box of every page through a link
+# (tests/test_browser_hostile_urls.py).
+HOSTILE_ROUNDS = (LONG_HOSTILE, ONE_LONG_WORD, CONTROL_ONLY)
 
 
 def commit_fields(
@@ -394,7 +397,8 @@ def commit_fields(
 
 @pytest.mark.parametrize("app_page", FIGURE_PAGES, ids=FIGURE_PAGE_IDS)
 def test_hostile_text_typed_into_every_text_input(tab, app_page):
-    """Every text input of the page and of the sidebar gets every hostile string once."""
+    """Every text input of the page and of the sidebar gets every string of HOSTILE_ROUNDS once
+    (the sidebar gets the long one on the Overview only: see below)."""
     page = tab.page
     tab.open_on_sentence_tab(app_page)
     wait_for_figure(page)
