@@ -29,7 +29,9 @@ def test_the_startup_freeze_happens_once_per_process(unfrozen, monkeypatch):
     assert frozen > 1000  # the modules, functions and classes of the test process
     keep = [[] for _ in range(50)]  # 50 new tracked objects
     housekeeping.freeze_once_at_startup()  # every later run of app.py: nothing to do
-    assert gc.get_freeze_count() == frozen
+    # Not "== frozen": a frozen object that dies leaves the count, and another thread of this
+    # worker process may drop one at any time (seen: 601,215 -> 601,213 under xdist).
+    assert gc.get_freeze_count() <= frozen
     housekeeping.freeze_long_lived_objects()  # an explicit freeze takes the new objects too
     assert gc.get_freeze_count() >= frozen + len(keep)
 
