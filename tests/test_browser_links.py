@@ -1,12 +1,12 @@
 """A copied link reopens exactly the view: every control of every page lives in the URL.
 
 Per page (discovered from app.py, so a page registered there is covered without touching this
-file): open it, change every control a visitor can change (sliders, select boxes,
-multiselects, radios, toggles, number inputs and the page's own text boxes), checking after
-each change that the address bar changed with it; type a new sentence and pair and see the
-figures redraw; then open the copied address in a fresh browser context (its own session) and
-compare the figures' data, titles and export format, and every control's value, with the first
-context's. One server and one chromium serve the module.
+file): open it, type a new sentence and pair and see the figures redraw, reload, change every
+control a visitor can change (sliders, select boxes, multiselects, radios, toggles, number
+inputs and the page's own text boxes), checking after each change that the address bar changed
+with it; then open the copied address in a fresh browser context (its own session) and compare
+the figures' data, titles, labels and export format, the texts, switches and sliders, and the
+address itself with the first context's. One server and one chromium serve the module.
 
 Also here: the sidebar's sentence box after opening a link (issue 10 §5). Streamlit 1.67
 paints every text box empty for a frame before its value arrives; the test shows that a link's
@@ -28,6 +28,7 @@ from browser import (
     box_value,
     commit_text,
     figure_signatures,
+    page_exceptions,
     sidebar_pair,
     sidebar_text,
     wait_figures_changed,
@@ -334,7 +335,9 @@ def test_every_control_and_typed_text_survive_a_copied_link(
     and plotly's toolbar on hover.
     Typing comes first, while every page still draws from the sidebar's sentence and pair (a
     changed control may make a page explain the second sentence only, or leave the sidebar's
-    sentence out of a projection).
+    sentence out of a projection); then the page is reloaded and the controls change.
+    "Controls" after the reopening: the figures' data and drawn labels, and what widget_state
+    reads (texts, switches, sliders, the model); the URL, which holds every other control.
     """
     by_hand = app_page == PAGES[0]
     types = app_page.path not in ON_DEMAND and (app_page.path not in SENTENCE_TAB or on_tab)
@@ -345,10 +348,14 @@ def test_every_control_and_typed_text_survive_a_copied_link(
         assert_light_desktop(tab.page)
         if types:
             type_sentence_and_pair(tab, app_page)
+            typed = widget_state(tab.page)
             # Reopened before the controls change: in Streamlit 1.67 a slider moved by keyboard
             # after a text commit often (about half the time here) reruns with its new value but
-            # never writes it to the URL; after a fresh load it does.
+            # never writes it to the URL; after a fresh load it does. The reload also shows
+            # that the typed sentence and pair reached the URL.
             tab.goto(tab.page.url)
+            wait_boxes_filled(tab.page, typed)
+            assert widget_state(tab.page) == typed, "the typed text did not reach the URL"
         changed = change_every_control(tab, sidebar=by_hand)
         if by_hand:
             assert {c[1] for c in changed} >= {label for _, label in SIDEBAR_CONTROLS}
@@ -357,8 +364,9 @@ def test_every_control_and_typed_text_survive_a_copied_link(
         copied, drawn = tab.page.url, figures(tab.page)  # a page may draw none until asked
         for key, value in on_tab.items():
             assert query_of(copied).get(key) == value, f"the tab was lost: {copied[:200]}"
-        state = widget_state(tab.page)
+        state, signatures = widget_state(tab.page), figure_signatures(tab.page)
         assert not tab.errors, tab.errors
+        assert not page_exceptions(tab.page), page_exceptions(tab.page)
     finally:
         tab.close()
 
@@ -370,12 +378,14 @@ def test_every_control_and_typed_text_survive_a_copied_link(
             f"{app_page.title}: the copied link drew other figures "
             f"({first_difference(drawn, again)}); changed {changed}; URL {copied}"
         )
+        assert figure_signatures(other.page) == signatures, "the same link drew other labels"
         wait_boxes_filled(other.page, state)
         assert widget_state(other.page) == state, "the copied link set other controls"
         assert other.page.url == copied, (
             f"reopening the link rewrote it: {copied} -> {other.page.url}"
         )
         assert not other.errors, other.errors
+        assert not page_exceptions(other.page), page_exceptions(other.page)
     finally:
         other.close()
 

@@ -369,7 +369,9 @@ LONG_HOSTILE = (SHORT_HOSTILE + " " + ONE_LONG_WORD + " " + "the river bank " * 
 CONTROL_ONLY = "\x00\x01\x07\x1b\u200b"  # nothing a tokenizer can read: must get a message
 # Typed into every box, one string a round. The short string is not typed on its own: the long
 # one starts with it, and it reaches every box of every page through a link
-# (tests/test_browser_hostile_urls.py).
+# (tests/test_browser_hostile_urls.py). So markup is typed into the sidebar on the Overview only
+# (the long string's turn is skipped there elsewhere, see below) and into a page's own boxes
+# everywhere; a link brings it to the sidebar of every page.
 HOSTILE_ROUNDS = (LONG_HOSTILE, ONE_LONG_WORD, CONTROL_ONLY)
 
 
