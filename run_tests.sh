@@ -34,8 +34,10 @@ ruff format --check .
 # out two at a time in that order (xdist's default first hand is a quarter of a worker's share
 # in one consecutive block, which would give one worker most of the browser tests).
 # Measured 2026-11-25 on a 2-core AMD EPYC (torch's forward pass ~2x slower than on the
-# machines before): 875 tests in 30 min 38 s this way, 31 min 45 s in xdist's default order;
-# 19 min on the earlier machines. --durations lists the slowest tests, where to trim first.
+# machines before): 836 tests in 21 min (the whole of this script: 23.6 min), after one
+# copied-link test per page replaced two and the hostile texts joined the hostile links (875
+# tests in 30.6 min before; the earlier machines ran those in 19). --durations lists the
+# slowest tests, where to trim first.
 python -m pytest -q -n 3 --dist load --maxschedchunk 2 --durations=15 "$@"
 
 # A short version of the many-visitors load test (4 browser sessions x 3 rounds): exits non-zero
