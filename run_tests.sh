@@ -30,9 +30,10 @@ ruff format --check .
 # Three workers: most browser-test time is waiting for chromium and the server, so three share
 # two cores well (a fourth saved nothing; one worker had not passed a quarter of the tests after
 # 20 min on a busy machine). Each worker starts its own servers on free ports. conftest.py puts
-# the browser tests (10-60 s each, up to 110 s on a slow machine) first and the unit tests after; --maxschedchunk 2 hands them
-# out two at a time in that order (xdist's default first hand is a quarter of a worker's share
-# in one consecutive block, which would give one worker most of the browser tests).
+# the browser tests (10-60 s each, up to 130 s on a slow machine) first and the unit tests
+# after; --maxschedchunk 2 hands them out two at a time in that order (xdist's default first
+# hand is a quarter of a worker's share in one consecutive block, which would give one worker
+# most of the browser tests).
 # Measured 2026-11-25 on a 2-core AMD EPYC (torch's forward pass ~2x slower than on the
 # machines before): 836 tests in 21 min (the whole of this script: 23.6 min), after one
 # copied-link test per page replaced two and the hostile texts joined the hostile links (875
