@@ -38,5 +38,11 @@ def weight(scale: bool, causal: bool) -> str:
 
 
 def mask_line(causal: bool) -> str:
-    """The mask's definition when the causal switch is on, else nothing."""
+    """The mask's definition when the causal switch is on, else nothing: on the same line."""
     return rf",\qquad {CAUSAL_MASK}" if causal else ""
+
+
+def mask_row(causal: bool) -> str:
+    """The mask's definition on a row of its own (in a gathered block), when the switch is on:
+    a phone has no room for it beside the rest."""
+    return rf"\\ {CAUSAL_MASK}" if causal else ""

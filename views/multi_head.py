@@ -64,7 +64,7 @@ st.latex(  # written from the sidebar's switches, as the grid below was computed
     r"\begin{gathered}"
     rf"\text{{head}}_h={formulas.attention(inputs.scale, inputs.causal, 'Q_h', 'K_h')}V_h,"
     r"\\ Q_h = X W_Q^h,\ K_h = X W_K^h,\ V_h = X W_V^h"
-    + formulas.mask_line(inputs.causal)
+    + formulas.mask_row(inputs.causal)
     + r"\end{gathered}"
 )
 widgets.show_figure(mc.heads_grid(trace.attentions[layer], trace.tokens, layer), "mh_grid")

@@ -26,7 +26,7 @@ with notes_col:
     st.latex(  # written from the sidebar's switches, as the heatmap was computed
         rf"\begin{{gathered}}\alpha = {formulas.attention(inputs.scale, inputs.causal)}"
         r"\\ \text{output} = \alpha V"
-        + (rf"\\ {formulas.CAUSAL_MASK}" if inputs.causal else "")
+        + formulas.mask_row(inputs.causal)
         + r"\end{gathered}"
     )
     st.markdown(
