@@ -57,10 +57,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: not _drives_a_browser(item))
 
 
-# One app server and one chromium per browser-test module that asks for them (each module gets
-# its own pair, so a module's sessions never meet another's). Imported lazily: the unit tests
-# need neither playwright nor a server.
-@pytest.fixture(scope="module")
+# One app server per test process (per xdist worker), shared by every browser test that asks for
+# it: each test opens its own browser context, hence its own Streamlit session, so tests meet only
+# in the server's caches, as visitors do. (One per module cost a server start, torch and the model
+# loaded again, each time a worker moved to another module.) One chromium per module: Playwright's
+# sync API runs one instance per thread, and some tests start their own. Imported lazily: the
+# unit tests need neither playwright nor a server.
+@pytest.fixture(scope="session")
 def server():
     from browser import served_app
 
@@ -98,11 +101,20 @@ def page_paths() -> list[str]:
     ]
 
 
-def run_page(page: str, text: str | None = None, pair: str | None = None, timeout: float = 120):
-    """Run app.py headless on `page` with the sidebar text set; return the finished AppTest."""
+def run_page(
+    page: str,
+    text: str | None = None,
+    pair: str | None = None,
+    timeout: float = 120,
+    query: dict[str, str] | None = None,
+):
+    """Run app.py headless on `page` with the sidebar text set (and these URL query parameters);
+    return the finished AppTest."""
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
+    for key, value in (query or {}).items():
+        at.query_params[key] = value
     if text is not None:
         at.session_state["text"] = text
     if pair is not None:
