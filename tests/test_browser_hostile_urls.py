@@ -126,33 +126,46 @@ def hostile_link(app_page: AppPage, round_index: int, model: str) -> dict[str, s
     return query
 
 
+# The two links, as (round, model): a typed model name, then a listed model that cannot be had
+# here (the hub is a closed port). The rounds also swap the hostile values between the keys and
+# the short and long texts between the text keys (hostile_link).
+ROUNDS = ((0, OTHER), (1, BERT_BASE))
+
+
+def assert_link_shown_as_sent(tab: Tab, query: dict[str, str], model: str, where: str) -> None:
+    """The sidebar's sentence and pair as the link sent them; a typed model waits for Load."""
+    # One load, no retry: box_value waits out the frame on which Streamlit paints a box empty
+    # before filling it (tests/browser.py says why).
+    for key, box in (("text", sidebar_text(tab.page)), ("pair", sidebar_pair(tab.page))):
+        shown = box_value(box, query[key])
+        assert shown == query[key], f"{where}: the link's {key} was altered: {shown[:80]!r}"
+    if model == OTHER and query["custom_model"].strip():
+        try:  # the script has finished; the sidebar may still be drawing
+            tab.page.locator(LOAD_BUTTON).wait_for(timeout=15_000)
+        except Exception as err:
+            raise AssertionError(f"{where}: a typed model needs its Load button") from err
+        alerts = tab.page.locator('[data-testid="stAlert"]').all_inner_texts()
+        assert not any("Could not load" in a for a in alerts), f"{where}: it was loaded"
+
+
 @pytest.mark.parametrize("app_page", PAGES, ids=PAGE_IDS)
 def test_hostile_values_in_every_url_key(tab, app_page):
-    """Two links per page, every key hostile in each. The model key: a typed name, then a listed
-    model that cannot be had here (the hub is a closed port). The sidebar's sentence and pair
-    arrive unaltered in their boxes (a page's own boxes cut a text at their max_chars); nothing
-    the visitor wrote becomes markup, script or a server path."""
-    for round_index, model in enumerate((OTHER, BERT_BASE)):
-        where = f"{app_page.title}, round {round_index} (model={model[:20]})"
-        query = hostile_link(app_page, round_index, model)
-        tab.open_on_sentence_tab(app_page, query)
-        assert_nothing_leaks(tab, where)
-        # One load, no retry: box_value waits out the frame on which Streamlit paints a box
-        # empty before filling it (tests/browser.py says why).
-        for key, box in (("text", sidebar_text(tab.page)), ("pair", sidebar_pair(tab.page))):
-            shown = box_value(box, query[key])
-            assert shown == query[key], f"{where}: the link's {key} was altered: {shown[:80]!r}"
-        if model == OTHER and query["custom_model"].strip():
-            try:  # the script has finished; the sidebar may still be drawing
-                tab.page.locator(LOAD_BUTTON).wait_for(timeout=15_000)
-            except Exception as err:
-                raise AssertionError(f"{where}: a typed model needs its Load button") from err
-            alerts = tab.page.locator('[data-testid="stAlert"]').all_inner_texts()
-            assert not any("Could not load" in a for a in alerts), f"{where}: it was loaded"
-    if app_page.path in SENTENCE_TAB:  # and the tab key hostile too (as the rest, both rounds)
-        for round_index, model in enumerate((OTHER, BERT_BASE)):
-            tab.open(app_page, hostile_query(round_index, model))
-            assert_nothing_leaks(tab, f"{app_page.title}, hostile tab, round {round_index}")
+    """One link per page, every key hostile; the pages take the two ROUNDS in turn, so each
+    round reaches seven pages and every page's keys (the sidebar's included) get hostile values.
+    (Every key of every page also gets garbage headless, without a browser:
+    test_url_and_review_fixes.py.) The sidebar's sentence and pair arrive unaltered in their
+    boxes (a page's own boxes cut a text at their max_chars); nothing the visitor wrote becomes
+    markup, script or a server path."""
+    round_index, model = ROUNDS[PAGES.index(app_page) % len(ROUNDS)]
+    where = f"{app_page.title}, round {round_index} (model={model[:20]})"
+    query = hostile_link(app_page, round_index, model)
+    tab.open_on_sentence_tab(app_page, query)
+    assert_nothing_leaks(tab, where)
+    assert_link_shown_as_sent(tab, query, model, where)
+    if app_page.path in SENTENCE_TAB:  # and the tab key hostile too, in the other round
+        other_round, other_model = ROUNDS[(round_index + 1) % len(ROUNDS)]
+        tab.open(app_page, hostile_query(other_round, other_model))
+        assert_nothing_leaks(tab, f"{app_page.title}, hostile tab, round {other_round}")
 
 
 def test_a_typed_model_from_a_link_is_shown_as_text_with_a_load_button(tab):
