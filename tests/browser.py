@@ -107,7 +107,8 @@ def page_exceptions(page: object) -> list[str]:
 # loads: a system that asks for reduced motion. Streamlit then stops its placeholders' endless
 # pulse, which repaints the whole page on every frame until the figures arrive (about a fifth of
 # a page load's CPU time here; tests/test_browser_devices.py, test_reduced_motion_stops_the_pulse).
-# The phone test and the menu and keyboard tests keep the default.
+# The phone check of a copied link uses it too (it checks the layout once drawn); the menu and
+# keyboard tests keep the default, so visitors' usual motion is still driven.
 QUIET_MOTION = {"reduced_motion": "reduce"}
 
 # A drawn plotly figure, not counting the blank one ui/preload.py shows while torch imports.

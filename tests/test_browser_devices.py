@@ -1,8 +1,9 @@
 """Every page on every device (issue 13): a 390 px phone, a dark system scheme, a keyboard.
 
-One server and one chromium for the module; every check opens its own browser context (own
-session, own colour scheme and viewport). Pages are discovered from app.py, so a new page is
-covered without touching this file.
+Every check opens its own browser context (own session, own colour scheme and viewport). The
+phone check of every page (assert_phone_dark) runs where each page's copied link is reopened,
+in tests/test_browser_links.py; the light desktop check (assert_light_desktop) where it is first
+opened. Pages are discovered from app.py, so a new page is covered without touching either file.
 """
 
 from __future__ import annotations
@@ -127,30 +128,36 @@ def open_page(browser, server, app_page: AppPage, **context_options) -> tuple[ob
     return page, context
 
 
-@pytest.mark.parametrize("app_page", PAGES, ids=PAGE_IDS)
-def test_phone_in_dark_mode_never_scrolls_sideways(browser, server, app_page):
-    """At 390 px, dark system scheme, touch screen: dark app, no error, nothing wider than it."""
-    page, context = open_page(
-        browser, server, app_page, viewport=PHONE, color_scheme="dark", is_mobile=True,
-        has_touch=True,
-    )  # fmt: skip
-    try:
-        assert page.evaluate(BACKGROUND_JS) < 80, "the app did not follow the dark system scheme"
-        assert not page_exceptions(page), page_exceptions(page)
-        assert not page.errors, page.errors
-        overflow = page.evaluate(SIDEWAYS_JS)
-        assert overflow == {"document": 0, "main": 0}, f"{app_page.title} scrolls sideways"
-        # Nor do formulas scroll inside their own box (a few px of rounding aside).
-        wide = page.evaluate(WIDE_FORMULAS_JS)
-        assert not wide, f"{app_page.title}: formulas wider than the phone: {wide}"
-        outside = page.evaluate(LABELS_OUTSIDE_JS)
-        assert not outside, f"{app_page.title}: tick labels cut off at the figure's edge: {outside}"
-        # Plotly's toolbar would sit on the figure's title: hidden until the figure is touched.
-        toolbar = page.locator(".js-plotly-plot .modebar-container").first
-        if toolbar.count():
-            assert toolbar.evaluate("e => getComputedStyle(e).visibility") == "hidden"
-    finally:
-        context.close()
+# A 390 px phone with a touch screen and a dark system scheme, for browser.new_context.
+PHONE_DARK = {"viewport": PHONE, "color_scheme": "dark", "is_mobile": True, "has_touch": True}
+
+
+def assert_phone_dark(page, where: str) -> None:
+    """On a PHONE_DARK page whose run is over: a dark app, no error box, nothing wider than the
+    phone (no sideways scroll, no formula scrolling in its own box, no tick label outside its
+    figure), and plotly's toolbar hidden until a figure is touched.
+
+    Called by the copied-link test (tests/test_browser_links.py), which reopens every page's
+    link on a phone in dark mode, with every control of the page changed.
+    """
+    page.wait_for_selector(f"{FIGURE_SELECTOR}, [data-testid='stAlert'], [data-testid='stButton']")
+    assert page.evaluate(FORMULAS_SETTLED_JS), (
+        f"{where}: formulas still changing 30 s after the run"
+    )
+    page.wait_for_timeout(300)  # plotly's resize after the first layout
+    assert page.evaluate(BACKGROUND_JS) < 80, f"{where}: the app did not follow the dark scheme"
+    assert not page_exceptions(page), page_exceptions(page)
+    overflow = page.evaluate(SIDEWAYS_JS)
+    assert overflow == {"document": 0, "main": 0}, f"{where} scrolls sideways: {overflow}"
+    # Nor do formulas scroll inside their own box (a few px of rounding aside).
+    wide = page.evaluate(WIDE_FORMULAS_JS)
+    assert not wide, f"{where}: formulas wider than the phone: {wide}"
+    outside = page.evaluate(LABELS_OUTSIDE_JS)
+    assert not outside, f"{where}: tick labels cut off at the figure's edge: {outside}"
+    # Plotly's toolbar would sit on the figure's title: hidden until the figure is touched.
+    toolbar = page.locator(".js-plotly-plot .modebar-container").first
+    if toolbar.count():
+        assert toolbar.evaluate("e => getComputedStyle(e).visibility") == "hidden"
 
 
 # Tabs whose label is not wholly inside the visible part of their tab bar.

@@ -4,9 +4,10 @@ Per page (discovered from app.py, so a page registered there is covered without 
 file): open it, type a new sentence and pair and see the figures redraw, reload, change every
 control a visitor can change (sliders, select boxes, multiselects, radios, toggles, number
 inputs and the page's own text boxes), checking after each change that the address bar changed
-with it; then open the copied address in a fresh browser context (its own session) and compare
-the figures' data, titles, labels and export format, the texts, switches and sliders, and the
-address itself with the first context's. One server and one chromium serve the module.
+with it; then open the copied address in a fresh browser context (its own session), a phone in
+dark mode, and compare the figures' data, titles, tick labels and export format, the texts,
+switches and sliders, and the address itself with the first context's; the phone's page must
+fit the phone (tests/test_browser_devices.py, assert_phone_dark).
 
 Also here: the sidebar's sentence box after opening a link (issue 10 §5). Streamlit 1.67
 paints every text box empty for a frame before its value arrives; the test shows that a link's
@@ -33,7 +34,7 @@ from browser import (
     sidebar_text,
     wait_figures_changed,
 )
-from test_browser_devices import assert_light_desktop
+from test_browser_devices import PHONE_DARK, assert_light_desktop, assert_phone_dark
 from test_browser_suite import (
     ON_DEMAND,
     SENTENCE_TAB,
@@ -62,6 +63,8 @@ FIGURES_JS = """
     g.data || [],
     (((g.layout || {}).title || {}).text || '').replace(/^(<b>)+|(<\\/b>)+$/g, ''),
     ((g._context || {}).toImageButtonOptions || {}).format || '',
+    Object.keys(g.layout || {}).filter(k => /^[xy]axis[0-9]*$/.test(k)).sort()
+      .map(k => [k, g.layout[k].ticktext || null, g.layout[k].tickvals || null]),
   ]))
 """
 # The controls a visitor can change. The model picker is left to the model tests: choosing
@@ -121,8 +124,10 @@ QUIET_JS = """
 class Tab:
     """One browser context and its page, with the run watcher and the page errors."""
 
-    def __init__(self, browser, server) -> None:
-        self.context = browser.new_context(viewport=VIEWPORT, color_scheme="light", **QUIET_MOTION)
+    def __init__(self, browser, server, **device) -> None:
+        """device: browser.new_context options in place of a light desktop (PHONE_DARK)."""
+        options = {"viewport": VIEWPORT, "color_scheme": "light", **QUIET_MOTION, **device}
+        self.context = browser.new_context(**options)
         self.page = self.context.new_page()
         self.page.set_default_timeout(60_000)
         self.runs = RunWatcher(self.page)
@@ -302,7 +307,8 @@ TYPED = ("A zebra crossed the quiet road at night.", "The giraffe ate leaves fro
 def type_sentence_and_pair(tab: Tab, app_page: AppPage) -> None:
     """A new sentence, then a new pair, each committed like a visitor would: the figures redraw.
 
-    A page that reads no sidebar sentence gets its own sentence box typed into instead.
+    A page that reads no sidebar sentence gets its own sentence box typed into instead; the
+    pair is typed where the page reads it.
     """
     page = tab.page
     follows_text, follows_pair = reads_sidebar(app_page)
@@ -316,9 +322,9 @@ def type_sentence_and_pair(tab: Tab, app_page: AppPage) -> None:
         tab.act(lambda: commit_text(fields[0], "zebra stripes and zebra crossings"))
         where = "the page's own sentence"
     assert wait_figures_changed(page, before), f"figures did not change after typing in {where}"
-    before = figure_signatures(page)
-    tab.act(lambda: commit_text(sidebar_pair(page), TYPED[1]))
-    if follows_pair:
+    if follows_pair:  # (the pair box is the same widget on every page: typed where it is read)
+        before = figure_signatures(page)
+        tab.act(lambda: commit_text(sidebar_pair(page), TYPED[1]))
         assert wait_figures_changed(page, before), "figures did not change after typing a pair"
 
 
@@ -327,17 +333,20 @@ def test_every_control_and_typed_text_survive_a_copied_link(
     browser, server, app_page: AppPage, on_tab: dict[str, str]
 ):
     """Change every control, type a sentence and a pair (the figures redraw), copy the URL and
-    reopen it in a fresh context: the same figures and the same controls.
+    reopen it in a fresh context, on a phone in dark mode: the same figures and the same
+    controls, and a page that fits the phone.
 
     The sidebar's controls are changed by hand on the first page; every other page opens
     with all of them off their defaults in its URL, so each page's reopening covers them too.
     The first look is also the desktop check of a light system scheme (issue 13): a light app,
-    and plotly's toolbar on hover.
+    and plotly's toolbar on hover. The reopening is the phone check (assert_phone_dark), on the
+    page with every control changed: the 3-D view, the pair, the causal mask and so on.
     Typing comes first, while every page still draws from the sidebar's sentence and pair (a
     changed control may make a page explain the second sentence only, or leave the sidebar's
     sentence out of a projection); then the page is reloaded and the controls change.
-    "Controls" after the reopening: the figures' data and drawn labels, and what widget_state
-    reads (texts, switches, sliders, the model); the URL, which holds every other control.
+    "Controls" after the reopening: the figures' data, titles, tick labels as sent and export
+    format (not as drawn: a phone draws fewer ticks), what widget_state reads (texts, switches,
+    sliders, the model), and the URL, which holds every other control.
     """
     by_hand = app_page == PAGES[0]
     types = app_page.path not in ON_DEMAND and (app_page.path not in SENTENCE_TAB or on_tab)
@@ -364,13 +373,13 @@ def test_every_control_and_typed_text_survive_a_copied_link(
         copied, drawn = tab.page.url, figures(tab.page)  # a page may draw none until asked
         for key, value in on_tab.items():
             assert query_of(copied).get(key) == value, f"the tab was lost: {copied[:200]}"
-        state, signatures = widget_state(tab.page), figure_signatures(tab.page)
+        state = widget_state(tab.page)
         assert not tab.errors, tab.errors
         assert not page_exceptions(tab.page), page_exceptions(tab.page)
     finally:
         tab.close()
 
-    other = Tab(browser, server)
+    other = Tab(browser, server, **PHONE_DARK)  # the link sent to someone on a phone
     try:
         other.goto(copied)
         again = wait_figures(other.page, drawn)
@@ -378,7 +387,7 @@ def test_every_control_and_typed_text_survive_a_copied_link(
             f"{app_page.title}: the copied link drew other figures "
             f"({first_difference(drawn, again)}); changed {changed}; URL {copied}"
         )
-        assert figure_signatures(other.page) == signatures, "the same link drew other labels"
+        assert_phone_dark(other.page, f"{app_page.title} on a phone")
         wait_boxes_filled(other.page, state)
         assert widget_state(other.page) == state, "the copied link set other controls"
         assert other.page.url == copied, (

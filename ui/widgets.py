@@ -17,7 +17,7 @@ from ui.escape import literal
 # the figure. To know, it measures every label's box on every draw: half of what a 32-piece
 # heatmap costs to redraw (40 -> 20 ms). The app fits its margins to its labels
 # (charts.label_margin, automargin on), so no label sticks out and none was ever hidden; the
-# phone test in tests/test_browser_devices.py checks that on every page.
+# phone check in tests/test_browser_devices.py (assert_phone_dark) looks on every page.
 # Set here, where figures meet Streamlit: the chart modules import no streamlit, and Streamlit's
 # template ("streamlit", registered when streamlit is imported) must be merged in for its light
 # and dark theme to apply. Merged once: a default written "streamlit+x" is merged anew for every
