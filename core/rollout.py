@@ -19,6 +19,8 @@ position i's new vector that comes from position j; rows sum to 1.
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 import torch
 from scipy.sparse import csr_matrix
@@ -115,6 +117,23 @@ def _centre_and_scale(vectors: torch.Tensor, gamma: torch.Tensor) -> torch.Tenso
     return gamma * (vectors - vectors.mean(dim=-1, keepdim=True))
 
 
+# P(W_Oʰ) of every layer, per model: it depends on the weights alone, so it is worked out once.
+# Weak keys: a model dropped from the app's cache takes its entry along.
+_CENTRED_OUTPUT: weakref.WeakKeyDictionary[BertEncoder, dict[int, torch.Tensor]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _centred_output_projection(model: BertEncoder, layer: int) -> torch.Tensor:
+    """(H, d_head, d) P(W_Oʰ): each head's slice of W_O with LayerNorm's linear part folded in."""
+    per_layer = _CENTRED_OUTPUT.setdefault(model, {})
+    if layer not in per_layer:  # two sessions may both work it out: the same numbers
+        gamma = model.layers[layer].attn_norm[0].float()  # (d,)
+        w_o = torch.from_numpy(head_output_projection(model, layer))  # (H, d_head, d)
+        per_layer[layer] = _centre_and_scale(w_o, gamma)
+    return per_layer[layer]
+
+
 def _keys_first(attention: np.ndarray) -> torch.Tensor:
     """(H, n_q, n_k) -> (n_k, H, n_q): one batch per key j, whole query rows kept together.
 
@@ -155,9 +174,8 @@ def _centred_norms(
     values (H, n, d_head) its value vectors.
     """
     gamma = model.layers[layer].attn_norm[0].float()  # (d,)
-    # ũ_j^h = P(v_j^h W_Oʰ): P is linear, so fold it into each head's slice of W_O first.
-    w_o = torch.from_numpy(head_output_projection(model, layer))  # (H, d_head, d)
-    u_tilde = values @ _centre_and_scale(w_o, gamma)  # (H, n, d_head) @ (H, d_head, d)
+    # ũ_j^h = P(v_j^h W_Oʰ) = v_j^h P(W_Oʰ): P is linear, so it is folded into W_O once per model.
+    u_tilde = values @ _centred_output_projection(model, layer)  # (H, n, d_head) @ (H, d_head, d)
     x_tilde = _centre_and_scale(x, gamma)  # (n, d)
     # ‖Σ_h α_ij^h ũ_j^h + δ_ij x̃_i‖² without building the (n, n, d) block: through the heads'
     # Gram matrices G_j[h, h'] = ũ_j^h · ũ_j^h'.
