@@ -25,9 +25,7 @@ chart_col, notes_col = st.columns([2, 1], gap="large")
 with notes_col:
     st.latex(  # written from the sidebar's switches, as the heatmap was computed
         rf"\begin{{gathered}}\alpha = {formulas.attention(inputs.scale, inputs.causal)}"
-        r"\\ \text{output} = \alpha V"
-        + formulas.mask_row(inputs.causal)
-        + r"\end{gathered}"
+        r"\\ \text{output} = \alpha V" + formulas.mask_row(inputs.causal) + r"\end{gathered}"
     )
     st.markdown(
         "Row *i* is where token *i* looks: its weights over all tokens sum to 1. "
