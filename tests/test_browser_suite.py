@@ -212,9 +212,43 @@ def test_harness_covers_every_registered_page():
     assert len({p.url_path for p in PAGES}) == len(PAGES)
 
 
-# ---- navigation: every page, one tour -------------------------------------------------------------
-def test_every_page_opens_from_navigation_and_keeps_sentence(tab):
-    """Click through the navigation: each page draws a figure, shows no error, keeps the text."""
+# ---- navigation: every page, one tour, typing on each -------------------------------------------
+# A new sentence and pair per page, so each page must redraw from what was just typed.
+TOUR_TEXTS = [
+    (f"{animal} crossed the quiet road at night.", f"The {animal.lower()} ate leaves.")
+    for animal in ("A zebra", "A heron", "An otter", "A badger", "A lynx", "A walrus", "A moose",
+                   "A gecko", "A raven", "A bison", "An ibis", "A tapir", "A koala", "A yak")
+]  # fmt: skip
+
+
+def type_and_see_redraw(tab: Tab, app_page: AppPage, sentence: str, pair: str) -> bool:
+    """Type a new sentence, then a new pair, each committed like a visitor would: the figures
+    redraw after each. A page that reads no sidebar sentence gets its own first box typed into
+    instead; the pair is typed where the page reads it. True if the sidebar was typed into."""
+    page = tab.page
+    follows_text, follows_pair = reads_sidebar(app_page)
+    before = figure_signatures(page)
+    if follows_text:
+        tab.commit(sidebar_text(page), sentence)
+        where = "the sidebar sentence"
+    else:
+        fields = main_text_fields(page, expected=True)
+        assert fields, "the page reads no sidebar text and has no text input of its own"
+        tab.commit(fields[0], sentence)
+        where = "the page's own sentence"
+    assert wait_figures_changed(page, before), f"{app_page.title}: no redraw after {where}"
+    if follows_pair:  # (the pair box is the same widget on every page: typed where it is read)
+        before = figure_signatures(page)
+        tab.commit(sidebar_pair(page), pair)
+        assert wait_figures_changed(page, before), f"{app_page.title}: no redraw after the pair"
+    return follows_text
+
+
+def test_every_page_opens_from_navigation_types_and_keeps_sentence(tab):
+    """Click through the navigation: each page draws a figure, shows no error, keeps the text
+    typed on the page before (in its boxes and in the URL), and redraws when a new sentence and
+    pair are typed on it (type_and_see_redraw). A page with tabs is typed into on the tab that
+    reads the sentence, opened by its link."""
     page = tab.page
     sentence, pair = "Seven swans swam past the old mill.", "The miller waved back."
     tab.open(PAGES[0])
@@ -222,7 +256,7 @@ def test_every_page_opens_from_navigation_and_keeps_sentence(tab):
     tab.commit(sidebar_text(page), sentence)
     tab.commit(sidebar_pair(page), pair)
     tour = [*PAGES[1:], PAGES[0]] if len(PAGES) > 1 else []
-    for app_page in tour:
+    for index, app_page in enumerate(tour):
         tab.act(lambda title=app_page.title: open_nav_link(page, title))
         assert urllib.parse.urlsplit(page.url).path.strip("/") == app_page.url_path
         if app_page.path in ON_DEMAND:
@@ -235,6 +269,21 @@ def test_every_page_opens_from_navigation_and_keeps_sentence(tab):
         query = query_of(page.url)
         assert query.get("text") == sentence, f"{app_page.title}: the URL lost the sentence"
         assert query.get("pair") == pair, f"{app_page.title}: the URL lost the pair"
+        if app_page.path in ON_DEMAND:
+            continue
+        if app_page.path in SENTENCE_TAB:
+            tab.open(app_page, {"text": sentence, "pair": pair, **SENTENCE_TAB[app_page.path]})
+            wait_for_figure(page)
+        new_sentence, new_pair = TOUR_TEXTS[index % len(TOUR_TEXTS)]
+        if type_and_see_redraw(tab, app_page, new_sentence, new_pair):
+            sentence = new_sentence
+        if reads_sidebar(app_page)[1]:
+            pair = new_pair
+        tab.assert_healthy(f"{app_page.title}, after typing")
+        query = query_of(page.url)
+        assert (query.get("text"), query.get("pair")) == (sentence, pair), (
+            f"{app_page.title}: the typed sentence and pair did not reach the URL"
+        )
 
 
 # ---- what the controls show (compared after a copied link: tests/test_browser_links.py) ---------
