@@ -486,59 +486,59 @@ def test_pages_at_512_tokens_say_what_they_leave_out():
 
 # ---- the pages, in a real browser ------------------------------------------------------------
 @pytest.mark.browser
-def test_browser_both_pages_change_layer_and_head():
-    from browser import chromium, page_exceptions, running_app, wait_idle
+def test_browser_both_pages_change_layer_and_head(server, browser):
+    from browser import page_exceptions, wait_idle
 
     def figure_titles(page) -> list[str]:
         return page.evaluate(  # SVG text has no innerText: read textContent
             "() => [...document.querySelectorAll('.js-plotly-plot .gtitle')].map(e => e.textContent)"
         )
 
-    with running_app() as url, chromium() as browser:
-        page = browser.new_page(viewport={"width": 1300, "height": 1600})
-        for path, opened, expected in (
-            ("/heatmaps?", "Layer 0, head 0", ("Layer 1, head 0", "Layer 1, head 1")),
-            (
-                "/head_view?layer=2&head=3&",
-                "Layer 2 · head 3",
-                ("Layer 3 · head 3", "Layer 3 · head 4"),
-            ),
-        ):
-            page.goto(f"{url}{path}text=Time+flies+like+an+arrow.")
-            page.wait_for_selector(".js-plotly-plot .gtitle", timeout=90_000)
-            wait_idle(page, 90_000)
-            assert any(t.startswith(opened) for t in figure_titles(page)), "the link's view"
-            sliders = page.locator('[data-testid="stSlider"] input[type="range"]')
-            for index, title in enumerate(expected):  # layer slider first, then head
-                sliders.nth(index).focus()
-                page.keyboard.press("ArrowRight")
-                page.wait_for_function(
-                    "t => [...document.querySelectorAll('.js-plotly-plot .gtitle')]"
-                    ".some(e => e.textContent.startsWith(t))",
-                    arg=title,
-                    timeout=60_000,
-                )
-                wait_idle(page, 60_000)
-            assert any(t.startswith(expected[1]) for t in figure_titles(page))
-            assert page_exceptions(page) == []
-        # Clicking a token's dot on the left highlights it and keeps only its outgoing lines.
-        traces = page.locator(".js-plotly-plot .scatterlayer .trace")
-        dot = traces.nth(traces.count() - 2).locator("path.point").nth(2)  # "flies", query side
-        box = dot.bounding_box()
-        x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
-        page.mouse.move(x, y)  # plotly turns a hover followed by a click into a selection
-        page.mouse.click(x, y)
-        page.wait_for_function(
-            "() => document.querySelector('.js-plotly-plot')?.textContent.includes('▶ flies')",
-            timeout=60_000,
-        )
-        wait_idle(page, 60_000)
-        assert "hv_token=2" in page.url
-        # Without a second sentence the head view offers the example pair; one click loads it.
-        page.get_by_role("button", name="Use “Time flies like an arrow.”").click()
-        page.wait_for_function(
-            "() => document.querySelector('.js-plotly-plot')?.textContent.includes('banana')",
-            timeout=60_000,
-        )
-        wait_idle(page, 60_000)
+    url = server.url  # the shared server (conftest.py); browser: this module's
+    page = browser.new_page(viewport={"width": 1300, "height": 1600})
+    for path, opened, expected in (
+        ("/heatmaps?", "Layer 0, head 0", ("Layer 1, head 0", "Layer 1, head 1")),
+        (
+            "/head_view?layer=2&head=3&",
+            "Layer 2 · head 3",
+            ("Layer 3 · head 3", "Layer 3 · head 4"),
+        ),
+    ):
+        page.goto(f"{url}{path}text=Time+flies+like+an+arrow.")
+        page.wait_for_selector(".js-plotly-plot .gtitle", timeout=90_000)
+        wait_idle(page, 90_000)
+        assert any(t.startswith(opened) for t in figure_titles(page)), "the link's view"
+        sliders = page.locator('[data-testid="stSlider"] input[type="range"]')
+        for index, title in enumerate(expected):  # layer slider first, then head
+            sliders.nth(index).focus()
+            page.keyboard.press("ArrowRight")
+            page.wait_for_function(
+                "t => [...document.querySelectorAll('.js-plotly-plot .gtitle')]"
+                ".some(e => e.textContent.startsWith(t))",
+                arg=title,
+                timeout=60_000,
+            )
+            wait_idle(page, 60_000)
+        assert any(t.startswith(expected[1]) for t in figure_titles(page))
         assert page_exceptions(page) == []
+    # Clicking a token's dot on the left highlights it and keeps only its outgoing lines.
+    traces = page.locator(".js-plotly-plot .scatterlayer .trace")
+    dot = traces.nth(traces.count() - 2).locator("path.point").nth(2)  # "flies", query side
+    box = dot.bounding_box()
+    x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+    page.mouse.move(x, y)  # plotly turns a hover followed by a click into a selection
+    page.mouse.click(x, y)
+    page.wait_for_function(
+        "() => document.querySelector('.js-plotly-plot')?.textContent.includes('▶ flies')",
+        timeout=60_000,
+    )
+    wait_idle(page, 60_000)
+    assert "hv_token=2" in page.url
+    # Without a second sentence the head view offers the example pair; one click loads it.
+    page.get_by_role("button", name="Use “Time flies like an arrow.”").click()
+    page.wait_for_function(
+        "() => document.querySelector('.js-plotly-plot')?.textContent.includes('banana')",
+        timeout=60_000,
+    )
+    wait_idle(page, 60_000)
+    assert page_exceptions(page) == []

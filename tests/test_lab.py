@@ -409,41 +409,39 @@ def test_hostile_link_values_are_clamped_or_ignored():
 
 # ---- the page in a real browser -----------------------------------------------------------------
 @pytest.mark.browser
-def test_lab_trains_in_chromium():
+def test_lab_trains_in_chromium(server, browser):
     """Open the lab, press Train, scrub with the keyboard."""
     from browser import (
-        chromium,
         figure_signatures,
         page_exceptions,
-        running_app,
         wait_figures_changed,
         wait_for_app,
         wait_for_figure,
     )
 
-    with running_app() as url, chromium() as browser:
-        page = browser.new_page(viewport={"width": 1300, "height": 1600})
-        page.goto(f"{url}/lab")
-        wait_for_app(page)
-        page.get_by_role("button", name="Train").click()
-        wait_for_figure(page, 90_000)
-        wait_for_app(page)
-        assert not page_exceptions(page)
-        before = figure_signatures(page)
-        page.locator('input[aria-label="Step"]').focus()
-        page.keyboard.press("Home")  # to step 0: the untrained head
-        assert wait_figures_changed(page, before), "the figures follow the step slider"
-        assert "lab_step=0" in page.url, "the step is in the address bar"
-        assert "lab_run=1" in page.url, "the address says a run is shown"
-        assert not page_exceptions(page)
-        wait_for_app(page)
-        shown_here = figure_signatures(page)
-        # The copied link, opened fresh: the same run at the same step, without pressing Train.
-        other = browser.new_page(viewport={"width": 1300, "height": 1600})
-        other.goto(page.url)
-        wait_for_figure(other, 90_000)
-        wait_for_app(other)
-        other.wait_for_function(
-            f"() => document.querySelectorAll('.js-plotly-plot').length >= {len(shown_here)}"
-        )
-        assert figure_signatures(other) == shown_here
+    url = server.url  # the shared server (conftest.py); browser: this module's
+    page = browser.new_page(viewport={"width": 1300, "height": 1600})
+    page.goto(f"{url}/lab")
+    wait_for_app(page)
+    page.get_by_role("button", name="Train").click()
+    wait_for_figure(page, 90_000)
+    wait_for_app(page)
+    assert not page_exceptions(page)
+    before = figure_signatures(page)
+    page.locator('input[aria-label="Step"]').focus()
+    page.keyboard.press("Home")  # to step 0: the untrained head
+    assert wait_figures_changed(page, before), "the figures follow the step slider"
+    assert "lab_step=0" in page.url, "the step is in the address bar"
+    assert "lab_run=1" in page.url, "the address says a run is shown"
+    assert not page_exceptions(page)
+    wait_for_app(page)
+    shown_here = figure_signatures(page)
+    # The copied link, opened fresh: the same run at the same step, without pressing Train.
+    other = browser.new_page(viewport={"width": 1300, "height": 1600})
+    other.goto(page.url)
+    wait_for_figure(other, 90_000)
+    wait_for_app(other)
+    other.wait_for_function(
+        f"() => document.querySelectorAll('.js-plotly-plot').length >= {len(shown_here)}"
+    )
+    assert figure_signatures(other) == shown_here

@@ -323,22 +323,22 @@ def test_qkv_page_query_choice_follows_the_sentence():
 
 # ---- the pages in a real browser ---------------------------------------------------------------
 @pytest.mark.browser
-def test_both_pages_draw_in_chromium():
+def test_both_pages_draw_in_chromium(server, browser):
     """Reach both pages through the sidebar, as a learner does, and wait for their plots."""
-    from browser import chromium, page_exceptions, running_app, wait_for_app
+    from browser import page_exceptions, wait_for_app
 
     expected_plots = {"1 · Context from first principles": 9, "2 · Queries, keys and values": 10}
-    with running_app() as url, chromium() as browser:
-        page = browser.new_page(viewport={"width": 1300, "height": 1600})
-        page.goto(url)
+    url = server.url  # the shared server (conftest.py); browser: this module's
+    page = browser.new_page(viewport={"width": 1300, "height": 1600})
+    page.goto(url)
+    wait_for_app(page)
+    for title, n_plots in expected_plots.items():
+        page.get_by_role("link", name=title).click()
+        page.get_by_role("heading", name=title).wait_for(timeout=60_000)
         wait_for_app(page)
-        for title, n_plots in expected_plots.items():
-            page.get_by_role("link", name=title).click()
-            page.get_by_role("heading", name=title).wait_for(timeout=60_000)
-            wait_for_app(page)
-            # plotly.js draws each chart after the script has finished: wait for all of them
-            page.wait_for_function(
-                f"() => document.querySelectorAll('.js-plotly-plot .main-svg').length >= {n_plots}",
-                timeout=90_000,
-            )
-            assert page_exceptions(page) == [], title
+        # plotly.js draws each chart after the script has finished: wait for all of them
+        page.wait_for_function(
+            f"() => document.querySelectorAll('.js-plotly-plot .main-svg').length >= {n_plots}",
+            timeout=90_000,
+        )
+        assert page_exceptions(page) == [], title

@@ -369,20 +369,20 @@ def test_pages_survive_bad_input(page, name):
 
 
 @pytest.mark.browser
-def test_both_pages_in_chromium():
-    from browser import chromium, page_exceptions, running_app, wait_for_app
+def test_both_pages_in_chromium(server, browser):
+    from browser import page_exceptions, wait_for_app
 
-    with running_app() as url, chromium() as browser:
-        page = browser.new_page(viewport={"width": 1300, "height": 2400})
-        for path, title, min_plots in (
-            ("scaling_masking", "3 · Scaling and masking", 4),
-            ("multi_head", "4 · Multi-head attention", 4),
-        ):
-            page.goto(f"{url}/{path}")
-            wait_for_app(page)
-            page.get_by_role("heading", name=title).wait_for(timeout=60_000)
-            page.wait_for_function(
-                f"document.querySelectorAll('.js-plotly-plot').length >= {min_plots}",
-                timeout=60_000,
-            )
-            assert page_exceptions(page) == [], path
+    url = server.url  # the shared server (conftest.py); browser: this module's
+    page = browser.new_page(viewport={"width": 1300, "height": 2400})
+    for path, title, min_plots in (
+        ("scaling_masking", "3 · Scaling and masking", 4),
+        ("multi_head", "4 · Multi-head attention", 4),
+    ):
+        page.goto(f"{url}/{path}")
+        wait_for_app(page)
+        page.get_by_role("heading", name=title).wait_for(timeout=60_000)
+        page.wait_for_function(
+            f"document.querySelectorAll('.js-plotly-plot').length >= {min_plots}",
+            timeout=60_000,
+        )
+        assert page_exceptions(page) == [], path

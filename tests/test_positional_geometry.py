@@ -429,18 +429,18 @@ def test_embeddings_page_samples_long_inputs():
 
 
 @pytest.mark.browser
-def test_both_pages_in_a_browser():
-    from browser import chromium, page_exceptions, running_app, wait_for_app
+def test_both_pages_in_a_browser(server, browser):
+    from browser import page_exceptions, wait_for_app
 
-    with running_app() as url, chromium() as browser:
-        page = browser.new_page(viewport={"width": 1300, "height": 1800})
-        # the positional tab with four figures, opened from its link
-        for path in (f"positional?pos_section={quote('4 · Near positions')}", "embeddings"):
-            page.goto(f"{url}/{path}")
-            wait_for_app(page)
-            page.wait_for_selector(".js-plotly-plot", timeout=60_000)
-            # Figures mount one by one once plotly.js has loaded: wait for four, not a fixed time.
-            page.wait_for_function(
-                "() => document.querySelectorAll('.js-plotly-plot').length >= 4", timeout=60_000
-            )
-            assert not page_exceptions(page), path
+    url = server.url  # the shared server (conftest.py); browser: this module's
+    page = browser.new_page(viewport={"width": 1300, "height": 1800})
+    # the positional tab with four figures, opened from its link
+    for path in (f"positional?pos_section={quote('4 · Near positions')}", "embeddings"):
+        page.goto(f"{url}/{path}")
+        wait_for_app(page)
+        page.wait_for_selector(".js-plotly-plot", timeout=60_000)
+        # Figures mount one by one once plotly.js has loaded: wait for four, not a fixed time.
+        page.wait_for_function(
+            "() => document.querySelectorAll('.js-plotly-plot').length >= 4", timeout=60_000
+        )
+        assert not page_exceptions(page), path
