@@ -27,18 +27,21 @@ ruff check .
 ruff format --check .
 
 # exit code 5 means "no tests collected": that must fail here, never pass silently.
-# Three workers: most browser-test time is waiting for chromium and the server, so three share
-# two cores well (a fourth saved nothing; one worker had not passed a quarter of the tests after
-# 20 min on a busy machine). Each worker starts its own servers on free ports. conftest.py puts
-# the browser tests (10-60 s each, up to 130 s on a slow machine) first and the unit tests
+# Three workers: a browser test alternates between waiting for chromium or the server and
+# working, so three share two cores well (a fourth saved nothing; one worker had not passed a
+# quarter of the tests after 20 min on a busy machine). Each worker starts its own app server on
+# a free port (conftest.py; a few tests start one with other settings). conftest.py puts the
+# browser tests (10-60 s each, up to 130 s on a slow machine) first and the unit tests
 # after; --maxschedchunk 2 hands them out two at a time in that order (xdist's default first
 # hand is a quarter of a worker's share in one consecutive block, which would give one worker
 # most of the browser tests).
-# Measured 2026-11-25 on a 2-core AMD EPYC (torch's forward pass ~2x slower than on the
-# machines before): 836 tests in 21 min (the whole of this script: 23.6 min), after one
-# copied-link test per page replaced two and the hostile texts joined the hostile links (875
-# tests in 30.6 min before; the earlier machines ran those in 19). --durations lists the
-# slowest tests, where to trim first.
+# Measured 2026-11-25 on a 2-core AMD EPYC (a faster one than the day before, where this took
+# 21 min): 842 tests in 7.8 min, the whole of this script in 9.9 min, against 836 tests in
+# 10.7 min here before the browser tests were regrouped (typing in the navigation tour, the phone
+# check where a copied link reopens, one hostile link a page, hostile typing where a page has
+# boxes, one app server per worker). The browser tests' CPU time is what the wall time follows:
+# a page load costs chromium ~4 s of CPU here. --durations lists the slowest tests, where to
+# trim first.
 python -m pytest -q -n 3 --dist load --maxschedchunk 2 --durations=15 "$@"
 
 # A short version of the many-visitors load test (4 browser sessions x 3 rounds): exits non-zero
