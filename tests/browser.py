@@ -170,6 +170,33 @@ def _position_in(app_file: Path, path: str) -> int:
     return app_file.read_text().find(f'"{path}"')
 
 
+# The frontend draws a run's elements some time after the run's last message arrived (long
+# after, on a loaded machine): wait until Streamlit says the script is not running, no
+# placeholder skeleton is left, and the page has not changed for QUIET_MS.
+QUIET_MS = 300
+QUIET_JS = """
+(quietMs) => new Promise((resolve) => {
+  let last = performance.now();
+  const observer = new MutationObserver(() => { last = performance.now(); });
+  observer.observe(document.body, {subtree: true, childList: true, attributes: true,
+                                   characterData: true});
+  const check = () => {
+    const app = document.querySelector('[data-testid="stApp"]');
+    const idle = app && app.dataset.testScriptState === 'notRunning'
+      && !document.querySelector('[data-testid="stSkeleton"]');
+    if (idle && performance.now() - last > quietMs) { observer.disconnect(); resolve(true); }
+    else setTimeout(check, 50);
+  };
+  check();
+})
+"""
+
+
+def wait_drawn(page: object) -> None:
+    """Wait until the frontend has drawn what the last run sent (see QUIET_JS)."""
+    page.evaluate(QUIET_JS, QUIET_MS)
+
+
 def figure_signatures(page: object) -> list[str]:
     """The fingerprint of every plotly figure currently drawn (see FIGURE_SIGNATURES_JS)."""
     return page.evaluate(FIGURE_SIGNATURES_JS)

@@ -40,8 +40,11 @@ BAD_INPUTS = {
 
 
 def _drives_a_browser(item: pytest.Item) -> bool:
-    """A test of a test_browser_* module, or one that starts chromium itself."""
+    """A test of a test_browser_* module, one that asks for the browser or the app server, or
+    one that starts chromium itself."""
     if item.path.name.startswith("test_browser_"):
+        return True
+    if {"browser", "server"} & set(getattr(item, "fixturenames", ())):
         return True
     code = getattr(getattr(item, "function", None), "__code__", None)
     return code is not None and "chromium" in code.co_varnames + code.co_names

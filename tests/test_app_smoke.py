@@ -1,13 +1,14 @@
 """Every registered page runs headless without an exception: normal, empty, very long and odd text.
 
 The odd texts (control characters only, one 1,000-letter word) are the ones the browser test
-types into a page's own boxes (tests/test_browser_suite.py); here every page gets them in the
-sidebar, which is all a page without boxes of its own reads.
+types into a page's own boxes (tests/test_browser_suite.py, HOSTILE_ROUNDS); here every page
+gets them in the sidebar, which is all a page without boxes of its own reads: the unreadable one
+as the sentence, then as the pair beside the long word.
 """
 
 import pytest
-from conftest import BAD_INPUTS, LONG_TEXT, ROOT, assert_no_exception, page_paths, run_page
-from test_browser_suite import SENTENCE_TAB  # a page with tabs, on the tab that reads the text
+from conftest import LONG_TEXT, ROOT, assert_no_exception, page_paths, run_page
+from test_browser_suite import CONTROL_ONLY, ONE_LONG_WORD, SENTENCE_TAB
 
 PAGES = page_paths()
 
@@ -19,18 +20,20 @@ PAGES = page_paths()
         "The river bank flooded after the storm.",
         "",
         LONG_TEXT,
-        BAD_INPUTS["control"],
-        BAD_INPUTS["long_word"],
+        CONTROL_ONLY,
+        ONE_LONG_WORD,
     ],
     ids=["normal", "empty", "3000-words", "control-only", "one-long-word"],
 )
 def test_page_runs(page, text):
-    at = run_page(page, text=text, query=SENTENCE_TAB.get(page))
+    # (SENTENCE_TAB: a page with tabs is opened on the tab that reads the sentence)
+    pair = CONTROL_ONLY if text == ONE_LONG_WORD else None  # an unreadable pair is left out
+    at = run_page(page, text=text, pair=pair, query=SENTENCE_TAB.get(page))
     assert_no_exception(at)
     if text == "" and page.endswith("overview.py"):
         assert any("empty" in info.value for info in at.info), "empty text must get a message"
     if text == LONG_TEXT and page.endswith("overview.py"):
         assert any("512" in w.value for w in at.warning), "truncation must be announced"
-    if text == BAD_INPUTS["control"] and "trace_or_stop(" in (ROOT / page).read_text():
+    if text == CONTROL_ONLY and "trace_or_stop(" in (ROOT / page).read_text():
         # a page that draws the sidebar's sentence stops with a message, not a blank page
         assert any("readable" in info.value for info in at.info), "unreadable text needs a message"

@@ -31,6 +31,7 @@ from browser import (
     commit_text,
     page_exceptions,
     sidebar_text,
+    wait_drawn,
 )
 from test_browser_devices import PHONE_DARK, assert_light_desktop, assert_phone_dark
 from test_browser_suite import (
@@ -94,26 +95,6 @@ SIDEBAR_CHANGED = {
     "causal": "true",
     "image_format": "SVG",
 }
-# The frontend draws a run's elements some time after the run's last message arrived (long
-# after, on a loaded machine): wait until Streamlit says the script is not running, no
-# placeholder skeleton is left, and the page has not changed for QUIET_MS.
-QUIET_MS = 300
-QUIET_JS = """
-(quietMs) => new Promise((resolve) => {
-  let last = performance.now();
-  const observer = new MutationObserver(() => { last = performance.now(); });
-  observer.observe(document.body, {subtree: true, childList: true, attributes: true,
-                                   characterData: true});
-  const check = () => {
-    const app = document.querySelector('[data-testid="stApp"]');
-    const idle = app && app.dataset.testScriptState === 'notRunning'
-      && !document.querySelector('[data-testid="stSkeleton"]');
-    if (idle && performance.now() - last > quietMs) { observer.disconnect(); resolve(true); }
-    else setTimeout(check, 50);
-  };
-  check();
-})
-"""
 
 
 class Tab:
@@ -144,8 +125,8 @@ class Tab:
         return ran
 
     def wait_drawn(self) -> None:
-        """Wait until the frontend has drawn what the last run sent (see QUIET_JS)."""
-        self.page.evaluate(QUIET_JS, QUIET_MS)
+        """Wait until the frontend has drawn what the last run sent (browser.wait_drawn)."""
+        wait_drawn(self.page)
 
     def close(self) -> None:
         self.context.close()
@@ -275,10 +256,11 @@ def first_difference(first: list[str], second: list[str]) -> str:
         return f"{len(first)} figures, then {len(second)}"
     for index, (a, b) in enumerate(zip(first, second, strict=True)):
         if a != b:
-            data_a, title_a, format_a = json.loads(a)
-            data_b, title_b, format_b = json.loads(b)
+            data_a, title_a, format_a, axes_a = json.loads(a)
+            data_b, title_b, format_b, axes_b = json.loads(b)
             return (
-                f"figure {index}: title {title_a!r} vs {title_b!r}, format {format_a} vs {format_b}"
+                f"figure {index}: title {title_a!r} vs {title_b!r}, format {format_a} vs "
+                f"{format_b}, same data {data_a == data_b}, same tick labels {axes_a == axes_b}"
             )
     return "none"
 

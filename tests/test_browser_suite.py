@@ -5,9 +5,10 @@ every test opens its own browser context, so session, storage and URL never leak
 Pages are discovered from app.py (tests/browser.app_pages), so a page registered there is
 covered without touching this file.
 
-Covered: navigation to every page, the sentence surviving page switches, hostile text typed into
-every text input, and a model that cannot be loaded. Typing and copied links are in
-tests/test_browser_links.py, hostile links in tests/test_browser_hostile_urls.py.
+Covered: navigation to every page, with a sentence and pair typed on each (the figures redraw,
+the next page and the URL keep them); hostile text typed into every text input of the pages
+that have boxes of their own and of the Overview's sidebar; a model that cannot be loaded.
+Copied links are in tests/test_browser_links.py, hostile links in tests/test_browser_hostile_urls.py.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from browser import (
     page_exceptions,
     sidebar_pair,
     sidebar_text,
+    wait_drawn,
     wait_figures_changed,
     wait_for_figure,
 )
@@ -223,24 +225,32 @@ TOUR_TEXTS = [
 
 def type_and_see_redraw(tab: Tab, app_page: AppPage, sentence: str, pair: str) -> bool:
     """Type a new sentence, then a new pair, each committed like a visitor would: the figures
-    redraw after each. A page that reads no sidebar sentence gets its own first box typed into
-    instead; the pair is typed where the page reads it. True if the sidebar was typed into."""
+    redraw after each, none goes missing and no message appears. A page that reads no sidebar
+    sentence gets " bank" added to its own first box instead (a word its toy vocabulary and its
+    examples share, so the page still draws); the pair is typed where the page reads it. True
+    if the sidebar's sentence was typed into."""
     page = tab.page
     follows_text, follows_pair = reads_sidebar(app_page)
-    before = figure_signatures(page)
+
+    def commit_and_compare(box: object, text: str, where: str) -> None:
+        wait_drawn(page)  # a figure still being drawn would count as a change
+        before, alerts = figure_signatures(page), page.locator('[data-testid="stAlert"]').count()
+        tab.commit(box, text)
+        assert wait_figures_changed(page, before), f"{app_page.title}: no redraw after {where}"
+        wait_drawn(page)
+        assert len(figure_signatures(page)) >= len(before), f"{app_page.title}: figures lost"
+        shown = page.locator('[data-testid="stAlert"]').count()
+        assert shown <= alerts, f"{app_page.title}: a message appeared after {where}"
+
     if follows_text:
-        tab.commit(sidebar_text(page), sentence)
-        where = "the sidebar sentence"
+        commit_and_compare(sidebar_text(page), sentence, "the sidebar sentence")
     else:
         fields = main_text_fields(page, expected=True)
         assert fields, "the page reads no sidebar text and has no text input of its own"
-        tab.commit(fields[0], sentence)
-        where = "the page's own sentence"
-    assert wait_figures_changed(page, before), f"{app_page.title}: no redraw after {where}"
+        text = fields[0].input_value() + " bank"
+        commit_and_compare(fields[0], text, "the page's own sentence")
     if follows_pair:  # (the pair box is the same widget on every page: typed where it is read)
-        before = figure_signatures(page)
-        tab.commit(sidebar_pair(page), pair)
-        assert wait_figures_changed(page, before), f"{app_page.title}: no redraw after the pair"
+        commit_and_compare(sidebar_pair(page), pair, "the pair")
     return follows_text
 
 
@@ -272,7 +282,7 @@ def test_every_page_opens_from_navigation_types_and_keeps_sentence(tab):
         if app_page.path in ON_DEMAND:
             continue
         if app_page.path in SENTENCE_TAB:
-            tab.open(app_page, {"text": sentence, "pair": pair, **SENTENCE_TAB[app_page.path]})
+            tab.open_on_sentence_tab(app_page, {"text": sentence, "pair": pair})
             wait_for_figure(page)
         new_sentence, new_pair = TOUR_TEXTS[index % len(TOUR_TEXTS)]
         if type_and_see_redraw(tab, app_page, new_sentence, new_pair):
@@ -470,9 +480,9 @@ def test_hostile_text_typed_into_every_text_input(tab, app_page):
     page_fields = main_text_fields(page, expected=has_own_text_boxes(app_page))
     uses_trace = "trace_or_stop(" in source
     # The 10,000-character text costs a 512-piece run of the page each time it is typed into the
-    # sidebar. It reaches every page, as the same value in the same box, through a link
-    # (test_browser_hostile_urls.py), so the sidebar gets it typed on the Overview only; the
-    # page's own inputs get it everywhere. (A fifth of this test's time on the heavy pages.)
+    # sidebar. Links bring it to every page (test_browser_hostile_urls.py: into the sidebar's
+    # sentence or pair, by turns), so the sidebar gets it typed on the Overview only; the page's
+    # own inputs get it everywhere.
     type_long_in_sidebar = app_page.default
     # Round r: the sidebar sentence gets string r, so the unreadable one comes last (it stops a
     # page before the page draws its own inputs); the pair and the page's inputs get the others.
