@@ -25,7 +25,6 @@ from shown import shown
 pytestmark = pytest.mark.browser
 
 PAGES = app_pages()
-PAGE_IDS = [Path(p.path).stem for p in PAGES]
 PHONE = {"width": 390, "height": 844}  # an iPhone 12-14 class screen, in CSS pixels
 SLIDER_INPUT = '[data-testid="stMain"] [data-testid="stSlider"] input[type="range"]'
 

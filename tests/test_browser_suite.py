@@ -39,13 +39,11 @@ from browser import (
 pytestmark = pytest.mark.browser
 
 PAGES = app_pages()
-PAGE_IDS = [Path(p.path).stem for p in PAGES]
 # Pages that draw only after a button press (the lab trains on Train) show a message until then;
 # the tests below that type and compare figures skip them, and tests/test_lab.py drives the lab
 # in chromium through its button. Hostile links and devices still cover them.
 ON_DEMAND = {"views/lab.py"}
 FIGURE_PAGES = [p for p in PAGES if p.path not in ON_DEMAND]
-FIGURE_PAGE_IDS = [Path(p.path).stem for p in FIGURE_PAGES]
 # Pages that draw one tab at a time, opened on the tab that reads the sidebar sentence (the
 # first tab of Positional encoding does not read it).
 SENTENCE_TAB = {"views/positional.py": {"pos_section": "7 · Word order"}}
