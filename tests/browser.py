@@ -82,7 +82,12 @@ def chromium() -> Iterator[object]:
 
 
 def wait_for_app(page: object, timeout_ms: int = 60_000) -> None:
-    """Wait until the script has finished running and at least one plot is on the page."""
+    """Wait for the app's frame, then for Streamlit's "running" indicator to be gone.
+
+    Not proof that a run has finished or that anything is drawn: a cold run may not show its
+    indicator within wait_idle's 300 ms. Callers wait for what they need next (a heading, a
+    figure); RunWatcher.wait_settled follows a run from start to end.
+    """
     page.wait_for_selector('[data-testid="stAppViewContainer"]', timeout=timeout_ms)
     wait_idle(page, timeout_ms)
 
