@@ -53,10 +53,21 @@ widgets.show_figure(
     ),
     "mh_two_mixtures",
 )
-st.caption(
-    "Two heads found by the measurement below, on the sidebar sentence: each row sums to 1, "
-    "and each carries one neighbour. One head would have to split its weight between them."
+prev_row, next_row = focus_trace_rows.values()  # (n,) each: the focus token's weights
+neighbour_note = (
+    f"Two heads found by the measurement below (on fixed probe sentences), here on the sidebar "
+    f"sentence: L{prev_layer} H{prev_head} gives the token before, "
+    f"{literal(labels[focus - 1])}, {prev_row[focus - 1]:.2f} of the row, and "
+    f"L{next_layer} H{next_head} gives the token after, {literal(labels[focus + 1])}, "
+    f"{next_row[focus + 1]:.2f}. Each row sums to 1: one head could only split one budget "
+    "between the two neighbours, two heads keep them apart."
 )
+if inputs.causal:
+    neighbour_note += (
+        " The causal mask is on: no head may look at a later token, so the next-token head "
+        "gives the token after 0 and its weight goes elsewhere."
+    )
+st.caption(neighbour_note)
 
 # 1 ---------------------------------------------------------------------------------------------
 st.subheader(f"1 · All {model.n_heads} heads of layer {layer}")
@@ -74,8 +85,11 @@ if trace.n_tokens > mc.GRID_MAX:
         f"{head_stats.block_size(trace.n_tokens, mc.GRID_MAX)} tokens. Pick a head above to see it in full."
     )
 st.markdown(
-    "Same sentence, same layer, different patterns: some heads look at the previous or next "
-    "token, some at [CLS], some spread out. The sidebar switches apply here."
+    "Same sentence, same layer, different patterns. Look for a line just below the diagonal "
+    "(each token looks at the one before), just above it (the one after), a bright first "
+    "column ([CLS]) or an even wash; the measurement below names the heads that do each most "
+    "strongly. The sidebar switches apply here"
+    + (": with the causal mask on, everything above the diagonal is 0." if inputs.causal else ".")
 )
 
 st.subheader("Heads with a name, found by measurement")
@@ -106,7 +120,7 @@ for k, (role, role_name) in enumerate(course_state.ROLE_NAMES.items()):
 st.markdown(
     f"The previous-token head L{prev_layer} H{prev_head} gives the token before "
     f"{prev_mean:.0%} of its weight on average; the next-token head L{next_layer} "
-    f"H{next_head}, {next_mean:.0%} to the token after. Random weights over a sentence of "
+    f"H{next_head}, {next_mean:.0%} to the token after. An even spread over a sentence of "
     "ten pieces would give each about 10 %. Set the sliders above to one of these heads to "
     "see its whole pattern."
 )
@@ -137,7 +151,7 @@ st.markdown(
     f"back to {model.d_model} dimensions. Read the sum form: each head writes through its own "
     f"{model.d_head} rows of W_Oᵀ (outlined for head {head}). The transpose is a matter of "
     f"storage: torch keeps W_O as (out, in) = ({model.d_model} × {width}) and computes "
-    "x W_Oᵀ; the paper's W^O is already (in × out) and needs none."
+    "x W_Oᵀ; the paper's Wᴼ is already (in × out) and needs none."
 )
 left, right = st.columns([1, 2])
 with left:
@@ -230,8 +244,8 @@ with left:
         "mh_disagreement",
     )
     st.caption(
-        "Blue: the raw weight overstates what this key contributes. "
-        "Red: the key contributes more than its weight suggests."
+        "Blue: the key contributes more than its weight suggests. "
+        "Red: the raw weight overstates what this key contributes."
     )
 with right:
     gap = heads.raw_vs_weighted_gap(attn_weights, share)
@@ -279,8 +293,7 @@ else:
         mc.per_token_bars(
             trace.tokens,
             {"1 − cosine": scaling.how_far_moved(cosines[-1])},
-            f"How far each final vector moved with {len(removed)} "
-            f"head{'s' if len(removed) != 1 else ''} removed",
+            f"Final vectors with {len(removed)} head{'s' if len(removed) != 1 else ''} removed",
             "1 − cosine to the full model's final vector",
         ),
         "mh_ablation_final",

@@ -22,13 +22,14 @@ st.title("3 · Scaling and masking")
 st.markdown(
     "Two small details of the attention formula decide how sharp a head can look and what it "
     "may look at: the division by √d_k and the mask. This page measures both, first on random "
-    "numbers, then inside the real model. The last section feeds a head two different sentences."
+    "numbers, then inside the real model. Section 5 feeds a head two different sentences, and "
+    "section 6 shows the padding mask that lets sentences of different lengths share a batch."
 )
 # The page compares against the model as trained, so its reference run ignores the sidebar switches.
 trace = state.trace_or_stop(model, inputs, scale=True, causal=False)
 labels = widgets.numbered(trace.tokens)
 token_axes = (trace.tokens, trace.tokens)  # query and key labels of a self-attention heatmap
-st.caption("Layer and head used by every section below:")
+st.caption("Layer and head for every figure of the real model below:")
 layer, head = widgets.layer_head_picker(model)
 
 # 1 ---------------------------------------------------------------------------------------------
@@ -168,7 +169,7 @@ else:
         mc.per_token_bars(
             trace.tokens,
             {"cosine": comparison.final_cosine},
-            f"How far each final vector moved ({variant_name} vs as trained)",
+            f"Final vectors, {variant_name} vs as trained",  # phone-wide
             "cosine to the trained run's final vector",
         ),
         "sm_final_cosine",
