@@ -102,7 +102,7 @@ def test_explanations_page_every_method_agreement_and_deletion():
     assert "moves the cosine furthest down" in lesson
     at.radio(key="xp_target").set_value("embedding").run()
     assert_no_exception(at)
-    assert "own vector" in chart_specs(at)[2]["layout"]["title"]["text"]
+    assert "the full sentence" in chart_specs(at)[2]["layout"]["title"]["text"]
 
 
 @pytest.mark.parametrize("page", [FLOW, EXPLANATIONS])
@@ -176,7 +176,7 @@ def test_heatmaps_word_level_merges_and_off_is_unchanged(model):
     at.toggle(key="words").set_value(True).run()
     assert_no_exception(at)
     merged = up_close(at)
-    assert merged["layout"]["title"]["text"].endswith("between words")
+    assert merged["layout"]["title"]["text"].endswith("<br><sup>between words</sup>")
     trace = model.run(text)
     groups = words.word_groups(trace.tokens)
     z = array(merged["data"][0]["z"])

@@ -44,16 +44,23 @@ WIDE_FORMULAS_JS = """
   .filter(e => e.scrollWidth > e.clientWidth + 3)
   .map(e => `${e.scrollWidth} px: ${e.textContent.slice(0, 40)}`)
 """
-# Tick labels that stick out of their figure, on any side. Plotly's own check ("hide past div")
-# would have hidden some of those; the app turns it off (ui/widgets.py: it measured every label on
-# every draw) because its margins fit the labels. This keeps that true. Every axis of a subplot
-# figure counts: plotly names the label groups xtick, x2tick, y3tick … (colour bars excepted).
+# Text that sticks out of its figure, on any side: tick labels, and the titles of the figure,
+# its axes, subplots (plotly draws those as annotations) and colour bars. Plotly's own check
+# ("hide past div") would have hidden some tick labels; the app turns it off (ui/widgets.py: it
+# measured every label on every draw) because its margins fit the labels. Plotly never wraps a
+# title: one longer than a phone is wide is cut off at the figure's edge. Every axis of a
+# subplot figure counts: plotly names the label groups xtick, x2tick, y3tick … (colour bars
+# excepted).
 LABELS_OUTSIDE_JS = """
 () => [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')].flatMap(gd => {
   const box = gd.getBoundingClientRect();
-  return [...gd.querySelectorAll('g[class$="tick"], g[class$="tick2"]')]
+  const ticks = [...gd.querySelectorAll('g[class$="tick"], g[class$="tick2"]')]
     .filter(group => /^[xy][0-9]*tick2?$/.test(group.getAttribute('class')))
-    .flatMap(group => [...group.querySelectorAll('text')])
+    .flatMap(group => [...group.querySelectorAll('text')]);
+  const titles = [...gd.querySelectorAll(
+    '.gtitle, [class^="g-x"][class$="title"] text, [class^="g-y"][class$="title"] text, '
+    + '.annotation-text, .cbtitle text')];
+  return [...ticks, ...titles]
     .map(label => [label, label.getBoundingClientRect()])
     .filter(([, r]) => r.width > 0 && (r.left < box.left - 1 || r.right > box.right + 1
       || r.top < box.top - 1 || r.bottom > box.bottom + 1))
@@ -133,8 +140,8 @@ PHONE_DARK = {"viewport": PHONE, "color_scheme": "dark", "is_mobile": True, "has
 
 def assert_phone_dark(page, where: str) -> None:
     """On a PHONE_DARK page whose run is over: a dark app, no error box, nothing wider than the
-    phone (no sideways scroll, no formula scrolling in its own box, no tick label outside its
-    figure), and plotly's toolbar hidden until a figure is touched.
+    phone (no sideways scroll, no formula scrolling in its own box, no tick label or title
+    outside its figure), and plotly's toolbar hidden until a figure is touched.
 
     Called by the copied-link test (tests/test_browser_links.py), which reopens every page's
     link on a phone in dark mode, with every control of the page changed.
@@ -152,7 +159,7 @@ def assert_phone_dark(page, where: str) -> None:
     wide = page.evaluate(WIDE_FORMULAS_JS)
     assert not wide, f"{where}: formulas wider than the phone: {wide}"
     outside = page.evaluate(LABELS_OUTSIDE_JS)
-    assert not outside, f"{where}: tick labels cut off at the figure's edge: {outside}"
+    assert not outside, f"{where}: labels or titles cut off at the figure's edge: {outside}"
     # Plotly's toolbar would sit on the figure's title: hidden until the figure is touched.
     toolbar = page.locator(".js-plotly-plot .modebar-container").first
     if toolbar.count():
@@ -428,7 +435,7 @@ def test_attention_heatmaps_switch_frame_heatmap_and_rows_in_the_browser(browser
         page.runs.wait_settled(mark, start_timeout_ms=60_000)
         page.wait_for_function(f"({HEATMAPS_SHOWN_JS})() !== null")
         opened = page.evaluate(HEATMAPS_SHOWN_JS)
-        assert "Layer 0, head 0: attention weights without [CLS]/[SEP]" in opened["title"]
+        assert "Layer 0, head 0: attention weights<br><sup>without [CLS]/[SEP]" in opened["title"]
         press_until_titled(page, "Head", "Layer 0, head 1:")
         press_until_titled(page, "Layer", "Layer 1, head 1:")
         switched = page.evaluate(HEATMAPS_SHOWN_JS)

@@ -192,3 +192,21 @@ def test_figures_skip_plotly_label_overflow_measuring_and_keep_streamlit_theme()
     # One registered template: a default written "a+b" is merged again for every figure built
     # (~5 ms each, on the server).
     assert "+" not in pio.templates.default
+
+
+def test_compact_cell_numbers_fit_four_characters_and_round_honestly():
+    # A phone gives an 8-column map ~29 px a cell: 4 characters at 10 px. The number written
+    # must still be the value, rounded to what it shows.
+    from ui.charts import cell_numbers
+
+    values = np.array([[-0.994, 0.0, 0.62], [-7.17, 10.36, -14.05], [3.0, -0.05, 0.999]])
+    layer = cell_numbers(values, "RdBu", -15.0, 15.0, decimals=2, size=10, compact=True)
+    written = list(layer.text)
+    assert written == ["-.99", ".00", ".62", "-7.2", "10.4", "-14", "3.00", "-.05", "1.00"]
+    for text, value in zip(written, values.ravel(), strict=True):
+        assert len(text) <= 4, text
+        decimals = len(text.split(".")[1]) if "." in text else 0
+        assert abs(float(text) - value) <= 0.5 * 10**-decimals + 1e-12, (text, value)
+    # Without compact, two decimals everywhere, as before.
+    full = cell_numbers(values, "RdBu", -15.0, 15.0, decimals=2, size=10)
+    assert list(full.text)[:4] == ["-0.99", "0.00", "0.62", "-7.17"]

@@ -175,7 +175,7 @@ def attention_heatmap(
         "margin": {
             "l": label_margin([query_tokens[i] for i in y_ticks["tickvals"]]),
             "r": 10,
-            "t": 70 if "<br>" in title else 50,
+            "t": 50 + 20 * title.count("<br>"),  # a line more for each note under the title
             "b": label_margin(x_labels, angle=angle),
         },
         "xaxis": {
@@ -299,8 +299,17 @@ def _luminance(rgb: str) -> float:
 
 
 def _number(value: float, decimals: int, compact: bool) -> str:
+    """A cell's number; compact fits it in 4 characters where it can, for narrow cells (phones):
+    no leading zero (-0.62 -> -.62), then fewer decimals (-7.17 -> -7.2, -14.05 -> -14)."""
     text = f"{value:.{decimals}f}"
-    return text.replace("0.", ".", 1) if compact and abs(value) < 1 else text
+    if not compact:
+        return text
+    if abs(value) < 1:
+        text = text.replace("0.", ".", 1)
+    while len(text) > 4 and decimals > 0:
+        decimals -= 1
+        text = f"{value:.{decimals}f}"
+    return text
 
 
 def cell_numbers(
@@ -317,7 +326,8 @@ def cell_numbers(
     Black on light cells and white on dark ones, from the colour each cell is painted: plotly's
     own choice left grey numbers on mid-green Viridis cells. A fixed size keeps numbers legible
     (plotly shrinks them to the cell, down to ~6 px on narrow maps); callers annotate only maps
-    whose cells have room. compact drops the leading zero (0.62 -> .62) for narrow cells.
+    whose cells have room. compact keeps every number to 4 characters for narrow cells
+    (_number).
     """
     values = np.asarray(values, dtype=np.float64)
     rows, cols = np.nonzero(np.isfinite(values))

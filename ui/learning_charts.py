@@ -170,7 +170,7 @@ def shared_word_weights(
     figure.update_yaxes(title_text="softmax weight", row=1, col=1)
     figure.update_xaxes(title_text="token of the sentence", tickangle=-45)
     figure.update_layout(
-        title={"text": f"Where “{literal(word)}” looks: its row of softmax(X Xᵀ) in each sentence"},
+        title={"text": f"Where “{literal(word)}” looks, in each sentence"},
         height=360,
         margin={"l": 10, "r": 10, "t": 80, "b": 10},
     )
@@ -267,5 +267,7 @@ def asymmetry_heatmap(
         },
     )
     if shown <= ANNOTATE_UP_TO:
-        charts.annotate_heatmap(figure)
+        # Eight columns on a phone are ~29 px a cell: "-7.2" at 10 px fits, "-7.17" at 11 px
+        # ran into its neighbours.
+        charts.annotate_heatmap(figure, decimals=2, size=10, compact=True)
     return figure

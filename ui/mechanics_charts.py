@@ -119,7 +119,7 @@ def saturation_figure(
     fig = make_subplots(
         rows=1,
         cols=2,
-        subplot_titles=("scores s", f"softmax(s) and softmax({multiplier:g} · s)"),
+        subplot_titles=("scores s", "weights softmax(c · s)"),
         horizontal_spacing=0.1,
     )
     fig.add_trace(go.Bar(x=positions, y=lean(scores), name="score s", marker_color="#888888"), 1, 1)
@@ -141,9 +141,11 @@ def saturation_figure(
     ticks = token_ticks(labels)
     fig.update_xaxes(**ticks, tickangle=-45, title_text="key")
     fig.update_yaxes(title_text="score", row=1, col=1)
-    fig.update_yaxes(title_text="softmax weight", range=[0, 1.05], row=1, col=2)
+    # No axis title on the right: its subplot title names it, and on a phone the title would sit
+    # on the left subplot's bars.
+    fig.update_yaxes(range=[0, 1.05], row=1, col=2)
     fig.update_layout(
-        title={"text": "Softmax saturation: multiplying the scores sharpens the weights"},
+        title={"text": "Multiplying the scores sharpens the weights"},
         barmode="group",
         height=380,
         margin={"l": 10, "r": 10, "t": 70, "b": 10},
@@ -180,7 +182,7 @@ def saturation_curve_figure(
     fig.update_yaxes(title_text="largest weight", range=[0, 1.05], secondary_y=False)
     fig.update_yaxes(title_text="entropy (bits)", rangemode="tozero", secondary_y=True)
     fig.update_layout(
-        title={"text": "As c grows the largest weight tends to 1 and the entropy to 0"},
+        title={"text": "As c grows: largest weight → 1, entropy → 0"},
         height=340,
         margin={"l": 10, "r": 10, "t": 50, "b": 10},
         legend={"orientation": "h", "y": -0.3},
@@ -228,7 +230,7 @@ def dot_product_histograms(experiments: Sequence[DotProducts]) -> go.Figure:
     fig.update_xaxes(title_text="dot product")
     fig.update_yaxes(title_text="density", row=1, col=1)
     fig.update_layout(
-        title={"text": "Dot products of random vectors: spread grows with d_k unless scaled"},
+        title={"text": "q·k spreads with d_k; q·k / √d_k does not"},
         barmode="overlay",
         height=380,
         margin={"l": 10, "r": 10, "t": 70, "b": 10},
@@ -265,7 +267,7 @@ def entropy_by_width_figure(experiments: Sequence[DotProducts]) -> go.Figure:
         annotation_text=f"uniform over {n_keys} keys = {np.log2(n_keys):.0f} bits",
     )
     fig.update_layout(
-        title={"text": "Entropy of the softmax rows (mean over random queries)"},
+        title={"text": "Softmax row entropy, mean over queries"},
         barmode="group",
         height=340,
         yaxis={"title": {"text": "entropy (bits)"}, "rangemode": "tozero"},

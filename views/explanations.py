@@ -132,6 +132,7 @@ widgets.show_figure(fig, key="xp_rho", filename="rank-agreement")
 # 4 · Deletion.
 st.subheader("3 · The deletion test")
 reference = "the other sentence" if other else "the full sentence's own vector"
+short_reference = "the other sentence" if other else "the full sentence"  # a phone-wide title
 st.markdown(
     f"Remove each method's top *k* word pieces from the input, run the model again and measure "
     f"the cosine of the shortened sentence's vector to {reference}. A method that really found "
@@ -153,7 +154,7 @@ else:
     curves = explain_state.deletion_curves(model, text, other, inputs, rankings, k_max)
     named = {explain.METHOD_LABELS.get(name, name): values for name, values in curves.items()}
     fig = explain_charts.deletion_figure(
-        named, f"Deletion test: cosine to {reference}", "cosine", explain.RANDOM
+        named, f"Deletion test: cosine to {short_reference}", "cosine", explain.RANDOM
     )
     widgets.show_figure(fig, key="xp_deletion", filename="deletion-test")
 

@@ -103,9 +103,11 @@ st.markdown(
 )
 # (L, H, n, n), or (L, H, w, w) when the word-level switch is on; [CLS]/[SEP] are hidden after
 # merging, as in the grid above and the statistics below
-title_suffix = (" without [CLS]/[SEP]" if renormalise else "") + (
-    " between words" if word_level else ""
-)
+# what the switches changed, on a line of its own: beside the title it was wider than a phone
+title_notes = [
+    note for note, on in (("between words", word_level), ("without [CLS]/[SEP]", renormalise)) if on
+]
+title_suffix = f"<br><sup>{', '.join(title_notes)}</sup>" if title_notes else ""
 labels = widgets.numbered(shown_tokens)
 if in_browser:
     shown = derived.shown_attentions(trace, renormalise, word_level)
@@ -156,8 +158,8 @@ cls_share, sep_share = head_roles.special_shares_by_layer(trace.attentions, toke
 widgets.show_figure(
     course_charts.per_layer_lines(
         {"on [CLS]": cls_share, "on [SEP]": sep_share},
-        f"{model_label}: weight word pieces give the special tokens, mean over heads",
-        "mean weight",
+        f"{model_label}: weight on [CLS] and [SEP]",
+        "mean weight, all heads",
     ),
     key="hm_sinks",
     filename="special-token-share",

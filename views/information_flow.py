@@ -133,7 +133,7 @@ shown = {explain.METHOD_LABELS[name]: view.scores(values) for name, values in sc
 fig = explain_charts.token_bars(
     shown,
     view.labels,
-    f"Each input's share of the sentence vector ({unit})",
+    f"Each {unit[:-1]}'s share of the sentence vector",
     "share of the mean-pooled top layer",
 )
 widgets.show_figure(fig, key="ex_bars", filename="sentence-shares")
