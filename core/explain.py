@@ -137,6 +137,26 @@ def mean_change(curve: np.ndarray) -> float:
     return float((curve[1:] - curve[0]).mean()) if len(curve) > 1 else 0.0
 
 
+TIE = (
+    5e-4  # mean cosine changes closer than this count as equal (curves drawn on top of each other)
+)
+
+
+def fastest_falls(changes: Mapping[str, float], tie: float = TIE) -> tuple[list[str], bool]:
+    """(methods whose deletion curve falls fastest, whether they beat the random order).
+
+    changes: method -> mean_change of its curve, the random order included. Several methods
+    are named when they tie (a short sentence leaves them the same pieces to remove). They beat
+    the random order only when their mean change is below zero and below the random order's by
+    more than a tie: otherwise no method has found what the model uses better than chance.
+    """
+    methods = {name: change for name, change in changes.items() if name != RANDOM}
+    lowest = min(methods.values())
+    fastest = [name for name, change in methods.items() if change <= lowest + tie]
+    chance = changes.get(RANDOM, 0.0)
+    return fastest, lowest < 0 and lowest < chance - tie
+
+
 def special_share(scores: np.ndarray, tokens: tuple[str, ...]) -> float:
     """The part of a share vector that sits on [CLS] and [SEP]."""
     return float(np.asarray(scores)[~saliency.removable(tokens)].sum())

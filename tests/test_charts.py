@@ -210,3 +210,12 @@ def test_compact_cell_numbers_fit_four_characters_and_round_honestly():
     # Without compact, two decimals everywhere, as before.
     full = cell_numbers(values, "RdBu", -15.0, 15.0, decimals=2, size=10)
     assert list(full.text)[:4] == ["-0.99", "0.00", "0.62", "-7.17"]
+
+
+def test_signed_numbers_use_a_true_minus_and_never_print_minus_zero():
+    from ui.numbers import signed
+
+    assert signed(-0.49, 2, plus="") == "−0.49"  # U+2212, as in the app's formulas
+    assert signed(0.0051) == "+0.005"
+    assert signed(0.89, 2, plus="") == "0.89"
+    assert signed(-0.004, 2) == signed(0.004, 2) == signed(0.0, 2) == "0.00"

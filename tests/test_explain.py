@@ -516,3 +516,18 @@ def test_word_merge_sums_keys_and_averages_queries():
         words.merge_attention(matrix, ((0,), (1, 3), (2,), (4,), (5,), (6,), (7,)))
     with pytest.raises(ValueError):
         words.merge_scores(scores, ((0,), (1, 2, 3, 4), (5,), (6,)))  # position 7 left out
+
+
+def test_fastest_falls_names_ties_and_needs_to_beat_the_random_order():
+    random = explain.RANDOM
+    # a clear winner, below zero and below chance
+    assert explain.fastest_falls({"a": -0.30, "b": -0.10, random: -0.05}) == (["a"], True)
+    # "Dogs bark.": four methods remove the same pieces; all are named
+    tied = {"a": -0.698, "b": -0.698, "c": -0.6981, "d": -0.5, random: -0.2}
+    assert explain.fastest_falls(tied) == (["a", "b", "c"], True)
+    # an unrelated pair: every deletion raises the cosine, the lowest ties with chance
+    assert explain.fastest_falls({"a": 0.005, "b": 0.009, random: 0.005}) == (["a"], False)
+    # below zero but no better than the random order (within a tie)
+    assert explain.fastest_falls({"a": -0.1002, random: -0.1}) == (["a"], False)
+    # the random order itself is never the answer, even when it falls fastest
+    assert explain.fastest_falls({"a": -0.1, random: -0.4}) == (["a"], False)

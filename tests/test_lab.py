@@ -297,6 +297,11 @@ def test_figures_show_the_chosen_snapshot(default_runs):
     np.testing.assert_allclose(attention.data[0].z, run.probe_attention[index], atol=1e-4)
     bilinear = lab_charts.bilinear_heatmap(run, index)
     np.testing.assert_allclose(bilinear.data[0].z, run.bilinear[index], atol=1e-3)
+    # The app's one colour convention: the positive end of the scale is blue, as the prose says.
+    heatmap = bilinear.data[0]
+    top = heatmap.colorscale[0 if heatmap.reversescale else -1][1]  # "rgb(r,g,b)"
+    red, _, blue = (float(c) for c in top[top.index("(") + 1 : -1].split(","))
+    assert heatmap.zmid == 0 and blue > red, top
     # "<" and ">" are tokens here: every label must reach plotly as text, not markup.
     for label in [*bilinear.layout.xaxis.ticktext, *attention.layout.xaxis.ticktext]:
         shown(label)

@@ -134,8 +134,7 @@ def bilinear_heatmap(run: TrainingRun, index: int) -> go.Figure:
         z=np.round(form.astype(np.float64), 3),
         x=np.arange(len(labels)),
         y=np.arange(len(labels)),
-        colorscale="RdBu",
-        reversescale=True,  # red = the query likes this key, blue = it avoids it
+        colorscale="RdBu",  # app-wide: blue = positive (the query likes this key), red = negative
         zmid=0.0,
         zmin=-limit,
         zmax=limit,

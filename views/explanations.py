@@ -3,9 +3,10 @@ their rank agreement, the deletion test, and the "is attention explanation?" les
 
 import streamlit as st
 
-from core import explain, saliency
+from core import explain, rollout, saliency
 from ui import explain_charts, explain_state, state, widgets, word_level
 from ui.escape import literal
+from ui.numbers import signed
 
 inputs, model = state.page_context()
 
@@ -72,6 +73,12 @@ else:
         "The gradients explain how far the mean-pooled top layer reaches along its own final "
         "direction, the sentence vector before its length is scaled to 1 (a cosine with itself "
         "would always be 1, with a zero gradient)."
+    )
+if flow.flow is None:
+    st.caption(
+        f"{trace.n_tokens} word pieces: attention flow is left out of every table and chart "
+        f"below, so five methods remain. It needs one maximum flow per pair of pieces and is "
+        f"computed up to {rollout.MAX_FLOW_PIECES} pieces (Where the meaning comes from, §3)."
     )
 if trace.n_tokens > explain_state.MAX_GRADIENT_PIECES:
     st.caption(
@@ -170,21 +177,32 @@ lesson = [
     "of an explanation, and that attention is *a* signal, to be tested rather than trusted. "
     "On this sentence:",
     f"- last-layer attention and integrated gradients rank the pieces with ρ = "
-    f"{attention_vs_ig:.2f}; rollout and integrated gradients with ρ = {rollout_vs_ig:.2f};",
+    f"{signed(attention_vs_ig, 2, plus='')}; rollout and integrated gradients with ρ = "
+    f"{signed(rollout_vs_ig, 2, plus='')};",
 ]
 if curves is not None:
     changes = {name: explain.mean_change(values) for name, values in curves.items()}
-    best = min(changes, key=changes.__getitem__)  # the fastest fall
+    fastest, beats_chance = explain.fastest_falls(changes)
+    fastest_names = " and ".join(f"**{explain.METHOD_LABELS.get(n, n)}**" for n in fastest)
     others = ", ".join(
-        f"{explain.METHOD_LABELS.get(name, name)} {change:+.3f}"
+        f"{explain.METHOD_LABELS.get(name, name)} {signed(change)}"
         for name, change in changes.items()
-        if name != best
+        if name not in fastest
     )
-    lesson.append(
-        f"- removing the pieces that **{explain.METHOD_LABELS.get(best, best)}** ranks first "
-        f"moves the cosine furthest down: {changes[best]:+.3f} on average over k = 1…{k_max} "
-        f"(the others: {others});"
-    )
+    tied = " (their curves lie on top of each other)" if len(fastest) > 1 else ""
+    moved = f"{signed(changes[fastest[0]])} on average over k = 1…{k_max}"
+    if beats_chance:
+        lesson.append(
+            f"- removing the pieces that {fastest_names} "
+            f"{'rank' if len(fastest) > 1 else 'ranks'} first moves the cosine furthest "
+            f"down: {moved}{tied} (the others: {others});"
+        )
+    else:
+        lesson.append(
+            f"- no method lowers the cosine more than removing pieces in a random order: the "
+            f"lowest, {fastest_names}, moves it {moved}{tied} (the others: {others}). "
+            "When the cosine does not fall, the deletion test cannot rank the methods here;"
+        )
 lesson.append(
     "- so for this sentence, the most faithful method is the one whose deletion curve falls "
     "fastest, and it need not be the one whose picture looks clearest. Try a paraphrase pair, "

@@ -14,8 +14,8 @@ model_label = models.label(model)  # the model's name in the prose
 st.title("Head view")
 st.markdown(
     "The same weights as a heatmap row, drawn as strings: every token appears twice, as a "
-    "query on the left and as a key on the right, and a line joins them with an opacity equal "
-    "to the weight. A row of the heatmap becomes a fan of lines out of one left token. "
+    "query on the left and as a key on the right, and a line joins them, more opaque the larger "
+    "the weight (its square root, below). A row of the heatmap becomes a fan of lines out of one left token. "
     "Several heads of one layer can share the picture, each in its own colour."
 )
 

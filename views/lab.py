@@ -161,8 +161,8 @@ st.markdown(
     "A score is a bilinear form: the matrix W_qᵀW_k says how much each query direction likes "
     "each key direction. Because x_i is a word vector plus a position vector, every score is a "
     "sum of four entries of this map: word→word, word→position, position→word and "
-    "position→position (p0, p1, … are the position vectors). Red: the query row pulls weight "
-    "towards the key row; blue: away."
+    "position→position (p0, p1, … are the position vectors). Blue: the query row pulls weight "
+    "towards the key row; red: away."
 )
 
 # 4 ---------------------------------------------------------------------------------------------
