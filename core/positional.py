@@ -459,6 +459,12 @@ class SharedComponent:
     mean_row_share: float  # ‖mean row‖² / mean ‖row‖²: the part of a row's length all rows share
 
 
+def centred_rows(table: np.ndarray) -> np.ndarray:
+    """(n, d) -> (n, d): every row minus the mean row, the one direction all rows share."""
+    table = np.asarray(table, dtype=np.float64)
+    return table - table.mean(axis=0)
+
+
 def shared_component(table: np.ndarray, n_pairs: int = 4000, seed: int = 0) -> SharedComponent:
     """Mean pair cosine before and after removing the mean row, and the mean row's share."""
     table = np.asarray(table, dtype=np.float64)
@@ -466,7 +472,7 @@ def shared_component(table: np.ndarray, n_pairs: int = 4000, seed: int = 0) -> S
     return SharedComponent(
         mean_cosine=float(row_pair_cosines(table, n_pairs=n_pairs, seed=seed).mean()),
         centred_mean_cosine=float(
-            row_pair_cosines(table - mean_row, n_pairs=n_pairs, seed=seed).mean()
+            row_pair_cosines(centred_rows(table), n_pairs=n_pairs, seed=seed).mean()
         ),
         mean_row_share=float(mean_row @ mean_row / np.mean(np.sum(table**2, axis=1))),
     )

@@ -198,6 +198,12 @@ def _fitted_scale(values: np.ndarray, title: str) -> tuple[float, str]:
     return largest, f"{title}<br><sup>{fitted_scale_note(largest)}</sup>"  # own line on phones
 
 
+def state_name(state: int) -> str:
+    """Hidden state s as every page names it: 0 is the embedding output, and s ≥ 1 is the
+    output of layer s − 1 (layers are numbered from 0, as on the sliders)."""
+    return "embedding output" if state == 0 else f"after layer {state - 1}"
+
+
 def head_title(layer: int, head: int) -> str:
     return f"Layer {layer}, head {head}: attention weights"
 

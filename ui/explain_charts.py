@@ -267,7 +267,7 @@ def settling_figure(sentence: np.ndarray, title: str, y_title: str = "cos to fin
         "title": {"text": title},
         "height": 300,
         "margin": {"l": 70, "r": 10, "t": 50, "b": 50},
-        "xaxis": {"title": {"text": "state (0 = embeddings, l = after layer l)"}, "dtick": 1},
+        "xaxis": {"title": {"text": "state (0 = embeddings, s = after layer s − 1)"}, "dtick": 1},
         "yaxis": {
             "title": {"text": y_title},
             "range": [min(0.0, float(values.min())), 1.08],

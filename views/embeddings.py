@@ -3,7 +3,7 @@
 import streamlit as st
 
 from core import geometry
-from ui import geometry_charts, state, widgets
+from ui import charts, geometry_charts, state, widgets
 
 inputs, model = state.page_context()
 MAX_TEXT_CHARS = 20_000
@@ -75,14 +75,16 @@ word = c1.selectbox(
     key="emb_word",
     bind="query-params",
 )
-layer = c2.slider(
-    "After layer (0 = embedding output)",
+layer = c2.slider(  # a hidden state: 0 … L, where state s is the output of layer s − 1
+    "Hidden state (0 = embedding output)",
     0,
     model.n_layers,
     model.n_layers,
     key="emb_layer",
     bind="query-params",
+    help="State s is what layer s − 1 hands on; layers are numbered from 0, as on every page.",
 )
+state_name = charts.state_name(layer)
 method = c3.radio("Projection", ["PCA", "t-SNE"], key="emb_method", bind="query-params")
 n_dims = c4.radio("View", ["2D", "3D"], key="emb_view", bind="query-params")
 n_components = 3 if n_dims == "3D" else 2
@@ -109,7 +111,7 @@ if method_key == "tsne":
 st.subheader("1 · Before and after")
 st.markdown(
     f"Left: the static vectors (rows of the word-piece table): every *{word}* is the same point. "
-    f"Right: the same tokens after layer {layer}, one point per occurrence. Colour = sentence."
+    f"Right: the same tokens, {state_name}, one point per occurrence. Colour = sentence."
 )
 left, right = st.columns(2)
 with left:
@@ -132,17 +134,17 @@ with right:
         shown.sentence,
         shown.sentences,
         chosen,
-        f"Contextual, after layer {layer}",
+        f"Contextual, {state_name}",
         method,
     )
-    widgets.show_figure(fig, key="emb_context", filename=f"contextual-projection-L{layer}")
+    widgets.show_figure(fig, key="emb_context", filename=f"contextual-projection-state{layer}")
 
 st.subheader(f"2 · The path of '{word}' through the layers")
 st.markdown(
     "All layers share one PCA plane here, so a step in the picture is the projection of a real "
     "change of the vector onto that plane (moves across the plane do not show). Much of the motion is shared by every token (the whole cloud drifts from layer to "
     "layer); the gaps between the coloured paths are what the context adds. State 0 already "
-    f"differs between sentences: position vectors were added. Grey: every token after layer {layer}."
+    f"differs between sentences: position vectors were added. Grey: every token, {state_name}."
 )
 paths = state.trajectory_projection(shown.hidden, n_components)
 fig = geometry_charts.trajectory_figure(
@@ -160,9 +162,7 @@ st.subheader("3 · Which vocabulary words is it closest to?")
 st.latex(r"\text{neighbours}(h) = \operatorname{top}_5\; \cos(h, W_v),\ v \in \text{vocabulary}")
 unit_table, allowed = state.vocabulary_view(model)
 ids, cosines = geometry.nearest_by_stage(shown, chosen, unit_table, allowed)
-stages = ["static"] + [
-    f"after layer {h}" if h else "embedding output" for h in range(model.n_layers + 1)
-]
+stages = ["static"] + [charts.state_name(index) for index in range(model.n_layers + 1)]
 labels = [f"s{shown.sentence[i] + 1} · {shown.tokens[i]}" for i in chosen]
 # A static table, not st.dataframe: its cells wrap on a phone instead of being cut at the
 # right edge, and it has no toolbar to float over the formula above.
@@ -180,10 +180,11 @@ tables = geometry.cosine_by_layer(shown, chosen)
 labels = [f"s{shown.sentence[i] + 1} · {shown.tokens[i]}" for i in chosen]
 left, right = st.columns(2)
 with left:
-    fig = geometry_charts.cosine_heatmap(tables[layer + 1], labels, f"Cosine after layer {layer}")
-    widgets.show_figure(fig, key="emb_cosine", filename=f"cosine-L{layer}")
+    # tables[0] is the static table, tables[s + 1] hidden state s
+    fig = geometry_charts.cosine_heatmap(tables[layer + 1], labels, f"Cosine, {state_name}")
+    widgets.show_figure(fig, key="emb_cosine", filename=f"cosine-state{layer}")
     widgets.download_matrix(
-        tables[layer + 1], labels, labels, f"cosine-{word}-L{layer}", key="emb_csv"
+        tables[layer + 1], labels, labels, f"cosine-{word}-state{layer}", key="emb_csv"
     )
 with right:
     means = {f"mean over pairs of '{word}'": geometry.mean_off_diagonal(tables)}
@@ -193,8 +194,8 @@ with right:
     widgets.show_figure(fig, key="emb_cos_lines", filename="cosine-by-layer")
 st.markdown(
     "In the static table every pair has cosine 1: one row. The embedding output (state 0) "
-    "already differs a little, since each occurrence has its own position; layer by layer "
-    "the occurrences separate further, and occurrences with the same sense tend to stay closer than occurrences across "
+    "already differs a little, since each occurrence has its own position; through the layers "
+    "the occurrences mostly separate further (not always steadily: follow the line), and occurrences with the same sense tend to stay closer than occurrences across "
     "senses (with the default sentences: the two river banks, the two money banks)."
 )
 if len(chosen) < 2:
@@ -223,7 +224,7 @@ if st.toggle(
         chosen,
         shown.tokens,
         names,
-        f"After layer {layer}: arrows follow '{word}'",
+        f"{state_name[0].upper()}{state_name[1:]}: arrows follow '{word}'",
     )
     widgets.show_figure(fig, key="emb_compare_fig", filename="scaling-comparison")
     st.metric("mean cosine between a token's two versions", f"{comparison.mean_cosine:.3f}")

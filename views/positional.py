@@ -4,6 +4,7 @@ import streamlit as st
 
 from core import positional
 from ui import charts, derived, geometry_charts, models, state, widgets
+from ui.numbers import signed
 
 inputs, model = state.page_context()
 model_label = models.label(model)  # the model's name in the prose
@@ -258,8 +259,9 @@ def adding_section() -> None:
     widgets.show_figure(fig, key="pos_real", filename="embedding-cosines")
     summary = {name: positional.spread(values) for name, values in real.items()}
     shared = positional.shared_component(model.position_vectors())
+    # what remains once the shared direction is gone: cosines of the centred rows by distance
     near_far = positional.distance_profile(
-        positional.similarity_matrix(model.position_vectors(), "cosine")
+        positional.similarity_matrix(positional.centred_rows(model.position_vectors()), "cosine")
     )[0][[1, 10, 100]]
     with sentence_notice:
         trace = state.trace_or_stop(model, inputs)
@@ -270,9 +272,11 @@ def adding_section() -> None:
         f"{1 / model.d_model:.4f} for random directions). Position rows look more alike on average "
         f"(mean cosine {shared.mean_cosine:.2f} over random pairs), but that is one direction every "
         f"row shares: the mean row holds {shared.mean_row_share:.0%} of a row's squared length, and "
-        f"without it the mean cosine is {shared.centred_mean_cosine:.2f}. What remains is "
-        f"closeness in position: neighbours have cosine {near_far[0]:.2f}, rows 10 apart "
-        f"{near_far[1]:.2f}, rows 100 apart {near_far[2]:.2f} (tab 4 plots the whole curve)."
+        f"without it the mean cosine is {signed(shared.centred_mean_cosine, 2, plus='')}. What "
+        f"remains is closeness in position: without the mean row, neighbours have cosine "
+        f"{signed(near_far[0], 2, plus='')}, rows 10 apart {signed(near_far[1], 2, plus='')}, "
+        f"rows 100 apart {signed(near_far[2], 2, plus='')} (tab 4 plots the whole curve with "
+        "the shared direction kept)."
     )
 
     st.markdown("**Adding against concatenating.** Concatenation keeps word and position apart:")
