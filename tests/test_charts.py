@@ -219,3 +219,11 @@ def test_signed_numbers_use_a_true_minus_and_never_print_minus_zero():
     assert signed(0.0051) == "+0.005"
     assert signed(0.89, 2, plus="") == "0.89"
     assert signed(-0.004, 2) == signed(0.004, 2) == signed(0.0, 2) == "0.00"
+
+
+def test_ranges_shorten_runs_of_three_or_more():
+    from ui.numbers import ranges
+
+    assert ranges([5, 0, 1, 2, 3, 7, 8]) == "0–3, 5, 7, 8"
+    assert ranges(list(range(12))) == "0–11"
+    assert ranges([4]) == "4"

@@ -384,7 +384,7 @@ def head_view_figure(
     fig.update_layout(
         title={"text": title},
         height=int(HEAD_VIEW_ROW_PX * (stop - start) + 160 + 22 * legend_rows),
-        margin={"l": 10, "r": 10, "t": 60, "b": 10 + 22 * legend_rows},
+        margin={"l": 10, "r": 10, "t": 50 + 20 * title.count("<br>"), "b": 10 + 22 * legend_rows},
         xaxis={"visible": False, "range": [-0.7, 1.7], "fixedrange": True},
         yaxis={"visible": False, "range": [stop - 0.5, start - 1.6]},  # room for the headers
         legend={"orientation": "h", "x": 0, "yref": "container", "y": 0, "yanchor": "bottom"},

@@ -10,3 +10,17 @@ def signed(value: float, decimals: int = 3, plus: str = "+") -> str:
     if float(magnitude) == 0:
         return magnitude
     return ("−" if value < 0 else plus) + magnitude
+
+
+def ranges(numbers: list[int]) -> str:
+    """Sorted whole numbers as runs: [0, 1, 2, 3, 5, 7, 8] -> "0–3, 5, 7, 8" (a run is 3 or more)."""
+    runs: list[list[int]] = []
+    for number in sorted(numbers):
+        if runs and number == runs[-1][-1] + 1:
+            runs[-1].append(number)
+        else:
+            runs.append([number])
+    parts = []
+    for run in runs:
+        parts += [f"{run[0]}–{run[-1]}"] if len(run) >= 3 else [str(n) for n in run]
+    return ", ".join(parts)

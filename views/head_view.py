@@ -4,6 +4,7 @@ import streamlit as st
 
 from core import head_roles, head_stats
 from ui import explorer_charts, exports, formulas, models, state, widgets
+from ui.numbers import ranges
 from ui.word_level import WordView
 
 WINDOW = 64  # tokens drawn at most; longer inputs get a window slider
@@ -137,9 +138,9 @@ fig = explorer_charts.head_view_figure(
     tokens,
     segments,
     heads,
-    title=f"Layer {layer} · head{'s' if len(heads) > 1 else ''} "
-    + ", ".join(map(str, heads))
-    + f" · opacity = √({shown})",
+    # the opacity rule on a line of its own: beside the heads it was wider than a phone
+    title=f"Layer {layer} · head{'s' if len(heads) > 1 else ''} {ranges(heads)}"
+    f"<br><sup>opacity = √({shown})</sup>",
     highlight=focus,
 )
 widgets.show_figure(

@@ -66,7 +66,7 @@ if pair:
         explain_state.sentence_trace(model, pair, inputs).hidden_states,
     )
     fig = explain_charts.settling_figure(
-        by_layer, "The two sentences' mean-pooled states, layer by layer", "cos(A, B)"
+        by_layer, "cos(A, B) of the mean-pooled states", "cos(A, B)"
     )
     widgets.show_figure(fig, key="ex_pair_layers", filename="similarity-by-layer")
     st.caption(
