@@ -165,7 +165,10 @@ def break_even_length(d_model: int, d_ff: int) -> int:
     return 2 * d_model + d_ff  # 2 n² d = 4 n d² + 2 n d d_ff, divided by 2 n d
 
 
-def toy_words(text: str, limit: int = 4) -> tuple[tuple[str, ...], tuple[str, ...]]:
+MAX_TOY_WORDS = 4  # a 4 × 4 score matrix still fits a phone with its numbers written in
+
+
+def toy_words(text: str, limit: int = MAX_TOY_WORDS) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """Typed text -> (the first `limit` words found in TOY_VECTORS, in order; the other words).
 
     Case and punctuation around a word are ignored; a word may repeat.

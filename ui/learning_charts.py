@@ -70,11 +70,13 @@ def token_matrix(
     title: str,
     x_title: str,
     limit: int = DRAW_LIMIT,
+    columns: Sequence[str] | None = None,
 ) -> go.Figure:
     """Heatmap of an (n, m) matrix, one row per token, shape in the title.
 
     Draws the first `limit` rows, fewer when the matrix is wide, so that at most CELL_BUDGET
     cells are sent (a 384-wide X has more columns than its figure has pixels anyway).
+    columns: a name for each of the m columns (the toy's features), written under them.
     """
     rows_for_budget = max(8, CELL_BUDGET // max(1, matrix.shape[1]))
     shown = min(len(tokens), limit, rows_for_budget)
@@ -84,6 +86,8 @@ def token_matrix(
         title=_drawn(title, matrix, shown),
         x_title=x_title,
     )
+    if columns is not None:
+        figure.update_xaxes(**charts.token_ticks(list(columns)))
     return _annotate_small(figure, shown, matrix.shape[1])
 
 

@@ -25,7 +25,11 @@ text = st.text_input(
     bind="query-params",
     max_chars=200,
 )
-words, unknown = by_hand.toy_words(text or "")
+# one word over the limit, to know whether any was left out
+words, unknown = by_hand.toy_words(text or "", limit=by_hand.MAX_TOY_WORDS + 1)
+if len(words) > by_hand.MAX_TOY_WORDS:
+    words = words[: by_hand.MAX_TOY_WORDS]
+    st.caption(f"Only the first {by_hand.MAX_TOY_WORDS} of the toy's words are used.")
 if unknown:
     st.caption(
         "Not in the toy's vocabulary, left out: " + ", ".join(literal(w) for w in unknown) + "."
@@ -65,24 +69,26 @@ else:
     word = toy.words[row]
     terms = " : ".join(f"e^{result.scores[row, j]:.0f}" for j in range(len(words)))
     values = " : ".join(f"{result.exponentials[row, j]:.2f}" for j in range(len(words)))
+    # three decimals: at two, 0.018 + 0.976 + 0.007 printed as 0.02 + 0.98 + 0.01 = 1.01
     weights = ", ".join(
-        f"{literal(toy.words[j])} {result.attn_weights[row, j]:.2f}" for j in range(len(words))
+        f"{literal(toy.words[j])} {result.attn_weights[row, j]:.3f}" for j in range(len(words))
     )
     st.markdown(
         f"Check the row of **{literal(word)}** on paper: its scores are its dot products with every "
         f"word, {', '.join(f'{s:.0f}' for s in result.scores[row])}. Exponentials {terms} ≈ "
         f"{values}, which add up to {result.row_sums[row]:.2f}. Divide each by the sum: {weights}. "
-        "Every weight is positive and the row adds up to 1."
+        "Every weight is positive and the row adds up to 1 (up to rounding in the last digit)."
     )
     widgets.show_figure(
-        learning_charts.token_matrix(result.output, toy.words, "Y = α X", "feature"),
+        learning_charts.token_matrix(
+            result.output, toy.words, "Y = α X", "feature", columns=by_hand.TOY_FEATURES
+        ),
         key="hand_output",
         filename="by-hand-output",
     )
     st.caption(
-        "Columns of Y are the four features: "
-        + ", ".join(f"{k} = {name}" for k, name in enumerate(by_hand.TOY_FEATURES))
-        + ". Each word's new vector is a blend of the sentence, weighted by its row of α."
+        "Each column of Y is one of the four features. Each word's new vector is a blend of "
+        "the sentence, weighted by its row of α."
     )
 
 # 3 ---------------------------------------------------------------------------------------------

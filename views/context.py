@@ -101,13 +101,13 @@ side_by_side(
 
 st.subheader("Step 3 · softmax of each row")
 st.latex(
-    r"W = \operatorname{softmax}(X X^\top),\qquad w_{ij} = \frac{e^{S_{ij}}}{\sum_k e^{S_{ik}}}"
+    r"\alpha = \operatorname{softmax}(X X^\top),\qquad \alpha_{ij} = \frac{e^{S_{ij}}}{\sum_k e^{S_{ik}}}"
 )
 st.markdown("Softmax turns a row of similarities into positive weights that add up to 1.")
 side_by_side("softmax", {n: r.attn_weights for n, r in results.items()}, "softmax(X Xᵀ)", True)
 
 st.subheader("Step 4 · Y, every word as a weighted average of the sentence")
-st.latex(r"Y = \operatorname{softmax}(X X^\top)\,X,\qquad y_i = \sum_j w_{ij}\,x_j")
+st.latex(r"Y = \operatorname{softmax}(X X^\top)\,X,\qquad y_i = \sum_j \alpha_{ij}\,x_j")
 side_by_side("y", {n: r.output for n, r in results.items()}, "Y", square=False)
 
 st.subheader("The payoff: the same word, two vectors")

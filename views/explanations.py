@@ -116,7 +116,7 @@ widgets.download_matrix(
     widgets.numbered(view.labels),
     labels,
     "explanations",
-    label=f"Download the per-{unit} table as CSV",
+    label=f"Download the per-{unit.replace(' ', '-')} table as CSV",
     key="xp_csv",
 )
 st.caption(

@@ -147,7 +147,9 @@ st.markdown(
     f"Averages over the {n_shown} query rows of this input"
     + (" (one per word; self, previous and next are words too)" if word_level else "")
     + ". Entropy is low when a row "
-    "commits to one key and reaches log₂ n bits when it spreads evenly. "
+    "commits to one key and reaches log₂ n bits when it spreads evenly over n keys"
+    + (" (with the causal mask, row i has only i + 1 keys to spread over)" if inputs.causal else "")
+    + ". "
     f"**{stats.n_sinks} of {model.n_layers * model.n_heads} heads** put at least half their "
     "weight on [CLS] and [SEP]. Clark et al. (2019) suggested that in BERT-base such weight "
     "may be a no-op, a place to park attention when a head has nothing to do; Xiao et al. "

@@ -154,7 +154,7 @@ widgets.download_matrix(
     widgets.numbered(view.labels),
     list(shown),
     "sentence-shares",
-    label=f"Download the per-{unit[:-1]} table as CSV",
+    label=f"Download the per-{unit[:-1].replace(' ', '-')} table as CSV",
     key="ex_shares_csv",
 )
 

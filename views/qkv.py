@@ -39,7 +39,7 @@ if source == "random":
         seed = widgets.whole_number_input("Random seed", 0, 9_999, 0, key="qkv_seed")
     projections = learning.random_projections(model.d_model, int(d_k), int(seed))
     x = trace.static
-    where = f"X holds the static word-piece vectors, as on page 1; W entries are drawn from N(0, 1) with seed {int(seed)}"
+    where = f"X holds the static word-piece vectors, as on page 1 plus the rows of [CLS] and [SEP]; W entries are drawn from N(0, 1) with seed {int(seed)}"
 else:
     layer, head = widgets.layer_head_picker(model)
     projections = learning.head_projections(model, layer, head)
