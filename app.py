@@ -65,8 +65,14 @@ PAGES = {
 
 # The pages that draw word pieces; elsewhere the sidebar's word-level switch is greyed out.
 WORD_LEVEL_PAGES = {"heatmaps", "head_view", "information_flow", "explanations"}
+# The pages that never run the model with the sidebar's √d_k and causal-mask switches (a toy, the
+# static vectors, the page's own switches); there the two are greyed out, keeping their values.
+OWN_SWITCH_PAGES = {"by_hand", "context", "scaling_masking", "lab"}
 
 navigation = st.navigation(PAGES)
-state.prepare_page_context(word_level_page=navigation.url_path in WORD_LEVEL_PAGES)
+state.prepare_page_context(
+    word_level_page=navigation.url_path in WORD_LEVEL_PAGES,
+    switches_page=navigation.url_path not in OWN_SWITCH_PAGES,
+)
 widgets.image_format_picker()
 navigation.run()

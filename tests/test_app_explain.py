@@ -245,6 +245,26 @@ def test_word_level_switch_is_shared_and_greyed_out_where_unused():
     assert switch.value is True and not switch.disabled
 
 
+def test_layer_switches_are_greyed_out_where_a_page_has_its_own():
+    """The Lab has its own √d and causal-mask toggles: the sidebar's two are greyed out there,
+    with their values kept for the next page."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.query_params["causal"] = "true"
+    at.run()
+    assert not at.toggle(key="causal").disabled and at.toggle(key="causal").value is True
+    for page in ("views/lab.py", "views/scaling_masking.py", "views/by_hand.py"):
+        at.switch_page(page).run()
+        assert_no_exception(at)
+        for key in ("scale", "causal"):
+            assert at.toggle(key=key).disabled, (page, key)
+        assert at.toggle(key="causal").value is True
+        assert any("Not used on this page" in c.value for c in at.sidebar.caption), page
+    at.switch_page("views/heatmaps.py").run()
+    assert not at.toggle(key="causal").disabled and at.toggle(key="causal").value is True
+
+
 def test_head_view_word_level_draws_words_and_off_is_unchanged():
     at = run_page("views/head_view.py", text="Tokenization of embeddings.", pair="Fine tuning.")
     before = chart_specs(at)[0]

@@ -117,11 +117,13 @@ def refetch(
 
 
 # ---- the sidebar ------------------------------------------------------------------------------
-def sidebar_inputs(word_level_page: bool = True) -> Inputs:
+def sidebar_inputs(word_level_page: bool = True, switches_page: bool = True) -> Inputs:
     """Draw the shared sidebar (kept in the URL so a copied link reopens the same view).
 
     word_level_page: whether the page about to run draws word pieces (the switch is greyed
     out elsewhere, not hidden, so its value survives a visit to another page).
+    switches_page: whether it runs the model with the √d_k and causal-mask switches (greyed
+    out the same way where it does not).
     """
     with st.sidebar:
         text = st.text_area(
@@ -143,11 +145,14 @@ def sidebar_inputs(word_level_page: bool = True) -> Inputs:
             st.caption(f"Text is cut at {MAX_CHARS:,} characters.")
         model_name = models.model_picker()
         st.markdown("**Switches for every layer**")
+        if not switches_page:
+            st.caption("Not used on this page: it has its own, or no model layers.")
         scale = st.toggle(
             "Scale scores by 1/√d_k",
             value=True,
             key="scale",
             bind="query-params",
+            disabled=not switches_page,
             help="Off: softmax(QKᵀ) instead of softmax(QKᵀ/√d_k) in every layer. The weights were "
             "trained with the scale, so off shows them on scores √d_k times larger than any they "
             "met in training, not a model trained without it.",
@@ -157,6 +162,7 @@ def sidebar_inputs(word_level_page: bool = True) -> Inputs:
             value=False,
             key="causal",
             bind="query-params",
+            disabled=not switches_page,
             help="On: each token may attend only to itself and earlier tokens, in every layer. The "
             "model was trained to read both ways, so this is an experiment on it, not a model "
             "trained to read left to right.",
@@ -182,9 +188,11 @@ def use_example_pair() -> None:
 _CONTEXT_KEY = "_page_context"
 
 
-def prepare_page_context(word_level_page: bool = True) -> tuple[Inputs, core.BertEncoder]:
+def prepare_page_context(
+    word_level_page: bool = True, switches_page: bool = True
+) -> tuple[Inputs, core.BertEncoder]:
     """app.py: draw the sidebar, load the model, and keep both for the page of this rerun."""
-    inputs = sidebar_inputs(word_level_page)
+    inputs = sidebar_inputs(word_level_page, switches_page)
     model = models.active_model(inputs.model_name)
     st.session_state[_CONTEXT_KEY] = (inputs, model)
     return inputs, model
