@@ -33,7 +33,9 @@ def test_flow_page_shows_the_similarity_of_the_pair(model):
     assert float(at.metric[0].value) == pytest.approx(expected, abs=1e-4)
     assert not at.metric[0].delta  # default switches: nothing to compare with
     assert "Attention flow to the top layer, each row ÷ its sum" in titles(at)
-    layers = next(s for s in chart_specs(at) if s["layout"]["title"]["text"].startswith("The two"))
+    layers = next(
+        s for s in chart_specs(at) if s["layout"]["title"]["text"].startswith("cos(A, B)")
+    )
     assert layers["layout"]["yaxis"]["title"]["text"] == "cos(A, B)"
     assert array(layers["data"][0]["y"])[-1] == pytest.approx(expected, abs=1e-4)
     # scaling off: the similarity moves and the page says by how much

@@ -44,6 +44,15 @@ WIDE_FORMULAS_JS = """
   .filter(e => e.scrollWidth > e.clientWidth + 3)
   .map(e => `${e.scrollWidth} px: ${e.textContent.slice(0, 40)}`)
 """
+# Static tables (st.table) wider than their box that do not scroll in it: the overflow is cut
+# off, and a column lost without the page scrolling sideways. A table may scroll in its own box
+# on a phone (ui/preload.py), as tables do on phones; four columns fit without.
+WIDE_TABLES_JS = """
+() => [...document.querySelectorAll('[data-testid="stMain"] [data-testid="stTable"]')]
+  .filter(e => e.querySelector('table').getBoundingClientRect().right
+    > e.getBoundingClientRect().right + 3 && !['auto', 'scroll'].includes(getComputedStyle(e).overflowX))
+  .map(e => e.textContent.slice(0, 40))
+"""
 # Text that sticks out of its figure, on any side: tick labels, and the titles of the figure,
 # its axes, subplots (plotly draws those as annotations) and colour bars. Plotly's own check
 # ("hide past div") would have hidden some tick labels; the app turns it off (ui/widgets.py: it
@@ -140,8 +149,8 @@ PHONE_DARK = {"viewport": PHONE, "color_scheme": "dark", "is_mobile": True, "has
 
 def assert_phone_dark(page, where: str) -> None:
     """On a PHONE_DARK page whose run is over: a dark app, no error box, nothing wider than the
-    phone (no sideways scroll, no formula scrolling in its own box, no tick label or title
-    outside its figure), and plotly's toolbar hidden until a figure is touched.
+    phone (no sideways scroll, no formula scrolling in its own box, no table cut off, no tick
+    label or title outside its figure), and plotly's toolbar hidden until a figure is touched.
 
     Called by the copied-link test (tests/test_browser_links.py), which reopens every page's
     link on a phone in dark mode, with every control of the page changed.
@@ -158,6 +167,8 @@ def assert_phone_dark(page, where: str) -> None:
     # Nor do formulas scroll inside their own box (a few px of rounding aside).
     wide = page.evaluate(WIDE_FORMULAS_JS)
     assert not wide, f"{where}: formulas wider than the phone: {wide}"
+    wide = page.evaluate(WIDE_TABLES_JS)
+    assert not wide, f"{where}: tables cut off at the phone's edge: {wide}"
     outside = page.evaluate(LABELS_OUTSIDE_JS)
     assert not outside, f"{where}: labels or titles cut off at the figure's edge: {outside}"
     # Plotly's toolbar would sit on the figure's title: hidden until the figure is touched.

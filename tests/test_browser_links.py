@@ -75,7 +75,9 @@ CONTROLS_JS = """
       const label = (el.querySelector('[data-testid="stWidgetLabel"]') || el).innerText.trim()
         .split('\\n')[0];
       const inSidebar = !!el.closest('[data-testid="stSidebar"]');
-      const disabled = !!el.querySelector('[disabled], [aria-disabled="true"]');
+      // React Aria's toggles say so on their label (data-disabled), not with a disabled input
+      const disabled = !!el.querySelector(
+        '[disabled], [aria-disabled="true"], [data-disabled="true"]');
       found.push({kind, label, inSidebar, disabled});
     });
   }
@@ -136,12 +138,16 @@ def figures(page) -> list[str]:
     return page.evaluate(FIGURES_JS)
 
 
+DISABLED = '[disabled], [aria-disabled="true"], [data-disabled="true"]'  # as in CONTROLS_JS
+
+
 def control(page, kind: str, label: str):
-    """The widget container of this kind with this label, or None if the page has none now."""
+    """The enabled widget container of this kind with this label, or None if the page has none
+    now. (The Lab's own "Causal mask" shares its label with the sidebar's, greyed out there.)"""
     for element in page.locator(f'[data-testid="{kind}"]').all():
         shown = element.locator('[data-testid="stWidgetLabel"]')
         text = (shown.first if shown.count() else element).inner_text().strip().split("\n")[0]
-        if text == label:
+        if text == label and not element.locator(DISABLED).count():
             return element
     return None
 

@@ -43,13 +43,16 @@ def weight_bars(
             texttemplate="%{y:.2f}" if len(labels) * len(series) <= LABELLED_BARS else None,
             textposition="outside",
         )
-    return _layout(
+    figure = _layout(
         figure,
         title,
         barmode="group",
         yaxis={"title": {"text": y_title}, "rangemode": "tozero"},
-        legend={"orientation": "h", "y": -0.2},
+        # above the bars: below them, at a fixed height, it covered the longer rotated labels
+        # of a long sentence ("4:was" showed as "4:wa")
+        legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0},
     )
+    return figure.update_layout(margin={**MARGIN, "t": 80})
 
 
 def cost_figure(

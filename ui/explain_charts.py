@@ -21,6 +21,7 @@ from ui.charts import (
     token_ticks,
 )
 from ui.escape import literal
+from ui.numbers import signed
 
 RANDOM_COLOUR = "#7F7F7F"
 
@@ -170,8 +171,9 @@ def agreement_heatmap(rho: np.ndarray, method_labels: Sequence[str], title: str)
     layout = {
         "title": {"text": title},
         "height": 160 + 44 * len(method_labels),
-        "margin": {"l": margin, "r": 10, "t": 50, "b": label_margin(method_labels, -30, False)},
-        "xaxis": {**axis, "tickangle": -30},
+        "margin": {"l": margin, "r": 10, "t": 50, "b": label_margin(method_labels, -90, False)},
+        # upright-ish labels ran into each other in a phone's ~40 px columns: vertical ones fit
+        "xaxis": {**axis, "tickangle": -90},
         "yaxis": {**axis, "autorange": "reversed"},
     }
     return go.Figure(data=[heatmap], layout=layout)
@@ -258,7 +260,7 @@ def settling_figure(sentence: np.ndarray, title: str, y_title: str = "cos to fin
         x=np.arange(len(values)),
         y=values,
         mode="lines+markers+text",
-        text=[f"{v:.2f}" for v in values],
+        text=[signed(v, 2, plus="") for v in values],
         textposition="top center",
         hovertemplate="state %{x}: cos %{y:.4f}<extra></extra>",
         line={"color": QUALITATIVE_COLOURS[0]},
@@ -270,7 +272,8 @@ def settling_figure(sentence: np.ndarray, title: str, y_title: str = "cos to fin
         "xaxis": {"title": {"text": "state (0 = embeddings, s = after layer s − 1)"}, "dtick": 1},
         "yaxis": {
             "title": {"text": y_title},
-            "range": [min(0.0, float(values.min())), 1.08],
+            # from 0, or a little below a negative cosine: its marker sat on the axis, cut in half
+            "range": [min(0.0, float(values.min()) - 0.06) if values.min() < 0 else 0.0, 1.08],
         },
     }
     return go.Figure(data=[line], layout=layout)

@@ -380,7 +380,7 @@ def heads_grid(
     fig = make_subplots(
         rows=rows,
         cols=columns,
-        subplot_titles=[f"head {h}" for h in range(n_heads)],
+        subplot_titles=[f"H{h}" for h in range(n_heads)],  # "head 10head 11" ran together
         horizontal_spacing=0.03,
         vertical_spacing=0.07,
     )
@@ -402,19 +402,23 @@ def heads_grid(
         )
     labels = block_labels(tokens, step)
     small_ticks = token_ticks(labels, max_labels=12)
-    fig.update_xaxes(**small_ticks, tickangle=-60, tickfont={"size": 9})
+    # Keys are in the rows' order, so only the outer left edge is labelled: inside the grid, and
+    # under maps a phone draws 60 px wide, labels and tick marks ran into the neighbours.
+    fig.update_xaxes(showticklabels=False, ticks="")
     fig.update_yaxes(**small_ticks, autorange="reversed", tickfont={"size": 9})
-    # Tick labels only on the outer edge: inside the grid they would overlap the neighbours.
     for index in range(n_heads):
-        row, col = index // columns + 1, index % columns + 1
-        if col > 1:
-            fig.update_yaxes(showticklabels=False, row=row, col=col)
-        if row < rows:
-            fig.update_xaxes(showticklabels=False, row=row, col=col)
+        if index % columns:
+            fig.update_yaxes(
+                showticklabels=False, ticks="", row=index // columns + 1, col=index % columns + 1
+            )
     # Block means of long rows are small: fit the colour scale instead of a fixed 0..1.
-    suffix = f" ({step}×{step} block means, fitted scale)" if step > 1 else ""
+    note = "rows: queries · columns: keys, in the same order"
+    if step > 1:
+        note += f" · {step}×{step} block means, fitted scale"
     fig.update_layout(
-        title={"text": f"Layer {layer}: attention weights of all {n_heads} heads{suffix}"},
+        title={
+            "text": f"Layer {layer}: attention weights of all {n_heads} heads<br><sup>{note}</sup>"
+        },
         coloraxis={
             "colorscale": COLORSCALE,
             "cmin": 0.0,
@@ -422,7 +426,7 @@ def heads_grid(
             "colorbar": {"title": "α"},
         },
         height=250 * rows + 120,
-        margin={"l": 10, "r": 10, "t": 70, "b": 10},
+        margin={"l": 10, "r": 10, "t": 90, "b": 10},
     )
     return fig
 

@@ -37,8 +37,9 @@ _slow_imports_done = False  # set once the first session's block has run in this
 
 # Plotly shows its toolbar permanently on devices without hover (phones, tablets), where it sat on
 # every figure's title. Hidden there until the figure is touched (a tap gives it :hover), as a
-# mouse user sees it. On narrow screens display formulas get smaller and a tab bar wraps onto a
-# second row (scrolled sideways, a link to the last tab opened with that tab out of sight).
+# mouse user sees it. On narrow screens display formulas and static tables get smaller and a tab
+# bar wraps onto a second row (scrolled sideways, a link to the last tab opened with that tab out
+# of sight).
 # Style-only HTML: Streamlit puts it in its event container, outside the page's element order,
 # and runs no script.
 _TOUCH_TOOLBAR_CSS = """<style>
@@ -51,6 +52,11 @@ _TOUCH_TOOLBAR_CSS = """<style>
 @media (max-width: 640px) {
   .katex-display > .katex { font-size: 0.9em; }
   [data-testid="stTabs"] [role="tablist"] { flex-wrap: wrap; }
+  /* A static table wraps its cells, but four columns of neighbour lists still came out ~60 px
+     wider than a phone and were cut at the right edge: smaller type and padding there. */
+  [data-testid="stTable"] { overflow-x: auto; }  /* five sentences' columns still do not fit */
+  [data-testid="stTable"] table { font-size: 0.8em; }
+  [data-testid="stTable"] th, [data-testid="stTable"] td { padding: 0.25rem 0.3rem; }
 }
 </style>"""
 
