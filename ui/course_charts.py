@@ -52,7 +52,7 @@ def weight_bars(
         # of a long sentence ("4:was" showed as "4:wa")
         legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0},
     )
-    return figure.update_layout(margin={**MARGIN, "t": 80})
+    return figure.update_layout(margin={**MARGIN, "t": 100})  # title, and a legend of 2 rows
 
 
 def cost_figure(

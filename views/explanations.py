@@ -183,31 +183,42 @@ lesson = [
 if curves is not None:
     changes = {name: explain.mean_change(values) for name, values in curves.items()}
     fastest, beats_chance = explain.fastest_falls(changes)
-    fastest_names = " and ".join(f"**{explain.METHOD_LABELS.get(n, n)}**" for n in fastest)
+    named = [f"**{explain.METHOD_LABELS.get(n, n)}**" for n in fastest]
+    fastest_names = named[0] if len(named) == 1 else ", ".join(named[:-1]) + " and " + named[-1]
     others = ", ".join(
         f"{explain.METHOD_LABELS.get(name, name)} {signed(change)}"
         for name, change in changes.items()
         if name not in fastest
     )
-    tied = " (their curves lie on top of each other)" if len(fastest) > 1 else ""
     moved = f"{signed(changes[fastest[0]])} on average over k = 1…{k_max}"
+    tied = f"; their {len(fastest)} curves lie on top of each other" if len(fastest) > 1 else ""
     if beats_chance:
         lesson.append(
             f"- removing the pieces that {fastest_names} "
             f"{'rank' if len(fastest) > 1 else 'ranks'} first moves the cosine furthest "
             f"down: {moved}{tied} (the others: {others});"
         )
+        lesson.append(
+            "- so for this sentence, the most faithful method is the one whose deletion curve "
+            "falls fastest, and it need not be the one whose picture looks clearest. Try a "
+            "paraphrase pair, a longer sentence, or √d_k scaling off in the sidebar, and see "
+            "whether the order holds."
+        )
     else:
         lesson.append(
             f"- no method lowers the cosine more than removing pieces in a random order: the "
-            f"lowest, {fastest_names}, moves it {moved}{tied} (the others: {others}). "
-            "When the cosine does not fall, the deletion test cannot rank the methods here;"
+            f"lowest, {fastest_names}, moves it {moved}{tied} (the others: {others});"
         )
-lesson.append(
-    "- so for this sentence, the most faithful method is the one whose deletion curve falls "
-    "fastest, and it need not be the one whose picture looks clearest. Try a paraphrase pair, "
-    "a longer sentence, or √d_k scaling off in the sidebar, and see whether the order holds."
-)
+        lesson.append(
+            "- so here the deletion test cannot rank the methods: removing what they point at "
+            "does not take away what the cosine rests on. Try a paraphrase pair, or the "
+            "sentence's own vector as what the gradients explain."
+        )
+else:
+    lesson.append(
+        "- the deletion test, which would say which method is right about this sentence, is "
+        "left out here (see above): agreement alone cannot tell which is faithful."
+    )
 st.markdown("\n".join(lesson))
 st.caption(
     "Abnar & Zuidema (2020) introduced rollout and flow; Kobayashi et al. (2020, 2021) the "
