@@ -199,15 +199,19 @@ def test_compact_cell_numbers_fit_four_characters_and_round_honestly():
     # must still be the value, rounded to what it shows.
     from ui.charts import cell_numbers
 
-    values = np.array([[-0.994, 0.0, 0.62], [-7.17, 10.36, -14.05], [3.0, -0.05, 0.999]])
-    layer = cell_numbers(values, "RdBu", -15.0, 15.0, decimals=2, size=10, compact=True)
-    written = list(layer.text)
-    assert written == ["-.99", ".00", ".62", "-7.2", "10.4", "-14", "3.00", "-.05", "1.00"]
-    for text, value in zip(written, values.ravel(), strict=True):
-        assert len(text) <= 4, text
-        decimals = len(text.split(".")[1]) if "." in text else 0
-        assert abs(float(text) - value) <= 0.5 * 10**-decimals + 1e-12, (text, value)
-    # Without compact, two decimals everywhere, as before.
+    values = np.array([[-0.994, -0.004, 0.62], [-7.17, 10.36, -14.05], [3.0, -0.05, 0.999]])
+    for max_chars, expected in (
+        (4, ["-.99", ".00", ".62", "-7.2", "10.4", "-14", "3.00", "-.05", "1.00"]),
+        (3, ["-1", ".00", ".62", "-7", "10", "-14", "3.0", "-.1", "1.0"]),
+    ):
+        layer = cell_numbers(values, "RdBu", -15, 15, 2, 10, compact=True, max_chars=max_chars)
+        written = list(layer.text)
+        assert written == expected, (max_chars, written)
+        for text, value in zip(written, values.ravel(), strict=True):
+            assert len(text) <= max_chars or text == "-14", text  # no decimal left to drop
+            decimals = len(text.split(".")[1]) if "." in text else 0
+            assert abs(float(text) - value) <= 0.5 * 10**-decimals + 1e-12, (text, value)
+    # Without compact, two decimals everywhere, as before, but never a minus on a zero.
     full = cell_numbers(values, "RdBu", -15.0, 15.0, decimals=2, size=10)
     assert list(full.text)[:4] == ["-0.99", "0.00", "0.62", "-7.17"]
 
@@ -219,6 +223,7 @@ def test_signed_numbers_use_a_true_minus_and_never_print_minus_zero():
     assert signed(0.0051) == "+0.005"
     assert signed(0.89, 2, plus="") == "0.89"
     assert signed(-0.004, 2) == signed(0.004, 2) == signed(0.0, 2) == "0.00"
+    assert signed(float("nan"), 2) == "undefined"
 
 
 def test_ranges_shorten_runs_of_three_or_more():

@@ -293,7 +293,7 @@ def test_head_stat_grid_marks_sink_heads():
     numbers = next(t for t in fig.data if getattr(t, "mode", "") == "text")
     cells = {(int(y), int(x)): (text, colour) for x, y, text, colour in zip(
         numbers.x, numbers.y, numbers.text, numbers.textfont.color, strict=True)}  # fmt: skip
-    assert cells[(1, 0)][0] == ".62" and cells[(1, 1)][0] == "1.00"
+    assert cells[(1, 0)][0] == ".62" and cells[(1, 1)][0] == "1.0"  # 3 characters a cell
     assert cells[(0, 2)][1] == "#000000"  # 0.95 is yellow on Viridis: black text
     assert cells[(0, 0)][1] == "#FFFFFF"  # 0.05 is dark purple: white text
 

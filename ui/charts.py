@@ -304,17 +304,21 @@ def _luminance(rgb: str) -> float:
     return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
 
 
-def _number(value: float, decimals: int, compact: bool) -> str:
-    """A cell's number; compact fits it in 4 characters where it can, for narrow cells (phones):
-    no leading zero (-0.62 -> -.62), then fewer decimals (-7.17 -> -7.2, -14.05 -> -14)."""
-    text = f"{value:.{decimals}f}"
-    if not compact:
-        return text
-    if abs(value) < 1:
-        text = text.replace("0.", ".", 1)
-    while len(text) > 4 and decimals > 0:
+def _number(value: float, decimals: int, compact: bool, max_chars: int = 4) -> str:
+    """A cell's number, never "-0.00" (the rounding took the sign away). compact fits it in
+    max_chars characters where it can, for narrow cells (phones): no leading zero (-0.62 ->
+    -.62), then fewer decimals (-7.17 -> -7.2 -> -7)."""
+
+    def written(places: int) -> str:
+        text = f"{value:.{places}f}"
+        if float(text) == 0:
+            text = f"{0.0:.{places}f}"
+        return text.replace("0.", ".", 1) if compact and abs(float(text)) < 1 else text
+
+    text = written(decimals)
+    while compact and len(text) > max_chars and decimals > 0:
         decimals -= 1
-        text = f"{value:.{decimals}f}"
+        text = written(decimals)
     return text
 
 
@@ -326,6 +330,7 @@ def cell_numbers(
     decimals: int = 2,
     size: int = 11,
     compact: bool = False,
+    max_chars: int = 4,
 ) -> go.Scatter:
     """A text layer writing each cell's value on an (n, m) heatmap drawn at x = 0..m-1, y = 0..n-1.
 
@@ -346,7 +351,7 @@ def cell_numbers(
         x=cols,
         y=rows,
         mode="text",
-        text=[_number(v, decimals, compact) for v in shown],
+        text=[_number(v, decimals, compact, max_chars) for v in shown],
         textfont={"color": colours, "size": size},
         hoverinfo="skip",
         showlegend=False,
@@ -354,7 +359,11 @@ def cell_numbers(
 
 
 def annotate_heatmap(
-    figure: go.Figure, decimals: int = 2, size: int = 11, compact: bool = False
+    figure: go.Figure,
+    decimals: int = 2,
+    size: int = 11,
+    compact: bool = False,
+    max_chars: int = 4,
 ) -> go.Figure:
     """Add cell_numbers() over the figure's first heatmap, on the colour range it is drawn with."""
     heatmap = next(trace for trace in figure.data if trace.type == "heatmap")
@@ -371,5 +380,5 @@ def annotate_heatmap(
             zmin = float(finite.min()) if zmin is None else zmin
             zmax = float(finite.max()) if zmax is None else zmax
     scale = [[float(stop), colour] for stop, colour in heatmap.colorscale]
-    figure.add_trace(cell_numbers(values, scale, zmin, zmax, decimals, size, compact))
+    figure.add_trace(cell_numbers(values, scale, zmin, zmax, decimals, size, compact, max_chars))
     return figure

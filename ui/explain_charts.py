@@ -262,6 +262,7 @@ def settling_figure(sentence: np.ndarray, title: str, y_title: str = "cos to fin
         mode="lines+markers+text",
         text=[signed(v, 2, plus="") for v in values],
         textposition="top center",
+        cliponaxis=False,  # a label over a cosine of 1 was cut in half at the plot's top
         hovertemplate="state %{x}: cos %{y:.4f}<extra></extra>",
         line={"color": QUALITATIVE_COLOURS[0]},
     )
@@ -269,7 +270,10 @@ def settling_figure(sentence: np.ndarray, title: str, y_title: str = "cos to fin
         "title": {"text": title},
         "height": 300,
         "margin": {"l": 70, "r": 10, "t": 50, "b": 50},
-        "xaxis": {"title": {"text": "state (0 = embeddings, s = after layer s − 1)"}, "dtick": 1},
+        "xaxis": {
+            "title": {"text": "state: 0 = embeddings, s = after layer s − 1"},
+            "dtick": 1,
+        },
         "yaxis": {
             "title": {"text": y_title},
             # from 0, or a little below a negative cosine: its marker sat on the axis, cut in half

@@ -159,9 +159,9 @@ def head_stat_grid(
         hovertemplate="layer %{y}, head %{x}<br>" + colorbar_title + " %{z:.3f}<extra></extra>",
     )
     fig = go.Figure(heatmap)
-    # 12 numbers share a phone's width (~21 px a cell): ".62" at 10 px fits where "0.62" at
-    # 11 px ran into its neighbours.
-    annotate_heatmap(fig, decimals=2, size=10, compact=True)
+    # 12 numbers share a phone's width (~19 px a cell): ".62" or "2.4" at 10 px fit where "0.62"
+    # at 11 px, or an entropy's "2.37", ran into their neighbours.
+    annotate_heatmap(fig, decimals=2, size=10, compact=True, max_chars=3)
     sink_layer, sink_head = np.nonzero(sink)
     fig.add_trace(
         go.Scatter(

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from ui.charts import QUALITATIVE_COLOURS, annotate_heatmap
+from ui.charts import QUALITATIVE_COLOURS, annotate_heatmap, state_name
 from ui.escape import literal
 
 SENTENCE_COLOURS = QUALITATIVE_COLOURS[:10]  # after ten sentences, the marker shape changes
@@ -311,9 +311,9 @@ def trajectory_figure(
             background,
             mode="markers",
             marker={"size": 5, "color": FAINT},
-            hovertext=[f"{literal(t)} (layer state {background_layer})" for t in tokens],
+            hovertext=[f"{literal(t)}, {state_name(background_layer)}" for t in tokens],
             hoverinfo="text",
-            name=f"all tokens, state {background_layer}",
+            name=f"all tokens, {state_name(background_layer)}",
         )
     )
     for rank, i in enumerate(np.asarray(chosen, dtype=np.int64)):
@@ -331,7 +331,7 @@ def trajectory_figure(
                 line={"color": colour(s), "width": 3},
                 marker={"size": 8, "color": colour(s)},
                 hovertext=[
-                    f"<b>{literal(tokens[i])}</b> after {h} layer(s)<br>{labels[s]}"
+                    f"<b>{literal(tokens[i])}</b>, {state_name(h)}<br>{labels[s]}"
                     for h in range(n_states)
                 ],
                 hoverinfo="text",
@@ -438,6 +438,7 @@ def layer_lines(
     title: str,
     y_title: str,
     height: int = 320,
+    x_title: str = "state: 0 = embeddings, s = after layer s − 1",  # fits a phone
 ) -> go.Figure:
     """Lines over the stages static, 0, 1, …, L (x is numeric with the stage names as ticks)."""
     fig = go.Figure()
@@ -452,7 +453,7 @@ def layer_lines(
             )
         )
     fig.update_xaxes(
-        tickmode="array", tickvals=list(x), ticktext=list(x_labels), title_text="stage"
+        tickmode="array", tickvals=list(x), ticktext=list(x_labels), title_text=x_title
     )
     fig.update_yaxes(title_text=y_title)
     return _layout(fig, title, height)

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import math
+
 
 def signed(value: float, decimals: int = 3, plus: str = "+") -> str:
     """A number for prose with a true minus sign (−, not a hyphen) and `plus` before a positive
-    one; a value that rounds to zero gets no sign at all, never "−0.00"."""
+    one; a value that rounds to zero gets no sign at all, never "−0.00". NaN (Spearman's ρ over
+    a single piece) is "undefined"."""
+    if not math.isfinite(value):
+        return "undefined"
     magnitude = f"{abs(value):.{decimals}f}"
     if float(magnitude) == 0:
         return magnitude

@@ -185,35 +185,53 @@ if curves is not None:
     fastest, beats_chance = explain.fastest_falls(changes)
     named = [f"**{explain.METHOD_LABELS.get(n, n)}**" for n in fastest]
     fastest_names = named[0] if len(named) == 1 else ", ".join(named[:-1]) + " and " + named[-1]
+    several = len(fastest) > 1
     others = ", ".join(
         f"{explain.METHOD_LABELS.get(name, name)} {signed(change)}"
         for name, change in changes.items()
         if name not in fastest
     )
-    moved = f"{signed(changes[fastest[0]])} on average over k = 1…{k_max}"
-    tied = f"; their {len(fastest)} curves lie on top of each other" if len(fastest) > 1 else ""
+    lowest = changes[fastest[0]]
+    over_k = "k = 1" if k_max == 1 else f"k = 1…{k_max}"
+    moved = f"{signed(lowest)} on average over {over_k}"
+    tied = f"; their {len(fastest)} curves lie on top of each other" if several else ""
+    longer = ", a longer sentence" if trace.n_tokens <= rollout.MAX_FLOW_PIECES else ""
     if beats_chance:
+        lesson += [
+            f"- removing the pieces that {fastest_names} {'rank' if several else 'ranks'} "
+            f"first moves the cosine furthest down: {moved}{tied} (the others: {others});",
+            (
+                "- so for this sentence these methods are equally faithful: a short sentence "
+                "leaves them the same pieces to remove."
+                if several
+                else "- so for this sentence, the most faithful method is the one whose deletion "
+                "curve falls fastest, and it need not be the one whose picture looks clearest."
+            )
+            + f" Try a paraphrase pair{longer}, or √d_k scaling off in the sidebar, and see "
+            "whether the order holds.",
+        ]
+    elif k_max == 1:
         lesson.append(
-            f"- removing the pieces that {fastest_names} "
-            f"{'rank' if len(fastest) > 1 else 'ranks'} first moves the cosine furthest "
-            f"down: {moved}{tied} (the others: {others});"
+            f"- with one piece to remove, every order removes that piece ({signed(lowest)}), so "
+            "the deletion test cannot tell the methods apart: type a longer sentence."
         )
-        lesson.append(
-            "- so for this sentence, the most faithful method is the one whose deletion curve "
-            "falls fastest, and it need not be the one whose picture looks clearest. Try a "
-            "paraphrase pair, a longer sentence, or √d_k scaling off in the sidebar, and see "
-            "whether the order holds."
-        )
+    elif lowest >= -explain.TIE:
+        lesson += [
+            f"- no method lowers the cosine: the lowest curve{'s' if several else ''}, "
+            f"{fastest_names}, {'move' if several else 'moves'} it {moved}{tied} (the others: "
+            f"{others});",
+            "- so here the deletion test cannot rank the methods: removing the pieces they "
+            "point at does not take away what the cosine rests on. Try a paraphrase pair"
+            + (", or the sentence's own vector as what the gradients explain." if other else "."),
+        ]
     else:
-        lesson.append(
+        lesson += [
             f"- no method lowers the cosine more than removing pieces in a random order: the "
-            f"lowest, {fastest_names}, moves it {moved}{tied} (the others: {others});"
-        )
-        lesson.append(
-            "- so here the deletion test cannot rank the methods: removing what they point at "
-            "does not take away what the cosine rests on. Try a paraphrase pair, or the "
-            "sentence's own vector as what the gradients explain."
-        )
+            f"lowest curve{'s' if several else ''}, {fastest_names}, "
+            f"{'move' if several else 'moves'} it {moved}{tied} (the others: {others});",
+            "- so here no method found what the model uses better than chance. Try a "
+            f"paraphrase pair{longer}, or √d_k scaling off in the sidebar.",
+        ]
 else:
     lesson.append(
         "- the deletion test, which would say which method is right about this sentence, is "

@@ -59,14 +59,16 @@ neighbour_note = (
     f"sentence: L{prev_layer} H{prev_head} gives the token before, "
     f"{literal(labels[focus - 1])}, {prev_row[focus - 1]:.2f} of the row, and "
     f"L{next_layer} H{next_head} gives the token after, {literal(labels[focus + 1])}, "
-    f"{next_row[focus + 1]:.2f}. Each row sums to 1: one head could only split one budget "
-    "between the two neighbours, two heads keep them apart."
-)
-if inputs.causal:
-    neighbour_note += (
-        " The causal mask is on: no head may look at a later token, so the next-token head "
-        "gives the token after 0 and its weight goes elsewhere."
+    f"{next_row[focus + 1]:.2f}"
+    + (
+        ": the causal mask is on, so no head may look at a later token, and the next-token "
+        f"head's weight goes elsewhere ({next_row.max():.2f} to "
+        f"{literal(labels[int(next_row.argmax())])})."
+        if inputs.causal
+        else ". Each row sums to 1: one head could only split one budget between the two "
+        "neighbours, two heads keep them apart."
     )
+)
 st.caption(neighbour_note)
 
 # 1 ---------------------------------------------------------------------------------------------

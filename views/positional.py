@@ -275,8 +275,8 @@ def adding_section() -> None:
         f"without it the mean cosine is {signed(shared.centred_mean_cosine, 2, plus='')}. What "
         f"remains is closeness in position: without the mean row, neighbours have cosine "
         f"{signed(near_far[0], 2, plus='')}, rows 10 apart {signed(near_far[1], 2, plus='')}, "
-        f"rows 100 apart {signed(near_far[2], 2, plus='')} (tab 4 plots the whole curve with "
-        "the shared direction kept)."
+        f"rows 100 apart {signed(near_far[2], 2, plus='')}, over all {model.max_positions} rows "
+        "(tab 4 draws such a curve with the shared direction kept, for the positions it shows)."
     )
 
     st.markdown("**Adding against concatenating.** Concatenation keeps word and position apart:")

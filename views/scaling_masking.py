@@ -53,7 +53,8 @@ if source == "sentence":
     query = widgets.token_picker("Query token", trace.tokens, 0, key="sm_query")
     scores, score_labels = trace.head_scores(layer, head)[query], labels
 else:
-    scores, score_labels = scaling.random_scores(8), [f"key {j}" for j in range(8)]
+    # numbers only: "key 0 … key 7" ran into each other on a phone (the axis says "key")
+    scores, score_labels = scaling.random_scores(8), [str(j) for j in range(8)]
 multiplier = st.select_slider(
     "Multiplier c",
     [0.5, 1, 2, 5, 10, 20, 50, 100],
