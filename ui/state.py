@@ -59,7 +59,7 @@ def _cached_trace(
     positions: bool,
     ablate: tuple[tuple[int, int], ...],
 ) -> core.Trace:
-    # At most 4 Traces live at once: at 512 tokens one holds ~85 MB, mostly its attention
+    # At most 4 Traces live at once: at 512 tokens one holds ~96 MB, mostly its attention
     # weights (6 layers x 12 heads x 512 x 512 float32). With 6 entries (and the scores stored
     # too), ten visitors typing 512-token texts took the server to 2.2 GB (bench/load_test.py);
     # a page needs at most 4 runs at a time.
@@ -108,7 +108,7 @@ def refetch(
 ) -> Callable[[], core.Trace]:
     """A callable that fetches the sidebar's Trace again (from the cache, or recomputed).
 
-    For lazy download buttons: holding the Trace itself would pin ~85 MB per visitor at 512
+    For lazy download buttons: holding the Trace itself would pin ~96 MB per visitor at 512
     tokens for as long as their page is open, whatever the cache's bound.
     """
     name, text, pair = model.name, inputs.text, inputs.pair

@@ -173,7 +173,7 @@ if flow.flow is None:
     st.info(
         f"Flow is computed up to {rollout.MAX_FLOW_PIECES} word pieces: it needs one maximum "
         f"flow per (input, output) pair, {rollout.MAX_FLOW_PIECES**2:,} of them at that size, "
-        f"about a second. This sentence has {trace.n_tokens}; shorten it to see flow.",
+        f"under a second on one core. This sentence has {trace.n_tokens}; shorten it to see flow.",
         icon="🛑",
     )
 else:
