@@ -685,6 +685,12 @@ MUTANTS = [
     # ---- positional.py -------------------------------------------------------------------------
     M(
         "positional.py",
+        "return table - table.mean(axis=0)",
+        "return table - table.mean(axis=1, keepdims=True)",
+        "centred rows: each row's own mean, not the mean row",
+    ),
+    M(
+        "positional.py",
         "return base ** (-2.0 * pair_index / d_model)",
         "return base ** (2.0 * pair_index / d_model)",
         "frequencies: exponent sign",
@@ -1266,6 +1272,24 @@ MUTANTS = [
         "return float(np.asarray(scores)[~saliency.removable(tokens)].sum())",
         "return float(np.asarray(scores)[saliency.removable(tokens)].sum())",
         "special share: the word pieces' share",
+    ),
+    M(
+        "explain.py",
+        "fastest = [name for name, change in methods.items() if change <= lowest + tie]",
+        "fastest = [name for name, change in methods.items() if change <= lowest]",
+        "fastest falls: ties dropped",
+    ),
+    M(
+        "explain.py",
+        "methods = {name: change for name, change in changes.items() if name != RANDOM}",
+        "methods = dict(changes)",
+        "fastest falls: the random order can win",
+    ),
+    M(
+        "explain.py",
+        "return fastest, lowest < 0 and lowest < chance - tie",
+        "return fastest, lowest < chance - tie",
+        "fastest falls: a rising cosine can beat chance",
     ),
     # ---- lab.py --------------------------------------------------------------------------------
     M(

@@ -527,6 +527,8 @@ def test_fastest_falls_names_ties_and_needs_to_beat_the_random_order():
     assert explain.fastest_falls(tied) == (["a", "b", "c"], True)
     # an unrelated pair: every deletion raises the cosine, the lowest ties with chance
     assert explain.fastest_falls({"a": 0.005, "b": 0.009, random: 0.005}) == (["a"], False)
+    # a rise is never a win, even when the random order rises more
+    assert explain.fastest_falls({"a": 0.001, random: 0.05}) == (["a"], False)
     # below zero but no better than the random order (within a tie)
     assert explain.fastest_falls({"a": -0.1002, random: -0.1}) == (["a"], False)
     # the random order itself is never the answer, even when it falls fastest
