@@ -229,7 +229,7 @@ def compare_rows_figure(
         )
         fig.update_xaxes(
             **token_ticks(toks),  # escapes the tokens itself
-            tickangle=-60,
+            tickangle=-90,  # at −60 long pieces ran into their neighbours on a phone
             title={"text": "key (attended to)"},
             col=col,
         )

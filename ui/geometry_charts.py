@@ -319,9 +319,10 @@ def trajectory_figure(
     for rank, i in enumerate(np.asarray(chosen, dtype=np.int64)):
         s = int(sentence[i])
         path = coords[:, i]  # (L + 1, c)
-        # Occurrences of one word start close together, so state numbers on every path piled
-        # up: the first path numbers every state, the others only their last (hover tells all).
-        numbers = [str(h) if rank == 0 or h == n_states - 1 else "" for h in range(n_states)]
+        # Occurrences of one word start close together and often end close together too, so
+        # state numbers on every path piled up: only the first path is numbered (hover tells
+        # every state of every path).
+        numbers = [str(h) if rank == 0 else "" for h in range(n_states)]
         fig.add_trace(
             _scatter(
                 path,
