@@ -137,9 +137,8 @@ def mean_change(curve: np.ndarray) -> float:
     return float((curve[1:] - curve[0]).mean()) if len(curve) > 1 else 0.0
 
 
-TIE = (
-    5e-4  # mean cosine changes closer than this count as equal (curves drawn on top of each other)
-)
+# Mean cosine changes closer than this count as equal: their curves lie on top of each other.
+TIE = 5e-4
 
 
 def fastest_falls(changes: Mapping[str, float], tie: float = TIE) -> tuple[list[str], bool]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from urllib.parse import quote
 
@@ -412,6 +413,24 @@ def test_embeddings_page_bad_input(name):
         assert at.info, "an unusable input must get a message"
     if name == "ten_thousand":  # cut to 512 word pieces, and said so
         assert "512" in " ".join(c.value for c in at.caption)
+
+
+def test_embeddings_page_shows_a_markup_word_piece_as_text():
+    # "<" is its own word piece and the most frequent one here, so it is the piece followed.
+    at = run_page("views/embeddings.py")
+    at.toggle(key="emb_sidebar").set_value(False)
+    at.text_area(key="emb_sentences").set_value("a < b < c\nd < e\n< f")
+    at.run()
+    assert_no_exception(at)
+    assert at.selectbox(key="emb_word").value == "<"
+    texts = [*(h.value for h in at.subheader), *(m.value for m in at.markdown)]
+    followed = [t for t in texts if "occurrences of" in t or "path of" in t]
+    assert len(followed) == 2 and all(shown(t).count("'<'") == 1 for t in followed)
+    for spec in at.get("plotly_chart"):
+        layout = json.loads(spec.proto.spec)["layout"]
+        shown(layout.get("title", {}).get("text", ""))  # no raw "<" in any title
+    lines = json.loads(at.get("plotly_chart")[-1].proto.spec)["data"]
+    assert [shown(trace["name"]) for trace in lines] == ["mean over pairs of '<'"]
 
 
 def test_embeddings_page_samples_long_inputs():

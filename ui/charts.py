@@ -337,8 +337,8 @@ def cell_numbers(
     Black on light cells and white on dark ones, from the colour each cell is painted: plotly's
     own choice left grey numbers on mid-green Viridis cells. A fixed size keeps numbers legible
     (plotly shrinks them to the cell, down to ~6 px on narrow maps); callers annotate only maps
-    whose cells have room. compact keeps every number to 4 characters for narrow cells
-    (_number).
+    whose cells have room. compact keeps every number to max_chars characters where it can,
+    for narrow cells (_number).
     """
     values = np.asarray(values, dtype=np.float64)
     rows, cols = np.nonzero(np.isfinite(values))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
 
 def signed(value: float, decimals: int = 3, plus: str = "+") -> str:
@@ -17,7 +18,7 @@ def signed(value: float, decimals: int = 3, plus: str = "+") -> str:
     return ("−" if value < 0 else plus) + magnitude
 
 
-def ranges(numbers: list[int]) -> str:
+def ranges(numbers: Iterable[int]) -> str:
     """Sorted whole numbers as runs: [0, 1, 2, 3, 5, 7, 8] -> "0–3, 5, 7, 8" (a run is 3 or more)."""
     runs: list[list[int]] = []
     for number in sorted(numbers):

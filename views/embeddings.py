@@ -4,6 +4,7 @@ import streamlit as st
 
 from core import geometry
 from ui import charts, geometry_charts, state, widgets
+from ui.escape import literal
 
 inputs, model = state.page_context()
 MAX_TEXT_CHARS = 20_000
@@ -85,6 +86,7 @@ layer = c2.slider(  # a hidden state: 0 … L, where state s is the output of la
     help="State s is what layer s − 1 hands on; layers are numbered from 0, as on every page.",
 )
 state_name = charts.state_name(layer)
+shown_word = literal(word)  # a word piece of the visitor's text: shown, never read as markup
 method = c3.radio("Projection", ["PCA", "t-SNE"], key="emb_method", bind="query-params")
 n_dims = c4.radio("View", ["2D", "3D"], key="emb_view", bind="query-params")
 n_components = 3 if n_dims == "3D" else 2
@@ -93,13 +95,13 @@ shown = geometry.cap_points(points, followed)
 chosen = geometry.pick_occurrences(shown, word, MAX_FOLLOW)  # the same tokens, inside `shown`
 if counts[word][1] > MAX_FOLLOW:
     st.caption(
-        f"'{word}' occurs {counts[word][1]} times; {MAX_FOLLOW} of them, spread over the "
+        f"'{shown_word}' occurs {counts[word][1]} times; {MAX_FOLLOW} of them, spread over the "
         "sentences, are followed below."
     )
 if shown.n_points < points.n_total:
     st.caption(
         f"{points.n_total:,} tokens in all; the plots show {shown.n_points} of them: every "
-        f"'{word}' plus an even random sample of the rest."
+        f"'{shown_word}' plus an even random sample of the rest."
     )
 method_key = "tsne" if method == "t-SNE" else "pca"
 if method_key == "tsne":
@@ -110,7 +112,7 @@ if method_key == "tsne":
 
 st.subheader("1 · Before and after")
 st.markdown(
-    f"Left: the static vectors (rows of the word-piece table): every *{word}* is the same point. "
+    f"Left: the static vectors (rows of the word-piece table): every *{shown_word}* is the same point. "
     f"Right: the same tokens, {state_name}, one point per occurrence. Colour = sentence."
 )
 left, right = st.columns(2)
@@ -139,7 +141,7 @@ with right:
     )
     widgets.show_figure(fig, key="emb_context", filename=f"contextual-projection-state{layer}")
 
-st.subheader(f"2 · The path of '{word}' through the layers")
+st.subheader(f"2 · The path of '{shown_word}' through the layers")
 st.markdown(
     "All layers share one PCA plane here, so a step in the picture is the projection of a real "
     "change of the vector onto that plane (moves across the plane do not show). Much of the motion is shared by every token (the whole cloud drifts from layer to "
@@ -154,7 +156,7 @@ fig = geometry_charts.trajectory_figure(
     shown.sentence,
     shown.sentences,
     layer,
-    f"'{word}', states 0 … {model.n_layers}",
+    f"'{shown_word}', states 0 … {model.n_layers}",
 )
 widgets.show_figure(fig, key="emb_paths", filename="trajectories")
 
@@ -175,7 +177,7 @@ st.caption(
     "desk against 'monitor' a patient. Special tokens such as [unused7] are left out."
 )
 
-st.subheader(f"4 · How alike are the occurrences of '{word}'?")
+st.subheader(f"4 · How alike are the occurrences of '{shown_word}'?")
 tables = geometry.cosine_by_layer(shown, chosen)
 labels = [f"s{shown.sentence[i] + 1} · {shown.tokens[i]}" for i in chosen]
 left, right = st.columns(2)
@@ -187,6 +189,7 @@ with left:
         tables[layer + 1], labels, labels, f"cosine-{word}-state{layer}", key="emb_csv"
     )
 with right:
+    # raw word: layer_lines escapes its legend names itself
     means = {f"mean over pairs of '{word}'": geometry.mean_off_diagonal(tables)}
     fig = geometry_charts.layer_lines(
         means, ["static", *map(str, range(model.n_layers + 1))], "Before → after", "cosine"
@@ -199,7 +202,9 @@ st.markdown(
     "senses (with the default sentences: the two river banks, the two money banks)."
 )
 if len(chosen) < 2:
-    st.caption(f"'{word}' occurs once: add a sentence that uses it again to compare occurrences.")
+    st.caption(
+        f"'{shown_word}' occurs once: add a sentence that uses it again to compare occurrences."
+    )
 
 st.subheader("5 · What does the √d_k switch do to the points?")
 st.markdown(
@@ -224,7 +229,7 @@ if st.toggle(
         chosen,
         shown.tokens,
         names,
-        f"{state_name[0].upper()}{state_name[1:]}: arrows follow '{word}'",
+        f"{state_name[0].upper()}{state_name[1:]}: arrows follow '{shown_word}'",
     )
     widgets.show_figure(fig, key="emb_compare_fig", filename="scaling-comparison")
     st.metric("mean cosine between a token's two versions", f"{comparison.mean_cosine:.3f}")

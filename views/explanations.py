@@ -201,8 +201,8 @@ if curves is not None:
             f"- removing the pieces that {fastest_names} {'rank' if several else 'ranks'} "
             f"first moves the cosine furthest down: {moved}{tied} (the others: {others});",
             (
-                "- so for this sentence these methods are equally faithful: a short sentence "
-                "leaves them the same pieces to remove."
+                "- so for this sentence these methods are equally faithful: their curves "
+                "coincide (a short sentence often leaves them the same pieces to remove)."
                 if several
                 else "- so for this sentence, the most faithful method is the one whose deletion "
                 "curve falls fastest, and it need not be the one whose picture looks clearest."
