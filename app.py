@@ -11,13 +11,6 @@ from ui import housekeeping, preload
 st.set_page_config(page_title="Attention Explorer", page_icon=":material/home:", layout="wide")
 housekeeping.tune_malloc()  # before torch allocates anything (ui/housekeeping.py)
 
-# torch's import takes ~1.3 s on a fresh server: let the browser fetch plotly.js meanwhile.
-with preload.plotly_download():
-    from ui import state, widgets
-# Freezing the imported modules before the first page is drawn keeps Streamlit's garbage
-# collection after every rerun cheap (ui/housekeeping.py).
-housekeeping.freeze_once_at_startup()
-
 PAGES = {
     "Start": [
         st.Page("views/overview.py", title="Overview", icon=":material/home:", default=True),
@@ -68,8 +61,18 @@ WORD_LEVEL_PAGES = {"heatmaps", "head_view", "information_flow", "explanations"}
 # The pages that never run the model with the sidebar's √d_k and causal-mask switches (a toy, the
 # static vectors, the page's own switches); there the two are greyed out, keeping their values.
 OWN_SWITCH_PAGES = {"by_hand", "context", "scaling_masking", "lab"}
+# The pages that draw a sentence of up to ~128 pieces without plotly ("" is the Overview's path).
+PLOTLY_FREE_PAGES = {""}
 
 navigation = st.navigation(PAGES)
+# torch's import takes ~1.3 s on a fresh server: let the browser fetch plotly.js meanwhile, unless
+# the page opened draws without it (the Overview's head is HTML: ui/html_heatmap.py).
+with preload.plotly_download(needed=navigation.url_path not in PLOTLY_FREE_PAGES):
+    from ui import state, widgets
+# Freezing the imported modules before the first page is drawn keeps Streamlit's garbage
+# collection after every rerun cheap (ui/housekeeping.py).
+housekeeping.freeze_once_at_startup()
+
 state.prepare_page_context(
     word_level_page=navigation.url_path in WORD_LEVEL_PAGES,
     switches_page=navigation.url_path not in OWN_SWITCH_PAGES,

@@ -50,7 +50,7 @@ SETTLE_MS = 500  # trailing work after the run (plotly's resize, fonts) is part 
 
 # ArrowRight on a focused slider -> the first animation frame after a figure has been redrawn
 # (plotly's "plotly_afterplot", which both a new figure from the server and a switch in the
-# browser end with). Listening costs nothing per frame; comparing the figures' data every frame
+# browser end with; an HTML heatmap's "ae-headshown"). Listening costs nothing per frame; comparing the figures' data every frame
 # (as this bench first did) added its own main-thread work to what it measured.
 SCRUB_WATCH_JS = """
 (() => {
@@ -66,6 +66,8 @@ SCRUB_WATCH_JS = """
       if (w.t0 !== null && gd._fullLayout) w.plotted = true;
     }
   };
+  // an HTML heatmap (ui/html_heatmap.py) announces a head it has painted
+  document.addEventListener('ae-headshown', () => { if (w.t0 !== null) w.plotted = true; });
   w.arm = () => {
     w.t0 = null; w.t1 = null; w.plotted = false;
     hookAll();

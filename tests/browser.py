@@ -116,16 +116,29 @@ def page_exceptions(page: object) -> list[str]:
 # keyboard tests keep the default, so visitors' usual motion is still driven.
 QUIET_MOTION = {"reduced_motion": "reduce"}
 
-# A drawn plotly figure, not counting the blank one ui/preload.py shows while torch imports.
-FIGURE_SELECTOR = ".js-plotly-plot:not(.st-key-_plotly_preload .js-plotly-plot) .main-svg"
-HEATMAP_SELECTOR = ".js-plotly-plot g.hm image"  # a heatmap trace with its pixels painted
+# A drawn figure: a plotly figure, not counting the blank one ui/preload.py shows while torch
+# imports, or an HTML heatmap (ui/html_heatmap.py, the Overview's) with its cells.
+GRID_SELECTOR = "[data-testid='stMain'] .ae-heatmap .ae-grid i"
+FIGURE_SELECTOR = (
+    f".js-plotly-plot:not(.st-key-_plotly_preload .js-plotly-plot) .main-svg, {GRID_SELECTOR}"
+)
+# a plotly heatmap trace with its pixels painted, or an HTML heatmap's cells
+HEATMAP_SELECTOR = f".js-plotly-plot g.hm image, {GRID_SELECTOR}"
 TEXT_INPUT_SELECTOR = '[data-testid="stTextInput"] input, [data-testid="stTextArea"] textarea'
 
 # A fingerprint of every plotly figure on the page: length and hash of its data (the JSON the
 # server sent, numbers included) plus the tick labels and title as drawn. Two fingerprints differ
 # exactly when a figure was redrawn with other data, other tokens or another title.
 FIGURE_SIGNATURES_JS = """
-() => [...document.querySelectorAll('.js-plotly-plot')].map(g => {
+() => [...document.querySelectorAll('.js-plotly-plot, .ae-heatmap')].map(g => {
+  // an HTML heatmap: every head's numbers, the head shown, title and labels as drawn
+  if (g.classList.contains('ae-heatmap')) {
+    const s = (g.dataset.heads || '') + '|' + g.dataset.shown;
+    let h = 0;
+    for (let i = 0; i < s.length; i++) h = (h * 31 + s.charCodeAt(i)) | 0;
+    const texts = [...g.querySelectorAll('.ae-title, .ae-key, .ae-query')].map(e => e.textContent);
+    return JSON.stringify([s.length, h, texts]);
+  }
   const s = JSON.stringify(g.data || []);
   let h = 0;
   for (let i = 0; i < s.length; i++) h = (h * 31 + s.charCodeAt(i)) | 0;
@@ -217,7 +230,7 @@ def wait_figures_changed(page: object, before: list[str], timeout_ms: int = 30_0
     try:
         page.wait_for_function(
             f"before => JSON.stringify(({FIGURE_SIGNATURES_JS})()) !== JSON.stringify(before)"
-            " && document.querySelector('.js-plotly-plot') !== null",
+            " && document.querySelector('.js-plotly-plot, .ae-heatmap') !== null",
             arg=before,
             timeout=timeout_ms,
             polling=50,
@@ -464,6 +477,8 @@ UPDATE_WATCH_JS = """
   if (window.__updateWatch) return;
   const cache = new WeakMap();
   const hashOf = (g) => {
+    // an HTML heatmap (ui/html_heatmap.py) is a new element for every new sentence
+    if (g.classList.contains('ae-heatmap')) return (g.dataset.heads || '').length + ':' + g.dataset.heads;
     const data = g.data;
     if (!data) return 'none';
     let h = cache.get(data);
@@ -475,7 +490,7 @@ UPDATE_WATCH_JS = """
     cache.set(data, h);
     return h;
   };
-  const plots = () => [...document.querySelectorAll('.js-plotly-plot')];
+  const plots = () => [...document.querySelectorAll('.js-plotly-plot, .ae-heatmap')];
   const w = {t0: null, t1: null, base: null};
   w.arm = () => {
     w.t0 = null; w.t1 = null;

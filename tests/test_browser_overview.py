@@ -5,16 +5,14 @@ from __future__ import annotations
 from urllib.parse import quote
 
 import pytest
-from browser import page_exceptions, wait_for_app, wait_idle
+from browser import GRID_SELECTOR, page_exceptions, wait_for_app, wait_idle
 
 pytestmark = pytest.mark.browser
 
-
-def heatmap_tick_labels(page) -> list[str]:
-    """The x-axis tick labels of the first plotly chart on the page."""
-    return page.eval_on_selector_all(
-        ".js-plotly-plot .xtick text", "nodes => nodes.map(n => n.textContent)"
-    )
+KEY_LABELS_JS = (
+    "() => [...document.querySelectorAll('[data-testid=\"stMain\"] .ae-heatmap .ae-key')]"
+    ".map(n => n.textContent)"
+)
 
 
 def test_typing_a_sentence_updates_the_heatmap(server, browser):
@@ -22,22 +20,53 @@ def test_typing_a_sentence_updates_the_heatmap(server, browser):
     page = browser.new_page(viewport={"width": 1300, "height": 1600})
     page.goto(url)
     wait_for_app(page)
-    page.wait_for_selector(".js-plotly-plot .xtick text", timeout=60_000)
-    assert "arrow" in heatmap_tick_labels(page)
+    page.wait_for_selector(GRID_SELECTOR, timeout=60_000)
+    assert "arrow" in page.evaluate(KEY_LABELS_JS)
 
     box = page.get_by_label("Sentence", exact=True)
     box.fill("The quiet river bank flooded")
     box.press("Control+Enter")  # a text area commits on Ctrl+Enter
-    page.wait_for_function(
-        "() => [...document.querySelectorAll('.js-plotly-plot .xtick text')]"
-        ".some(t => t.textContent === 'flooded')",
-        timeout=60_000,
-    )
+    page.wait_for_function(f"() => ({KEY_LABELS_JS})().includes('flooded')", timeout=60_000)
     wait_idle(page)
-    labels = heatmap_tick_labels(page)
+    labels = page.evaluate(KEY_LABELS_JS)
     assert "quiet" in labels and "arrow" not in labels
     assert page_exceptions(page) == []
     assert "text=The+quiet" in page.url or "text=The%20quiet" in page.url  # the link keeps it
+
+
+HOSTILE_TEXT = 'A <img src=x onerror="window.__pwned=1"> & **bold** test'
+
+
+def test_the_overview_loads_no_plotly_and_shows_tokens_as_text(server, browser, model):
+    """The page every visit starts on draws its head as HTML: plotly.js (~0.8 s of a browser's
+    main thread to evaluate) is never loaded there. Hostile word pieces are labels, not markup;
+    hovering a cell names its query, key and weight."""
+    context = browser.new_context(viewport={"width": 1300, "height": 1200})
+    page = context.new_page()
+    try:
+        page.goto(f"{server.url}/?text={quote(HOSTILE_TEXT)}")
+        wait_for_app(page)
+        page.wait_for_selector(GRID_SELECTOR, timeout=60_000)
+        wait_idle(page)
+        assert page.evaluate("() => typeof window.Plotly") == "undefined"
+        assert page.evaluate("() => document.querySelector('.js-plotly-plot')") is None
+        labels = page.evaluate(KEY_LABELS_JS)
+        assert {"<", "=", ">", "*", "&"} <= set(labels), labels
+        assert page.evaluate("() => window.__pwned") is None
+        assert page.evaluate("() => document.querySelector('[data-testid=stMain] img')") is None
+
+        # the cell of query 1 ("a") and key 0 ([CLS]): the grid's row 2, column 1
+        n = len(labels)
+        cell = page.locator(f"{GRID_SELECTOR}").nth(1 * n + 0)
+        cell.hover()
+        title = cell.get_attribute("title")
+        assert title.startswith("query 1: a\nkey 0: [CLS]\nweight "), title
+        weights = model.run(HOSTILE_TEXT).attentions[0, 0]  # (n_q, n_k) layer 0, head 0
+        assert f"{weights[1, 0]:.3f}" != f"{weights[0, 1]:.3f}"  # a swapped cell would show
+        assert title.endswith(f"weight {weights[1, 0]:.3f}"), title
+        assert page_exceptions(page) == []
+    finally:
+        context.close()
 
 
 # Wide letters, capitals, CJK and a long word piece: the labels charts.label_margin must fit.
@@ -49,19 +78,25 @@ def test_heatmap_margins_fit_their_labels_so_plotly_draws_once(server, browser):
 
     plotly's automargin widens a margin (and draws the figure again) only when something does
     not fit, so the drawn margins equal the requested ones exactly when the estimate was enough.
+    Measured on Attention heatmaps' up-close head, charts.attention_heatmap's figure.
     """
     url = server.url  # the shared server (conftest.py); browser: this module's
     page = browser.new_page(viewport={"width": 1300, "height": 1600})
-    page.goto(f"{url}?text={quote(WIDE_LABELS_TEXT)}")
+    page.goto(f"{url}/heatmaps?text={quote(WIDE_LABELS_TEXT)}")
     wait_for_app(page)
-    page.wait_for_selector(".js-plotly-plot .xtick text", timeout=60_000)
-    wait_idle(page)
-    labels = heatmap_tick_labels(page)
-    assert "東" in labels and "[MASK]" in labels
-    requested, drawn = page.eval_on_selector(
-        ".js-plotly-plot",
-        "gd => [gd.layout.margin, gd._fullLayout._size]",
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.js-plotly-plot')].some(gd => gd.layout && "
+        "gd.layout.meta && gd.layout.meta.pieces && gd.querySelector('.xtick text'))",
+        timeout=60_000,
     )
+    wait_idle(page)
+    requested, drawn, labels = page.evaluate(
+        "() => { const gd = [...document.querySelectorAll('.js-plotly-plot')]"
+        ".find(g => g.layout && g.layout.meta && g.layout.meta.pieces);"
+        " return [gd.layout.margin, gd._fullLayout._size,"
+        " [...gd.querySelectorAll('.xtick text')].map(t => t.textContent)]; }"
+    )
+    assert "東" in labels and "[MASK]" in labels
     assert drawn["l"] == requested["l"], "the y labels or title pushed the left margin"
     assert drawn["b"] == requested["b"], "the x labels or title pushed the bottom margin"
     assert page_exceptions(page) == []

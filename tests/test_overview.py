@@ -13,6 +13,43 @@ import core
 OVERVIEW = "views/overview.py"
 
 
+def drawn_grid(at) -> str | None:
+    """The Overview's HTML heatmap (ui/html_heatmap.py) as sent, or None."""
+    return next(
+        (h.proto.body for h in at.get("html") if 'class="ae-heatmap"' in h.proto.body), None
+    )
+
+
+def test_the_head_drawn_is_the_one_the_sliders_name_from_this_sentence(model):
+    """Layer 2, head 5 from the URL: the cells are that head's weights of this sentence, rows
+    the queries; no plotly figure (the page every visit starts on loads no plotly.js)."""
+    import numpy as np
+    from test_html_heatmap import background, grid_cells, read
+
+    from ui import html_heatmap
+
+    text = "The river bank flooded after the storm."
+    at = run_page(OVERVIEW, text=text, query={"layer": "2", "head": "5"})
+    assert_no_exception(at)
+    assert not at.get("plotly_chart")
+    figure = read(drawn_grid(at))
+    trace = model.run(text)
+    weights = np.round(trace.attentions[2, 5].astype(np.float64), 4)  # (n_q, n_k)
+    expected = html_heatmap.cell_colours(weights, 1.0)
+    cells = grid_cells(figure, trace.n_tokens)
+    assert [[background(c) for c in row] for row in cells] == expected.tolist()
+    assert figure.texts["ae-title"] == "Layer 2, head 5: attention weights"
+    queries = [c["text"] for c in figure.children if "ae-query" in c["class"]]
+    assert queries == list(trace.tokens)
+
+
+def test_past_the_in_browser_bound_the_head_is_a_plotly_figure_again():
+    """Over ~128 pieces every head is too much to send: one head, drawn by plotly, as before."""
+    at = run_page(OVERVIEW, text="word " * 200)
+    assert_no_exception(at)
+    assert drawn_grid(at) is None and len(at.get("plotly_chart")) == 1
+
+
 def test_verify_against_transformers_reports_every_layer():
     at = run_page(OVERVIEW, text="The river bank flooded.")
     at.button[0].click().run()
@@ -56,7 +93,7 @@ def test_unloadable_model_is_reported_and_the_bundled_model_takes_over():
     assert_no_exception(at)
     errors = shown(" ".join(e.value for e in at.error))
     assert "bert-base-uncased" in errors and "bundled" in errors
-    assert at.get("plotly_chart"), "the page still draws on the bundled model"
+    assert drawn_grid(at) is not None, "the page still draws on the bundled model"
     assert at.selectbox(key="model").value == "minilm", "the picker says what is shown"
     assert elapsed < 10, f"a dead hub must not stall the page ({elapsed:.1f} s)"
 

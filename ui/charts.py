@@ -297,7 +297,7 @@ def matrix_heatmap(
     return go.Figure(data=[heatmap], layout=layout)
 
 
-def _luminance(rgb: str) -> float:
+def luminance(rgb: str) -> float:
     """Relative luminance (WCAG) of an 'rgb(r, g, b)' colour, 0 = black, 1 = white."""
     channels = [float(c) / 255 for c in rgb[rgb.index("(") + 1 : rgb.index(")")].split(",")[:3]]
     linear = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
@@ -346,7 +346,7 @@ def cell_numbers(
     span = (zmax - zmin) or 1.0
     where = np.clip((shown - zmin) / span, 0.0, 1.0)
     painted = plotly.colors.sample_colorscale(colorscale, where.tolist()) if len(where) else []
-    colours = ["#000000" if _luminance(c) > 0.3 else "#FFFFFF" for c in painted]
+    colours = ["#000000" if luminance(c) > 0.3 else "#FFFFFF" for c in painted]
     return go.Scatter(
         x=cols,
         y=rows,

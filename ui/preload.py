@@ -62,8 +62,11 @@ _TOUCH_TOOLBAR_CSS = """<style>
 
 
 @contextmanager
-def plotly_download() -> Iterator[None]:
+def plotly_download(needed: bool = True) -> Iterator[None]:
     """On a cold server's first run of a session, show a blank figure while the block runs.
+
+    needed: whether the page about to run draws with plotly. The Overview does not (its head is
+    HTML), and plotly's ~0.8 s of browser work would be spent there for nothing.
 
     Every run creates the same placeholder first, filled or not: Streamlit identifies elements
     by their position, and a placeholder present on the first run but missing on the next would
@@ -75,8 +78,9 @@ def plotly_download() -> Iterator[None]:
     global _slow_imports_done
     st.html(_TOUCH_TOOLBAR_CSS)
     slot = st.empty()
-    if _slow_imports_done or st.session_state.get(_DONE_KEY):
-        yield  # imports done, or this browser tab has plotly.js already
+    if not needed or _slow_imports_done or st.session_state.get(_DONE_KEY):
+        yield  # no figure to come, imports done, or this browser tab has plotly.js already
+        _slow_imports_done = True
         return
     st.session_state[_DONE_KEY] = True
     slot.plotly_chart(

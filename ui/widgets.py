@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -11,6 +12,7 @@ import plotly.io as pio
 import streamlit as st
 
 import core
+from ui import html_heatmap
 from ui.escape import literal
 
 # Plotly's default for numeric axes, "hide past div", hides a tick label that would stick out of
@@ -155,8 +157,70 @@ HEAD_SWITCH_JS = """<script>
   };
   new MutationObserver(showChosenHead).observe(document.body,
     {subtree: true, attributes: true, attributeFilter: ['value']});
+
+  // ---- html_heatmap.every_head_grid: one head as HTML cells (the Overview's) ----
+  const STOPS = __VIRIDIS__;  // html_heatmap.VIRIDIS as [r, g, b]
+  // html_heatmap.cell_colours, the same float64 operations in the same order
+  const paint = (weight, zmax) => {
+    const where = Math.min(Math.max(weight / zmax, 0), 1) * (STOPS.length - 1);
+    const lower = Math.min(Math.floor(where), STOPS.length - 2), frac = where - lower;
+    return STOPS[lower].map((low, c) => Math.floor(low * (1 - frac) + STOPS[lower + 1][c] * frac + 0.5));
+  };
+  const hex = rgb => '#' + rgb.map(v => v.toString(16).padStart(2, '0')).join('');
+  const luminance = rgb => {  // charts.luminance (WCAG)
+    const lin = rgb.map(v => v / 255).map(c => c <= 0.03928 ? c / 12.92 : Math.pow((c + 0.055) / 1.055, 2.4));
+    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2];
+  };
+  const headsOf = fig => fig.__heads || (fig.__heads = JSON.parse(fig.dataset.heads));
+  const countsOf = (fig, index) => {  // the head's weights as k / steps, row after row
+    fig.__counts = fig.__counts || {};
+    if (!fig.__counts[index]) {
+      const bytes = Uint8Array.from(atob(headsOf(fig)[index].weights), c => c.charCodeAt(0));
+      const view = new DataView(bytes.buffer);
+      fig.__counts[index] = Array.from({length: bytes.length / 2}, (_, k) => view.getUint16(2 * k, true));
+    }
+    return fig.__counts[index];
+  };
+  const showInGrid = (main, fig) => {
+    const index = chosenIndex(main, {every_head_of: Number(fig.dataset.everyHeadOf)});
+    const store = Number.isInteger(index) ? headsOf(fig)[index] : null;
+    if (!store || Number(fig.dataset.shown) === index) return;
+    const steps = Number(fig.dataset.steps), counts = countsOf(fig, index);
+    const numbers = fig.dataset.numbers === '1';
+    fig.querySelectorAll('.ae-grid i').forEach((cell, k) => {
+      const rgb = paint(counts[k] / steps, store.zmax);
+      cell.style.background = hex(rgb);
+      if (!numbers) return;
+      const hundredths = Math.floor((counts[k] + steps / 200) / (steps / 100));  // number_text
+      cell.textContent = hundredths >= 100 ? '1.0' : '.' + String(hundredths).padStart(2, '0');
+      cell.style.color = luminance(rgb) > 0.3 ? '#000000' : '#ffffff';
+    });
+    fig.querySelector('.ae-title').textContent = store.title;
+    fig.querySelector('.ae-note').textContent = store.note;
+    fig.querySelector('.ae-top').textContent = store.top;
+    fig.dataset.shown = String(index);
+    fig.dispatchEvent(new CustomEvent('ae-headshown', {bubbles: true}));
+  };
+  const showInGrids = () => {
+    const main = document.querySelector('[data-testid="stMain"]');
+    if (main) main.querySelectorAll('.ae-heatmap').forEach(fig => showInGrid(main, fig));
+  };
+  // A slider moved, or a figure arrived from a run that began before it did.
+  new MutationObserver(showInGrids).observe(document.body,
+    {subtree: true, childList: true, attributes: true, attributeFilter: ['value']});
+  // Hover: the cell's query, key and weight, built from the figure's own labels and numbers.
+  document.addEventListener('mouseover', event => {
+    const cell = event.target.closest ? event.target.closest('.ae-heatmap .ae-grid i') : null;
+    if (!cell) return;
+    const fig = cell.closest('.ae-heatmap'), labels = cell.parentElement.children;
+    const n = Number(fig.dataset.pieces), place = Array.prototype.indexOf.call(labels, cell);
+    const query = Math.floor(place / (n + 1)) - 1, key = place % (n + 1) - 1;
+    const weight = countsOf(fig, Number(fig.dataset.shown))[query * n + key] / Number(fig.dataset.steps);
+    cell.title = 'query ' + query + ': ' + labels[(query + 1) * (n + 1)].textContent +
+      '\\nkey ' + key + ': ' + labels[key + 1].textContent + '\\nweight ' + weight.toFixed(3);
+  });
 })();
-</script>"""
+</script>""".replace("__VIRIDIS__", json.dumps(html_heatmap.stops_rgb()))
 
 
 def head_switch() -> None:
@@ -207,6 +271,11 @@ def show_figure(
             on_select=on_select,
             selection_mode="points",
         )
+
+
+def show_html_figure(html: str) -> None:
+    """A figure drawn as HTML (ui/html_heatmap.py): its markup holds data, and no script."""
+    st.html(html)
 
 
 def matrix_csv(matrix: np.ndarray, row_labels: Sequence[str], col_labels: Sequence[str]) -> str:

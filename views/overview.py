@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from ui import charts, formulas, models, state, widgets
+from ui import charts, formulas, html_heatmap, models, state, widgets
 
 inputs, model = state.page_context()
 model_label = models.label(model)  # the model's name in the prose
@@ -53,7 +53,10 @@ with notes_col:
 # A near-square figure: a 32-token map reads better, and draws faster, than a page-wide one.
 with chart_col:
     if in_browser:
-        fig = charts.every_head_heatmap(trace.attentions, trace.tokens, layer, head)
+        # Plain HTML cells, not plotly: the page every visit starts on needs no plotly.js.
+        widgets.show_html_figure(
+            html_heatmap.every_head_grid(trace.attentions, trace.tokens, layer, head)
+        )
     else:
         fig = charts.attention_heatmap(
             trace.attentions[layer, head],
@@ -61,9 +64,7 @@ with chart_col:
             trace.tokens,
             title=charts.head_title(layer, head),
         )
-    # In the browser the head may change after this run: the image's name cannot say which.
-    filename = "attention-head" if in_browser else f"attention-L{layer}-H{head}"
-    widgets.show_figure(fig, key="overview_heatmap", filename=filename)
+        widgets.show_figure(fig, key="overview_heatmap", filename=f"attention-L{layer}-H{head}")
 
 st.subheader("2 · The word pieces")
 st.markdown(

@@ -1,0 +1,170 @@
+"""The Overview's heatmap drawn as HTML (ui/html_heatmap.py), read back the way a browser would."""
+
+from __future__ import annotations
+
+import base64
+import json
+from decimal import ROUND_HALF_UP, Decimal
+from html.parser import HTMLParser
+
+import numpy as np
+import plotly.colors
+import pytest
+
+from ui import charts, html_heatmap
+
+HOSTILE = ["[CLS]", "<img src=x onerror=alert(1)>", 'a"b', "&amp;", "**bold**", "[SEP]"]
+
+
+class Figure(HTMLParser):
+    """The parts of the figure a visitor sees: grid children in order, title, note, attributes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.children: list[dict] = []  # the grid's children: tag, class, style, text
+        self.figure_attrs: dict[str, str] = {}
+        self.texts: dict[str, str] = {}
+        self.tags: set[str] = set()
+        self._in_grid = False
+        self._open: dict | None = None
+        self._span: str | None = None
+
+    def handle_starttag(self, tag: str, attrs: list) -> None:
+        self.tags.add(tag)
+        attributes = dict(attrs)
+        classes = attributes.get("class", "")
+        if tag == "figure":
+            self.figure_attrs = attributes
+        elif "ae-grid" in classes.split():
+            self._in_grid = True
+        elif self._in_grid:
+            self._open = {"tag": tag, "class": classes, "style": attributes.get("style", "")}
+            self._open["text"] = ""
+            self.children.append(self._open)
+        elif classes in ("ae-title", "ae-note", "ae-top"):
+            self._span = classes
+
+    def handle_endtag(self, tag: str) -> None:
+        if self._in_grid and self._open is None and tag == "div":
+            self._in_grid = False
+        self._open = None
+        self._span = None
+
+    def handle_data(self, data: str) -> None:
+        if self._open is not None:
+            self._open["text"] += data
+        elif self._span is not None:
+            self.texts[self._span] = self.texts.get(self._span, "") + data
+
+
+def read(html: str) -> Figure:
+    figure = Figure()
+    figure.feed(html)
+    return figure
+
+
+def attentions_of(n: int, seed: int = 0) -> np.ndarray:
+    """(2, 3, n, n) attention-like rows (each sums to 1), far from symmetric."""
+    rng = np.random.default_rng(seed)
+    return rng.dirichlet(np.full(n, 0.3), size=(2, 3, n)).astype(np.float32)
+
+
+def grid_cells(figure: Figure, n: int) -> list[list[dict]]:
+    """(n_q, n_k) the cells in the grid's row order: row 0 of children is the key labels."""
+    rows = [figure.children[r * (n + 1) : (r + 1) * (n + 1)] for r in range(n + 1)]
+    return [row[1:] for row in rows[1:]]
+
+
+def background(cell: dict) -> str:
+    return dict(part.split(":", 1) for part in cell["style"].split(";"))["background"]
+
+
+def test_colours_are_plotlys_viridis_on_the_same_range():
+    """An independent computation: plotly's own sampling of its Viridis scale."""
+    weights = np.linspace(0.0, 1.0, 101)[None, :] * 0.6  # (1, 101) up to zmax
+    ours = html_heatmap.cell_colours(weights, zmax=0.6)[0]
+    theirs = plotly.colors.sample_colorscale("Viridis", np.linspace(0.0, 1.0, 101).tolist())
+    for mine, plotlys in zip(ours, theirs, strict=True):
+        r, g, b = (float(v) for v in plotlys[4:-1].split(","))
+        mine_rgb = [int(mine[i : i + 2], 16) for i in (1, 3, 5)]
+        assert max(abs(a - c) for a, c in zip(mine_rgb, (r, g, b), strict=True)) <= 1, mine
+    assert tuple(html_heatmap.VIRIDIS) == tuple(plotly.colors.sequential.Viridis)
+    # above the top of the scale the colour stays at its end
+    assert html_heatmap.cell_colours(np.array([[0.9]]), zmax=0.6)[0, 0] == "#fde725"
+
+
+def test_rows_are_queries_and_columns_keys_painted_for_the_head_asked_for():
+    n = 6
+    attentions = attentions_of(n)
+    figure = read(html_heatmap.every_head_grid(attentions, HOSTILE, layer=1, head=2))
+    cells = grid_cells(figure, n)
+    weights = np.round(attentions[1, 2].astype(np.float64), 4)
+    for i in range(n):
+        for j in range(n):
+            expected = html_heatmap.cell_colours(np.array([[weights[i, j]]]), 1.0)[0, 0]
+            assert background(cells[i][j]) == expected, (i, j)
+    assert figure.texts["ae-title"] == "Layer 1, head 2: attention weights"
+    assert figure.figure_attrs["data-shown"] == str(1 * 3 + 2)
+
+
+def test_printed_weights_round_half_up_to_two_decimals():
+    """Up to NUMBERS_UP_TO pieces each cell prints its weight (a phone has no hover)."""
+    n = 5
+    attentions = attentions_of(n, seed=3)
+    attentions[0, 0, 0, :] = [0.125, 0.005, 0.995, 0.0, 0.0]  # exact halves, and 1.0 by rounding
+    figure = read(html_heatmap.every_head_grid(attentions, HOSTILE[:n], 0, 0))
+    cells = grid_cells(figure, n)
+    for i in range(n):
+        for j in range(n):
+            value = Decimal(str(round(float(attentions[0, 0, i, j]), 4)))
+            hundredths = value.quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)
+            expected = "1.0" if hundredths >= 1 else f"{hundredths:.2f}"[1:]
+            assert cells[i][j]["text"] == expected, (i, j, value)
+    assert [cells[0][j]["text"] for j in range(3)] == [".13", ".01", "1.0"]
+    # black on light cells, white on dark ones
+    assert "color:#000000" in cells[0][2]["style"] and "color:#ffffff" in cells[0][3]["style"]
+    many = read(html_heatmap.every_head_grid(attentions_of(13), ["w"] * 13, 0, 0))
+    assert all(cell["text"] == "" for cell in many.children if cell["tag"] == "i")
+
+
+def test_visitor_tokens_are_text_and_no_markup_or_script_gets_through():
+    n = len(HOSTILE)
+    html = html_heatmap.every_head_grid(attentions_of(n), HOSTILE, 0, 0)
+    figure = read(html)
+    queries = [c["text"] for c in figure.children if "ae-query" in c["class"]]
+    keys = [c["text"] for c in figure.children if "ae-key" in c["class"]]
+    assert queries == HOSTILE and keys == HOSTILE  # decoded, they are the tokens themselves
+    assert figure.tags <= {"style", "figure", "figcaption", "b", "span", "div", "i"}
+    assert "<img" not in html and "onerror=" not in html.replace("onerror&#61;", "")
+
+
+def test_every_head_travels_in_the_figure_as_drawn():
+    """data-heads holds, at l·H + h, head (l, h)'s weights at 4 decimals, title and scale."""
+    n = 60  # above FITTED_SCALE_FROM keys: the colours run to the largest weight
+    attentions = attentions_of(n, seed=1)
+    figure = read(html_heatmap.every_head_grid(attentions, ["w"] * n, 0, 1))
+    stores = json.loads(figure.figure_attrs["data-heads"])
+    assert len(stores) == 2 * 3
+    for layer in range(2):
+        for head in range(3):
+            store = stores[layer * 3 + head]
+            counts = np.frombuffer(base64.b64decode(store["weights"]), dtype="<u2")
+            shown = counts.reshape(n, n) / charts.WEIGHT_STEPS
+            np.testing.assert_allclose(shown, np.round(attentions[layer, head], 4), atol=1e-9)
+            largest = float(np.round(attentions[layer, head].astype(np.float64), 4).max())
+            assert store["zmax"] == pytest.approx(largest)
+            assert store["title"] == charts.head_title(layer, head)
+            assert store["note"] == charts.fitted_scale_note(largest)
+    assert figure.texts["ae-note"] == stores[1]["note"]
+    assert figure.texts["ae-top"] == stores[1]["top"]
+
+
+def test_long_inputs_label_every_kth_piece_and_fewer_on_a_phone():
+    n = 100
+    figure = read(html_heatmap.every_head_grid(attentions_of(n), [f"t{i}" for i in range(n)], 0, 0))
+    keys = [c for c in figure.children if "ae-key" in c["class"]]
+    assert [c["text"] for c in keys] == [f"t{i}" for i in range(n)]  # all there, for the hover
+    wide = [i for i, c in enumerate(keys) if "ae-wide" in c["class"]]
+    narrow = [i for i, c in enumerate(keys) if "ae-narrow" in c["class"]]
+    assert wide[0] == 0 and len(wide) <= html_heatmap.MAX_LABELS
+    assert len(narrow) <= html_heatmap.PHONE_LABELS and set(narrow) <= set(range(n))

@@ -1,0 +1,223 @@
+"""An attention heatmap drawn as plain HTML: the Overview's head, without plotly.js.
+
+Plotly's bundle costs a browser ~0.8 s of main-thread work to evaluate (4.7 MB of JavaScript,
+most of a plain Streamlit heatmap app's page load: bench/bench_browser.py). The Overview, the
+page every visit starts on, shows one head of up to ~128 word pieces: a grid of coloured cells
+that the browser lays out like text. Plotly is loaded once a page needs it.
+
+The figure says what charts.attention_heatmap says: the same title and fitted-scale note, the
+same Viridis colours on the same 0..zmax range, queries down the side and keys along the top.
+It also carries every head (as charts.every_head_heatmap does), so widgets.HEAD_SWITCH_JS can
+show another head without a server round trip; it recolours the cells with the same stops
+(VIRIDIS) and the same interpolation as cell_colours() below.
+
+Visitor text (the word pieces) enters through escape.literal() only; the stores hold the code's
+own titles and base64 numbers. The page's sanitiser (DOMPurify) keeps data-* and style
+attributes and drops any script, so the markup carries data, never code.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from html import escape
+
+import numpy as np
+
+from ui import charts
+from ui.escape import literal
+
+# plotly's Viridis (plotly.colors.sequential.Viridis): ten evenly spaced stops, as the plotly
+# heatmaps of the other pages draw them. Tested against plotly's own interpolation.
+VIRIDIS = (
+    "#440154",
+    "#482878",
+    "#3e4989",
+    "#31688e",
+    "#26828e",
+    "#1f9e89",
+    "#35b779",
+    "#6ece58",
+    "#b5de2b",
+    "#fde725",
+)
+NUMBERS_UP_TO = 12  # pieces: up to here every cell prints its weight (phones have no hover)
+MAX_LABELS = 32  # labels along an axis on a wide screen; a phone shows every other one of them
+PHONE_LABELS = 16
+GAPS_UP_TO = 32  # pieces: up to here 1 px of page shows between cells
+
+
+def _stops_rgb() -> np.ndarray:
+    """(10, 3) the Viridis stops as 0..255 floats."""
+    return np.array([[int(c[i : i + 2], 16) for i in (1, 3, 5)] for c in VIRIDIS], dtype=float)
+
+
+def stops_rgb() -> list[list[int]]:
+    """The Viridis stops as [r, g, b] in 0..255 (HEAD_SWITCH_JS gets the same list)."""
+    return [[int(colour[i : i + 2], 16) for i in (1, 3, 5)] for colour in VIRIDIS]
+
+
+def cell_colours(weights: np.ndarray, zmax: float) -> np.ndarray:
+    """(n, m) weights -> (n, m) '#rrggbb': Viridis from 0 to zmax, linear between its stops.
+
+    HEAD_SWITCH_JS repeats these float64 operations in the same order, and rounds halves up as
+    it does (floor(x + 0.5)), so a head painted in the browser matches one sent by the server.
+    """
+    stops = np.array(stops_rgb(), dtype=np.float64)  # (10, 3)
+    where = np.clip(np.asarray(weights, dtype=np.float64) / zmax, 0.0, 1.0) * (len(stops) - 1)
+    lower = np.minimum(np.floor(where).astype(int), len(stops) - 2)  # (n, m) the stop below
+    frac = (where - lower)[..., None]  # (n, m, 1) the way from that stop to the next
+    rgb = np.floor(stops[lower] * (1 - frac) + stops[lower + 1] * frac + 0.5).astype(int)
+    return np.vectorize(lambda r, g, b: f"#{r:02x}{g:02x}{b:02x}")(
+        rgb[..., 0], rgb[..., 1], rgb[..., 2]
+    )  # (n, m)
+
+
+def ink_on(colours: np.ndarray) -> np.ndarray:
+    """'#rrggbb' cells -> the number colour that reads on each: black on light, white on dark,
+    by charts.cell_numbers' rule (WCAG relative luminance above 0.3)."""
+
+    def ink(colour: str) -> str:
+        r, g, b = (int(colour[i : i + 2], 16) for i in (1, 3, 5))
+        return "#000000" if charts.luminance(f"rgb({r}, {g}, {b})") > 0.3 else "#ffffff"
+
+    return np.vectorize(ink)(colours)
+
+
+def _store(weights: np.ndarray, title: str) -> dict:
+    """One head's entry in the figure's data-heads: title, note, top of scale, packed weights."""
+    shown = np.round(np.asarray(weights, dtype=np.float64), 4)
+    zmax, note = fitted_scale(shown)
+    return {
+        "title": title,
+        "note": note,
+        "zmax": zmax,
+        "top": f"{zmax:.3g}",  # the colour bar's top label
+        "weights": charts.packed_weights(weights),
+    }
+
+
+def fitted_scale(shown: np.ndarray) -> tuple[float, str]:
+    """(top of the colour scale, the note under the title), as charts.attention_heatmap fits it."""
+    if shown.shape[-1] <= charts.FITTED_SCALE_FROM or not shown.size:
+        return 1.0, ""
+    largest = float(np.nanmax(shown)) or 1.0
+    return largest, charts.fitted_scale_note(largest)
+
+
+def _label_classes(n: int) -> list[str]:
+    """Which labels show: every one up to MAX_LABELS, then every k-th ('wide'), and on a phone
+    every k'-th of PHONE_LABELS ('narrow'); the CSS below hides the rest (they keep their cell's
+    place, and their text for the hover)."""
+    wide = set(charts.token_ticks(["x"] * n, max_labels=MAX_LABELS)["tickvals"])
+    narrow = set(charts.token_ticks(["x"] * n, max_labels=PHONE_LABELS)["tickvals"])
+    return [
+        "ae-lab" + (" ae-wide" if i in wide else "") + (" ae-narrow" if i in narrow else "")
+        for i in range(n)
+    ]
+
+
+def number_text(steps: int) -> str:
+    """A cell's printed weight from its k / WEIGHT_STEPS: 2 decimals, halves rounded up, no
+    leading zero ('.37'; '1.0' for 1). Integer arithmetic, as HEAD_SWITCH_JS does it."""
+    hundredths = (steps + charts.WEIGHT_STEPS // 200) // (charts.WEIGHT_STEPS // 100)
+    return "1.0" if hundredths >= 100 else f".{hundredths:02d}"
+
+
+def every_head_grid(attentions: np.ndarray, tokens: Sequence[str], layer: int, head: int) -> str:
+    """The HTML figure of head (layer, head) that carries every head's weights.
+
+    attentions: (L, H, n, n). The cells are painted for the head asked for; data-heads holds,
+    at index l·H + h, what HEAD_SWITCH_JS needs to paint head h of layer l instead.
+    """
+    n_layers, n_heads, n, _ = attentions.shape
+    stores = [
+        _store(attentions[store_layer, store_head], charts.head_title(store_layer, store_head))
+        for store_layer in range(n_layers)
+        for store_head in range(n_heads)
+    ]
+    shown = stores[layer * n_heads + head]
+    weights = np.round(attentions[layer, head].astype(np.float64), 4)  # (n_q, n_k) as stored
+    colours = cell_colours(weights, shown["zmax"])  # (n_q, n_k)
+    numbers = n <= NUMBERS_UP_TO
+    inks = ink_on(colours) if numbers else None
+    steps = np.rint(weights * charts.WEIGHT_STEPS).astype(int)  # (n_q, n_k) as packed
+    labels = [literal(token) for token in tokens]
+    label_classes = _label_classes(n)
+    upright = charts.upright_fits(list(tokens))
+    gap = "1px" if n <= GAPS_UP_TO else "0"  # past it, 1 px gaps would outweigh ~2 px cells
+
+    cells: list[str] = ['<span class="ae-corner"></span>']
+    # the top row: one key label per column
+    key_class = "ae-key ae-upright" if upright else "ae-key"
+    cells += [f'<span class="{key_class} {label_classes[j]}">{labels[j]}</span>' for j in range(n)]
+    for i in range(n):  # one row per query: its label, then its weight over every key
+        cells.append(f'<span class="ae-query {label_classes[i]}">{labels[i]}</span>')
+        for j in range(n):
+            style = f"background:{colours[i, j]}"
+            if numbers:
+                style += f";color:{inks[i, j]}"
+                cells.append(f'<i style="{style}">{number_text(steps[i, j])}</i>')
+            else:
+                cells.append(f'<i style="{style}"></i>')
+
+    store_json = json.dumps(stores, separators=(",", ":"))
+    gradient = ", ".join(VIRIDIS)
+    attributes = (
+        f'data-every-head-of="{n_heads}" data-pieces="{n}" '
+        f'data-steps="{charts.WEIGHT_STEPS}" data-shown="{layer * n_heads + head}" '
+        f'data-numbers="{int(numbers)}" data-heads="{escape(store_json, quote=True)}"'
+    )
+    return (
+        f"{GRID_CSS}"
+        f'<figure class="ae-heatmap" {attributes}>'
+        f'<figcaption><b class="ae-title">{escape(shown["title"])}</b>'
+        f'<span class="ae-note">{escape(shown["note"])}</span></figcaption>'
+        '<div class="ae-body">'
+        '<span class="ae-axis ae-axis-query">query (attending)</span>'
+        f'<div class="ae-grid" style="--pieces:{n};gap:{gap}">{"".join(cells)}</div>'
+        f'<div class="ae-colourbar"><span class="ae-ramp" style="background:linear-gradient('
+        f'to top, {gradient})"></span><span class="ae-top">{shown["top"]}</span>'
+        '<span class="ae-bottom">0</span></div>'
+        "</div>"
+        '<div class="ae-axis ae-axis-key">key (attended to)</div>'
+        "</figure>"
+    )
+
+
+# Text inherits the theme's colour and font, so the figure reads in light and dark alike. The
+# grid's cells are squares (aspect-ratio) sized by the column's width; 1 px gaps show the page.
+GRID_CSS = """<style>
+.ae-heatmap { margin: 0; max-width: 36rem; font-size: 12px; line-height: 1.2; }
+.ae-heatmap figcaption { font-size: 14px; margin-bottom: 0.4rem; }
+.ae-heatmap .ae-note { display: block; font-size: 11px; opacity: 0.8; }
+.ae-heatmap .ae-note:empty { display: none; }
+.ae-body { display: flex; align-items: stretch; gap: 0.3rem; }
+.ae-axis-query { writing-mode: vertical-rl; transform: rotate(180deg); text-align: center;
+  opacity: 0.8; }
+.ae-axis-key { text-align: center; opacity: 0.8; margin-top: 0.2rem; }
+.ae-grid { flex: 1; min-width: 0; display: grid;
+  grid-template-columns: minmax(0, max-content) repeat(var(--pieces), minmax(0, 1fr)); }
+.ae-grid i { aspect-ratio: 1; font-style: normal; font-size: 11px; display: flex;
+  align-items: center; justify-content: center; overflow: hidden; }
+/* A row is as tall as its cells: a label takes no height (it overflows its row's centre line),
+   so 128 rows of 3 px cells are not 128 rows of 14 px text. */
+.ae-query { max-width: 7rem; height: 0; line-height: 0; align-self: center;
+  overflow-x: clip; overflow-y: visible; text-overflow: ellipsis; white-space: nowrap;
+  text-align: right; padding-right: 0.25rem; }
+.ae-key { writing-mode: vertical-rl; transform: rotate(180deg); max-height: 6rem;
+  overflow: hidden; text-overflow: ellipsis; white-space: nowrap; align-self: end;
+  justify-self: center; padding-top: 0.25rem; }
+.ae-key.ae-upright { writing-mode: horizontal-tb; transform: none; max-height: none;
+  max-width: 100%; padding: 0 0 0.2rem 0; }
+.ae-lab { visibility: hidden; }
+.ae-lab.ae-wide { visibility: visible; }
+.ae-colourbar { position: relative; width: 3rem; flex: none; font-size: 11px; }
+.ae-ramp { position: absolute; left: 0; width: 0.8rem; top: 1.5rem; bottom: 0; }
+.ae-top { position: absolute; left: 1rem; top: 1rem; }
+.ae-bottom { position: absolute; left: 1rem; bottom: -0.3rem; }
+@media (max-width: 640px) {
+  .ae-lab.ae-wide:not(.ae-narrow) { visibility: hidden; }
+  .ae-query { max-width: 4.5rem; }
+}
+</style>"""
