@@ -117,8 +117,8 @@ def page_exceptions(page: object) -> list[str]:
 QUIET_MOTION = {"reduced_motion": "reduce"}
 
 # A drawn figure: a plotly figure, not counting the blank one ui/preload.py shows while torch
-# imports, or an HTML heatmap (ui/html_heatmap.py, the Overview's) with its cells.
-GRID_SELECTOR = "[data-testid='stMain'] .ae-heatmap .ae-grid i"
+# imports, or an HTML heatmap (ui/html_heatmap.py, the Overview's) with its cells or cell image.
+GRID_SELECTOR = "[data-testid='stMain'] .ae-heatmap :is(.ae-grid i, img.ae-cells)"
 FIGURE_SELECTOR = (
     f".js-plotly-plot:not(.st-key-_plotly_preload .js-plotly-plot) .main-svg, {GRID_SELECTOR}"
 )

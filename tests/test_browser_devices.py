@@ -336,18 +336,28 @@ def test_keyboard_keeps_focus_on_a_slider_across_presses(browser, server):
 
 
 # The Overview's HTML heatmap (ui/html_heatmap.py) as drawn: title and note, the colour bar's top,
-# every cell's painted colour and printed number, row after row.
+# every cell's painted colour and printed number, row after row, or the cell image's pixels.
 GRID_SHOWN_JS = """
 () => {
   const fig = document.querySelector('[data-testid="stMain"] .ae-heatmap');
   if (!fig) return null;
+  // past 12 pieces the cells are one image: its pixels as decoded, or null until it is
+  const pixelsOf = image => {
+    if (!image || !image.complete || !image.naturalWidth) return image ? [] : null;
+    const canvas = document.createElement('canvas');
+    canvas.width = image.naturalWidth; canvas.height = image.naturalHeight;
+    const context = canvas.getContext('2d');
+    context.drawImage(image, 0, 0);
+    return Array.from(context.getImageData(0, 0, canvas.width, canvas.height).data);
+  };
   const cells = [...fig.querySelectorAll('.ae-grid i')];
   return {title: fig.querySelector('.ae-title').textContent,
           note: fig.querySelector('.ae-note').textContent,
           top: fig.querySelector('.ae-top').textContent,
           colours: cells.map(c => getComputedStyle(c).backgroundColor),
           inks: cells.map(c => getComputedStyle(c).color),
-          numbers: cells.map(c => c.textContent)};
+          numbers: cells.map(c => c.textContent),
+          pixels: pixelsOf(fig.querySelector('img.ae-cells'))};
 }
 """
 
@@ -422,11 +432,13 @@ def test_overview_switches_layer_and_head_in_the_browser(browser, server, text):
         assert first["title"] == "Layer 0, head 0: attention weights"
         assert ("colour scale fitted" in first["note"]) == (text == FITTED_TEXT)
         assert any(first["numbers"]) == (text == NUMBERED_TEXT)
+        assert (first["pixels"] is None) == (text == NUMBERED_TEXT)
         press_until_grid_titled(page, "Head", "Layer 0, head 1:")
         press_until_grid_titled(page, "Head", "Layer 0, head 2:")
         press_until_grid_titled(page, "Layer", "Layer 1, head 2:")
+        page.wait_for_function(f"() => ({GRID_SHOWN_JS})().pixels?.length !== 0")
         switched = grid_shown(page)
-        assert switched["colours"] != first["colours"]
+        assert (switched["colours"], switched["pixels"]) != (first["colours"], first["pixels"])
         assert {"layer=1", "head=2"} <= set(page.url.split("?")[1].split("&"))
         assert page.errors == []
 
@@ -434,6 +446,7 @@ def test_overview_switches_layer_and_head_in_the_browser(browser, server, text):
         page.goto(page.url)  # the copied link: the server draws layer 1, head 2 itself
         page.runs.wait_settled(mark, start_timeout_ms=60_000)
         page.wait_for_function(f"() => (({GRID_SHOWN_JS})() || {{title: ''}}).title !== ''")
+        page.wait_for_function(f"() => ({GRID_SHOWN_JS})().pixels?.length !== 0")
         drawn = grid_shown(page)
         assert drawn["title"] == "Layer 1, head 2: attention weights"
         assert drawn == switched

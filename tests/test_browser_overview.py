@@ -53,13 +53,18 @@ def test_the_overview_loads_no_plotly_and_shows_tokens_as_text(server, browser, 
         labels = page.evaluate(KEY_LABELS_JS)
         assert {"<", "=", ">", "*", "&"} <= set(labels), labels
         assert page.evaluate("() => window.__pwned") is None
-        assert page.evaluate("() => document.querySelector('[data-testid=stMain] img')") is None
+        images = page.evaluate(
+            "() => [...document.querySelectorAll('[data-testid=stMain] img')]"
+            ".map(i => [i.className, i.src.slice(0, 22)])"
+        )
+        assert images == [["ae-cells", "data:image/png;base64,"]]  # the cells, nothing typed
 
-        # the cell of query 1 ("a") and key 0 ([CLS]): the grid's row 2, column 1
+        # the cell of query 1 ("a") and key 0 ([CLS]): past 12 pieces the cells are one image
         n = len(labels)
-        cell = page.locator(f"{GRID_SELECTOR}").nth(1 * n + 0)
-        cell.hover()
-        title = cell.get_attribute("title")
+        image = page.locator("[data-testid='stMain'] img.ae-cells")
+        box = image.bounding_box()
+        image.hover(position={"x": 0.5 * box["width"] / n, "y": 1.5 * box["height"] / n})
+        title = image.get_attribute("title")
         assert title.startswith("query 1: a\nkey 0: [CLS]\nweight "), title
         weights = model.run(HOSTILE_TEXT).attentions[0, 0]  # (n_q, n_k) layer 0, head 0
         assert f"{weights[1, 0]:.3f}" != f"{weights[0, 1]:.3f}"  # a swapped cell would show

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import io
 import json
 from decimal import ROUND_HALF_UP, Decimal
 from html.parser import HTMLParser
@@ -39,8 +40,10 @@ class Figure(HTMLParser):
             self._in_grid = True
         elif self._in_grid:
             self._open = {"tag": tag, "class": classes, "style": attributes.get("style", "")}
-            self._open["text"] = ""
+            self._open.update(text="", src=attributes.get("src", ""))
             self.children.append(self._open)
+            if tag == "img":  # a void element: no end tag follows
+                self._open = None
         elif classes in ("ae-title", "ae-note", "ae-top"):
             self._span = classes
 
@@ -124,7 +127,36 @@ def test_printed_weights_round_half_up_to_two_decimals():
     # black on light cells, white on dark ones
     assert "color:#000000" in cells[0][2]["style"] and "color:#ffffff" in cells[0][3]["style"]
     many = read(html_heatmap.every_head_grid(attentions_of(13), ["w"] * 13, 0, 0))
-    assert all(cell["text"] == "" for cell in many.children if cell["tag"] == "i")
+    assert not [cell for cell in many.children if cell["tag"] == "i"]  # an image, no numbers
+
+
+def image_rgb(figure: Figure) -> np.ndarray:
+    """(n, n, 3) the pixels of the figure's cell image, decoded from its data: URI."""
+    from PIL import Image
+
+    (image,) = [c for c in figure.children if c["tag"] == "img"]
+    prefix = "data:image/png;base64,"
+    assert image["src"].startswith(prefix)
+    return np.asarray(Image.open(io.BytesIO(base64.b64decode(image["src"][len(prefix) :]))))
+
+
+def test_past_twelve_pieces_the_cells_are_one_image_rows_queries_columns_keys():
+    """One pixel per cell (16,000 elements at 128 pieces were slow to build): pixel (i, j) is
+    query i's weight on key j, painted as the cells would be; the image spans the cells' area."""
+    n = 20
+    attentions = attentions_of(n, seed=2)
+    figure = read(html_heatmap.every_head_grid(attentions, [f"t{i}" for i in range(n)], 1, 0))
+    weights = np.round(attentions[1, 0].astype(np.float64), 4)
+    pixels = image_rgb(figure)
+    assert pixels.shape == (n, n, 3)
+    np.testing.assert_array_equal(pixels, html_heatmap.cell_rgb(weights, 1.0))
+    assert not np.array_equal(pixels, html_heatmap.cell_rgb(weights.T, 1.0))
+    (image,) = [c for c in figure.children if c["tag"] == "img"]
+    assert (
+        f"grid-row:2 / span {n}" in image["style"] and f"grid-column:2 / span {n}" in image["style"]
+    )
+    queries = [c["text"] for c in figure.children if "ae-query" in c["class"]]
+    assert queries == [f"t{i}" for i in range(n)]
 
 
 def test_visitor_tokens_are_text_and_no_markup_or_script_gets_through():
@@ -134,7 +166,7 @@ def test_visitor_tokens_are_text_and_no_markup_or_script_gets_through():
     queries = [c["text"] for c in figure.children if "ae-query" in c["class"]]
     keys = [c["text"] for c in figure.children if "ae-key" in c["class"]]
     assert queries == HOSTILE and keys == HOSTILE  # decoded, they are the tokens themselves
-    assert figure.tags <= {"style", "figure", "figcaption", "b", "span", "div", "i"}
+    assert figure.tags <= {"style", "figure", "figcaption", "b", "span", "div", "i", "img"}
     assert "<img" not in html and "onerror=" not in html.replace("onerror&#61;", "")
 
 

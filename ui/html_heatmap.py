@@ -9,7 +9,7 @@ The figure says what charts.attention_heatmap says: the same title and fitted-sc
 same Viridis colours on the same 0..zmax range, queries down the side and keys along the top.
 It also carries every head (as charts.every_head_heatmap does), so widgets.HEAD_SWITCH_JS can
 show another head without a server round trip; it recolours the cells with the same stops
-(VIRIDIS) and the same interpolation as cell_colours() below.
+(VIRIDIS) and the same interpolation as cell_rgb() below.
 
 Visitor text (the word pieces) enters through escape.literal() only; the stores hold the code's
 own titles and base64 numbers. The page's sanitiser (DOMPurify) keeps data-* and style
@@ -18,11 +18,14 @@ attributes and drops any script, so the markup carries data, never code.
 
 from __future__ import annotations
 
+import base64
+import io
 import json
 from collections.abc import Sequence
 from html import escape
 
 import numpy as np
+from PIL import Image
 
 from ui import charts
 from ui.escape import literal
@@ -44,7 +47,6 @@ VIRIDIS = (
 NUMBERS_UP_TO = 12  # pieces: up to here every cell prints its weight (phones have no hover)
 MAX_LABELS = 32  # labels along an axis on a wide screen; a phone shows every other one of them
 PHONE_LABELS = 16
-GAPS_UP_TO = 32  # pieces: up to here 1 px of page shows between cells
 
 
 def _stops_rgb() -> np.ndarray:
@@ -57,8 +59,8 @@ def stops_rgb() -> list[list[int]]:
     return [[int(colour[i : i + 2], 16) for i in (1, 3, 5)] for colour in VIRIDIS]
 
 
-def cell_colours(weights: np.ndarray, zmax: float) -> np.ndarray:
-    """(n, m) weights -> (n, m) '#rrggbb': Viridis from 0 to zmax, linear between its stops.
+def cell_rgb(weights: np.ndarray, zmax: float) -> np.ndarray:
+    """(n, m) weights -> (n, m, 3) uint8: Viridis from 0 to zmax, linear between its stops.
 
     HEAD_SWITCH_JS repeats these float64 operations in the same order, and rounds halves up as
     it does (floor(x + 0.5)), so a head painted in the browser matches one sent by the server.
@@ -67,10 +69,23 @@ def cell_colours(weights: np.ndarray, zmax: float) -> np.ndarray:
     where = np.clip(np.asarray(weights, dtype=np.float64) / zmax, 0.0, 1.0) * (len(stops) - 1)
     lower = np.minimum(np.floor(where).astype(int), len(stops) - 2)  # (n, m) the stop below
     frac = (where - lower)[..., None]  # (n, m, 1) the way from that stop to the next
-    rgb = np.floor(stops[lower] * (1 - frac) + stops[lower + 1] * frac + 0.5).astype(int)
+    return np.floor(stops[lower] * (1 - frac) + stops[lower + 1] * frac + 0.5).astype(np.uint8)
+
+
+def cell_colours(weights: np.ndarray, zmax: float) -> np.ndarray:
+    """(n, m) weights -> (n, m) '#rrggbb' strings, the colours of cell_rgb()."""
+    rgb = cell_rgb(weights, zmax).astype(int)  # (n, m, 3)
     return np.vectorize(lambda r, g, b: f"#{r:02x}{g:02x}{b:02x}")(
         rgb[..., 0], rgb[..., 1], rgb[..., 2]
     )  # (n, m)
+
+
+def png_data_uri(rgb: np.ndarray) -> str:
+    """(h, w, 3) uint8 -> a data: URI of the PNG with one pixel per cell (no colour profile, so
+    the browser shows the bytes as they are)."""
+    buffer = io.BytesIO()
+    Image.fromarray(rgb, mode="RGB").save(buffer, format="PNG", compress_level=1)
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
 def ink_on(colours: np.ndarray) -> np.ndarray:
@@ -138,35 +153,41 @@ def every_head_grid(attentions: np.ndarray, tokens: Sequence[str], layer: int, h
     ]
     shown = stores[layer * n_heads + head]
     weights = np.round(attentions[layer, head].astype(np.float64), 4)  # (n_q, n_k) as stored
-    colours = cell_colours(weights, shown["zmax"])  # (n_q, n_k)
+    # Up to NUMBERS_UP_TO pieces, one element per cell with its number; past it, one image:
+    # 16,000 cells at 128 pieces took a browser ~0.7 s to sanitise, parse and lay out.
     numbers = n <= NUMBERS_UP_TO
+    colours = cell_colours(weights, shown["zmax"]) if numbers else None  # (n_q, n_k)
     inks = ink_on(colours) if numbers else None
     steps = np.rint(weights * charts.WEIGHT_STEPS).astype(int)  # (n_q, n_k) as packed
     labels = [literal(token) for token in tokens]
     label_classes = _label_classes(n)
     upright = charts.upright_fits(list(tokens))
-    gap = "1px" if n <= GAPS_UP_TO else "0"  # past it, 1 px gaps would outweigh ~2 px cells
+    gap = "1px" if numbers else "0"  # the image's cells touch
 
     cells: list[str] = ['<span class="ae-corner"></span>']
     # the top row: one key label per column
     key_class = "ae-key ae-upright" if upright else "ae-key"
     cells += [f'<span class="{key_class} {label_classes[j]}">{labels[j]}</span>' for j in range(n)]
-    for i in range(n):  # one row per query: its label, then its weight over every key
-        cells.append(f'<span class="ae-query {label_classes[i]}">{labels[i]}</span>')
-        for j in range(n):
-            style = f"background:{colours[i, j]}"
-            if numbers:
-                style += f";color:{inks[i, j]}"
-                cells.append(f'<i style="{style}">{number_text(steps[i, j])}</i>')
-            else:
-                cells.append(f'<i style="{style}"></i>')
+    if numbers:  # one row per query: its label, then its weight over every key, printed
+        for i in range(n):
+            cells.append(f'<span class="ae-query {label_classes[i]}">{labels[i]}</span>')
+            cells += [
+                f'<i style="background:{colours[i, j]};color:{inks[i, j]}">'
+                f"{number_text(steps[i, j])}</i>"
+                for j in range(n)
+            ]
+    else:  # the query labels down column 1, and one image of n × n pixels over the cells' area
+        cells += [f'<span class="ae-query {label_classes[i]}">{labels[i]}</span>' for i in range(n)]
+        image = png_data_uri(cell_rgb(weights, shown["zmax"]))
+        place = f"grid-row:2 / span {n};grid-column:2 / span {n}"
+        cells.append(f'<img class="ae-cells" alt="" style="{place}" src="{image}">')
 
     store_json = json.dumps(stores, separators=(",", ":"))
     gradient = ", ".join(VIRIDIS)
     attributes = (
         f'data-every-head-of="{n_heads}" data-pieces="{n}" '
         f'data-steps="{charts.WEIGHT_STEPS}" data-shown="{layer * n_heads + head}" '
-        f'data-numbers="{int(numbers)}" data-heads="{escape(store_json, quote=True)}"'
+        f'data-heads="{escape(store_json, quote=True)}"'
     )
     return (
         f"{GRID_CSS}"
@@ -210,6 +231,8 @@ GRID_CSS = """<style>
   justify-self: center; padding-top: 0.25rem; }
 .ae-key.ae-upright { writing-mode: horizontal-tb; transform: none; max-height: none;
   max-width: 100%; padding: 0 0 0.2rem 0; }
+.ae-query { grid-column: 1; }
+.ae-cells { width: 100%; aspect-ratio: 1; display: block; image-rendering: pixelated; }
 .ae-lab { visibility: hidden; }
 .ae-lab.ae-wide { visibility: visible; }
 .ae-colourbar { position: relative; width: 3rem; flex: none; font-size: 11px; }

@@ -181,25 +181,38 @@ HEAD_SWITCH_JS = """<script>
     }
     return fig.__counts[index];
   };
+  // More than NUMBERS_UP_TO pieces: one pixel per cell, drawn on a canvas and shown as a PNG.
+  const paintImage = (image, counts, steps, zmax, n) => {
+    const canvas = document.createElement('canvas');
+    canvas.width = n; canvas.height = n;
+    const context = canvas.getContext('2d'), pixels = context.createImageData(n, n);
+    counts.forEach((count, k) => pixels.data.set([...paint(count / steps, zmax), 255], 4 * k));
+    context.putImageData(pixels, 0, 0);
+    image.src = canvas.toDataURL('image/png');
+    return image.decode();
+  };
+  const paintCells = (fig, counts, steps, zmax) => {
+    fig.querySelectorAll('.ae-grid i').forEach((cell, k) => {
+      const rgb = paint(counts[k] / steps, zmax);
+      cell.style.background = hex(rgb);
+      const hundredths = Math.floor((counts[k] + steps / 200) / (steps / 100));  // number_text
+      cell.textContent = hundredths >= 100 ? '1.0' : '.' + String(hundredths).padStart(2, '0');
+      cell.style.color = luminance(rgb) > 0.3 ? '#000000' : '#ffffff';
+    });
+  };
   const showInGrid = (main, fig) => {
     const index = chosenIndex(main, {every_head_of: Number(fig.dataset.everyHeadOf)});
     const store = Number.isInteger(index) ? headsOf(fig)[index] : null;
     if (!store || Number(fig.dataset.shown) === index) return;
     const steps = Number(fig.dataset.steps), counts = countsOf(fig, index);
-    const numbers = fig.dataset.numbers === '1';
-    fig.querySelectorAll('.ae-grid i').forEach((cell, k) => {
-      const rgb = paint(counts[k] / steps, store.zmax);
-      cell.style.background = hex(rgb);
-      if (!numbers) return;
-      const hundredths = Math.floor((counts[k] + steps / 200) / (steps / 100));  // number_text
-      cell.textContent = hundredths >= 100 ? '1.0' : '.' + String(hundredths).padStart(2, '0');
-      cell.style.color = luminance(rgb) > 0.3 ? '#000000' : '#ffffff';
-    });
+    const image = fig.querySelector('img.ae-cells');
+    const painted = image ? paintImage(image, counts, steps, store.zmax, Number(fig.dataset.pieces))
+      : Promise.resolve(paintCells(fig, counts, steps, store.zmax));
     fig.querySelector('.ae-title').textContent = store.title;
     fig.querySelector('.ae-note').textContent = store.note;
     fig.querySelector('.ae-top').textContent = store.top;
     fig.dataset.shown = String(index);
-    fig.dispatchEvent(new CustomEvent('ae-headshown', {bubbles: true}));
+    painted.then(() => fig.dispatchEvent(new CustomEvent('ae-headshown', {bubbles: true})));
   };
   const showInGrids = () => {
     const main = document.querySelector('[data-testid="stMain"]');
@@ -208,16 +221,27 @@ HEAD_SWITCH_JS = """<script>
   // A slider moved, or a figure arrived from a run that began before it did.
   new MutationObserver(showInGrids).observe(document.body,
     {subtree: true, childList: true, attributes: true, attributeFilter: ['value']});
-  // Hover: the cell's query, key and weight, built from the figure's own labels and numbers.
+  // Hover: the cell's query, key and weight, from the figure's own labels and numbers.
+  const describe = (fig, query, key) => {
+    const n = Number(fig.dataset.pieces);
+    const weight = countsOf(fig, Number(fig.dataset.shown))[query * n + key] / Number(fig.dataset.steps);
+    return 'query ' + query + ': ' + fig.querySelectorAll('.ae-query')[query].textContent +
+      '\\nkey ' + key + ': ' + fig.querySelectorAll('.ae-key')[key].textContent +
+      '\\nweight ' + weight.toFixed(3);
+  };
   document.addEventListener('mouseover', event => {
     const cell = event.target.closest ? event.target.closest('.ae-heatmap .ae-grid i') : null;
     if (!cell) return;
-    const fig = cell.closest('.ae-heatmap'), labels = cell.parentElement.children;
-    const n = Number(fig.dataset.pieces), place = Array.prototype.indexOf.call(labels, cell);
-    const query = Math.floor(place / (n + 1)) - 1, key = place % (n + 1) - 1;
-    const weight = countsOf(fig, Number(fig.dataset.shown))[query * n + key] / Number(fig.dataset.steps);
-    cell.title = 'query ' + query + ': ' + labels[(query + 1) * (n + 1)].textContent +
-      '\\nkey ' + key + ': ' + labels[key + 1].textContent + '\\nweight ' + weight.toFixed(3);
+    const fig = cell.closest('.ae-heatmap'), n = Number(fig.dataset.pieces);
+    const place = Array.prototype.indexOf.call(fig.querySelectorAll('.ae-grid i'), cell);
+    cell.title = describe(fig, Math.floor(place / n), place % n);
+  });
+  document.addEventListener('mousemove', event => {
+    const image = event.target;
+    if (!image.classList || !image.classList.contains('ae-cells')) return;
+    const fig = image.closest('.ae-heatmap'), n = Number(fig.dataset.pieces);
+    const at = (offset, size) => Math.min(n - 1, Math.max(0, Math.floor(offset / size * n)));
+    image.title = describe(fig, at(event.offsetY, image.clientHeight), at(event.offsetX, image.clientWidth));
   });
 })();
 </script>""".replace("__VIRIDIS__", json.dumps(html_heatmap.stops_rgb()))
