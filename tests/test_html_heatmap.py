@@ -99,7 +99,9 @@ def test_colours_are_plotlys_viridis_on_the_same_range():
 def test_rows_are_queries_and_columns_keys_painted_for_the_head_asked_for():
     n = 6
     attentions = attentions_of(n)
-    figure = read(html_heatmap.every_head_grid(attentions, HOSTILE, layer=1, head=2))
+    figure = read(
+        html_heatmap.attention_grid(attentions, HOSTILE, layer=1, head=2, every_head=True)
+    )
     cells = grid_cells(figure, n)
     weights = np.round(attentions[1, 2].astype(np.float64), 4)
     for i in range(n):
@@ -115,7 +117,7 @@ def test_printed_weights_round_half_up_to_two_decimals():
     n = 5
     attentions = attentions_of(n, seed=3)
     attentions[0, 0, 0, :] = [0.125, 0.005, 0.995, 0.0, 0.0]  # exact halves, and 1.0 by rounding
-    figure = read(html_heatmap.every_head_grid(attentions, HOSTILE[:n], 0, 0))
+    figure = read(html_heatmap.attention_grid(attentions, HOSTILE[:n], 0, 0, every_head=True))
     cells = grid_cells(figure, n)
     for i in range(n):
         for j in range(n):
@@ -126,7 +128,7 @@ def test_printed_weights_round_half_up_to_two_decimals():
     assert [cells[0][j]["text"] for j in range(3)] == [".13", ".01", "1.0"]
     # black on light cells, white on dark ones
     assert "color:#000000" in cells[0][2]["style"] and "color:#ffffff" in cells[0][3]["style"]
-    many = read(html_heatmap.every_head_grid(attentions_of(13), ["w"] * 13, 0, 0))
+    many = read(html_heatmap.attention_grid(attentions_of(13), ["w"] * 13, 0, 0, every_head=True))
     assert not [cell for cell in many.children if cell["tag"] == "i"]  # an image, no numbers
 
 
@@ -145,7 +147,9 @@ def test_past_twelve_pieces_the_cells_are_one_image_rows_queries_columns_keys():
     query i's weight on key j, painted as the cells would be; the image spans the cells' area."""
     n = 20
     attentions = attentions_of(n, seed=2)
-    figure = read(html_heatmap.every_head_grid(attentions, [f"t{i}" for i in range(n)], 1, 0))
+    figure = read(
+        html_heatmap.attention_grid(attentions, [f"t{i}" for i in range(n)], 1, 0, every_head=True)
+    )
     weights = np.round(attentions[1, 0].astype(np.float64), 4)
     pixels = image_rgb(figure)
     assert pixels.shape == (n, n, 3)
@@ -161,7 +165,7 @@ def test_past_twelve_pieces_the_cells_are_one_image_rows_queries_columns_keys():
 
 def test_visitor_tokens_are_text_and_no_markup_or_script_gets_through():
     n = len(HOSTILE)
-    html = html_heatmap.every_head_grid(attentions_of(n), HOSTILE, 0, 0)
+    html = html_heatmap.attention_grid(attentions_of(n), HOSTILE, 0, 0, every_head=True)
     figure = read(html)
     queries = [c["text"] for c in figure.children if "ae-query" in c["class"]]
     keys = [c["text"] for c in figure.children if "ae-key" in c["class"]]
@@ -174,12 +178,12 @@ def test_every_head_travels_in_the_figure_as_drawn():
     """data-heads holds, at l·H + h, head (l, h)'s weights at 4 decimals, title and scale."""
     n = 60  # above FITTED_SCALE_FROM keys: the colours run to the largest weight
     attentions = attentions_of(n, seed=1)
-    figure = read(html_heatmap.every_head_grid(attentions, ["w"] * n, 0, 1))
+    figure = read(html_heatmap.attention_grid(attentions, ["w"] * n, 0, 1, every_head=True))
     stores = json.loads(figure.figure_attrs["data-heads"])
-    assert len(stores) == 2 * 3
+    assert sorted(map(int, stores)) == list(range(2 * 3))
     for layer in range(2):
         for head in range(3):
-            store = stores[layer * 3 + head]
+            store = stores[str(layer * 3 + head)]
             counts = np.frombuffer(base64.b64decode(store["weights"]), dtype="<u2")
             shown = counts.reshape(n, n) / charts.WEIGHT_STEPS
             np.testing.assert_allclose(shown, np.round(attentions[layer, head], 4), atol=1e-9)
@@ -187,13 +191,21 @@ def test_every_head_travels_in_the_figure_as_drawn():
             assert store["zmax"] == pytest.approx(largest)
             assert store["title"] == charts.head_title(layer, head)
             assert store["note"] == charts.fitted_scale_note(largest)
-    assert figure.texts["ae-note"] == stores[1]["note"]
-    assert figure.texts["ae-top"] == stores[1]["top"]
+    assert figure.texts["ae-note"] == stores["1"]["note"]
+    assert figure.texts["ae-top"] == stores["1"]["top"]
+    # past the in-browser bound the figure carries the head it shows, for its hover, and no other
+    alone = read(html_heatmap.attention_grid(attentions, ["w"] * n, 1, 2, every_head=False))
+    assert list(json.loads(alone.figure_attrs["data-heads"])) == [str(1 * 3 + 2)]
+    assert alone.figure_attrs["data-shown"] == "5"
 
 
 def test_long_inputs_label_every_kth_piece_and_fewer_on_a_phone():
     n = 100
-    figure = read(html_heatmap.every_head_grid(attentions_of(n), [f"t{i}" for i in range(n)], 0, 0))
+    figure = read(
+        html_heatmap.attention_grid(
+            attentions_of(n), [f"t{i}" for i in range(n)], 0, 0, every_head=True
+        )
+    )
     keys = [c for c in figure.children if "ae-key" in c["class"]]
     assert [c["text"] for c in keys] == [f"t{i}" for i in range(n)]  # all there, for the hover
     wide = [i for i, c in enumerate(keys) if "ae-wide" in c["class"]]

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import time
 
+import numpy as np
 from conftest import ROOT, assert_no_exception, run_page
 from shown import shown
 from streamlit.testing.v1 import AppTest
+from test_html_heatmap import background, grid_cells, image_rgb, read
 
 import core
+from ui import html_heatmap
 
 OVERVIEW = "views/overview.py"
 
@@ -23,11 +27,6 @@ def drawn_grid(at) -> str | None:
 def test_the_head_drawn_is_the_one_the_sliders_name_from_this_sentence(model):
     """Layer 2, head 5 from the URL: the cells are that head's weights of this sentence, rows
     the queries; no plotly figure (the page every visit starts on loads no plotly.js)."""
-    import numpy as np
-    from test_html_heatmap import background, grid_cells, read
-
-    from ui import html_heatmap
-
     text = "The river bank flooded after the storm."
     at = run_page(OVERVIEW, text=text, query={"layer": "2", "head": "5"})
     assert_no_exception(at)
@@ -43,11 +42,19 @@ def test_the_head_drawn_is_the_one_the_sliders_name_from_this_sentence(model):
     assert queries == list(trace.tokens)
 
 
-def test_past_the_in_browser_bound_the_head_is_a_plotly_figure_again():
-    """Over ~128 pieces every head is too much to send: one head, drawn by plotly, as before."""
-    at = run_page(OVERVIEW, text="word " * 200)
+def test_past_the_in_browser_bound_the_figure_carries_only_its_head(model):
+    """Over ~128 pieces every head is too much to send: the sliders rerun the page, and the
+    figure holds the head it shows (for its hover); still no plotly."""
+    text = "word " * 200
+    at = run_page(OVERVIEW, text=text, query={"layer": "5", "head": "11"})
     assert_no_exception(at)
-    assert drawn_grid(at) is None and len(at.get("plotly_chart")) == 1
+    assert not at.get("plotly_chart")
+    figure = read(drawn_grid(at))
+    assert list(json.loads(figure.figure_attrs["data-heads"])) == [str(5 * 12 + 11)]
+    weights = np.round(model.run(text).attentions[5, 11].astype(np.float64), 4)
+    zmax = float(weights.max())  # 202 keys: the colours run to the largest weight
+    np.testing.assert_array_equal(image_rgb(figure), html_heatmap.cell_rgb(weights, zmax))
+    assert "colour scale fitted" in figure.texts["ae-note"]
 
 
 def test_verify_against_transformers_reports_every_layer():

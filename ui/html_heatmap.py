@@ -139,19 +139,25 @@ def number_text(steps: int) -> str:
     return "1.0" if hundredths >= 100 else f".{hundredths:02d}"
 
 
-def every_head_grid(attentions: np.ndarray, tokens: Sequence[str], layer: int, head: int) -> str:
-    """The HTML figure of head (layer, head) that carries every head's weights.
+def attention_grid(
+    attentions: np.ndarray, tokens: Sequence[str], layer: int, head: int, every_head: bool
+) -> str:
+    """The HTML figure of head (layer, head).
 
-    attentions: (L, H, n, n). The cells are painted for the head asked for; data-heads holds,
-    at index l·H + h, what HEAD_SWITCH_JS needs to paint head h of layer l instead.
+    attentions: (L, H, n, n). The cells are painted for the head asked for. data-heads maps
+    index l·H + h to what HEAD_SWITCH_JS needs to paint (and hover) head h of layer l: every
+    head when every_head (the sliders then switch it in the browser), else the one shown.
     """
     n_layers, n_heads, n, _ = attentions.shape
-    stores = [
-        _store(attentions[store_layer, store_head], charts.head_title(store_layer, store_head))
-        for store_layer in range(n_layers)
-        for store_head in range(n_heads)
-    ]
-    shown = stores[layer * n_heads + head]
+    shown_index = layer * n_heads + head
+    carried = range(n_layers * n_heads) if every_head else [shown_index]
+    stores = {
+        index: _store(
+            attentions.reshape(-1, n, n)[index], charts.head_title(*divmod(index, n_heads))
+        )
+        for index in carried  # (L·H, n, n): index l·H + h is head h of layer l
+    }
+    shown = stores[shown_index]
     weights = np.round(attentions[layer, head].astype(np.float64), 4)  # (n_q, n_k) as stored
     # Up to NUMBERS_UP_TO pieces, one element per cell with its number; past it, one image:
     # 16,000 cells at 128 pieces took a browser ~0.7 s to sanitise, parse and lay out.
@@ -186,7 +192,7 @@ def every_head_grid(attentions: np.ndarray, tokens: Sequence[str], layer: int, h
     gradient = ", ".join(VIRIDIS)
     attributes = (
         f'data-every-head-of="{n_heads}" data-pieces="{n}" '
-        f'data-steps="{charts.WEIGHT_STEPS}" data-shown="{layer * n_heads + head}" '
+        f'data-steps="{charts.WEIGHT_STEPS}" data-shown="{shown_index}" '
         f'data-heads="{escape(store_json, quote=True)}"'
     )
     return (

@@ -158,7 +158,7 @@ HEAD_SWITCH_JS = """<script>
   new MutationObserver(showChosenHead).observe(document.body,
     {subtree: true, attributes: true, attributeFilter: ['value']});
 
-  // ---- html_heatmap.every_head_grid: one head as HTML cells (the Overview's) ----
+  // ---- html_heatmap.attention_grid: one head as HTML cells or an image (the Overview's) ----
   const STOPS = __VIRIDIS__;  // html_heatmap.VIRIDIS as [r, g, b]
   // html_heatmap.cell_colours, the same float64 operations in the same order
   const paint = (weight, zmax) => {

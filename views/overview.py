@@ -41,7 +41,6 @@ with notes_col:
         widgets.download_every_head(
             lambda: fetch().attentions, labels, "attention-all-heads", "overview_csv"
         )
-        widgets.head_switch()
     else:
         widgets.download_matrix(
             trace.attentions[layer, head],
@@ -50,21 +49,13 @@ with notes_col:
             f"attention-L{layer}-H{head}",
             key="overview_csv",
         )
-# A near-square figure: a 32-token map reads better, and draws faster, than a page-wide one.
+    widgets.head_switch()  # the heatmap's in-browser switch, and its hover
+# Plain HTML cells (or one image of them), not plotly: the page every visit starts on needs no
+# plotly.js. A near-square figure: a 32-token map reads better than a page-wide one.
 with chart_col:
-    if in_browser:
-        # Plain HTML cells, not plotly: the page every visit starts on needs no plotly.js.
-        widgets.show_html_figure(
-            html_heatmap.every_head_grid(trace.attentions, trace.tokens, layer, head)
-        )
-    else:
-        fig = charts.attention_heatmap(
-            trace.attentions[layer, head],
-            trace.tokens,
-            trace.tokens,
-            title=charts.head_title(layer, head),
-        )
-        widgets.show_figure(fig, key="overview_heatmap", filename=f"attention-L{layer}-H{head}")
+    widgets.show_html_figure(
+        html_heatmap.attention_grid(trace.attentions, trace.tokens, layer, head, in_browser)
+    )
 
 st.subheader("2 · The word pieces")
 st.markdown(
