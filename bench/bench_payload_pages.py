@@ -39,6 +39,9 @@ LONG_A = " ".join(["the river bank flooded after the storm"] * 90)
 LONG_B = " ".join(["children watched the water from the old bridge"] * 80)
 
 
+BUTTON_SELECTOR = "[data-testid='stMain'] [data-testid='stButton']"
+
+
 def measure(browser: object, base_url: str, app_page: AppPage) -> dict:
     """Largest and total bytes of the first run and of a rerun at 512 tokens.
 
@@ -51,7 +54,8 @@ def measure(browser: object, base_url: str, app_page: AppPage) -> dict:
         query = {key: LONG_A for key in ["text", *bound_text_keys(app_page)]}
         page.goto(f"{base_url}/{app_page.url_path}?" + urllib.parse.urlencode(query))
         runs.wait_settled(mark, start_timeout_ms=120_000, timeout_ms=300_000)
-        page.wait_for_selector(FIGURE_SELECTOR, timeout=120_000)
+        # a figure, or the button of a page that draws none until pressed (Attention, learned)
+        page.wait_for_selector(f"{FIGURE_SELECTOR}, {BUTTON_SELECTOR}", timeout=120_000)
         first = (runs.largest_message(mark), sum(e[3] for e in runs.events[mark:]))
         mark = runs.mark()
         commit_text(sidebar_text(page), LONG_B)
