@@ -61,7 +61,7 @@ WORD_LEVEL_PAGES = {"heatmaps", "head_view", "information_flow", "explanations"}
 # The pages that never run the model with the sidebar's √d_k and causal-mask switches (a toy, the
 # static vectors, the page's own switches); there the two are greyed out, keeping their values.
 OWN_SWITCH_PAGES = {"by_hand", "context", "scaling_masking", "lab"}
-# The pages that draw a sentence of up to ~128 pieces without plotly ("" is the Overview's path).
+# The pages that draw without plotly, at any length ("" is the Overview's path).
 PLOTLY_FREE_PAGES = {""}
 
 navigation = st.navigation(PAGES)

@@ -79,12 +79,38 @@ def _module_string_constants(tree: ast.Module) -> set[str]:
     return literal - other
 
 
+def _is_html_figure(annotation: ast.expr | None) -> bool:
+    """An annotation naming html_heatmap.HtmlFigure (the builder's escaped markup)."""
+    if isinstance(annotation, ast.Attribute):
+        return annotation.attr == "HtmlFigure"
+    return isinstance(annotation, ast.Name) and annotation.id == "HtmlFigure"
+
+
+def _html_figure_calls(tree: ast.Module) -> set[int]:
+    """ids of the html calls that show a function's one parameter, typed HtmlFigure, as it is."""
+    allowed = set()
+    for function in ast.walk(tree):
+        if not isinstance(function, ast.FunctionDef) or len(function.args.args) != 1:
+            continue
+        (parameter,) = function.args.args
+        if not _is_html_figure(parameter.annotation):
+            continue
+        for call in _html_calls(function):
+            (argument,) = call.args or [None]
+            shown_as_is = isinstance(argument, ast.Name) and argument.id == parameter.arg
+            if len(call.args) == 1 and not call.keywords and shown_as_is:
+                allowed.add(id(call))
+    return allowed
+
+
 def test_no_user_text_is_rendered_as_html():
     """unsafe_allow_html and components.html are XSS doors when user text passes through them.
 
     st.html may only show a fixed string of the module itself (a style sheet, say): an argument
     built at run time could carry a visitor's text. A fixed script (a constant named *_JS) may
-    run with unsafe_allow_javascript=True, the one keyword allowed.
+    run with unsafe_allow_javascript=True, the one keyword allowed. The one run-time markup it
+    may show is an html_heatmap.HtmlFigure, handed through unchanged (the builder escapes every
+    visitor text: tests/test_html_heatmap.py; and only the builder makes one: the test below).
     """
     for path in [*files("views"), *files("ui"), ROOT / "app.py"]:
         source = path.read_text()
@@ -92,7 +118,10 @@ def test_no_user_text_is_rendered_as_html():
         assert "components.html" not in source and "components.v1" not in source, path.name
         tree = ast.parse(source)
         constants = _module_string_constants(tree)
+        figures = _html_figure_calls(tree)
         for call in _html_calls(tree):
+            if id(call) in figures:
+                continue
             fixed = [a for a in call.args if isinstance(a, ast.Name) and a.id in constants]
             assert len(call.args) == 1 and fixed and _allowed_keywords(call, fixed[0].id), (
                 f"{path.name}:{call.lineno}: st.html takes only a module-level string literal"
@@ -114,7 +143,54 @@ def _allowed_keywords(call: ast.Call, constant: str) -> bool:
     )
 
 
+def _calls_named(tree: ast.AST, name: str) -> list[ast.Call]:
+    return [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and (getattr(node.func, "attr", None) == name or getattr(node.func, "id", None) == name)
+    ]
+
+
+def _is_builder_call(node: ast.expr) -> bool:
+    """html_heatmap.attention_grid(...): the tested builder of an HtmlFigure."""
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "attention_grid"
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == "html_heatmap"
+    )
+
+
+def test_html_figures_come_only_from_the_tested_builder():
+    """show_html_figure is handed html_heatmap.attention_grid(...) itself, and no module but
+    ui/html_heatmap.py makes an HtmlFigure (a NewType is not checked at run time)."""
+    for path in [*files("views"), *files("ui"), ROOT / "app.py"]:
+        tree = ast.parse(path.read_text())
+        for call in _calls_named(tree, "show_html_figure"):
+            assert len(call.args) == 1 and _is_builder_call(call.args[0]), (
+                f"{path.name}:{call.lineno}: show_html_figure takes html_heatmap.attention_grid(...)"
+            )
+        if path.name != "html_heatmap.py":
+            assert not _calls_named(tree, "HtmlFigure"), path.name
+
+
 def test_the_html_rule_can_fail():
+    figure = ast.parse(
+        "def show(figure: html_heatmap.HtmlFigure) -> None:\n    st.html(figure)\n"
+        "def show_text(text: str) -> None:\n    st.html(text)\n"
+        "def show_more(figure: HtmlFigure) -> None:\n    st.html(figure + text)\n"
+    )
+    shown, text, more = _html_calls(figure)
+    assert _html_figure_calls(figure) == {id(shown)}
+    views = ast.parse(
+        "show_html_figure(html_heatmap.attention_grid(a, t, 0, 0, True))\n"
+        'show_html_figure(HtmlFigure(f"<b>{name}</b>"))\n'
+    )
+    built, forged = _calls_named(views, "show_html_figure")
+    assert _is_builder_call(built.args[0]) and not _is_builder_call(forged.args[0])
+    assert _calls_named(views, "HtmlFigure")
     built = ast.parse('import streamlit as st\nname = input()\nst.html(f"<b>{name}</b>")\n')
     fixed = ast.parse('import streamlit as st\nCSS = "<style></style>"\nst.html(CSS)\n')
     assert _html_calls(built)[0].args[0].__class__ is ast.JoinedStr

@@ -105,3 +105,56 @@ def test_heatmap_margins_fit_their_labels_so_plotly_draws_once(server, browser):
     assert drawn["l"] == requested["l"], "the y labels or title pushed the left margin"
     assert drawn["b"] == requested["b"], "the x labels or title pushed the bottom margin"
     assert page_exceptions(page) == []
+
+
+VISIBLE_LABELS_JS = """
+() => [...document.querySelectorAll('[data-testid="stMain"] .ae-heatmap .ae-key')]
+  .filter(label => getComputedStyle(label).visibility === 'visible').length
+"""
+
+
+def test_a_tap_on_a_cell_writes_query_key_and_weight_under_the_figure(server, browser, model):
+    """Phones have no hover: a tap (or click) on a cell names it under the figure, from a grid
+    of cells (up to 12 pieces) and from the image of longer inputs; on a 390 px phone about
+    PHONE_LABELS key labels show, on a desktop about MAX_LABELS."""
+    from ui import html_heatmap
+
+    short, long = "The bank flooded.", " ".join(["the river bank flooded again"] * 20)
+    for device, visible in (
+        ({"width": 390, "height": 844}, 16),
+        ({"width": 1300, "height": 1200}, 32),
+    ):
+        context = browser.new_context(viewport=device, has_touch=True)
+        page = context.new_page()
+        try:
+            page.goto(f"{server.url}/?text={quote(short)}&layer=1&head=3")
+            wait_for_app(page)
+            page.wait_for_selector(GRID_SELECTOR, timeout=60_000)
+            readout = page.locator("[data-testid='stMain'] .ae-readout")
+            assert readout.text_content() == html_heatmap.READOUT_HINT
+            weights = model.run(short).attentions[1, 3]  # (n_q, n_k)
+            n = len(weights)
+            page.locator(GRID_SELECTOR).nth(2 * n + 1).tap()  # query 2, key 1
+            expected = f"query 2: bank · key 1: the · weight {weights[2, 1]:.3f}"
+            page.wait_for_function(
+                "t => document.querySelector('[data-testid=stMain] .ae-readout').textContent === t",
+                arg=expected,
+            )
+
+            page.goto(f"{server.url}/?text={quote(long)}")
+            wait_for_app(page)
+            page.wait_for_selector("[data-testid='stMain'] img.ae-cells", timeout=60_000)
+            wait_idle(page)
+            shown = page.evaluate(VISIBLE_LABELS_JS)
+            assert visible // 2 <= shown <= visible, (device, shown)
+            image = page.locator("[data-testid='stMain'] img.ae-cells")
+            box = image.bounding_box()
+            n = len(model.run(long).tokens)
+            image.tap(position={"x": 3.5 * box["width"] / n, "y": 0.5 * box["height"] / n})
+            page.wait_for_function(
+                "() => document.querySelector('[data-testid=stMain] .ae-readout')"
+                ".textContent.startsWith('query 0: [CLS] · key 3: bank · weight ')"
+            )
+            assert page_exceptions(page) == []
+        finally:
+            context.close()

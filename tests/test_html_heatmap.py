@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import re
 from decimal import ROUND_HALF_UP, Decimal
 from html.parser import HTMLParser
 
@@ -17,47 +18,52 @@ from ui import charts, html_heatmap
 HOSTILE = ["[CLS]", "<img src=x onerror=alert(1)>", 'a"b', "&amp;", "**bold**", "[SEP]"]
 
 
+VOID_TAGS = {"img", "br", "input", "meta", "link"}  # elements with no end tag
+TEXT_CLASSES = ("ae-title", "ae-note", "ae-top", "ae-readout")
+
+
 class Figure(HTMLParser):
-    """The parts of the figure a visitor sees: grid children in order, title, note, attributes."""
+    """The parts of the figure a visitor sees: the grid's children in order (tag, class, style,
+    text, src), the texts of the title, note, colour-bar top and readout, the attributes."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.children: list[dict] = []  # the grid's children: tag, class, style, text
+        self.children: list[dict] = []
         self.figure_attrs: dict[str, str] = {}
         self.texts: dict[str, str] = {}
         self.tags: set[str] = set()
-        self._in_grid = False
-        self._open: dict | None = None
-        self._span: str | None = None
+        self._open: list[dict] = []  # the elements open at this point, outermost first
 
     def handle_starttag(self, tag: str, attrs: list) -> None:
         self.tags.add(tag)
         attributes = dict(attrs)
-        classes = attributes.get("class", "")
+        classes = attributes.get("class", "").split()
         if tag == "figure":
             self.figure_attrs = attributes
-        elif "ae-grid" in classes.split():
-            self._in_grid = True
-        elif self._in_grid:
-            self._open = {"tag": tag, "class": classes, "style": attributes.get("style", "")}
-            self._open.update(text="", src=attributes.get("src", ""))
-            self.children.append(self._open)
-            if tag == "img":  # a void element: no end tag follows
-                self._open = None
-        elif classes in ("ae-title", "ae-note", "ae-top"):
-            self._span = classes
+        child = None
+        if self._open and "ae-grid" in self._open[-1]["classes"]:
+            child = {
+                "tag": tag,
+                "class": " ".join(classes),
+                "style": attributes.get("style", ""),
+                "src": attributes.get("src", ""),
+                "text": "",
+            }
+            self.children.append(child)
+        if tag not in VOID_TAGS:
+            self._open.append({"classes": classes, "child": child})
 
     def handle_endtag(self, tag: str) -> None:
-        if self._in_grid and self._open is None and tag == "div":
-            self._in_grid = False
-        self._open = None
-        self._span = None
+        if self._open:
+            self._open.pop()
 
     def handle_data(self, data: str) -> None:
-        if self._open is not None:
-            self._open["text"] += data
-        elif self._span is not None:
-            self.texts[self._span] = self.texts.get(self._span, "") + data
+        for element in self._open:
+            if element["child"] is not None:
+                element["child"]["text"] += data
+            for name in TEXT_CLASSES:
+                if name in element["classes"]:
+                    self.texts[name] = self.texts.get(name, "") + data
 
 
 def read(html: str) -> Figure:
@@ -67,9 +73,10 @@ def read(html: str) -> Figure:
 
 
 def attentions_of(n: int, seed: int = 0) -> np.ndarray:
-    """(2, 3, n, n) attention-like rows (each sums to 1), far from symmetric."""
+    """(2, 4, n, n) attention-like rows (each sums to 1), far from symmetric. Two layers of four
+    heads: layer·4 + head and head·2 + layer name different heads, so a swap shows."""
     rng = np.random.default_rng(seed)
-    return rng.dirichlet(np.full(n, 0.3), size=(2, 3, n)).astype(np.float32)
+    return rng.dirichlet(np.full(n, 0.3), size=(2, 4, n)).astype(np.float32)
 
 
 def grid_cells(figure: Figure, n: int) -> list[list[dict]]:
@@ -96,6 +103,14 @@ def test_colours_are_plotlys_viridis_on_the_same_range():
     assert html_heatmap.cell_colours(np.array([[0.9]]), zmax=0.6)[0, 0] == "#fde725"
 
 
+def test_the_switch_script_paints_with_the_same_stops():
+    """HEAD_SWITCH_JS repaints a head in the browser: its colour stops are the module's."""
+    from ui import widgets
+
+    (stops,) = re.findall(r"const STOPS = (\[.*?\]\]);", widgets.HEAD_SWITCH_JS)
+    assert json.loads(stops) == html_heatmap.stops_rgb()
+
+
 def test_rows_are_queries_and_columns_keys_painted_for_the_head_asked_for():
     n = 6
     attentions = attentions_of(n)
@@ -109,14 +124,20 @@ def test_rows_are_queries_and_columns_keys_painted_for_the_head_asked_for():
             expected = html_heatmap.cell_colours(np.array([[weights[i, j]]]), 1.0)[0, 0]
             assert background(cells[i][j]) == expected, (i, j)
     assert figure.texts["ae-title"] == "Layer 1, head 2: attention weights"
-    assert figure.figure_attrs["data-shown"] == str(1 * 3 + 2)
+    assert figure.figure_attrs["data-shown"] == str(1 * 4 + 2)
 
 
 def test_printed_weights_round_half_up_to_two_decimals():
     """Up to NUMBERS_UP_TO pieces each cell prints its weight (a phone has no hover)."""
     n = 5
     attentions = attentions_of(n, seed=3)
-    attentions[0, 0, 0, :] = [0.125, 0.005, 0.995, 0.0, 0.0]  # exact halves, and 1.0 by rounding
+    attentions[0, 0, 0, :] = [
+        0.125,
+        0.005,
+        0.995,
+        0.0,
+        0.0,
+    ]  # exact halves, and 1.0 by rounding
     figure = read(html_heatmap.attention_grid(attentions, HOSTILE[:n], 0, 0, every_head=True))
     cells = grid_cells(figure, n)
     for i in range(n):
@@ -170,7 +191,17 @@ def test_visitor_tokens_are_text_and_no_markup_or_script_gets_through():
     queries = [c["text"] for c in figure.children if "ae-query" in c["class"]]
     keys = [c["text"] for c in figure.children if "ae-key" in c["class"]]
     assert queries == HOSTILE and keys == HOSTILE  # decoded, they are the tokens themselves
-    assert figure.tags <= {"style", "figure", "figcaption", "b", "span", "div", "i", "img"}
+    assert figure.tags <= {
+        "style",
+        "figure",
+        "figcaption",
+        "b",
+        "span",
+        "div",
+        "i",
+        "img",
+    }
+    assert figure.texts["ae-readout"] == html_heatmap.READOUT_HINT
     assert "<img" not in html and "onerror=" not in html.replace("onerror&#61;", "")
 
 
@@ -180,10 +211,10 @@ def test_every_head_travels_in_the_figure_as_drawn():
     attentions = attentions_of(n, seed=1)
     figure = read(html_heatmap.attention_grid(attentions, ["w"] * n, 0, 1, every_head=True))
     stores = json.loads(figure.figure_attrs["data-heads"])
-    assert sorted(map(int, stores)) == list(range(2 * 3))
+    assert sorted(map(int, stores)) == list(range(2 * 4))
     for layer in range(2):
-        for head in range(3):
-            store = stores[str(layer * 3 + head)]
+        for head in range(4):
+            store = stores[str(layer * 4 + head)]
             counts = np.frombuffer(base64.b64decode(store["weights"]), dtype="<u2")
             shown = counts.reshape(n, n) / charts.WEIGHT_STEPS
             np.testing.assert_allclose(shown, np.round(attentions[layer, head], 4), atol=1e-9)
@@ -195,20 +226,30 @@ def test_every_head_travels_in_the_figure_as_drawn():
     assert figure.texts["ae-top"] == stores["1"]["top"]
     # past the in-browser bound the figure carries the head it shows, for its hover, and no other
     alone = read(html_heatmap.attention_grid(attentions, ["w"] * n, 1, 2, every_head=False))
-    assert list(json.loads(alone.figure_attrs["data-heads"])) == [str(1 * 3 + 2)]
-    assert alone.figure_attrs["data-shown"] == "5"
+    assert list(json.loads(alone.figure_attrs["data-heads"])) == [str(1 * 4 + 2)]
+    assert alone.figure_attrs["data-shown"] == "6"
 
 
-def test_long_inputs_label_every_kth_piece_and_fewer_on_a_phone():
-    n = 100
+@pytest.mark.parametrize("n", [13, 40, 70, 100, 200, 512])
+def test_long_inputs_label_every_kth_piece_and_fewer_on_a_phone(n):
+    """Every label is there (the hover reads them); evenly spaced ones show: between half and
+    all of MAX_LABELS on a wide screen, of PHONE_LABELS on a phone (GRID_CSS picks the class)."""
     figure = read(
         html_heatmap.attention_grid(
-            attentions_of(n), [f"t{i}" for i in range(n)], 0, 0, every_head=True
+            attentions_of(n), [f"t{i}" for i in range(n)], 0, 0, every_head=False
         )
     )
     keys = [c for c in figure.children if "ae-key" in c["class"]]
-    assert [c["text"] for c in keys] == [f"t{i}" for i in range(n)]  # all there, for the hover
-    wide = [i for i, c in enumerate(keys) if "ae-wide" in c["class"]]
-    narrow = [i for i, c in enumerate(keys) if "ae-narrow" in c["class"]]
-    assert wide[0] == 0 and len(wide) <= html_heatmap.MAX_LABELS
-    assert len(narrow) <= html_heatmap.PHONE_LABELS and set(narrow) <= set(range(n))
+    queries = [c for c in figure.children if "ae-query" in c["class"]]
+    assert [c["text"] for c in keys] == [c["text"] for c in queries] == [f"t{i}" for i in range(n)]
+    for name, most in (
+        ("ae-wide", html_heatmap.MAX_LABELS),
+        ("ae-narrow", html_heatmap.PHONE_LABELS),
+    ):
+        shown = [i for i, c in enumerate(keys) if name in c["class"].split()]
+        assert min(n, most) // 2 <= len(shown) <= most, (name, len(shown))
+        assert shown[0] == 0 and len(set(np.diff(shown))) <= 1, (
+            name,
+            shown,
+        )  # evenly spaced
+        assert shown == [i for i, c in enumerate(queries) if name in c["class"].split()]

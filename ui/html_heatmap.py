@@ -2,14 +2,17 @@
 
 Plotly's bundle costs a browser ~0.8 s of main-thread work to evaluate (4.7 MB of JavaScript,
 most of a plain Streamlit heatmap app's page load: bench/bench_browser.py). The Overview, the
-page every visit starts on, shows one head of up to ~128 word pieces: a grid of coloured cells
-that the browser lays out like text. Plotly is loaded once a page needs it.
+page every visit starts on, shows one head: up to 12 word pieces a grid of coloured cells that
+the browser lays out like text, each with its weight; past that, one image of n × n pixels.
+Plotly is loaded once a page needs it.
 
 The figure says what charts.attention_heatmap says: the same title and fitted-scale note, the
 same Viridis colours on the same 0..zmax range, queries down the side and keys along the top.
-It also carries every head (as charts.every_head_heatmap does), so widgets.HEAD_SWITCH_JS can
-show another head without a server round trip; it recolours the cells with the same stops
-(VIRIDIS) and the same interpolation as cell_rgb() below.
+Up to ~128 pieces it also carries every head (as charts.every_head_heatmap does), so
+widgets.HEAD_SWITCH_JS can show another head without a server round trip; it repaints the cells
+with the same stops (VIRIDIS) and the same arithmetic as cell_rgb() below. The same script
+names the cell under the pointer (hover) and writes a clicked or tapped cell under the figure
+(phones have no hover).
 
 Visitor text (the word pieces) enters through escape.literal() only; the stores hold the code's
 own titles and base64 numbers. The page's sanitiser (DOMPurify) keeps data-* and style
@@ -23,6 +26,7 @@ import io
 import json
 from collections.abc import Sequence
 from html import escape
+from typing import NewType
 
 import numpy as np
 from PIL import Image
@@ -44,14 +48,13 @@ VIRIDIS = (
     "#b5de2b",
     "#fde725",
 )
+# Markup built here, where every visitor text went through escape.literal() (tests/test_html_heatmap.py
+# feeds it hostile word pieces): the one kind of run-time HTML widgets.show_html_figure shows.
+HtmlFigure = NewType("HtmlFigure", str)
+
 NUMBERS_UP_TO = 12  # pieces: up to here every cell prints its weight (phones have no hover)
-MAX_LABELS = 32  # labels along an axis on a wide screen; a phone shows every other one of them
-PHONE_LABELS = 16
-
-
-def _stops_rgb() -> np.ndarray:
-    """(10, 3) the Viridis stops as 0..255 floats."""
-    return np.array([[int(c[i : i + 2], 16) for i in (1, 3, 5)] for c in VIRIDIS], dtype=float)
+MAX_LABELS = 32  # labels along an axis on a wide screen, at most
+PHONE_LABELS = 16  # the same at most 640 px wide (GRID_CSS's media query)
 
 
 def stops_rgb() -> list[list[int]]:
@@ -121,9 +124,9 @@ def fitted_scale(shown: np.ndarray) -> tuple[float, str]:
 
 
 def _label_classes(n: int) -> list[str]:
-    """Which labels show: every one up to MAX_LABELS, then every k-th ('wide'), and on a phone
-    every k'-th of PHONE_LABELS ('narrow'); the CSS below hides the rest (they keep their cell's
-    place, and their text for the hover)."""
+    """Which labels show: every one up to MAX_LABELS, then every k-th ('wide'); on a phone
+    every k'-th, at most PHONE_LABELS ('narrow'). GRID_CSS hides the rest: they keep their
+    cell's place, and their text for the hover."""
     wide = set(charts.token_ticks(["x"] * n, max_labels=MAX_LABELS)["tickvals"])
     narrow = set(charts.token_ticks(["x"] * n, max_labels=PHONE_LABELS)["tickvals"])
     return [
@@ -140,8 +143,12 @@ def number_text(steps: int) -> str:
 
 
 def attention_grid(
-    attentions: np.ndarray, tokens: Sequence[str], layer: int, head: int, every_head: bool
-) -> str:
+    attentions: np.ndarray,
+    tokens: Sequence[str],
+    layer: int,
+    head: int,
+    every_head: bool,
+) -> HtmlFigure:
     """The HTML figure of head (layer, head).
 
     attentions: (L, H, n, n). The cells are painted for the head asked for. data-heads maps
@@ -153,7 +160,8 @@ def attention_grid(
     carried = range(n_layers * n_heads) if every_head else [shown_index]
     stores = {
         index: _store(
-            attentions.reshape(-1, n, n)[index], charts.head_title(*divmod(index, n_heads))
+            attentions.reshape(-1, n, n)[index],
+            charts.head_title(*divmod(index, n_heads)),
         )
         for index in carried  # (L·H, n, n): index l·H + h is head h of layer l
     }
@@ -169,6 +177,7 @@ def attention_grid(
     label_classes = _label_classes(n)
     upright = charts.upright_fits(list(tokens))
     gap = "1px" if numbers else "0"  # the image's cells touch
+    gradient = ", ".join(VIRIDIS)
 
     cells: list[str] = ['<span class="ae-corner"></span>']
     # the top row: one key label per column
@@ -186,16 +195,25 @@ def attention_grid(
         cells += [f'<span class="ae-query {label_classes[i]}">{labels[i]}</span>' for i in range(n)]
         image = png_data_uri(cell_rgb(weights, shown["zmax"]))
         place = f"grid-row:2 / span {n};grid-column:2 / span {n}"
-        cells.append(f'<img class="ae-cells" alt="" style="{place}" src="{image}">')
+        cells.append(
+            f'<img class="ae-cells" alt="attention weights: rows are queries, columns keys" '
+            f'style="{place}" src="{image}">'
+        )
+    # the colour bar in a column of its own, beside the cells and as tall as they are
+    cells.append(f'<span class="ae-bar-title" style="grid-row:1;grid-column:{n + 2}">weight</span>')
+    cells.append(
+        f'<span class="ae-colourbar" style="grid-row:2 / span {n};grid-column:{n + 2}">'
+        f'<span class="ae-ramp" style="background:linear-gradient(to top, {gradient})"></span>'
+        f'<span class="ae-top">{shown["top"]}</span><span class="ae-bottom">0</span></span>'
+    )
 
     store_json = json.dumps(stores, separators=(",", ":"))
-    gradient = ", ".join(VIRIDIS)
     attributes = (
         f'data-every-head-of="{n_heads}" data-pieces="{n}" '
         f'data-steps="{charts.WEIGHT_STEPS}" data-shown="{shown_index}" '
         f'data-heads="{escape(store_json, quote=True)}"'
     )
-    return (
+    return HtmlFigure(
         f"{GRID_CSS}"
         f'<figure class="ae-heatmap" {attributes}>'
         f'<figcaption><b class="ae-title">{escape(shown["title"])}</b>'
@@ -203,14 +221,14 @@ def attention_grid(
         '<div class="ae-body">'
         '<span class="ae-axis ae-axis-query">query (attending)</span>'
         f'<div class="ae-grid" style="--pieces:{n};gap:{gap}">{"".join(cells)}</div>'
-        f'<div class="ae-colourbar"><span class="ae-ramp" style="background:linear-gradient('
-        f'to top, {gradient})"></span><span class="ae-top">{shown["top"]}</span>'
-        '<span class="ae-bottom">0</span></div>'
         "</div>"
         '<div class="ae-axis ae-axis-key">key (attended to)</div>'
+        f'<div class="ae-readout" aria-live="polite">{READOUT_HINT}</div>'
         "</figure>"
     )
 
+
+READOUT_HINT = "Click or tap a cell: its query, key and weight show here."
 
 # Text inherits the theme's colour and font, so the figure reads in light and dark alike. The
 # grid's cells are squares (aspect-ratio) sized by the column's width; 1 px gaps show the page.
@@ -223,13 +241,13 @@ GRID_CSS = """<style>
 .ae-axis-query { writing-mode: vertical-rl; transform: rotate(180deg); text-align: center;
   opacity: 0.8; }
 .ae-axis-key { text-align: center; opacity: 0.8; margin-top: 0.2rem; }
-.ae-grid { flex: 1; min-width: 0; display: grid;
-  grid-template-columns: minmax(0, max-content) repeat(var(--pieces), minmax(0, 1fr)); }
+.ae-grid { flex: 1; min-width: 0; display: grid; grid-template-columns:
+  minmax(0, max-content) repeat(var(--pieces), minmax(0, 1fr)) 3rem; }
 .ae-grid i { aspect-ratio: 1; font-style: normal; font-size: 11px; display: flex;
   align-items: center; justify-content: center; overflow: hidden; }
 /* A row is as tall as its cells: a label takes no height (it overflows its row's centre line),
    so 128 rows of 3 px cells are not 128 rows of 14 px text. */
-.ae-query { max-width: 7rem; height: 0; line-height: 0; align-self: center;
+.ae-query { grid-column: 1; max-width: 7rem; height: 0; line-height: 0; align-self: center;
   overflow-x: clip; overflow-y: visible; text-overflow: ellipsis; white-space: nowrap;
   text-align: right; padding-right: 0.25rem; }
 .ae-key { writing-mode: vertical-rl; transform: rotate(180deg); max-height: 6rem;
@@ -237,16 +255,21 @@ GRID_CSS = """<style>
   justify-self: center; padding-top: 0.25rem; }
 .ae-key.ae-upright { writing-mode: horizontal-tb; transform: none; max-height: none;
   max-width: 100%; padding: 0 0 0.2rem 0; }
-.ae-query { grid-column: 1; }
-.ae-cells { width: 100%; aspect-ratio: 1; display: block; image-rendering: pixelated; }
+.ae-cells { width: 100%; aspect-ratio: 1; display: block; image-rendering: pixelated;
+  cursor: crosshair; }
+.ae-grid i { cursor: crosshair; }
 .ae-lab { visibility: hidden; }
 .ae-lab.ae-wide { visibility: visible; }
-.ae-colourbar { position: relative; width: 3rem; flex: none; font-size: 11px; }
-.ae-ramp { position: absolute; left: 0; width: 0.8rem; top: 1.5rem; bottom: 0; }
-.ae-top { position: absolute; left: 1rem; top: 1rem; }
-.ae-bottom { position: absolute; left: 1rem; bottom: -0.3rem; }
+.ae-bar-title { align-self: end; justify-self: start; padding: 0 0 0.2rem 0.3rem;
+  font-size: 11px; opacity: 0.8; }
+.ae-colourbar { position: relative; font-size: 10px; }
+.ae-ramp { position: absolute; left: 0.3rem; width: 0.7rem; top: 0; bottom: 0; }
+.ae-top { position: absolute; left: 1.15rem; top: 0; line-height: 1; }
+.ae-bottom { position: absolute; left: 1.15rem; bottom: 0; line-height: 1; }
+.ae-readout { font-size: 12px; min-height: 1.2em; margin-top: 0.3rem; opacity: 0.9; }
 @media (max-width: 640px) {
   .ae-lab.ae-wide:not(.ae-narrow) { visibility: hidden; }
+  .ae-lab.ae-narrow { visibility: visible; }
   .ae-query { max-width: 4.5rem; }
 }
 </style>"""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import json
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -27,20 +26,27 @@ from ui.escape import literal
 pio.templates["attention_explorer"] = pio.templates.merge_templates(
     pio.templates["streamlit"],
     go.layout.Template(
-        layout={"xaxis": {"ticklabeloverflow": "allow"}, "yaxis": {"ticklabeloverflow": "allow"}}
+        layout={
+            "xaxis": {"ticklabeloverflow": "allow"},
+            "yaxis": {"ticklabeloverflow": "allow"},
+        }
     ),
 )
 pio.templates.default = "attention_explorer"
 
 
 def layer_head_picker(
-    model: core.BertEncoder, key_prefix: str = "", columns: bool = True, in_browser: bool = False
+    model: core.BertEncoder,
+    key_prefix: str = "",
+    columns: bool = True,
+    in_browser: bool = False,
 ) -> tuple[int, int]:
     """Two sliders (bound to the URL) choosing a layer and a head, both counted from 0.
 
-    in_browser: moving them reruns nothing. The page shows a charts.every_head_heatmap and
-    calls head_switch() (and shows nothing else that depends on the head); Streamlit still
-    writes the new values to the URL and hands them to the next run.
+    in_browser: moving them reruns nothing. The page shows a figure that carries every head
+    (charts.every_head_heatmap, or html_heatmap.attention_grid with every_head) and calls
+    head_switch() (and shows nothing else that depends on the head); Streamlit still writes
+    the new values to the URL and hands them to the next run.
     """
     left, right = st.columns(2) if columns else (st.container(), st.container())
     on_change = "ignore" if in_browser else "rerun"
@@ -70,10 +76,13 @@ def layer_head_picker(
 
 # When a Layer or Head slider on the page changes value, show the matching head in every figure
 # that carries all heads: an every-head heatmap (charts.every_head_heatmap), a query's rows in
-# two sentences (explorer_charts.every_head_compare_rows) and the model view's frame
-# (explorer_charts.model_view_grid). A fixed script: it reads only numbers (the sliders' values)
-# and the figures' own layout.meta; no visitor text is ever part of it (a stored title is the
-# escaped one the server would draw). Installed once per browser tab.
+# two sentences (explorer_charts.every_head_compare_rows), the model view's frame
+# (explorer_charts.model_view_grid) and the Overview's HTML heatmap (html_heatmap.attention_grid,
+# which the script also gives a hover and a click readout). A fixed script: it reads numbers (the
+# sliders' values, the figures' own layout.meta and data-heads) and writes text only through
+# textContent and title, so a label read from the page stays text; no visitor text is ever part
+# of the script itself (a stored title is the escaped one the server would draw). Installed once
+# per browser tab.
 # Streamlit passes st.html through DOMPurify, which drops a script whose text holds "<" before a
 # letter or "/" (a tag, to it): the script writes "<b>" as "\x3cb>".
 HEAD_SWITCH_JS = """<script>
@@ -159,8 +168,9 @@ HEAD_SWITCH_JS = """<script>
     {subtree: true, attributes: true, attributeFilter: ['value']});
 
   // ---- html_heatmap.attention_grid: one head as HTML cells or an image (the Overview's) ----
-  const STOPS = __VIRIDIS__;  // html_heatmap.VIRIDIS as [r, g, b]
-  // html_heatmap.cell_colours, the same float64 operations in the same order
+  // html_heatmap.VIRIDIS as [r, g, b] (tests/test_html_heatmap.py checks they agree)
+  const STOPS = [[68, 1, 84], [72, 40, 120], [62, 73, 137], [49, 104, 142], [38, 130, 142], [31, 158, 137], [53, 183, 121], [110, 206, 88], [181, 222, 43], [253, 231, 37]];
+  // html_heatmap.cell_rgb, the same float64 operations in the same order
   const paint = (weight, zmax) => {
     const where = Math.min(Math.max(weight / zmax, 0), 1) * (STOPS.length - 1);
     const lower = Math.min(Math.floor(where), STOPS.length - 2), frac = where - lower;
@@ -221,7 +231,9 @@ HEAD_SWITCH_JS = """<script>
   // A slider moved, or a figure arrived from a run that began before it did.
   new MutationObserver(showInGrids).observe(document.body,
     {subtree: true, childList: true, attributes: true, attributeFilter: ['value']});
-  // Hover: the cell's query, key and weight, from the figure's own labels and numbers.
+  // The cell under the pointer: its query, key and weight, from the figure's own labels and
+  // numbers. Hover puts it in the cell's tooltip; a click or a tap (phones have no hover)
+  // writes it under the figure.
   const describe = (fig, query, key) => {
     const n = Number(fig.dataset.pieces);
     const weight = countsOf(fig, Number(fig.dataset.shown))[query * n + key] / Number(fig.dataset.steps);
@@ -229,26 +241,42 @@ HEAD_SWITCH_JS = """<script>
       '\\nkey ' + key + ': ' + fig.querySelectorAll('.ae-key')[key].textContent +
       '\\nweight ' + weight.toFixed(3);
   };
-  document.addEventListener('mouseover', event => {
-    const cell = event.target.closest ? event.target.closest('.ae-heatmap .ae-grid i') : null;
+  const cellAt = event => {  // {target, fig, query, key} or null
+    const target = event.target;
+    if (!target.closest) return null;
+    const fig = target.closest('.ae-heatmap');
+    if (!fig) return null;
+    const n = Number(fig.dataset.pieces);
+    if (target.matches('.ae-grid i')) {  // a cell of its own, in row order
+      const place = Array.prototype.indexOf.call(fig.querySelectorAll('.ae-grid i'), target);
+      return {target, fig, query: Math.floor(place / n), key: place % n};
+    }
+    if (target.matches('img.ae-cells')) {  // one pixel per cell
+      const at = (offset, size) => Math.min(n - 1, Math.max(0, Math.floor(offset / size * n)));
+      return {target, fig, query: at(event.offsetY, target.clientHeight),
+              key: at(event.offsetX, target.clientWidth)};
+    }
+    return null;
+  };
+  const toTooltip = event => {
+    const cell = cellAt(event);
+    if (cell) cell.target.title = describe(cell.fig, cell.query, cell.key);
+  };
+  document.addEventListener('mouseover', toTooltip);
+  document.addEventListener('mousemove', toTooltip);
+  document.addEventListener('click', event => {
+    const cell = cellAt(event);
     if (!cell) return;
-    const fig = cell.closest('.ae-heatmap'), n = Number(fig.dataset.pieces);
-    const place = Array.prototype.indexOf.call(fig.querySelectorAll('.ae-grid i'), cell);
-    cell.title = describe(fig, Math.floor(place / n), place % n);
-  });
-  document.addEventListener('mousemove', event => {
-    const image = event.target;
-    if (!image.classList || !image.classList.contains('ae-cells')) return;
-    const fig = image.closest('.ae-heatmap'), n = Number(fig.dataset.pieces);
-    const at = (offset, size) => Math.min(n - 1, Math.max(0, Math.floor(offset / size * n)));
-    image.title = describe(fig, at(event.offsetY, image.clientHeight), at(event.offsetX, image.clientWidth));
+    cell.fig.querySelector('.ae-readout').textContent =
+      describe(cell.fig, cell.query, cell.key).split('\\n').join(' · ');
   });
 })();
-</script>""".replace("__VIRIDIS__", json.dumps(html_heatmap.stops_rgb()))
+</script>"""
 
 
 def head_switch() -> None:
-    """The script that switches an every-head heatmap in the browser (see HEAD_SWITCH_JS)."""
+    """The script that switches every-head figures in the browser, and gives the Overview's
+    HTML heatmap its hover and click readout (see HEAD_SWITCH_JS)."""
     st.html(HEAD_SWITCH_JS, unsafe_allow_javascript=True)
 
 
@@ -282,7 +310,11 @@ def show_figure(
     """
     config = {
         "displaylogo": False,
-        "toImageButtonOptions": {"format": image_format(), "filename": filename, "scale": 2},
+        "toImageButtonOptions": {
+            "format": image_format(),
+            "filename": filename,
+            "scale": 2,
+        },
     }
     if on_select is None:
         st.plotly_chart(fig, key=key, config=config, width="stretch")
@@ -297,9 +329,10 @@ def show_figure(
         )
 
 
-def show_html_figure(html: str) -> None:
-    """A figure drawn as HTML (ui/html_heatmap.py): its markup holds data, and no script."""
-    st.html(html)
+def show_html_figure(figure: html_heatmap.HtmlFigure) -> None:
+    """A figure drawn as HTML by ui/html_heatmap.py (visitor text escaped there): its markup
+    holds data, and no script."""
+    st.html(figure)
 
 
 def matrix_csv(matrix: np.ndarray, row_labels: Sequence[str], col_labels: Sequence[str]) -> str:
@@ -335,7 +368,10 @@ def every_head_csv(attentions: np.ndarray, labels: Sequence[str]) -> str:
 
 
 def download_every_head(
-    weights: Callable[[], np.ndarray], labels: Sequence[str], filename: str, key: str | None = None
+    weights: Callable[[], np.ndarray],
+    labels: Sequence[str],
+    filename: str,
+    key: str | None = None,
 ) -> None:
     """A download button for every head's weights as one CSV (built lazily, only when clicked).
 
