@@ -48,8 +48,8 @@ VIRIDIS = (
     "#b5de2b",
     "#fde725",
 )
-# Markup built here, where every visitor text went through escape.literal() (tests/test_html_heatmap.py
-# feeds it hostile word pieces): the one kind of run-time HTML widgets.show_html_figure shows.
+# Markup built here, where every visitor text went through escape.literal() (hostile word pieces
+# in tests/test_html_heatmap.py): the one run-time HTML that widgets.show_html_figure shows.
 HtmlFigure = NewType("HtmlFigure", str)
 
 NUMBERS_UP_TO = 12  # pieces: up to here every cell prints its weight (phones have no hover)

@@ -222,7 +222,8 @@ HEAD_SWITCH_JS = """<script>
     fig.querySelector('.ae-note').textContent = store.note;
     fig.querySelector('.ae-top').textContent = store.top;
     fig.dataset.shown = String(index);
-    painted.then(() => fig.dispatchEvent(new CustomEvent('ae-headshown', {bubbles: true})));
+    // announced once painted (a bench listens); a decode cut short by a newer head is no error
+    painted.then(() => fig.dispatchEvent(new CustomEvent('ae-headshown', {bubbles: true})), () => {});
   };
   const showInGrids = () => {
     const main = document.querySelector('[data-testid="stMain"]');
