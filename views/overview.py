@@ -49,7 +49,7 @@ with notes_col:
             f"attention-L{layer}-H{head}",
             key="overview_csv",
         )
-    widgets.head_switch()  # the heatmap's in-browser switch, and its hover
+    widgets.head_switch()  # the heatmap's in-browser switch, its hover and its tap readout
 # Plain HTML cells (or one image of them), not plotly: the page every visit starts on needs no
 # plotly.js. A near-square figure: a 32-token map reads better than a page-wide one.
 with chart_col:
