@@ -283,8 +283,8 @@ def test_every_page_opens_from_navigation_types_and_keeps_sentence(tab):
         else:
             wait_for_figure(page)
         tab.assert_healthy(app_page.title)
-        assert sidebar_text(page).input_value() == sentence, app_page.title
-        assert sidebar_pair(page).input_value() == pair, app_page.title
+        assert box_value(sidebar_text(page), sentence) == sentence, app_page.title
+        assert box_value(sidebar_pair(page), pair) == pair, app_page.title
         query = query_of(page.url)
         assert query.get("text") == sentence, f"{app_page.title}: the URL lost the sentence"
         assert query.get("pair") == pair, f"{app_page.title}: the URL lost the pair"
