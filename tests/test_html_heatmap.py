@@ -92,7 +92,7 @@ def background(cell: dict) -> str:
 def test_colours_are_plotlys_viridis_on_the_same_range():
     """An independent computation: plotly's own sampling of its Viridis scale."""
     weights = np.linspace(0.0, 1.0, 101)[None, :] * 0.6  # (1, 101) up to zmax
-    ours = html_heatmap.cell_colours(weights, zmax=0.6)[0]
+    ours = html_heatmap.hex_colours(html_heatmap.cell_rgb(weights, zmax=0.6))[0]
     theirs = plotly.colors.sample_colorscale("Viridis", np.linspace(0.0, 1.0, 101).tolist())
     for mine, plotlys in zip(ours, theirs, strict=True):
         r, g, b = (float(v) for v in plotlys[4:-1].split(","))
@@ -100,7 +100,10 @@ def test_colours_are_plotlys_viridis_on_the_same_range():
         assert max(abs(a - c) for a, c in zip(mine_rgb, (r, g, b), strict=True)) <= 1, mine
     assert tuple(html_heatmap.VIRIDIS) == tuple(plotly.colors.sequential.Viridis)
     # above the top of the scale the colour stays at its end
-    assert html_heatmap.cell_colours(np.array([[0.9]]), zmax=0.6)[0, 0] == "#fde725"
+    assert (
+        html_heatmap.hex_colours(html_heatmap.cell_rgb(np.array([[0.9]]), zmax=0.6))[0, 0]
+        == "#fde725"
+    )
 
 
 def test_the_switch_script_paints_with_the_same_stops():
@@ -121,7 +124,9 @@ def test_rows_are_queries_and_columns_keys_painted_for_the_head_asked_for():
     weights = np.round(attentions[1, 2].astype(np.float64), 4)
     for i in range(n):
         for j in range(n):
-            expected = html_heatmap.cell_colours(np.array([[weights[i, j]]]), 1.0)[0, 0]
+            expected = html_heatmap.hex_colours(
+                html_heatmap.cell_rgb(np.array([[weights[i, j]]]), 1.0)
+            )[0, 0]
             assert background(cells[i][j]) == expected, (i, j)
     assert figure.texts["ae-title"] == "Layer 1, head 2: attention weights"
     assert figure.figure_attrs["data-shown"] == str(1 * 4 + 2)

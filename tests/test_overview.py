@@ -34,7 +34,7 @@ def test_the_head_drawn_is_the_one_the_sliders_name_from_this_sentence(model):
     figure = read(drawn_grid(at))
     trace = model.run(text)
     weights = np.round(trace.attentions[2, 5].astype(np.float64), 4)  # (n_q, n_k)
-    expected = html_heatmap.cell_colours(weights, 1.0)
+    expected = html_heatmap.hex_colours(html_heatmap.cell_rgb(weights, 1.0))
     cells = grid_cells(figure, trace.n_tokens)
     assert [[background(c) for c in row] for row in cells] == expected.tolist()
     assert figure.texts["ae-title"] == "Layer 2, head 5: attention weights"

@@ -189,13 +189,20 @@ def attention_heatmap(
     return go.Figure(data=[heatmap], layout=layout)
 
 
-def _fitted_scale(values: np.ndarray, title: str) -> tuple[float, str]:
-    """(top of the colour scale, title) for attention weights: 1, or the largest weight when
-    there are more than FITTED_SCALE_FROM keys, with a line in the title saying so."""
+def fitted_scale(values: np.ndarray) -> tuple[float, str]:
+    """(top of the colour scale, note) for attention weights: 1 and no note, or the largest
+    weight when there are more than FITTED_SCALE_FROM keys, with a note that says so."""
     if values.shape[-1] <= FITTED_SCALE_FROM or not values.size:
-        return 1.0, title
+        return 1.0, ""
     largest = float(np.nanmax(values)) or 1.0
-    return largest, f"{title}<br><sup>{fitted_scale_note(largest)}</sup>"  # own line on phones
+    return largest, fitted_scale_note(largest)
+
+
+def _fitted_scale(values: np.ndarray, title: str) -> tuple[float, str]:
+    """(top of the colour scale, title) by fitted_scale(), the note on a line of its own under
+    the title (phones)."""
+    zmax, note = fitted_scale(values)
+    return zmax, f"{title}<br><sup>{note}</sup>" if note else title
 
 
 def state_name(state: int) -> str:

@@ -75,12 +75,11 @@ def cell_rgb(weights: np.ndarray, zmax: float) -> np.ndarray:
     return np.floor(stops[lower] * (1 - frac) + stops[lower + 1] * frac + 0.5).astype(np.uint8)
 
 
-def cell_colours(weights: np.ndarray, zmax: float) -> np.ndarray:
-    """(n, m) weights -> (n, m) '#rrggbb' strings, the colours of cell_rgb()."""
-    rgb = cell_rgb(weights, zmax).astype(int)  # (n, m, 3)
+def hex_colours(rgb: np.ndarray) -> np.ndarray:
+    """(n, m, 3) uint8 -> (n, m) '#rrggbb' strings."""
     return np.vectorize(lambda r, g, b: f"#{r:02x}{g:02x}{b:02x}")(
-        rgb[..., 0], rgb[..., 1], rgb[..., 2]
-    )  # (n, m)
+        rgb[..., 0].astype(int), rgb[..., 1].astype(int), rgb[..., 2].astype(int)
+    )
 
 
 def png_data_uri(rgb: np.ndarray) -> str:
@@ -91,21 +90,18 @@ def png_data_uri(rgb: np.ndarray) -> str:
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
-def ink_on(colours: np.ndarray) -> np.ndarray:
-    """'#rrggbb' cells -> the number colour that reads on each: black on light, white on dark,
-    by charts.cell_numbers' rule (WCAG relative luminance above 0.3)."""
-
-    def ink(colour: str) -> str:
-        r, g, b = (int(colour[i : i + 2], 16) for i in (1, 3, 5))
-        return "#000000" if charts.luminance(f"rgb({r}, {g}, {b})") > 0.3 else "#ffffff"
-
-    return np.vectorize(ink)(colours)
+def ink_on(rgb: np.ndarray) -> np.ndarray:
+    """(n, m, 3) uint8 cell colours -> (n, m) the number colour that reads on each: black on
+    light, white on dark, by charts.cell_numbers' rule (WCAG relative luminance above 0.3)."""
+    return np.vectorize(
+        lambda r, g, b: "#000000" if charts.luminance(f"rgb({r}, {g}, {b})") > 0.3 else "#ffffff"
+    )(rgb[..., 0].astype(int), rgb[..., 1].astype(int), rgb[..., 2].astype(int))
 
 
 def _store(weights: np.ndarray, title: str) -> dict:
     """One head's entry in the figure's data-heads: title, note, top of scale, packed weights."""
     shown = np.round(np.asarray(weights, dtype=np.float64), 4)
-    zmax, note = fitted_scale(shown)
+    zmax, note = charts.fitted_scale(shown)
     return {
         "title": title,
         "note": note,
@@ -113,14 +109,6 @@ def _store(weights: np.ndarray, title: str) -> dict:
         "top": f"{zmax:.3g}",  # the colour bar's top label
         "weights": charts.packed_weights(weights),
     }
-
-
-def fitted_scale(shown: np.ndarray) -> tuple[float, str]:
-    """(top of the colour scale, the note under the title), as charts.attention_heatmap fits it."""
-    if shown.shape[-1] <= charts.FITTED_SCALE_FROM or not shown.size:
-        return 1.0, ""
-    largest = float(np.nanmax(shown)) or 1.0
-    return largest, charts.fitted_scale_note(largest)
 
 
 def _label_classes(n: int) -> list[str]:
@@ -170,8 +158,7 @@ def attention_grid(
     # Up to NUMBERS_UP_TO pieces, one element per cell with its number; past it, one image:
     # 16,000 cells at 128 pieces took a browser ~0.7 s to sanitise, parse and lay out.
     numbers = n <= NUMBERS_UP_TO
-    colours = cell_colours(weights, shown["zmax"]) if numbers else None  # (n_q, n_k)
-    inks = ink_on(colours) if numbers else None
+    rgb = cell_rgb(weights, shown["zmax"])  # (n_q, n_k, 3)
     steps = np.rint(weights * charts.WEIGHT_STEPS).astype(int)  # (n_q, n_k) as packed
     labels = [literal(token) for token in tokens]
     label_classes = _label_classes(n)
@@ -184,6 +171,7 @@ def attention_grid(
     key_class = "ae-key ae-upright" if upright else "ae-key"
     cells += [f'<span class="{key_class} {label_classes[j]}">{labels[j]}</span>' for j in range(n)]
     if numbers:  # one row per query: its label, then its weight over every key, printed
+        colours, inks = hex_colours(rgb), ink_on(rgb)  # (n_q, n_k) each
         for i in range(n):
             cells.append(f'<span class="ae-query {label_classes[i]}">{labels[i]}</span>')
             cells += [
@@ -193,7 +181,7 @@ def attention_grid(
             ]
     else:  # the query labels down column 1, and one image of n × n pixels over the cells' area
         cells += [f'<span class="ae-query {label_classes[i]}">{labels[i]}</span>' for i in range(n)]
-        image = png_data_uri(cell_rgb(weights, shown["zmax"]))
+        image = png_data_uri(rgb)
         place = f"grid-row:2 / span {n};grid-column:2 / span {n}"
         cells.append(
             f'<img class="ae-cells" alt="attention weights: rows are queries, columns keys" '
