@@ -10,7 +10,11 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-BINDING_HELPERS = {"token_picker", "whole_number_input"}  # ui/widgets.py: bound by design
+BINDING_HELPERS = {
+    "section_tabs",
+    "token_picker",
+    "whole_number_input",
+}  # ui/widgets.py: bound by design
 
 
 def bound_keys(path: Path) -> list[str]:

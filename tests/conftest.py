@@ -129,6 +129,36 @@ def run_page(
     return at
 
 
+def open_tab(at, key: str, label: str):
+    """Rerun a page with one of its tabs open, as a click on that tab does
+    (widgets.section_tabs: only the open tab is drawn)."""
+    at.session_state[key] = label
+    if key in at.query_params:  # a link's tab would win over the click: the click's tab instead
+        at.query_params[key] = label
+    return at.run()
+
+
+def section_labels(view: str) -> list[str]:
+    """The tab labels of a page drawn one section at a time, read from its SECTIONS dict
+    ([] for a page drawn whole)."""
+    import ast
+
+    for node in ast.walk(ast.parse((ROOT / view).read_text())):
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "SECTIONS":
+            return [key.value for key in node.value.keys]
+    return []
+
+
+def section_key(view: str) -> str | None:
+    """The URL key of the open tab (widgets.section_tabs(..., key=...)), None without tabs."""
+    import ast
+
+    for node in ast.walk(ast.parse((ROOT / view).read_text())):
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "section_tabs":
+            return next(k.value.value for k in node.keywords if k.arg == "key")
+    return None
+
+
 def assert_no_exception(at) -> None:
     errors = [e.value for e in at.exception]
     assert not errors, f"page raised: {errors}"

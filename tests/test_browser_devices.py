@@ -14,12 +14,12 @@ from urllib.parse import parse_qs, quote, urlparse
 import pytest
 from browser import (
     FIGURE_SELECTOR,
-    ROOT,
     AppPage,
     RunWatcher,
     app_pages,
     page_exceptions,
 )
+from conftest import section_key, section_labels
 from shown import shown
 
 pytestmark = pytest.mark.browser
@@ -191,42 +191,36 @@ TABS_OUT_OF_SIGHT_JS = """
 """
 
 
-def positional_tabs() -> list[str]:
-    """The tab labels of the Positional encoding page, read from its SECTIONS dict."""
-    import ast
-
-    source = (ROOT / "views" / "positional.py").read_text()
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "SECTIONS":
-            return [key.value for key in node.value.keys]
-    raise AssertionError("views/positional.py has no SECTIONS")
+# Pages drawn one tab at a time (widgets.section_tabs), with their tab labels.
+TABBED_PAGES = [p for p in PAGES if section_labels(p.path)]
 
 
-def test_every_positional_tab_fits_a_phone_and_stays_in_the_link(browser, server):
-    """The phone checks above, on each tab of the page that draws one tab at a time (the
+@pytest.mark.parametrize("app_page", TABBED_PAGES, ids=[Path(p.path).stem for p in TABBED_PAGES])
+def test_every_tab_fits_a_phone_and_stays_in_the_link(browser, server, app_page):
+    """The phone checks above, on each tab of a page that draws one tab at a time (the
     parametrized test sees only the first). A click draws that tab alone and the URL names it."""
-    positional = next(p for p in PAGES if Path(p.path).stem == "positional")
+    labels, key = section_labels(app_page.path), section_key(app_page.path)
     page, context = open_page(
-        browser, server, positional, viewport=PHONE, color_scheme="dark", is_mobile=True,
+        browser, server, app_page, viewport=PHONE, color_scheme="dark", is_mobile=True,
         has_touch=True,
     )  # fmt: skip
     try:
         # Every tab's name in sight: the bar wraps instead of hiding later tabs off to the right
-        # (a link to tab 7 would open with its tab out of view). Counted first: with no tab
-        # bar on the page at all, "none out of sight" would pass for nothing.
+        # (a link to the last tab would open with its tab out of view). Counted first: with no
+        # tab bar on the page at all, "none out of sight" would pass for nothing.
         tab_count = page.locator('[data-testid="stTabs"] [role="tab"]').count()
-        assert tab_count == len(positional_tabs()), f"{tab_count} tabs on the page"
+        assert tab_count == len(labels), f"{tab_count} tabs on the page"
         hidden = page.evaluate(TABS_OUT_OF_SIGHT_JS)
         assert not hidden, f"tabs cut off at the phone's edge: {hidden}"
-        for label in positional_tabs()[1:]:
+        for label in labels[1:]:
             mark = page.runs.mark()
             page.get_by_role("tab", name=label).click()
             assert page.runs.wait_settled(mark), f"opening {label} ran nothing"
-            page.wait_for_selector(FIGURE_SELECTOR)
+            page.wait_for_selector("[role='tabpanel'] h3")  # every section opens with a heading
             page.wait_for_timeout(300)  # plotly's resize after the first layout
-            assert parse_qs(urlparse(page.url).query).get("pos_section") == [label], page.url
-            # the closed tabs' figures are gone: at most tab 7's five are on the page
-            assert 1 <= page.locator(".js-plotly-plot").count() <= 5, label
+            assert parse_qs(urlparse(page.url).query).get(key) == [label], page.url
+            # the closed tabs' figures are gone: no section draws more than five
+            assert page.locator(".js-plotly-plot").count() <= 5, label
             assert page.evaluate(SIDEWAYS_JS) == {"document": 0, "main": 0}, label
             assert not page.evaluate(WIDE_FORMULAS_JS), label
             assert not page.evaluate(LABELS_OUTSIDE_JS), label

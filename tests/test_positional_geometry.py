@@ -6,6 +6,7 @@ import json
 import math
 from urllib.parse import quote
 
+import conftest
 import numpy as np
 import pytest
 from conftest import BAD_INPUTS, assert_no_exception, run_page
@@ -344,8 +345,7 @@ POSITIONAL_FIGURES = {
 
 def open_tab(at, label: str):
     """The positional page rerun with one tab open, as a click on it does."""
-    at.session_state["pos_section"] = label
-    return at.run()
+    return conftest.open_tab(at, "pos_section", label)
 
 
 def test_positional_page_draws_one_tab_at_a_time():

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
@@ -440,6 +440,22 @@ def whole_number_input(
         **kwargs,
     )
     return min(max(round(chosen), min_value), max_value)
+
+
+def section_tabs(sections: Mapping[str, Callable[[], None]], key: str) -> None:
+    """One tab per section of a long page, and only the open tab drawn.
+
+    A closed tab sends nothing to the browser. Each plotly figure costs a browser ~50 ms of
+    main-thread work when a page loads and again on every update (its layout and text
+    measuring; bench/bench_browser.py), so a lesson of a dozen figures drawn at once was slow on
+    a phone. The URL keeps the open tab (bound to `key`), so a link opens the section it was
+    copied from; opening another tab reruns the page.
+    """
+    tabs = st.tabs(list(sections), key=key, on_change="rerun", bind="query-params")
+    for tab, draw in zip(tabs, sections.values(), strict=True):
+        if tab.open:
+            with tab:
+                draw()
 
 
 def token_picker(label: str, tokens: Sequence[str], default: int, key: str) -> int:

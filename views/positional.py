@@ -382,11 +382,7 @@ SECTIONS = {
 # One section at a time, drawn only when its tab is open: all seven at once were 19 figures,
 # ~3.7 s of a first visit's browser work (3.2x the reference app, bench/bench_browser.py). The
 # URL keeps the open tab, so a link still opens the section it was copied from.
-tabs = st.tabs(list(SECTIONS), key="pos_section", on_change="rerun", bind="query-params")
-for tab, draw in zip(tabs, SECTIONS.values(), strict=True):
-    if tab.open:
-        with tab:
-            draw()
+widgets.section_tabs(SECTIONS, key="pos_section")
 
 st.caption(
     "Sources: Vaswani et al. (2017), sinusoidal encoding; Devlin et al. (2019), BERT's learned "
