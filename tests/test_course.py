@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from conftest import BAD_INPUTS, assert_no_exception, run_page
+from conftest import BAD_INPUTS, assert_no_exception, open_tab, run_page
 from torch.utils.flop_counter import FlopCounterMode
 
 from core import block, by_hand, head_roles, learning, padding, positional, scaling
@@ -510,7 +510,7 @@ def test_new_pages_survive_bad_input(name):
 
 
 def test_changed_pages_state_the_corrected_claims():
-    qkv = run_page("views/qkv.py")
+    qkv = run_page("views/qkv.py", query={"qkv_section": "5 · Not symmetric"})
     assert_no_exception(qkv)
     texts = _texts(qkv)
     assert "α(money→bank) = 0.237" in texts and "α(bank→money) = 0.225" in texts
@@ -524,9 +524,15 @@ def test_changed_pages_state_the_corrected_claims():
 
     scaling_page = run_page("views/scaling_masking.py", text=SENTENCE)
     assert_no_exception(scaling_page)
-    texts = _texts(scaling_page)
-    assert "BERT has no cross-attention" in texts and "not 1" in texts
+    texts = _texts(open_tab(scaling_page, "sm_section", "5 · Cross-attention"))
+    assert "BERT has no cross-attention" in texts
     assert "BERT as trained" not in texts and "inside BERT" not in texts
+    texts = _texts(open_tab(scaling_page, "sm_section", "3 · Switches"))
+    assert "not 1" in texts and "BERT as trained" not in texts
+    charts = {c.key for c in scaling_page.get("plotly_chart")}
+    charts |= {
+        c.key for c in open_tab(scaling_page, "sm_section", "6 · Padding mask").get("plotly_chart")
+    }
 
     positional_page = run_page("views/positional.py", text=SENTENCE)
     positional_page.session_state["pos_section"] = "2 · Binary"  # one tab at a time
@@ -536,14 +542,15 @@ def test_changed_pages_state_the_corrected_claims():
     headings = " ".join(h.value for h in positional_page.run().subheader)
     assert "What BERT learned instead" not in headings and "learned instead" in headings
 
-    charts = {c.key for c in scaling_page.get("plotly_chart")}
     assert {"sm_score_spread", "sm_pad_on", "sm_pad_off"} <= charts
 
     heads = run_page("views/multi_head.py", text=SENTENCE)
     assert_no_exception(heads)
-    charts = {c.key for c in heads.get("plotly_chart")}
-    assert {"mh_two_mixtures", *(f"mh_role_{role}" for role in head_roles.ROLES)} <= charts
-    texts = _texts(heads)
+    assert {c.key for c in heads.get("plotly_chart")} == {"mh_two_mixtures"}  # the first tab
     assert "Why several heads: one softmax makes one mixture" in [h.value for h in heads.subheader]
+    charts = {c.key for c in open_tab(heads, "mh_section", "1 · All heads").get("plotly_chart")}
+    assert {f"mh_role_{role}" for role in head_roles.ROLES} <= charts
+    texts = _texts(open_tab(heads, "mh_section", "3 · Looking vs moving"))
+    assert "Kobayashi et al. (2020) found" in texts
     assert "[SEP] or a full stop" not in texts and "[SEP], [CLS] or punctuation" not in texts
-    assert "(out, in)" in texts
+    assert "(out, in)" in _texts(open_tab(heads, "mh_section", "2 · Back to one vector"))

@@ -7,7 +7,15 @@ import json
 import numpy as np
 import pytest
 import torch
-from conftest import BAD_INPUTS, LONG_TEXT, ROOT, assert_no_exception, run_page
+from conftest import (
+    BAD_INPUTS,
+    LONG_TEXT,
+    ROOT,
+    assert_no_exception,
+    open_tab,
+    run_page,
+    section_labels,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
@@ -287,8 +295,40 @@ def test_qkv_page_handles_bad_sidebar_text(name):
     assert_no_exception(at)
     if not BAD_INPUTS[name].strip() or name == "control":
         assert at.info and not at.get("plotly_chart")
-    else:
-        assert len(at.get("plotly_chart")) == 12  # + S − Sᵀ and the heads' bank cosines
+        return
+    for label, figures in QKV_FIGURES.items():
+        open_tab(at, "qkv_section", label)
+        assert_no_exception(at)
+        assert {chart.key for chart in at.get("plotly_chart")} == figures, label
+
+
+# Every figure of the Q, K, V page, by the tab that draws it (views/qkv.py, SECTIONS).
+QKV_FIGURES = {
+    "1 · Projections": {"qkv_q", "qkv_k", "qkv_v"},
+    "2 · Scores": {"qkv_scores", "qkv_weights"},
+    "3 · Output": {"qkv_output"},
+    "4 · One query": {"qkv_steps", "qkv_products", "qkv_weighted"},
+    "5 · Not symmetric": {"qkv_score_asymmetry", "qkv_asymmetry"},
+    "6 · One matrix": set(),  # numbers in the prose: M's rank and how far the two ways agree
+    "7 · Payoff": {"qkv_payoff"},
+}
+
+
+def test_qkv_page_draws_one_step_at_a_time():
+    at = run_page(QKV, text=DEFAULT_SENTENCE)
+    assert_no_exception(at)
+    assert [tab.label for tab in at.tabs] == list(QKV_FIGURES) == section_labels(QKV)
+    for label, figures in QKV_FIGURES.items():
+        open_tab(at, "qkv_section", label)
+        assert_no_exception(at)
+        # this step's figures and no other's: a closed tab sends nothing to the browser
+        assert {chart.key for chart in at.get("plotly_chart")} == figures, label
+    texts = " ".join(m.value for m in at.markdown)
+    assert "each trained head of layer 0" in texts  # Step 7's prose, in its own tab
+    # the projections chosen above the tabs reach every step: d_k = 5 in Step 6's rank
+    at.slider(key="qkv_dk").set_value(5).run()
+    texts = " ".join(m.value for m in open_tab(at, "qkv_section", "6 · One matrix").markdown)
+    assert "of rank at most d_k = 5 (here 5)" in texts
 
 
 def test_qkv_page_on_a_trained_head_and_a_long_input():
@@ -303,9 +343,9 @@ def test_qkv_page_on_a_trained_head_and_a_long_input():
 
 
 def test_qkv_page_query_choice_follows_the_sentence():
-    at = run_page(QKV, text=DEFAULT_SENTENCE)
+    at = run_page(QKV, text=DEFAULT_SENTENCE, query={"qkv_section": "4 · One query"})
     at.slider(key="qkv_query").set_value(5).run()
-    assert "Query 5" in at.get("plotly_chart")[6].proto.spec
+    assert "Query 5" in at.get("plotly_chart")[0].proto.spec
     assert "Position 5: **arrow**" in [c.value for c in at.caption]  # the token is named
     # A shared link made on a longer sentence: its query position does not exist here.
     from streamlit.testing.v1 import AppTest
@@ -313,6 +353,7 @@ def test_qkv_page_query_choice_follows_the_sentence():
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     at.session_state["text"] = "short"
     at.query_params["qkv_query"] = "5"
+    at.query_params["qkv_section"] = "4 · One query"
     at.run()
     at.switch_page(QKV)
     at.run()
@@ -327,7 +368,8 @@ def test_both_pages_draw_in_chromium(server, browser):
     """Reach both pages through the sidebar, as a learner does, and wait for their plots."""
     from browser import page_exceptions, wait_for_app
 
-    expected_plots = {"1 · Context from first principles": 9, "2 · Queries, keys and values": 10}
+    # the Q, K, V page opens on Step 1: Q, K and V
+    expected_plots = {"1 · Context from first principles": 9, "2 · Queries, keys and values": 3}
     url = server.url  # the shared server (conftest.py); browser: this module's
     page = browser.new_page(viewport={"width": 1300, "height": 1600})
     page.goto(url)

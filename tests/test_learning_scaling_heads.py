@@ -8,12 +8,19 @@ import numpy as np
 import plotly.io as pio
 import pytest
 import torch
-from conftest import BAD_INPUTS, LONG_TEXT, assert_no_exception, run_page
+from conftest import (
+    BAD_INPUTS,
+    LONG_TEXT,
+    assert_no_exception,
+    open_tab,
+    run_page,
+    section_labels,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch.nn import functional as F
 
-from core import head_stats, heads, scaling
+from core import head_roles, head_stats, heads, scaling
 from ui import mechanics_charts as mc
 
 SENTENCE = "The river bank flooded after the storm."
@@ -292,21 +299,38 @@ def _texts(at) -> str:
     )
 
 
-def test_scaling_page_default():
+# Every figure of the scaling page, by the tab that draws it (views/scaling_masking.py, SECTIONS);
+# the switches of section 3 start off (the model as trained), so it has nothing to compare yet.
+SCALING_FIGURES = {
+    "1 · Saturation": {"sm_saturation", "sm_saturation_curve"},
+    "2 · Why √d_k": {"sm_histograms", "sm_entropy_widths"},
+    "3 · Switches": {"sm_score_spread"},
+    "4 · Causal mask": {"sm_masked_scores", "sm_masked_weights"},
+    "5 · Cross-attention": {"sm_cross"},
+    "6 · Padding mask": {"sm_pad_on", "sm_pad_off"},
+}
+
+
+def test_scaling_page_draws_one_tab_at_a_time():
     at = run_page(SCALING_PAGE, text=SENTENCE)
     assert_no_exception(at)
-    keys = {chart.proto.id for chart in at.get("plotly_chart")}
-    # 7 of the page's own, the trained score spread and the padding mask on and off; the
-    # switches start off (the model as trained), so there is nothing to compare yet.
-    assert len(keys) == 10
+    assert [tab.label for tab in at.tabs] == list(SCALING_FIGURES) == section_labels(SCALING_PAGE)
+    for label, figures in SCALING_FIGURES.items():
+        open_tab(at, "sm_section", label)
+        assert_no_exception(at)
+        # this tab's figures and no other tab's: a closed tab sends nothing to the browser
+        assert {chart.key for chart in at.get("plotly_chart")} == figures, label
+    open_tab(at, "sm_section", "3 · Switches")
     assert at.toggle(key="sm_scale_off").value is False
     assert any("at least one switch" in info.value for info in at.info)
     at.toggle(key="sm_scale_off").set_value(True).run()
     assert_no_exception(at)
-    assert len({chart.proto.id for chart in at.get("plotly_chart")}) == 14  # + the comparison
+    compared = {"sm_a", "sm_b", "sm_entropy_rows", "sm_final_cosine"}
+    assert {chart.key for chart in at.get("plotly_chart")} == {"sm_score_spread", *compared}
     at.toggle(key="sm_causal").set_value(True).run()
     assert_no_exception(at)
     assert "causal" in _texts(at)
+    open_tab(at, "sm_section", "1 · Saturation")
     at.radio(key="sm_source").set_value("sentence").run()
     assert_no_exception(at)
     at.select_slider(key="sm_multiplier").set_value(100).run()
@@ -315,24 +339,38 @@ def test_scaling_page_default():
 
 def test_scaling_page_with_an_unreadable_second_sentence():
     at = run_page(SCALING_PAGE, text=SENTENCE, pair="\x00\x01\x07")
+    open_tab(at, "sm_section", "5 · Cross-attention")
     assert_no_exception(at)
     assert any(info.value.startswith("Sentence B") for info in at.info)
 
 
 def test_scaling_page_long_input_says_what_it_draws():
-    at = run_page(SCALING_PAGE, text=LONG_TEXT)
+    at = run_page(SCALING_PAGE, text=LONG_TEXT, query={"sm_section": "3 · Switches"})
     at.toggle(key="sm_scale_off").set_value(True).run()  # the comparison heatmaps average blocks
     assert_no_exception(at)
-    texts = _texts(at)
-    assert "average blocks" in texts and "first 40 of 512" in texts
+    assert "average blocks" in _texts(at)
+    assert "first 40 of 512" in _texts(open_tab(at, "sm_section", "4 · Causal mask"))
 
 
-def test_heads_page_default_and_ablation():
+# Every figure of the multi-head page, by the tab that draws it (views/multi_head.py, SECTIONS).
+HEADS_FIGURES = {
+    "Why several heads": {"mh_two_mixtures"},
+    "1 · All heads": {"mh_grid", *(f"mh_role_{role}" for role in head_roles.ROLES)},
+    "2 · Back to one vector": {"mh_head_output", "mh_concat", "mh_w_o"},
+    "3 · Looking vs moving": {"mh_raw", "mh_share", "mh_disagreement", "mh_gap"},
+    "4 · Remove heads": set(),  # nothing is removed until the visitor asks
+}
+
+
+def test_heads_page_draws_one_tab_at_a_time_and_ablates():
     at = run_page(HEADS_PAGE, text=SENTENCE)
     assert_no_exception(at)
-    # two heads' rows, the layer's heads, four measured-role grids, W_O and the value-weighted
-    # view; nothing is removed until the visitor asks
-    assert len(at.get("plotly_chart")) == 13
+    assert [tab.label for tab in at.tabs] == list(HEADS_FIGURES) == section_labels(HEADS_PAGE)
+    for label, figures in HEADS_FIGURES.items():
+        open_tab(at, "mh_section", label)
+        assert_no_exception(at)
+        # this tab's figures and no other tab's: a closed tab sends nothing to the browser
+        assert {chart.key for chart in at.get("plotly_chart")} == figures, label
     assert any("Pick at least one head" in info.value for info in at.info)
     at.toggle(key="mh_ablate_layer").set_value(True).run()
     assert_no_exception(at)
@@ -343,13 +381,20 @@ def test_heads_page_default_and_ablation():
     assert "2 heads removed" in json.dumps(
         [c.proto.spec for c in at.get("plotly_chart")], ensure_ascii=False
     )
+    # the Layer and Head sliders above the tabs reach every tab: head 3 of layer 2 in tab 3
+    at.slider(key="layer").set_value(2).run()
+    at.slider(key="head").set_value(3).run()
+    open_tab(at, "mh_section", "3 · Looking vs moving")
+    titles = json.dumps([c.proto.spec for c in at.get("plotly_chart")], ensure_ascii=False)
+    assert "L2 H3: α" in titles
 
 
 def test_heads_page_long_input_says_what_it_draws():
     at = run_page(HEADS_PAGE, text=LONG_TEXT)
     assert_no_exception(at)
-    texts = _texts(at)
+    texts = _texts(open_tab(at, "mh_section", "1 · All heads"))
     assert "each small map averages blocks of 11 tokens" in texts
+    texts = _texts(open_tab(at, "mh_section", "2 · Back to one vector"))
     assert "first 64 of 512 tokens" in texts
 
 
@@ -375,8 +420,9 @@ def test_both_pages_in_chromium(server, browser):
     url = server.url  # the shared server (conftest.py); browser: this module's
     page = browser.new_page(viewport={"width": 1300, "height": 2400})
     for path, title, min_plots in (
-        ("scaling_masking", "3 · Scaling and masking", 4),
-        ("multi_head", "4 · Multi-head attention", 4),
+        ("scaling_masking", "3 · Scaling and masking", 2),  # section 1: the saturation pair
+        # a link that names a tab opens it: the layer's grid and four named-head grids
+        ("multi_head?mh_section=1+%C2%B7+All+heads", "4 · Multi-head attention", 5),
     ):
         page.goto(f"{url}/{path}")
         wait_for_app(page)

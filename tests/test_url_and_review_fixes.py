@@ -12,7 +12,14 @@ import json
 import numpy as np
 import pytest
 from bound_keys import url_bound_keys
-from conftest import ROOT, assert_no_exception, page_paths
+from conftest import (
+    ROOT,
+    assert_no_exception,
+    open_tab,
+    page_paths,
+    section_key,
+    section_labels,
+)
 from shown import sent_array as decoded
 
 from core import head_stats, positional
@@ -51,6 +58,14 @@ def test_garbage_in_every_url_key_falls_back_to_valid_values(page, round_index):
         at.switch_page(page)
         at.run()
     assert_no_exception(at)
+    # a page drawn one tab at a time: a later tab's controls meet the garbage when it opens
+    later_tabs = section_labels(page)[1:]
+    headings = set()
+    for label in later_tabs:
+        open_tab(at, section_key(page), label)
+        assert_no_exception(at)
+        headings.add(tuple(heading.value for heading in at.subheader))
+    assert len(headings) == len(later_tabs), "a tab did not open"  # each opens on its heading
 
 
 # ---- §6: "Hide [CLS] and [SEP]" reaches the per-head statistics -------------------------------
@@ -124,6 +139,11 @@ SWITCHED_PAGES = [
     "views/heatmaps.py",
     "views/head_view.py",
 ]
+# the tab that holds a page's attention formula, on pages drawn one tab at a time
+FORMULA_TABS = {
+    "views/qkv.py": {"qkv_section": "2 · Scores"},
+    "views/multi_head.py": {"mh_section": "1 · All heads"},
+}
 
 
 @pytest.mark.parametrize("page", SWITCHED_PAGES)
@@ -134,6 +154,7 @@ def test_formulas_are_written_from_the_switches(page):
     for scale, causal in ((True, False), (False, True)):
         at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
         at.query_params.update({"scale": str(scale).lower(), "causal": str(causal).lower()})
+        at.query_params.update(FORMULA_TABS.get(page, {}))
         at.run()
         if page != page_paths()[0]:
             at.switch_page(page)
@@ -182,11 +203,11 @@ def test_permutation_experiment_reads_a_pair_as_the_model_does(model):
 def test_scaling_and_multi_head_pages_start_without_changes():
     from conftest import run_page
 
-    at = run_page("views/scaling_masking.py")
+    at = run_page("views/scaling_masking.py", query={"sm_section": "3 · Switches"})
     assert_no_exception(at)
     assert at.toggle(key="sm_scale_off").value is False
     assert at.toggle(key="sm_causal").value is False
-    at = run_page("views/multi_head.py")
+    at = run_page("views/multi_head.py", query={"mh_section": "4 · Remove heads"})
     assert_no_exception(at)
     assert at.toggle(key="mh_ablate_layer").value is False
     keys = [chart.proto.id for chart in at.get("plotly_chart")]

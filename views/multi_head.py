@@ -22,297 +22,338 @@ st.markdown(
 trace = state.trace_or_stop(model, inputs)
 labels = widgets.numbered(trace.tokens)
 token_axes = (trace.tokens, trace.tokens)  # query and key labels of a self-attention heatmap
-layer, head = widgets.layer_head_picker(model)
-
-# Why several heads ------------------------------------------------------------------------------
-st.subheader("Why several heads: one softmax makes one mixture")
-st.markdown(
-    "A row of α is one set of weights that sums to 1, so one head hands each token one weighted "
-    "average of value vectors. A token that needs two things at once, say the word before it "
-    "and the word after it, would get from one head a blend of both, with no way to tell them "
-    "apart afterwards. Several heads give several separate mixtures, each from its own "
-    "W_Q, W_K, W_V, and W_O decides how to combine them."
+st.caption(
+    "Five sections, one tab each. The Layer and Head sliders choose what tabs 1 to 4 show; the "
+    "first tab and the named heads of tab 1 use fixed heads, found by measurement."
 )
-roles = course_state.role_scores(model)
+layer, head = widgets.layer_head_picker(model)  # sections 1 to 4 show this layer and head
+roles = course_state.role_scores(model)  # the named heads, measured once per model
 (prev_layer, prev_head, prev_mean), (next_layer, next_head, next_mean) = (
     roles.best("previous"),
     roles.best("next"),
 )
-focus = min(2, trace.n_tokens - 2)
-focus_trace_rows = {
-    f"L{prev_layer} H{prev_head} (previous-token head)": trace.attentions[prev_layer, prev_head][
-        focus
-    ],
-    f"L{next_layer} H{next_head} (next-token head)": trace.attentions[next_layer, next_head][focus],
-}
-widgets.show_figure(
-    course_charts.weight_bars(
-        labels,
-        focus_trace_rows,
-        f"Where {literal(labels[focus])} looks, in two heads",
-    ),
-    "mh_two_mixtures",
-)
-prev_row, next_row = focus_trace_rows.values()  # (n,) each: the focus token's weights
-neighbour_note = (
-    f"Two heads found by the measurement below (on fixed probe sentences), here on the sidebar "
-    f"sentence: L{prev_layer} H{prev_head} gives the token before, "
-    f"{literal(labels[focus - 1])}, {prev_row[focus - 1]:.2f} of the row, and "
-    f"L{next_layer} H{next_head} gives the token after, {literal(labels[focus + 1])}, "
-    f"{next_row[focus + 1]:.2f}"
-    + (
-        ": the causal mask is on, so no head may look at a later token, and the next-token "
-        f"head's weight goes elsewhere ({next_row.max():.2f} to "
-        f"{literal(labels[int(next_row.argmax())])})."
-        if inputs.causal
-        else ". Each row sums to 1: one head could only split one budget between the two "
-        "neighbours, two heads keep them apart."
-    )
-)
-st.caption(neighbour_note)
 
-# 1 ---------------------------------------------------------------------------------------------
-st.subheader(f"1 · All {model.n_heads} heads of layer {layer}")
-st.latex(  # written from the sidebar's switches, as the grid below was computed
-    r"\begin{gathered}"
-    rf"\text{{head}}_h={formulas.attention(inputs.scale, inputs.causal, 'Q_h', 'K_h')}V_h,"
-    r"\\ Q_h = X W_Q^h,\ K_h = X W_K^h,\ V_h = X W_V^h"
-    + formulas.mask_row(inputs.causal)
-    + r"\end{gathered}"
-)
-widgets.show_figure(mc.heads_grid(trace.attentions[layer], trace.tokens, layer), "mh_grid")
-if trace.n_tokens > mc.GRID_MAX:
-    st.caption(
-        f"{trace.n_tokens} tokens: each small map averages blocks of "
-        f"{head_stats.block_size(trace.n_tokens, mc.GRID_MAX)} tokens. Pick a head above to see it in full."
-    )
-st.markdown(
-    "Same sentence, same layer, different patterns. Look for a line just below the diagonal "
-    "(each token looks at the one before), just above it (the one after), a bright first "
-    "column ([CLS]) or an even wash; the measurement below names the heads that do each most "
-    "strongly. The sidebar switches apply here"
-    + (": with the causal mask on, everything above the diagonal is 0." if inputs.causal else ".")
-)
 
-st.subheader("Heads with a name, found by measurement")
-st.markdown(
-    f"For every head of {model_label}, the mean weight a word piece gives to the token "
-    f"before it, the token after it, [CLS], and another occurrence of the same word, over "
-    f"{len(course_state.probe_sentences())} fixed probe sentences (the list "
-    "is below). The framed head scores highest; another model gives other heads."
-)
-st.latex(
-    r"\begin{gathered}\text{prev}(h) = \operatorname{mean}_i\ \alpha^{h}_{i,i-1},\quad "
-    r"\text{next}(h) = \operatorname{mean}_i\ \alpha^{h}_{i,i+1},\\ "
-    r"\text{same}(h) = \operatorname{mean}_i \sum_{j\ne i,\ t_j = t_i} \alpha^{h}_{ij}"
-    r"\end{gathered}"
-)
-role_columns = st.columns(2)
-for k, (role, role_name) in enumerate(course_state.ROLE_NAMES.items()):
-    best_layer, best_head, best_mean = roles.best(role)
-    with role_columns[k % 2]:
-        widgets.show_figure(
-            course_charts.role_grid(
-                roles.means[role],
-                (best_layer, best_head),
-                f"{role_name}: best L{best_layer} H{best_head}, mean {best_mean:.2f}",
-            ),
-            f"mh_role_{role}",
-        )
-st.markdown(
-    f"The previous-token head L{prev_layer} H{prev_head} gives the token before "
-    f"{prev_mean:.0%} of its weight on average; the next-token head L{next_layer} "
-    f"H{next_head}, {next_mean:.0%} to the token after. An even spread over a sentence of "
-    "ten pieces would give each about 10 %. Set the sliders above to one of these heads to "
-    "see its whole pattern."
-)
-same_layer, same_head, _ = roles.best("same_word")
-repeat = head_roles.repeat_example(model, course_state.probe_sentences()[2], same_layer, same_head)
-if repeat is not None:
+def why_several_heads() -> None:
+    """Why several heads: one softmax row is one mixture; two neighbours need two heads."""
+    st.subheader("Why several heads: one softmax makes one mixture")
     st.markdown(
-        f"In “{literal(course_state.probe_sentences()[2])}” the same-word head L{same_layer} "
-        f"H{same_head} lets the second *{literal(repeat.word)}* (piece {repeat.second}) give the "
-        f"first (piece {repeat.first}) {repeat.weight:.2f} of its weight, against "
-        f"1/{repeat.n_tokens} = {1 / repeat.n_tokens:.2f} for an even spread, although one is a "
-        "noun and the other a verb."
+        "A row of α is one set of weights that sums to 1, so one head hands each token one weighted "
+        "average of value vectors. A token that needs two things at once, say the word before it "
+        "and the word after it, would get from one head a blend of both, with no way to tell them "
+        "apart afterwards. Several heads give several separate mixtures, each from its own "
+        "W_Q, W_K, W_V, and W_O decides how to combine them."
     )
-with st.expander("Probe sentences"):
-    st.dataframe({"sentence": list(course_state.probe_sentences())}, hide_index=True)
+    focus = min(2, trace.n_tokens - 2)
+    focus_trace_rows = {
+        f"L{prev_layer} H{prev_head} (previous-token head)": trace.attentions[
+            prev_layer, prev_head
+        ][focus],
+        f"L{next_layer} H{next_head} (next-token head)": trace.attentions[next_layer, next_head][
+            focus
+        ],
+    }
+    widgets.show_figure(
+        course_charts.weight_bars(
+            labels,
+            focus_trace_rows,
+            f"Where {literal(labels[focus])} looks, in two heads",
+        ),
+        "mh_two_mixtures",
+    )
+    prev_row, next_row = focus_trace_rows.values()  # (n,) each: the focus token's weights
+    neighbour_note = (
+        f"Two heads found by the measurement in tab 1 (on fixed probe sentences), here on the sidebar "
+        f"sentence: L{prev_layer} H{prev_head} gives the token before, "
+        f"{literal(labels[focus - 1])}, {prev_row[focus - 1]:.2f} of the row, and "
+        f"L{next_layer} H{next_head} gives the token after, {literal(labels[focus + 1])}, "
+        f"{next_row[focus + 1]:.2f}"
+        + (
+            ": the causal mask is on, so no head may look at a later token, and the next-token "
+            f"head's weight goes elsewhere ({next_row.max():.2f} to "
+            f"{literal(labels[int(next_row.argmax())])})."
+            if inputs.causal
+            else ". Each row sums to 1: one head could only split one budget between the two "
+            "neighbours, two heads keep them apart."
+        )
+    )
+    st.caption(neighbour_note)
 
-# 2 ---------------------------------------------------------------------------------------------
-st.subheader("2 · From heads back to one vector per token")
-st.latex(
-    r"\begin{gathered}\operatorname{MultiHead}(X)=\big[\text{head}_0\,\|\,\cdots\,\|\,"
-    r"\text{head}_{H-1}\big]\,W_O^\top + b_O\\ =\sum_h \text{head}_h\,W_O^{h} + b_O"
-    r"\end{gathered}"
-)
-n, width = trace.n_tokens, model.n_heads * model.d_head
-st.markdown(
-    f"Head {head} outputs one {model.d_head}-wide row per token ({n} × {model.d_head}). "
-    f"Concatenating all heads gives {n} × {width}; W_O ({model.d_model} × {width}) maps that "
-    f"back to {model.d_model} dimensions. Read the sum form: each head writes through its own "
-    f"{model.d_head} rows of W_Oᵀ (outlined for head {head}). The transpose is a matter of "
-    f"storage: torch keeps W_O as (out, in) = ({model.d_model} × {width}) and computes "
-    "x W_Oᵀ; the paper's Wᴼ is already (in × out) and needs none."
-)
-left, right = st.columns([1, 2])
-with left:
-    widgets.show_figure(
-        mc.token_matrix_heatmap(
-            heads.head_outputs(trace, layer)[head],
-            trace.tokens,
-            f"head {head} output ({n} × {model.d_head})",
-            "head dimension",
-            max_rows=MAX_ROWS,
-        ),
-        "mh_head_output",
-    )
-with right:
-    concatenated = heads.concatenated_heads(trace, layer)
-    widgets.show_figure(
-        mc.head_block_heatmap(
-            concatenated,
-            model.n_heads,
-            model.d_head,
-            f"concatenation of all heads ({n} × {width})",
-            trace.tokens,
-            "token",
-            highlight=head,
-            max_rows=MAX_ROWS,
-        ),
-        "mh_concat",
-    )
-    widgets.download_matrix(concatenated, labels, range(width), f"concat-L{layer}", key="mh_csv")
-if n > MAX_ROWS:
-    st.caption(f"The two matrices above show the first {MAX_ROWS} of {n} tokens.")
-w_o_slices = heads.head_output_projection(model, layer)  # (H, d_head, d_model)
-widgets.show_figure(
-    mc.weights_heatmap(
-        w_o_slices[head],
-        [str(d) for d in range(model.d_head)],
-        f"Layer {layer}: head {head}'s slice of W_Oᵀ ({model.d_head} × {model.d_model})",
-        "model dimension",
-        height=380,
-        y_title=f"dimension of head {head}",
-        max_labels=8,
-    ),
-    "mh_w_o",
-)
-st.caption(
-    f"W_Oᵀ stacks {model.n_heads} such slices, one per head ({width} × {model.d_model} in all); "
-    "only the chosen head's slice is drawn. The full matrix is in the CSV."
-)
-w_o, _ = heads.output_projection(model, layer)
-widgets.download_matrix(
-    w_o.T, range(width), range(model.d_model), f"W_O-transposed-L{layer}", key="mh_w_o_csv"
-)
 
-# 3 ---------------------------------------------------------------------------------------------
-st.subheader("3 · Looking is not moving: the value-weighted view")
-st.latex(
-    r"\lVert \alpha_{ij}\, v_j W_O^{h} \rVert = \alpha_{ij}\,\lVert v_j W_O^{h}\rVert,"
-    r"\qquad \text{share}_{ij} = \frac{\lVert \alpha_{ij} v_j W_O^{h}\rVert}"
-    r"{\sum_k \lVert \alpha_{ik} v_k W_O^{h}\rVert}"
-)
-st.markdown(
-    "A weight α_ij says how much token *i* looks at token *j*; what actually reaches token *i* "
-    "is α_ij times j's value, carried through W_O. When that value vector is short, a large "
-    "weight moves almost nothing. Kobayashi et al. (2020) found that in BERT-base much of the "
-    "weight on [SEP] and punctuation comes with such short vectors; in "
-    f"{model_label}, on this sentence, most parked weight lands on "
-    f"{head_roles.parking_spot(trace.attentions, trace.tokens)} (Attention heatmaps measures it). "
-    "The share rescales each row of contribution sizes to sum to 1, so it sits on the "
-    "same scale as α."
-)
-attn_weights = trace.attentions[layer]
-share = heads.value_weighted_share(heads.value_weighted_norms(model, trace, layer))
-title = f"L{layer} H{head}: "
-left, right = st.columns(2)
-with left:
-    widgets.show_figure(mc.reduced_heatmap(attn_weights[head], *token_axes, title + "α"), "mh_raw")
-with right:
-    widgets.show_figure(
-        mc.reduced_heatmap(
-            share[head], *token_axes, title + "value-weighted share", colorbar_title="share"
-        ),
-        "mh_share",
+def all_heads() -> None:
+    """1 · Every head of the picked layer, and the heads a measurement names."""
+    st.subheader(f"1 · All {model.n_heads} heads of layer {layer}")
+    st.latex(  # written from the sidebar's switches, as the grid below was computed
+        r"\begin{gathered}"
+        rf"\text{{head}}_h={formulas.attention(inputs.scale, inputs.causal, 'Q_h', 'K_h')}V_h,"
+        r"\\ Q_h = X W_Q^h,\ K_h = X W_K^h,\ V_h = X W_V^h"
+        + formulas.mask_row(inputs.causal)
+        + r"\end{gathered}"
     )
-left, right = st.columns(2)
-with left:
+    widgets.show_figure(mc.heads_grid(trace.attentions[layer], trace.tokens, layer), "mh_grid")
+    if trace.n_tokens > mc.GRID_MAX:
+        st.caption(
+            f"{trace.n_tokens} tokens: each small map averages blocks of "
+            f"{head_stats.block_size(trace.n_tokens, mc.GRID_MAX)} tokens. Pick a head with the sliders above the tabs to see it in full."
+        )
+    st.markdown(
+        "Same sentence, same layer, different patterns. Look for a line just below the diagonal "
+        "(each token looks at the one before), just above it (the one after), a bright first "
+        "column ([CLS]) or an even wash; the measurement below names the heads that do each most "
+        "strongly. The sidebar switches apply here"
+        + (
+            ": with the causal mask on, everything above the diagonal is 0."
+            if inputs.causal
+            else "."
+        )
+    )
+
+    st.subheader("Heads with a name, found by measurement")
+    st.markdown(
+        f"For every head of {model_label}, the mean weight a word piece gives to the token "
+        f"before it, the token after it, [CLS], and another occurrence of the same word, over "
+        f"{len(course_state.probe_sentences())} fixed probe sentences (the list "
+        "is below). The framed head scores highest; another model gives other heads."
+    )
+    st.latex(
+        r"\begin{gathered}\text{prev}(h) = \operatorname{mean}_i\ \alpha^{h}_{i,i-1},\quad "
+        r"\text{next}(h) = \operatorname{mean}_i\ \alpha^{h}_{i,i+1},\\ "
+        r"\text{same}(h) = \operatorname{mean}_i \sum_{j\ne i,\ t_j = t_i} \alpha^{h}_{ij}"
+        r"\end{gathered}"
+    )
+    role_columns = st.columns(2)
+    for k, (role, role_name) in enumerate(course_state.ROLE_NAMES.items()):
+        best_layer, best_head, best_mean = roles.best(role)
+        with role_columns[k % 2]:
+            widgets.show_figure(
+                course_charts.role_grid(
+                    roles.means[role],
+                    (best_layer, best_head),
+                    f"{role_name}: best L{best_layer} H{best_head}, mean {best_mean:.2f}",
+                ),
+                f"mh_role_{role}",
+            )
+    st.markdown(
+        f"The previous-token head L{prev_layer} H{prev_head} gives the token before "
+        f"{prev_mean:.0%} of its weight on average; the next-token head L{next_layer} "
+        f"H{next_head}, {next_mean:.0%} to the token after. An even spread over a sentence of "
+        "ten pieces would give each about 10 %. Set the sliders above the tabs to one of these heads to "
+        "see its whole pattern."
+    )
+    same_layer, same_head, _ = roles.best("same_word")
+    repeat = head_roles.repeat_example(
+        model, course_state.probe_sentences()[2], same_layer, same_head
+    )
+    if repeat is not None:
+        st.markdown(
+            f"In “{literal(course_state.probe_sentences()[2])}” the same-word head L{same_layer} "
+            f"H{same_head} lets the second *{literal(repeat.word)}* (piece {repeat.second}) give the "
+            f"first (piece {repeat.first}) {repeat.weight:.2f} of its weight, against "
+            f"1/{repeat.n_tokens} = {1 / repeat.n_tokens:.2f} for an even spread, although one is a "
+            "noun and the other a verb."
+        )
+    with st.expander("Probe sentences"):
+        st.dataframe({"sentence": list(course_state.probe_sentences())}, hide_index=True)
+
+
+def back_to_one_vector() -> None:
+    """2 · Concatenating the heads and W_O: back to one d_model vector per token."""
+    st.subheader("2 · From heads back to one vector per token")
+    st.latex(
+        r"\begin{gathered}\operatorname{MultiHead}(X)=\big[\text{head}_0\,\|\,\cdots\,\|\,"
+        r"\text{head}_{H-1}\big]\,W_O^\top + b_O\\ =\sum_h \text{head}_h\,W_O^{h} + b_O"
+        r"\end{gathered}"
+    )
+    n, width = trace.n_tokens, model.n_heads * model.d_head
+    st.markdown(
+        f"Head {head} outputs one {model.d_head}-wide row per token ({n} × {model.d_head}). "
+        f"Concatenating all heads gives {n} × {width}; W_O ({model.d_model} × {width}) maps that "
+        f"back to {model.d_model} dimensions. Read the sum form: each head writes through its own "
+        f"{model.d_head} rows of W_Oᵀ (outlined for head {head}). The transpose is a matter of "
+        f"storage: torch keeps W_O as (out, in) = ({model.d_model} × {width}) and computes "
+        "x W_Oᵀ; the paper's Wᴼ is already (in × out) and needs none."
+    )
+    left, right = st.columns([1, 2])
+    with left:
+        widgets.show_figure(
+            mc.token_matrix_heatmap(
+                heads.head_outputs(trace, layer)[head],
+                trace.tokens,
+                f"head {head} output ({n} × {model.d_head})",
+                "head dimension",
+                max_rows=MAX_ROWS,
+            ),
+            "mh_head_output",
+        )
+    with right:
+        concatenated = heads.concatenated_heads(trace, layer)
+        widgets.show_figure(
+            mc.head_block_heatmap(
+                concatenated,
+                model.n_heads,
+                model.d_head,
+                f"concatenation of all heads ({n} × {width})",
+                trace.tokens,
+                "token",
+                highlight=head,
+                max_rows=MAX_ROWS,
+            ),
+            "mh_concat",
+        )
+        widgets.download_matrix(
+            concatenated, labels, range(width), f"concat-L{layer}", key="mh_csv"
+        )
+    if n > MAX_ROWS:
+        st.caption(f"The two matrices above show the first {MAX_ROWS} of {n} tokens.")
+    w_o_slices = heads.head_output_projection(model, layer)  # (H, d_head, d_model)
     widgets.show_figure(
-        mc.disagreement_heatmap(
-            attn_weights[head], share[head], trace.tokens, "Where they disagree: share − α"
+        mc.weights_heatmap(
+            w_o_slices[head],
+            [str(d) for d in range(model.d_head)],
+            f"Layer {layer}: head {head}'s slice of W_Oᵀ ({model.d_head} × {model.d_model})",
+            "model dimension",
+            height=380,
+            y_title=f"dimension of head {head}",
+            max_labels=8,
         ),
-        "mh_disagreement",
+        "mh_w_o",
     )
     st.caption(
-        "Blue: the key contributes more than its weight suggests. "
-        "Red: the raw weight overstates what this key contributes."
+        f"W_Oᵀ stacks {model.n_heads} such slices, one per head ({width} × {model.d_model} in all); "
+        "only the chosen head's slice is drawn. The full matrix is in the CSV."
     )
-with right:
-    gap = heads.raw_vs_weighted_gap(attn_weights, share)
-    widgets.show_figure(mc.gap_by_head_figure(gap, head, layer), "mh_gap")
-    st.caption("0 = α and the share agree; 1 = they point at entirely different keys.")
-st.markdown("**Largest disagreements in this head**")
-st.dataframe(heads.disagreement_table(attn_weights[head], share[head], labels), hide_index=True)
+    w_o, _ = heads.output_projection(model, layer)
+    widgets.download_matrix(
+        w_o.T, range(width), range(model.d_model), f"W_O-transposed-L{layer}", key="mh_w_o_csv"
+    )
 
-# 4 ---------------------------------------------------------------------------------------------
-st.subheader("4 · Remove heads and watch the output change")
-st.markdown(
-    "Removing a head sets its output to zero before W_O, in the model's own forward pass; "
-    "everything after it is recomputed. The residual connection still carries each token's "
-    "vector past the layer, so even removing every head of a layer does not erase the tokens."
-)
-everything = st.toggle(
-    f"Remove all {model.n_heads} heads of layer {layer}",
-    value=False,  # the page starts from the model as it is: no extra forward pass
-    key="mh_ablate_layer",
-    bind="query-params",
-)
-choices = {
-    f"layer {lyr} · head {h}": (lyr, h)
-    for lyr in range(model.n_layers)
-    for h in range(model.n_heads)
+
+def value_weighted() -> None:
+    """3 · Raw α against the value-weighted share ‖α v W_O‖."""
+    st.subheader("3 · Looking is not moving: the value-weighted view")
+    st.latex(
+        r"\lVert \alpha_{ij}\, v_j W_O^{h} \rVert = \alpha_{ij}\,\lVert v_j W_O^{h}\rVert,"
+        r"\qquad \text{share}_{ij} = \frac{\lVert \alpha_{ij} v_j W_O^{h}\rVert}"
+        r"{\sum_k \lVert \alpha_{ik} v_k W_O^{h}\rVert}"
+    )
+    st.markdown(
+        "A weight α_ij says how much token *i* looks at token *j*; what actually reaches token *i* "
+        "is α_ij times j's value, carried through W_O. When that value vector is short, a large "
+        "weight moves almost nothing. Kobayashi et al. (2020) found that in BERT-base much of the "
+        "weight on [SEP] and punctuation comes with such short vectors; in "
+        f"{model_label}, on this sentence, most parked weight lands on "
+        f"{head_roles.parking_spot(trace.attentions, trace.tokens)} (Attention heatmaps measures it). "
+        "The share rescales each row of contribution sizes to sum to 1, so it sits on the "
+        "same scale as α."
+    )
+    attn_weights = trace.attentions[layer]
+    share = heads.value_weighted_share(heads.value_weighted_norms(model, trace, layer))
+    title = f"L{layer} H{head}: "
+    left, right = st.columns(2)
+    with left:
+        widgets.show_figure(
+            mc.reduced_heatmap(attn_weights[head], *token_axes, title + "α"), "mh_raw"
+        )
+    with right:
+        widgets.show_figure(
+            mc.reduced_heatmap(
+                share[head], *token_axes, title + "value-weighted share", colorbar_title="share"
+            ),
+            "mh_share",
+        )
+    left, right = st.columns(2)
+    with left:
+        widgets.show_figure(
+            mc.disagreement_heatmap(
+                attn_weights[head], share[head], trace.tokens, "Where they disagree: share − α"
+            ),
+            "mh_disagreement",
+        )
+        st.caption(
+            "Blue: the key contributes more than its weight suggests. "
+            "Red: the raw weight overstates what this key contributes."
+        )
+    with right:
+        gap = heads.raw_vs_weighted_gap(attn_weights, share)
+        widgets.show_figure(mc.gap_by_head_figure(gap, head, layer), "mh_gap")
+        st.caption("0 = α and the share agree; 1 = they point at entirely different keys.")
+    st.markdown("**Largest disagreements in this head**")
+    st.dataframe(heads.disagreement_table(attn_weights[head], share[head], labels), hide_index=True)
+
+
+def remove_heads() -> None:
+    """4 · Ablation: zero heads inside the forward pass and measure how far tokens move."""
+    st.subheader("4 · Remove heads and watch the output change")
+    st.markdown(
+        "Removing a head sets its output to zero before W_O, in the model's own forward pass; "
+        "everything after it is recomputed. The residual connection still carries each token's "
+        "vector past the layer, so even removing every head of a layer does not erase the tokens."
+    )
+    everything = st.toggle(
+        f"Remove all {model.n_heads} heads of layer {layer}",
+        value=False,  # the page starts from the model as it is: no extra forward pass
+        key="mh_ablate_layer",
+        bind="query-params",
+    )
+    choices = {
+        f"layer {lyr} · head {h}": (lyr, h)
+        for lyr in range(model.n_layers)
+        for h in range(model.n_heads)
+    }
+    picked = st.multiselect(
+        "…and/or these heads", list(choices), key="mh_ablate", bind="query-params"
+    )
+    removed = {choices[name] for name in picked}
+    if everything:
+        removed |= {(layer, h) for h in range(model.n_heads)}
+    if not removed:
+        st.info("Pick at least one head to remove.")
+    else:
+        ablated = state.trace(
+            model,
+            inputs.text,
+            inputs.pair,
+            scale=inputs.scale,
+            causal=inputs.causal,
+            ablate=frozenset(removed),
+        )
+        cosines = scaling.layer_cosines(trace, ablated)  # (L + 1, n)
+        moved = scaling.summarize_cosines(cosines[-1])  # the last row: final vectors
+        widgets.show_figure(
+            mc.per_token_bars(
+                trace.tokens,
+                {"1 − cosine": scaling.how_far_moved(cosines[-1])},
+                f"Final vectors with {len(removed)} head{'s' if len(removed) != 1 else ''} removed",
+                "1 − cosine to the full model's final vector",
+            ),
+            "mh_ablation_final",
+        )
+        widgets.show_figure(
+            mc.layer_cosine_heatmap(
+                cosines, trace.tokens, "Cosine to the full model after every layer"
+            ),
+            "mh_ablation_layers",
+        )
+        st.caption(
+            f"Bars: 0 means the token's final vector did not turn at all; the taller the bar, the "
+            f"more removing the heads changed it. In the heatmap, rows above the first removed "
+            f"layer stay at cosine 1: nothing has changed yet. "
+            f"Mean final cosine {moved.mean:.3f}; the token that moved most is "
+            f"{labels[moved.most_moved]} ({moved.lowest:.3f})."
+        )
+
+
+SECTIONS = {
+    "Why several heads": why_several_heads,
+    "1 · All heads": all_heads,
+    "2 · Back to one vector": back_to_one_vector,
+    "3 · Looking vs moving": value_weighted,
+    "4 · Remove heads": remove_heads,
 }
-picked = st.multiselect("…and/or these heads", list(choices), key="mh_ablate", bind="query-params")
-removed = {choices[name] for name in picked}
-if everything:
-    removed |= {(layer, h) for h in range(model.n_heads)}
-if not removed:
-    st.info("Pick at least one head to remove.")
-else:
-    ablated = state.trace(
-        model,
-        inputs.text,
-        inputs.pair,
-        scale=inputs.scale,
-        causal=inputs.causal,
-        ablate=frozenset(removed),
-    )
-    cosines = scaling.layer_cosines(trace, ablated)  # (L + 1, n)
-    moved = scaling.summarize_cosines(cosines[-1])  # the last row: final vectors
-    widgets.show_figure(
-        mc.per_token_bars(
-            trace.tokens,
-            {"1 − cosine": scaling.how_far_moved(cosines[-1])},
-            f"Final vectors with {len(removed)} head{'s' if len(removed) != 1 else ''} removed",
-            "1 − cosine to the full model's final vector",
-        ),
-        "mh_ablation_final",
-    )
-    widgets.show_figure(
-        mc.layer_cosine_heatmap(
-            cosines, trace.tokens, "Cosine to the full model after every layer"
-        ),
-        "mh_ablation_layers",
-    )
-    st.caption(
-        f"Bars: 0 means the token's final vector did not turn at all; the taller the bar, the "
-        f"more removing the heads changed it. In the heatmap, rows above the first removed "
-        f"layer stay at cosine 1: nothing has changed yet. "
-        f"Mean final cosine {moved.mean:.3f}; the token that moved most is "
-        f"{labels[moved.most_moved]} ({moved.lowest:.3f})."
-    )
+# One section at a time, drawn only when its tab is open: all of them at once were 13 figures,
+# ~3.1 s of a first visit's browser work and ~1.1 s on every new sentence (2.5x and 4.2x the
+# reference app, bench/bench_browser.py). The URL keeps the open tab.
+widgets.section_tabs(SECTIONS, key="mh_section")
 
 st.caption(
     "Sources: Vaswani et al. (2017), multi-head attention; Clark et al. (2019) and Voita et al. "

@@ -54,6 +54,10 @@ st.caption(f"{where}. Sidebar switches: {switches}.")
 note = learning_charts.limit_note(len(tokens))
 if note:
     st.caption(note)
+st.caption(
+    "Seven steps, one tab each. Steps 1 to 6 use the W_q, W_k and W_v chosen above on the "
+    "sidebar's sentence; Step 7 runs two fixed sentences through every head of layer 0."
+)
 
 
 def matrix_figure(matrix, title: str, key: str, square: bool = False, **args) -> None:
@@ -68,164 +72,207 @@ def matrix_figure(matrix, title: str, key: str, square: bool = False, **args) ->
     widgets.download_matrix(matrix, labels, columns, f"qkv-{key}", key=f"qkv_csv_{key}")
 
 
-st.subheader("Step 1 · Three projections of every token")
-st.latex(
-    # gathered: two short lines instead of one that scrolled sideways on a phone
-    r"\begin{gathered}Q = X W_q,\quad K = X W_k,\quad V = X W_v\\ "
-    rf"X \in \mathbb{{R}}^{{n \times {model.d_model}}},\; W \in \mathbb{{R}}^{{{model.d_model} \times {d_k}}}"
-    r"\end{gathered}"
-)
-for column, (matrix, name) in zip(
-    st.columns(3), [(result.query, "Q"), (result.key, "K"), (result.value, "V")], strict=True
-):
-    with column:
-        matrix_figure(matrix, name, name.lower())
-
-st.subheader("Step 2 · Scores and weights")
-st.latex(  # written from the sidebar's switches, as the figures below were computed
-    rf"\alpha = {formulas.attention(inputs.scale, inputs.causal)}"
-    + formulas.mask_line(inputs.causal)
-)
-st.markdown(
-    "Row *i* compares query *i* with every key. Softmax turns each row into weights that sum "
-    "to 1: how much token *i* takes from each token *j*."
-)
-scores_column, weights_column = st.columns(2)
-with scores_column:
-    matrix_figure(result.scores, "scores", "scores", square=True, zmax=None, colorbar_title="score")
-with weights_column:
-    matrix_figure(result.attn_weights, "weights α", "weights", square=True)
-
-st.subheader("Step 3 · The output")
-st.latex(r"\text{output} = \alpha V,\qquad o_i = \sum_j \alpha_{ij}\, v_j")
-matrix_figure(result.output, "output αV", "output")
-
-st.subheader("Step 4 · Follow one query")
-query_index = widgets.token_picker("Query token i", tokens, 1, key="qkv_query")
-row = learning.follow_query(result, query_index)
-st.latex(
-    r"\begin{gathered}q_i \cdot k_j = \sum_{c=1}^{d_k} (q_i \odot k_j)_c \;\to\; "
-    + (r"\frac{q_i \cdot k_j}{\sqrt{d_k}} \;\to\; " if inputs.scale else "")
-    + r"\alpha_{ij}\\ \to\; o_i = \sum_j \alpha_{ij} v_j\end{gathered}"
-)
-widgets.show_figure(
-    learning_charts.query_steps(
-        row.dots, row.scores, row.weights, tokens, query_index, inputs.scale
-    ),
-    key="qkv_steps",
-    filename=f"qkv-query-{query_index}",
-)
-st.caption("The red bar is the query token's own key: a token may attend to itself too.")
-products_column, values_column = st.columns(2)
-with products_column:
-    st.markdown(
-        "Each row is q_i ⊙ k_j, component by component; a row's sum is the dot product above. "
-        "Red and blue components pull the score in opposite directions."
-    )
-    matrix_figure(row.products, f"q_{query_index} ⊙ k_j", "products")
-with values_column:
-    st.markdown(
-        "Each row is a value vector scaled by its weight; the last row is their sum, "
-        f"row {query_index} of the output."
-    )
-    widgets.show_figure(
-        learning_charts.weighted_values(row.weighted_values, row.output, tokens, query_index),
-        key="qkv_weighted",
-        filename=f"qkv-weighted-values-{query_index}",
-    )
-
-st.subheader("Step 5 · Attention is not symmetric, for two reasons")
-i, j = learning.most_asymmetric_pair(result.attn_weights)
-token_i, token_j = (literal(labels[k]) for k in (i, j))
+# Page 1's two sentences, which Steps 5 and 7 come back to (static vectors: cheap).
 page_one = learning.static_sentence(model, "money bank grows")
 page_one_result = learning.parameter_free(page_one.vectors)
 page_one_b = learning.static_sentence(model, "river bank flows")
 page_one_payoff = learning.compare_shared_word(
     "bank", page_one, page_one_result, page_one_b, learning.parameter_free(page_one_b.vectors)
 )
-st.markdown(
-    "**The softmax.** Each row of α is divided by its own sum, so even symmetric scores give "
-    "asymmetric weights. Page 1's S = X Xᵀ is symmetric to the last bit, yet there "
-    f"α(money→bank) = {page_one_result.attn_weights[0, 1]:.3f} and "
-    f"α(bank→money) = {page_one_result.attn_weights[1, 0]:.3f}: the rows of *money* and "
-    "*bank* have different sums. "
-    "**The projections.** With W_q ≠ W_k the scores themselves differ: query *i* meets key *j* "
-    "through q_i·k_j, but *j* meets *i* through q_j·k_i. "
-    f"Here **{token_i}** gives **{token_j}** a weight of {result.attn_weights[i, j]:.3f}, "
-    f"while {token_j} gives {token_i} {result.attn_weights[j, i]:.3f}."
-)
-st.latex(r"S - S^\top \ \text{(scores)},\quad \alpha - \alpha^\top \ \text{(weights)}")
-page_one_gap = learning.asymmetry(page_one_result.similarity)
-st.caption(
-    f"Page 1, “money bank grows”: max |S − Sᵀ| = {abs(page_one_gap).max():.1e} (exactly "
-    "symmetric). This head, below: the left map is the part the projections make, the right "
-    "one adds what the softmax's row sums make."
-)
-left, right = st.columns(2)
-with left:
-    widgets.show_figure(
-        course_charts.score_asymmetry_heatmap(
-            learning.asymmetry(result.dot), tokens, "S − Sᵀ, q_i·k_j minus q_j·k_i"
-        ),
-        key="qkv_score_asymmetry",
-        filename="qkv-score-asymmetry",
+
+
+def three_projections() -> None:
+    """Step 1: Q, K and V, three projections of every token."""
+    st.subheader("Step 1 · Three projections of every token")
+    st.latex(
+        # gathered: two short lines instead of one that scrolled sideways on a phone
+        r"\begin{gathered}Q = X W_q,\quad K = X W_k,\quad V = X W_v\\ "
+        rf"X \in \mathbb{{R}}^{{n \times {model.d_model}}},\; W \in \mathbb{{R}}^{{{model.d_model} \times {d_k}}}"
+        r"\end{gathered}"
     )
-with right:
+    for column, (matrix, name) in zip(
+        st.columns(3), [(result.query, "Q"), (result.key, "K"), (result.value, "V")], strict=True
+    ):
+        with column:
+            matrix_figure(matrix, name, name.lower())
+
+
+def scores_and_weights() -> None:
+    """Step 2: every query against every key, then softmax per row."""
+    st.subheader("Step 2 · Scores and weights")
+    st.latex(  # written from the sidebar's switches, as the figures below were computed
+        rf"\alpha = {formulas.attention(inputs.scale, inputs.causal)}"
+        + formulas.mask_line(inputs.causal)
+    )
+    st.markdown(
+        "Row *i* compares query *i* with every key. Softmax turns each row into weights that sum "
+        "to 1: how much token *i* takes from each token *j*."
+    )
+    scores_column, weights_column = st.columns(2)
+    with scores_column:
+        matrix_figure(
+            result.scores, "scores", "scores", square=True, zmax=None, colorbar_title="score"
+        )
+    with weights_column:
+        matrix_figure(result.attn_weights, "weights α", "weights", square=True)
+
+
+def output() -> None:
+    """Step 3: each output row is a weighted sum of value rows."""
+    st.subheader("Step 3 · The output")
+    st.latex(r"\text{output} = \alpha V,\qquad o_i = \sum_j \alpha_{ij}\, v_j")
+    matrix_figure(result.output, "output αV", "output")
+
+
+def one_query() -> None:
+    """Step 4: one query's dot products, weights and weighted values."""
+    st.subheader("Step 4 · Follow one query")
+    query_index = widgets.token_picker("Query token i", tokens, 1, key="qkv_query")
+    row = learning.follow_query(result, query_index)
+    st.latex(
+        r"\begin{gathered}q_i \cdot k_j = \sum_{c=1}^{d_k} (q_i \odot k_j)_c \;\to\; "
+        + (r"\frac{q_i \cdot k_j}{\sqrt{d_k}} \;\to\; " if inputs.scale else "")
+        + r"\alpha_{ij}\\ \to\; o_i = \sum_j \alpha_{ij} v_j\end{gathered}"
+    )
     widgets.show_figure(
-        learning_charts.asymmetry_heatmap(
-            learning.asymmetry(result.attn_weights), tokens, "α − αᵀ, weight i→j minus weight j→i"
+        learning_charts.query_steps(
+            row.dots, row.scores, row.weights, tokens, query_index, inputs.scale
         ),
-        key="qkv_asymmetry",
-        filename="qkv-asymmetry",
+        key="qkv_steps",
+        filename=f"qkv-query-{query_index}",
+    )
+    st.caption("The red bar is the query token's own key: a token may attend to itself too.")
+    products_column, values_column = st.columns(2)
+    with products_column:
+        st.markdown(
+            "Each row is q_i ⊙ k_j, component by component; a row's sum is the dot product above. "
+            "Red and blue components pull the score in opposite directions."
+        )
+        matrix_figure(row.products, f"q_{query_index} ⊙ k_j", "products")
+    with values_column:
+        st.markdown(
+            "Each row is a value vector scaled by its weight; the last row is their sum, "
+            f"row {query_index} of the output."
+        )
+        widgets.show_figure(
+            learning_charts.weighted_values(row.weighted_values, row.output, tokens, query_index),
+            key="qkv_weighted",
+            filename=f"qkv-weighted-values-{query_index}",
+        )
+
+
+def not_symmetric() -> None:
+    """Step 5: why α(i→j) differs from α(j→i)."""
+    st.subheader("Step 5 · Attention is not symmetric, for two reasons")
+    i, j = learning.most_asymmetric_pair(result.attn_weights)
+    token_i, token_j = (literal(labels[k]) for k in (i, j))
+    st.markdown(
+        "**The softmax.** Each row of α is divided by its own sum, so even symmetric scores give "
+        "asymmetric weights. Page 1's S = X Xᵀ is symmetric to the last bit, yet there "
+        f"α(money→bank) = {page_one_result.attn_weights[0, 1]:.3f} and "
+        f"α(bank→money) = {page_one_result.attn_weights[1, 0]:.3f}: the rows of *money* and "
+        "*bank* have different sums. "
+        "**The projections.** With W_q ≠ W_k the scores themselves differ: query *i* meets key *j* "
+        "through q_i·k_j, but *j* meets *i* through q_j·k_i. "
+        f"Here **{token_i}** gives **{token_j}** a weight of {result.attn_weights[i, j]:.3f}, "
+        f"while {token_j} gives {token_i} {result.attn_weights[j, i]:.3f}."
+    )
+    st.latex(r"S - S^\top \ \text{(scores)},\quad \alpha - \alpha^\top \ \text{(weights)}")
+    page_one_gap = learning.asymmetry(page_one_result.similarity)
+    st.caption(
+        f"Page 1, “money bank grows”: max |S − Sᵀ| = {abs(page_one_gap).max():.1e} (exactly "
+        "symmetric). This head, below: the left map is the part the projections make, the right "
+        "one adds what the softmax's row sums make."
+    )
+    left, right = st.columns(2)
+    with left:
+        widgets.show_figure(
+            course_charts.score_asymmetry_heatmap(
+                learning.asymmetry(result.dot), tokens, "S − Sᵀ, q_i·k_j minus q_j·k_i"
+            ),
+            key="qkv_score_asymmetry",
+            filename="qkv-score-asymmetry",
+        )
+    with right:
+        widgets.show_figure(
+            learning_charts.asymmetry_heatmap(
+                learning.asymmetry(result.attn_weights),
+                tokens,
+                "α − αᵀ, weight i→j minus weight j→i",
+            ),
+            key="qkv_asymmetry",
+            filename="qkv-asymmetry",
+        )
+
+
+def one_matrix() -> None:
+    """Step 6: W_q W_kᵀ folded into one bilinear form."""
+    st.subheader("Step 6 · One matrix between two tokens")
+    st.latex(
+        r"q_i \cdot k_j = (x_i W_q)(x_j W_k)^\top = x_i\, \underbrace{W_q W_k^\top}_{M}\, x_j^\top"
+    )
+    form = learning.bilinear_form(x, projections)
+    st.markdown(
+        f"The two projections fold into one {model.d_model} × {model.d_model} matrix M, of rank "
+        f"at most d_k = {d_k} (here {form.rank}): a score is a bilinear form, a weighted dot "
+        "product in which M decides which directions of one token should meet which directions of "
+        f"the other. Computed both ways on this sentence, the scores agree to {form.max_abs_error:.1e}. "
+        f"M is not symmetric (‖M − Mᵀ‖ / ‖M‖ = {form.asymmetry:.2f}), which is the projections' "
+        "part of Step 5; page 1 is the case M = I."
+        + (
+            " The trained head's biases add terms that this form leaves out."
+            if source != "random"
+            else ""
+        )
     )
 
-st.subheader("Step 6 · One matrix between two tokens")
-st.latex(
-    r"q_i \cdot k_j = (x_i W_q)(x_j W_k)^\top = x_i\, \underbrace{W_q W_k^\top}_{M}\, x_j^\top"
-)
-form = learning.bilinear_form(x, projections)
-st.markdown(
-    f"The two projections fold into one {model.d_model} × {model.d_model} matrix M, of rank "
-    f"at most d_k = {d_k} (here {form.rank}): a score is a bilinear form, a weighted dot "
-    "product in which M decides which directions of one token should meet which directions of "
-    f"the other. Computed both ways on this sentence, the scores agree to {form.max_abs_error:.1e}. "
-    f"M is not symmetric (‖M − Mᵀ‖ / ‖M‖ = {form.asymmetry:.2f}), which is the projections' "
-    "part of Step 5; page 1 is the case M = I."
-    + (
-        " The trained head's biases add terms that this form leaves out."
-        if source != "random"
-        else ""
-    )
-)
 
-st.subheader("Step 7 · Page 1's payoff, now with projections")
-st.markdown(
-    "Page 1 pulled the two *bank*s of “money bank grows” and “river bank flows” apart with no "
-    f"parameters at all (cosine {page_one_payoff.cosine_after:.3f} on the static rows). Here both "
-    f"sentences go through {model_label}'s embedding step, "
-    "and the word's two vectors are mixed once by page 1's formula and once by each trained "
-    "head of layer 0. The lower the cosine, the more the head tells the two banks apart."
-)
-through_heads = course_state.shared_word_through_heads(
-    model, "money bank grows", "river bank flows", "bank", 0
-)
-widgets.show_figure(
-    course_charts.head_cosines(
-        through_heads.cosine_by_head,
-        through_heads.cosine_parameter_free,
-        f"page 1's formula: {through_heads.cosine_parameter_free:.3f}",
-        "cosine of the two banks after layer 0's heads",
-    ),
-    key="qkv_payoff",
-    filename="qkv-bank-cosines",
-)
-st.caption(
-    f"Input cosine {through_heads.cosine_input:.3f}: *bank* is piece 2 in both sentences, so "
-    "it enters layer 0 as the same vector. On these long vectors each token's dot product "
-    "with itself dwarfs the others, so page 1's unscaled X Xᵀ puts almost all weight on the "
-    "token itself and changes next to nothing; the projections let a head look past the "
-    "token to its neighbours."
-)
+def payoff() -> None:
+    """Step 7: page 1's two banks, mixed by each trained head of layer 0."""
+    st.subheader("Step 7 · Page 1's payoff, now with projections")
+    st.markdown(
+        "Page 1 pulled the two *bank*s of “money bank grows” and “river bank flows” apart with no "
+        f"parameters at all (cosine {page_one_payoff.cosine_after:.3f} on the static rows). Here both "
+        f"sentences go through {model_label}'s embedding step, "
+        "and the word's two vectors are mixed once by page 1's formula and once by each trained "
+        "head of layer 0. The lower the cosine, the more the head tells the two banks apart."
+    )
+    through_heads = course_state.shared_word_through_heads(
+        model, "money bank grows", "river bank flows", "bank", 0
+    )
+    widgets.show_figure(
+        course_charts.head_cosines(
+            through_heads.cosine_by_head,
+            through_heads.cosine_parameter_free,
+            f"page 1's formula: {through_heads.cosine_parameter_free:.3f}",
+            "cosine of the two banks after layer 0's heads",
+        ),
+        key="qkv_payoff",
+        filename="qkv-bank-cosines",
+    )
+    st.caption(
+        f"Input cosine {through_heads.cosine_input:.3f}: *bank* is piece 2 in both sentences, so "
+        "it enters layer 0 as the same vector. On these long vectors each token's dot product "
+        "with itself dwarfs the others, so page 1's unscaled X Xᵀ puts almost all weight on the "
+        "token itself and changes next to nothing; the projections let a head look past the "
+        "token to its neighbours."
+    )
+
+
+SECTIONS = {
+    "1 · Projections": three_projections,
+    "2 · Scores": scores_and_weights,
+    "3 · Output": output,
+    "4 · One query": one_query,
+    "5 · Not symmetric": not_symmetric,
+    "6 · One matrix": one_matrix,
+    "7 · Payoff": payoff,
+}
+# One step at a time, drawn only when its tab is open: all seven at once were 12 figures,
+# ~2.8 s of a first visit's browser work and ~1.1 s on every new sentence (2.4x and 4.4x the
+# reference app, bench/bench_browser.py). The URL keeps the open tab.
+widgets.section_tabs(SECTIONS, key="qkv_section")
+
 st.caption(
     "Sources: Vaswani et al. (2017), queries, keys and values; Bahdanau, Cho & Bengio (2015), "
     "learned alignment weights."

@@ -29,274 +29,323 @@ st.markdown(
 trace = state.trace_or_stop(model, inputs, scale=True, causal=False)
 labels = widgets.numbered(trace.tokens)
 token_axes = (trace.tokens, trace.tokens)  # query and key labels of a self-attention heatmap
-st.caption("Layer and head for every figure of the real model below:")
+st.caption(
+    "Six sections, one tab each. The layer and head below are the ones sections 3 to 6 show, "
+    "and section 1 when its scores come from the sentence."
+)
 layer, head = widgets.layer_head_picker(model)
 
-# 1 ---------------------------------------------------------------------------------------------
-st.subheader("1 · Softmax saturates when scores grow")
-st.latex(r"\operatorname{softmax}(c\,s)_j = \frac{e^{c\,s_j}}{\sum_k e^{c\,s_k}}")
-st.markdown(
-    "Multiply a score vector by a constant *c* and the ranking stays the same, yet the weights "
-    "do not: the gaps between scores grow, the exponentials grow faster still, and the largest "
-    "score takes almost all of the weight. The other keys then receive almost nothing, and "
-    "almost no gradient either during training."
-)
-source = st.radio(
-    "Scores",
-    ["random", "sentence"],
-    format_func={"random": "8 random scores", "sentence": "a row of this head's scores"}.get,
-    horizontal=True,
-    key="sm_source",
-    bind="query-params",
-)
-if source == "sentence":
-    query = widgets.token_picker("Query token", trace.tokens, 0, key="sm_query")
-    scores, score_labels = trace.head_scores(layer, head)[query], labels
-else:
-    # numbers only: "key 0 … key 7" ran into each other on a phone (the axis says "key")
-    scores, score_labels = scaling.random_scores(8), [str(j) for j in range(8)]
-multiplier = st.select_slider(
-    "Multiplier c",
-    [0.5, 1, 2, 5, 10, 20, 50, 100],
-    value=10,
-    key="sm_multiplier",
-    bind="query-params",
-)
-base, sharp = scaling.saturation(scores, [1.0, multiplier])
-widgets.show_figure(
-    mc.saturation_figure(scores, base, sharp, multiplier, score_labels), "sm_saturation"
-)
-curve = scaling.saturation(scores, scaling.MULTIPLIERS)
-widgets.show_figure(
-    mc.saturation_curve_figure(
-        scaling.MULTIPLIERS, curve, head_stats.row_entropy(curve), float(multiplier)
-    ),
-    "sm_saturation_curve",
-)
 
-# 2 ---------------------------------------------------------------------------------------------
-st.subheader("2 · Why divide by √d_k")
-st.latex(
-    r"\begin{gathered}\operatorname{Var}(q\cdot k)=\sum_{t=1}^{d_k}\operatorname{Var}(q_t k_t)=d_k"
-    r"\\ \Rightarrow\quad\operatorname{Var}\!\left(\tfrac{q\cdot k}{\sqrt{d_k}}\right)=1"
-    r"\end{gathered}"
-)
-st.markdown(
-    "Draw query and key entries independently with mean 0 and variance 1. Every term "
-    "q_t k_t then has variance 1, and a dot product adds d_k of them, so wider heads give "
-    "wider spreads of scores, which is exactly the multiplier of section 1 in disguise. "
-    f"Dividing by √d_k undoes it for any width. This model's heads have d_k = {model.d_head}."
-)
-experiments = [scaling.random_dot_products(d_k) for d_k in sorted({4, model.d_head, 256})]
-widgets.show_figure(mc.dot_product_histograms(experiments), "sm_histograms")
-st.dataframe(scaling.width_table(experiments), hide_index=True)
-widgets.show_figure(mc.entropy_by_width_figure(experiments), "sm_entropy_widths")
-n_queries, n_keys = experiments[0].raw.shape
-st.caption(
-    f"{n_queries} random queries against {n_keys} random keys per width "
-    "(fixed seed). Unscaled, the entropy falls as d_k grows: each query locks onto one key."
-)
-
-# 3 ---------------------------------------------------------------------------------------------
-st.subheader(f"3 · Flip the switches inside {model_label}")
-spread = scaling.score_spread_by_layer(trace)  # (L,) std of the scaled scores per layer
-st.markdown(
-    "Section 2 describes random vectors, as at initialisation. Trained, "
-    f"{model_label}'s scaled scores on the sidebar sentence have a standard deviation "
-    f"of {spread.min():.1f}–{spread.max():.1f} depending on the layer, not 1: training sets "
-    "its own spread."
-)
-widgets.show_figure(
-    course_charts.per_layer_lines(
-        {"std of QKᵀ/√d_k": spread}, "Spread of the trained, scaled scores", "standard deviation"
-    ),
-    "sm_score_spread",
-)
-st.markdown(
-    "What the switches below do, and what they do not: the weights were trained with the "
-    f"1/√d_k factor, so turning it off multiplies every score by √d_head = {model.d_head**0.5:.2f}. "
-    'That shows the model on inputs it never met in training, not "the model without '
-    'scaling": a model trained without the factor would learn smaller W_Q and W_K. Vaswani '
-    "et al. (2017) argued for the factor because large scores saturate the softmax and shrink "
-    f"its gradients during training. The causal mask is off-distribution in the same way: "
-    f"{model_label} is a bidirectional encoder, trained with every token seeing every other."
-)
-st.markdown(
-    "Now the real model. The switches below act in **every** layer, so a change in layer 0 "
-    f"feeds into all later layers. The reference is {model_label} as trained (scaled, no mask); the "
-    "sidebar switches are not used on this page."
-)
-left, right = st.columns(2)
-scale_off = left.toggle(
-    "Turn off 1/√d_k scaling", value=False, key="sm_scale_off", bind="query-params"
-)
-causal_on = right.toggle(
-    "Turn on the causal mask", value=False, key="sm_causal", bind="query-params"
-)
-if not (scale_off or causal_on):
-    st.info("Turn on at least one switch to compare a changed model with the model as trained.")
-else:
-    variant_name = " + ".join(
-        name for name, on in (("no scaling", scale_off), ("causal", causal_on)) if on
+def saturation() -> None:
+    """Section 1: multiplying scores by c sharpens the softmax until one key takes all."""
+    st.subheader("1 · Softmax saturates when scores grow")
+    st.latex(r"\operatorname{softmax}(c\,s)_j = \frac{e^{c\,s_j}}{\sum_k e^{c\,s_k}}")
+    st.markdown(
+        "Multiply a score vector by a constant *c* and the ranking stays the same, yet the weights "
+        "do not: the gaps between scores grow, the exponentials grow faster still, and the largest "
+        "score takes almost all of the weight. The other keys then receive almost nothing, and "
+        "almost no gradient either during training."
     )
-    variant = state.trace(model, inputs.text, inputs.pair, scale=not scale_off, causal=causal_on)
-    comparison = scaling.compare_runs(trace, variant, layer, head)
-    title = f"L{layer} H{head}: "
-    side_by_side(
-        (mc.reduced_heatmap(comparison.default_weights, *token_axes, title + "as trained"), "sm_a"),
-        (mc.reduced_heatmap(comparison.variant_weights, *token_axes, title + variant_name), "sm_b"),
+    source = st.radio(
+        "Scores",
+        ["random", "sentence"],
+        format_func={"random": "8 random scores", "sentence": "a row of this head's scores"}.get,
+        horizontal=True,
+        key="sm_source",
+        bind="query-params",
     )
-    if trace.n_tokens > mc.MAX_DRAWN:
-        st.caption(
-            f"{trace.n_tokens} tokens: the heatmaps average blocks of tokens so that at most "
-            f"{mc.MAX_DRAWN}×{mc.MAX_DRAWN} cells are drawn. The bar charts show every token."
-        )
-    st.latex(r"H_i = -\sum_j \alpha_{ij}\log_2 \alpha_{ij}\quad\text{(bits)}")
+    if source == "sentence":
+        query = widgets.token_picker("Query token", trace.tokens, 0, key="sm_query")
+        scores, score_labels = trace.head_scores(layer, head)[query], labels
+    else:
+        # numbers only: "key 0 … key 7" ran into each other on a phone (the axis says "key")
+        scores, score_labels = scaling.random_scores(8), [str(j) for j in range(8)]
+    multiplier = st.select_slider(
+        "Multiplier c",
+        [0.5, 1, 2, 5, 10, 20, 50, 100],
+        value=10,
+        key="sm_multiplier",
+        bind="query-params",
+    )
+    base, sharp = scaling.saturation(scores, [1.0, multiplier])
     widgets.show_figure(
-        mc.per_token_bars(
-            trace.tokens,
-            {"as trained": comparison.default_entropy, variant_name: comparison.variant_entropy},
-            f"L{layer} H{head}: entropy of each query's row",
-            "entropy (bits)",
+        mc.saturation_figure(scores, base, sharp, multiplier, score_labels), "sm_saturation"
+    )
+    curve = scaling.saturation(scores, scaling.MULTIPLIERS)
+    widgets.show_figure(
+        mc.saturation_curve_figure(
+            scaling.MULTIPLIERS, curve, head_stats.row_entropy(curve), float(multiplier)
         ),
-        "sm_entropy_rows",
+        "sm_saturation_curve",
+    )
+
+
+def why_root_dk() -> None:
+    """Section 2: a dot product's variance grows with d_k; dividing by √d_k undoes it."""
+    st.subheader("2 · Why divide by √d_k")
+    st.latex(
+        r"\begin{gathered}\operatorname{Var}(q\cdot k)=\sum_{t=1}^{d_k}\operatorname{Var}(q_t k_t)=d_k"
+        r"\\ \Rightarrow\quad\operatorname{Var}\!\left(\tfrac{q\cdot k}{\sqrt{d_k}}\right)=1"
+        r"\end{gathered}"
     )
     st.markdown(
-        "Low entropy means a row that puts nearly all weight on one key. With the causal mask "
-        "the row of token *i* can spread over at most i + 1 keys, so early tokens have little "
-        "room for entropy."
+        "Draw query and key entries independently with mean 0 and variance 1. Every term "
+        "q_t k_t then has variance 1, and a dot product adds d_k of them, so wider heads give "
+        "wider spreads of scores, which is exactly the multiplier of section 1 in disguise. "
+        f"Dividing by √d_k undoes it for any width. This model's heads have d_k = {model.d_head}."
     )
-    widgets.show_figure(
-        mc.per_token_bars(
-            trace.tokens,
-            {"cosine": comparison.final_cosine},
-            f"Final vectors, {variant_name} vs as trained",  # phone-wide
-            "cosine to the trained run's final vector",
-        ),
-        "sm_final_cosine",
-    )
-    moved = scaling.summarize_cosines(comparison.final_cosine)
+    experiments = [scaling.random_dot_products(d_k) for d_k in sorted({4, model.d_head, 256})]
+    widgets.show_figure(mc.dot_product_histograms(experiments), "sm_histograms")
+    st.dataframe(scaling.width_table(experiments), hide_index=True)
+    widgets.show_figure(mc.entropy_by_width_figure(experiments), "sm_entropy_widths")
+    n_queries, n_keys = experiments[0].raw.shape
     st.caption(
-        f"Cosine 1 means the token ends up pointing the same way as in the model as trained. "
-        f"Mean cosine {moved.mean:.3f}; the token that moved most is "
-        f"{labels[moved.most_moved]} ({moved.lowest:.3f})."
+        f"{n_queries} random queries against {n_keys} random keys per width "
+        "(fixed seed). Unscaled, the entropy falls as d_k grows: each query locks onto one key."
     )
 
-# 4 ---------------------------------------------------------------------------------------------
-st.subheader("4 · The causal mask itself")
-st.latex(
-    r"\tilde s_{ij}=\begin{cases}s_{ij} & j\le i\\ -\infty & j>i\end{cases}"
-    r"\qquad e^{-\infty}=0\ \Rightarrow\ \alpha_{ij}=0\ \text{for}\ j>i"
-)
-st.markdown(
-    "A causal mask lets token *i* read only itself and the tokens before it, as a model that "
-    "writes text one piece at a time must. The future scores are replaced by −∞ before the "
-    "softmax, and the exponential turns them into exact zeros. Here the mask is applied to "
-    f"the scores of layer {layer}, head {head} of the trained run."
-)
-masked_scores, masked_weights = scaling.causal_view(trace, layer, head, max_tokens=40)
-shown = masked_scores.shape[0]
-scores_fig, weights_fig = mc.causal_mask_figures(masked_scores, masked_weights, trace.tokens)
-side_by_side((scores_fig, "sm_masked_scores"), (weights_fig, "sm_masked_weights"))
-st.caption(
-    "Blank cells are −∞ (a chart file cannot store −∞, so they are sent as empty). "
-    + (
-        f"Only the first {shown} of {trace.n_tokens} tokens are drawn; under a causal mask "
-        "their rows never see later tokens, so this corner is exact."
-        if shown < trace.n_tokens
-        else ""
-    )
-)
-widgets.download_matrix(
-    masked_scores, labels[:shown], labels[:shown], f"causal-scores-L{layer}-H{head}", key="sm_csv"
-)
 
-# 5 ---------------------------------------------------------------------------------------------
-st.subheader("5 · Cross-attention: one sentence asks, another answers")
-st.latex(
-    r"\begin{gathered}\operatorname{CrossAttn}(X_A, X_B)=\\ \operatorname{softmax}\!\left("
-    r"\frac{(X_A W_Q)(X_B W_K)^\top}{\sqrt{d_k}}\right) X_B W_V\end{gathered}"
-)
-other = inputs.pair or state.EXAMPLE_PAIR[1]
-st.markdown(
-    "Nothing in the formula requires queries and keys to come from the same text. Here the "
-    "queries come from sentence A (the sidebar sentence) and the keys and values from "
-    f"sentence B, through the same function and the real weights of layer {layer}. Each "
-    f"sentence is first run through {model_label} alone, so both enter the layer as the "
-    "model would see them. BERT has no cross-attention: these are a self-attention layer's "
-    "W_Q, W_K and W_V, reused for a job they were never trained for. In the original "
-    "Transformer (Vaswani et al., 2017) every decoder layer has its own trained cross-attention "
-    "weights, with queries from the decoder and keys and values from the encoder's final "
-    "output. " + ("" if inputs.pair else "The sidebar has no second sentence, so B is an example.")
-)
-try:
-    trace_a = state.trace(model, inputs.text)
-    trace_b = state.trace(model, other)
-except EmptyInput as err:
-    st.info(f"Sentence B: {err}", icon="✍️")
-else:
-    cross = scaling.cross_attention(model, trace_a, trace_b, layer)
-    widgets.show_figure(
-        mc.reduced_heatmap(
-            cross.attn_weights[head],
-            trace_a.tokens,
-            trace_b.tokens,
-            f"L{layer} H{head}: queries from A, keys from B",
-        ),
-        "sm_cross",
-    )
-    st.caption("Each row sums to 1 over the tokens of B.")
-    widgets.download_matrix(
-        cross.attn_weights[head],
-        widgets.numbered(trace_a.tokens),
-        widgets.numbered(trace_b.tokens),
-        f"cross-attention-L{layer}-H{head}",
-        key="sm_cross_csv",
-    )
-
-# 6 ---------------------------------------------------------------------------------------------
-st.subheader("6 · The padding mask: batches without side effects")
-st.latex(
-    r"\begin{gathered}m_j = \begin{cases}\text{True} & \text{token } j \text{ is real}\\ \text{False} & "
-    r"\text{token } j \text{ is [PAD]}\end{cases}\\ \tilde s_{ij} = s_{ij}\ \text{if } m_j,"
-    r"\ -\infty\ \text{otherwise}\end{gathered}"
-)
-st.markdown(
-    "To run several sentences at once, a model pads the shorter ones with [PAD] pieces up to "
-    "one length. The padding mask removes the [PAD] columns from every row, exactly as the "
-    "causal mask removes the future. Below, the sidebar sentence with [PAD] pieces appended, "
-    "run through every layer with and without the mask."
-)
-n_pad = st.slider("[PAD] pieces appended", 1, 16, 4, key="sm_pads", bind="query-params")
-try:
-    runs = {
-        masked: padding.padded_run(model, inputs.text, n_pad, masked) for masked in (True, False)
-    }
-except EmptyInput as err:
-    st.info(str(err), icon="✍️")
-else:
-    for column, (masked, run) in zip(st.columns(2), runs.items(), strict=True):
-        with column:
-            widgets.show_figure(
-                mc.reduced_heatmap(
-                    run.attentions[layer, head],
-                    run.tokens,
-                    run.tokens,
-                    f"L{layer} H{head}: " + ("padding mask on" if masked else "no mask"),
-                ),
-                f"sm_pad_{'on' if masked else 'off'}",
-            )
-            st.metric(
-                "largest change of a real token's vector, any layer",
-                f"{run.max_change:.1e}",
-                help="Against the same sentence run alone, without any [PAD].",
-            )
+def switches() -> None:
+    """Section 3: scaling off and the causal mask on, inside the trained model."""
+    st.subheader(f"3 · Flip the switches inside {model_label}")
+    spread = scaling.score_spread_by_layer(trace)  # (L,) std of the scaled scores per layer
     st.markdown(
-        f"With the mask the [PAD] columns are exactly 0 and the real tokens come out as if "
-        f"alone (up to float rounding). Without it, real word pieces give the [PAD] pieces "
-        f"{runs[False].weight_on_pads.mean():.0%} of their weight on average, and their "
-        "vectors change."
+        "Section 2 describes random vectors, as at initialisation. Trained, "
+        f"{model_label}'s scaled scores on the sidebar sentence have a standard deviation "
+        f"of {spread.min():.1f}–{spread.max():.1f} depending on the layer, not 1: training sets "
+        "its own spread."
     )
+    widgets.show_figure(
+        course_charts.per_layer_lines(
+            {"std of QKᵀ/√d_k": spread},
+            "Spread of the trained, scaled scores",
+            "standard deviation",
+        ),
+        "sm_score_spread",
+    )
+    st.markdown(
+        "What the switches below do, and what they do not: the weights were trained with the "
+        f"1/√d_k factor, so turning it off multiplies every score by √d_head = {model.d_head**0.5:.2f}. "
+        'That shows the model on inputs it never met in training, not "the model without '
+        'scaling": a model trained without the factor would learn smaller W_Q and W_K. Vaswani '
+        "et al. (2017) argued for the factor because large scores saturate the softmax and shrink "
+        f"its gradients during training. The causal mask is off-distribution in the same way: "
+        f"{model_label} is a bidirectional encoder, trained with every token seeing every other."
+    )
+    st.markdown(
+        "Now the real model. The switches below act in **every** layer, so a change in layer 0 "
+        f"feeds into all later layers. The reference is {model_label} as trained (scaled, no mask); the "
+        "sidebar switches are not used on this page."
+    )
+    left, right = st.columns(2)
+    scale_off = left.toggle(
+        "Turn off 1/√d_k scaling", value=False, key="sm_scale_off", bind="query-params"
+    )
+    causal_on = right.toggle(
+        "Turn on the causal mask", value=False, key="sm_causal", bind="query-params"
+    )
+    if not (scale_off or causal_on):
+        st.info("Turn on at least one switch to compare a changed model with the model as trained.")
+    else:
+        variant_name = " + ".join(
+            name for name, on in (("no scaling", scale_off), ("causal", causal_on)) if on
+        )
+        variant = state.trace(
+            model, inputs.text, inputs.pair, scale=not scale_off, causal=causal_on
+        )
+        comparison = scaling.compare_runs(trace, variant, layer, head)
+        title = f"L{layer} H{head}: "
+        side_by_side(
+            (
+                mc.reduced_heatmap(comparison.default_weights, *token_axes, title + "as trained"),
+                "sm_a",
+            ),
+            (
+                mc.reduced_heatmap(comparison.variant_weights, *token_axes, title + variant_name),
+                "sm_b",
+            ),
+        )
+        if trace.n_tokens > mc.MAX_DRAWN:
+            st.caption(
+                f"{trace.n_tokens} tokens: the heatmaps average blocks of tokens so that at most "
+                f"{mc.MAX_DRAWN}×{mc.MAX_DRAWN} cells are drawn. The bar charts show every token."
+            )
+        st.latex(r"H_i = -\sum_j \alpha_{ij}\log_2 \alpha_{ij}\quad\text{(bits)}")
+        widgets.show_figure(
+            mc.per_token_bars(
+                trace.tokens,
+                {
+                    "as trained": comparison.default_entropy,
+                    variant_name: comparison.variant_entropy,
+                },
+                f"L{layer} H{head}: entropy of each query's row",
+                "entropy (bits)",
+            ),
+            "sm_entropy_rows",
+        )
+        st.markdown(
+            "Low entropy means a row that puts nearly all weight on one key. With the causal mask "
+            "the row of token *i* can spread over at most i + 1 keys, so early tokens have little "
+            "room for entropy."
+        )
+        widgets.show_figure(
+            mc.per_token_bars(
+                trace.tokens,
+                {"cosine": comparison.final_cosine},
+                f"Final vectors, {variant_name} vs as trained",  # phone-wide
+                "cosine to the trained run's final vector",
+            ),
+            "sm_final_cosine",
+        )
+        moved = scaling.summarize_cosines(comparison.final_cosine)
+        st.caption(
+            f"Cosine 1 means the token ends up pointing the same way as in the model as trained. "
+            f"Mean cosine {moved.mean:.3f}; the token that moved most is "
+            f"{labels[moved.most_moved]} ({moved.lowest:.3f})."
+        )
+
+
+def causal_mask() -> None:
+    """Section 4: −∞ above the diagonal becomes exact zeros after softmax."""
+    st.subheader("4 · The causal mask itself")
+    st.latex(
+        r"\tilde s_{ij}=\begin{cases}s_{ij} & j\le i\\ -\infty & j>i\end{cases}"
+        r"\qquad e^{-\infty}=0\ \Rightarrow\ \alpha_{ij}=0\ \text{for}\ j>i"
+    )
+    st.markdown(
+        "A causal mask lets token *i* read only itself and the tokens before it, as a model that "
+        "writes text one piece at a time must. The future scores are replaced by −∞ before the "
+        "softmax, and the exponential turns them into exact zeros. Here the mask is applied to "
+        f"the scores of layer {layer}, head {head} of the trained run."
+    )
+    masked_scores, masked_weights = scaling.causal_view(trace, layer, head, max_tokens=40)
+    shown = masked_scores.shape[0]
+    scores_fig, weights_fig = mc.causal_mask_figures(masked_scores, masked_weights, trace.tokens)
+    side_by_side((scores_fig, "sm_masked_scores"), (weights_fig, "sm_masked_weights"))
+    st.caption(
+        "Blank cells are −∞ (a chart file cannot store −∞, so they are sent as empty). "
+        + (
+            f"Only the first {shown} of {trace.n_tokens} tokens are drawn; under a causal mask "
+            "their rows never see later tokens, so this corner is exact."
+            if shown < trace.n_tokens
+            else ""
+        )
+    )
+    widgets.download_matrix(
+        masked_scores,
+        labels[:shown],
+        labels[:shown],
+        f"causal-scores-L{layer}-H{head}",
+        key="sm_csv",
+    )
+
+
+def cross_attention() -> None:
+    """Section 5: queries from one sentence, keys and values from another."""
+    st.subheader("5 · Cross-attention: one sentence asks, another answers")
+    st.latex(
+        r"\begin{gathered}\operatorname{CrossAttn}(X_A, X_B)=\\ \operatorname{softmax}\!\left("
+        r"\frac{(X_A W_Q)(X_B W_K)^\top}{\sqrt{d_k}}\right) X_B W_V\end{gathered}"
+    )
+    other = inputs.pair or state.EXAMPLE_PAIR[1]
+    st.markdown(
+        "Nothing in the formula requires queries and keys to come from the same text. Here the "
+        "queries come from sentence A (the sidebar sentence) and the keys and values from "
+        f"sentence B, through the same function and the real weights of layer {layer}. Each "
+        f"sentence is first run through {model_label} alone, so both enter the layer as the "
+        "model would see them. BERT has no cross-attention: these are a self-attention layer's "
+        "W_Q, W_K and W_V, reused for a job they were never trained for. In the original "
+        "Transformer (Vaswani et al., 2017) every decoder layer has its own trained cross-attention "
+        "weights, with queries from the decoder and keys and values from the encoder's final "
+        "output. "
+        + ("" if inputs.pair else "The sidebar has no second sentence, so B is an example.")
+    )
+    try:
+        trace_a = state.trace(model, inputs.text)
+        trace_b = state.trace(model, other)
+    except EmptyInput as err:
+        st.info(f"Sentence B: {err}", icon="✍️")
+    else:
+        cross = scaling.cross_attention(model, trace_a, trace_b, layer)
+        widgets.show_figure(
+            mc.reduced_heatmap(
+                cross.attn_weights[head],
+                trace_a.tokens,
+                trace_b.tokens,
+                f"L{layer} H{head}: queries from A, keys from B",
+            ),
+            "sm_cross",
+        )
+        st.caption("Each row sums to 1 over the tokens of B.")
+        widgets.download_matrix(
+            cross.attn_weights[head],
+            widgets.numbered(trace_a.tokens),
+            widgets.numbered(trace_b.tokens),
+            f"cross-attention-L{layer}-H{head}",
+            key="sm_cross_csv",
+        )
+
+
+def padding_mask() -> None:
+    """Section 6: [PAD] pieces appended, with and without the padding mask."""
+    st.subheader("6 · The padding mask: batches without side effects")
+    st.latex(
+        r"\begin{gathered}m_j = \begin{cases}\text{True} & \text{token } j \text{ is real}\\ \text{False} & "
+        r"\text{token } j \text{ is [PAD]}\end{cases}\\ \tilde s_{ij} = s_{ij}\ \text{if } m_j,"
+        r"\ -\infty\ \text{otherwise}\end{gathered}"
+    )
+    st.markdown(
+        "To run several sentences at once, a model pads the shorter ones with [PAD] pieces up to "
+        "one length. The padding mask removes the [PAD] columns from every row, exactly as the "
+        "causal mask removes the future. Below, the sidebar sentence with [PAD] pieces appended, "
+        "run through every layer with and without the mask."
+    )
+    n_pad = st.slider("[PAD] pieces appended", 1, 16, 4, key="sm_pads", bind="query-params")
+    try:
+        runs = {
+            masked: padding.padded_run(model, inputs.text, n_pad, masked)
+            for masked in (True, False)
+        }
+    except EmptyInput as err:
+        st.info(str(err), icon="✍️")
+    else:
+        for column, (masked, run) in zip(st.columns(2), runs.items(), strict=True):
+            with column:
+                widgets.show_figure(
+                    mc.reduced_heatmap(
+                        run.attentions[layer, head],
+                        run.tokens,
+                        run.tokens,
+                        f"L{layer} H{head}: " + ("padding mask on" if masked else "no mask"),
+                    ),
+                    f"sm_pad_{'on' if masked else 'off'}",
+                )
+                st.metric(
+                    "largest change of a real token's vector, any layer",
+                    f"{run.max_change:.1e}",
+                    help="Against the same sentence run alone, without any [PAD].",
+                )
+        st.markdown(
+            f"With the mask the [PAD] columns are exactly 0 and the real tokens come out as if "
+            f"alone (up to float rounding). Without it, real word pieces give the [PAD] pieces "
+            f"{runs[False].weight_on_pads.mean():.0%} of their weight on average, and their "
+            "vectors change."
+        )
+
+
+SECTIONS = {
+    "1 · Saturation": saturation,
+    "2 · Why √d_k": why_root_dk,
+    "3 · Switches": switches,
+    "4 · Causal mask": causal_mask,
+    "5 · Cross-attention": cross_attention,
+    "6 · Padding mask": padding_mask,
+}
+# One section at a time, drawn only when its tab is open: all six at once were 10 figures,
+# ~2.6 s of a first visit's browser work and ~0.7 s on every new sentence (2.2x and 2.6x the
+# reference app, bench/bench_browser.py). The URL keeps the open tab.
+widgets.section_tabs(SECTIONS, key="sm_section")
+
 st.caption(
     "Sources: Vaswani et al. (2017), scaled dot-product attention, the √d_k argument, masking "
     "and encoder–decoder attention; Devlin et al. (2019), BERT's bidirectional encoder."
