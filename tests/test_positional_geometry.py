@@ -381,25 +381,48 @@ def test_positional_page_bad_input(name):
             assert "512" in " ".join(c.value for c in [*at.caption, *at.info, *at.warning])
 
 
-def test_embeddings_page_default():
+# Every figure of Embedding projections, by the tab that draws it (views/embeddings.py, SECTIONS).
+EMBEDDING_FIGURES = {
+    "1 · Before and after": {"emb_static", "emb_context"},
+    "2 · Path": {"emb_paths"},
+    "3 · Nearest words": set(),  # a table
+    "4 · Occurrences": {"emb_cosine", "emb_cos_lines"},
+    "5 · √d_k switch": set(),  # a figure once the switch is flipped
+}
+
+
+def open_embedding_tab(at, label: str):
+    return conftest.open_tab(at, "emb_section", label)
+
+
+def test_embeddings_page_draws_one_tab_at_a_time():
     at = run_page("views/embeddings.py")
     assert_no_exception(at)
-    assert len(at.get("plotly_chart")) == 5
+    assert [tab.label for tab in at.tabs] == list(EMBEDDING_FIGURES)
+    assert list(EMBEDDING_FIGURES) == conftest.section_labels("views/embeddings.py")
+    for label, figures in EMBEDDING_FIGURES.items():
+        open_embedding_tab(at, label)
+        assert_no_exception(at)
+        # this tab's figures and no other tab's: a closed tab sends nothing to the browser
+        assert {chart.key for chart in at.get("plotly_chart")} == figures, label
+    open_embedding_tab(at, "3 · Nearest words")
     table = next(frame.value for frame in at.table if "stage" in frame.value.columns)
     assert sum("bank" in column for column in table.columns) == 4
     assert table.iloc[0, 1].startswith("bank\u00a01.00")  # word and cosine never split
 
 
 def test_embeddings_page_options():
-    at = run_page("views/embeddings.py")
+    at = run_page("views/embeddings.py", query={"emb_section": "5 · √d_k switch"})
     at.radio(key="emb_method").set_value("t-SNE")
     at.radio(key="emb_view").set_value("3D")
     at.toggle(key="emb_compare").set_value(True)
     at.selectbox(key="emb_word").set_value("monitor")
     at.run()
     assert_no_exception(at)
-    assert len(at.get("plotly_chart")) == 6
+    assert {chart.key for chart in at.get("plotly_chart")} == {"emb_compare_fig"}
     assert any("mean cosine" in m.label for m in at.metric)
+    assert len(open_embedding_tab(at, "1 · Before and after").get("plotly_chart")) == 2  # t-SNE
+    assert_no_exception(at)
 
 
 @pytest.mark.parametrize("name", ["empty", "control", "html", "emoji_cjk_rtl", "ten_thousand"])
@@ -423,13 +446,17 @@ def test_embeddings_page_shows_a_markup_word_piece_as_text():
     at.run()
     assert_no_exception(at)
     assert at.selectbox(key="emb_word").value == "<"
-    texts = [*(h.value for h in at.subheader), *(m.value for m in at.markdown)]
-    followed = [t for t in texts if "occurrences of" in t or "path of" in t]
+    followed, specs = [], []
+    for label in conftest.section_labels("views/embeddings.py"):
+        open_embedding_tab(at, label)
+        assert_no_exception(at)
+        texts = [*(h.value for h in at.subheader), *(m.value for m in at.markdown)]
+        followed += [t for t in texts if "occurrences of" in t or "path of" in t]
+        specs += [json.loads(spec.proto.spec) for spec in at.get("plotly_chart")]
     assert len(followed) == 2 and all(shown(t).count("'<'") == 1 for t in followed)
-    for spec in at.get("plotly_chart"):
-        layout = json.loads(spec.proto.spec)["layout"]
-        shown(layout.get("title", {}).get("text", ""))  # no raw "<" in any title
-    lines = json.loads(at.get("plotly_chart")[-1].proto.spec)["data"]
+    for spec in specs:
+        shown(spec["layout"].get("title", {}).get("text", ""))  # no raw "<" in any title
+    lines = specs[-1]["data"]  # tab 4's cosine lines
     assert [shown(trace["name"]) for trace in lines] == ["mean over pairs of '<'"]
 
 
@@ -453,13 +480,17 @@ def test_both_pages_in_a_browser(server, browser):
 
     url = server.url  # the shared server (conftest.py); browser: this module's
     page = browser.new_page(viewport={"width": 1300, "height": 1800})
-    # the positional tab with four figures, opened from its link
-    for path in (f"positional?pos_section={quote('4 · Near positions')}", "embeddings"):
+    # the positional tab with four figures and the embeddings tab with two, opened from links
+    for path, figures in (
+        (f"positional?pos_section={quote('4 · Near positions')}", 4),
+        (f"embeddings?emb_section={quote('4 · Occurrences')}", 2),
+    ):
         page.goto(f"{url}/{path}")
         wait_for_app(page)
         page.wait_for_selector(".js-plotly-plot", timeout=60_000)
         # Figures mount one by one once plotly.js has loaded: wait for four, not a fixed time.
         page.wait_for_function(
-            "() => document.querySelectorAll('.js-plotly-plot').length >= 4", timeout=60_000
+            f"() => document.querySelectorAll('.js-plotly-plot').length >= {figures}",
+            timeout=60_000,
         )
         assert not page_exceptions(page), path

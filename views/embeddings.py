@@ -110,129 +110,160 @@ if method_key == "tsne":
         f"{geometry.tsne_perplexity(shown.n_points):.0f} (clamped below the number of points)."
     )
 
-st.subheader("1 · Before and after")
-st.markdown(
-    f"Left: the static vectors (rows of the word-piece table): every *{shown_word}* is the same point. "
-    f"Right: the same tokens, {state_name}, one point per occurrence. Colour = sentence."
-)
-left, right = st.columns(2)
-with left:
-    coords = state.projection(shown.static, method_key, n_components, ids=shown.token_ids)
-    fig = geometry_charts.projection_figure(
-        coords,
+
+def before_and_after() -> None:
+    """Section 1: every token before the first layer and after the chosen state, projected."""
+    st.subheader("1 · Before and after")
+    st.markdown(
+        f"Left: the static vectors (rows of the word-piece table): every *{shown_word}* is the same point. "
+        f"Right: the same tokens, {state_name}, one point per occurrence. Colour = sentence."
+    )
+    left, right = st.columns(2)
+    with left:
+        coords = state.projection(shown.static, method_key, n_components, ids=shown.token_ids)
+        fig = geometry_charts.projection_figure(
+            coords,
+            shown.tokens,
+            shown.sentence,
+            shown.sentences,
+            chosen,
+            "Static (context-free)",
+            method,
+        )
+        widgets.show_figure(fig, key="emb_static", filename="static-projection")
+    with right:
+        coords = state.projection(shown.hidden[layer], method_key, n_components)
+        fig = geometry_charts.projection_figure(
+            coords,
+            shown.tokens,
+            shown.sentence,
+            shown.sentences,
+            chosen,
+            f"Contextual, {state_name}",
+            method,
+        )
+        widgets.show_figure(fig, key="emb_context", filename=f"contextual-projection-state{layer}")
+
+
+def path_through_layers() -> None:
+    """Section 2: the followed word piece's occurrences, state by state."""
+    st.subheader(f"2 · The path of '{shown_word}' through the layers")
+    st.markdown(
+        "All layers share one PCA plane here, so a step in the picture is the projection of a real "
+        "change of the vector onto that plane (moves across the plane do not show). Much of the motion is shared by every token (the whole cloud drifts from layer to "
+        "layer); the gaps between the coloured paths are what the context adds. State 0 already "
+        f"differs between sentences: position vectors were added. Grey: every token, {state_name}."
+    )
+    paths = state.trajectory_projection(shown.hidden, n_components)
+    fig = geometry_charts.trajectory_figure(
+        paths,
+        chosen,
         shown.tokens,
         shown.sentence,
         shown.sentences,
-        chosen,
-        "Static (context-free)",
-        method,
+        layer,
+        f"'{shown_word}', states 0 … {model.n_layers}",
     )
-    widgets.show_figure(fig, key="emb_static", filename="static-projection")
-with right:
-    coords = state.projection(shown.hidden[layer], method_key, n_components)
-    fig = geometry_charts.projection_figure(
-        coords,
-        shown.tokens,
-        shown.sentence,
-        shown.sentences,
-        chosen,
-        f"Contextual, {state_name}",
-        method,
-    )
-    widgets.show_figure(fig, key="emb_context", filename=f"contextual-projection-state{layer}")
+    widgets.show_figure(fig, key="emb_paths", filename="trajectories")
 
-st.subheader(f"2 · The path of '{shown_word}' through the layers")
-st.markdown(
-    "All layers share one PCA plane here, so a step in the picture is the projection of a real "
-    "change of the vector onto that plane (moves across the plane do not show). Much of the motion is shared by every token (the whole cloud drifts from layer to "
-    "layer); the gaps between the coloured paths are what the context adds. State 0 already "
-    f"differs between sentences: position vectors were added. Grey: every token, {state_name}."
-)
-paths = state.trajectory_projection(shown.hidden, n_components)
-fig = geometry_charts.trajectory_figure(
-    paths,
-    chosen,
-    shown.tokens,
-    shown.sentence,
-    shown.sentences,
-    layer,
-    f"'{shown_word}', states 0 … {model.n_layers}",
-)
-widgets.show_figure(fig, key="emb_paths", filename="trajectories")
 
-st.subheader("3 · Which vocabulary words is it closest to?")
-st.latex(r"\text{neighbours}(h) = \operatorname{top}_5\; \cos(h, W_v),\ v \in \text{vocabulary}")
-unit_table, allowed = state.vocabulary_view(model)
-ids, cosines = geometry.nearest_by_stage(shown, chosen, unit_table, allowed)
-stages = ["static"] + [charts.state_name(index) for index in range(model.n_layers + 1)]
-labels = [f"s{shown.sentence[i] + 1} · {shown.tokens[i]}" for i in chosen]
-# A static table, not st.dataframe: its cells wrap on a phone instead of being cut at the
-# right edge, and it has no toolbar to float over the formula above.
-st.table(
-    geometry_charts.neighbour_table(ids, cosines, model.tokenizer, stages, labels), hide_index=True
-)
-st.caption(
-    "Every layer adds its result to the token's vector instead of replacing it, so the word "
-    "itself usually stays first. The runners-up are where the sense shows: try 'monitor' on a "
-    "desk against 'monitor' a patient. Special tokens such as [unused7] are left out."
-)
-
-st.subheader(f"4 · How alike are the occurrences of '{shown_word}'?")
-tables = geometry.cosine_by_layer(shown, chosen)
-labels = [f"s{shown.sentence[i] + 1} · {shown.tokens[i]}" for i in chosen]
-left, right = st.columns(2)
-with left:
-    # tables[0] is the static table, tables[s + 1] hidden state s
-    fig = geometry_charts.cosine_heatmap(tables[layer + 1], labels, f"Cosine, {state_name}")
-    widgets.show_figure(fig, key="emb_cosine", filename=f"cosine-state{layer}")
-    widgets.download_matrix(
-        tables[layer + 1], labels, labels, f"cosine-{word}-state{layer}", key="emb_csv"
+def nearest_words() -> None:
+    """Section 3: the nearest rows of the input table to each occurrence, state by state."""
+    st.subheader("3 · Which vocabulary words is it closest to?")
+    st.latex(
+        r"\text{neighbours}(h) = \operatorname{top}_5\; \cos(h, W_v),\ v \in \text{vocabulary}"
     )
-with right:
-    # raw word: layer_lines escapes its legend names itself
-    means = {f"mean over pairs of '{word}'": geometry.mean_off_diagonal(tables)}
-    fig = geometry_charts.layer_lines(
-        means, ["static", *map(str, range(model.n_layers + 1))], "Before → after", "cosine"
+    unit_table, allowed = state.vocabulary_view(model)
+    ids, cosines = geometry.nearest_by_stage(shown, chosen, unit_table, allowed)
+    stages = ["static"] + [charts.state_name(index) for index in range(model.n_layers + 1)]
+    labels = [f"s{shown.sentence[i] + 1} · {shown.tokens[i]}" for i in chosen]
+    # A static table, not st.dataframe: its cells wrap on a phone instead of being cut at the
+    # right edge, and it has no toolbar to float over the formula above.
+    st.table(
+        geometry_charts.neighbour_table(ids, cosines, model.tokenizer, stages, labels),
+        hide_index=True,
     )
-    widgets.show_figure(fig, key="emb_cos_lines", filename="cosine-by-layer")
-st.markdown(
-    "In the static table every pair has cosine 1: one row. The embedding output (state 0) "
-    "already differs a little, since each occurrence has its own position; through the layers "
-    "the occurrences mostly separate further (not always steadily: follow the line), and occurrences with the same sense tend to stay closer than occurrences across "
-    "senses (with the default sentences: the two river banks, the two money banks)."
-)
-if len(chosen) < 2:
     st.caption(
-        f"'{shown_word}' occurs once: add a sentence that uses it again to compare occurrences."
+        "Every layer adds its result to the token's vector instead of replacing it, so the word "
+        "itself usually stays first. The runners-up are where the sense shows: try 'monitor' on a "
+        "desk against 'monitor' a patient. Special tokens such as [unused7] are left out."
     )
 
-st.subheader("5 · What does the √d_k switch do to the points?")
-st.markdown(
-    "The sidebar switches act inside every layer here too. Flip the toggle to run the same "
-    "sentences with √d_k scaling the other way and see where each token lands."
-)
-if st.toggle(
-    "Compare with the scaling switch flipped", False, key="emb_compare", bind="query-params"
-):
-    other, _ = state.point_set(
-        model, tuple(sentences), scale=not inputs.scale, causal=inputs.causal
+
+def occurrences_alike() -> None:
+    """Section 4: cosines between the occurrences, at one state and over all of them."""
+    st.subheader(f"4 · How alike are the occurrences of '{shown_word}'?")
+    tables = geometry.cosine_by_layer(shown, chosen)
+    labels = [f"s{shown.sentence[i] + 1} · {shown.tokens[i]}" for i in chosen]
+    left, right = st.columns(2)
+    with left:
+        # tables[0] is the static table, tables[s + 1] hidden state s
+        fig = geometry_charts.cosine_heatmap(tables[layer + 1], labels, f"Cosine, {state_name}")
+        widgets.show_figure(fig, key="emb_cosine", filename=f"cosine-state{layer}")
+        widgets.download_matrix(
+            tables[layer + 1], labels, labels, f"cosine-{word}-state{layer}", key="emb_csv"
+        )
+    with right:
+        # raw word: layer_lines escapes its legend names itself
+        means = {f"mean over pairs of '{word}'": geometry.mean_off_diagonal(tables)}
+        fig = geometry_charts.layer_lines(
+            means, ["static", *map(str, range(model.n_layers + 1))], "Before → after", "cosine"
+        )
+        widgets.show_figure(fig, key="emb_cos_lines", filename="cosine-by-layer")
+    st.markdown(
+        "In the static table every pair has cosine 1: one row. The embedding output (state 0) "
+        "already differs a little, since each occurrence has its own position; through the layers "
+        "the occurrences mostly separate further (not always steadily: follow the line), and occurrences with the same sense tend to stay closer than occurrences across "
+        "senses (with the default sentences: the two river banks, the two money banks)."
     )
-    other_shown = geometry.cap_points(other, followed)  # same seed, same sample
-    names = (
-        f"√d_k {'on' if inputs.scale else 'off'} (sidebar)",
-        f"√d_k {'off' if inputs.scale else 'on'}",
+    if len(chosen) < 2:
+        st.caption(
+            f"'{shown_word}' occurs once: add a sentence that uses it again to compare occurrences."
+        )
+
+
+def scaling_switch() -> None:
+    """Section 5: the same tokens with the √d_k switch the other way."""
+    st.subheader("5 · What does the √d_k switch do to the points?")
+    st.markdown(
+        "The sidebar switches act inside every layer here too. Flip the toggle to run the same "
+        "sentences with √d_k scaling the other way and see where each token lands."
     )
-    comparison = geometry.shared_plane(shown.hidden[layer], other_shown.hidden[layer])
-    fig = geometry_charts.comparison_figure(
-        comparison.coords_first,
-        comparison.coords_second,
-        chosen,
-        shown.tokens,
-        names,
-        f"{state_name[0].upper()}{state_name[1:]}: arrows follow '{shown_word}'",
-    )
-    widgets.show_figure(fig, key="emb_compare_fig", filename="scaling-comparison")
-    st.metric("mean cosine between a token's two versions", f"{comparison.mean_cosine:.3f}")
+    if st.toggle(
+        "Compare with the scaling switch flipped", False, key="emb_compare", bind="query-params"
+    ):
+        other, _ = state.point_set(
+            model, tuple(sentences), scale=not inputs.scale, causal=inputs.causal
+        )
+        other_shown = geometry.cap_points(other, followed)  # same seed, same sample
+        names = (
+            f"√d_k {'on' if inputs.scale else 'off'} (sidebar)",
+            f"√d_k {'off' if inputs.scale else 'on'}",
+        )
+        comparison = geometry.shared_plane(shown.hidden[layer], other_shown.hidden[layer])
+        fig = geometry_charts.comparison_figure(
+            comparison.coords_first,
+            comparison.coords_second,
+            chosen,
+            shown.tokens,
+            names,
+            f"{state_name[0].upper()}{state_name[1:]}: arrows follow '{shown_word}'",
+        )
+        widgets.show_figure(fig, key="emb_compare_fig", filename="scaling-comparison")
+        st.metric("mean cosine between a token's two versions", f"{comparison.mean_cosine:.3f}")
+
+
+SECTIONS = {
+    "1 · Before and after": before_and_after,
+    "2 · Path": path_through_layers,
+    "3 · Nearest words": nearest_words,
+    "4 · Occurrences": occurrences_alike,
+    "5 · √d_k switch": scaling_switch,
+}
+# One section at a time, drawn only when its tab is open: all five at once were five large
+# figures and a table, ~2.2 s of a first visit's browser work and ~0.7 s on every change
+# (1.8x and 2.8x the reference app, bench/bench_browser.py). The URL keeps the open tab.
+widgets.section_tabs(SECTIONS, key="emb_section")
 
 st.caption(
     "Sources: Ethayarajh (2019), how contextual BERT's word vectors are; Coenen et al. (2019), "
