@@ -6,7 +6,15 @@ import json
 
 import numpy as np
 import pytest
-from conftest import BAD_INPUTS, ROOT, assert_no_exception, run_page
+from conftest import (
+    BAD_INPUTS,
+    ROOT,
+    assert_no_exception,
+    open_tab,
+    run_page,
+    section_key,
+    section_labels,
+)
 from shown import sent_array as array
 from shown import shown
 
@@ -32,7 +40,9 @@ def test_flow_page_shows_the_similarity_of_the_pair(model):
     expected = similarity.sentence_similarity(model.run(PAIR[0]), model.run(PAIR[1]))
     assert float(at.metric[0].value) == pytest.approx(expected, abs=1e-4)
     assert not at.metric[0].delta  # default switches: nothing to compare with
-    assert "Attention flow to the top layer, each row ÷ its sum" in titles(at)
+    flow_tab = titles(open_tab(at, "ex_section", "3 · Flow"))
+    assert "Attention flow to the top layer, each row ÷ its sum" in flow_tab
+    open_tab(at, "ex_section", "1 · Similarity")
     layers = next(
         s for s in chart_specs(at) if s["layout"]["title"]["text"].startswith("cos(A, B)")
     )
@@ -48,6 +58,33 @@ def test_flow_page_shows_the_similarity_of_the_pair(model):
     assert "against the model as trained" in at.metric[0].delta
 
 
+# Every figure of the information-flow page, by the tab that draws it (with a pair in the
+# sidebar; views/information_flow.py, SECTIONS).
+FLOW_FIGURES = {
+    "1 · Similarity": {"ex_pair_layers"},
+    "2 · Rollout": {"ex_rollout", "ex_bars"},
+    "3 · Flow": {"ex_flow"},
+    "4 · Norms": {"ex_norm"},
+    "5 · Lens": {"ex_lens", "ex_settle"},
+}
+
+
+def test_flow_page_draws_one_tab_at_a_time():
+    at = run_page(FLOW, text=PAIR[0], pair=PAIR[1])
+    assert_no_exception(at)
+    assert [tab.label for tab in at.tabs] == list(FLOW_FIGURES) == section_labels(FLOW)
+    for label, figures in FLOW_FIGURES.items():
+        open_tab(at, "ex_section", label)
+        assert_no_exception(at)
+        # this tab's figures and no other tab's: a closed tab sends nothing to the browser
+        assert {chart.key for chart in at.get("plotly_chart")} == figures, label
+    # the sentence picked above the tabs reaches them: the second one, in the lens's table
+    at.radio(key="ex_sentence").set_value("second").run()
+    assert_no_exception(at)
+    ticks = json.dumps([c.proto.spec for c in at.get("plotly_chart")])
+    assert "banana" in ticks and "arrow" not in ticks
+
+
 def test_flow_page_example_pair_and_layer_slider():
     at = run_page(FLOW, text="A single sentence.")
     assert_no_exception(at)
@@ -56,14 +93,14 @@ def test_flow_page_example_pair_and_layer_slider():
     at.button(key="ex_use_pair").click().run()
     assert_no_exception(at)
     assert at.session_state["pair"] == similarity.EXAMPLE_PAIRS[1][2]
-    at.slider(key="ex_layer").set_value(2).run()
-    assert "Attention rollout after layer 2" in titles(at)
-    assert "Norm rollout after layer 2" in titles(at)
+    at.slider(key="ex_layer").set_value(2).run()  # above the tabs: it reaches tabs 2 and 4
+    assert "Attention rollout after layer 2" in titles(open_tab(at, "ex_section", "2 · Rollout"))
+    assert "Norm rollout after layer 2" in titles(open_tab(at, "ex_section", "4 · Norms"))
 
 
 def test_word_level_switch_merges_pieces_and_off_changes_nothing():
     text = "Tokenization of embeddings."
-    at = run_page(FLOW, text=text)
+    at = run_page(FLOW, text=text, query={"ex_section": "2 · Rollout"})
     pieces_bars = chart_specs(at)[1]
     at.toggle(key="words").set_value(True).run()
     assert_no_exception(at)
@@ -112,7 +149,11 @@ def test_explanations_page_every_method_agreement_and_deletion():
 def test_pages_with_bad_input(page, bad):
     at = run_page(page, text=BAD_INPUTS[bad], pair=BAD_INPUTS[bad] if bad == "html" else None)
     assert_no_exception(at)
-    spec_text = json.dumps(chart_specs(at))
+    specs = chart_specs(at)
+    for label in section_labels(page)[1:]:  # a page in tabs: every tab's figures
+        specs += chart_specs(open_tab(at, section_key(page), label))
+        assert_no_exception(at)
+    spec_text = json.dumps(specs)
     assert "<script>" not in spec_text and "&#38;#" not in spec_text
     shown_text = " ".join(m.value for m in [*at.markdown, *at.caption])
     assert "<script>" not in shown_text
@@ -122,7 +163,9 @@ def test_pages_with_bad_input(page, bad):
 
 @pytest.mark.parametrize("page", [FLOW, EXPLANATIONS])
 def test_an_unreadable_pair_is_left_out_and_an_unreadable_sentence_stops(page):
-    at = run_page(page, text="A readable sentence.", pair=BAD_INPUTS["control"])
+    # the information-flow page's first tab draws only for a pair: its second tab, there
+    tab = {"ex_section": "2 · Rollout"} if page == FLOW else None
+    at = run_page(page, text="A readable sentence.", pair=BAD_INPUTS["control"], query=tab)
     assert_no_exception(at)
     assert at.get("plotly_chart")
     at = run_page(page, text=BAD_INPUTS["control"], pair="A readable sentence.")
@@ -132,10 +175,10 @@ def test_an_unreadable_pair_is_left_out_and_an_unreadable_sentence_stops(page):
 
 def test_pages_at_512_word_pieces_say_what_they_leave_out():
     text = " ".join(["The river bank was quiet after the storm."] * 80)
-    flow = run_page(FLOW, text=text)
+    flow = run_page(FLOW, text=text, query={"ex_section": "3 · Flow"})
     assert_no_exception(flow)
     assert any("Flow is computed up to 40 word pieces" in i.value for i in flow.info)
-    assert "Attention rollout after layer 5" in titles(flow)
+    assert "Attention rollout after layer 5" in titles(open_tab(flow, "ex_section", "2 · Rollout"))
     explanations = run_page(EXPLANATIONS, text=text)
     assert_no_exception(explanations)
     assert any("Left out at 512 word pieces" in i.value for i in explanations.info)

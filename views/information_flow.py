@@ -21,71 +21,13 @@ st.markdown(
 
 explain_state.stop_unless_readable(model, inputs)
 
-# 1 · The number everything below explains.
-st.subheader("1 · Two sentences, one number")
-st.latex(
-    r"\bar h = \frac{1}{n}\sum_{i=1}^{n} h_i^{(L)},\qquad e = \frac{\bar h}{\lVert \bar h \rVert}"
-)
-st.latex(r"\cos(e_A, e_B) = e_A \cdot e_B")
-labels = [label for label, _, _ in similarity.EXAMPLE_PAIRS]
-left, right = st.columns([3, 1])
-example = left.selectbox(
-    "Example pairs",
-    range(len(labels)),
-    format_func=lambda i: (
-        f"{labels[i]}: “{similarity.EXAMPLE_PAIRS[i][1]}” / “{similarity.EXAMPLE_PAIRS[i][2]}”"
-    ),
-    key="ex_pair",
-    bind="query-params",
-)
-example = min(int(example or 0), len(labels) - 1)  # a URL may carry any number
-right.button(
-    "Use this pair",
-    on_click=explain_state.use_example_pair,
-    args=(example,),
-    icon=":material/compare_arrows:",
-    key="ex_use_pair",
-)
 pair = explain_state.readable_pair(model, inputs)  # None when empty or unreadable
-if inputs.pair and not pair:
-    st.caption("The second sentence holds no readable word piece, so it is left out.")
-if pair:
-    similarity_now = explain_state.pair_similarity(
-        model, inputs.text, pair, scale=inputs.scale, causal=inputs.causal
-    )
-    default_switches = inputs.scale and not inputs.causal
-    delta = None
-    if not default_switches:
-        as_trained = explain_state.pair_similarity(
-            model, inputs.text, pair, scale=True, causal=False
-        )
-        delta = f"{similarity_now - as_trained:+.4f} against the model as trained"
-    st.metric("Cosine similarity of the sidebar's two sentences", f"{similarity_now:.4f}", delta)
-    by_layer = lens.similarity_by_layer(
-        explain_state.sentence_trace(model, inputs.text, inputs).hidden_states,
-        explain_state.sentence_trace(model, pair, inputs).hidden_states,
-    )
-    fig = explain_charts.settling_figure(
-        by_layer, "cos(A, B) of the mean-pooled states", "cos(A, B)"
-    )
-    widgets.show_figure(fig, key="ex_pair_layers", filename="similarity-by-layer")
-    st.caption(
-        "Each sentence runs through the model on its own, as in training (not as one "
-        "[CLS] A [SEP] B [SEP] input). With the default switches this number equals "
-        "sentence-transformers' `encode()` of the same model to 1e-5 (tests/test_explain.py); "
-        "sentence-transformers cuts inputs at 256 word pieces, this page reads up to "
-        f"{model.max_positions}. Turn off √d_k scaling in the sidebar to see how much the "
-        "similarity depends on it."
-    )
-else:
-    st.info(
-        "Add a second sentence in the sidebar, or use an example pair above, to see their "
-        "similarity. The rest of the page works on one sentence.",
-        icon="✍️",
-    )
-
-# 2 · Which sentence to follow.
-followed = st.radio(
+st.caption(
+    "Five sections, one tab each. Tabs 2 to 5 follow the sentence picked here; the rollouts of "
+    "tabs 2 and 4 stop after the layer picked here."
+)
+follow_column, layer_column = st.columns(2)
+followed = follow_column.radio(
     "Sentence to follow",
     ["first", "second"],
     horizontal=True,
@@ -102,155 +44,244 @@ flow = explain_state.information_flow(model, text, inputs)
 view = word_level.WordView(trace.tokens, merge_words)
 unit = "words" if merge_words else "word pieces"
 
-st.subheader("2 · Attention rollout")
-st.markdown(
-    "One attention matrix says where one layer looks. Rollout (Abnar & Zuidema, 2020) chains "
-    "the layers: average the heads, add the skip connection as half of the token itself, and "
-    "multiply the layers' matrices from the bottom up. Row *i* of the result says which input "
-    "pieces position *i* is made of after that layer."
-)
-st.latex(r"\hat A_l = \tfrac12\Big(\tfrac1H\sum_h A_l^h + I\Big)\ \text{(rows renormalised)}")
-st.latex(r"R_l = \hat A_l\, R_{l-1},\qquad R_0 = \hat A_0")
-layer = st.slider(
+layer = layer_column.slider(
     "After layer", 0, model.n_layers - 1, model.n_layers - 1, key="ex_layer", bind="query-params"
 )
 layer = min(int(layer), model.n_layers - 1)
-fig = explain_charts.mixing_heatmap(
-    view.matrix(flow.rolled[layer]),
-    view.labels,
-    f"Attention rollout after layer {layer}",
-    unit=unit[:-1],
-)
-widgets.show_figure(fig, key="ex_rollout", filename=f"rollout-L{layer}")
-st.caption(
-    "Caveat: rollout assumes each layer mixes token vectors linearly with exactly these weights. "
-    "It ignores what the value vectors, W_O, LayerNorm and the feed-forward block do, so it is "
-    "a picture of the routing, not of what is carried along it."
-)
 
-scores = flow.scores()
-shown = {explain.METHOD_LABELS[name]: view.scores(values) for name, values in scores.items()}
-fig = explain_charts.token_bars(
-    shown,
-    view.labels,
-    f"Each {unit[:-1]}'s share of the sentence vector",
-    "share of the mean-pooled top layer",
-)
-widgets.show_figure(fig, key="ex_bars", filename="sentence-shares")
-if len(view.labels) > 128:
-    st.caption(
-        f"{len(view.labels)} {unit}: a bar is narrower than a pixel here and every label is not "
-        "drawn; point at the chart to read a bar, or take the CSV below."
-    )
-rollout_specials = explain.special_share(scores["rollout"], trace.tokens)
-norm_specials = explain.special_share(scores["norm"], trace.tokens)
-st.markdown(
-    f"The sentence vector is the mean of the top rows, so each input's share is the mean of its "
-    f"column. Here [CLS] and [SEP] hold **{rollout_specials:.0%}** of the sentence by rollout, "
-    f"**{norm_specials:.0%}** by norm rollout (section 4)."
-)
-widgets.download_matrix(
-    [list(row) for row in zip(*shown.values(), strict=True)],
-    widgets.numbered(view.labels),
-    list(shown),
-    "sentence-shares",
-    label=f"Download the per-{unit[:-1].replace(' ', '-')} table as CSV",
-    key="ex_shares_csv",
-)
 
-# 3 · Flow.
-st.subheader("3 · Attention flow")
-st.markdown(
-    "Flow (same paper) reads the same layered graph as a network of pipes whose capacities are "
-    "the weights of Â, and asks how much can flow from an input piece to a top position at "
-    "most (a maximum flow). Rollout multiplies every path; flow is limited by the narrowest "
-    "cut, so it spreads credit more evenly. In their experiments both agreed better than raw "
-    "attention with what blanking out an input did. A flow value is not a share (each input "
-    "may push up to "
-    "its own narrowest cut), so each row is divided by its sum to compare with rollout."
-)
-if flow.flow is None:
-    st.info(
-        f"Flow is computed up to {rollout.MAX_FLOW_PIECES} word pieces: it needs one maximum "
-        f"flow per (input, output) pair, {rollout.MAX_FLOW_PIECES**2:,} of them at that size, "
-        f"under a second on one core. This sentence has {trace.n_tokens}; shorten it to see flow.",
-        icon="🛑",
+def two_sentences() -> None:
+    """1: the pair's cosine similarity, and how it builds up layer by layer."""
+    st.subheader("1 · Two sentences, one number")
+    st.latex(
+        r"\bar h = \frac{1}{n}\sum_{i=1}^{n} h_i^{(L)},\qquad e = \frac{\bar h}{\lVert \bar h \rVert}"
     )
-else:
+    st.latex(r"\cos(e_A, e_B) = e_A \cdot e_B")
+    labels = [label for label, _, _ in similarity.EXAMPLE_PAIRS]
+    left, right = st.columns([3, 1])
+    example = left.selectbox(
+        "Example pairs",
+        range(len(labels)),
+        format_func=lambda i: (
+            f"{labels[i]}: “{similarity.EXAMPLE_PAIRS[i][1]}” / “{similarity.EXAMPLE_PAIRS[i][2]}”"
+        ),
+        key="ex_pair",
+        bind="query-params",
+    )
+    example = min(int(example or 0), len(labels) - 1)  # a URL may carry any number
+    right.button(
+        "Use this pair",
+        on_click=explain_state.use_example_pair,
+        args=(example,),
+        icon=":material/compare_arrows:",
+        key="ex_use_pair",
+    )
+    if inputs.pair and not pair:
+        st.caption("The second sentence holds no readable word piece, so it is left out.")
+    if pair:
+        similarity_now = explain_state.pair_similarity(
+            model, inputs.text, pair, scale=inputs.scale, causal=inputs.causal
+        )
+        default_switches = inputs.scale and not inputs.causal
+        delta = None
+        if not default_switches:
+            as_trained = explain_state.pair_similarity(
+                model, inputs.text, pair, scale=True, causal=False
+            )
+            delta = f"{similarity_now - as_trained:+.4f} against the model as trained"
+        st.metric(
+            "Cosine similarity of the sidebar's two sentences", f"{similarity_now:.4f}", delta
+        )
+        by_layer = lens.similarity_by_layer(
+            explain_state.sentence_trace(model, inputs.text, inputs).hidden_states,
+            explain_state.sentence_trace(model, pair, inputs).hidden_states,
+        )
+        fig = explain_charts.settling_figure(
+            by_layer, "cos(A, B) of the mean-pooled states", "cos(A, B)"
+        )
+        widgets.show_figure(fig, key="ex_pair_layers", filename="similarity-by-layer")
+        st.caption(
+            "Each sentence runs through the model on its own, as in training (not as one "
+            "[CLS] A [SEP] B [SEP] input). With the default switches this number equals "
+            "sentence-transformers' `encode()` of the same model to 1e-5 (tests/test_explain.py); "
+            "sentence-transformers cuts inputs at 256 word pieces, this page reads up to "
+            f"{model.max_positions}. Turn off √d_k scaling in the sidebar to see how much the "
+            "similarity depends on it."
+        )
+    else:
+        st.info(
+            "Add a second sentence in the sidebar, or use an example pair above, to see their "
+            "similarity. The rest of the page works on one sentence.",
+            icon="✍️",
+        )
+
+
+def attention_rollout() -> None:
+    """2: attention rollout after the chosen layer, and each input's share."""
+    st.subheader("2 · Attention rollout")
+    st.markdown(
+        "One attention matrix says where one layer looks. Rollout (Abnar & Zuidema, 2020) chains "
+        "the layers: average the heads, add the skip connection as half of the token itself, and "
+        "multiply the layers' matrices from the bottom up. Row *i* of the result says which input "
+        "pieces position *i* is made of after that layer."
+    )
+    st.latex(r"\hat A_l = \tfrac12\Big(\tfrac1H\sum_h A_l^h + I\Big)\ \text{(rows renormalised)}")
+    st.latex(r"R_l = \hat A_l\, R_{l-1},\qquad R_0 = \hat A_0")
     fig = explain_charts.mixing_heatmap(
-        view.matrix(flow.flow_shares()),
+        view.matrix(flow.rolled[layer]),
         view.labels,
-        "Attention flow to the top layer, each row ÷ its sum",
+        f"Attention rollout after layer {layer}",
         unit=unit[:-1],
     )
-    widgets.show_figure(fig, key="ex_flow", filename="attention-flow")
-
-# 4 · Norm-based contributions.
-st.subheader("4 · What is actually carried: norm-based contributions")
-st.markdown(
-    "A head can look hard at a token whose value vector is tiny, and then carries almost "
-    "nothing (Kobayashi et al., 2020, found this for [SEP] and punctuation in BERT-base). They "
-    "measure the length of what each key adds to the query instead of the weight, and their "
-    "follow-up (2021) splits "
-    "the skip connection and the LayerNorm after attention exactly among the inputs. Each row "
-    "is divided by its sum, and the layers are chained like rollout."
-)
-st.latex(
-    r"c_{ij} = \frac{\big\lVert \gamma \odot \mathrm{centre}\big(\sum_h \alpha^h_{ij}\, "
-    r"v^h_j W_O^h + [i{=}j]\,x_i\big)\big\rVert}{\sigma_i}"
-)
-fig = explain_charts.mixing_heatmap(
-    view.matrix(flow.norm_rolled[layer]),
-    view.labels,
-    f"Norm rollout after layer {layer}",
-    unit=unit[:-1],
-)
-widgets.show_figure(fig, key="ex_norm", filename=f"norm-rollout-L{layer}")
-st.caption(
-    "An approximation, stated: the split is exact for attention, skip connection and the first "
-    "LayerNorm of each layer; the feed-forward block and the second LayerNorm are treated as "
-    "keeping each position's mixture (they work on one token at a time), and the biases b_O "
-    "and β belong to no token."
-)
-
-# 5 · The lens.
-st.subheader("5 · The encoder lens: how early does the meaning settle?")
-st.markdown(
-    "Compare every layer with the last one. Left: each token's cosine to its own final vector. "
-    "Right: the mean of a layer's token vectors against the final sentence embedding: how "
-    "close an early stop would have come."
-)
-token_settling = lens.token_settling(trace.hidden_states)  # (L + 1, n)
-left, right = st.columns([3, 2])
-with left:
-    fig = explain_charts.lens_heatmap(
-        token_settling,
-        trace.tokens,
-        "Each token vs its final vector (word pieces)",
+    widgets.show_figure(fig, key="ex_rollout", filename=f"rollout-L{layer}")
+    st.caption(
+        "Caveat: rollout assumes each layer mixes token vectors linearly with exactly these weights. "
+        "It ignores what the value vectors, W_O, LayerNorm and the feed-forward block do, so it is "
+        "a picture of the routing, not of what is carried along it."
     )
-    widgets.show_figure(fig, key="ex_lens", filename="lens-tokens")
-with right:
-    settling = lens.sentence_settling(trace.hidden_states)
-    fig = explain_charts.settling_figure(settling, "Sentence vs final embedding")
-    widgets.show_figure(fig, key="ex_settle", filename="lens-sentence")
-token = widgets.token_picker(
-    "Nearest word pieces of a token at every state, through the input table",
-    trace.tokens,
-    1,
-    key="ex_token",
-)
-nearest = explain_state.nearest_by_layer(model, trace, token)
-st.dataframe(
-    {
-        "state": ["embeddings", *[f"after layer {i}" for i in range(model.n_layers)]],
-        "cos to final": [round(float(row[token]), 3) for row in token_settling],
-        "nearest word pieces": [", ".join(row) for row in nearest],
-    },
-    hide_index=True,
-)
-st.caption(
-    "The explorer loads no output head; BERT's masked-word head reuses the input word-piece "
-    "table, so the nearest rows of that table are a rough reading of a vector (the Embedding "
-    f"projections page uses the same table). The token here is “{literal(trace.tokens[token])}”; "
-    "the lens works on word pieces whatever the word-level switch says."
-)
+
+    scores = flow.scores()
+    shown = {explain.METHOD_LABELS[name]: view.scores(values) for name, values in scores.items()}
+    fig = explain_charts.token_bars(
+        shown,
+        view.labels,
+        f"Each {unit[:-1]}'s share of the sentence vector",
+        "share of the mean-pooled top layer",
+    )
+    widgets.show_figure(fig, key="ex_bars", filename="sentence-shares")
+    if len(view.labels) > 128:
+        st.caption(
+            f"{len(view.labels)} {unit}: a bar is narrower than a pixel here and every label is not "
+            "drawn; point at the chart to read a bar, or take the CSV below."
+        )
+    rollout_specials = explain.special_share(scores["rollout"], trace.tokens)
+    norm_specials = explain.special_share(scores["norm"], trace.tokens)
+    st.markdown(
+        f"The sentence vector is the mean of the top rows, so each input's share is the mean of its "
+        f"column. Here [CLS] and [SEP] hold **{rollout_specials:.0%}** of the sentence by rollout, "
+        f"**{norm_specials:.0%}** by norm rollout (section 4)."
+    )
+    widgets.download_matrix(
+        [list(row) for row in zip(*shown.values(), strict=True)],
+        widgets.numbered(view.labels),
+        list(shown),
+        "sentence-shares",
+        label=f"Download the per-{unit[:-1].replace(' ', '-')} table as CSV",
+        key="ex_shares_csv",
+    )
+
+
+def attention_flow() -> None:
+    """3: attention flow, up to MAX_FLOW_PIECES word pieces."""
+    st.subheader("3 · Attention flow")
+    st.markdown(
+        "Flow (same paper) reads the same layered graph as a network of pipes whose capacities are "
+        "the weights of Â, and asks how much can flow from an input piece to a top position at "
+        "most (a maximum flow). Rollout multiplies every path; flow is limited by the narrowest "
+        "cut, so it spreads credit more evenly. In their experiments both agreed better than raw "
+        "attention with what blanking out an input did. A flow value is not a share (each input "
+        "may push up to "
+        "its own narrowest cut), so each row is divided by its sum to compare with rollout."
+    )
+    if flow.flow is None:
+        st.info(
+            f"Flow is computed up to {rollout.MAX_FLOW_PIECES} word pieces: it needs one maximum "
+            f"flow per (input, output) pair, {rollout.MAX_FLOW_PIECES**2:,} of them at that size, "
+            f"under a second on one core. This sentence has {trace.n_tokens}; shorten it to see flow.",
+            icon="🛑",
+        )
+    else:
+        fig = explain_charts.mixing_heatmap(
+            view.matrix(flow.flow_shares()),
+            view.labels,
+            "Attention flow to the top layer, each row ÷ its sum",
+            unit=unit[:-1],
+        )
+        widgets.show_figure(fig, key="ex_flow", filename="attention-flow")
+
+
+def norm_contributions() -> None:
+    """4: norm-based contributions rolled out like attention."""
+    st.subheader("4 · What is actually carried: norm-based contributions")
+    st.markdown(
+        "A head can look hard at a token whose value vector is tiny, and then carries almost "
+        "nothing (Kobayashi et al., 2020, found this for [SEP] and punctuation in BERT-base). They "
+        "measure the length of what each key adds to the query instead of the weight, and their "
+        "follow-up (2021) splits "
+        "the skip connection and the LayerNorm after attention exactly among the inputs. Each row "
+        "is divided by its sum, and the layers are chained like rollout."
+    )
+    st.latex(
+        r"c_{ij} = \frac{\big\lVert \gamma \odot \mathrm{centre}\big(\sum_h \alpha^h_{ij}\, "
+        r"v^h_j W_O^h + [i{=}j]\,x_i\big)\big\rVert}{\sigma_i}"
+    )
+    fig = explain_charts.mixing_heatmap(
+        view.matrix(flow.norm_rolled[layer]),
+        view.labels,
+        f"Norm rollout after layer {layer}",
+        unit=unit[:-1],
+    )
+    widgets.show_figure(fig, key="ex_norm", filename=f"norm-rollout-L{layer}")
+    st.caption(
+        "An approximation, stated: the split is exact for attention, skip connection and the first "
+        "LayerNorm of each layer; the feed-forward block and the second LayerNorm are treated as "
+        "keeping each position's mixture (they work on one token at a time), and the biases b_O "
+        "and β belong to no token."
+    )
+
+
+def encoder_lens() -> None:
+    """5: how close each layer already is to the final vectors."""
+    st.subheader("5 · The encoder lens: how early does the meaning settle?")
+    st.markdown(
+        "Compare every layer with the last one. Left: each token's cosine to its own final vector. "
+        "Right: the mean of a layer's token vectors against the final sentence embedding: how "
+        "close an early stop would have come."
+    )
+    token_settling = lens.token_settling(trace.hidden_states)  # (L + 1, n)
+    left, right = st.columns([3, 2])
+    with left:
+        fig = explain_charts.lens_heatmap(
+            token_settling,
+            trace.tokens,
+            "Each token vs its final vector (word pieces)",
+        )
+        widgets.show_figure(fig, key="ex_lens", filename="lens-tokens")
+    with right:
+        settling = lens.sentence_settling(trace.hidden_states)
+        fig = explain_charts.settling_figure(settling, "Sentence vs final embedding")
+        widgets.show_figure(fig, key="ex_settle", filename="lens-sentence")
+    token = widgets.token_picker(
+        "Nearest word pieces of a token at every state, through the input table",
+        trace.tokens,
+        1,
+        key="ex_token",
+    )
+    nearest = explain_state.nearest_by_layer(model, trace, token)
+    st.dataframe(
+        {
+            "state": ["embeddings", *[f"after layer {i}" for i in range(model.n_layers)]],
+            "cos to final": [round(float(row[token]), 3) for row in token_settling],
+            "nearest word pieces": [", ".join(row) for row in nearest],
+        },
+        hide_index=True,
+    )
+    st.caption(
+        "The explorer loads no output head; BERT's masked-word head reuses the input word-piece "
+        "table, so the nearest rows of that table are a rough reading of a vector (the Embedding "
+        f"projections page uses the same table). The token here is “{literal(trace.tokens[token])}”; "
+        "the lens works on word pieces whatever the word-level switch says."
+    )
+
+
+SECTIONS = {
+    "1 · Similarity": two_sentences,
+    "2 · Rollout": attention_rollout,
+    "3 · Flow": attention_flow,
+    "4 · Norms": norm_contributions,
+    "5 · Lens": encoder_lens,
+}
+# One section at a time, drawn only when its tab is open: all five at once were six figures
+# and a table, ~2.2 s of a first visit's browser work and ~0.7 s on every new sentence (1.8x
+# and 2.6x the reference app, bench/bench_browser.py). The URL keeps the open tab.
+widgets.section_tabs(SECTIONS, key="ex_section")
