@@ -45,7 +45,7 @@ PAGES = app_pages()
 ON_DEMAND = {"views/lab.py"}
 FIGURE_PAGES = [p for p in PAGES if p.path not in ON_DEMAND]
 # Pages that draw one tab at a time, opened on the tab that reads the sidebar sentence (the
-# first tab of Positional encoding does not read it).
+# first tabs of Positional encoding and of Scaling and masking do not read it).
 SENTENCE_TAB = {
     "views/positional.py": {"pos_section": "7 · Word order"},
     "views/scaling_masking.py": {"sm_section": "3 · Switches"},

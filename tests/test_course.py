@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from conftest import BAD_INPUTS, assert_no_exception, open_tab, run_page
+from conftest import BAD_INPUTS, assert_no_exception, open_tab, run_page, section_labels
 from torch.utils.flop_counter import FlopCounterMode
 
 from core import block, by_hand, head_roles, learning, padding, positional, scaling
@@ -472,18 +472,32 @@ def test_shared_word_through_heads_matches_the_encoder(model):
 
 
 # ---- pages --------------------------------------------------------------------------------------
+# Every figure of the by-hand page, by the tab that draws it (views/by_hand.py, SECTIONS).
+BY_HAND_FIGURES = {
+    "1–2 · By hand": {"hand_scores", "hand_weights", "hand_output"},
+    "3 · Soft lookup": {"hand_lookup"},
+    "4 · Fixed vs computed": {"hand_dense", "hand_attention"},
+    "5 · Cost": {"hand_cost"},
+}
+
+
 def test_by_hand_page_shows_numbers_a_learner_can_check():
     at = run_page(BY_HAND)
     assert_no_exception(at)
-    texts = _texts(at)
-    assert "e^2 : e^6 : e^1" in texts  # bank's row: scores 2, 6, 1 with money, bank, grows
-    assert "2304" in texts.replace(",", "")  # the n² break-even for MiniLM: 2·384 + 1536
-    assert len(at.get("plotly_chart")) == 7
+    assert [tab.label for tab in at.tabs] == list(BY_HAND_FIGURES) == section_labels(BY_HAND)
+    assert "e^2 : e^6 : e^1" in _texts(at)  # bank's row: scores 2, 6, 1 with money, bank, grows
+    for label, figures in BY_HAND_FIGURES.items():
+        open_tab(at, "hand_section", label)
+        assert_no_exception(at)
+        # this tab's figures and no other tab's: a closed tab sends nothing to the browser
+        assert {chart.key for chart in at.get("plotly_chart")} == figures, label
+    assert "2304" in _texts(at).replace(",", "")  # the n² break-even for MiniLM: 2·384 + 1536
+    open_tab(at, "hand_section", "1–2 · By hand")
     at.text_input(key="hand_text").set_value("River, zebra!").run()
     assert_no_exception(at)
     assert any("at least two" in info.value for info in at.info)
     assert any("zebra" in caption.value for caption in at.caption)
-    assert len(at.get("plotly_chart")) == 4  # the lookup, dense and cost figures remain
+    assert not at.get("plotly_chart")  # two words are needed for a matrix
 
 
 def test_toy_words_keep_known_words_in_order():

@@ -16,207 +16,237 @@ st.markdown(
     "your head. Everything on this page is computed live from these vectors."
 )
 
-# 1 ---------------------------------------------------------------------------------------------
-st.subheader("1 · Four features per word")
-text = st.text_input(
-    f"Sentence: two to four of {', '.join(by_hand.TOY_VECTORS)}",
-    "money bank grows",
-    key="hand_text",
-    bind="query-params",
-    max_chars=200,
-)
-# one word over the limit, to know whether any was left out
-words, unknown = by_hand.toy_words(text or "", limit=by_hand.MAX_TOY_WORDS + 1)
-if len(words) > by_hand.MAX_TOY_WORDS:
-    words = words[: by_hand.MAX_TOY_WORDS]
-    st.caption(f"Only the first {by_hand.MAX_TOY_WORDS} of the toy's words are used.")
-if unknown:
-    st.caption(
-        "Not in the toy's vocabulary, left out: " + ", ".join(literal(w) for w in unknown) + "."
+
+def four_features() -> None:
+    """Sections 1 and 2: the toy's four features per word, then S, e^S, the weights and Y."""
+    st.subheader("1 · Four features per word")
+    text = st.text_input(
+        f"Sentence: two to four of {', '.join(by_hand.TOY_VECTORS)}",
+        "money bank grows",
+        key="hand_text",
+        bind="query-params",
+        max_chars=200,
     )
-if len(words) < 2:
-    st.info(f"Type at least two of the toy's words: {', '.join(by_hand.TOY_VECTORS)}.", icon="✍️")
-else:
-    toy = by_hand.toy_sentence(words)
+    # one word over the limit, to know whether any was left out
+    words, unknown = by_hand.toy_words(text or "", limit=by_hand.MAX_TOY_WORDS + 1)
+    if len(words) > by_hand.MAX_TOY_WORDS:
+        words = words[: by_hand.MAX_TOY_WORDS]
+        st.caption(f"Only the first {by_hand.MAX_TOY_WORDS} of the toy's words are used.")
+    if unknown:
+        st.caption(
+            "Not in the toy's vocabulary, left out: " + ", ".join(literal(w) for w in unknown) + "."
+        )
+    if len(words) < 2:
+        st.info(
+            f"Type at least two of the toy's words: {', '.join(by_hand.TOY_VECTORS)}.", icon="✍️"
+        )
+    else:
+        toy = by_hand.toy_sentence(words)
+        st.dataframe(
+            {"word": list(toy.words)}
+            | {
+                feature: toy.vectors[:, k].tolist()
+                for k, feature in enumerate(by_hand.TOY_FEATURES)
+            },
+            hide_index=True,
+        )
+        result = by_hand.attention_by_hand(toy.vectors)
+
+        st.subheader("2 · Scores, exponentials, weights")
+        st.latex(  # stacked, so it fits a phone's width
+            r"\begin{gathered} S_{ij} = x_i\cdot x_j \\ \alpha_{ij} = \frac{e^{S_{ij}}}"
+            r"{\sum_k e^{S_{ik}}} \\ y_i = \sum_j \alpha_{ij}\,x_j \end{gathered}"
+        )
+        row = 1 if len(words) > 1 else 0
+        first, second = st.columns(2)
+        with first:
+            widgets.show_figure(
+                learning_charts.pair_matrix(
+                    result.scores, toy.words, "S = X Xᵀ", zmax=None, colorbar_title="x_i·x_j"
+                ),
+                key="hand_scores",
+                filename="by-hand-scores",
+            )
+        with second:
+            widgets.show_figure(
+                learning_charts.pair_matrix(
+                    result.attn_weights, toy.words, "α = softmax of each row"
+                ),
+                key="hand_weights",
+                filename="by-hand-weights",
+            )
+        word = toy.words[row]
+        terms = " : ".join(f"e^{result.scores[row, j]:.0f}" for j in range(len(words)))
+        values = " : ".join(f"{result.exponentials[row, j]:.2f}" for j in range(len(words)))
+        # three decimals: at two, 0.018 + 0.976 + 0.007 printed as 0.02 + 0.98 + 0.01 = 1.01
+        weights = ", ".join(
+            f"{literal(toy.words[j])} {result.attn_weights[row, j]:.3f}" for j in range(len(words))
+        )
+        st.markdown(
+            f"Check the row of **{literal(word)}** on paper: its scores are its dot products with every "
+            f"word, {', '.join(f'{s:.0f}' for s in result.scores[row])}. Exponentials {terms} ≈ "
+            f"{values}, which add up to {result.row_sums[row]:.2f}. Divide each by the sum: {weights}. "
+            "Every weight is positive and the row adds up to 1 (up to rounding in the last digit)."
+        )
+        widgets.show_figure(
+            learning_charts.token_matrix(
+                result.output, toy.words, "Y = α X", "feature", columns=by_hand.TOY_FEATURES
+            ),
+            key="hand_output",
+            filename="by-hand-output",
+        )
+        st.caption(
+            "Each column of Y is one of the four features. Each word's new vector is a blend of "
+            "the sentence, weighted by its row of α."
+        )
+
+
+def soft_lookup() -> None:
+    """Section 3: attention as a soft dictionary lookup, with a sharpness slider."""
+    st.subheader("3 · A soft dictionary lookup")
+    st.markdown(
+        "A Python dictionary finds the one key equal to what you ask for and returns its value. "
+        "Attention asks with a **query**, compares it with every **key**, and returns a blend of "
+        "all **values**, weighted by how well each key matches. A hard lookup keeps only the best "
+        "match; the soft one keeps every match in proportion, which is what lets training nudge "
+        "the weights a little at a time (a hard argmax has no gradient)."
+    )
+    st.latex(  # stacked, so it fits a phone's width
+        r"\begin{gathered}\text{hard: } v_{j^*},\ j^* = \arg\max_j q\cdot k_j"
+        r"\\ \text{soft: } \sum_j \operatorname{softmax}_j(c\, q\cdot k_j)\, v_j\end{gathered}"
+    )
+    left, right = st.columns(2)
+    query_word = left.selectbox(
+        "Query", list(by_hand.TOY_VECTORS), index=1, key="hand_query", bind="query-params"
+    )
+    sharpness = right.select_slider(
+        "Sharpness c", [0.0, 0.5, 1.0, 2.0, 5.0], value=1.0, key="hand_sharp", bind="query-params"
+    )
+    keys = by_hand.toy_sentence(tuple(by_hand.TOY_VECTORS))
+    found = by_hand.lookup(
+        by_hand.TOY_VECTORS[query_word], keys.vectors, keys.vectors, float(sharpness)
+    )
+    widgets.show_figure(
+        course_charts.weight_bars(
+            keys.words,
+            {"soft lookup": found.soft_weights, "hard lookup": found.hard_weights},
+            f"Query “{query_word}”: weight on each key",
+        ),
+        key="hand_lookup",
+        filename="soft-lookup",
+    )
     st.dataframe(
-        {"word": list(toy.words)}
-        | {feature: toy.vectors[:, k].tolist() for k, feature in enumerate(by_hand.TOY_FEATURES)},
+        {"retrieved": ["soft", "hard"]}
+        | {
+            feature: [round(float(found.soft_value[k]), 3), round(float(found.hard_value[k]), 3)]
+            for k, feature in enumerate(by_hand.TOY_FEATURES)
+        },
         hide_index=True,
     )
-    result = by_hand.attention_by_hand(toy.vectors)
-
-    st.subheader("2 · Scores, exponentials, weights")
-    st.latex(  # stacked, so it fits a phone's width
-        r"\begin{gathered} S_{ij} = x_i\cdot x_j \\ \alpha_{ij} = \frac{e^{S_{ij}}}"
-        r"{\sum_k e^{S_{ik}}} \\ y_i = \sum_j \alpha_{ij}\,x_j \end{gathered}"
-    )
-    row = 1 if len(words) > 1 else 0
-    first, second = st.columns(2)
-    with first:
-        widgets.show_figure(
-            learning_charts.pair_matrix(
-                result.scores, toy.words, "S = X Xᵀ", zmax=None, colorbar_title="x_i·x_j"
-            ),
-            key="hand_scores",
-            filename="by-hand-scores",
-        )
-    with second:
-        widgets.show_figure(
-            learning_charts.pair_matrix(result.attn_weights, toy.words, "α = softmax of each row"),
-            key="hand_weights",
-            filename="by-hand-weights",
-        )
-    word = toy.words[row]
-    terms = " : ".join(f"e^{result.scores[row, j]:.0f}" for j in range(len(words)))
-    values = " : ".join(f"{result.exponentials[row, j]:.2f}" for j in range(len(words)))
-    # three decimals: at two, 0.018 + 0.976 + 0.007 printed as 0.02 + 0.98 + 0.01 = 1.01
-    weights = ", ".join(
-        f"{literal(toy.words[j])} {result.attn_weights[row, j]:.3f}" for j in range(len(words))
-    )
-    st.markdown(
-        f"Check the row of **{literal(word)}** on paper: its scores are its dot products with every "
-        f"word, {', '.join(f'{s:.0f}' for s in result.scores[row])}. Exponentials {terms} ≈ "
-        f"{values}, which add up to {result.row_sums[row]:.2f}. Divide each by the sum: {weights}. "
-        "Every weight is positive and the row adds up to 1 (up to rounding in the last digit)."
-    )
-    widgets.show_figure(
-        learning_charts.token_matrix(
-            result.output, toy.words, "Y = α X", "feature", columns=by_hand.TOY_FEATURES
-        ),
-        key="hand_output",
-        filename="by-hand-output",
-    )
     st.caption(
-        "Each column of Y is one of the four features. Each word's new vector is a blend of "
-        "the sentence, weighted by its row of α."
+        "Keys and values are the toy vectors themselves. c = 0 returns the plain average of all values; a large c approaches the hard lookup. "
+        "In a transformer c is 1/√d_k, and training sets how far apart the scores are."
     )
 
-# 3 ---------------------------------------------------------------------------------------------
-st.subheader("3 · A soft dictionary lookup")
-st.markdown(
-    "A Python dictionary finds the one key equal to what you ask for and returns its value. "
-    "Attention asks with a **query**, compares it with every **key**, and returns a blend of "
-    "all **values**, weighted by how well each key matches. A hard lookup keeps only the best "
-    "match; the soft one keeps every match in proportion, which is what lets training nudge "
-    "the weights a little at a time (a hard argmax has no gradient)."
-)
-st.latex(  # stacked, so it fits a phone's width
-    r"\begin{gathered}\text{hard: } v_{j^*},\ j^* = \arg\max_j q\cdot k_j"
-    r"\\ \text{soft: } \sum_j \operatorname{softmax}_j(c\, q\cdot k_j)\, v_j\end{gathered}"
-)
-left, right = st.columns(2)
-query_word = left.selectbox(
-    "Query", list(by_hand.TOY_VECTORS), index=1, key="hand_query", bind="query-params"
-)
-sharpness = right.select_slider(
-    "Sharpness c", [0.0, 0.5, 1.0, 2.0, 5.0], value=1.0, key="hand_sharp", bind="query-params"
-)
-keys = by_hand.toy_sentence(tuple(by_hand.TOY_VECTORS))
-found = by_hand.lookup(
-    by_hand.TOY_VECTORS[query_word], keys.vectors, keys.vectors, float(sharpness)
-)
-widgets.show_figure(
-    course_charts.weight_bars(
-        keys.words,
-        {"soft lookup": found.soft_weights, "hard lookup": found.hard_weights},
-        f"Query “{query_word}”: weight on each key",
-    ),
-    key="hand_lookup",
-    filename="soft-lookup",
-)
-st.dataframe(
-    {"retrieved": ["soft", "hard"]}
-    | {
-        feature: [round(float(found.soft_value[k]), 3), round(float(found.hard_value[k]), 3)]
-        for k, feature in enumerate(by_hand.TOY_FEATURES)
-    },
-    hide_index=True,
-)
-st.caption(
-    "Keys and values are the toy vectors themselves. c = 0 returns the plain average of all values; a large c approaches the hard lookup. "
-    "In a transformer c is 1/√d_k, and training sets how far apart the scores are."
-)
 
-# 4 ---------------------------------------------------------------------------------------------
-st.subheader("4 · Fixed weights against weights computed from the input")
-st.markdown(
-    "A dense layer that mixes positions would hold one fixed n × n matrix W after training: "
-    "position 1 takes the same share of position 0 whatever words stand there. Attention "
-    "computes its matrix from the words themselves. Below, two sentences that differ in their "
-    "first word, and the row of *bank* (position 1) under each rule."
-)
-st.latex(
-    r"\begin{gathered}\text{dense: } Y = W X \\"
-    r" \text{attention: } Y = \operatorname{softmax}(X X^\top)\, X\end{gathered}"
-)
-pair = (("money", "bank", "grows"), ("river", "bank", "grows"))
-x_first, x_second = (by_hand.toy_sentence(words).vectors for words in pair)
-dense = by_hand.dense_token_mixing(3, seed=0)
-contrast = by_hand.mixing_contrast(x_first, x_second, dense, row=1)
-left, right = st.columns(2)
-with left:
-    widgets.show_figure(
-        course_charts.weight_bars(
-            ["position 0", "position 1", "position 2"],
-            {"money bank grows": contrast.dense_first, "river bank grows": contrast.dense_second},
-            "Dense layer: row of position 1",
-        ),
-        key="hand_dense",
-        filename="dense-mixing",
+def fixed_against_computed() -> None:
+    """Section 4: a dense layer's fixed mixing weights against attention's."""
+    st.subheader("4 · Fixed weights against weights computed from the input")
+    st.markdown(
+        "A dense layer that mixes positions would hold one fixed n × n matrix W after training: "
+        "position 1 takes the same share of position 0 whatever words stand there. Attention "
+        "computes its matrix from the words themselves. Below, two sentences that differ in their "
+        "first word, and the row of *bank* (position 1) under each rule."
     )
-with right:
+    st.latex(
+        r"\begin{gathered}\text{dense: } Y = W X \\"
+        r" \text{attention: } Y = \operatorname{softmax}(X X^\top)\, X\end{gathered}"
+    )
+    pair = (("money", "bank", "grows"), ("river", "bank", "grows"))
+    x_first, x_second = (by_hand.toy_sentence(words).vectors for words in pair)
+    dense = by_hand.dense_token_mixing(3, seed=0)
+    contrast = by_hand.mixing_contrast(x_first, x_second, dense, row=1)
+    left, right = st.columns(2)
+    with left:
+        widgets.show_figure(
+            course_charts.weight_bars(
+                ["position 0", "position 1", "position 2"],
+                {
+                    "money bank grows": contrast.dense_first,
+                    "river bank grows": contrast.dense_second,
+                },
+                "Dense layer: row of position 1",
+            ),
+            key="hand_dense",
+            filename="dense-mixing",
+        )
+    with right:
+        widgets.show_figure(
+            course_charts.weight_bars(
+                ["position 0", "position 1", "position 2"],
+                {
+                    "money bank grows": contrast.attention_first,
+                    "river bank grows": contrast.attention_second,
+                },
+                "Attention: row of bank",
+            ),
+            key="hand_attention",
+            filename="attention-mixing",
+        )
+    st.caption(
+        "The dense weights are a seeded random matrix standing in for trained ones: any fixed "
+        "matrix gives two identical bars. The attention bars differ because the words differ."
+    )
+
+
+def cost() -> None:
+    """Section 5: the multiply-adds of one layer, and where the n² part takes over."""
+    st.subheader("5 · What it costs: every pair, so n²")
+    st.markdown(
+        f"The score matrix has one entry per pair of tokens. For {name}'s sizes "
+        f"(d_model = {model.d_model}, {model.n_heads} heads, feed-forward width {model.dims.d_ff}) "
+        "one layer needs these multiply-adds:"
+    )
+    st.latex(
+        r"\underbrace{4\,n\,d^2}_{W_Q, W_K, W_V, W_O} + \underbrace{2\,n^2 d}_{QK^\top,\ \alpha V}"
+        r" + \underbrace{2\,n\,d\,d_{ff}}_{\text{feed-forward}}"
+    )
+    lengths = [8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096]
+    costs = [by_hand.layer_cost(n, model.d_model, model.n_heads, model.dims.d_ff) for n in lengths]
     widgets.show_figure(
-        course_charts.weight_bars(
-            ["position 0", "position 1", "position 2"],
+        course_charts.cost_figure(
+            lengths,
             {
-                "money bank grows": contrast.attention_first,
-                "river bank grows": contrast.attention_second,
+                "projections (∝ n)": [c.projections for c in costs],
+                "scores + mixing (∝ n²)": [c.scores + c.mixing for c in costs],
+                "feed-forward (∝ n)": [c.feed_forward for c in costs],
             },
-            "Attention: row of bank",
+            f"One layer of {name}, by sentence length",
         ),
-        key="hand_attention",
-        filename="attention-mixing",
+        key="hand_cost",
+        filename="attention-cost",
     )
-st.caption(
-    "The dense weights are a seeded random matrix standing in for trained ones: any fixed "
-    "matrix gives two identical bars. The attention bars differ because the words differ."
-)
+    crossing = by_hand.break_even_length(model.d_model, model.dims.d_ff)
+    at_max = by_hand.layer_cost(model.max_positions, model.d_model, model.n_heads, model.dims.d_ff)
+    st.markdown(
+        f"Double n and the n² part grows fourfold. It overtakes the two linear parts together at "
+        f"n = 2d + d_ff = **{crossing:,}** tokens. {name} reads at most {model.max_positions} positions, "
+        f"where the n² part is {at_max.quadratic_share:.0%} of a layer's multiply-adds and each "
+        f"layer stores {at_max.attention_cells:,} attention weights. Longer inputs are where "
+        "the quadratic cost bites."
+    )
 
-# 5 ---------------------------------------------------------------------------------------------
-st.subheader("5 · What it costs: every pair, so n²")
-st.markdown(
-    f"The score matrix has one entry per pair of tokens. For {name}'s sizes "
-    f"(d_model = {model.d_model}, {model.n_heads} heads, feed-forward width {model.dims.d_ff}) "
-    "one layer needs these multiply-adds:"
-)
-st.latex(
-    r"\underbrace{4\,n\,d^2}_{W_Q, W_K, W_V, W_O} + \underbrace{2\,n^2 d}_{QK^\top,\ \alpha V}"
-    r" + \underbrace{2\,n\,d\,d_{ff}}_{\text{feed-forward}}"
-)
-lengths = [8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096]
-costs = [by_hand.layer_cost(n, model.d_model, model.n_heads, model.dims.d_ff) for n in lengths]
-widgets.show_figure(
-    course_charts.cost_figure(
-        lengths,
-        {
-            "projections (∝ n)": [c.projections for c in costs],
-            "scores + mixing (∝ n²)": [c.scores + c.mixing for c in costs],
-            "feed-forward (∝ n)": [c.feed_forward for c in costs],
-        },
-        f"One layer of {name}, by sentence length",
-    ),
-    key="hand_cost",
-    filename="attention-cost",
-)
-crossing = by_hand.break_even_length(model.d_model, model.dims.d_ff)
-at_max = by_hand.layer_cost(model.max_positions, model.d_model, model.n_heads, model.dims.d_ff)
-st.markdown(
-    f"Double n and the n² part grows fourfold. It overtakes the two linear parts together at "
-    f"n = 2d + d_ff = **{crossing:,}** tokens. {name} reads at most {model.max_positions} positions, "
-    f"where the n² part is {at_max.quadratic_share:.0%} of a layer's multiply-adds and each "
-    f"layer stores {at_max.attention_cells:,} attention weights. Longer inputs are where "
-    "the quadratic cost bites."
-)
+
+SECTIONS = {
+    "1–2 · By hand": four_features,
+    "3 · Soft lookup": soft_lookup,
+    "4 · Fixed vs computed": fixed_against_computed,
+    "5 · Cost": cost,
+}
+# One part at a time, drawn only when its tab is open: all at once were seven figures, ~2.2 s
+# of a first visit's browser work (1.8x the reference app, bench/bench_browser.py).
+widgets.section_tabs(SECTIONS, key="hand_section")
+
 st.caption(
     "Sources: Bahdanau, Cho & Bengio (2015), attention as soft alignment; Vaswani et al. (2017), "
     "scaled dot-product attention and its cost per layer (Table 1); Tolstikhin et al. (2021), "
