@@ -159,6 +159,17 @@ def section_key(view: str) -> str | None:
     return None
 
 
+def assert_each_tab_draws(at, view: str, figures: dict[str, set[str]]) -> None:
+    """Open every tab of a page drawn one tab at a time, in order: the tabs are the view's
+    SECTIONS, and each sends its own figures (by key) and no other tab's, since a closed tab
+    sends nothing to the browser. Leaves the last tab open."""
+    assert [tab.label for tab in at.tabs] == list(figures) == section_labels(view)
+    for label, keys in figures.items():
+        open_tab(at, section_key(view), label)
+        assert_no_exception(at)
+        assert {chart.key for chart in at.get("plotly_chart")} == keys, label
+
+
 def assert_no_exception(at) -> None:
     errors = [e.value for e in at.exception]
     assert not errors, f"page raised: {errors}"

@@ -9,6 +9,7 @@ import pytest
 from conftest import (
     BAD_INPUTS,
     ROOT,
+    assert_each_tab_draws,
     assert_no_exception,
     open_tab,
     run_page,
@@ -42,7 +43,6 @@ def test_flow_page_shows_the_similarity_of_the_pair(model):
     assert not at.metric[0].delta  # default switches: nothing to compare with
     flow_tab = titles(open_tab(at, "ex_section", "3 · Flow"))
     assert "Attention flow to the top layer, each row ÷ its sum" in flow_tab
-    open_tab(at, "ex_section", "1 · Similarity")
     layers = next(
         s for s in chart_specs(at) if s["layout"]["title"]["text"].startswith("cos(A, B)")
     )
@@ -58,31 +58,25 @@ def test_flow_page_shows_the_similarity_of_the_pair(model):
     assert "against the model as trained" in at.metric[0].delta
 
 
-# Every figure of the information-flow page, by the tab that draws it (with a pair in the
-# sidebar; views/information_flow.py, SECTIONS).
+# Every figure of the information-flow page, by the tab that draws it (views/information_flow.py,
+# SECTIONS), with a pair in the sidebar: section 1's similarity by layer, above the tabs, on all.
 FLOW_FIGURES = {
-    "1 · Similarity": {"ex_pair_layers"},
-    "2 · Rollout": {"ex_rollout", "ex_bars"},
-    "3 · Flow": {"ex_flow"},
-    "4 · Norms": {"ex_norm"},
-    "5 · Lens": {"ex_lens", "ex_settle"},
+    "2 · Rollout": {"ex_pair_layers", "ex_rollout", "ex_bars"},
+    "3 · Flow": {"ex_pair_layers", "ex_flow"},
+    "4 · Norms": {"ex_pair_layers", "ex_norm"},
+    "5 · Lens": {"ex_pair_layers", "ex_lens", "ex_settle"},
 }
 
 
 def test_flow_page_draws_one_tab_at_a_time():
     at = run_page(FLOW, text=PAIR[0], pair=PAIR[1])
     assert_no_exception(at)
-    assert [tab.label for tab in at.tabs] == list(FLOW_FIGURES) == section_labels(FLOW)
-    for label, figures in FLOW_FIGURES.items():
-        open_tab(at, "ex_section", label)
-        assert_no_exception(at)
-        # this tab's figures and no other tab's: a closed tab sends nothing to the browser
-        assert {chart.key for chart in at.get("plotly_chart")} == figures, label
-    # the sentence picked above the tabs reaches them: the second one, in the lens's table
+    assert_each_tab_draws(at, FLOW, FLOW_FIGURES)
+    # the sentence picked above the tabs reaches them: the second one, on tab 5's lens heatmap
     at.radio(key="ex_sentence").set_value("second").run()
     assert_no_exception(at)
-    ticks = json.dumps([c.proto.spec for c in at.get("plotly_chart")])
-    assert "banana" in ticks and "arrow" not in ticks
+    lens = next(chart.proto.spec for chart in at.get("plotly_chart") if chart.key == "ex_lens")
+    assert "banana" in lens and "arrow" not in lens
 
 
 def test_flow_page_example_pair_and_layer_slider():
@@ -100,7 +94,7 @@ def test_flow_page_example_pair_and_layer_slider():
 
 def test_word_level_switch_merges_pieces_and_off_changes_nothing():
     text = "Tokenization of embeddings."
-    at = run_page(FLOW, text=text, query={"ex_section": "2 · Rollout"})
+    at = run_page(FLOW, text=text)  # no pair: the rollout tab's heatmap and bars
     pieces_bars = chart_specs(at)[1]
     at.toggle(key="words").set_value(True).run()
     assert_no_exception(at)
@@ -163,9 +157,7 @@ def test_pages_with_bad_input(page, bad):
 
 @pytest.mark.parametrize("page", [FLOW, EXPLANATIONS])
 def test_an_unreadable_pair_is_left_out_and_an_unreadable_sentence_stops(page):
-    # the information-flow page's first tab draws only for a pair: its second tab, there
-    tab = {"ex_section": "2 · Rollout"} if page == FLOW else None
-    at = run_page(page, text="A readable sentence.", pair=BAD_INPUTS["control"], query=tab)
+    at = run_page(page, text="A readable sentence.", pair=BAD_INPUTS["control"])
     assert_no_exception(at)
     assert at.get("plotly_chart")
     at = run_page(page, text=BAD_INPUTS["control"], pair="A readable sentence.")

@@ -11,10 +11,10 @@ from conftest import (
     BAD_INPUTS,
     LONG_TEXT,
     ROOT,
+    assert_each_tab_draws,
     assert_no_exception,
     open_tab,
     run_page,
-    section_labels,
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -296,10 +296,7 @@ def test_qkv_page_handles_bad_sidebar_text(name):
     if not BAD_INPUTS[name].strip() or name == "control":
         assert at.info and not at.get("plotly_chart")
         return
-    for label, figures in QKV_FIGURES.items():
-        open_tab(at, "qkv_section", label)
-        assert_no_exception(at)
-        assert {chart.key for chart in at.get("plotly_chart")} == figures, label
+    assert_each_tab_draws(at, QKV, QKV_FIGURES)
 
 
 # Every figure of the Q, K, V page, by the tab that draws it (views/qkv.py, SECTIONS).
@@ -317,12 +314,7 @@ QKV_FIGURES = {
 def test_qkv_page_draws_one_step_at_a_time():
     at = run_page(QKV, text=DEFAULT_SENTENCE)
     assert_no_exception(at)
-    assert [tab.label for tab in at.tabs] == list(QKV_FIGURES) == section_labels(QKV)
-    for label, figures in QKV_FIGURES.items():
-        open_tab(at, "qkv_section", label)
-        assert_no_exception(at)
-        # this step's figures and no other's: a closed tab sends nothing to the browser
-        assert {chart.key for chart in at.get("plotly_chart")} == figures, label
+    assert_each_tab_draws(at, QKV, QKV_FIGURES)
     texts = " ".join(m.value for m in at.markdown)
     assert "each trained head of layer 0" in texts  # Step 7's prose, in its own tab
     # the projections chosen above the tabs reach every step: d_k = 5 in Step 6's rank

@@ -11,10 +11,10 @@ import torch
 from conftest import (
     BAD_INPUTS,
     LONG_TEXT,
+    assert_each_tab_draws,
     assert_no_exception,
     open_tab,
     run_page,
-    section_labels,
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -314,12 +314,7 @@ SCALING_FIGURES = {
 def test_scaling_page_draws_one_tab_at_a_time():
     at = run_page(SCALING_PAGE, text=SENTENCE)
     assert_no_exception(at)
-    assert [tab.label for tab in at.tabs] == list(SCALING_FIGURES) == section_labels(SCALING_PAGE)
-    for label, figures in SCALING_FIGURES.items():
-        open_tab(at, "sm_section", label)
-        assert_no_exception(at)
-        # this tab's figures and no other tab's: a closed tab sends nothing to the browser
-        assert {chart.key for chart in at.get("plotly_chart")} == figures, label
+    assert_each_tab_draws(at, SCALING_PAGE, SCALING_FIGURES)
     open_tab(at, "sm_section", "3 · Switches")
     assert at.toggle(key="sm_scale_off").value is False
     assert any("at least one switch" in info.value for info in at.info)
@@ -365,12 +360,7 @@ HEADS_FIGURES = {
 def test_heads_page_draws_one_tab_at_a_time_and_ablates():
     at = run_page(HEADS_PAGE, text=SENTENCE)
     assert_no_exception(at)
-    assert [tab.label for tab in at.tabs] == list(HEADS_FIGURES) == section_labels(HEADS_PAGE)
-    for label, figures in HEADS_FIGURES.items():
-        open_tab(at, "mh_section", label)
-        assert_no_exception(at)
-        # this tab's figures and no other tab's: a closed tab sends nothing to the browser
-        assert {chart.key for chart in at.get("plotly_chart")} == figures, label
+    assert_each_tab_draws(at, HEADS_PAGE, HEADS_FIGURES)
     assert any("Pick at least one head" in info.value for info in at.info)
     at.toggle(key="mh_ablate_layer").set_value(True).run()
     assert_no_exception(at)

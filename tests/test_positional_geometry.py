@@ -398,13 +398,7 @@ def open_embedding_tab(at, label: str):
 def test_embeddings_page_draws_one_tab_at_a_time():
     at = run_page("views/embeddings.py")
     assert_no_exception(at)
-    assert [tab.label for tab in at.tabs] == list(EMBEDDING_FIGURES)
-    assert list(EMBEDDING_FIGURES) == conftest.section_labels("views/embeddings.py")
-    for label, figures in EMBEDDING_FIGURES.items():
-        open_embedding_tab(at, label)
-        assert_no_exception(at)
-        # this tab's figures and no other tab's: a closed tab sends nothing to the browser
-        assert {chart.key for chart in at.get("plotly_chart")} == figures, label
+    conftest.assert_each_tab_draws(at, "views/embeddings.py", EMBEDDING_FIGURES)
     open_embedding_tab(at, "3 · Nearest words")
     table = next(frame.value for frame in at.table if "stage" in frame.value.columns)
     assert sum("bank" in column for column in table.columns) == 4

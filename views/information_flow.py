@@ -22,32 +22,6 @@ st.markdown(
 explain_state.stop_unless_readable(model, inputs)
 
 pair = explain_state.readable_pair(model, inputs)  # None when empty or unreadable
-st.caption(
-    "Five sections, one tab each. Tabs 2 to 5 follow the sentence picked here; the rollouts of "
-    "tabs 2 and 4 stop after the layer picked here."
-)
-follow_column, layer_column = st.columns(2)
-followed = follow_column.radio(
-    "Sentence to follow",
-    ["first", "second"],
-    horizontal=True,
-    key="ex_sentence",
-    bind="query-params",
-    disabled=not pair,
-)
-merge_words = inputs.word_level  # the sidebar's shared switch
-text = pair if followed == "second" and pair else inputs.text
-trace = state.trace_or_stop(
-    model, state.Inputs(text, None, model.name, inputs.scale, inputs.causal)
-)
-flow = explain_state.information_flow(model, text, inputs)
-view = word_level.WordView(trace.tokens, merge_words)
-unit = "words" if merge_words else "word pieces"
-
-layer = layer_column.slider(
-    "After layer", 0, model.n_layers - 1, model.n_layers - 1, key="ex_layer", bind="query-params"
-)
-layer = min(int(layer), model.n_layers - 1)
 
 
 def two_sentences() -> None:
@@ -274,14 +248,42 @@ def encoder_lens() -> None:
     )
 
 
+two_sentences()  # drawn whole, above the tabs: the number the tabs explain
+st.caption(
+    "Sections 2 to 5, one tab each, follow the sentence picked here; the rollouts of tabs 2 and "
+    "4 stop after the layer picked here."
+)
+follow_column, layer_column = st.columns(2)
+followed = follow_column.radio(
+    "Sentence to follow",
+    ["first", "second"],
+    horizontal=True,
+    key="ex_sentence",
+    bind="query-params",
+    disabled=not pair,
+)
+merge_words = inputs.word_level  # the sidebar's shared switch
+text = pair if followed == "second" and pair else inputs.text
+trace = state.trace_or_stop(
+    model, state.Inputs(text, None, model.name, inputs.scale, inputs.causal)
+)
+flow = explain_state.information_flow(model, text, inputs)
+view = word_level.WordView(trace.tokens, merge_words)
+unit = "words" if merge_words else "word pieces"
+
+layer = layer_column.slider(
+    "After layer", 0, model.n_layers - 1, model.n_layers - 1, key="ex_layer", bind="query-params"
+)
+layer = min(int(layer), model.n_layers - 1)
+
+
 SECTIONS = {
-    "1 · Similarity": two_sentences,
     "2 · Rollout": attention_rollout,
     "3 · Flow": attention_flow,
     "4 · Norms": norm_contributions,
     "5 · Lens": encoder_lens,
 }
-# One section at a time, drawn only when its tab is open: all five at once were six figures
-# and a table, ~2.2 s of a first visit's browser work and ~0.7 s on every new sentence (1.8x
-# and 2.6x the reference app, bench/bench_browser.py). The URL keeps the open tab.
+# One section at a time, drawn only when its tab is open: all at once were six figures and a
+# table, ~2.2 s of a first visit's browser work and ~0.7 s on every new sentence (1.8x and
+# 2.6x the reference app, bench/bench_browser.py). The URL keeps the open tab.
 widgets.section_tabs(SECTIONS, key="ex_section")
