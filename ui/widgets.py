@@ -445,7 +445,7 @@ def whole_number_input(
 def section_tabs(sections: Mapping[str, Callable[[], None]], key: str) -> None:
     """One tab per section of a long page, and only the open tab drawn.
 
-    A closed tab sends nothing to the browser. Each plotly figure costs a browser ~50 ms of
+    A closed tab sends nothing to the browser. Each plotly figure costs a browser ~50-110 ms of
     main-thread work when a page loads and again on every update (its layout and text
     measuring; bench/bench_browser.py), so a lesson of a dozen figures drawn at once was slow on
     a phone. The URL keeps the open tab (bound to `key`), so a link opens the section it was

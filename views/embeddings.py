@@ -104,16 +104,20 @@ if shown.n_points < points.n_total:
         f"'{shown_word}' plus an even random sample of the rest."
     )
 method_key = "tsne" if method == "t-SNE" else "pca"
-if method_key == "tsne":
-    st.caption(
-        f"t-SNE keeps near neighbours near but distorts distances; perplexity "
-        f"{geometry.tsne_perplexity(shown.n_points):.0f} (clamped below the number of points)."
-    )
+st.caption(
+    "Five sections, one tab each. Every tab follows the word piece chosen here; tabs 1, 2, 4 and "
+    "5 show the chosen hidden state; Projection applies to tab 1 and View to tabs 1 and 2."
+)
 
 
 def before_and_after() -> None:
     """Section 1: every token before the first layer and after the chosen state, projected."""
     st.subheader("1 · Before and after")
+    if method_key == "tsne":
+        st.caption(
+            f"t-SNE keeps near neighbours near but distorts distances; perplexity "
+            f"{geometry.tsne_perplexity(shown.n_points):.0f} (clamped below the number of points)."
+        )
     st.markdown(
         f"Left: the static vectors (rows of the word-piece table): every *{shown_word}* is the same point. "
         f"Right: the same tokens, {state_name}, one point per occurrence. Colour = sentence."

@@ -23,10 +23,11 @@ trace = state.trace_or_stop(model, inputs)
 labels = widgets.numbered(trace.tokens)
 token_axes = (trace.tokens, trace.tokens)  # query and key labels of a self-attention heatmap
 st.caption(
-    "Five sections, one tab each. The Layer and Head sliders choose what tabs 1 to 4 show; the "
-    "first tab and the named heads of tab 1 use fixed heads, found by measurement."
+    "Five sections, one tab each. The Layer slider picks the layer of sections 1 to 4, the Head "
+    "slider the head of sections 2 and 3; “Why several heads” and the named heads of section 1 "
+    "use fixed heads, found by measurement."
 )
-layer, head = widgets.layer_head_picker(model)  # sections 1 to 4 show this layer and head
+layer, head = widgets.layer_head_picker(model)  # the layer of sections 1-4, the head of 2 and 3
 roles = course_state.role_scores(model)  # the named heads, measured once per model
 (prev_layer, prev_head, prev_mean), (next_layer, next_head, next_mean) = (
     roles.best("previous"),
@@ -63,7 +64,7 @@ def why_several_heads() -> None:
     )
     prev_row, next_row = focus_trace_rows.values()  # (n,) each: the focus token's weights
     neighbour_note = (
-        f"Two heads found by the measurement in tab 1 (on fixed probe sentences), here on the sidebar "
+        f"Two heads found by the measurement in section 1 (on fixed probe sentences), here on the sidebar "
         f"sentence: L{prev_layer} H{prev_head} gives the token before, "
         f"{literal(labels[focus - 1])}, {prev_row[focus - 1]:.2f} of the row, and "
         f"L{next_layer} H{next_head} gives the token after, {literal(labels[focus + 1])}, "
