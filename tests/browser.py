@@ -159,6 +159,14 @@ class AppPage:
     default: bool
 
 
+# Pages that draw one tab at a time, opened on the tab that reads the sidebar sentence (the
+# first tabs of Positional encoding and of Scaling and masking do not read it).
+SENTENCE_TAB = {
+    "views/positional.py": {"pos_section": "7 · Word order"},
+    "views/scaling_masking.py": {"sm_section": "3 · Switches"},
+}
+
+
 def app_pages(app_file: Path = ROOT / "app.py") -> list[AppPage]:
     """Every st.Page(...) call in app.py, in order, with title and URL as Streamlit derives them."""
     import ast

@@ -133,7 +133,7 @@ def open_tab(at, key: str, label: str):
     """Rerun a page with one of its tabs open, as a click on that tab does
     (widgets.section_tabs: only the open tab is drawn)."""
     at.session_state[key] = label
-    if key in at.query_params:  # a link's tab would win over the click: the click's tab instead
+    if key in at.query_params:  # keep the test's URL saying what is open, as the app's would
         at.query_params[key] = label
     return at.run()
 
@@ -164,10 +164,26 @@ def assert_each_tab_draws(at, view: str, figures: dict[str, set[str]]) -> None:
     SECTIONS, and each sends its own figures (by key) and no other tab's, since a closed tab
     sends nothing to the browser. Leaves the last tab open."""
     assert [tab.label for tab in at.tabs] == list(figures) == section_labels(view)
+    headings = set()
     for label, keys in figures.items():
         open_tab(at, section_key(view), label)
         assert_no_exception(at)
         assert {chart.key for chart in at.get("plotly_chart")} == keys, label
+        headings.add(tuple(heading.value for heading in at.subheader))
+    # each tab opened on its own section (a tab without figures passes the check above only if
+    # it really opened): every section starts with its own heading
+    assert len(headings) == len(figures), "a tab did not open"
+
+
+def each_tab(at, view: str):
+    """Yield the page as it is, then rerun it with each tab of the view open in turn, the first
+    too (a link may have opened another); a page drawn whole, or one that stopped before its
+    tabs, yields once."""
+    yield at
+    if not at.tabs:
+        return
+    for label in section_labels(view):
+        yield open_tab(at, section_key(view), label)
 
 
 def assert_no_exception(at) -> None:

@@ -11,10 +11,9 @@ from conftest import (
     ROOT,
     assert_each_tab_draws,
     assert_no_exception,
+    each_tab,
     open_tab,
     run_page,
-    section_key,
-    section_labels,
 )
 from shown import sent_array as array
 from shown import shown
@@ -143,14 +142,14 @@ def test_explanations_page_every_method_agreement_and_deletion():
 def test_pages_with_bad_input(page, bad):
     at = run_page(page, text=BAD_INPUTS[bad], pair=BAD_INPUTS[bad] if bad == "html" else None)
     assert_no_exception(at)
-    specs = chart_specs(at)
-    for label in section_labels(page)[1:]:  # a page in tabs: every tab's figures
-        specs += chart_specs(open_tab(at, section_key(page), label))
-        assert_no_exception(at)
+    specs, texts = [], []
+    for opened in each_tab(at, page):  # a page in tabs: every tab's figures and prose
+        assert_no_exception(opened)
+        specs += chart_specs(opened)
+        texts += [m.value for m in [*opened.markdown, *opened.caption]]
     spec_text = json.dumps(specs)
     assert "<script>" not in spec_text and "&#38;#" not in spec_text
-    shown_text = " ".join(m.value for m in [*at.markdown, *at.caption])
-    assert "<script>" not in shown_text
+    assert "<script>" not in " ".join(texts)
     if bad in ("empty", "control"):
         assert at.info, "an unreadable input gets a message"
 

@@ -7,7 +7,7 @@ as the sentence, then as the pair beside the long word.
 """
 
 import pytest
-from conftest import LONG_TEXT, ROOT, assert_no_exception, page_paths, run_page
+from conftest import LONG_TEXT, ROOT, assert_no_exception, each_tab, page_paths, run_page
 from test_browser_suite import CONTROL_ONLY, ONE_LONG_WORD, SENTENCE_TAB
 
 PAGES = page_paths()
@@ -34,6 +34,9 @@ def test_page_runs(page, text):
         assert any("empty" in info.value for info in at.info), "empty text must get a message"
     if text == LONG_TEXT and page.endswith("overview.py"):
         assert any("512" in w.value for w in at.warning), "truncation must be announced"
+    if text in ("The river bank flooded after the storm.", LONG_TEXT, ONE_LONG_WORD):
+        for opened in each_tab(at, page):  # a page in tabs: every section meets the text
+            assert_no_exception(opened)
     if text == CONTROL_ONLY and "trace_or_stop(" in (ROOT / page).read_text():
         # a page that draws the sidebar's sentence stops with a message, not a blank page
         assert any("readable" in info.value for info in at.info), "unreadable text needs a message"

@@ -191,6 +191,11 @@ TABS_OUT_OF_SIGHT_JS = """
 """
 
 
+# True once every plotly chart on the page has drawn its svg (none: true at once).
+EVERY_CHART_DRAWN_JS = """
+() => [...document.querySelectorAll('[data-testid="stPlotlyChart"]')]
+  .every(chart => chart.querySelector('.main-svg'))
+"""
 # Pages drawn one tab at a time (widgets.section_tabs), with their tab labels.
 TABBED_PAGES = [p for p in PAGES if section_labels(p.path)]
 
@@ -217,6 +222,7 @@ def test_every_tab_fits_a_phone_and_stays_in_the_link(browser, server, app_page)
             page.get_by_role("tab", name=label).click()
             assert page.runs.wait_settled(mark), f"opening {label} ran nothing"
             page.wait_for_selector("[role='tabpanel'] h3")  # every section opens with a heading
+            page.wait_for_function(EVERY_CHART_DRAWN_JS)  # the checks below need drawn figures
             page.wait_for_timeout(300)  # plotly's resize after the first layout
             assert parse_qs(urlparse(page.url).query).get(key) == [label], page.url
             # the closed tabs' figures are gone: no section draws more than five
@@ -286,7 +292,8 @@ def test_reduced_motion_stops_the_pulse(browser, server):
     check that the watch sees them). The browser tests of links, hostile input and navigation
     run with reduced motion for that reason: the pulse repaints the whole page on every frame
     until the figures arrive, about a fifth of a page load's CPU time in headless chromium
-    (12.3 s -> 9.6 s for a load of 2 · Q, K, V on a 2-core machine, chromium's processes summed).
+    (12.3 s -> 9.6 s for a load of 2 · Q, K, V when it drew all seven steps at once, on a 2-core
+    machine, chromium's processes summed).
     """
     qkv = next(p for p in PAGES if Path(p.path).stem == "qkv")
     pulsing = animations_during_load(browser, server, qkv, "no-preference")

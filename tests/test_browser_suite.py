@@ -21,6 +21,7 @@ import pytest
 from browser import (
     QUIET_MOTION,
     ROOT,
+    SENTENCE_TAB,
     AppPage,
     RunWatcher,
     app_pages,
@@ -44,12 +45,6 @@ PAGES = app_pages()
 # in chromium through its button. Hostile links and devices still cover them.
 ON_DEMAND = {"views/lab.py"}
 FIGURE_PAGES = [p for p in PAGES if p.path not in ON_DEMAND]
-# Pages that draw one tab at a time, opened on the tab that reads the sidebar sentence (the
-# first tabs of Positional encoding and of Scaling and masking do not read it).
-SENTENCE_TAB = {
-    "views/positional.py": {"pos_section": "7 · Word order"},
-    "views/scaling_masking.py": {"sm_section": "3 · Switches"},
-}
 VIEWPORT = {"width": 1400, "height": 1800}
 
 # A trap for injected script: setting window.__x (in any frame) reports back to the test, even

@@ -9,7 +9,7 @@ from urllib.parse import quote
 import conftest
 import numpy as np
 import pytest
-from conftest import BAD_INPUTS, assert_no_exception, run_page
+from conftest import BAD_INPUTS, assert_no_exception, each_tab, run_page
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from shown import shown
@@ -428,6 +428,9 @@ def test_embeddings_page_bad_input(name):
     assert_no_exception(at)
     if name in ("empty", "control"):
         assert at.info, "an unusable input must get a message"
+    for opened in each_tab(at, "views/embeddings.py"):  # every section meets the sentences
+        assert_no_exception(opened)
+    conftest.open_tab(at, "emb_section", "1 · Before and after")
     if name == "ten_thousand":  # cut to 512 word pieces, and said so
         assert "512" in " ".join(c.value for c in at.caption)
 
