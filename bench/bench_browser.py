@@ -27,6 +27,7 @@ import json
 import statistics
 import sys
 from pathlib import Path
+from urllib.parse import urlencode
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
@@ -35,6 +36,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from bench_speed import sentences  # noqa: E402
 from browser import (  # noqa: E402
     FIGURE_SELECTOR,
+    SENTENCE_TAB,
     RunWatcher,
     app_pages,
     chromium,
@@ -48,7 +50,8 @@ VIEWPORT = {"width": 1300, "height": 1400}
 BUTTON_PAGES = {"lab"}
 BUTTON_SELECTOR = "[data-testid='stMain'] [data-testid='stButton']"
 # A head switch that redraws nothing in this long: the open tab has no figure of one head (the
-# first tab of 4 · Multi-head attention shows two fixed heads), so there is no latency to time.
+# first tabs of 4 · Multi-head attention and 3 · Scaling and masking show fixed heads or random
+# scores), so there is no latency to time; the run says so.
 SCRUB_WAIT_MS = 15_000
 SETTLE_MS = 500  # trailing work after the run (plotly's resize, fonts) is part of the cost
 
@@ -152,6 +155,7 @@ class Tab:
             self.page.wait_for_function("window.__scrub.t1 !== null", timeout=SCRUB_WAIT_MS)
         except PlaywrightTimeout:  # the open tab draws nothing that depends on the head
             self.runs.wait_settled(mark, start_timeout_ms=1_500)
+            print("  (a head switch redrew nothing within 15 s: no scrub time for this page)")
             return None
         latency = self.page.evaluate("window.__scrub.t1 - window.__scrub.t0")
         self.runs.wait_settled(mark, start_timeout_ms=1_500)  # a client-side switch runs nothing
@@ -238,7 +242,11 @@ def main() -> None:
                     tab = Tab(
                         browser, args.throttle, BUTTON_SELECTOR if button_page else FIGURE_SELECTOR
                     )
+                    # a page drawn in tabs opens on the tab that reads the sentence, so that
+                    # its update redraws what a new sentence changes
                     url = f"{app.url}/{app_page.url_path}" if who == "ours" else ref.url
+                    if who == "ours" and app_page.path in SENTENCE_TAB:
+                        url += "?" + urlencode(SENTENCE_TAB[app_page.path])
                     data = ours[stem] if who == "ours" else reference
                     data["load"].append(tab.load(url))
                     tab.update(texts[0])  # warm-up: the first update of a tab compiles code
