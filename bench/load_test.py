@@ -40,6 +40,7 @@ from browser import (  # noqa: E402
     CHROMIUM,
     CHROMIUM_ARGS,
     FIGURE_SELECTOR,
+    SENTENCE_TAB,
     UPDATE_WATCH_JS,
     AppPage,
     RunWatcher,
@@ -210,9 +211,16 @@ class Session:
             self.script_errors.append("websocket closed")
 
     async def visit(self, app_page: AppPage) -> None:
-        """Open a page keeping the current URL parameters (the sentence), like the nav does."""
-        query = (
-            urllib.parse.urlsplit(self.page.url).query if self.page.url.startswith("http") else ""
+        """Open a page keeping the current URL parameters (the sentence), like the nav does; a
+        page drawn in tabs opens on the tab that reads the sentence, which a new one redraws."""
+        kept = (
+            urllib.parse.parse_qsl(urllib.parse.urlsplit(self.page.url).query)
+            if self.page.url.startswith("http")
+            else []
+        )
+        tab = SENTENCE_TAB.get(app_page.path, {})
+        query = urllib.parse.urlencode(
+            [(k, v) for k, v in kept if k not in tab] + list(tab.items())
         )
         mark = self.runs.mark()
         self.closed = True  # a page load closes the old websocket on purpose
