@@ -458,6 +458,20 @@ def section_tabs(sections: Mapping[str, Callable[[], None]], key: str) -> None:
                 draw()
 
 
+def folded(label: str, key: str, draw: Callable[[], None]) -> None:
+    """An expander whose content is drawn only while it is open.
+
+    A table folded away in a plain expander is still sent and laid out: an st.dataframe costs
+    a browser ~140 ms of main-thread work on every load and every update that changes it
+    (bench/bench_browser.py), for a detail most visitors never open. Opening this one reruns
+    the page (a cached rerun) and draws it.
+    """
+    box = st.expander(label, key=key, on_change="rerun")
+    if box.open:
+        with box:
+            draw()
+
+
 def token_picker(label: str, tokens: Sequence[str], default: int, key: str) -> int:
     """A slider over token positions 0 … n−1, bound to the URL, with the chosen token named.
 

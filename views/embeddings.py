@@ -56,7 +56,8 @@ if points.n_points == 0:
     st.info("None of the lines holds a readable word piece. Try ordinary words.", icon="✍️")
     st.stop()
 
-with st.expander(f"The {len(points.sentences)} sentences, numbered as in the legends"):
+
+def sentence_table() -> None:
     st.dataframe(
         {
             "#": [f"s{s + 1}" for s in range(len(points.sentences))],
@@ -65,6 +66,13 @@ with st.expander(f"The {len(points.sentences)} sentences, numbered as in the leg
         },
         hide_index=True,
     )
+
+
+widgets.folded(
+    f"The {len(points.sentences)} sentences, numbered as in the legends",
+    "emb_sentence_table",
+    sentence_table,
+)
 counts = geometry.word_counts(points)
 words = sorted(counts, key=lambda w: (-counts[w][0], -counts[w][1], w))
 c1, c2, c3, c4 = st.columns([2, 2, 1, 1])

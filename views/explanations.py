@@ -109,8 +109,11 @@ table = {
     unit: view.labels,
     **{label: [round(float(v), 5) for v in merged[label]] for label in labels},
 }
-with st.expander("The scores as a table"):
-    st.dataframe(table, hide_index=True, height=320)
+widgets.folded(
+    "The scores as a table",
+    "xp_table",
+    lambda: st.dataframe(table, hide_index=True, height=320),
+)
 widgets.download_matrix(
     [list(row) for row in zip(*merged.values(), strict=True)],
     widgets.numbered(view.labels),

@@ -195,8 +195,11 @@ if renormalise:
         "shares on [CLS] and [SEP] are 0. Which heads count as sinks still follows the weights "
         "as computed."
     )
-with st.expander("All statistics as a table"):
-    st.dataframe(stats.table(), hide_index=True, height=300)
+widgets.folded(
+    "All statistics as a table",
+    "hm_stats_table",
+    lambda: st.dataframe(stats.table(), hide_index=True, height=300),
+)
 widgets.download_matrix(
     stats.stat(stat_name),
     [f"layer {i}" for i in range(model.n_layers)],

@@ -153,8 +153,11 @@ def all_heads() -> None:
             f"1/{repeat.n_tokens} = {1 / repeat.n_tokens:.2f} for an even spread, although one is a "
             "noun and the other a verb."
         )
-    with st.expander("Probe sentences"):
-        st.dataframe({"sentence": list(course_state.probe_sentences())}, hide_index=True)
+    widgets.folded(
+        "Probe sentences",
+        "mh_probes",
+        lambda: st.dataframe({"sentence": list(course_state.probe_sentences())}, hide_index=True),
+    )
 
 
 def back_to_one_vector() -> None:

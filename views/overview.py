@@ -65,13 +65,10 @@ st.markdown(
     f"**{trace.n_tokens} word pieces**. Each piece, numbered from 0, is one row and one column "
     "of every attention matrix in this app."
 )
-# Drawn only once opened: the table was ~140 ms of a first visit's browser work, a tenth of
-# the whole page's (bench/bench_browser.py), for a detail most visitors do not need first.
-pieces = st.expander(
-    "Every word piece with its vocabulary id", on_change="rerun", key="overview_pieces"
-)
-if pieces.open:
-    pieces.dataframe(
+
+
+def word_piece_table() -> None:
+    st.dataframe(
         {
             "#": list(range(trace.n_tokens)),
             "piece": list(trace.tokens),
@@ -82,6 +79,9 @@ if pieces.open:
         width="stretch",
         hide_index=True,
     )
+
+
+widgets.folded("Every word piece with its vocabulary id", "overview_pieces", word_piece_table)
 
 st.subheader("3 · The model")
 dims = model.dims
