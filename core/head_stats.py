@@ -276,6 +276,14 @@ def head_view_weights(
     return value_weighted_share(value_weighted_norms(model, trace, layer))
 
 
+def every_layer_head_view_weights(
+    model: BertEncoder, trace: Trace, value_weighted: bool = False
+) -> np.ndarray:
+    """(L, H, n, n) head_view_weights of every layer."""
+    layers = range(model.n_layers)
+    return np.stack([head_view_weights(model, trace, layer, value_weighted) for layer in layers])
+
+
 def window_around(n: int, start: int, size: int) -> tuple[int, int]:
     """[start, stop) of at most `size` tokens, shifted left so it never runs past n."""
     size = max(1, min(size, n))

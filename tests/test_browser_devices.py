@@ -311,11 +311,11 @@ def test_keyboard_keeps_focus_on_a_slider_across_presses(browser, server):
 
     The first press used to rerun the page with one element fewer at the top (the one-off
     plotly preload), the frontend rebuilt every widget, and focus fell to the body. On a page
-    whose sliders rerun it: the Head view (the Overview and Attention heatmaps switch heads in
-    the browser, tested below).
+    whose sliders rerun it: 4 · Multi-head attention (the Overview, Attention heatmaps and the
+    Head view switch heads in the browser, tested below and in test_explorer.py).
     """
-    head_view = next(p for p in PAGES if p.path == "views/head_view.py")
-    page, context = open_page(browser, server, head_view, viewport={"width": 1300, "height": 1200})
+    multi_head = next(p for p in PAGES if p.path == "views/multi_head.py")
+    page, context = open_page(browser, server, multi_head, viewport={"width": 1300, "height": 1200})
     try:
         runs = page.runs
         slider = page.locator(SLIDER_INPUT).first

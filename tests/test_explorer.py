@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 
@@ -196,6 +197,85 @@ def test_line_opacities_equal_the_weights_in_data_and_figure():
     assert len(lines) == 2 * n * n
     assert drawn == np.count_nonzero(lines.weight**0.5 >= explorer_charts.OPACITY_STEP / 2)
     assert 0 < drawn < len(lines)  # the faintest lines round to opacity 0 and are left out
+
+
+def drawn_lines(fig: dict, head: int) -> set[tuple[int, int, int]]:
+    """(query, key, opacity level) of head's visible lines in a head-view figure's dict."""
+    found = set()
+    for trace in fig["data"]:
+        if trace.get("name") != f"head {head}" or trace.get("visible") is False:
+            continue
+        ys = [y for y in trace.get("y", []) if y is not None and y == y]  # drop the gaps
+        level = round(trace.get("opacity", 1.0) / explorer_charts.OPACITY_STEP)
+        found |= {(int(ys[i]), int(ys[i + 1]), level) for i in range(0, len(ys), 2)}
+    return found
+
+
+def stored_lines(meta: dict, index: int) -> set[tuple[int, int, int]]:
+    """(query, key, level) of one head's store, read as HEAD_SWITCH_JS reads packed_lines."""
+    raw = base64.b64decode(meta["heads"][index]["lines"])
+    start = meta["head_view"]["start"]
+    return {(start + raw[i], start + raw[i + 1], raw[i + 2]) for i in range(0, len(raw), 3)}
+
+
+@pytest.mark.parametrize("stretch", [False, True])
+def test_every_head_view_figure_carries_each_heads_lines_as_drawn(stretch):
+    """Each (layer, head) store holds the lines head_view_figure draws for that head alone, so a
+    head switched in the browser looks as one drawn by the server; the figure first shown is
+    head_view_figure's for the slider's head and the extra heads."""
+    n_layers, n_heads, n = 3, 4, len(PAIR_SEGMENTS)
+    weights = random_attention(n_layers, n_heads, n, seed=5)  # (L, H, n, n)
+    tokens = [f"t{i}" for i in range(n)]
+    options = {"pair": "A→B", "window": (1, 7), "min_opacity": 0.025, "stretch": stretch}
+
+    def lines_of(layer: int, heads) -> head_stats.HeadViewLines:
+        return head_stats.head_view_lines(weights[layer], PAIR_SEGMENTS, heads, **options)
+
+    def title_of(layer: int, head: int) -> str:
+        return f"Layer {layer} · head {head} and 0"
+
+    every = range(n_heads)
+    fig = explorer_charts.every_head_view_figure(
+        [lines_of(layer, every) for layer in range(n_layers)],
+        n_heads,
+        tokens,
+        PAIR_SEGMENTS,
+        layer=1,
+        head=2,
+        more=[0],
+        title_of_head=title_of,
+    ).to_dict()
+    meta = fig["layout"]["meta"]
+    for layer in range(n_layers):
+        for head in range(n_heads):
+            alone = explorer_charts.head_view_figure(
+                lines_of(layer, [head]), tokens, PAIR_SEGMENTS, [head], "t"
+            ).to_dict()
+            index = layer * n_heads + head
+            assert stored_lines(meta, index) == drawn_lines(alone, head), (layer, head)
+            assert meta["heads"][index]["title"] == title_of(layer, head)
+    both = explorer_charts.head_view_figure(lines_of(1, [0, 2]), tokens, PAIR_SEGMENTS, [0, 2], "t")
+    assert drawn_lines(fig, 2) and drawn_lines(fig, 0)
+    for head in (0, 2):
+        assert drawn_lines(fig, head) == drawn_lines(both.to_dict(), head)
+    # fixed groups of a legend entry and 20 levels, the slider's head first; the token columns
+    groups = 1 + explorer_charts.HEAD_VIEW_LEVELS
+    assert [t["name"] for t in fig["data"][: 2 * groups : groups]] == ["head 2", "head 0"]
+    assert [t["mode"] for t in fig["data"][2 * groups :]] == ["markers+text"] * 2
+    assert fig["data"][0]["meta"] == 1 * n_heads + 2
+    # the slider's head among the extra heads: drawn once, by its extra group
+    again = explorer_charts.every_head_view_figure(
+        [lines_of(layer, every) for layer in range(n_layers)],
+        n_heads,
+        tokens,
+        PAIR_SEGMENTS,
+        layer=0,
+        head=3,
+        more=[3],
+        title_of_head=title_of,
+    ).to_dict()
+    assert all(t["visible"] is False for t in again["data"][:groups])
+    assert drawn_lines(again, 3) == stored_lines(again["layout"]["meta"], 3)
 
 
 def test_line_filters_window_token_threshold_and_stretch():
@@ -542,3 +622,78 @@ def test_browser_both_pages_change_layer_and_head(server, browser):
     )
     wait_idle(page, 60_000)
     assert page_exceptions(page) == []
+
+
+# Every visible line trace of the Head view's figure as plotly holds it now (after any switch
+# in the browser): head name, opacity level and (query, key) of each line.
+HEAD_VIEW_DRAWN_JS = """
+() => {
+  const gd = document.querySelector('[data-testid="stMain"] .js-plotly-plot');
+  const lines = [];
+  for (const trace of gd.data) {
+    if (trace.mode !== 'lines' || trace.visible === false || !trace.y) continue;
+    const y = Array.from(trace.y).filter(v => v !== null && !Number.isNaN(v));
+    for (let i = 0; i + 1 < y.length; i += 2)
+      lines.push([trace.name, Math.round(trace.opacity / 0.05), y[i], y[i + 1]]);
+  }
+  return {title: gd.layout.title.text, lines: lines};
+}
+"""
+
+
+@pytest.mark.browser
+def test_browser_head_view_switches_layer_and_head_in_the_browser(server, browser, model):
+    """The Layer and Head sliders redraw the Head view with no server run, and the lines drawn
+    are the ones the server draws for that layer and heads (head_view_figure, computed here),
+    with an extra head chosen too, and with the slider on that extra head (drawn once)."""
+    from browser import RunWatcher, page_exceptions, wait_idle
+
+    trace = model.run("Time flies like an arrow.")
+    n_heads = model.n_heads
+
+    def server_lines(layer: int, heads: list[int]) -> set[tuple]:
+        lines = head_stats.head_view_lines(
+            trace.attentions[layer], trace.segments, heads, min_opacity=0.025
+        )
+        fig = explorer_charts.head_view_figure(lines, trace.tokens, trace.segments, heads, "t")
+        return {
+            (f"head {head}", level, q, k)
+            for head in heads
+            for q, k, level in drawn_lines(fig.to_dict(), head)
+        }
+
+    page = browser.new_page(viewport={"width": 1300, "height": 1400})
+    runs = RunWatcher(page)
+    sliders = page.locator('[data-testid="stMain"] [data-testid="stSlider"] input[type="range"]')
+    for query, more, steps in (
+        ("", [], ((0, (1, 0)), (1, (1, 1)), (0, (2, 1)))),
+        ("hv_heads=head+2&", [2], ((1, (0, 1)), (1, (0, 2)), (1, (0, 3)), (0, (1, 3)))),
+    ):
+        page.goto(f"{server.url}/head_view?{query}text=Time+flies+like+an+arrow.")
+        page.wait_for_selector(".js-plotly-plot .gtitle", timeout=90_000)
+        wait_idle(page, 90_000)
+        for slider, (layer, head) in steps:
+            mark = runs.mark()
+            sliders.nth(slider).focus()
+            page.keyboard.press("ArrowRight")
+            page.wait_for_function(  # trace 0 names the head shown (HEAD_SWITCH_JS)
+                "i => document.querySelector('.js-plotly-plot').data[0].meta === i",
+                arg=layer * n_heads + head,
+                timeout=30_000,
+            )
+            title = page.evaluate(HEAD_VIEW_DRAWN_JS)["title"]
+            assert title.startswith(f"\x3cb>Layer {layer} · head"), title
+            drawn = page.evaluate(HEAD_VIEW_DRAWN_JS)["lines"]
+            shown = {(name, level, int(q), int(k)) for name, level, q, k in drawn}
+            assert len(shown) == len(drawn), "a line drawn twice"
+            assert shown == server_lines(layer, sorted({head, *more})), (layer, head, more)
+            assert runs.settled_since(mark) is None, "the switch went through the server"
+            # the link keeps both (a slider at its default, 0, is left out of it)
+            kept = [
+                f"{name}={value}" for name, value in (("layer", layer), ("head", head)) if value
+            ]
+            page.wait_for_function(
+                "kept => kept.every(k => location.search.includes(k))", arg=kept, timeout=10_000
+            )
+    assert page_exceptions(page) == []
+    page.close()

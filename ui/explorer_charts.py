@@ -7,6 +7,7 @@ typed by a user must stay the three characters "<b>").
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -28,6 +29,7 @@ HEAD_COLOURS = QUALITATIVE_COLOURS
 SENTENCE_COLOURS = ("#4C78A8", "#F58518")  # sentence A, sentence B
 OPACITY_STEP = 0.05  # head-view lines are batched into traces of equal opacity, 20 levels
 HEAD_VIEW_ROW_PX = 22
+HEAD_VIEW_LEVELS = round(1 / OPACITY_STEP)  # opacity levels, one trace each per head
 
 
 def head_colour(head: int) -> str:
@@ -306,54 +308,62 @@ def _segments_xy(query: np.ndarray, key: np.ndarray) -> tuple[list, list]:
     return x.tolist(), y.tolist()
 
 
-def head_view_figure(
-    lines: HeadViewLines,
-    tokens: Sequence[str],
-    segments: Sequence[int],
-    heads: Sequence[int],
-    title: str,
-    highlight: int | None = None,
-) -> go.Figure:
-    """bertviz-style head view: queries left, keys right, one line per (head, query, key).
+def opacity_levels(lines: HeadViewLines) -> np.ndarray:
+    """(k,) int: each line's drawn opacity in steps of OPACITY_STEP, 0 (not drawn) to 20."""
+    return np.rint(opacity_buckets(drawn_opacity(lines.opacity)) / OPACITY_STEP).astype(int)
 
-    Lines of a head share its colour; a line's opacity is drawn_opacity() of its weight; lines
-    of equal (rounded) opacity share one trace, so a figure has at most heads × 20 line traces
-    however many lines it draws. Lines whose opacity rounds to 0 are not drawn.
-    """
-    start, stop = lines.window
-    fig = go.Figure()
-    buckets = opacity_buckets(drawn_opacity(lines.opacity))
-    for head in sorted(set(heads)):
-        colour = head_colour(head)
-        group = f"head {head}"
-        # A legend entry at full strength (the real traces may all be faint).
-        fig.add_trace(
+
+def _line_traces(
+    lines: HeadViewLines, head: int, levels: Sequence[int], visible: bool = True
+) -> list[go.Scatter]:
+    """One head's legend entry (at full strength: its lines may all be faint), then one trace
+    per opacity level in `levels` holding that head's lines of that level."""
+    colour = head_colour(head)
+    group = f"head {head}"
+    of_head = lines.head == head
+    line_levels = opacity_levels(lines)
+    traces = [
+        go.Scatter(
+            x=[None],
+            y=[None],
+            mode="lines",
+            line={"color": colour, "width": 4},
+            name=group,
+            legendgroup=group,
+            visible=visible,
+        )
+    ]
+    for level in levels:
+        chosen = of_head & (line_levels == level)
+        x, y = _segments_xy(lines.query[chosen], lines.key[chosen])
+        traces.append(
             go.Scatter(
-                x=[None],
-                y=[None],
+                x=x,
+                y=y,
                 mode="lines",
-                line={"color": colour, "width": 4},
-                name=group,
+                line={"color": colour, "width": 2.5},
+                opacity=level * OPACITY_STEP,
                 legendgroup=group,
+                showlegend=False,
+                hoverinfo="skip",
+                name=group,
+                visible=visible,
             )
         )
-        of_head = lines.head == head
-        for level in np.unique(buckets[of_head & (buckets > 0)]):  # level 0 would be invisible
-            chosen = of_head & (buckets == level)
-            x, y = _segments_xy(lines.query[chosen], lines.key[chosen])
-            fig.add_trace(
-                go.Scatter(
-                    x=x,
-                    y=y,
-                    mode="lines",
-                    line={"color": colour, "width": 2.5},
-                    opacity=float(level),
-                    legendgroup=group,
-                    showlegend=False,
-                    hoverinfo="skip",
-                    name=group,
-                )
-            )
+    return traces
+
+
+def _add_token_columns(
+    fig: go.Figure,
+    window: tuple[int, int],
+    tokens: Sequence[str],
+    segments: Sequence[int],
+    n_heads_drawn: int,
+    title: str,
+    highlight: int | None,
+) -> None:
+    """The query and key columns of dots and labels, their headers, and the layout."""
+    start, stop = window
     positions = np.arange(start, stop)
     labels = [literal(tokens[i]) for i in positions]
     if highlight is not None and start <= highlight < stop:
@@ -380,7 +390,7 @@ def head_view_figure(
             x=x, y=start - 0.5, text=text, showarrow=False, yanchor="bottom", font={"size": 13}
         )
     # The legend goes under the lines: at the top right it covered "key (attended to)" on phones.
-    legend_rows = -(-len(set(heads)) // 4)
+    legend_rows = -(-n_heads_drawn // 4)
     fig.update_layout(
         title={"text": title},
         height=int(HEAD_VIEW_ROW_PX * (stop - start) + 160 + 22 * legend_rows),
@@ -390,4 +400,100 @@ def head_view_figure(
         legend={"orientation": "h", "x": 0, "yref": "container", "y": 0, "yanchor": "bottom"},
         hovermode="closest",
     )
+
+
+def head_view_figure(
+    lines: HeadViewLines,
+    tokens: Sequence[str],
+    segments: Sequence[int],
+    heads: Sequence[int],
+    title: str,
+    highlight: int | None = None,
+) -> go.Figure:
+    """bertviz-style head view: queries left, keys right, one line per (head, query, key).
+
+    Lines of a head share its colour; a line's opacity is drawn_opacity() of its weight; lines
+    of equal (rounded) opacity share one trace, so a figure has at most heads × 20 line traces
+    however many lines it draws. Lines whose opacity rounds to 0 are not drawn.
+    """
+    fig = go.Figure()
+    line_levels = opacity_levels(lines)
+    for head in sorted(set(heads)):
+        used = np.unique(line_levels[(lines.head == head) & (line_levels > 0)])
+        fig.add_traces(_line_traces(lines, head, used.tolist()))
+    _add_token_columns(fig, lines.window, tokens, segments, len(set(heads)), title, highlight)
+    return fig
+
+
+def packed_lines(lines: HeadViewLines, head: int) -> str:
+    """One head's drawn lines for a figure's store: base64 of bytes (query − start,
+    key − start, opacity level 1..20) per line; widgets.HEAD_SWITCH_JS rebuilds the traces.
+    A window holds at most 256 tokens, so each number is one byte."""
+    start, stop = lines.window
+    assert stop - start <= 256, "a window of at most 256 tokens fits one byte per position"
+    line_levels = opacity_levels(lines)
+    drawn = (lines.head == head) & (line_levels > 0)
+    rows = np.column_stack(
+        [lines.query[drawn] - start, lines.key[drawn] - start, line_levels[drawn]]
+    )
+    return base64.b64encode(rows.astype(np.uint8).tobytes()).decode("ascii")
+
+
+def every_head_view_figure(
+    lines_by_layer: Sequence[HeadViewLines],
+    n_heads: int,
+    tokens: Sequence[str],
+    segments: Sequence[int],
+    layer: int,
+    head: int,
+    more: Sequence[int],
+    title_of_head: Callable[[int, int], str],
+    highlight: int | None = None,
+) -> go.Figure:
+    """head_view_figure for the sliders' (layer, head) and the heads in `more`, carrying every
+    head's lines so widgets.HEAD_SWITCH_JS redraws another layer or head in the browser.
+
+    lines_by_layer[l]: head_view_lines of layer l for all n_heads heads (the page's filters
+    applied).
+    The traces come in fixed groups of 1 + 20 (a legend entry, then one trace per opacity
+    level): first the Head slider's head, then each head of `more`. When the slider's head is
+    also in `more`, its group is hidden and the other draws it. layout.meta holds, for head h of
+    layer l at index l·H + h, its lines (packed_lines) and the figure's title with that head on
+    the slider (title_of_head(l, h): the code's own markup, no visitor text).
+    """
+    n_layers = len(lines_by_layer)
+    levels = list(range(1, HEAD_VIEW_LEVELS + 1))
+    lines = lines_by_layer[layer]
+    fig = go.Figure()
+    fig.add_traces(_line_traces(lines, head, levels, visible=head not in more))
+    for extra in more:
+        fig.add_traces(_line_traces(lines, extra, levels))
+    fig.data[0].meta = layer * n_heads + head  # the head shown, as HEAD_SWITCH_JS checks
+    _add_token_columns(
+        fig,
+        lines.window,
+        tokens,
+        segments,
+        len({head, *more}),
+        title_of_head(layer, head),
+        highlight,
+    )
+    start, _ = lines.window
+    fig.layout.meta = {
+        "every_head_of": n_heads,
+        "head_view": {
+            "more": list(more),
+            "levels": HEAD_VIEW_LEVELS,
+            "start": start,
+            "colours": [head_colour(h) for h in range(n_heads)],
+        },
+        "heads": [
+            {
+                "title": title_of_head(store_layer, store_head),
+                "lines": packed_lines(lines_by_layer[store_layer], store_head),
+            }
+            for store_layer in range(n_layers)
+            for store_head in range(n_heads)
+        ],
+    }
     return fig

@@ -44,7 +44,8 @@ def layer_head_picker(
     """Two sliders (bound to the URL) choosing a layer and a head, both counted from 0.
 
     in_browser: moving them reruns nothing. The page shows a figure that carries every head
-    (charts.every_head_heatmap, or html_heatmap.attention_grid with every_head) and calls
+    (charts.every_head_heatmap, explorer_charts.every_head_view_figure, or
+    html_heatmap.attention_grid with every_head) and calls
     head_switch() (and shows nothing else that depends on the head); Streamlit still writes
     the new values to the URL and hands them to the next run.
     """
@@ -77,7 +78,8 @@ def layer_head_picker(
 # When a Layer or Head slider on the page changes value, show the matching head in every figure
 # that carries all heads: an every-head heatmap (charts.every_head_heatmap), a query's rows in
 # two sentences (explorer_charts.every_head_compare_rows), the model view's frame
-# (explorer_charts.model_view_grid) and the Overview's HTML heatmap (html_heatmap.attention_grid,
+# (explorer_charts.model_view_grid), the Head view's lines (explorer_charts.every_head_view_figure)
+# and the Overview's HTML heatmap (html_heatmap.attention_grid,
 # which the script also gives a hover and a click readout). A fixed script: it reads numbers (the
 # sliders' values, the figures' own layout.meta and data-heads) and writes text only through
 # textContent and title, so a label read from the page stays text; no visitor text is ever part
@@ -109,6 +111,40 @@ HEAD_SWITCH_JS = """<script>
     if (!Number.isInteger(layer) || !Number.isInteger(head)) return NaN;
     return head >= meta.every_head_of ? NaN : layer * meta.every_head_of + head;
   };
+  // explorer_charts.packed_lines -> one trace's x and y per opacity level (1..levels), drawn as
+  // explorer_charts._segments_xy draws them: (0, query) to (1, key), null between two lines
+  const levelTraces = (view, packed) => {
+    const bytes = Uint8Array.from(atob(packed), c => c.charCodeAt(0));
+    const x = Array.from({length: view.levels}, () => []);
+    const y = Array.from({length: view.levels}, () => []);
+    for (let i = 0; i + 2 < bytes.length; i += 3) {
+      const level = bytes[i + 2] - 1;
+      x[level].push(0, 1, null);
+      y[level].push(view.start + bytes[i], view.start + bytes[i + 1], null);
+    }
+    return {x, y};
+  };
+  // Every line trace of a head view for head `index`: groups of a legend entry and one trace
+  // per level, the Head slider's head first (hidden when "more" draws it too), then "more".
+  const headViewUpdate = (meta, index) => {
+    const view = meta.head_view, n = meta.every_head_of;
+    const head = index % n, layer = (index - head) / n;
+    const update = {x: [], y: [], visible: [], name: [], legendgroup: [], 'line.color': [], meta: []};
+    [head, ...view.more].forEach((drawn, group) => {
+      const lines = levelTraces(view, meta.heads[layer * n + drawn].lines);
+      const shown = group > 0 || !view.more.includes(head);
+      for (let t = 0; t <= view.levels; t++) {  // t = 0: the legend entry
+        update.x.push(t ? lines.x[t - 1] : [null]);
+        update.y.push(t ? lines.y[t - 1] : [null]);
+        update.visible.push(shown);
+        update.name.push('head ' + drawn);
+        update.legendgroup.push('head ' + drawn);
+        update['line.color'].push(view.colours[drawn]);
+        update.meta.push(index);
+      }
+    });
+    return update;
+  };
   // The sliders' head into one figure, by the kind of store it carries; nothing if shown.
   const showIn = (main, gd) => {
     const meta = gd.layout && gd.layout.meta;
@@ -127,6 +163,19 @@ HEAD_SWITCH_JS = """<script>
     }
     const store = meta.heads && meta.heads[index];
     if (!store || gd.data[0].meta === index) return;  // trace 0's meta: the head shown
+    if (meta.head_view) {  // explorer_charts.every_head_view_figure: its line traces anew
+      const update = headViewUpdate(meta, index);
+      const shown = gd.data[0].meta, n = meta.every_head_of;
+      if (Number.isInteger(shown) && shown % n === index % n) {
+        // the same heads on another layer: only the lines change (plotly redraws less)
+        ['visible', 'name', 'legendgroup', 'line.color'].forEach(key => delete update[key]);
+      } else if (gd.data[0].visible === update.visible[0]) {
+        delete update.visible;  // a change of visibility makes plotly recompute every trace
+      }
+      const traces = update.x.map((_, t) => t);
+      window.Plotly.update(gd, update, boldTitle(store.title), traces);
+      return;
+    }
     if (store.bars) {  // explorer_charts.every_head_compare_rows: one bar trace per sentence
       const traces = store.bars.map((_, t) => t);
       const y = store.bars.map((packed, t) => unpack(packed, 1, meta.bar_lengths[t], meta.steps)[0]);

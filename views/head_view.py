@@ -1,9 +1,11 @@
 """Head view: each query token joined to the keys it reads, one colour per head, for sentence pairs."""
 
+from collections.abc import Sequence
+
 import streamlit as st
 
 from core import head_roles, head_stats
-from ui import explorer_charts, exports, formulas, models, state, widgets
+from ui import charts, explorer_charts, exports, formulas, models, state, widgets
 from ui.numbers import ranges
 from ui.word_level import WordView
 
@@ -42,7 +44,17 @@ if not paired:
     )
 
 # 1 · Which heads, which lines.
-layer, head = widgets.layer_head_picker(model)
+merge_words = inputs.word_level  # the sidebar's shared switch
+words_view = WordView(trace.tokens, merge_words)  # off: the same tokens, segments and weights
+tokens = words_view.tokens(trace.tokens)
+segments = words_view.segments(trace.segments)
+n_shown = len(tokens)
+# At most WINDOW tokens are drawn: every head's lines travel with the page, and the Layer and
+# Head sliders redraw the figure in the browser, with no server round trip.
+in_browser = charts.switches_in_browser(model.n_layers, model.n_heads, min(n_shown, WINDOW))
+layer, head = widgets.layer_head_picker(model, in_browser=in_browser)
+if in_browser:
+    widgets.head_switch()
 more = st.multiselect(
     "Draw more heads of this layer (the Head slider's head is always drawn)",
     list(range(model.n_heads)),
@@ -67,11 +79,6 @@ stretch = left.toggle(
     help="Make each head's strongest line drawn fully opaque. Over hundreds of tokens weights "
     "are small (about 1/n) and would be invisible otherwise; on by default for long inputs.",
 )
-merge_words = inputs.word_level  # the sidebar's shared switch
-words_view = WordView(trace.tokens, merge_words)  # off: the same tokens, segments and weights
-tokens = words_view.tokens(trace.tokens)
-segments = words_view.segments(trace.segments)
-n_shown = len(tokens)
 pair_filter = middle.radio(
     "Sentence blocks (query → key)",
     head_stats.PAIR_FILTERS,
@@ -120,35 +127,63 @@ def pick_clicked_token() -> None:
 
 
 # 2 · The lines.
-weights = words_view.matrix(head_stats.head_view_weights(model, trace, layer, value_weighted))
-lines = head_stats.head_view_lines(
-    weights,
-    segments,
-    heads,
-    pair=pair_filter if paired else "All",
-    window=window,
-    min_opacity=explorer_charts.OPACITY_STEP / 2,
-    token=focus,
-    token_side=side,
-    stretch=stretch,
-)
 shown = "share of ‖α·v·W_O‖" if value_weighted else "attention weight α"
-fig = explorer_charts.head_view_figure(
-    lines,
-    tokens,
-    segments,
-    heads,
+
+
+def layer_lines(at_layer: int, of_heads: Sequence[int]) -> head_stats.HeadViewLines:
+    """The lines of these heads of one layer, with the page's filters."""
+    return head_stats.head_view_lines(
+        words_view.matrix(  # (H, n, n), or (H, w, w) between words
+            head_stats.head_view_weights(model, trace, at_layer, value_weighted)
+        ),
+        segments,
+        of_heads,
+        pair=pair_filter if paired else "All",
+        window=window,
+        min_opacity=explorer_charts.OPACITY_STEP / 2,
+        token=focus,
+        token_side=side,
+        stretch=stretch,
+    )
+
+
+def title_of(at_layer: int, at_head: int) -> str:
+    """The figure's title with at_head on the Head slider (the code's own markup)."""
+    drawn = sorted({at_head, *more})
     # the opacity rule on a line of its own: beside the heads it was wider than a phone
-    title=f"Layer {layer} · head{'s' if len(heads) > 1 else ''} {ranges(heads)}"
-    f"<br><sup>opacity = √({shown})</sup>",
-    highlight=focus,
-)
-widgets.show_figure(
-    fig, key="hv_figure", filename=f"head-view-L{layer}", on_select=pick_clicked_token
-)
-notes = [f"lines drawn: {len(lines):,}"]
-if lines.dropped_light:
-    notes.append(f"lines under 2.5 % weight left out as clutter: {lines.dropped_light:,}")
+    return (
+        f"Layer {at_layer} · head{'s' if len(drawn) > 1 else ''} {ranges(drawn)}"
+        f"<br><sup>opacity = √({shown})</sup>"
+    )
+
+
+if in_browser:
+    every_head = range(model.n_heads)
+    fig = explorer_charts.every_head_view_figure(
+        [layer_lines(at_layer, every_head) for at_layer in range(model.n_layers)],
+        model.n_heads,
+        tokens,
+        segments,
+        layer,
+        head,
+        sorted(set(more)),
+        title_of,
+        highlight=focus,
+    )
+    filename = "head-view"  # the head on screen may change in the browser after this run
+else:
+    lines = layer_lines(layer, heads)
+    fig = explorer_charts.head_view_figure(
+        lines, tokens, segments, heads, title_of(layer, head), highlight=focus
+    )
+    filename = f"head-view-L{layer}"
+widgets.show_figure(fig, key="hv_figure", filename=filename, on_select=pick_clicked_token)
+if in_browser:  # counts of this run's head would go stale when a slider moves
+    notes = ["lines under 2.5 % weight are left out as clutter"]
+else:
+    notes = [f"lines drawn: {len(lines):,}"]
+    if lines.dropped_light:
+        notes.append(f"lines under 2.5 % weight left out as clutter: {lines.dropped_light:,}")
 if stretch:
     notes.append("opacity stretched: each head's strongest line drawn is fully opaque")
 if window != (0, n_shown):
@@ -156,8 +191,10 @@ if window != (0, n_shown):
         f"only tokens {window[0]}–{window[1] - 1} of {n_shown} are drawn, and only lines "
         "between them: move the window with the slider"
     )
+caption_notes = "; ".join(notes)
 st.caption(
-    "; ".join(notes)
+    caption_notes[0].upper()
+    + caption_notes[1:]
     + ". Opacity is the square root of the weight, so faint weights stay visible: 0.25 is drawn "
     "half opaque, 0.04 at 0.2. "
     + ("Blue dots mark sentence A, orange dots sentence B. " if paired else "")
@@ -184,14 +221,26 @@ else:
     )
 
 labels = widgets.numbered(tokens)
-widgets.download_matrix(
-    weights[head],
-    labels,
-    labels,
-    f"head-view-L{layer}-H{head}" + ("-value-weighted" if value_weighted else ""),
-    label=f"Download head {head}'s {shown} as CSV (all tokens)",
-    key="hv_csv",
-)
+suffix = "-value-weighted" if value_weighted else ""
+if in_browser:
+    fetch = state.refetch(model, inputs)  # the button keeps this, not the Trace
+    widgets.download_every_head(
+        lambda: words_view.matrix(
+            head_stats.every_layer_head_view_weights(model, fetch(), value_weighted)
+        ),
+        labels,
+        "head-view-every-head" + suffix,
+        key="hv_csv",
+    )
+else:
+    widgets.download_matrix(
+        words_view.matrix(head_stats.head_view_weights(model, trace, layer, value_weighted))[head],
+        labels,
+        labels,
+        f"head-view-L{layer}-H{head}" + suffix,
+        label=f"Download head {head}'s {shown} as CSV (all tokens)",
+        key="hv_csv",
+    )
 exports.download_trace(
     trace, state.refetch(model, inputs), key="hv_npz", filename="attention-explorer-trace"
 )
