@@ -234,17 +234,13 @@ def test_every_head_view_figure_carries_each_heads_lines_as_drawn(stretch):
     def title_of(layer: int, head: int) -> str:
         return f"Layer {layer} · head {head} and 0"
 
-    every = range(n_heads)
-    fig = explorer_charts.every_head_view_figure(
-        [lines_of(layer, every) for layer in range(n_layers)],
-        n_heads,
-        tokens,
-        PAIR_SEGMENTS,
-        layer=1,
-        head=2,
-        more=[0],
-        title_of_head=title_of,
-    ).to_dict()
+    def figure(layer: int, head: int, more: list[int]) -> dict:
+        every_layer = [lines_of(at_layer, range(n_heads)) for at_layer in range(n_layers)]
+        return explorer_charts.every_head_view_figure(
+            every_layer, n_heads, tokens, PAIR_SEGMENTS, layer, head, more, title_of
+        ).to_dict()
+
+    fig = figure(layer=1, head=2, more=[0])
     meta = fig["layout"]["meta"]
     for layer in range(n_layers):
         for head in range(n_heads):
@@ -264,16 +260,7 @@ def test_every_head_view_figure_carries_each_heads_lines_as_drawn(stretch):
     assert [t["mode"] for t in fig["data"][2 * groups :]] == ["markers+text"] * 2
     assert fig["data"][0]["meta"] == 1 * n_heads + 2
     # the slider's head among the extra heads: drawn once, by its extra group
-    again = explorer_charts.every_head_view_figure(
-        [lines_of(layer, every) for layer in range(n_layers)],
-        n_heads,
-        tokens,
-        PAIR_SEGMENTS,
-        layer=0,
-        head=3,
-        more=[3],
-        title_of_head=title_of,
-    ).to_dict()
+    again = figure(layer=0, head=3, more=[3])
     assert all(t["visible"] is False for t in again["data"][:groups])
     assert drawn_lines(again, 3) == stored_lines(again["layout"]["meta"], 3)
 
