@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from urllib.parse import quote
 
 import conftest
@@ -359,9 +360,17 @@ def test_positional_page_draws_one_tab_at_a_time():
         assert {chart.key for chart in at.get("plotly_chart")} == figures, label
         if label == "4 · Near positions":
             assert at.metric[0].value == "1.00"  # the sinusoid: a function of distance alone
-        if label == "7 · Word order":
-            removed = [m.value for m in at.markdown if "positions removed" in m.value]
-            assert removed and "e-0" in removed[0]
+        if label == "7 · Word order":  # the put-back heatmaps' titles give the head's max |Δ|
+            deltas = {
+                chart.key: float(
+                    re.search(r"max \|Δ\| to the original: ([0-9.e+-]+)", spec).group(1)
+                )
+                for chart in at.get("plotly_chart")
+                if "put back" in chart.key
+                for spec in [json.loads(chart.proto.spec)["layout"]["title"]["text"]]
+            }
+            assert deltas["pos_perm_positions removed_shuffled, put back"] < 1e-4  # a bag of words
+            assert deltas["pos_perm_with positions_shuffled, put back"] > 1e-2
     # the sliders above the tabs size every tab's encodings: one change reaches tab 5 too
     at.slider(key="pos_length").set_value(40).run()
     open_tab(at, "5 · Rotation")

@@ -10,7 +10,7 @@ import base64
 import math
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas  # noqa: F401  imported up front, see below
@@ -233,6 +233,8 @@ def every_head_heatmap(
     layer: int,
     head: int,
     title_suffix: str = "",
+    title_of_head: Callable[[int, int], str] | None = None,
+    height: int | None = None,
 ) -> go.Figure:
     """The heatmap of one head that carries every head's weights, to switch in the browser.
 
@@ -242,10 +244,18 @@ def every_head_heatmap(
     the figure's traces, which plotly would re-check on every redraw. widgets.HEAD_SWITCH_JS
     swaps a store into trace 0 when a slider moves.
     title_suffix: the code's own words after every head's title (never visitor text).
+    title_of_head(l, h): the title of head h of layer l, if not head_title's (the code's own
+    words too).
     """
     n_layers, n_heads, n, _ = attentions.shape
+
+    def title_of(at_layer: int, at_head: int) -> str:
+        if title_of_head is not None:
+            return title_of_head(at_layer, at_head) + title_suffix
+        return head_title(at_layer, at_head) + title_suffix
+
     fig = attention_heatmap(
-        attentions[layer, head], tokens, tokens, head_title(layer, head) + title_suffix
+        attentions[layer, head], tokens, tokens, title_of(layer, head), height=height
     )
     fig.data[0].meta = layer * n_heads + head  # the store trace 0 shows now
     stores = []
@@ -253,8 +263,7 @@ def every_head_heatmap(
         for store_head in range(n_heads):
             weights = attentions[store_layer, store_head]  # (n, n)
             zmax, title = _fitted_scale(
-                np.round(weights.astype(np.float64), 4),
-                head_title(store_layer, store_head) + title_suffix,
+                np.round(weights.astype(np.float64), 4), title_of(store_layer, store_head)
             )
             stores.append({"title": title, "zmax": zmax, "weights": packed_weights(weights)})
     fig.layout.meta = {

@@ -11,7 +11,14 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from ui.charts import QUALITATIVE_COLOURS, annotate_heatmap, state_name
+from core.positional import PermutationResult
+from ui.charts import (
+    QUALITATIVE_COLOURS,
+    annotate_heatmap,
+    attention_heatmap,
+    every_head_heatmap,
+    state_name,
+)
 from ui.escape import literal
 
 SENTENCE_COLOURS = QUALITATIVE_COLOURS[:10]  # after ten sentences, the marker shape changes
@@ -484,3 +491,35 @@ def neighbour_table(
             for s in range(len(stage_labels))
         ]
     return table
+
+
+def permutation_heatmap(
+    result: PermutationResult,
+    put_back: bool,
+    label: str,
+    layer: int,
+    head: int,
+    every_head: bool = False,
+) -> go.Figure:
+    """One head's weights in the word-order experiment: the original run's, or the shuffled
+    run's put back in the original order, whose title gives that head's max |Δ| to the original.
+    every_head: the figure carries all heads, for the sliders to switch in the browser
+    (charts.every_head_heatmap)."""
+    matrix = result.unshuffled if put_back else result.original  # (L, H, n, n)
+    what = "shuffled, put back" if put_back else "original"
+
+    def title_of(at_layer: int, at_head: int) -> str:
+        title = f"{label}: {what} (L{at_layer} H{at_head})"
+        if put_back:
+            title += (
+                f"<br><sup>max |Δ| to the original: {result.head_diff(at_layer, at_head):.1e}</sup>"
+            )
+        return title
+
+    if every_head:
+        return every_head_heatmap(
+            matrix, result.tokens, layer, head, title_of_head=title_of, height=420
+        )
+    return attention_heatmap(
+        matrix[layer, head], result.tokens, result.tokens, title_of(layer, head), height=420
+    )

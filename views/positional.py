@@ -352,21 +352,20 @@ def word_order_section() -> None:
     diffs = {label: result.max_abs_diff_per_layer for label, result in results.items()}
     fig = geometry_charts.layer_diff_figure(diffs, "Original vs shuffled-and-put-back, every layer")
     widgets.show_figure(fig, key="pos_perm_layers", filename="permutation-by-layer")
-    layer, head = widgets.layer_head_picker(model)
+    # Four heatmaps of every head: in the browser up to a quarter of the one-figure limit
+    n_shuffled = len(results["with positions"].tokens)
+    in_browser = charts.switches_in_browser(model.n_layers, 4 * model.n_heads, n_shuffled)
+    layer, head = widgets.layer_head_picker(model, in_browser=in_browser)
+    if in_browser:
+        widgets.head_switch()
     for column, (label, result) in zip(st.columns(2), results.items(), strict=True):
         with column:
-            st.markdown(f"**{label}** · this head: max |Δ| = `{result.head_diff(layer, head):.1e}`")
-            for matrix, what in (
-                (result.original, "original"),
-                (result.unshuffled, "shuffled, put back"),
-            ):
-                fig = charts.attention_heatmap(
-                    matrix[layer, head],
-                    result.tokens,
-                    result.tokens,
-                    f"{label}: {what} (L{layer} H{head})",
-                    height=420,
+            st.markdown(f"**{label}**")
+            for put_back in (False, True):
+                fig = geometry_charts.permutation_heatmap(
+                    result, put_back, label, layer, head, every_head=in_browser
                 )
+                what = "shuffled, put back" if put_back else "original"
                 widgets.show_figure(fig, key=f"pos_perm_{label}_{what}", filename="permutation")
 
 
