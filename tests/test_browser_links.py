@@ -51,17 +51,39 @@ SENTENCE = "The old bank by the river closed."  # short: every page stays quick
 # Every plotly figure as data: the traces' JSON (numbers, labels, hover text), the title, and
 # the format of the camera button (the sidebar's image-format choice). Streamlit's frontend
 # wraps a title in <b> each time it redraws an unchanged figure (<b><b>…</b></b> after two
-# reruns, drawn the same): the wrapping is removed before comparing.
+# reruns, drawn the same): the wrapping is removed before comparing. Numbers are compared as
+# numbers: the server sends arrays as base64 ({dtype, bdata, shape}), and a head switched in the
+# browser (widgets.HEAD_SWITCH_JS) holds plain arrays of the same values; plotly then also marks
+# the trace zauto: false, which says nothing about what is drawn.
 FIGURES_JS = """
-() => [...document.querySelectorAll('.js-plotly-plot')]
+() => {
+  const TYPES = {f8: Float64Array, f4: Float32Array, i1: Int8Array, u1: Uint8Array,
+                 i2: Int16Array, u2: Uint16Array, i4: Int32Array, u4: Uint32Array};
+  const decode = value => {
+    const bytes = Uint8Array.from(atob(value.bdata), c => c.charCodeAt(0));
+    const flat = Array.from(new TYPES[value.dtype](bytes.buffer));
+    const shape = typeof value.shape === 'string' ? value.shape.split(',').map(Number)
+      : (value.shape || [flat.length]);
+    if (shape.length === 1) return flat;
+    return Array.from({length: shape[0]}, (_, r) => flat.slice(r * shape[1], (r + 1) * shape[1]));
+  };
+  const plain = (key, value) => {
+    if (key === 'zauto') return undefined;
+    if (value && typeof value === 'object' && typeof value.bdata === 'string' && TYPES[value.dtype])
+      return decode(value);
+    if (ArrayBuffer.isView(value)) return Array.from(value);
+    return value;
+  };
+  return [...document.querySelectorAll('.js-plotly-plot')]
   .filter(g => !g.closest('.st-key-_plotly_preload'))
   .map(g => JSON.stringify([
-    g.data || [],
+    JSON.parse(JSON.stringify(g.data || [], plain)),
     (((g.layout || {}).title || {}).text || '').replace(/^(<b>)+|(<\\/b>)+$/g, ''),
     ((g._context || {}).toImageButtonOptions || {}).format || '',
     Object.keys(g.layout || {}).filter(k => /^[xy]axis[0-9]*$/.test(k)).sort()
       .map(k => [k, g.layout[k].ticktext || null, g.layout[k].tickvals || null]),
-  ]))
+  ]));
+}
 """
 # The controls a visitor can change. The model picker is left to the model tests: choosing
 # another model needs the network or a button press by design.
