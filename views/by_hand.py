@@ -166,33 +166,26 @@ def fixed_against_computed() -> None:
     x_first, x_second = (by_hand.toy_sentence(words).vectors for words in pair)
     dense = by_hand.dense_token_mixing(3, seed=0)
     contrast = by_hand.mixing_contrast(x_first, x_second, dense, row=1)
-    left, right = st.columns(2)
-    with left:
-        widgets.show_figure(
-            course_charts.weight_bars(
-                ["position 0", "position 1", "position 2"],
-                {
-                    "money bank grows": contrast.dense_first,
-                    "river bank grows": contrast.dense_second,
-                },
-                "Dense layer: row of position 1",
-            ),
-            key="hand_dense",
-            filename="dense-mixing",
-        )
-    with right:
-        widgets.show_figure(
-            course_charts.weight_bars(
-                ["position 0", "position 1", "position 2"],
-                {
-                    "money bank grows": contrast.attention_first,
-                    "river bank grows": contrast.attention_second,
-                },
-                "Attention: row of bank",
-            ),
-            key="hand_attention",
-            filename="attention-mixing",
-        )
+    panels = (  # (title, its row under each sentence, the rule: in the key and file name)
+        ("Dense layer: row of position 1", contrast.dense_first, contrast.dense_second, "dense"),
+        (
+            "Attention: row of bank",
+            contrast.attention_first,
+            contrast.attention_second,
+            "attention",
+        ),
+    )
+    for column, (title, first, second, rule) in zip(st.columns(2), panels, strict=True):
+        with column:
+            widgets.show_figure(
+                course_charts.weight_bars(
+                    ["position 0", "position 1", "position 2"],
+                    {"money bank grows": first, "river bank grows": second},
+                    title,
+                ),
+                key=f"hand_{rule}",
+                filename=f"{rule}-mixing",
+            )
     st.caption(
         "The dense weights are a seeded random matrix standing in for trained ones: any fixed "
         "matrix gives two identical bars. The attention bars differ because the words differ."
