@@ -254,7 +254,7 @@ def test_every_head_view_figure_carries_each_heads_lines_as_drawn(stretch):
     assert drawn_lines(fig, 2) and drawn_lines(fig, 0)
     for head in (0, 2):
         assert drawn_lines(fig, head) == drawn_lines(both.to_dict(), head)
-    # fixed groups of a legend entry and 20 levels, the slider's head first; the token columns
+    # fixed groups of a legend entry and one trace per level, the slider's head first; the token columns
     groups = 1 + explorer_charts.HEAD_VIEW_LEVELS
     assert [t["name"] for t in fig["data"][: 2 * groups : groups]] == ["head 2", "head 0"]
     assert [t["mode"] for t in fig["data"][2 * groups :]] == ["markers+text"] * 2
@@ -614,14 +614,14 @@ def test_browser_both_pages_change_layer_and_head(server, browser):
 # Every visible line trace of the Head view's figure as plotly holds it now (after any switch
 # in the browser): head name, opacity level and (query, key) of each line.
 HEAD_VIEW_DRAWN_JS = """
-() => {
+step => {
   const gd = document.querySelector('[data-testid="stMain"] .js-plotly-plot');
   const lines = [];
   for (const trace of gd.data) {
     if (trace.mode !== 'lines' || trace.visible === false || !trace.y) continue;
     const y = Array.from(trace.y).filter(v => v !== null && !Number.isNaN(v));
     for (let i = 0; i + 1 < y.length; i += 2)
-      lines.push([trace.name, Math.round(trace.opacity / 0.05), y[i], y[i + 1]]);
+      lines.push([trace.name, Math.round(trace.opacity / step), y[i], y[i + 1]]);
   }
   return {title: gd.layout.title.text, lines: lines};
 }
@@ -640,7 +640,10 @@ def test_browser_head_view_switches_layer_and_head_in_the_browser(server, browse
 
     def server_lines(layer: int, heads: list[int]) -> set[tuple]:
         lines = head_stats.head_view_lines(
-            trace.attentions[layer], trace.segments, heads, min_opacity=0.025
+            trace.attentions[layer],
+            trace.segments,
+            heads,
+            min_opacity=0.025,  # the page's 2.5 %
         )
         fig = explorer_charts.head_view_figure(lines, trace.tokens, trace.segments, heads, "t")
         return {
@@ -668,9 +671,9 @@ def test_browser_head_view_switches_layer_and_head_in_the_browser(server, browse
                 arg=layer * n_heads + head,
                 timeout=30_000,
             )
-            title = page.evaluate(HEAD_VIEW_DRAWN_JS)["title"]
+            title = page.evaluate(HEAD_VIEW_DRAWN_JS, explorer_charts.OPACITY_STEP)["title"]
             assert title.startswith(f"\x3cb>Layer {layer} · head"), title
-            drawn = page.evaluate(HEAD_VIEW_DRAWN_JS)["lines"]
+            drawn = page.evaluate(HEAD_VIEW_DRAWN_JS, explorer_charts.OPACITY_STEP)["lines"]
             shown = {(name, level, int(q), int(k)) for name, level, q, k in drawn}
             assert len(shown) == len(drawn), "a line drawn twice"
             assert shown == server_lines(layer, sorted({head, *more})), (layer, head, more)

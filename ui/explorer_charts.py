@@ -28,6 +28,7 @@ from ui.escape import literal
 HEAD_COLOURS = QUALITATIVE_COLOURS
 SENTENCE_COLOURS = ("#4C78A8", "#F58518")  # sentence A, sentence B
 OPACITY_STEP = 0.05  # head-view lines are batched into traces of equal opacity, 20 levels
+MIN_LINE_WEIGHT = 0.025  # lighter head-view lines are left out as clutter (the page says so)
 HEAD_VIEW_ROW_PX = 22
 HEAD_VIEW_LEVELS = round(1 / OPACITY_STEP)  # opacity levels, one trace each per head
 

@@ -140,7 +140,7 @@ def layer_lines(at_layer: int, of_heads: Sequence[int]) -> head_stats.HeadViewLi
         of_heads,
         pair=pair_filter if paired else "All",
         window=window,
-        min_opacity=explorer_charts.OPACITY_STEP / 2,
+        min_opacity=explorer_charts.MIN_LINE_WEIGHT,
         token=focus,
         token_side=side,
         stretch=stretch,
@@ -179,11 +179,14 @@ else:
     filename = f"head-view-L{layer}"
 widgets.show_figure(fig, key="hv_figure", filename=filename, on_select=pick_clicked_token)
 if in_browser:  # counts of this run's head would go stale when a slider moves
-    notes = ["lines under 2.5 % weight are left out as clutter"]
+    notes = [f"lines under {explorer_charts.MIN_LINE_WEIGHT:.1%} weight are left out as clutter"]
 else:
     notes = [f"lines drawn: {len(lines):,}"]
     if lines.dropped_light:
-        notes.append(f"lines under 2.5 % weight left out as clutter: {lines.dropped_light:,}")
+        notes.append(
+            f"lines under {explorer_charts.MIN_LINE_WEIGHT:.1%} weight left out as clutter: "
+            f"{lines.dropped_light:,}"
+        )
 if stretch:
     notes.append("opacity stretched: each head's strongest line drawn is fully opaque")
 if window != (0, n_shown):
