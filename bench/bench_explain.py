@@ -5,8 +5,9 @@
     integrated gradients, 32 steps, 32 word pieces          ≤ 1.5 s (steps batched)
 
 Every measurement is alternated with the forward pass it is compared with, so machine noise
-hits both alike; the median of the repeats is printed. One torch thread, as in the app.
-Prints, never asserts.
+hits both alike; the median of the repeats is printed. One torch thread and glibc's malloc
+tuned, as in the app (ui/housekeeping.py: blocks over 1 MB get pages of their own, so a large
+array costs fresh pages each time). Prints, never asserts.
 
     python bench/bench_explain.py [--repeats 7] [--threads 1]
 """
@@ -26,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import core  # noqa: E402
 from core import rollout, saliency  # noqa: E402
+from ui import housekeeping  # noqa: E402
 
 
 def text_of(n_tokens: int) -> str:
@@ -58,8 +60,12 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="torch threads (the app uses 1)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    tuned = housekeeping.tune_malloc()  # before torch allocates, as app.py does
     model = core.load_model("minilm")
-    print(f"torch threads: {torch.get_num_threads()}, repeats: {args.repeats} (medians)\n")
+    print(
+        f"torch threads: {torch.get_num_threads()}, malloc tuned as in the app: {tuned}, "
+        f"repeats: {args.repeats} (medians)\n"
+    )
 
     def report(label: str, work_s: float, forward_s: float, target: float) -> None:
         ratio = work_s / forward_s
@@ -92,6 +98,18 @@ def main() -> None:
 
     work, fwd = side_by_side(both, forward, args.repeats)
     report("rollout + norm contributions, 128", work, fwd, 0.2)
+    # for the record: the longest input the app takes (not a target of the issue)
+    text_512 = text_of(512)
+    trace_512 = model.run(text_512)
+    work, fwd = side_by_side(
+        lambda: rollout.contribution_rollout(model, trace_512),
+        lambda: model.run(text_512),
+        max(3, args.repeats // 2),
+    )
+    print(
+        f"{'norm-based contributions rolled out, 512':<44} {work * 1000:8.1f} ms  forward "
+        f"{fwd * 1000:7.1f} ms  ratio {work / fwd:5.2f} (for the record)"
+    )
 
     # 2. gradient × input vs one forward pass
     for n in (32, 128):
