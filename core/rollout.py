@@ -137,9 +137,9 @@ def _centred_output_projection(model: BertEncoder, layer: int) -> torch.Tensor:
 
 # Keys are taken in blocks whose largest arrays, ũ (keys, H, d) and the mixed weights
 # (keys, H, n_q), stay under 1 MB each: such a block stays in cache, and glibc (tuned in
-# ui/housekeeping.py) serves it from memory already mapped instead of fresh pages. At 512 pieces
-# this took the contributions from ~320 to ~115 ms on one thread (bench/bench_explain.py); at
-# 128 pieces (~13 ms) a block is half the keys and the time is unchanged.
+# ui/housekeeping.py) serves it from memory already mapped instead of fresh pages. On one thread
+# (bench/bench_explain.py) this took the contributions from ~320 to ~110 ms at 512 pieces and
+# from ~28 to ~15 ms at 128 (three blocks of MiniLM's keys there).
 KEY_BLOCK_BYTES = 1_000_000
 
 
