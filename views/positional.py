@@ -348,7 +348,9 @@ def word_order_section() -> None:
         for label, use_positions in (("positions removed", False), ("with positions", True))
     }
     st.caption("The shuffled order the model read:")
-    st.code(" ".join(results["with positions"].shuffled_tokens), language=None, wrap_lines=True)
+    # st.text, not st.code: plain text all the same, without the code highlighter's ~0.3 s of
+    # browser work on a page load (bench/bench_browser.py)
+    st.text(" ".join(results["with positions"].shuffled_tokens))
     diffs = {label: result.max_abs_diff_per_layer for label, result in results.items()}
     fig = geometry_charts.layer_diff_figure(diffs, "Original vs shuffled-and-put-back, every layer")
     widgets.show_figure(fig, key="pos_perm_layers", filename="permutation-by-layer")
