@@ -185,7 +185,7 @@ def layer_contributions(model: BertEncoder, trace: Trace, layer: int) -> np.ndar
     pre_norm = x + attention_out
     sigma = torch.sqrt(pre_norm.var(dim=-1, unbiased=False) + model.dims.layer_norm_eps)  # (n,)
     by_key = _by_key(trace.attentions[layer], torch.empty(alpha.shape))  # n_q = n_k
-    norms = _centred_norms(model, layer, x, trace.attentions[layer], by_key, values)
+    norms = _centred_norms(model, layer, x, by_key, values)
     return (norms / sigma[:, None]).numpy()
 
 
@@ -193,14 +193,13 @@ def _centred_norms(
     model: BertEncoder,
     layer: int,
     x: torch.Tensor,
-    attention: np.ndarray,
     by_key: torch.Tensor,
     values: torch.Tensor,
 ) -> torch.Tensor:
     """(n, n) ‖P(z_ij)‖, the contribution norms before LayerNorm's division by σ_i.
 
-    x (n, d) is the layer's input, attention (H, n_q, n_k) its weights and by_key the same
-    weights as _by_key lays them out, values (H, n, d_head) its value vectors.
+    x (n, d) is the layer's input, by_key (H, n_k, n_q) its attention weights as _by_key lays
+    them out, values (H, n, d_head) its value vectors.
     """
     gamma = model.layers[layer].attn_norm[0].float()  # (d,)
     # ũ_j^h = P(v_j^h W_Oʰ) = v_j^h P(W_Oʰ): P is linear, so it is folded into W_O once per model.
@@ -221,7 +220,7 @@ def _centred_norms(
         torch.sum(mixed, dim=1, out=squared[keys])  # (c, n_q)
         cross[keys] = (u_tilde * x_tilde[keys, None]).sum(dim=-1)  # (c, H)
     # the residual adds x̃_i to the diagonal term: + 2 Σ_h α_ii^h ũ_i^h · x̃_i + ‖x̃_i‖²
-    self_weights = torch.diagonal(_read_only(attention), dim1=1, dim2=2)  # (H, n): α_ii^h
+    self_weights = torch.diagonal(by_key, dim1=1, dim2=2)  # (H, n): α_ii^h
     squared.diagonal().add_(2 * (self_weights.T * cross).sum(1) + (x_tilde**2).sum(-1))
     return squared.clamp_min_(0).sqrt_().T  # (n_k, n_q) -> (n_q, n_k)
 
@@ -239,7 +238,6 @@ def contribution_mixing(model: BertEncoder, trace: Trace) -> np.ndarray:
             model,
             layer,
             _read_only(trace.hidden_states[layer]),
-            trace.attentions[layer],
             _by_key(trace.attentions[layer], by_key),
             _read_only(trace.values[layer]),
         )
