@@ -10,7 +10,8 @@ alternately, so background load hits both alike.
   opens the page; counted until the run is over, the figure is drawn and 0.5 s have passed.
 - update: a new ~32-piece sentence committed with Ctrl+Enter in the sidebar box; counted the same.
 - long: the update to a 512-piece sentence (the heaviest input the model takes).
-- scrub: ArrowRight on the head slider -> the new head drawn (latency in ms, and browser work).
+- scrub: ArrowRight on the head slider -> the new head drawn (latency in ms, and browser work);
+  --presses of them per round (heads 1, 2, ...): one head's lines can take twice another's.
 
 Pages of this app are read from app.py; "all pages" averages the load and update over them and
 divides by the reference's one page.
@@ -207,6 +208,9 @@ def main() -> None:
         "--pages", default="all", help="'overview', 'all' or comma-separated view stems"
     )
     parser.add_argument("--no-long", action="store_true", help="skip the 512-piece updates")
+    parser.add_argument(
+        "--presses", type=int, default=5, help="head-slider key presses timed per round"
+    )
     parser.add_argument("--profile", type=Path, help="write a CPU profile of an Overview load")
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args()
@@ -251,11 +255,12 @@ def main() -> None:
                     data["load"].append(tab.load(url))
                     tab.update(texts[0])  # warm-up: the first update of a tab compiles code
                     data["update"].append(tab.update(texts[1 + 2 * round_index]))
-                    if who == "ours":
+                    for _ in range(args.presses if who == "ours" else 0):
                         scrub = tab.scrub()
-                        if scrub:
-                            data["scrub_ms"].append(scrub[0])
-                            data["scrub"].append(scrub[1])
+                        if not scrub:  # no head slider, or the open tab does not draw a head
+                            break
+                        data["scrub_ms"].append(scrub[0])
+                        data["scrub"].append(scrub[1])
                     if not args.no_long and round_index == 0:
                         data["long"].append(tab.update(long_text))
                     tab.close()
