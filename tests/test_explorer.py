@@ -413,6 +413,31 @@ def test_head_view_draws_the_pair_and_filters_blocks():
     assert "‖α·v·W_O‖" in titles(at)[0]
 
 
+def test_head_view_through_the_server_draws_the_chosen_heads_lines(model, monkeypatch):
+    """A model too large to switch in the browser: the page draws only the sliders' head, and
+    its lines and count are those of head_view_lines on that layer, computed here."""
+    from ui import charts
+
+    monkeypatch.setattr(charts, "SWITCH_IN_BROWSER_UP_TO_WEIGHTS", 0)
+    text = "Time flies like an arrow."
+    at = run_page(HEAD_VIEW, text=text)
+    at.slider(key="layer").set_value(3).run()
+    at.slider(key="head").set_value(5).run()
+    assert_no_exception(at)
+    assert titles(at)[0].startswith("Layer 3 · head 5")
+    spec = chart_specs(at)[0]
+    assert "heads" not in (spec["layout"].get("meta") or {})  # no store: nothing to switch
+    trace = model.run(text)
+    expected = head_stats.head_view_lines(
+        trace.attentions[3],
+        trace.segments,
+        [5],
+        min_opacity=0.025,  # the page's 2.5 %
+    )
+    assert line_ends(spec) == set(zip(expected.query.tolist(), expected.key.tolist(), strict=True))
+    assert any(f"Lines drawn: {len(expected):,}" in c.value for c in at.caption)
+
+
 def line_ends(spec: dict) -> set[tuple[int, int]]:
     """(query, key) of every line segment in a head-view figure spec."""
     ends = set()

@@ -250,9 +250,7 @@ def every_head_heatmap(
     n_layers, n_heads, n, _ = attentions.shape
 
     def title_of(at_layer: int, at_head: int) -> str:
-        if title_of_head is not None:
-            return title_of_head(at_layer, at_head) + title_suffix
-        return head_title(at_layer, at_head) + title_suffix
+        return (title_of_head or head_title)(at_layer, at_head) + title_suffix
 
     fig = attention_heatmap(
         attentions[layer, head], tokens, tokens, title_of(layer, head), height=height
