@@ -2,7 +2,6 @@
 
 from collections.abc import Sequence
 
-import numpy as np
 import streamlit as st
 
 from core import head_roles, head_stats
@@ -131,15 +130,18 @@ def pick_clicked_token() -> None:
 shown = "share of ‖α·v·W_O‖" if value_weighted else "attention weight α"
 
 
-def layer_weights(at_layer: int) -> np.ndarray:
-    """(H, n, n) what the lines of one layer show, or (H, w, w) between words."""
-    return words_view.matrix(head_stats.head_view_weights(model, trace, at_layer, value_weighted))
+# layer -> (H, n, n) what its lines show, or (H, w, w) between words: worked out once a run
+shown_weights = {}
 
 
-def layer_lines(weights: np.ndarray, of_heads: Sequence[int]) -> head_stats.HeadViewLines:
-    """The lines of these heads of one layer's weights, with the page's filters."""
+def layer_lines(at_layer: int, of_heads: Sequence[int]) -> head_stats.HeadViewLines:
+    """The lines of these heads of one layer, with the page's filters."""
+    if at_layer not in shown_weights:
+        shown_weights[at_layer] = words_view.matrix(
+            head_stats.head_view_weights(model, trace, at_layer, value_weighted)
+        )
     return head_stats.head_view_lines(
-        weights,
+        shown_weights[at_layer],
         segments,
         of_heads,
         pair=pair_filter if paired else "All",
@@ -164,7 +166,7 @@ def title_of(at_layer: int, at_head: int) -> str:
 if in_browser:
     every_head = range(model.n_heads)
     fig = explorer_charts.every_head_view_figure(
-        [layer_lines(layer_weights(at_layer), every_head) for at_layer in range(model.n_layers)],
+        [layer_lines(at_layer, every_head) for at_layer in range(model.n_layers)],
         model.n_heads,
         tokens,
         segments,
@@ -176,8 +178,7 @@ if in_browser:
     )
     filename = "head-view"  # the head on screen may change in the browser after this run
 else:
-    weights = layer_weights(layer)  # (H, n, n): the lines and the CSV
-    lines = layer_lines(weights, heads)
+    lines = layer_lines(layer, heads)
     fig = explorer_charts.head_view_figure(
         lines, tokens, segments, heads, title_of(layer, head), highlight=focus
     )
@@ -242,7 +243,7 @@ if in_browser:
     )
 else:
     widgets.download_matrix(
-        weights[head],
+        shown_weights[layer][head],  # the weights the lines were drawn from
         labels,
         labels,
         f"head-view-L{layer}-H{head}" + suffix,
