@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import re
 
 import numpy as np
 import pytest
@@ -172,6 +173,16 @@ def test_pair_filter_keeps_only_the_chosen_blocks(which):
     assert len(lines) == 2 * mask.sum()  # every kept cell of both heads, nothing else
 
 
+def path_lines(path: str) -> list[tuple[int, int]]:
+    """(query, key) of each line of a head-view path: "M0,{query}L1,{key}" again and again,
+    queries at x = 0, keys at x = 1; explorer_charts.NO_LINES holds none."""
+    if path == explorer_charts.NO_LINES:
+        return []
+    line = r"M0,(\d+)L1,(\d+)"
+    assert re.fullmatch(f"(?:{line})+", path), path
+    return [(int(query), int(key)) for query, key in re.findall(line, path)]
+
+
 def test_line_opacities_equal_the_weights_in_data_and_figure():
     n = len(PAIR_SEGMENTS)
     weights = random_attention(1, 3, n, seed=3)[0]
@@ -183,31 +194,33 @@ def test_line_opacities_equal_the_weights_in_data_and_figure():
 
     fig = explorer_charts.head_view_figure(lines, tokens, PAIR_SEGMENTS, [0, 2], "t")
     drawn = 0
-    for trace in fig.data:
-        if trace.mode != "lines" or trace.x == (None,):
-            continue
-        head = int(trace.name.split()[-1])
-        ys = np.array(trace.y, dtype=float).reshape(-1, 3)  # (query, key, gap) per segment
-        for query, key, _ in ys:
-            weight = weights[head, int(query), int(key)]
+    for shape in fig.layout.shapes:
+        head = int(shape.legendgroup.split()[-1])
+        assert shape.line.color == explorer_charts.head_colour(head)
+        for query, key in path_lines(shape.path):
+            weight = weights[head, query, key]
             # Drawn at √weight (readable when weights are small), batched into buckets: each
             # line is within half a bucket of the square root of its weight.
-            assert abs(trace.opacity - weight**0.5) <= explorer_charts.OPACITY_STEP / 2 + 1e-9
+            assert abs(shape.opacity - weight**0.5) <= explorer_charts.OPACITY_STEP / 2 + 1e-9
             drawn += 1
     assert len(lines) == 2 * n * n
     assert drawn == np.count_nonzero(lines.weight**0.5 >= explorer_charts.OPACITY_STEP / 2)
     assert 0 < drawn < len(lines)  # the faintest lines round to opacity 0 and are left out
+    # one legend entry per head, whose click hides the shapes of its group
+    assert [(t.name, t.legendgroup) for t in fig.data if t.mode == "lines"] == [
+        ("head 0", "head 0"),
+        ("head 2", "head 2"),
+    ]
 
 
 def drawn_lines(fig: dict, head: int) -> set[tuple[int, int, int]]:
     """(query, key, opacity level) of head's visible lines in a head-view figure's dict."""
     found = set()
-    for trace in fig["data"]:
-        if trace.get("name") != f"head {head}" or trace.get("visible") is False:
+    for shape in fig["layout"].get("shapes", []):
+        if shape.get("legendgroup") != f"head {head}" or shape.get("visible") is False:
             continue
-        ys = [y for y in trace.get("y", []) if y is not None and y == y]  # drop the gaps
-        level = round(trace.get("opacity", 1.0) / explorer_charts.OPACITY_STEP)
-        found |= {(int(ys[i]), int(ys[i + 1]), level) for i in range(0, len(ys), 2)}
+        level = round(shape.get("opacity", 1.0) / explorer_charts.OPACITY_STEP)
+        found |= {(query, key, level) for query, key in path_lines(shape["path"])}
     return found
 
 
@@ -254,14 +267,22 @@ def test_every_head_view_figure_carries_each_heads_lines_as_drawn(stretch):
     assert drawn_lines(fig, 2) and drawn_lines(fig, 0)
     for head in (0, 2):
         assert drawn_lines(fig, head) == drawn_lines(both.to_dict(), head)
-    # fixed groups of a legend entry and one trace per level, the slider's head first; the token columns
-    groups = 1 + explorer_charts.HEAD_VIEW_LEVELS
-    assert [t["name"] for t in fig["data"][: 2 * groups : groups]] == ["head 2", "head 0"]
-    assert [t["mode"] for t in fig["data"][2 * groups :]] == ["markers+text"] * 2
-    assert fig["data"][0]["meta"] == 1 * n_heads + 2
+    # a legend entry per group, the slider's head first, then the token columns; the groups'
+    # shapes in fixed places, a level each
+    levels = explorer_charts.HEAD_VIEW_LEVELS
+    assert [t.get("name") for t in fig["data"][:2]] == ["head 2", "head 0"]
+    assert [t["mode"] for t in fig["data"][2:]] == ["markers+text"] * 2
+    shapes = fig["layout"]["shapes"]
+    assert len(shapes) == 2 * levels
+    assert [s["legendgroup"] for s in shapes[::levels]] == ["head 2", "head 0"]
+    assert [round(s["opacity"] / explorer_charts.OPACITY_STEP) for s in shapes[:levels]] == list(
+        range(1, levels + 1)
+    )
+    assert meta["shown"] == 1 * n_heads + 2  # the head drawn, as HEAD_SWITCH_JS reads it
     # the slider's head among the extra heads: drawn once, by its extra group
     again = figure(layer=0, head=3, more=[3])
-    assert all(t["visible"] is False for t in again["data"][:groups])
+    assert again["data"][0]["visible"] is False
+    assert all(s["visible"] is False for s in again["layout"]["shapes"][:levels])
     assert drawn_lines(again, 3) == stored_lines(again["layout"]["meta"], 3)
 
 
@@ -439,13 +460,10 @@ def test_head_view_through_the_server_draws_the_chosen_heads_lines(model, monkey
 
 
 def line_ends(spec: dict) -> set[tuple[int, int]]:
-    """(query, key) of every line segment in a head-view figure spec."""
-    ends = set()
-    for trace in spec["data"]:
-        if trace.get("mode") == "lines" and trace.get("y") not in (None, [None]):
-            ys = trace["y"]
-            ends |= {(int(ys[i]), int(ys[i + 1])) for i in range(0, len(ys), 3)}
-    return ends
+    """(query, key) of every line in a head-view figure spec."""
+    return {
+        line for shape in spec["layout"].get("shapes", []) for line in path_lines(shape["path"])
+    }
 
 
 def test_heatmaps_follow_layer_and_head_and_compare_bank():
@@ -636,17 +654,16 @@ def test_browser_both_pages_change_layer_and_head(server, browser):
     assert page_exceptions(page) == []
 
 
-# Every visible line trace of the Head view's figure as plotly holds it now (after any switch
-# in the browser): head name, opacity level and (query, key) of each line.
+# Every visible line of the Head view's figure as plotly holds it now (after any switch in the
+# browser): head name, opacity level and (query, key) of each line, read from its path shapes.
 HEAD_VIEW_DRAWN_JS = """
 step => {
   const gd = document.querySelector('[data-testid="stMain"] .js-plotly-plot');
   const lines = [];
-  for (const trace of gd.data) {
-    if (trace.mode !== 'lines' || trace.visible === false || !trace.y) continue;
-    const y = Array.from(trace.y).filter(v => v !== null && !Number.isNaN(v));
-    for (let i = 0; i + 1 < y.length; i += 2)
-      lines.push([trace.name, Math.round(trace.opacity / step), y[i], y[i + 1]]);
+  for (const shape of gd.layout.shapes || []) {
+    if (shape.visible === false) continue;
+    for (const [, query, key] of shape.path.matchAll(/M0,(\\d+)L1,(\\d+)/g))
+      lines.push([shape.legendgroup, Math.round(shape.opacity / step), query, key]);
   }
   return {title: gd.layout.title.text, lines: lines};
 }
@@ -691,8 +708,8 @@ def test_browser_head_view_switches_layer_and_head_in_the_browser(server, browse
             mark = runs.mark()
             sliders.nth(slider).focus()
             page.keyboard.press("ArrowRight")
-            page.wait_for_function(  # trace 0 names the head shown (HEAD_SWITCH_JS)
-                "i => document.querySelector('.js-plotly-plot').data[0].meta === i",
+            page.wait_for_function(  # the layout's meta names the head shown (HEAD_SWITCH_JS)
+                "i => document.querySelector('.js-plotly-plot').layout.meta.shown === i",
                 arg=layer * n_heads + head,
                 timeout=30_000,
             )
@@ -710,5 +727,25 @@ def test_browser_head_view_switches_layer_and_head_in_the_browser(server, browse
             page.wait_for_function(
                 "kept => kept.every(k => location.search.includes(k))", arg=kept, timeout=10_000
             )
+    # A click on the legend hides the head's lines (its shapes share the entry's legendgroup),
+    # and they stay hidden on another layer of the same head, drawn from that layer's store.
+    hidden_js = """() => document.querySelector('.js-plotly-plot').layout.shapes
+        .filter(s => s.legendgroup === 'head 3').map(s => [s.visible, s.path])"""
+    page.locator(".js-plotly-plot .legend .traces").first.click()
+    page.wait_for_function(f"() => ({hidden_js})().every(([v]) => v === 'legendonly')")
+    before = page.evaluate(hidden_js)
+    sliders.nth(0).focus()
+    page.keyboard.press("ArrowLeft")  # layer 1 -> 0, head 3 and the extra head 2
+    page.wait_for_function(
+        "i => document.querySelector('.js-plotly-plot').layout.meta.shown === i", arg=3
+    )
+    after = page.evaluate(hidden_js)
+    assert all(visible == "legendonly" for visible, _ in after)
+    assert [path for _, path in after] != [path for _, path in before]
+    assert server_lines(0, [3]) == {
+        ("head 3", level, q, k)
+        for level, (_, path) in enumerate(after, start=1)
+        for q, k in path_lines(path)
+    }
     assert page_exceptions(page) == []
     page.close()

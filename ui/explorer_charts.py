@@ -27,10 +27,12 @@ from ui.escape import literal
 
 HEAD_COLOURS = QUALITATIVE_COLOURS
 SENTENCE_COLOURS = ("#4C78A8", "#F58518")  # sentence A, sentence B
-OPACITY_STEP = 0.05  # head-view lines are batched into traces of equal opacity, 20 levels
+OPACITY_STEP = 0.05  # head-view lines are batched into shapes of equal opacity, 20 levels
 MIN_LINE_WEIGHT = 0.025  # lighter head-view lines are left out as clutter (the page says so)
 HEAD_VIEW_ROW_PX = 22
-HEAD_VIEW_LEVELS = round(1 / OPACITY_STEP)  # opacity levels, one trace each per head
+HEAD_VIEW_LEVELS = round(1 / OPACITY_STEP)  # opacity levels, one path shape each per head
+NO_LINES = "M0,0"  # the path of a level with no lines: a move, nothing drawn (an empty path
+# would make plotly draw a rectangle instead)
 
 
 def head_colour(head: int) -> str:
@@ -300,13 +302,16 @@ def opacity_buckets(opacity: np.ndarray, step: float = OPACITY_STEP) -> np.ndarr
     return np.clip(np.round(opacity / step) * step, 0.0, 1.0)
 
 
-def _segments_xy(query: np.ndarray, key: np.ndarray) -> tuple[list, list]:
-    """x, y of k line segments (0, query) → (1, key), separated by None for one trace."""
-    k = len(query)
-    x = np.tile(np.array([0.0, 1.0, np.nan]), k)  # (3k,)
-    y = np.column_stack([query, key, np.full(k, np.nan)]).ravel()  # (k, 3) -> (3k,)
-    # NaN becomes null in plotly's JSON, which breaks the line between segments.
-    return x.tolist(), y.tolist()
+def line_path(query: np.ndarray, key: np.ndarray) -> str:
+    """One SVG path of k lines (0, query) → (1, key) in the figure's data coordinates.
+
+    A head's lines of one opacity level are one path shape: plotly draws it as one SVG element
+    however many lines it holds. As a scatter trace, every line between two gaps was an element
+    of its own, styled one by one, and that made a head switch in the browser slow.
+    """
+    if len(query) == 0:
+        return NO_LINES
+    return "".join(f"M0,{q}L1,{k}" for q, k in zip(query.tolist(), key.tolist(), strict=True))
 
 
 def opacity_levels(lines: HeadViewLines) -> np.ndarray:
@@ -314,44 +319,45 @@ def opacity_levels(lines: HeadViewLines) -> np.ndarray:
     return np.rint(opacity_buckets(drawn_opacity(lines.opacity)) / OPACITY_STEP).astype(int)
 
 
-def _line_traces(
-    lines: HeadViewLines, head: int, levels: Sequence[int], visible: bool = True
-) -> list[go.Scatter]:
-    """One head's legend entry (at full strength: its lines may all be faint), then one trace
-    per opacity level in `levels` holding that head's lines of that level."""
-    colour = head_colour(head)
+def _legend_entry(head: int, visible: bool = True) -> go.Scatter:
+    """A head's legend entry, at full strength (its lines may all be faint). A click on it
+    hides the head's line shapes too: they share its legendgroup."""
     group = f"head {head}"
+    return go.Scatter(
+        x=[None],
+        y=[None],
+        mode="lines",
+        line={"color": head_colour(head), "width": 4},
+        name=group,
+        legendgroup=group,
+        visible=visible,
+    )
+
+
+def _line_shapes(
+    lines: HeadViewLines, head: int, levels: Sequence[int], visible: bool = True
+) -> list[dict]:
+    """One path shape per opacity level in `levels`, holding that head's lines of that level
+    (an empty level draws nothing), below the token dots."""
     of_head = lines.head == head
     line_levels = opacity_levels(lines)
-    traces = [
-        go.Scatter(
-            x=[None],
-            y=[None],
-            mode="lines",
-            line={"color": colour, "width": 4},
-            name=group,
-            legendgroup=group,
-            visible=visible,
-        )
-    ]
+    shapes = []
     for level in levels:
         chosen = of_head & (line_levels == level)
-        x, y = _segments_xy(lines.query[chosen], lines.key[chosen])
-        traces.append(
-            go.Scatter(
-                x=x,
-                y=y,
-                mode="lines",
-                line={"color": colour, "width": 2.5},
-                opacity=level * OPACITY_STEP,
-                legendgroup=group,
-                showlegend=False,
-                hoverinfo="skip",
-                name=group,
-                visible=visible,
-            )
+        shapes.append(
+            {
+                "type": "path",
+                "path": line_path(lines.query[chosen], lines.key[chosen]),
+                "xref": "x",
+                "yref": "y",
+                "layer": "below",
+                "opacity": round(level * OPACITY_STEP, 4),
+                "line": {"color": head_colour(head), "width": 2.5},
+                "legendgroup": f"head {head}",
+                "visible": visible,
+            }
         )
-    return traces
+    return shapes
 
 
 def _add_token_columns(
@@ -414,14 +420,16 @@ def head_view_figure(
     """bertviz-style head view: queries left, keys right, one line per (head, query, key).
 
     Lines of a head share its colour; a line's opacity is drawn_opacity() of its weight; lines
-    of equal (rounded) opacity share one trace, so a figure has at most heads × 20 line traces
+    of equal (rounded) opacity share one path shape, so a figure has at most heads × 20 shapes
     however many lines it draws. Lines whose opacity rounds to 0 are not drawn.
     """
-    fig = go.Figure()
     line_levels = opacity_levels(lines)
+    fig = go.Figure([_legend_entry(head) for head in sorted(set(heads))])
+    shapes = []
     for head in sorted(set(heads)):
         used = np.unique(line_levels[(lines.head == head) & (line_levels > 0)])
-        fig.add_traces(_line_traces(lines, head, used.tolist()))
+        shapes += _line_shapes(lines, head, used.tolist())
+    fig.layout.shapes = shapes  # at once: add_shape validates the whole list on every call
     _add_token_columns(fig, lines.window, tokens, segments, len(set(heads)), title, highlight)
     return fig
 
@@ -456,20 +464,22 @@ def every_head_view_figure(
 
     lines_by_layer[l]: head_view_lines of layer l for all n_heads heads (the page's filters
     applied).
-    The traces come in fixed groups of 1 + 20 (a legend entry, then one trace per opacity
-    level): first the Head slider's head, then each head of `more`. When the slider's head is
-    also in `more`, its group is hidden and the other draws it. layout.meta holds, for head h of
-    layer l at index l·H + h, its lines (packed_lines) and the figure's title with that head on
-    the slider (title_of_head(l, h): the code's own markup, no visitor text).
+    Each drawn head is a group: a legend entry (a trace) and 20 path shapes, one per opacity
+    level, in fixed places: first the Head slider's head, then each head of `more`. When the
+    slider's head is also in `more`, its group is hidden and the other draws it. layout.meta
+    holds, for head h of layer l at index l·H + h, its lines (packed_lines) and the figure's
+    title with that head on the slider (title_of_head(l, h): the code's own markup, no visitor
+    text).
     """
     n_layers = len(lines_by_layer)
     levels = list(range(1, HEAD_VIEW_LEVELS + 1))
     lines = lines_by_layer[layer]
-    fig = go.Figure()
-    fig.add_traces(_line_traces(lines, head, levels, visible=head not in more))
-    for extra in more:
-        fig.add_traces(_line_traces(lines, extra, levels))
-    fig.data[0].meta = layer * n_heads + head  # the head shown, as HEAD_SWITCH_JS checks
+    groups = [(head, head not in more), *((extra, True) for extra in more)]
+    fig = go.Figure([_legend_entry(drawn, visible) for drawn, visible in groups])
+    # shapes[g · 20 + level - 1]: group g's lines of that level
+    fig.layout.shapes = [
+        shape for drawn, visible in groups for shape in _line_shapes(lines, drawn, levels, visible)
+    ]
     _add_token_columns(
         fig,
         lines.window,
@@ -482,9 +492,11 @@ def every_head_view_figure(
     start, _ = lines.window
     fig.layout.meta = {
         "every_head_of": n_heads,
+        "shown": layer * n_heads + head,  # the head drawn; HEAD_SWITCH_JS updates it
         "head_view": {
             "more": list(more),
             "levels": HEAD_VIEW_LEVELS,
+            "no_lines": NO_LINES,
             "start": start,
             "colours": [head_colour(h) for h in range(n_heads)],
         },
