@@ -166,9 +166,11 @@ HEAD_SWITCH_JS = """<script>
       const edge = i => i * frame.step - 0.5 - frame.gap / 2;  // the gap before thumbnail i
       const side = frame.size + frame.gap, shape = (gd.layout.shapes || [])[0];
       if (!shape || (shape.x0 === edge(head) && shape.y0 === edge(layer))) return;
-      // plotly recomputes the grid's whole heatmap for this (~50 ms): it goes last, below.
-      window.Plotly.relayout(gd, {'shapes[0].x0': edge(head), 'shapes[0].x1': edge(head) + side,
-        'shapes[0].y0': edge(layer), 'shapes[0].y1': edge(layer) + side});
+      // The shapes replaced as one array: plotly redraws only them. An edit of shape 0's x0
+      // and y0 made it recompute and redraw the grid's whole heatmap (~50 ms).
+      const moved = Object.assign({}, shape, {x0: edge(head), x1: edge(head) + side,
+        y0: edge(layer), y1: edge(layer) + side});
+      window.Plotly.relayout(gd, {shapes: [moved, ...gd.layout.shapes.slice(1)]});
       return;
     }
     const store = meta.heads && meta.heads[index];
