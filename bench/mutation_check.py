@@ -1084,9 +1084,21 @@ MUTANTS = [
     ),
     M(
         "rollout.py",
-        "+ (x_tilde**2).sum(-1))",
-        "+ x_tilde.sum(-1))",
-        "norm contributions: the residual's ‖x̃_i‖² as the sum of x̃_i",
+        "x_squared[keys] = gram[:, n_heads, n_heads]",
+        "x_squared[keys] = gram[:, n_heads, n_heads - 1]",
+        "norm contributions: the residual's ‖x̃_i‖² read from the wrong Gram entry",
+    ),
+    M(
+        "rollout.py",
+        "cross[keys] = gram[:, :n_heads, n_heads]",
+        "cross[keys] = gram[:, :n_heads, n_heads + 1]",
+        "norm contributions: the cross term read from a padding row (zeros)",
+    ),
+    M(
+        "rollout.py",
+        "stacked[n_heads].copy_(x_tilde[keys])",
+        "stacked[n_heads].copy_(x[keys])",
+        "norm contributions: the residual stacked without LayerNorm's centring and γ",
     ),
     M(
         "rollout.py",

@@ -175,8 +175,7 @@ def test_norm_contributions_equal_a_per_head_loop_with_column_slices_of_w_o(
     model, reference, keys_per_block, monkeypatch
 ):
     if keys_per_block:  # blocks of 2 keys (and 1 at the end): the split must change nothing
-        width = 4 * model.n_heads * model.d_model  # bytes of one key's ũ
-        monkeypatch.setattr(rollout, "KEY_BLOCK_BYTES", keys_per_block * width)
+        monkeypatch.setattr(rollout, "_keys_per_block", lambda rows, width: keys_per_block)
     trace = model.run("The river bank flooded.")
     n, d, d_head = trace.n_tokens, model.d_model, model.d_head
     layer = 2
