@@ -135,17 +135,18 @@ def _centred_output_projection(model: BertEncoder, layer: int) -> torch.Tensor:
     return per_layer[layer]
 
 
-# Keys are taken in blocks whose largest arrays, ũ (keys, H, d) and the mixed weights
-# (keys, H, n_q), stay under 1 MB each: such a block stays in cache, and glibc (tuned in
-# ui/housekeeping.py) serves it from memory already mapped instead of fresh pages. On one thread
-# (bench/bench_explain.py) this took the contributions from ~320 to ~110 ms at 512 pieces and
-# from ~28 to ~15 ms at 128 (three blocks of MiniLM's keys there).
+# Keys are taken in blocks whose largest arrays, the stacked ũ and x̃ (rows, keys, d) and the
+# mixed weights (keys, H, n_q), stay under 1 MB each: such a block stays in cache, and glibc
+# (tuned in ui/housekeeping.py) serves it from memory already mapped instead of fresh pages. On
+# one thread (bench/bench_explain.py) this took the contributions from ~320 to ~110 ms at 512
+# pieces and from ~28 to ~15 ms at 128 (four blocks of MiniLM's keys there). 0.4, 0.6, 1.6, 2.5
+# and 4 MB were all slower.
 KEY_BLOCK_BYTES = 1_000_000
 
 
-def _keys_per_block(n_heads: int, width: int) -> int:
-    """How many keys fit in one block: its arrays are (keys, n_heads, width) float32."""
-    return max(1, KEY_BLOCK_BYTES // (4 * n_heads * width))
+def _keys_per_block(rows: int, width: int) -> int:
+    """How many keys fit in one block: its arrays are (rows, keys, width) float32."""
+    return max(1, KEY_BLOCK_BYTES // (4 * rows * width))
 
 
 def _read_only(array: np.ndarray) -> torch.Tensor:
