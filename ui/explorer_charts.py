@@ -436,7 +436,7 @@ def head_view_figure(
 
 def packed_lines(lines: HeadViewLines, head: int) -> str:
     """One head's drawn lines for a figure's store: base64 of bytes (query − start,
-    key − start, opacity level 1..20) per line; widgets.HEAD_SWITCH_JS rebuilds the traces.
+    key − start, opacity level 1..20) per line; widgets.HEAD_SWITCH_JS rebuilds the paths.
     A window holds at most 256 tokens, so each number is one byte."""
     start, stop = lines.window
     assert stop - start <= 256, "a window of at most 256 tokens fits one byte per position"
