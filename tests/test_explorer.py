@@ -747,5 +747,24 @@ def test_browser_head_view_switches_layer_and_head_in_the_browser(server, browse
         for level, (_, path) in enumerate(after, start=1)
         for q, k in path_lines(path)
     }
+    # The extra head hidden too, then the Head slider moved: a new head comes in, shown; the
+    # extra head's lines stay hidden with its legend entry.
+    visibility_js = """() => { const gd = document.querySelector('.js-plotly-plot');
+        const entries = {}; gd.data.slice(0, 2).forEach(t => { entries[t.name] = t.visible; });
+        const shapes = {}; gd.layout.shapes.forEach(s => {
+            (shapes[s.legendgroup] = shapes[s.legendgroup] || new Set()).add(String(s.visible)); });
+        return {entries, shapes: Object.fromEntries(
+            Object.entries(shapes).map(([group, seen]) => [group, [...seen]]))}; }"""
+    page.locator(".js-plotly-plot .legend .traces").nth(1).click()  # "head 2"
+    page.wait_for_function(f"() => ({visibility_js})().entries['head 2'] === 'legendonly'")
+    sliders.nth(1).focus()
+    page.keyboard.press("ArrowRight")  # head 3 -> 4 on layer 0
+    page.wait_for_function(
+        "i => document.querySelector('.js-plotly-plot').layout.meta.shown === i", arg=4
+    )
+    assert page.evaluate(visibility_js) == {
+        "entries": {"head 4": True, "head 2": "legendonly"},
+        "shapes": {"head 4": ["true"], "head 2": ["legendonly"]},
+    }
     assert page_exceptions(page) == []
     page.close()

@@ -124,36 +124,33 @@ HEAD_SWITCH_JS = """<script>
   // A head view switched to head `index`. Per drawn head (a group): its legend entry, a trace,
   // and its path shapes, one per level; the Head slider's head first (hidden when "more" draws
   // it too), then "more". The shapes are replaced as one array: plotly then redraws only the
-  // shapes (~5 ms), where an edit of each shape's path redraws the whole figure (~25 ms). On
-  // another layer of the same heads only the paths change, and a head hidden from the legend
-  // stays hidden.
+  // shapes (~5 ms), where an edit of each shape's path redraws the whole figure (~25 ms).
+  // Only the first group can change head. The "more" groups keep their heads and whatever the
+  // legend made of them, and so does the first on another layer of the same head; a new head
+  // in the first group is shown (unless "more" draws it).
   const switchHeadView = (gd, meta, index) => {
     const view = meta.head_view, n = meta.every_head_of;
     const head = index % n, layer = (index - head) / n;
-    const sameHeads = meta.shown % n === head;
-    const entries = {visible: [], name: [], legendgroup: [], 'line.color': []};
+    const newHead = meta.shown % n !== head;
+    const shown = !view.more.includes(head), name = 'head ' + head;
     const shapes = gd.layout.shapes.map(shape => Object.assign({}, shape));
     [head, ...view.more].forEach((drawn, group) => {
-      const shown = group > 0 || !view.more.includes(head), name = 'head ' + drawn;
-      entries.visible.push(shown);
-      entries.name.push(name);
-      entries.legendgroup.push(name);
-      entries['line.color'].push(view.colours[drawn]);
       levelPaths(view, meta.heads[layer * n + drawn].lines).forEach((path, level) => {
         const shape = shapes[group * view.levels + level];
         shape.path = path;
-        if (!sameHeads) {
+        if (newHead && group === 0) {
           Object.assign(shape, {visible: shown, legendgroup: name});
-          shape.line = Object.assign({}, shape.line, {color: view.colours[drawn]});
+          shape.line = Object.assign({}, shape.line, {color: view.colours[head]});
         }
       });
     });
     meta.shown = index;  // what is drawn now; not a plotly attribute, so setting it draws nothing
     const layout = Object.assign({shapes: shapes}, boldTitle(meta.heads[index].title));
-    if (sameHeads) return window.Plotly.relayout(gd, layout);
+    if (!newHead) return window.Plotly.relayout(gd, layout);
+    const entry = {name: [name], legendgroup: [name], 'line.color': [view.colours[head]]};
     // a legend entry's visibility is a "calc" edit: plotly would redraw everything
-    if (gd.data[0].visible === entries.visible[0]) delete entries.visible;
-    return window.Plotly.update(gd, entries, layout, entries.name.map((_, t) => t));
+    if (gd.data[0].visible !== shown) entry.visible = [shown];
+    return window.Plotly.update(gd, entry, layout, [0]);
   };
   // The sliders' head into one figure, by the kind of store it carries; nothing if shown.
   const showIn = (main, gd) => {
@@ -205,9 +202,9 @@ HEAD_SWITCH_JS = """<script>
       figures.push(gd);
     }
     // One figure per frame, so the first is on screen without waiting for the others: in page
-    // order, but a grid's frame last. Moving a shape makes plotly recompute the grid's whole
-    // heatmap (~50 ms), and the head itself is what the visitor watches. Each figure reads the
-    // sliders when its turn comes, so a late one never shows an old head.
+    // order, but a grid's frame last: the head itself is what the visitor watches, the frame
+    // only marks where it sits. Each figure reads the sliders when its turn comes, so a late
+    // one never shows an old head.
     figures.sort((a, b) => Boolean(a.layout.meta.frame) - Boolean(b.layout.meta.frame));
     const next = () => {
       const gd = figures.shift();
