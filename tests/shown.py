@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import html
+import json
 import re
 
 import numpy as np
@@ -33,3 +34,27 @@ def sent_array(value: object) -> np.ndarray:
     if isinstance(shape, str):
         shape = [int(side) for side in shape.split(",")]
     return (flat.reshape(shape) if shape else flat).astype(np.float64)
+
+
+# widgets.stores_aside's element, as html_heatmap.stores_element writes it
+_STORES = re.compile(
+    r'<div class="ae-stores" hidden data-store="([0-9a-f]{16})" data-heads="([^"<>]*)"></div>'
+)
+
+
+def sent_figures(at) -> list[dict]:
+    """Every plotly figure's spec as a page sent it, an every-head figure's stores back in its
+    layout.meta["heads"]: the page sends them beside the figure (widgets.stores_aside), and the
+    browser script finds them by the figure's meta["store"]. A figure that names stores the
+    page did not send fails here."""
+    stores = {}
+    for element in at.get("html"):
+        for store_id, heads in _STORES.findall(element.proto.body):
+            stores[store_id] = json.loads(html.unescape(heads))
+    specs = [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+    for spec in specs:
+        meta = spec["layout"].get("meta")
+        if isinstance(meta, dict) and "store" in meta:
+            assert meta["store"] in stores, f"stores {meta['store']} named but not sent"
+            meta["heads"] = stores[meta.pop("store")]
+    return specs

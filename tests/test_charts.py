@@ -139,6 +139,30 @@ def test_every_head_heatmap_stores_each_head_at_layer_times_heads_plus_head():
             assert store["zmax"] == 1.0  # five keys: the usual 0-1 scale
 
 
+def test_every_head_stores_travel_beside_the_figure_named_by_its_meta():
+    """widgets.stores_aside: the figure keeps its meta but the stores, and names the element
+    that holds them; that element gives back the very stores the figure was built with."""
+    import json
+    from html import unescape
+
+    rng = np.random.default_rng(3)
+    attentions = rng.dirichlet(np.ones(4), size=(2, 2, 4))  # (2, 2, 4, 4)
+    fig = charts.every_head_heatmap(attentions, ["[CLS]", "a", "b", "[SEP]"], layer=1, head=0)
+    built = dict(fig.layout.meta)
+    aside = widgets.stores_aside(fig)
+    meta = fig.layout.meta
+    assert "heads" not in meta and {k: meta[k] for k in built if k != "heads"} == {
+        k: v for k, v in built.items() if k != "heads"
+    }
+    assert f'data-store="{meta["store"]}"' in aside
+    heads = aside.split('data-heads="', 1)[1].rsplit('"', 1)[0]
+    assert json.loads(unescape(heads)) == built["heads"]
+    # a figure of one head keeps its meta untouched and has nothing beside it
+    plain = charts.attention_heatmap(attentions[0, 0], ["a"] * 4, ["a"] * 4, "t")
+    before = plain.layout.meta
+    assert widgets.stores_aside(plain) is None and plain.layout.meta == before
+
+
 def test_every_head_heatmap_fits_each_stored_heads_scale_on_long_inputs():
     rng = np.random.default_rng(1)
     n = charts.FITTED_SCALE_FROM + 12

@@ -13,7 +13,7 @@ from conftest import BAD_INPUTS, assert_no_exception, run_page
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
-from shown import sent_array, shown
+from shown import sent_array, sent_figures, shown
 
 from core import head_stats
 from ui import explorer_charts, exports
@@ -399,7 +399,7 @@ def test_trace_npz_round_trips(model):
 
 # ---- the pages, headless ---------------------------------------------------------------------
 def chart_specs(at) -> list[dict]:
-    return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+    return sent_figures(at)
 
 
 def titles(at) -> list[str]:

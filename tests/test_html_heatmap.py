@@ -235,6 +235,40 @@ def test_every_head_travels_in_the_figure_as_drawn():
     assert alone.figure_attrs["data-shown"] == "6"
 
 
+class Elements(HTMLParser):
+    """Every start tag with its attributes, and any text outside the tags."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.started: list[tuple[str, dict]] = []
+        self.text = ""
+
+    def handle_starttag(self, tag: str, attrs: list) -> None:
+        self.started.append((tag, dict(attrs)))
+
+    def handle_data(self, data: str) -> None:
+        self.text += data
+
+
+def test_a_plotly_figures_stores_are_one_hidden_element_of_text_only():
+    """stores_element: the stores come back from data-heads as they went in, hostile titles
+    included, in one hidden div; its id follows the stores, so another sentence's differ."""
+    stores = [
+        {"title": title, "zmax": 0.5, "weights": "AAEC"} for title in HOSTILE + ['"></div><b>']
+    ]
+    store_id, markup = html_heatmap.stores_element(stores)
+    elements = Elements()
+    elements.feed(markup)
+    ((tag, attributes),) = elements.started
+    assert tag == "div" and elements.text == ""
+    assert set(attributes) == {"class", "hidden", "data-store", "data-heads"}
+    assert attributes["class"] == html_heatmap.STORES_CLASS and attributes["data-store"] == store_id
+    assert json.loads(attributes["data-heads"]) == stores
+    assert re.fullmatch("[0-9a-f]{16}", store_id)
+    assert html_heatmap.stores_element(stores)[0] == store_id
+    assert html_heatmap.stores_element(stores[::-1])[0] != store_id
+
+
 @pytest.mark.parametrize("n", [13, 40, 70, 100, 200, 512])
 def test_long_inputs_label_every_kth_piece_and_fewer_on_a_phone(n):
     """Every label is there (the hover reads them); evenly spaced ones show: between half and

@@ -22,6 +22,7 @@ attributes and drops any script, so the markup carries data, never code.
 from __future__ import annotations
 
 import base64
+import hashlib
 import io
 import json
 from collections.abc import Sequence
@@ -49,7 +50,8 @@ VIRIDIS = (
     "#fde725",
 )
 # Markup built here, where every visitor text went through escape.literal() (hostile word pieces
-# in tests/test_html_heatmap.py): the one run-time HTML that widgets.show_html_figure shows.
+# in tests/test_html_heatmap.py): the one run-time HTML that widgets shows (an attention grid, or
+# the stores of a plotly figure: stores_element).
 HtmlFigure = NewType("HtmlFigure", str)
 
 NUMBERS_UP_TO = 12  # pieces: up to here every cell prints its weight (phones have no hover)
@@ -261,3 +263,25 @@ GRID_CSS = """<style>
   .ae-query { max-width: 4.5rem; }
 }
 </style>"""
+
+
+# ---- every head's stores of a plotly figure, beside it -------------------------------------
+STORES_CLASS = "ae-stores"
+
+
+def stores_element(stores: list[dict]) -> tuple[str, HtmlFigure]:
+    """(id, markup): a hidden element whose data-heads holds a plotly figure's stores as JSON.
+
+    stores: an every-head figure's layout.meta["heads"] (charts.every_head_heatmap and the
+    explorer's every-head figures): their titles are the code's own words or escape.literal()'s
+    text, the rest numbers and base64. The JSON is escaped as an attribute value, so nothing in
+    it is read as markup. The id is a hash of the stores: a figure names the stores it was drawn
+    with, and never meets another sentence's.
+    """
+    stores_json = json.dumps(stores, separators=(",", ":"))
+    store_id = hashlib.blake2b(stores_json.encode(), digest_size=8).hexdigest()
+    markup = (
+        f'<div class="{STORES_CLASS}" hidden data-store="{store_id}" '
+        f'data-heads="{escape(stores_json, quote=True)}"></div>'
+    )
+    return store_id, HtmlFigure(markup)

@@ -58,6 +58,9 @@ _TOUCH_TOOLBAR_CSS = """<style>
   [data-testid="stTable"] table { font-size: 0.8em; }
   [data-testid="stTable"] th, [data-testid="stTable"] td { padding: 0.25rem 0.3rem; }
 }
+/* An every-head figure's stores (widgets.stores_aside) are data, not content: their element
+   takes no room, so no gap of the page's layout opens under the figure. */
+[data-testid="stElementContainer"]:has(> [data-testid="stHtml"] > .ae-stores) { display: none; }
 </style>"""
 
 

@@ -111,6 +111,19 @@ HEAD_SWITCH_JS = """<script>
     if (!Number.isInteger(layer) || !Number.isInteger(head)) return NaN;
     return head >= meta.every_head_of ? NaN : layer * meta.every_head_of + head;
   };
+  // A figure's stores, every head's at l·H + h: beside it in the page (show_figure puts them
+  // there), found by the id in its layout.meta.store and parsed once per element and id.
+  const storesOf = meta => {
+    for (const aside of document.querySelectorAll('.ae-stores')) {
+      if (aside.dataset.store !== meta.store) continue;
+      if (aside.__store !== meta.store) {
+        aside.__heads = JSON.parse(aside.dataset.heads);
+        aside.__store = meta.store;
+      }
+      return aside.__heads;
+    }
+    return null;
+  };
   // explorer_charts.packed_lines -> one SVG path per opacity level (1..levels), written as
   // explorer_charts.line_path writes it: (0, query) to (1, key), in data coordinates
   const levelPaths = (view, packed) => {
@@ -128,14 +141,14 @@ HEAD_SWITCH_JS = """<script>
   // Only the first group can change head. The "more" groups keep their heads and whatever the
   // legend made of them, and so does the first on another layer of the same head; a new head
   // in the first group is shown (unless "more" draws it).
-  const switchHeadView = (gd, meta, index) => {
+  const switchHeadView = (gd, meta, heads, index) => {
     const view = meta.head_view, n = meta.every_head_of;
     const head = index % n, layer = (index - head) / n;
     const newHead = meta.shown % n !== head;
     const shown = !view.more.includes(head), name = 'head ' + head;
     const shapes = gd.layout.shapes.map(shape => Object.assign({}, shape));
     [head, ...view.more].forEach((drawn, group) => {
-      levelPaths(view, meta.heads[layer * n + drawn].lines).forEach((path, level) => {
+      levelPaths(view, heads[layer * n + drawn].lines).forEach((path, level) => {
         const shape = shapes[group * view.levels + level];
         shape.path = path;
         if (newHead && group === 0) {
@@ -145,7 +158,7 @@ HEAD_SWITCH_JS = """<script>
       });
     });
     meta.shown = index;  // what is drawn now; not a plotly attribute, so setting it draws nothing
-    const layout = Object.assign({shapes: shapes}, boldTitle(meta.heads[index].title));
+    const layout = Object.assign({shapes: shapes}, boldTitle(heads[index].title));
     if (!newHead) return window.Plotly.relayout(gd, layout);
     const entry = {name: [name], legendgroup: [name], 'line.color': [view.colours[head]]};
     // a legend entry's visibility is a "calc" edit: plotly would redraw everything
@@ -170,10 +183,10 @@ HEAD_SWITCH_JS = """<script>
       window.Plotly.relayout(gd, {shapes: [moved, ...gd.layout.shapes.slice(1)]});
       return;
     }
-    const store = meta.heads && meta.heads[index];
+    const heads = storesOf(meta), store = heads && heads[index];
     if (!store) return;
     if (meta.head_view) {  // explorer_charts.every_head_view_figure: the head drawn is meta.shown
-      if (meta.shown !== index) switchHeadView(gd, meta, index);
+      if (meta.shown !== index) switchHeadView(gd, meta, heads, index);
       return;
     }
     if (gd.data[0].meta === index) return;  // trace 0's meta: the head shown
@@ -358,6 +371,9 @@ def show_figure(
 
     on_select: a callback run when the user clicks a scatter point (read the points from
     st.session_state[key].selection); heatmap cells cannot be selected (streamlit#8760).
+    A figure that carries every head's stores (layout.meta["heads"]) is shown without them,
+    and they follow it in an element of their own (stores_aside says why): the figure given is
+    changed to name them instead.
     """
     config = {
         "displaylogo": False,
@@ -367,6 +383,7 @@ def show_figure(
             "scale": 2,
         },
     }
+    aside = stores_aside(fig)
     if on_select is None:
         st.plotly_chart(fig, key=key, config=config, width="stretch")
     else:
@@ -378,6 +395,34 @@ def show_figure(
             on_select=on_select,
             selection_mode="points",
         )
+    if aside is not None:
+        _show_stores(aside)
+
+
+# Streamlit draws a figure through its theme: it turns the figure's whole spec into a string,
+# rewrites the colours in it and parses it again, on every draw (twice when a figure mounts).
+# An every-head figure's stores (72 heads of packed weights for MiniLM) are most of its spec and
+# hold no colour, so they travel beside it, as the Overview's HTML heatmap keeps its own in
+# data-heads: text in an attribute, parsed by HEAD_SWITCH_JS with JSON.parse, never markup.
+# Measured side by side (a new 32-piece sentence): ~20 % less browser work per update on
+# Attention heatmaps and on Positional encoding §7.
+def stores_aside(fig: go.Figure) -> html_heatmap.HtmlFigure | None:
+    """Take every head's stores out of fig's layout.meta into the element that carries them.
+
+    None for a figure without them. The figure keeps the rest of its meta and, in
+    meta["store"], the id that HEAD_SWITCH_JS finds its stores by.
+    """
+    meta = fig.layout.meta
+    if not isinstance(meta, dict) or "heads" not in meta:
+        return None
+    store_id, aside = html_heatmap.stores_element(meta["heads"])
+    fig.layout.meta = {**{k: v for k, v in meta.items() if k != "heads"}, "store": store_id}
+    return aside
+
+
+def _show_stores(aside: html_heatmap.HtmlFigure) -> None:
+    """The stores' element, made by html_heatmap.stores_element (which escapes it)."""
+    st.html(aside)
 
 
 def show_html_figure(figure: html_heatmap.HtmlFigure) -> None:
