@@ -138,6 +138,11 @@ def test_thumbnails_of_a_512_token_input_are_downsampled(model):
         model.n_heads * (thumbs.shape[-1] + gap) - gap,
     )
     assert z.size < 0.02 * trace.attentions.size  # 50 times fewer values than L·H·n²
+    # sent as float32, half the bytes, and still the weights to the three decimals it shows
+    sent = json.loads(fig.to_json())["data"][0]["z"]
+    assert sent["dtype"] == "f4"
+    canvas = explorer_charts.stitch_grid(thumbs, gap)
+    np.testing.assert_allclose(sent_array(sent), np.round(canvas, 3), atol=5e-8, equal_nan=True)
 
 
 def test_model_view_grid_places_each_head_in_its_cell():

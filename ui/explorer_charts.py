@@ -78,7 +78,11 @@ def model_view_grid(
     centres = [i * step + (m - 1) / 2 for i in range(max(n_layers, n_heads))]
     fig = go.Figure(
         go.Heatmap(
-            z=np.round(canvas, 3),
+            # float32: plotly.py sends an array in its own dtype, and this is the largest figure
+            # of the app (72 thumbnails, ~1 MB as float64 at 32 pieces), which Streamlit's theme
+            # pass turns into a string and scans ~40 times on every draw. Three decimals are
+            # exact to float32's seven significant digits.
+            z=np.round(canvas, 3).astype(np.float32),
             zmin=0.0,
             zmax=top,
             colorscale=COLORSCALE,
