@@ -37,7 +37,7 @@ def sent_array(value: object) -> np.ndarray:
 
 
 # widgets.stores_aside's element, as html_heatmap.stores_element writes it
-_STORES = re.compile(
+STORES_ELEMENT = re.compile(
     r'<div class="ae-stores" hidden data-store="([0-9a-f]{16})" data-heads="([^"<>]*)"></div>'
 )
 
@@ -49,11 +49,13 @@ def sent_figures(at) -> list[dict]:
     page did not send fails here."""
     stores = {}
     for element in at.get("html"):
-        for store_id, heads in _STORES.findall(element.proto.body):
+        for store_id, heads in STORES_ELEMENT.findall(element.proto.body):
             stores[store_id] = json.loads(html.unescape(heads))
     specs = [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
     for spec in specs:
         meta = spec["layout"].get("meta")
+        if isinstance(meta, dict) and "every_head_of" in meta:
+            assert "heads" not in meta, "every head's stores travel beside the figure"
         if isinstance(meta, dict) and "store" in meta:
             assert meta["store"] in stores, f"stores {meta['store']} named but not sent"
             meta["heads"] = stores[meta.pop("store")]

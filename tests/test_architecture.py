@@ -174,6 +174,29 @@ def test_html_figures_come_only_from_the_tested_builder():
             )
         if path.name != "html_heatmap.py":
             assert not _calls_named(tree, "HtmlFigure"), path.name
+        for call in _calls_named(tree, "_show_stores"):
+            assert path.name == "widgets.py" and _shows_stores_aside(tree, call), (
+                f"{path.name}:{call.lineno}: _show_stores takes what stores_aside(...) returned"
+            )
+
+
+def _shows_stores_aside(tree: ast.Module, call: ast.Call) -> bool:
+    """_show_stores(name) inside a function whose only assignment to name is stores_aside(...):
+    the stores' element as html_heatmap.stores_element made it."""
+    if len(call.args) != 1 or call.keywords or not isinstance(call.args[0], ast.Name):
+        return False
+    name = call.args[0].id
+    for function in ast.walk(tree):
+        if not isinstance(function, ast.FunctionDef) or call not in ast.walk(function):
+            continue
+        values = [
+            node.value
+            for node in ast.walk(function)
+            if isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
+        ]
+        return len(values) == 1 and _calls_named(values[0], "stores_aside") == [values[0]]
+    return False
 
 
 def test_the_html_rule_can_fail():
@@ -188,6 +211,14 @@ def test_the_html_rule_can_fail():
         "show_html_figure(html_heatmap.attention_grid(a, t, 0, 0, True))\n"
         'show_html_figure(HtmlFigure(f"<b>{name}</b>"))\n'
     )
+    stores = ast.parse(
+        "def a(fig):\n    aside = stores_aside(fig)\n    _show_stores(aside)\n"
+        "def b(text):\n    _show_stores(text)\n"
+        "def c(fig):\n    aside = stores_aside(fig)\n    aside = aside + x\n    _show_stores(aside)\n"
+    )
+    kept, raw, changed = _calls_named(stores, "_show_stores")
+    assert _shows_stores_aside(stores, kept)
+    assert not _shows_stores_aside(stores, raw) and not _shows_stores_aside(stores, changed)
     built, forged = _calls_named(views, "show_html_figure")
     assert _is_builder_call(built.args[0]) and not _is_builder_call(forged.args[0])
     assert _calls_named(views, "HtmlFigure")

@@ -13,7 +13,7 @@ from conftest import BAD_INPUTS, assert_no_exception, run_page
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
-from shown import sent_array, sent_figures, shown
+from shown import STORES_ELEMENT, sent_array, sent_figures, shown
 
 from core import head_stats
 from ui import explorer_charts, exports
@@ -574,6 +574,27 @@ def test_heatmaps_send_every_head_as_the_server_draws_it():
     assert not np.array_equal(sent_array(sent["heatmap"]["data"][0]["z"]), z)
 
 
+def test_hostile_sentences_reach_the_stores_beside_a_figure_as_text_only():
+    """Section 4's shared word piece is in every stored title of its figure, sent beside it
+    (widgets.stores_aside): with hostile sentences in both boxes it stays text there."""
+    bad = BAD_INPUTS["html"]
+    at = run_page(HEATMAPS, text="The bank.", query={"hm_a": bad, "hm_b": bad})
+    assert_no_exception(at)
+    bodies = [
+        body for body in (e.proto.body for e in at.get("html")) if 'class="ae-stores"' in body
+    ]
+    assert len(bodies) == 2  # the heatmap's and section 4's
+    for body in bodies:
+        assert STORES_ELEMENT.fullmatch(body), body[:200]  # one div, its JSON escaped
+    rows = next(s for s in sent_figures(at) if "bar_lengths" in (s["layout"].get("meta") or {}))
+    word = at.selectbox(key="hm_word").value
+    assert word in BAD_INPUTS["html"]  # a piece of the hostile text
+    n_heads = rows["layout"]["meta"]["every_head_of"]
+    for index, store in enumerate(rows["layout"]["meta"]["heads"]):
+        layer, head = divmod(index, n_heads)
+        assert shown(store["title"]) == f"Where “{word}” looks: layer {layer}, head {head}"
+
+
 @pytest.mark.parametrize("page", [HEATMAPS, HEAD_VIEW])
 @pytest.mark.parametrize("bad", ["empty", "control", "html", "emoji_cjk_rtl", "ten_thousand"])
 def test_pages_with_bad_input(page, bad):
@@ -635,6 +656,8 @@ def test_browser_both_pages_change_layer_and_head(server, browser):
             )
             wait_idle(page, 60_000)
         assert any(t.startswith(expected[1]) for t in figure_titles(page))
+        if path.startswith("/heatmaps"):  # section 4's figure switched too, from its own stores
+            assert any(t.endswith("looks: layer 1, head 1") for t in figure_titles(page))
         assert page_exceptions(page) == []
     # Clicking a token's dot on the left highlights it and keeps only its outgoing lines.
     traces = page.locator(".js-plotly-plot .scatterlayer .trace")

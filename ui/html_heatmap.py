@@ -49,9 +49,10 @@ VIRIDIS = (
     "#b5de2b",
     "#fde725",
 )
-# Markup built here, where every visitor text went through escape.literal() (hostile word pieces
-# in tests/test_html_heatmap.py): the one run-time HTML that widgets shows (an attention grid, or
-# the stores of a plotly figure: stores_element).
+# Markup built here, the one run-time HTML that widgets shows: an attention grid, whose visitor
+# text (word pieces) goes through escape.literal() here, or a plotly figure's stores
+# (stores_element), whose whole JSON is escaped here as an attribute value (hostile text in both:
+# tests/test_html_heatmap.py).
 HtmlFigure = NewType("HtmlFigure", str)
 
 NUMBERS_UP_TO = 12  # pieces: up to here every cell prints its weight (phones have no hover)

@@ -114,11 +114,17 @@ HEAD_SWITCH_JS = """<script>
   };
   // A figure's stores, every head's at l·H + h: beside it in the page (show_figure puts them
   // there), found by the id in its layout.meta.store and parsed once per element and id.
+  // A store that cannot be read switches nothing, and leaves the other figures' switches be.
   const storesOf = meta => {
+    if (!meta.store) return null;
     for (const aside of document.querySelectorAll('.ae-stores')) {
       if (aside.dataset.store !== meta.store) continue;
       if (aside.__store !== meta.store) {
-        aside.__heads = JSON.parse(aside.dataset.heads);
+        try {
+          aside.__heads = JSON.parse(aside.dataset.heads);
+        } catch (error) {
+          return null;
+        }
         aside.__store = meta.store;
       }
       return aside.__heads;
@@ -373,8 +379,8 @@ def show_figure(
     on_select: a callback run when the user clicks a scatter point (read the points from
     st.session_state[key].selection); heatmap cells cannot be selected (streamlit#8760).
     A figure that carries every head's stores (layout.meta["heads"]) is shown without them,
-    and they follow it in an element of their own (stores_aside says why): the figure given is
-    changed to name them instead.
+    after an element of their own (stores_aside says why): the figure given is changed to name
+    them instead, so show it once.
     """
     config = {
         "displaylogo": False,
@@ -385,6 +391,8 @@ def show_figure(
         },
     }
     aside = stores_aside(fig)
+    if aside is not None:  # first, so the script finds the stores once the figure is drawn
+        _show_stores(aside)
     if on_select is None:
         st.plotly_chart(fig, key=key, config=config, width="stretch")
     else:
@@ -396,8 +404,6 @@ def show_figure(
             on_select=on_select,
             selection_mode="points",
         )
-    if aside is not None:
-        _show_stores(aside)
 
 
 # Streamlit draws a figure through its theme: it turns the figure's whole spec into a string,
