@@ -42,13 +42,13 @@ def four_features() -> None:
         )
     else:
         toy = by_hand.toy_sentence(words)
-        st.dataframe(
+        widgets.static_table(
             {"word": list(toy.words)}
             | {
                 feature: toy.vectors[:, k].tolist()
                 for k, feature in enumerate(by_hand.TOY_FEATURES)
             },
-            hide_index=True,
+            decimals=dict.fromkeys(by_hand.TOY_FEATURES, 0),  # the toy's numbers are whole
         )
         result = by_hand.attention_by_hand(toy.vectors)
 

@@ -69,16 +69,15 @@ st.caption(
     "A length is a rough measure: a long update that points along the stream changes its "
     "direction less than a short one across it."
 )
-st.dataframe(
-    {
-        "layer": list(range(model.n_layers)),
-        "‖x‖ stream in": means["stream"].round(2).tolist(),
-        "‖a‖ attention": mean_a.round(2).tolist(),
-        "‖h‖ after LayerNorm": means["mid_stream"].round(2).tolist(),
-        "‖f‖ feed-forward": mean_f.round(2).tolist(),
-        "attention share": share.round(3).tolist(),
-    },
-    hide_index=True,
+norms = {
+    "‖x‖ stream in": means["stream"].tolist(),
+    "‖a‖ attention": mean_a.tolist(),
+    "‖h‖ after LayerNorm": means["mid_stream"].tolist(),
+    "‖f‖ feed-forward": mean_f.tolist(),
+}
+widgets.static_table(
+    {"layer": list(range(model.n_layers))} | norms | {"attention share": share.tolist()},
+    decimals=dict.fromkeys(norms, 2) | {"attention share": 3},
 )
 st.caption(
     "Sources: Vaswani et al. (2017) and Devlin et al. (2019) for the layer; Geva et al. (2021), "
