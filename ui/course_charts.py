@@ -190,7 +190,7 @@ def sublayer_figure(
             "showgrid": False,
         },
         legend={"orientation": "h", "y": -0.2},
-    )
+    ).update_layout(margin={**MARGIN, "r": 60})  # room for the right axis' numbers and title
 
 
 def role_grid(grid: np.ndarray, best: tuple[int, int], title: str) -> go.Figure:
