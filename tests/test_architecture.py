@@ -152,25 +152,54 @@ def _calls_named(tree: ast.AST, name: str) -> list[ast.Call]:
     ]
 
 
-def _is_builder_call(node: ast.expr) -> bool:
-    """html_heatmap.attention_grid(...): the tested builder of an HtmlFigure."""
-    return (
+# ui/html_heatmap.py's builders of an HtmlFigure, each tested in tests/test_html_heatmap.py
+HTML_BUILDERS = {"attention_grid", "value_grid", "bar_rows"}
+
+
+def _called(node: ast.expr) -> tuple[str, str] | None:
+    """(module, function) of a call module.function(...), else None."""
+    if (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
-        and node.func.attr == "attention_grid"
         and isinstance(node.func.value, ast.Name)
-        and node.func.value.id == "html_heatmap"
+    ):
+        return node.func.value.id, node.func.attr
+    return None
+
+
+def _is_builder_call(node: ast.expr, wrappers: frozenset[tuple[str, str]] = frozenset()) -> bool:
+    """html_heatmap.<a builder>(...), or a call of a wrapper that returns one."""
+    called = _called(node)
+    return called is not None and (
+        (called[0] == "html_heatmap" and called[1] in HTML_BUILDERS) or called in wrappers
     )
 
 
+def _builder_wrappers(paths: list[Path]) -> frozenset[tuple[str, str]]:
+    """(module, function) of the functions in ui/ whose every return is a builder call, e.g.
+    learning_charts.pair_grid: choosing a colour range, then html_heatmap.value_grid(...)."""
+    wrappers = set()
+    for path in paths:
+        for function in ast.parse(path.read_text()).body:
+            if not isinstance(function, ast.FunctionDef):
+                continue
+            returns = [node for node in ast.walk(function) if isinstance(node, ast.Return)]
+            if returns and all(_is_builder_call(node.value) for node in returns):
+                wrappers.add((path.stem, function.name))
+    return frozenset(wrappers)
+
+
 def test_html_figures_come_only_from_the_tested_builder():
-    """show_html_figure is handed html_heatmap.attention_grid(...) itself, and no module but
-    ui/html_heatmap.py makes an HtmlFigure (a NewType is not checked at run time)."""
+    """show_html_figure is handed html_heatmap's builder call itself (or a ui function's that
+    returns one), and no module but ui/html_heatmap.py makes an HtmlFigure (a NewType is not
+    checked at run time)."""
+    wrappers = _builder_wrappers(files("ui"))
+    assert ("learning_charts", "pair_grid") in wrappers  # the rule sees the wrappers in use
     for path in [*files("views"), *files("ui"), ROOT / "app.py"]:
         tree = ast.parse(path.read_text())
         for call in _calls_named(tree, "show_html_figure"):
-            assert len(call.args) == 1 and _is_builder_call(call.args[0]), (
-                f"{path.name}:{call.lineno}: show_html_figure takes html_heatmap.attention_grid(...)"
+            assert len(call.args) == 1 and _is_builder_call(call.args[0], wrappers), (
+                f"{path.name}:{call.lineno}: show_html_figure takes html_heatmap's builder call"
             )
         if path.name != "html_heatmap.py":
             assert not _calls_named(tree, "HtmlFigure"), path.name
@@ -221,6 +250,11 @@ def test_the_html_rule_can_fail():
     assert not _shows_stores_aside(stores, raw) and not _shows_stores_aside(stores, changed)
     built, forged = _calls_named(views, "show_html_figure")
     assert _is_builder_call(built.args[0]) and not _is_builder_call(forged.args[0])
+    wrapped = ast.parse("show_html_figure(charts.grid(a))\nshow_html_figure(charts.other(a))\n")
+    known, unknown = (call.args[0] for call in _calls_named(wrapped, "show_html_figure"))
+    wrappers = frozenset({("charts", "grid")})
+    assert _is_builder_call(known, wrappers) and not _is_builder_call(unknown, wrappers)
+    assert not _is_builder_call(ast.parse("html_heatmap.stores_element(s)").body[0].value)
     assert _calls_named(views, "HtmlFigure")
     built = ast.parse('import streamlit as st\nname = input()\nst.html(f"<b>{name}</b>")\n')
     fixed = ast.parse('import streamlit as st\nCSS = "<style></style>"\nst.html(CSS)\n')

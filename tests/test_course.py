@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ from conftest import (
     BAD_INPUTS,
     assert_each_tab_draws,
     assert_no_exception,
+    drawn_figures,
     open_tab,
     run_page,
 )
@@ -497,6 +499,21 @@ def test_by_hand_page_shows_numbers_a_learner_can_check():
     np.testing.assert_array_equal(
         table[list(by_hand.TOY_FEATURES)].to_numpy(), [[2, 0, 0, 0], [1, 1, 2, 0], [1, 0, 0, 2]]
     )
+    # S, α and Y of "money bank grows" as HTML cells, worked out here by hand from the vectors
+    # above: S = X Xᵀ, α = softmax of each row, Y = α X
+    scores = [[4, 2, 2], [2, 6, 1], [2, 1, 5]]
+    exp = np.exp(np.array(scores, dtype=np.float64))
+    alpha = exp / exp.sum(axis=1, keepdims=True)
+    output = alpha @ np.array([[2, 0, 0, 0], [1, 1, 2, 0], [1, 0, 0, 2]], dtype=np.float64)
+    grids = {
+        name: [float(number) for number in re.findall(r">(-?\d+(?:\.\d+)?)</i>", body)]
+        for body in (element.proto.body for element in at.get("html"))
+        for name in re.findall(r'data-figure="([^"]+)"', body)
+    }
+    assert grids["hand_scores"] == [float(v) for row in scores for v in row]
+    np.testing.assert_allclose(grids["hand_weights"], alpha.ravel(), atol=0.005)
+    np.testing.assert_allclose(grids["hand_output"], output.ravel(), atol=0.005)
+    assert not at.get("plotly_chart")  # the first tab loads no plotly.js
     assert_each_tab_draws(at, BY_HAND, BY_HAND_FIGURES)
     assert "2304" in _texts(at).replace(",", "")  # the n² break-even for MiniLM: 2·384 + 1536
     open_tab(at, "hand_section", "1–2 · By hand")
@@ -504,7 +521,7 @@ def test_by_hand_page_shows_numbers_a_learner_can_check():
     assert_no_exception(at)
     assert any("at least two" in info.value for info in at.info)
     assert any("zebra" in caption.value for caption in at.caption)
-    assert not at.get("plotly_chart")  # two words are needed for a matrix
+    assert not drawn_figures(at)  # two words are needed for a matrix
 
 
 def test_toy_words_keep_known_words_in_order():
@@ -567,7 +584,7 @@ def test_changed_pages_state_the_corrected_claims():
 
     heads = run_page("views/multi_head.py", text=SENTENCE)
     assert_no_exception(heads)
-    assert {c.key for c in heads.get("plotly_chart")} == {"mh_two_mixtures"}  # the first tab
+    assert drawn_figures(heads) == {"mh_two_mixtures"}  # the first tab
     assert "Why several heads: one softmax makes one mixture" in [h.value for h in heads.subheader]
     charts = {c.key for c in open_tab(heads, "mh_section", "1 · All heads").get("plotly_chart")}
     assert {f"mh_role_{role}" for role in head_roles.ROLES} <= charts

@@ -292,3 +292,179 @@ def test_long_inputs_label_every_kth_piece_and_fewer_on_a_phone(n):
             shown,
         )  # evenly spaced
         assert shown == [i for i, c in enumerate(queries) if name in c["class"].split()]
+
+
+# ---- value_grid: a small matrix with its numbers (0 · Attention by hand) ------------------------
+def attrs_of_cells(html: str) -> list[dict]:
+    """Every cell's attributes, in row order, decoded as a browser decodes them."""
+
+    class Cells(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__()
+            self.cells: list[dict] = []
+
+        def handle_starttag(self, tag: str, attrs: list) -> None:
+            if tag == "i":
+                self.cells.append(dict(attrs))
+
+    parser = Cells()
+    parser.feed(html)
+    return parser.cells
+
+
+@pytest.mark.parametrize("scale_name", ["Viridis", "RdBu"])
+def test_value_grid_paints_plotlys_scale_over_the_range_given(scale_name):
+    """An independent computation: plotly's own sampling of the same named scale, whose ends
+    are the range's ends; values past them keep the end colours."""
+    scale = plotly.colors.get_colorscale(scale_name)
+    low, high = -2.0, 3.0
+    values = np.linspace(low, high, 41)[None, :]  # (1, 41)
+    html = html_heatmap.value_grid(
+        np.concatenate([values, [[low - 5] + [high + 5] * 40]]),  # (2, 41)
+        ["a", "b"],
+        [str(j) for j in range(41)],
+        "t",
+        scale,
+        (low, high),
+        decimals=2,
+        bar_title="value",
+        axis_titles=("row", "column"),
+        name="test",
+    )
+    cells = attrs_of_cells(html)
+    theirs = plotly.colors.sample_colorscale(scale, np.linspace(0.0, 1.0, 41).tolist())
+    for cell, plotlys in zip(cells[:41], theirs, strict=True):
+        painted = background(cell)
+        expected = [float(v) for v in plotlys[plotlys.index("(") + 1 : -1].split(",")]
+        mine = [int(painted[i : i + 2], 16) for i in (1, 3, 5)]
+        assert max(abs(a - c) for a, c in zip(mine, expected, strict=True)) <= 1, (painted, plotlys)
+    assert background(cells[41]) == background(cells[0])  # below the range: the bottom colour
+    assert background(cells[42]) == background(cells[40])  # above it: the top colour
+
+
+def test_value_grid_writes_every_number_in_row_order_and_masked_cells_stay_empty():
+    matrix = np.array([[4.0, 2.0, -np.inf], [0.125, 6.0, 1.0]])  # rows a, b; columns x, y, z
+    html = html_heatmap.value_grid(
+        matrix,
+        ["a", "b"],
+        ["x", "y", "z"],
+        "S",
+        plotly.colors.get_colorscale("Viridis"),
+        (0.0, 6.0),
+        decimals=1,
+        bar_title="score",
+        axis_titles=("query", "key"),
+        name="grid",
+    )
+    figure = read(html)
+    numbers = [c["text"] for c in figure.children if c["tag"] == "i"]
+    assert numbers == ["4.0", "2.0", "", "0.1", "6.0", "1.0"]
+    tooltips = [cell["title"] for cell in attrs_of_cells(html)]
+    assert tooltips[0] == "a · x: 4.0" and tooltips[2] == "a · z: masked"
+    assert tooltips[5] == "b · z: 1.0"
+    assert figure.figure_attrs == {"class": "ae-matrix", "data-figure": "grid"}
+    # the colour bar's ends are the range's, written with the same decimals
+    assert figure.texts["ae-top"] == "6.0"
+
+
+def test_value_grid_shows_hostile_labels_as_text_even_in_tooltips():
+    n = len(HOSTILE)
+    html = html_heatmap.value_grid(
+        np.eye(n),
+        HOSTILE,
+        HOSTILE,
+        "α",
+        plotly.colors.get_colorscale("Viridis"),
+        (0.0, 1.0),
+        decimals=2,
+        bar_title="weight",
+        axis_titles=("query", "key"),
+        name="hostile",
+    )
+    figure = read(html)
+    assert [c["text"] for c in figure.children if "ae-query" in c["class"]] == HOSTILE
+    assert [c["text"] for c in figure.children if "ae-key" in c["class"]] == HOSTILE
+    tooltips = [cell["title"] for cell in attrs_of_cells(html)]
+    assert tooltips[1] == f"{HOSTILE[0]} · {HOSTILE[1]}: 0.00"  # one attribute, decoded whole
+    assert figure.tags <= {"style", "figure", "figcaption", "b", "span", "div", "i"}
+    assert "<img" not in html
+
+
+# ---- bar_rows: grouped weights as HTML rows (4 · Multi-head attention, 0 · By hand) -------------
+def bars_of(html: str) -> HTMLParser:
+    """The bar rows in order (tooltip, bar style, the number written after the bar), the labels
+    and the legend's names, as a browser reads them."""
+
+    class Bars(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__()
+            self.rows: list[dict] = []
+            self.labels: list[str] = []
+            self.legend: list[str] = []
+            self._open: list[str] = []  # the classes of the elements open at this point
+
+        def handle_starttag(self, tag: str, attrs: list) -> None:
+            attributes = dict(attrs)
+            kind = attributes.get("class", "")
+            if kind.startswith("ae-bar-row"):
+                self.rows.append({"title": attributes["title"], "style": "", "text": ""})
+            elif kind == "ae-bar":
+                self.rows[-1]["style"] = attributes["style"]
+            elif kind == "ae-bar-label":
+                self.labels.append("")
+            self._open.append(kind)
+
+        def handle_endtag(self, tag: str) -> None:
+            self._open.pop()
+
+        def handle_data(self, data: str) -> None:
+            inside = self._open[-1] if self._open else ""
+            if inside.startswith("ae-bar-row"):
+                self.rows[-1]["text"] += data
+            elif inside == "ae-bar-label":
+                self.labels[-1] += data
+            elif inside == "ae-legend":
+                self.legend.append(data)
+
+    parser = Bars()
+    parser.feed(html)
+    return parser
+
+
+def test_bar_rows_lengths_are_shares_of_the_largest_value_label_by_label():
+    series = {"first": np.array([0.5, 0.125, 0.0]), "second": np.array([0.25, 1.0, 0.75])}
+    html = html_heatmap.bar_rows(
+        ["a", "b", "c"], series, "T", "weight", ["#111111", "#222222"], name="bars"
+    )
+    parsed = bars_of(html)
+    assert parsed.labels == ["a", "b", "c"]
+    # label by label, each series in order: a's first and second, then b's, then c's
+    expected = [0.5, 0.25, 0.125, 1.0, 0.0, 0.75]
+    assert [row["text"] for row in parsed.rows] == [f"{v:.2f}" for v in expected]
+    shares = [float(re.search(r"\* ([0-9.]+)\)", row["style"]).group(1)) for row in parsed.rows]
+    assert shares == pytest.approx(expected, abs=1e-4)  # the largest value here is 1
+    colours = [re.search(r"background:(#\w+)", row["style"]).group(1) for row in parsed.rows]
+    assert colours == ["#111111", "#222222"] * 3
+    assert parsed.rows[3]["title"] == "b · second: 1.00"
+    assert parsed.legend == ["first", "second"]
+
+
+def test_bar_rows_refuse_what_they_cannot_draw_truly():
+    colours = ["#111111"]
+    with pytest.raises(ValueError, match="negative"):
+        html_heatmap.bar_rows(["a", "b"], {"s": np.array([0.5, -0.1])}, "T", "w", colours, "n")
+    with pytest.raises(ValueError, match="labels"):
+        html_heatmap.bar_rows(["a"], {"s": np.array([0.5, 0.1])}, "T", "w", colours, "n")
+
+
+def test_bar_rows_show_hostile_labels_and_series_names_as_text():
+    series = {HOSTILE[1]: np.full(len(HOSTILE), 0.5), HOSTILE[2]: np.full(len(HOSTILE), 0.25)}
+    html = html_heatmap.bar_rows(
+        HOSTILE, series, "Where it looks", "weight", ["#111111", "#222222"], name="hostile"
+    )
+    parsed = bars_of(html)
+    assert parsed.labels == HOSTILE
+    assert parsed.legend == [HOSTILE[1], HOSTILE[2]]
+    assert parsed.rows[1]["title"] == f"{HOSTILE[0]} · {HOSTILE[2]}: 0.25"
+    assert read(html).tags <= {"style", "figure", "figcaption", "b", "span", "div"}
+    assert "<img" not in html

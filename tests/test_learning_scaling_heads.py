@@ -358,6 +358,34 @@ HEADS_FIGURES = {
 }
 
 
+def test_two_heads_bars_are_html_for_a_sentence_and_plotly_past_html_bars_up_to():
+    """A sentence's bars are HTML rows (no plotly.js to load for the first tab), each head's
+    row of weights summing to 1; a long input's are plotly's grouped bars."""
+    import html
+    import re
+
+    from ui import widgets
+
+    short = run_page(HEADS_PAGE, text=SENTENCE)
+    assert_no_exception(short)
+    assert not short.get("plotly_chart")
+    (bars,) = [
+        e.proto.body for e in short.get("html") if 'data-figure="mh_two_mixtures"' in e.proto.body
+    ]
+    legend = re.search(r'class="ae-legend">(.*?)</span></figcaption>', bars).group(1)
+    names = [html.unescape(name) for name in re.findall(r"</span>([^<]+)", legend)]
+    assert len(names) == 2 and "previous-token head" in names[0]
+    numbers = [float(v) for v in re.findall(r"></span>(\d\.\d\d)</span>", bars)]
+    n = len(numbers) // 2  # label by label: the previous-token head's weight, then the other's
+    assert n <= widgets.HTML_BARS_UP_TO
+    for series in (numbers[0::2], numbers[1::2]):  # one softmax row each
+        assert sum(series) == pytest.approx(1.0, abs=0.005 * n)
+    long = run_page(HEADS_PAGE, text=LONG_TEXT)
+    assert_no_exception(long)
+    assert {chart.key for chart in long.get("plotly_chart")} == {"mh_two_mixtures"}
+    assert not any("ae-bars" in e.proto.body for e in long.get("html"))
+
+
 def test_heads_page_draws_one_tab_at_a_time_and_ablates():
     at = run_page(HEADS_PAGE, text=SENTENCE)
     assert_no_exception(at)

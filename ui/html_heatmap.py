@@ -25,7 +25,7 @@ import base64
 import hashlib
 import io
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from html import escape
 from typing import NewType
 
@@ -286,3 +286,189 @@ def stores_element(stores: list[dict]) -> tuple[str, HtmlFigure]:
         f'data-heads="{escape(stores_json, quote=True)}"></div>'
     )
     return store_id, HtmlFigure(markup)
+
+
+# ---- a small matrix with its numbers, as HTML ----------------------------------------------
+# The toy matrices of 0 · Attention by hand are the first thing a beginner sees, and all three of
+# them are a few cells with their numbers written in: a page that draws them with plotly loads
+# plotly.js (~0.6 s of main-thread work) for twelve coloured squares.
+ColourScale = Sequence[tuple[float, str]]  # plotly's form: (position 0..1, colour), in order
+
+
+def _channels(colour: str) -> tuple[int, int, int]:
+    """'#rrggbb' or 'rgb(r, g, b)' (the two forms plotly's scales use) -> (r, g, b)."""
+    if colour.startswith("#"):
+        return int(colour[1:3], 16), int(colour[3:5], 16), int(colour[5:7], 16)
+    red, green, blue = (int(float(c)) for c in colour[colour.index("(") + 1 : -1].split(",")[:3])
+    return red, green, blue
+
+
+def scale_rgb(values: np.ndarray, scale: ColourScale, low: float, high: float) -> np.ndarray:
+    """(n, m) values -> (n, m, 3) uint8: their colours on a plotly colour scale from low to high,
+    linear between its stops, as plotly paints a heatmap. A flat range paints the middle."""
+    positions = np.array([position for position, _ in scale])  # (stops,)
+    stops = np.array([_channels(colour) for _, colour in scale], dtype=np.float64)  # (stops, 3)
+    span = high - low
+    where = (np.asarray(values, dtype=np.float64) - low) / span if span > 0 else 0.5
+    where = np.clip(np.nan_to_num(np.asarray(where, dtype=np.float64), nan=0.5), 0.0, 1.0)
+    rgb = np.stack([np.interp(where, positions, stops[:, c]) for c in range(3)], axis=-1)
+    return np.floor(rgb + 0.5).astype(np.uint8)  # (n, m, 3)
+
+
+def value_grid(
+    matrix: np.ndarray,
+    row_labels: Sequence[str],
+    column_labels: Sequence[str],
+    title: str,
+    scale: ColourScale,
+    value_range: tuple[float, float],
+    decimals: int,
+    bar_title: str,
+    axis_titles: tuple[str, str],
+    name: str,
+) -> HtmlFigure:
+    """A small (n, m) matrix as coloured cells with every value written in them.
+
+    row_labels, column_labels: visitor text (word pieces, words), escaped here. value_range:
+    the colour scale's bottom and top. bar_title and axis_titles (rows, columns): the code's own
+    words; an underscore in bar_title subscripts what follows. name: the figure's
+    data-figure attribute, by which tests find it. Every cell says what it is in its tooltip
+    (hover), and its number is printed, so a phone, without hover, loses nothing. A value that
+    is not finite (a masked score) is an empty cell. Meant for a handful of rows and columns: a
+    larger matrix belongs in a plotly heatmap, which thins its labels and zooms.
+    """
+    n_rows, n_columns = matrix.shape
+    values = np.asarray(matrix, dtype=np.float64)
+    low, high = value_range
+    rgb = scale_rgb(values, scale, low, high)  # (n, m, 3)
+    colours, inks = hex_colours(rgb), ink_on(rgb)  # (n, m) each
+    rows = [literal(label) for label in row_labels]
+    columns = [literal(label) for label in column_labels]
+    key_class = "ae-key ae-upright" if charts.upright_fits(list(column_labels)) else "ae-key"
+
+    cells: list[str] = ['<span class="ae-corner"></span>']
+    cells += [f'<span class="{key_class}">{label}</span>' for label in columns]
+    for i in range(n_rows):
+        cells.append(f'<span class="ae-query">{rows[i]}</span>')
+        for j in range(n_columns):
+            value = values[i, j]
+            if not np.isfinite(value):
+                cells.append(f'<i class="ae-gap" title="{rows[i]} · {columns[j]}: masked"></i>')
+                continue
+            number = f"{value:.{decimals}f}"
+            cells.append(
+                f'<i style="background:{colours[i, j]};color:{inks[i, j]}" '
+                f'title="{rows[i]} · {columns[j]}: {number}">{number}</i>'
+            )
+    gradient = ", ".join(f"{colour} {100 * position:g}%" for position, colour in scale)
+    cells.append(
+        f'<span class="ae-bar-title" style="grid-row:1;grid-column:{n_columns + 2}">'
+        f"{charts.subscripts(escape(bar_title))}</span>"  # x_i·x_j as on the plotly maps
+    )
+    cells.append(
+        f'<span class="ae-colourbar" style="grid-row:2 / span {n_rows};'
+        f'grid-column:{n_columns + 2}">'
+        f'<span class="ae-ramp" style="background:linear-gradient(to top, {gradient})"></span>'
+        f'<span class="ae-top">{high:.{decimals}f}</span>'
+        f'<span class="ae-bottom">{low:.{decimals}f}</span></span>'
+    )
+    row_title, column_title = (escape(text) for text in axis_titles)
+    return HtmlFigure(
+        f"{GRID_CSS}{MATRIX_CSS}"
+        f'<figure class="ae-matrix" data-figure="{escape(name, quote=True)}">'
+        f'<figcaption><b class="ae-title">{escape(title)}</b></figcaption>'
+        '<div class="ae-body">'
+        f'<span class="ae-axis ae-axis-query">{row_title}</span>'
+        f'<div class="ae-grid" style="--pieces:{n_columns};gap:1px">{"".join(cells)}</div>'
+        "</div>"
+        f'<div class="ae-axis ae-axis-key">{column_title}</div>'
+        "</figure>"
+    )
+
+
+# A value grid's own frame (the cells, labels and colour bar are GRID_CSS's): it fills a column
+# of the page up to a size where four cells still read as a matrix, not as a table.
+MATRIX_CSS = """<style>
+.ae-matrix { margin: 0 0 1rem 0; max-width: 22rem; font-size: 12px; line-height: 1.2; }
+.ae-matrix figcaption { font-size: 14px; margin-bottom: 0.4rem; }
+.ae-matrix .ae-grid i { font-size: 13px; cursor: default; }
+.ae-matrix .ae-gap { background: transparent; }
+.ae-matrix .ae-query { max-width: 6rem; }
+</style>"""
+
+
+# ---- grouped bars, as HTML --------------------------------------------------------------------
+def bar_rows(
+    labels: Sequence[str],
+    series: Mapping[str, np.ndarray],
+    title: str,
+    value_title: str,
+    colours: Sequence[str],
+    name: str,
+) -> HtmlFigure:
+    """Non-negative values of a few labels as horizontal bars: one row per label, one bar per
+    series in it, with the number written after each bar.
+
+    labels and the series' names: visitor text (word pieces, sentences), escaped here. title:
+    text as a plotly title takes it, the code's own words with any visitor text already through
+    escape.literal() (whose character references the browser decodes back). value_title: the
+    code's own words. colours: one per series, in order. Every bar's length is
+    its share of the largest value, so bars of different series compare. name: the figure's
+    data-figure attribute, by which tests find it.
+    """
+    rows = np.array([np.asarray(values, dtype=np.float64) for values in series.values()]).T
+    if rows.shape[0] != len(labels):  # (n_labels, n_series)
+        raise ValueError(f"{len(labels)} labels but {rows.shape[0]} values per series")
+    if (rows < 0).any():
+        raise ValueError("bar_rows draws lengths from zero: the values must not be negative")
+    largest = float(rows.max()) if rows.size and rows.max() > 0 else 1.0
+    names = [literal(series_name) for series_name in series]
+    legend = "".join(
+        f'<span class="ae-swatch" style="background:{colours[k]}"></span>{names[k]}'
+        for k in range(len(names))
+    )
+    cells: list[str] = []
+    for i, label in enumerate(labels):
+        shown = literal(label)
+        cells.append(
+            f'<span class="ae-bar-label" style="grid-row:span {len(names)}">{shown}</span>'
+        )
+        for k, value in enumerate(rows[i]):
+            number = f"{value:.2f}"
+            row_class = "ae-bar-row ae-group-end" if k == len(names) - 1 else "ae-bar-row"
+            cells.append(
+                f'<span class="{row_class}" title="{shown} · {names[k]}: {number}">'
+                # the row's width less room for the number, times the value's share
+                f'<span class="ae-bar" style="width:calc((100% - 2.6rem) * {value / largest:.4f});'
+                f'background:{colours[k]}"></span>{number}</span>'
+            )
+    return HtmlFigure(
+        f"{BARS_CSS}"
+        f'<figure class="ae-bars" data-figure="{escape(name, quote=True)}">'
+        f'<figcaption><b class="ae-title">{title}</b>'  # literal()'s output, as for plotly
+        f'<span class="ae-legend">{legend}</span></figcaption>'
+        f'<div class="ae-bar-grid">{"".join(cells)}</div>'
+        f'<div class="ae-axis ae-axis-key">{escape(value_title)} (bar: share of the largest)</div>'
+        "</figure>"
+    )
+
+
+# Labels in a column as wide as the longest (up to 7rem, then cut with …), bars in the rest. Text
+# inherits the theme's colour, so it reads in light and dark; the series' colours are mid-tones.
+BARS_CSS = """<style>
+.ae-bars { margin: 0 0 1rem 0; max-width: 36rem; font-size: 12px; line-height: 1.2; }
+.ae-bars figcaption { font-size: 14px; margin-bottom: 0.4rem; }
+.ae-legend { display: block; font-size: 12px; margin-top: 0.25rem; }
+.ae-swatch { display: inline-block; width: 0.7rem; height: 0.7rem; margin: 0 0.3rem 0 0.8rem;
+  vertical-align: -0.05rem; }
+.ae-swatch:first-child { margin-left: 0; }
+.ae-bar-grid { display: grid; grid-template-columns: minmax(0, max-content) minmax(0, 1fr);
+  column-gap: 0.4rem; row-gap: 1px; align-items: center; }
+.ae-bar-label { grid-column: 1; max-width: 7rem; overflow: hidden; text-overflow: ellipsis;
+  white-space: nowrap; text-align: right; align-self: center; padding: 0.15rem 0; }
+.ae-bar-row { grid-column: 2; display: flex; align-items: center; gap: 0.3rem; height: 1.1rem;
+  font-variant-numeric: tabular-nums; white-space: nowrap; }
+.ae-bar { display: block; height: 0.8rem; flex: none; }
+.ae-group-end { margin-bottom: 0.35rem; }  /* a little air between one label's bars and the next */
+.ae-bars .ae-axis-key { text-align: left; opacity: 0.8; margin-top: 0.3rem; }
+</style>"""

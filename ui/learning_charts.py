@@ -12,10 +12,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+import plotly.colors
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ui import charts
+from ui import charts, html_heatmap
 from ui.escape import literal
 
 DRAW_LIMIT = 48  # tokens drawn per axis: beyond ~50 rows a cell is too small to read anyway
@@ -120,6 +121,67 @@ def pair_matrix(
         figure.update_xaxes(charts.token_ticks(list(tokens[:shown]), SQUARE_TICKS))
         figure.update_yaxes(charts.token_ticks(list(tokens[:shown]), SQUARE_TICKS))
     return _annotate_small(figure, shown, shown)
+
+
+# The same colours as the plotly heatmaps above draw: Viridis for weights and scores, RdBu
+# (red below zero, blue above) for a token's features, as plotly.py spells these scales out.
+VIRIDIS_SCALE = plotly.colors.make_colorscale(list(plotly.colors.sequential.Viridis))
+RDBU_SCALE = plotly.colors.make_colorscale(list(plotly.colors.diverging.RdBu))
+
+
+def pair_grid(
+    matrix: np.ndarray,
+    tokens: Sequence[str],
+    title: str,
+    name: str,
+    colorbar_title: str = "weight",
+    zmax: float | None = 1.0,
+    decimals: int = 2,
+) -> html_heatmap.HtmlFigure:
+    """pair_matrix's picture of a few tokens, as HTML with every number written in.
+
+    Viridis from 0 to zmax, or over the values' own range when zmax is None (dot products).
+    For the toy sentences of 0 · Attention by hand (at most four words): no plotly.js to load.
+    """
+    finite = matrix[np.isfinite(matrix)]
+    value_range = (0.0, zmax) if zmax is not None else (float(finite.min()), float(finite.max()))
+    return html_heatmap.value_grid(
+        matrix,
+        tokens,
+        tokens,
+        title=f"{title} {shape_label(matrix)}",
+        scale=VIRIDIS_SCALE,
+        value_range=value_range,
+        decimals=decimals,
+        bar_title=colorbar_title,
+        axis_titles=("query", "key"),
+        name=name,
+    )
+
+
+def token_grid(
+    matrix: np.ndarray,
+    tokens: Sequence[str],
+    columns: Sequence[str],
+    title: str,
+    name: str,
+    decimals: int = 2,
+) -> html_heatmap.HtmlFigure:
+    """token_matrix's picture of a few tokens' vectors, as HTML with every number written in:
+    one row per token, one column per named feature, RdBu centred on 0 (charts.matrix_heatmap)."""
+    reach = float(np.max(np.abs(matrix))) or 1.0  # the larger side sets both ends
+    return html_heatmap.value_grid(
+        matrix,
+        tokens,
+        columns,
+        title=f"{title} {shape_label(matrix)}",
+        scale=RDBU_SCALE,
+        value_range=(-reach, reach),
+        decimals=decimals,
+        bar_title="value",
+        axis_titles=("token", "feature"),
+        name=name,
+    )
 
 
 def _token_bars(

@@ -12,7 +12,7 @@ import plotly.io as pio
 import streamlit as st
 
 import core
-from ui import html_heatmap
+from ui import charts, course_charts, html_heatmap
 from ui.escape import literal
 
 # Plotly's default for numeric axes, "hide past div", hides a tick label that would stick out of
@@ -431,6 +431,32 @@ def stores_aside(fig: go.Figure) -> html_heatmap.HtmlFigure | None:
 def _show_stores(aside: html_heatmap.HtmlFigure) -> None:
     """The stores' element, made by html_heatmap.stores_element (which escapes it)."""
     st.html(aside)
+
+
+# Labels up to which grouped weights are HTML rows (html_heatmap.bar_rows), past which plotly's
+# grouped bars: a page whose first figure is a few bars then loads no plotly.js (~0.6 s of a
+# browser's main thread), and a long sentence keeps a chart that fits its hundreds of keys.
+HTML_BARS_UP_TO = 24
+
+
+def show_weight_bars(
+    labels: Sequence[str],
+    series: Mapping[str, np.ndarray],
+    title: str,
+    key: str,
+    y_title: str = "weight",
+    filename: str = "attention-explorer",
+) -> None:
+    """Each label's weights, one bar per series: HTML rows for a few labels, else plotly's
+    grouped bars (course_charts.weight_bars). The same colours, numbers and title either way."""
+    if len(labels) <= HTML_BARS_UP_TO:
+        colours = [
+            charts.QUALITATIVE_COLOURS[k % len(charts.QUALITATIVE_COLOURS)]
+            for k in range(len(series))
+        ]
+        show_html_figure(html_heatmap.bar_rows(labels, series, title, y_title, colours, name=key))
+    else:
+        show_figure(course_charts.weight_bars(labels, series, title, y_title), key, filename)
 
 
 def show_html_figure(figure: html_heatmap.HtmlFigure) -> None:

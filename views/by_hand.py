@@ -58,22 +58,25 @@ def four_features() -> None:
             r"{\sum_k e^{S_{ik}}} \\ y_i = \sum_j \alpha_{ij}\,x_j \end{gathered}"
         )
         row = 1 if len(words) > 1 else 0
+        # Small enough to print every number: HTML cells, so the first tab loads no plotly.js.
         first, second = st.columns(2)
         with first:
-            widgets.show_figure(
-                learning_charts.pair_matrix(
-                    result.scores, toy.words, "S = X Xᵀ", zmax=None, colorbar_title="x_i·x_j"
-                ),
-                key="hand_scores",
-                filename="by-hand-scores",
+            widgets.show_html_figure(
+                learning_charts.pair_grid(
+                    result.scores,
+                    toy.words,
+                    "S = X Xᵀ",
+                    name="hand_scores",
+                    colorbar_title="x_i·x_j",
+                    zmax=None,
+                    decimals=0,  # dot products of whole numbers
+                )
             )
         with second:
-            widgets.show_figure(
-                learning_charts.pair_matrix(
-                    result.attn_weights, toy.words, "α = softmax of each row"
-                ),
-                key="hand_weights",
-                filename="by-hand-weights",
+            widgets.show_html_figure(
+                learning_charts.pair_grid(
+                    result.attn_weights, toy.words, "α = softmax of each row", name="hand_weights"
+                )
             )
         word = toy.words[row]
         terms = " : ".join(f"e^{result.scores[row, j]:.0f}" for j in range(len(words)))
@@ -88,12 +91,10 @@ def four_features() -> None:
             f"{values}, which add up to {result.row_sums[row]:.2f}. Divide each by the sum: {weights}. "
             "Every weight is positive and the row adds up to 1 (up to rounding in the last digit)."
         )
-        widgets.show_figure(
-            learning_charts.token_matrix(
-                result.output, toy.words, "Y = α X", "feature", columns=by_hand.TOY_FEATURES
-            ),
-            key="hand_output",
-            filename="by-hand-output",
+        widgets.show_html_figure(
+            learning_charts.token_grid(
+                result.output, toy.words, by_hand.TOY_FEATURES, "Y = α X", name="hand_output"
+            )
         )
         st.caption(
             "Each column of Y is one of the four features. Each word's new vector is a blend of "
@@ -126,12 +127,10 @@ def soft_lookup() -> None:
     found = by_hand.lookup(
         by_hand.TOY_VECTORS[query_word], keys.vectors, keys.vectors, float(sharpness)
     )
-    widgets.show_figure(
-        course_charts.weight_bars(
-            keys.words,
-            {"soft lookup": found.soft_weights, "hard lookup": found.hard_weights},
-            f"Query “{query_word}”: weight on each key",
-        ),
+    widgets.show_weight_bars(
+        keys.words,
+        {"soft lookup": found.soft_weights, "hard lookup": found.hard_weights},
+        f"Query “{literal(query_word)}”: weight on each key",
         key="hand_lookup",
         filename="soft-lookup",
     )
@@ -177,12 +176,10 @@ def fixed_against_computed() -> None:
     )
     for column, (title, first, second, rule) in zip(st.columns(2), panels, strict=True):
         with column:
-            widgets.show_figure(
-                course_charts.weight_bars(
-                    ["position 0", "position 1", "position 2"],
-                    {"money bank grows": first, "river bank grows": second},
-                    title,
-                ),
+            widgets.show_weight_bars(
+                ["position 0", "position 1", "position 2"],
+                {"money bank grows": first, "river bank grows": second},
+                title,
                 key=f"hand_{rule}",
                 filename=f"{rule}-mixing",
             )

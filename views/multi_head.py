@@ -54,13 +54,11 @@ def why_several_heads() -> None:
             focus
         ],
     }
-    widgets.show_figure(
-        course_charts.weight_bars(
-            labels,
-            focus_trace_rows,
-            f"Where {literal(labels[focus])} looks, in two heads",
-        ),
-        "mh_two_mixtures",
+    widgets.show_weight_bars(
+        labels,
+        focus_trace_rows,
+        f"Where {literal(labels[focus])} looks, in two heads",
+        key="mh_two_mixtures",
     )
     prev_row, next_row = focus_trace_rows.values()  # (n,) each: the focus token's weights
     neighbour_note = (
