@@ -134,7 +134,11 @@ TEXT_INPUT_SELECTOR = '[data-testid="stTextInput"] input, [data-testid="stTextAr
 # server sent, numbers included) plus the tick labels and title as drawn. Two fingerprints differ
 # exactly when a figure was redrawn with other data, other tokens or another title.
 FIGURE_SIGNATURES_JS = """
-() => [...document.querySelectorAll('.js-plotly-plot, .ae-heatmap')].map(g => {
+() => [...document.querySelectorAll('.js-plotly-plot, .ae-heatmap, .ae-matrix, .ae-bars')].map(g => {
+  // an HTML value grid or bar chart: its text as drawn (title, labels, every number)
+  if (g.classList.contains('ae-matrix') || g.classList.contains('ae-bars')) {
+    return JSON.stringify(['html', g.textContent]);
+  }
   // an HTML heatmap: every head's numbers, the head shown, title and labels as drawn
   if (g.classList.contains('ae-heatmap')) {
     const s = (g.dataset.heads || '') + '|' + g.dataset.shown;
@@ -228,7 +232,7 @@ def wait_drawn(page: object) -> None:
 
 
 def figure_signatures(page: object) -> list[str]:
-    """The fingerprint of every plotly figure currently drawn (see FIGURE_SIGNATURES_JS)."""
+    """The fingerprint of every figure currently drawn (see FIGURE_SIGNATURES_JS)."""
     return page.evaluate(FIGURE_SIGNATURES_JS)
 
 
@@ -242,7 +246,8 @@ def wait_figures_changed(page: object, before: list[str], timeout_ms: int = 30_0
     try:
         page.wait_for_function(
             f"before => JSON.stringify(({FIGURE_SIGNATURES_JS})()) !== JSON.stringify(before)"
-            " && document.querySelector('.js-plotly-plot, .ae-heatmap') !== null",
+            " && document.querySelector('.js-plotly-plot, .ae-heatmap, .ae-matrix, .ae-bars')"
+            " !== null",
             arg=before,
             timeout=timeout_ms,
             polling=50,
@@ -491,6 +496,8 @@ UPDATE_WATCH_JS = """
   const hashOf = (g) => {
     // an HTML heatmap (ui/html_heatmap.py) is a new element for every new sentence
     if (g.classList.contains('ae-heatmap')) return (g.dataset.heads || '').length + ':' + g.dataset.heads;
+    // an HTML value grid or bar chart (ui/html_heatmap.py): its text, numbers included
+    if (!g.classList.contains('js-plotly-plot')) return 'html:' + g.textContent;
     const data = g.data;
     if (!data) return 'none';
     let h = cache.get(data);
@@ -502,7 +509,7 @@ UPDATE_WATCH_JS = """
     cache.set(data, h);
     return h;
   };
-  const plots = () => [...document.querySelectorAll('.js-plotly-plot, .ae-heatmap')];
+  const plots = () => [...document.querySelectorAll('.js-plotly-plot, .ae-heatmap, .ae-matrix, .ae-bars')];
   const w = {t0: null, t1: null, base: null};
   w.arm = () => {
     w.t0 = null; w.t1 = null;

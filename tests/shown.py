@@ -12,6 +12,7 @@ import base64
 import html
 import json
 import re
+from html.parser import HTMLParser
 
 import numpy as np
 
@@ -60,3 +61,78 @@ def sent_figures(at) -> list[dict]:
             assert meta["store"] in stores, f"stores {meta['store']} named but not sent"
             meta["heads"] = stores[meta.pop("store")]
     return specs
+
+
+class _HtmlFigureReader(HTMLParser):
+    """html_heatmap's value grids and bar rows as a browser reads them (see html_figures)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.figures: dict[str, dict] = {}
+        self._figure: dict | None = None
+        self._open: list[str] = []  # the classes of the elements open at this point
+
+    def handle_starttag(self, tag: str, attrs: list) -> None:
+        attributes = dict(attrs)
+        kind = attributes.get("class", "")
+        if tag == "figure" and "data-figure" in attributes:
+            self._figure = {
+                "kind": kind,
+                "title": "",
+                "rows": [],  # a grid's row labels, or the bars' labels
+                "columns": [],  # a grid's column labels
+                "series": [],  # the bars' series names, from the legend
+                "numbers": [],  # written in the cells or after the bars, in order
+            }
+            self.figures[attributes["data-figure"]] = self._figure
+        if self._figure is not None:
+            if kind in ("ae-query", "ae-bar-label"):
+                self._figure["rows"].append("")
+            elif kind.split(" ")[0] == "ae-key":
+                self._figure["columns"].append("")
+            elif tag == "i" or kind.startswith("ae-bar-row"):
+                self._figure["numbers"].append("")
+        if tag not in ("img", "br"):
+            self._open.append("cell" if tag == "i" else kind)
+
+    def handle_endtag(self, tag: str) -> None:
+        if self._open:
+            self._open.pop()
+        if tag == "figure":
+            self._figure = None
+
+    def handle_data(self, data: str) -> None:
+        if self._figure is None or not self._open:
+            return
+        inside = self._open[-1]
+        figure = self._figure
+        if inside == "ae-title":
+            figure["title"] += data
+        elif inside in ("ae-query", "ae-bar-label"):
+            figure["rows"][-1] += data
+        elif inside.split(" ")[0] == "ae-key":
+            figure["columns"][-1] += data
+        elif inside == "cell" or inside.startswith("ae-bar-row"):
+            figure["numbers"][-1] += data
+        elif inside == "ae-key-item":
+            figure["series"].append(data)
+
+
+def html_figures(at) -> dict[str, dict]:
+    """The HTML figures a page sent (html_heatmap.value_grid, bar_rows), by data-figure name:
+    kind ("ae-matrix" or "ae-bars"), title, rows (labels), columns (a grid's), series (the bars'
+    names) as decoded text, and numbers: a grid's row by row (nan for a masked cell), the bars'
+    label by label, each label's series in order."""
+    reader = _HtmlFigureReader()
+    for element in at.get("html"):
+        reader.feed(element.proto.body)
+    for figure in reader.figures.values():
+        figure["numbers"] = [float(text) if text else np.nan for text in figure["numbers"]]
+    return reader.figures
+
+
+def bar_series(figure: dict) -> dict[str, np.ndarray]:
+    """An HTML bar figure's numbers by series: name -> (labels,) values."""
+    names = figure["series"]
+    numbers = np.asarray(figure["numbers"]).reshape(len(figure["rows"]), len(names))
+    return {name: numbers[:, k] for k, name in enumerate(names)}

@@ -11,12 +11,13 @@ from conftest import (
     ROOT,
     assert_each_tab_draws,
     assert_no_exception,
+    drawn_figures,
     each_tab,
     open_tab,
     run_page,
 )
+from shown import bar_series, html_figures, shown
 from shown import sent_array as array
-from shown import shown
 
 from core import similarity, words
 from ui import explain_charts
@@ -31,7 +32,9 @@ def chart_specs(at) -> list[dict]:
 
 
 def titles(at) -> list[str]:
-    return [spec["layout"].get("title", {}).get("text", "") for spec in chart_specs(at)]
+    """The titles of the page's figures: plotly's as sent, then the HTML figures' as read."""
+    plotly_titles = [spec["layout"].get("title", {}).get("text", "") for spec in chart_specs(at)]
+    return plotly_titles + [figure["title"] for figure in html_figures(at).values()]
 
 
 def test_flow_page_shows_the_similarity_of_the_pair(model):
@@ -93,21 +96,33 @@ def test_flow_page_example_pair_and_layer_slider():
 
 def test_word_level_switch_merges_pieces_and_off_changes_nothing():
     text = "Tokenization of embeddings."
-    at = run_page(FLOW, text=text)  # no pair: the rollout tab's heatmap and bars
-    pieces_bars = chart_specs(at)[1]
+    at = run_page(FLOW, text=text)  # no pair: the rollout tab's heatmap and bars, both HTML
+    pieces_bars = html_figures(at)["ex_bars"]
     at.toggle(key="words").set_value(True).run()
     assert_no_exception(at)
-    word_bars = chart_specs(at)[1]
-    n_pieces = len(array(pieces_bars["data"][0]["x"]))
-    n_words = len(array(word_bars["data"][0]["x"]))
-    assert n_words < n_pieces
-    labels = [shown(t) for t in word_bars["layout"]["xaxis"]["ticktext"]]
-    assert "embeddings" in labels
-    # the merged shares still sum to 1 per method (sums over a word's pieces)
-    for bar in word_bars["data"]:
-        assert array(bar["y"]).sum() == pytest.approx(1.0, abs=1e-3)
+    word_bars = html_figures(at)["ex_bars"]
+    assert len(word_bars["rows"]) < len(pieces_bars["rows"])
+    assert "embeddings" in word_bars["rows"] and "embeddings" not in pieces_bars["rows"]
+    # the merged shares still sum to 1 per method (sums over a word's pieces, two decimals each)
+    for values in bar_series(word_bars).values():
+        assert values.sum() == pytest.approx(1.0, abs=0.005 * len(values))
     at.toggle(key="words").set_value(False).run()
-    assert chart_specs(at)[1] == pieces_bars
+    assert html_figures(at)["ex_bars"] == pieces_bars
+
+
+def test_flow_page_draws_a_long_sentence_with_plotly():
+    """Past learning_charts.fits_a_grid and widgets.HTML_BARS_UP_TO the same figures are plotly
+    heatmaps and grouped bars, whose arrays the shares sum to 1 in."""
+    text = " ".join(["The river bank was quiet after the storm."] * 4)  # 40 word pieces
+    at = run_page(FLOW, text=text)
+    assert_no_exception(at)
+    assert not html_figures(at)
+    assert {chart.key for chart in at.get("plotly_chart")} == {"ex_rollout", "ex_bars"}
+    bars = next(
+        spec for spec in chart_specs(at) if spec["layout"]["title"]["text"].startswith("Each")
+    )
+    for bar in bars["data"]:
+        assert array(bar["y"]).sum() == pytest.approx(1.0, abs=1e-3)
 
 
 def test_explanations_page_every_method_agreement_and_deletion():
@@ -158,10 +173,10 @@ def test_pages_with_bad_input(page, bad):
 def test_an_unreadable_pair_is_left_out_and_an_unreadable_sentence_stops(page):
     at = run_page(page, text="A readable sentence.", pair=BAD_INPUTS["control"])
     assert_no_exception(at)
-    assert at.get("plotly_chart")
+    assert drawn_figures(at)
     at = run_page(page, text=BAD_INPUTS["control"], pair="A readable sentence.")
     assert_no_exception(at)
-    assert at.info and not at.get("plotly_chart")
+    assert at.info and not drawn_figures(at)
 
 
 def test_pages_at_512_word_pieces_say_what_they_leave_out():

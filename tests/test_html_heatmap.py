@@ -342,6 +342,19 @@ def test_value_grid_paints_plotlys_scale_over_the_range_given(scale_name):
     assert background(cells[42]) == background(cells[40])  # above it: the top colour
 
 
+def test_value_grid_of_one_value_paints_the_scales_middle():
+    """A flat range (one token: a 1 × 1 matrix, min = max) has no bottom or top to scale by."""
+    scale = plotly.colors.get_colorscale("Viridis")
+    html = html_heatmap.value_grid(
+        np.array([[3.0]]), ["a"], ["a"], "S", scale, (3.0, 3.0), 0, "score", ("q", "k"), "one"
+    )
+    (cell,) = attrs_of_cells(html)
+    (middle,) = plotly.colors.sample_colorscale(scale, [0.5])
+    expected = [float(v) for v in middle[middle.index("(") + 1 : -1].split(",")]
+    painted = background(cell)
+    assert [int(painted[i : i + 2], 16) for i in (1, 3, 5)] == pytest.approx(expected, abs=1)
+
+
 def test_value_grid_writes_every_number_in_row_order_and_masked_cells_stay_empty():
     matrix = np.array([[4.0, 2.0, -np.inf], [0.125, 6.0, 1.0]])  # rows a, b; columns x, y, z
     html = html_heatmap.value_grid(
@@ -423,7 +436,7 @@ def bars_of(html: str) -> HTMLParser:
                 self.rows[-1]["text"] += data
             elif inside == "ae-bar-label":
                 self.labels[-1] += data
-            elif inside == "ae-legend":
+            elif inside == "ae-key-item":
                 self.legend.append(data)
 
     parser = Bars()
@@ -468,3 +481,25 @@ def test_bar_rows_show_hostile_labels_and_series_names_as_text():
     assert parsed.rows[1]["title"] == f"{HOSTILE[0]} · {HOSTILE[2]}: 0.25"
     assert read(html).tags <= {"style", "figure", "figcaption", "b", "span", "div"}
     assert "<img" not in html
+
+
+def test_wide_grids_of_weights_write_two_decimals_as_fractions():
+    """Past six columns one decimal would turn every small weight into 0.0: weights and shares
+    are written as the Overview writes them ('.07'), other values with one decimal."""
+    from ui import learning_charts
+
+    weights = np.full((2, 8), 0.07)
+    weights[0, :2] = [0.125, 1.0]
+    grid = read(
+        learning_charts.pair_grid(
+            np.pad(weights, ((0, 6), (0, 0)), constant_values=0.07), list("abcdefgh"), "α", "w"
+        )
+    )
+    cells = [c["text"] for c in grid.children if c["tag"] == "i"]
+    assert cells[:3] == [".13", "1.0", ".07"]  # 0.125 rounds half up, as number_text does
+    scores = read(
+        learning_charts.pair_grid(np.full((8, 8), 0.07) * 20, list("abcdefgh"), "S", "s", zmax=None)
+    )
+    assert {c["text"] for c in scores.children if c["tag"] == "i"} == {"1.4"}
+    few = read(learning_charts.pair_grid(np.full((3, 3), 0.07), list("abc"), "α", "w"))
+    assert {c["text"] for c in few.children if c["tag"] == "i"} == {"0.07"}

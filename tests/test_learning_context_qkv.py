@@ -13,6 +13,7 @@ from conftest import (
     ROOT,
     assert_each_tab_draws,
     assert_no_exception,
+    drawn_figures,
     open_tab,
     run_page,
 )
@@ -251,7 +252,16 @@ def test_context_page_shows_the_payoff_on_the_defaults():
     assert at.text_input(key="ctx_a").value == "money bank grows"
     before, after = (float(metric.value) for metric in at.metric)
     assert before == 1.0 and after < 1.0
-    assert len(at.get("plotly_chart")) == 9  # X, XXᵀ, softmax, Y for A and B, and the bars
+    # X, XXᵀ, softmax, Y for A and B, and the bars; the 3 × 3 matrices as HTML grids
+    steps = ("x", "xxt", "softmax", "y")
+    assert drawn_figures(at) == {f"ctx_{step}_{s}" for step in steps for s in "AB"} | {"ctx_payoff"}
+    assert {chart.key for chart in at.get("plotly_chart")} == {
+        "ctx_x_A",
+        "ctx_x_B",
+        "ctx_y_A",
+        "ctx_y_B",
+        "ctx_payoff",
+    }
 
 
 @pytest.mark.parametrize("name", list(BAD_INPUTS))
@@ -260,7 +270,7 @@ def test_context_page_handles_bad_input(name):
     assert_no_exception(at)
     messages = " ".join(m.value for m in [*at.info, *at.warning, *at.caption])
     if not BAD_INPUTS[name].strip() or name == "control":
-        assert "Sentence A" in messages and not at.get("plotly_chart")
+        assert "Sentence A" in messages and not drawn_figures(at)
     if name == "ten_thousand":
         assert "only the first 512" in messages and "first 48" in messages
         assert float(at.metric[1].value) < 1.0  # "bank" is shared with sentence B
@@ -294,7 +304,7 @@ def test_qkv_page_handles_bad_sidebar_text(name):
     at = run_page(QKV, text=BAD_INPUTS[name])
     assert_no_exception(at)
     if not BAD_INPUTS[name].strip() or name == "control":
-        assert at.info and not at.get("plotly_chart")
+        assert at.info and not drawn_figures(at)
         return
     assert_each_tab_draws(at, QKV, QKV_FIGURES)
 
@@ -360,19 +370,26 @@ def test_both_pages_draw_in_chromium(server, browser):
     """Reach both pages through the sidebar, as a learner does, and wait for their plots."""
     from browser import page_exceptions, wait_for_app
 
-    # the Q, K, V page opens on Step 1: Q, K and V
-    expected_plots = {"1 · Context from first principles": 9, "2 · Queries, keys and values": 3}
+    # (plotly figures, HTML figures): Context's X and Y of both sentences and its bars are
+    # plotly, its 3 × 3 matrices HTML grids; the Q, K, V page opens on Step 1, whose three
+    # 8 × 8 matrices (the default sentence's 8 word pieces, d_k = 8) are HTML grids
+    expected = {"1 · Context from first principles": (5, 4), "2 · Queries, keys and values": (0, 3)}
     url = server.url  # the shared server (conftest.py); browser: this module's
     page = browser.new_page(viewport={"width": 1300, "height": 1600})
     page.goto(url)
     wait_for_app(page)
-    for title, n_plots in expected_plots.items():
+    for title, (n_plots, n_grids) in expected.items():
         page.get_by_role("link", name=title).click()
         page.get_by_role("heading", name=title).wait_for(timeout=60_000)
         wait_for_app(page)
         # plotly.js draws each chart after the script has finished: wait for all of them
         page.wait_for_function(
-            f"() => document.querySelectorAll('.js-plotly-plot .main-svg').length >= {n_plots}",
+            f"() => document.querySelectorAll('.js-plotly-plot .main-svg').length >= {n_plots}"
+            f" && document.querySelectorAll('[data-testid=stMain] .ae-matrix').length == {n_grids}",
             timeout=90_000,
         )
+        plots = page.evaluate(
+            "document.querySelectorAll('[data-testid=stMain] .js-plotly-plot').length"
+        )
+        assert plots == n_plots, title  # the blank preload figure is gone by now
         assert page_exceptions(page) == [], title

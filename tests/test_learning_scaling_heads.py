@@ -13,6 +13,7 @@ from conftest import (
     LONG_TEXT,
     assert_each_tab_draws,
     assert_no_exception,
+    drawn_figures,
     each_tab,
     open_tab,
     run_page,
@@ -424,12 +425,12 @@ def test_pages_survive_bad_input(page, name):
     assert_no_exception(at)
     if name in ("empty", "whitespace", "control"):
         assert at.info, "an unreadable text must get a message"
-        assert not at.get("plotly_chart")
+        assert not drawn_figures(at)
         return
     drawn = 0
     for opened in each_tab(at, page):  # every section meets the text
         assert_no_exception(opened)
-        drawn += len(opened.get("plotly_chart"))
+        drawn += len(drawn_figures(opened))
     assert drawn
 
 

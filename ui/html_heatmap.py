@@ -308,9 +308,10 @@ def scale_rgb(values: np.ndarray, scale: ColourScale, low: float, high: float) -
     linear between its stops, as plotly paints a heatmap. A flat range paints the middle."""
     positions = np.array([position for position, _ in scale])  # (stops,)
     stops = np.array([_channels(colour) for _, colour in scale], dtype=np.float64)  # (stops, 3)
+    values = np.asarray(values, dtype=np.float64)  # (n, m)
     span = high - low
-    where = (np.asarray(values, dtype=np.float64) - low) / span if span > 0 else 0.5
-    where = np.clip(np.nan_to_num(np.asarray(where, dtype=np.float64), nan=0.5), 0.0, 1.0)
+    where = (values - low) / span if span > 0 else np.full(values.shape, 0.5)  # (n, m) in 0..1
+    where = np.clip(np.nan_to_num(where, nan=0.5), 0.0, 1.0)
     rgb = np.stack([np.interp(where, positions, stops[:, c]) for c in range(3)], axis=-1)
     return np.floor(rgb + 0.5).astype(np.uint8)  # (n, m, 3)
 
@@ -326,8 +327,12 @@ def value_grid(
     bar_title: str,
     axis_titles: tuple[str, str],
     name: str,
+    fractions: bool = False,
 ) -> HtmlFigure:
     """A small (n, m) matrix as coloured cells with every value written in them.
+
+    fractions: the values are weights or shares in 0..1, written as the Overview writes them
+    (number_text: '.07', '1.0'), two decimals in three characters, where '0.07' would not fit.
 
     row_labels, column_labels: visitor text (word pieces, words), escaped here. value_range:
     the colour scale's bottom and top. bar_title and axis_titles (rows, columns): the code's own
@@ -355,12 +360,16 @@ def value_grid(
             if not np.isfinite(value):
                 cells.append(f'<i class="ae-gap" title="{rows[i]} · {columns[j]}: masked"></i>')
                 continue
-            number = f"{value:.{decimals}f}"
+            if fractions:  # as k / WEIGHT_STEPS, rounded as the Overview's cells are
+                number = number_text(round(float(value) * charts.WEIGHT_STEPS))
+            else:
+                number = f"{value:.{decimals}f}"
             cells.append(
                 f'<i style="background:{colours[i, j]};color:{inks[i, j]}" '
                 f'title="{rows[i]} · {columns[j]}: {number}">{number}</i>'
             )
     gradient = ", ".join(f"{colour} {100 * position:g}%" for position, colour in scale)
+    bar_decimals = 2 if fractions else decimals  # the ends as precisely as the cells
     cells.append(
         f'<span class="ae-bar-title" style="grid-row:1;grid-column:{n_columns + 2}">'
         f"{charts.subscripts(escape(bar_title))}</span>"  # x_i·x_j as on the plotly maps
@@ -369,8 +378,8 @@ def value_grid(
         f'<span class="ae-colourbar" style="grid-row:2 / span {n_rows};'
         f'grid-column:{n_columns + 2}">'
         f'<span class="ae-ramp" style="background:linear-gradient(to top, {gradient})"></span>'
-        f'<span class="ae-top">{high:.{decimals}f}</span>'
-        f'<span class="ae-bottom">{low:.{decimals}f}</span></span>'
+        f'<span class="ae-top">{high:.{bar_decimals}f}</span>'
+        f'<span class="ae-bottom">{low:.{bar_decimals}f}</span></span>'
     )
     row_title, column_title = (escape(text) for text in axis_titles)
     return HtmlFigure(
@@ -423,8 +432,9 @@ def bar_rows(
         raise ValueError("bar_rows draws lengths from zero: the values must not be negative")
     largest = float(rows.max()) if rows.size and rows.max() > 0 else 1.0
     names = [literal(series_name) for series_name in series]
-    legend = "".join(
-        f'<span class="ae-swatch" style="background:{colours[k]}"></span>{names[k]}'
+    legend = "".join(  # a swatch never parts from its name at a line break
+        f'<span class="ae-key-item"><span class="ae-swatch" style="background:{colours[k]}">'
+        f"</span>{names[k]}</span>"
         for k in range(len(names))
     )
     cells: list[str] = []
@@ -461,7 +471,8 @@ BARS_CSS = """<style>
 .ae-legend { display: block; font-size: 12px; margin-top: 0.25rem; }
 .ae-swatch { display: inline-block; width: 0.7rem; height: 0.7rem; margin: 0 0.3rem 0 0.8rem;
   vertical-align: -0.05rem; }
-.ae-swatch:first-child { margin-left: 0; }
+.ae-key-item { white-space: nowrap; }
+.ae-key-item:first-child .ae-swatch { margin-left: 0; }
 .ae-bar-grid { display: grid; grid-template-columns: minmax(0, max-content) minmax(0, 1fr);
   column-gap: 0.4rem; row-gap: 1px; align-items: center; }
 .ae-bar-label { grid-column: 1; max-width: 7rem; overflow: hidden; text-overflow: ellipsis;

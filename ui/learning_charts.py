@@ -129,6 +129,18 @@ VIRIDIS_SCALE = plotly.colors.make_colorscale(list(plotly.colors.sequential.Viri
 RDBU_SCALE = plotly.colors.make_colorscale(list(plotly.colors.diverging.RdBu))
 
 
+def fits_a_grid(matrix: np.ndarray) -> bool:
+    """Whether a matrix is small enough for an HTML grid with every number written in: the
+    matrices whose plotly heatmaps print their numbers (_annotate_small)."""
+    return matrix.shape[0] <= ANNOTATE_UP_TO and matrix.shape[1] <= ANNOTATE_UP_TO
+
+
+def grid_decimals(n_columns: int) -> int:
+    """Decimals a grid's cells print: one past six columns, where two no longer fit a cell of a
+    matrix sharing the page's width with two others (as _annotate_small prints them)."""
+    return 1 if n_columns > 6 else 2
+
+
 def pair_grid(
     matrix: np.ndarray,
     tokens: Sequence[str],
@@ -136,26 +148,44 @@ def pair_grid(
     name: str,
     colorbar_title: str = "weight",
     zmax: float | None = 1.0,
-    decimals: int = 2,
+    decimals: int | None = None,
+    axis_titles: tuple[str, str] = ("query", "key"),
+    shape_in_title: bool = True,
 ) -> html_heatmap.HtmlFigure:
-    """pair_matrix's picture of a few tokens, as HTML with every number written in.
+    """pair_matrix's picture of a few tokens (fits_a_grid), as HTML with every number written in.
 
-    Viridis from 0 to zmax, or over the values' own range when zmax is None (dot products).
-    For the toy sentences of 0 · Attention by hand (at most four words): no plotly.js to load.
+    Viridis from 0 to zmax, or over the finite values' own range when zmax is None (scores);
+    a masked (-inf) score is an empty cell. No plotly.js to load for it. shape_in_title: "(n × n)"
+    after the title, as pair_matrix writes it (explain_charts.mixing_heatmap does not).
     """
     finite = matrix[np.isfinite(matrix)]
-    value_range = (0.0, zmax) if zmax is not None else (float(finite.min()), float(finite.max()))
+    value_range = (
+        (0.0, zmax)
+        if zmax is not None
+        else (float(finite.min()), float(finite.max()))
+        if finite.size
+        else (0.0, 1.0)
+    )
+    # weights or shares across more columns than two decimals fit: '.07', not '0.1'
+    fractions = (
+        decimals is None
+        and grid_decimals(matrix.shape[1]) < 2
+        and bool(finite.size)
+        and finite.min() >= 0.0
+        and finite.max() <= 1.0
+    )
     return html_heatmap.value_grid(
         matrix,
         tokens,
         tokens,
-        title=f"{title} {shape_label(matrix)}",
+        title=f"{title} {shape_label(matrix)}" if shape_in_title else title,
         scale=VIRIDIS_SCALE,
         value_range=value_range,
-        decimals=decimals,
+        decimals=grid_decimals(matrix.shape[1]) if decimals is None else decimals,
         bar_title=colorbar_title,
-        axis_titles=("query", "key"),
+        axis_titles=axis_titles,
         name=name,
+        fractions=fractions,
     )
 
 
@@ -165,10 +195,11 @@ def token_grid(
     columns: Sequence[str],
     title: str,
     name: str,
-    decimals: int = 2,
+    x_title: str = "feature",
 ) -> html_heatmap.HtmlFigure:
-    """token_matrix's picture of a few tokens' vectors, as HTML with every number written in:
-    one row per token, one column per named feature, RdBu centred on 0 (charts.matrix_heatmap)."""
+    """token_matrix's picture of a few tokens' vectors (fits_a_grid), as HTML with every number
+    written in: one row per token, one column per dimension or named feature, RdBu centred on
+    0 as charts.matrix_heatmap draws it."""
     reach = float(np.max(np.abs(matrix))) or 1.0  # the larger side sets both ends
     return html_heatmap.value_grid(
         matrix,
@@ -177,9 +208,9 @@ def token_grid(
         title=f"{title} {shape_label(matrix)}",
         scale=RDBU_SCALE,
         value_range=(-reach, reach),
-        decimals=decimals,
+        decimals=grid_decimals(matrix.shape[1]),
         bar_title="value",
-        axis_titles=("token", "feature"),
+        axis_titles=("token", x_title),
         name=name,
     )
 

@@ -12,7 +12,7 @@ import plotly.io as pio
 import streamlit as st
 
 import core
-from ui import charts, course_charts, html_heatmap
+from ui import charts, course_charts, explain_charts, html_heatmap, learning_charts
 from ui.escape import literal
 
 # Plotly's default for numeric axes, "hide past div", hides a tick label that would stick out of
@@ -446,17 +446,74 @@ def show_weight_bars(
     key: str,
     y_title: str = "weight",
     filename: str = "attention-explorer",
+    plotly_figure: Callable[[], go.Figure] | None = None,
 ) -> None:
-    """Each label's weights, one bar per series: HTML rows for a few labels, else plotly's
-    grouped bars (course_charts.weight_bars). The same colours, numbers and title either way."""
-    if len(labels) <= HTML_BARS_UP_TO:
+    """Each label's weights or shares, one bar per series: HTML rows for a few labels, else
+    plotly's grouped bars, plotly_figure() or course_charts.weight_bars. The same colours (in
+    series order), numbers and title either way. A negative value goes to plotly too: its bars
+    grow down from zero."""
+    values = [np.asarray(v, dtype=np.float64) for v in series.values()]
+    if len(labels) <= HTML_BARS_UP_TO and all((v >= 0).all() for v in values):
         colours = [
             charts.QUALITATIVE_COLOURS[k % len(charts.QUALITATIVE_COLOURS)]
             for k in range(len(series))
         ]
         show_html_figure(html_heatmap.bar_rows(labels, series, title, y_title, colours, name=key))
+    elif plotly_figure is not None:
+        show_figure(plotly_figure(), key, filename)
     else:
         show_figure(course_charts.weight_bars(labels, series, title, y_title), key, filename)
+
+
+def show_mixing(
+    matrix: np.ndarray, labels: Sequence[str], title: str, unit: str, key: str, filename: str
+) -> None:
+    """An (n, n) rollout, flow or norm mixing matrix (row i: a position after the layer, column
+    j: an input piece): HTML cells with their shares written in while small
+    (learning_charts.fits_a_grid), else explain_charts.mixing_heatmap. Viridis over the shares'
+    own range either way."""
+    if learning_charts.fits_a_grid(matrix):
+        show_html_figure(
+            learning_charts.pair_grid(
+                matrix,
+                labels,
+                title,
+                name=key,
+                colorbar_title="share",
+                zmax=None,
+                axis_titles=("position after the layer", f"input {unit} (layer 0)"),
+                shape_in_title=False,
+            )
+        )
+    else:
+        show_figure(explain_charts.mixing_heatmap(matrix, labels, title, unit=unit), key, filename)
+
+
+def show_matrix(
+    matrix: np.ndarray,
+    tokens: Sequence[str],
+    title: str,
+    key: str,
+    filename: str,
+    square: bool,
+    x_title: str = "dimension",
+    **pair_args: object,
+) -> None:
+    """A token-by-token (square) or token-by-dimension matrix: HTML cells with every number in
+    them while it is small (learning_charts.fits_a_grid), so a page of short sentences loads no
+    plotly.js; else learning_charts' plotly heatmap. pair_args: pair_matrix's zmax and
+    colorbar_title."""
+    if learning_charts.fits_a_grid(matrix) and square:
+        show_html_figure(learning_charts.pair_grid(matrix, tokens, title, name=key, **pair_args))
+    elif learning_charts.fits_a_grid(matrix):
+        columns = [str(k) for k in range(matrix.shape[1])]
+        show_html_figure(
+            learning_charts.token_grid(matrix, tokens, columns, title, name=key, x_title=x_title)
+        )
+    elif square:
+        show_figure(learning_charts.pair_matrix(matrix, tokens, title, **pair_args), key, filename)
+    else:
+        show_figure(learning_charts.token_matrix(matrix, tokens, title, x_title), key, filename)
 
 
 def show_html_figure(figure: html_heatmap.HtmlFigure) -> None:

@@ -54,17 +54,20 @@ def side_by_side(step: str, matrices: dict, title: str, square: bool, **figure_a
     for column, (name, matrix) in zip(st.columns(2), matrices.items(), strict=True):
         tokens = sentences[name].tokens
         with column:
-            if square:  # token x token
-                fig = learning_charts.pair_matrix(
-                    matrix, tokens, f"{title} of {name}", **figure_args
-                )
-                columns = widgets.numbered(tokens)
-            else:  # token x dimension
-                fig = learning_charts.token_matrix(
-                    matrix, tokens, f"{title} of {name}", "dimension of the vector"
-                )
-                columns = [f"d{k}" for k in range(matrix.shape[1])]
-            widgets.show_figure(fig, key=f"ctx_{step}_{name}", filename=f"context-{step}-{name}")
+            widgets.show_matrix(
+                matrix,
+                tokens,
+                f"{title} of {name}",
+                f"ctx_{step}_{name}",
+                f"context-{step}-{name}",
+                square,
+                x_title="dimension of the vector",
+                **figure_args,
+            )
+            # token x token, or token x dimension
+            columns = (
+                widgets.numbered(tokens) if square else [f"d{k}" for k in range(matrix.shape[1])]
+            )
             widgets.download_matrix(
                 matrix,
                 widgets.numbered(tokens),

@@ -101,13 +101,14 @@ def attention_rollout() -> None:
     )
     st.latex(r"\hat A_l = \tfrac12\Big(\tfrac1H\sum_h A_l^h + I\Big)\ \text{(rows renormalised)}")
     st.latex(r"R_l = \hat A_l\, R_{l-1},\qquad R_0 = \hat A_0")
-    fig = explain_charts.mixing_heatmap(
+    widgets.show_mixing(
         view.matrix(flow.rolled[layer]),
         view.labels,
         f"Attention rollout after layer {layer}",
-        unit=unit[:-1],
+        unit[:-1],
+        key="ex_rollout",
+        filename=f"rollout-L{layer}",
     )
-    widgets.show_figure(fig, key="ex_rollout", filename=f"rollout-L{layer}")
     st.caption(
         "Caveat: rollout assumes each layer mixes token vectors linearly with exactly these weights. "
         "It ignores what the value vectors, W_O, LayerNorm and the feed-forward block do, so it is "
@@ -116,13 +117,17 @@ def attention_rollout() -> None:
 
     scores = flow.scores()
     shown = {explain.METHOD_LABELS[name]: view.scores(values) for name, values in scores.items()}
-    fig = explain_charts.token_bars(
-        shown,
+    title = f"Each {unit[:-1]}'s share of the sentence vector"
+    y_title = "share of the mean-pooled top layer"
+    widgets.show_weight_bars(
         view.labels,
-        f"Each {unit[:-1]}'s share of the sentence vector",
-        "share of the mean-pooled top layer",
+        shown,
+        title,
+        key="ex_bars",
+        y_title=y_title,
+        filename="sentence-shares",
+        plotly_figure=lambda: explain_charts.token_bars(shown, view.labels, title, y_title),
     )
-    widgets.show_figure(fig, key="ex_bars", filename="sentence-shares")
     if len(view.labels) > 128:
         st.caption(
             f"{len(view.labels)} {unit}: a bar is narrower than a pixel here and every label is not "
@@ -165,13 +170,14 @@ def attention_flow() -> None:
             icon="🛑",
         )
     else:
-        fig = explain_charts.mixing_heatmap(
+        widgets.show_mixing(
             view.matrix(flow.flow_shares()),
             view.labels,
             "Attention flow to the top layer, each row ÷ its sum",
-            unit=unit[:-1],
+            unit[:-1],
+            key="ex_flow",
+            filename="attention-flow",
         )
-        widgets.show_figure(fig, key="ex_flow", filename="attention-flow")
 
 
 def norm_contributions() -> None:
@@ -189,13 +195,14 @@ def norm_contributions() -> None:
         r"c_{ij} = \frac{\big\lVert \gamma \odot \mathrm{centre}\big(\sum_h \alpha^h_{ij}\, "
         r"v^h_j W_O^h + [i{=}j]\,x_i\big)\big\rVert}{\sigma_i}"
     )
-    fig = explain_charts.mixing_heatmap(
+    widgets.show_mixing(
         view.matrix(flow.norm_rolled[layer]),
         view.labels,
         f"Norm rollout after layer {layer}",
-        unit=unit[:-1],
+        unit[:-1],
+        key="ex_norm",
+        filename=f"norm-rollout-L{layer}",
     )
-    widgets.show_figure(fig, key="ex_norm", filename=f"norm-rollout-L{layer}")
     st.caption(
         "An approximation, stated: the split is exact for attention, skip connection and the first "
         "LayerNorm of each layer; the feed-forward block and the second LayerNorm are treated as "

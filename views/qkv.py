@@ -62,13 +62,8 @@ st.caption(
 
 def matrix_figure(matrix, title: str, key: str, square: bool = False, **args) -> None:
     """Show one matrix with its shape in the title, and a CSV button under it."""
-    if square:
-        fig = learning_charts.pair_matrix(matrix, tokens, title, **args)
-        columns = labels
-    else:
-        fig = learning_charts.token_matrix(matrix, tokens, title, "dimension")
-        columns = [f"d{k}" for k in range(matrix.shape[1])]
-    widgets.show_figure(fig, key=f"qkv_{key}", filename=f"qkv-{key}")
+    widgets.show_matrix(matrix, tokens, title, f"qkv_{key}", f"qkv-{key}", square, **args)
+    columns = labels if square else [f"d{k}" for k in range(matrix.shape[1])]
     widgets.download_matrix(matrix, labels, columns, f"qkv-{key}", key=f"qkv_csv_{key}")
 
 
