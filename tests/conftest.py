@@ -176,12 +176,12 @@ def assert_each_tab_draws(at, view: str, figures: dict[str, set[str]]) -> None:
     assert len(headings) == len(figures), "a tab did not open"
 
 
-_FIGURE_NAME = re.compile(r'<figure class="ae-(?:matrix|bars)" data-figure="([^"]+)"')
+_FIGURE_NAME = re.compile(r'<figure class="ae-[a-z -]+" data-figure="([^"]+)"')
 
 
 def drawn_figures(at) -> set[str]:
-    """The figures the page sent: its plotly charts by key, its HTML value grids and bars
-    (html_heatmap.value_grid, bar_rows) by their data-figure name."""
+    """The figures the page sent: its plotly charts by key, its named HTML figures (value
+    grids, bars and attention grids of ui/html_heatmap.py) by their data-figure name."""
     grids = {
         name for element in at.get("html") for name in _FIGURE_NAME.findall(element.proto.body)
     }

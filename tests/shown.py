@@ -79,21 +79,24 @@ class _HtmlFigureReader(HTMLParser):
             self._figure = {
                 "kind": kind,
                 "title": "",
+                "note": "",  # an attention grid's line under the title
+                "heads": json.loads(attributes.get("data-heads") or "null"),  # its stores
                 "rows": [],  # a grid's row labels, or the bars' labels
                 "columns": [],  # a grid's column labels
                 "series": [],  # the bars' series names, from the legend
                 "numbers": [],  # written in the cells or after the bars, in order
             }
             self.figures[attributes["data-figure"]] = self._figure
+        first = kind.split(" ")[0]  # an attention grid's labels carry more classes
         if self._figure is not None:
-            if kind in ("ae-query", "ae-bar-label"):
+            if first in ("ae-query", "ae-bar-label"):
                 self._figure["rows"].append("")
-            elif kind.split(" ")[0] == "ae-key":
+            elif first == "ae-key":
                 self._figure["columns"].append("")
-            elif tag == "i" or kind.startswith("ae-bar-row"):
+            elif tag == "i" or first == "ae-bar-row":
                 self._figure["numbers"].append("")
         if tag not in ("img", "br"):
-            self._open.append("cell" if tag == "i" else kind)
+            self._open.append("cell" if tag == "i" else first)
 
     def handle_endtag(self, tag: str) -> None:
         if self._open:
@@ -108,21 +111,24 @@ class _HtmlFigureReader(HTMLParser):
         figure = self._figure
         if inside == "ae-title":
             figure["title"] += data
+        elif inside == "ae-note":
+            figure["note"] += data
         elif inside in ("ae-query", "ae-bar-label"):
             figure["rows"][-1] += data
-        elif inside.split(" ")[0] == "ae-key":
+        elif inside == "ae-key":
             figure["columns"][-1] += data
-        elif inside == "cell" or inside.startswith("ae-bar-row"):
+        elif inside in ("cell", "ae-bar-row"):
             figure["numbers"][-1] += data
         elif inside == "ae-key-item":
             figure["series"].append(data)
 
 
 def html_figures(at) -> dict[str, dict]:
-    """The HTML figures a page sent (html_heatmap.value_grid, bar_rows), by data-figure name:
-    kind ("ae-matrix" or "ae-bars"), title, rows (labels), columns (a grid's), series (the bars'
-    names) as decoded text, and numbers: a grid's row by row (nan for a masked cell), the bars'
-    label by label, each label's series in order."""
+    """The HTML figures a page sent with a data-figure name (html_heatmap.value_grid, bar_rows,
+    attention_grid), by that name: kind ("ae-matrix", "ae-bars" or "ae-heatmap"), title, note,
+    rows (labels), columns (a grid's), series (the bars' names) as decoded text, heads (an
+    attention grid's stores), and numbers: a grid's row by row (nan for a masked cell), the
+    bars' label by label, each label's series in order."""
     reader = _HtmlFigureReader()
     for element in at.get("html"):
         reader.feed(element.proto.body)

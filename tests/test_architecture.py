@@ -153,7 +153,7 @@ def _calls_named(tree: ast.AST, name: str) -> list[ast.Call]:
 
 
 # ui/html_heatmap.py's builders of an HtmlFigure, each tested in tests/test_html_heatmap.py
-HTML_BUILDERS = {"attention_grid", "value_grid", "bar_rows"}
+HTML_BUILDERS = {"attention_grid", "value_grid", "value_strip", "bar_rows"}
 
 
 def _called(node: ast.expr) -> tuple[str, str] | None:
@@ -175,6 +175,18 @@ def _is_builder_call(node: ast.expr, wrappers: frozenset[tuple[str, str]] = froz
     )
 
 
+def _own_returns(function: ast.FunctionDef) -> list[ast.Return]:
+    """The function's return statements, not those of functions defined inside it."""
+    found, todo = [], list(ast.iter_child_nodes(function))
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Return):
+            found.append(node)
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            todo.extend(ast.iter_child_nodes(node))
+    return found
+
+
 def _builder_wrappers(paths: list[Path]) -> frozenset[tuple[str, str]]:
     """(module, function) of the functions in ui/ whose every return is a builder call, e.g.
     learning_charts.pair_grid: choosing a colour range, then html_heatmap.value_grid(...)."""
@@ -183,7 +195,7 @@ def _builder_wrappers(paths: list[Path]) -> frozenset[tuple[str, str]]:
         for function in ast.parse(path.read_text()).body:
             if not isinstance(function, ast.FunctionDef):
                 continue
-            returns = [node for node in ast.walk(function) if isinstance(node, ast.Return)]
+            returns = _own_returns(function)
             if returns and all(_is_builder_call(node.value) for node in returns):
                 wrappers.add((path.stem, function.name))
     return frozenset(wrappers)
@@ -254,6 +266,12 @@ def test_the_html_rule_can_fail():
     known, unknown = (call.args[0] for call in _calls_named(wrapped, "show_html_figure"))
     wrappers = frozenset({("charts", "grid")})
     assert _is_builder_call(known, wrappers) and not _is_builder_call(unknown, wrappers)
+    nested = ast.parse(
+        "def grid(m):\n    def title(h):\n        return str(h)\n"
+        "    return html_heatmap.value_grid(m)\n"
+        "def forged(m):\n    if m:\n        return html_heatmap.value_grid(m)\n    return m\n"
+    ).body
+    assert [len(_own_returns(f)) for f in nested] == [1, 2]
     assert not _is_builder_call(ast.parse("html_heatmap.stores_element(s)").body[0].value)
     assert _calls_named(views, "HtmlFigure")
     built = ast.parse('import streamlit as st\nname = input()\nst.html(f"<b>{name}</b>")\n')

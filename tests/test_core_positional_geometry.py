@@ -340,28 +340,32 @@ def test_pick_occurrences_round_robin_over_sentences(tiny):
         assert picked.tolist() == sorted(expected_order[:limit]), limit
 
 
-def test_permutation_heatmap_carries_every_heads_weights_and_difference(tiny):
+def test_permutation_grid_carries_every_heads_weights_and_difference(tiny):
     """The word-order heatmaps switched in the browser: each head's store holds that head's
-    put-back weights and, in its title, its own max |Δ| to the original, computed here."""
+    put-back weights and, under its title, its own max |Δ| to the original, computed here."""
     import base64
+    import html
+    import json
+    import re
 
     from ui import geometry_charts
 
     trace = tiny.run("the river bank flows money grows")
     ids = np.array(trace.input_ids)
     result = positional.permutation_experiment(tiny, trace.tokens, ids, True, seed=2)
-    fig = geometry_charts.permutation_heatmap(result, True, "with positions", 1, 0, every_head=True)
-    meta = fig.layout.meta
+    markup = geometry_charts.permutation_grid(result, True, "with positions", 1, 0, every_head=True)
     n_heads, n = tiny.n_heads, len(ids)
-    assert meta["every_head_of"] == n_heads and fig.data[0].meta == 1 * n_heads + 0
+    assert f'data-every-head-of="{n_heads}"' in markup
+    assert f'data-shown="{1 * n_heads + 0}"' in markup
+    stores = json.loads(html.unescape(re.search(r'data-heads="([^"]*)"', markup)[1]))
     original = positional.attention_from_ids(tiny, ids, True)
     for layer in range(tiny.n_layers):
         for head in range(n_heads):
-            store = meta["heads"][layer * n_heads + head]
+            store = stores[str(layer * n_heads + head)]
             counts = np.frombuffer(base64.b64decode(store["weights"]), dtype="<u2")
             np.testing.assert_allclose(
                 counts.reshape(n, n) / 10_000, result.unshuffled[layer, head], atol=1e-4
             )
             delta = np.abs(original[layer, head] - result.unshuffled[layer, head]).max()
-            assert f"(L{layer} H{head})" in store["title"]
-            assert f"max |Δ| to the original: {delta:.1e}" in store["title"]
+            assert store["title"] == f"with positions: shuffled, put back (L{layer} H{head})"
+            assert store["note"] == f"max |Δ| to the original: {delta:.1e}"

@@ -567,10 +567,8 @@ def test_changed_pages_state_the_corrected_claims():
     assert "BERT as trained" not in texts and "inside BERT" not in texts
     texts = _texts(open_tab(scaling_page, "sm_section", "3 · Switches"))
     assert "not 1" in texts and "BERT as trained" not in texts
-    charts = {c.key for c in scaling_page.get("plotly_chart")}
-    charts |= {
-        c.key for c in open_tab(scaling_page, "sm_section", "6 · Padding mask").get("plotly_chart")
-    }
+    charts = drawn_figures(scaling_page)
+    charts |= drawn_figures(open_tab(scaling_page, "sm_section", "6 · Padding mask"))
 
     positional_page = run_page("views/positional.py", text=SENTENCE)
     positional_page.session_state["pos_section"] = "2 · Binary"  # one tab at a time

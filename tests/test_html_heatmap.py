@@ -503,3 +503,60 @@ def test_wide_grids_of_weights_write_two_decimals_as_fractions():
     assert {c["text"] for c in scores.children if c["tag"] == "i"} == {"1.4"}
     few = read(learning_charts.pair_grid(np.full((3, 3), 0.07), list("abc"), "α", "w"))
     assert {c["text"] for c in few.children if c["tag"] == "i"} == {"0.07"}
+
+
+def test_bar_rows_on_a_log_scale_keep_a_rounding_error_and_a_difference_both_visible():
+    """Lengths are shares of the log distance from the floor to the largest value."""
+    series = {"removed": np.array([1e-7, 1e-6]), "kept": np.array([0.1, 1.0])}
+    html = html_heatmap.bar_rows(
+        ["layer 0", "layer 1"], series, "T", "Δ", ["#111111", "#222222"], "log", log_floor=1e-8
+    )
+    parsed = bars_of(html)
+    assert [row["text"] for row in parsed.rows] == ["1.0e-07", "1.0e-01", "1.0e-06", "1.0e+00"]
+    shares = [float(re.search(r"\* ([0-9.]+)\)", row["style"]).group(1)) for row in parsed.rows]
+    assert shares == pytest.approx([1 / 8, 7 / 8, 2 / 8, 1.0], abs=1e-4)  # 8 decades to 1
+
+
+def test_value_strip_is_one_pixel_per_value_on_plotlys_scale_rows_in_order():
+    """A few tokens' wide vectors as one image: row i of the image is row i of the matrix, each
+    pixel plotly's RdBu colour for its value on the range given."""
+    from PIL import Image
+
+    scale = plotly.colors.get_colorscale("RdBu")
+    rng = np.random.default_rng(0)
+    matrix = rng.normal(size=(3, 40))
+    matrix[1, 5] = 10.0  # past the range's top: the top colour
+    reach = 2.5
+    html = html_heatmap.value_strip(
+        matrix, HOSTILE[:3], "X", scale, (-reach, reach), "value", "dimension", "strip"
+    )
+    figure = read(html)
+    assert [c["text"] for c in figure.children if "ae-query" in c["class"]] == HOSTILE[:3]
+    (image,) = [c for c in figure.children if c["tag"] == "img"]
+    pixels = np.asarray(Image.open(io.BytesIO(base64.b64decode(image["src"].split(",", 1)[1]))))
+    assert pixels.shape == (3, 40, 3)  # (rows, columns, rgb)
+    shares = np.clip((matrix + reach) / (2 * reach), 0, 1)
+    for i in range(3):
+        theirs = plotly.colors.sample_colorscale(scale, shares[i].tolist())
+        for j, colour in enumerate(theirs):
+            expected = [float(v) for v in colour[colour.index("(") + 1 : -1].split(",")]
+            assert np.abs(pixels[i, j] - expected).max() <= 1, (i, j)
+    assert figure.tags <= {"style", "figure", "figcaption", "b", "span", "div", "img"}
+    assert "onerror" not in html.replace("onerror&#61;", "")
+
+
+def test_bar_rows_mark_the_highlighted_label_and_paint_its_bars():
+    html = html_heatmap.bar_rows(
+        ["money", "bank", "grows"],
+        {"softmax weight": np.array([0.2, 0.7, 0.1])},
+        "Where bank looks",
+        "softmax weight",
+        ["#636efa"],
+        name="payoff",
+        highlight=1,
+        highlight_colour="#ef553b",
+    )
+    parsed = bars_of(html)
+    colours = [re.search(r"background:(#\w+)", row["style"]).group(1) for row in parsed.rows]
+    assert colours == ["#636efa", "#ef553b", "#636efa"]
+    assert re.findall(r'class="ae-bar-label ae-marked"[^>]*>([^<]+)<', html) == ["bank"]

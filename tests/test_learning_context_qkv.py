@@ -252,16 +252,10 @@ def test_context_page_shows_the_payoff_on_the_defaults():
     assert at.text_input(key="ctx_a").value == "money bank grows"
     before, after = (float(metric.value) for metric in at.metric)
     assert before == 1.0 and after < 1.0
-    # X, XXᵀ, softmax, Y for A and B, and the bars; the 3 × 3 matrices as HTML grids
-    steps = ("x", "xxt", "softmax", "y")
-    assert drawn_figures(at) == {f"ctx_{step}_{s}" for step in steps for s in "AB"} | {"ctx_payoff"}
-    assert {chart.key for chart in at.get("plotly_chart")} == {
-        "ctx_x_A",
-        "ctx_x_B",
-        "ctx_y_A",
-        "ctx_y_B",
-        "ctx_payoff",
-    }
+    # X, XXᵀ, softmax, Y and the bars for A and B, all HTML: the page loads no plotly.js
+    steps = ("x", "xxt", "softmax", "y", "payoff")
+    assert drawn_figures(at) == {f"ctx_{step}_{s}" for step in steps for s in "AB"}
+    assert not at.get("plotly_chart")
 
 
 @pytest.mark.parametrize("name", list(BAD_INPUTS))
@@ -370,10 +364,10 @@ def test_both_pages_draw_in_chromium(server, browser):
     """Reach both pages through the sidebar, as a learner does, and wait for their plots."""
     from browser import page_exceptions, wait_for_app
 
-    # (plotly figures, HTML figures): Context's X and Y of both sentences and its bars are
-    # plotly, its 3 × 3 matrices HTML grids; the Q, K, V page opens on Step 1, whose three
-    # 8 × 8 matrices (the default sentence's 8 word pieces, d_k = 8) are HTML grids
-    expected = {"1 · Context from first principles": (5, 4), "2 · Queries, keys and values": (0, 3)}
+    # (plotly figures, HTML matrices): Context's X, X Xᵀ, softmax and Y of both sentences are
+    # HTML (its bars too); the Q, K, V page opens on Step 1, whose three 8 × 8 matrices (the
+    # default sentence's 8 word pieces, d_k = 8) are HTML grids
+    expected = {"1 · Context from first principles": (0, 8), "2 · Queries, keys and values": (0, 3)}
     url = server.url  # the shared server (conftest.py); browser: this module's
     page = browser.new_page(viewport={"width": 1300, "height": 1600})
     page.goto(url)

@@ -20,6 +20,7 @@ from conftest import (
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from shown import html_figures
 from torch.nn import functional as F
 
 from core import head_roles, head_stats, heads, scaling
@@ -313,17 +314,26 @@ SCALING_FIGURES = {
 }
 
 
-def test_scaling_page_draws_one_tab_at_a_time():
+def test_scaling_page_draws_one_tab_at_a_time(model):
     at = run_page(SCALING_PAGE, text=SENTENCE)
     assert_no_exception(at)
     assert_each_tab_draws(at, SCALING_PAGE, SCALING_FIGURES)
     open_tab(at, "sm_section", "3 · Switches")
+    # the spread of the scaled scores, one HTML bar per layer: Q Kᵀ/√d_head from the encoder's
+    # queries and keys, every head of a layer together
+    trace = model.run(SENTENCE)
+    queries, keys = (a.astype(np.float64) for a in (trace.queries, trace.keys))  # (L, H, n, d)
+    scores = np.einsum("lhid,lhjd->lhij", queries, keys) / np.sqrt(model.d_head)  # (L, H, n, n)
+    spread = scores.reshape(len(scores), -1).std(axis=1)  # (L,)
+    bars = html_figures(at)["sm_score_spread"]
+    assert bars["rows"] == [f"layer {layer}" for layer in range(len(spread))]
+    np.testing.assert_allclose(bars["numbers"], spread, atol=0.005)
     assert at.toggle(key="sm_scale_off").value is False
     assert any("at least one switch" in info.value for info in at.info)
     at.toggle(key="sm_scale_off").set_value(True).run()
     assert_no_exception(at)
     compared = {"sm_a", "sm_b", "sm_entropy_rows", "sm_final_cosine"}
-    assert {chart.key for chart in at.get("plotly_chart")} == {"sm_score_spread", *compared}
+    assert drawn_figures(at) == {"sm_score_spread", *compared}
     at.toggle(key="sm_causal").set_value(True).run()
     assert_no_exception(at)
     assert "causal" in _texts(at)

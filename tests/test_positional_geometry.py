@@ -10,10 +10,10 @@ from urllib.parse import quote
 import conftest
 import numpy as np
 import pytest
-from conftest import BAD_INPUTS, assert_no_exception, each_tab, run_page
+from conftest import BAD_INPUTS, assert_no_exception, drawn_figures, each_tab, run_page
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from shown import shown
+from shown import bar_series, html_figures, shown
 
 from core import geometry, positional
 from ui import geometry_charts
@@ -357,20 +357,22 @@ def test_positional_page_draws_one_tab_at_a_time():
         open_tab(at, label)
         assert_no_exception(at)
         # this tab's figures and no other tab's: a closed tab sends nothing to the browser
-        assert {chart.key for chart in at.get("plotly_chart")} == figures, label
+        assert drawn_figures(at) == figures, label
         if label == "4 · Near positions":
             assert at.metric[0].value == "1.00"  # the sinusoid: a function of distance alone
-        if label == "7 · Word order":  # the put-back heatmaps' titles give the head's max |Δ|
+        if label == "7 · Word order":  # HTML figures: the tab loads no plotly.js
+            assert not at.get("plotly_chart")
+            # the put-back heatmaps give the head's max |Δ| under their title
             deltas = {
-                chart.key: float(
-                    re.search(r"max \|Δ\| to the original: ([0-9.e+-]+)", spec).group(1)
-                )
-                for chart in at.get("plotly_chart")
-                if "put back" in chart.key
-                for spec in [json.loads(chart.proto.spec)["layout"]["title"]["text"]]
+                name: float(re.search(r"max \|Δ\| to the original: ([0-9.e+-]+)", fig["note"])[1])
+                for name, fig in html_figures(at).items()
+                if "put back" in name
             }
             assert deltas["pos_perm_positions removed_shuffled, put back"] < 1e-4  # a bag of words
             assert deltas["pos_perm_with positions_shuffled, put back"] > 1e-2
+            # and the bars per layer say the same, on a log scale: ~1e-7 against ~0.1 or more
+            bars = bar_series(html_figures(at)["pos_perm_layers"])
+            assert bars["positions removed"].max() < 1e-4 < 1e-2 < bars["with positions"].min()
     # the sliders above the tabs size every tab's encodings: one change reaches tab 5 too
     at.slider(key="pos_length").set_value(40).run()
     open_tab(at, "5 · Rotation")

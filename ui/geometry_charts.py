@@ -12,11 +12,10 @@ import numpy as np
 import plotly.graph_objects as go
 
 from core.positional import PermutationResult
+from ui import html_heatmap
 from ui.charts import (
     QUALITATIVE_COLOURS,
     annotate_heatmap,
-    attention_heatmap,
-    every_head_heatmap,
     state_name,
 )
 from ui.escape import literal
@@ -172,16 +171,24 @@ def distance_figure(profiles: Mapping[str, np.ndarray], title: str) -> go.Figure
     return _layout(fig, title, 340)
 
 
-def layer_diff_figure(diffs: Mapping[str, np.ndarray], title: str) -> go.Figure:
-    """Grouped bars of max |Δ| per layer (log scale: 1e-7 and 1 must both be visible)."""
-    fig = go.Figure()
-    for name, values in diffs.items():
-        values = np.maximum(np.asarray(values, dtype=np.float64), 1e-12)  # log axis needs > 0
-        fig.add_trace(go.Bar(x=np.arange(len(values)), y=values, name=literal(name)))
-    fig.update_yaxes(type="log", title_text="max |Δ| over heads and cells", exponentformat="e")
-    fig.update_xaxes(title_text="layer", dtick=1)
-    fig.update_layout(barmode="group")
-    return _layout(fig, title, 320)
+def layer_diff_bars(
+    diffs: Mapping[str, np.ndarray], title: str, colours: Sequence[str]
+) -> html_heatmap.HtmlFigure:
+    """Max |Δ| per layer (label -> (L,) values) as HTML bar rows, one row per layer: log
+    lengths, since a rounding error (~1e-7) and a real difference (~0.5) must both show; the
+    floor is a decade under the smallest value, so the shortest bar is still a bar."""
+    stacked = np.stack([np.asarray(v, dtype=np.float64) for v in diffs.values()])  # (series, L)
+    smallest = float(stacked[stacked > 0].min()) if (stacked > 0).any() else 1e-12
+    floor = 10.0 ** (np.floor(np.log10(smallest)) - 1)
+    return html_heatmap.bar_rows(
+        [f"layer {layer}" for layer in range(stacked.shape[1])],
+        diffs,
+        title,
+        "max |Δ| over heads and cells",
+        colours,
+        name="pos_perm_layers",
+        log_floor=floor,
+    )
 
 
 def histograms(
@@ -493,33 +500,29 @@ def neighbour_table(
     return table
 
 
-def permutation_heatmap(
-    result: PermutationResult,
-    put_back: bool,
-    label: str,
-    layer: int,
-    head: int,
-    every_head: bool = False,
-) -> go.Figure:
-    """One head's weights in the word-order experiment: the original run's, or the shuffled
-    run's put back in the original order, whose title gives that head's max |Δ| to the original.
-    every_head: the figure carries all heads, for the sliders to switch in the browser
-    (charts.every_head_heatmap)."""
+def permutation_grid(
+    result: PermutationResult, put_back: bool, label: str, layer: int, head: int, every_head: bool
+) -> html_heatmap.HtmlFigure:
+    """One head's weights in the word-order experiment, as HTML (html_heatmap.attention_grid):
+    the original run's, or the shuffled run's put back in the original order, with that head's
+    max |Δ| to the original on the line under the title. every_head: the figure carries all
+    heads, for the sliders to switch in the browser."""
     matrix = result.unshuffled if put_back else result.original  # (L, H, n, n)
     what = "shuffled, put back" if put_back else "original"
 
     def title_of(at_layer: int, at_head: int) -> str:
-        title = f"{label}: {what} (L{at_layer} H{at_head})"
-        if put_back:
-            title += (
-                f"<br><sup>max |Δ| to the original: {result.head_diff(at_layer, at_head):.1e}</sup>"
-            )
-        return title
+        return f"{label}: {what} (L{at_layer} H{at_head})"
 
-    if every_head:
-        return every_head_heatmap(
-            matrix, result.tokens, layer, head, title_of_head=title_of, height=420
-        )
-    return attention_heatmap(
-        matrix[layer, head], result.tokens, result.tokens, title_of(layer, head), height=420
+    def difference_of(at_layer: int, at_head: int) -> str:
+        return f"max |Δ| to the original: {result.head_diff(at_layer, at_head):.1e}"
+
+    return html_heatmap.attention_grid(
+        matrix,
+        result.tokens,
+        layer,
+        head,
+        every_head,
+        title_of=title_of,
+        note_of=difference_of if put_back else None,
+        name=f"pos_perm_{label}_{what}",
     )

@@ -25,7 +25,7 @@ import base64
 import hashlib
 import io
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from html import escape
 from typing import NewType
 
@@ -101,13 +101,14 @@ def ink_on(rgb: np.ndarray) -> np.ndarray:
     )(rgb[..., 0].astype(int), rgb[..., 1].astype(int), rgb[..., 2].astype(int))
 
 
-def _store(weights: np.ndarray, title: str) -> dict:
-    """One head's entry in the figure's data-heads: title, note, top of scale, packed weights."""
+def _store(weights: np.ndarray, title: str, note: str = "") -> dict:
+    """One head's entry in the figure's data-heads: title, note, top of scale, packed weights.
+    note: the code's own words under the title, before the fitted scale's note, if any."""
     shown = np.round(np.asarray(weights, dtype=np.float64), 4)
-    zmax, note = charts.fitted_scale(shown)
+    zmax, scale_note = charts.fitted_scale(shown)
     return {
         "title": title,
-        "note": note,
+        "note": " · ".join(part for part in (note, scale_note) if part),
         "zmax": zmax,
         "top": f"{zmax:.3g}",  # the colour bar's top label
         "weights": charts.packed_weights(weights),
@@ -139,12 +140,18 @@ def attention_grid(
     layer: int,
     head: int,
     every_head: bool,
+    title_of: Callable[[int, int], str] = charts.head_title,
+    note_of: Callable[[int, int], str] | None = None,
+    name: str = "",
 ) -> HtmlFigure:
     """The HTML figure of head (layer, head).
 
     attentions: (L, H, n, n). The cells are painted for the head asked for. data-heads maps
     index l·H + h to what HEAD_SWITCH_JS needs to paint (and hover) head h of layer l: every
     head when every_head (the sliders then switch it in the browser), else the one shown.
+    title_of(l, h), note_of(l, h): head h of layer l's title and the line under it, the code's
+    own words (charts.head_title's by default, and no line). name: the figure's data-figure
+    attribute, by which tests find it, if given.
     """
     n_layers, n_heads, n, _ = attentions.shape
     shown_index = layer * n_heads + head
@@ -152,7 +159,8 @@ def attention_grid(
     stores = {
         index: _store(
             attentions.reshape(-1, n, n)[index],
-            charts.head_title(*divmod(index, n_heads)),
+            title_of(*divmod(index, n_heads)),
+            note_of(*divmod(index, n_heads)) if note_of else "",
         )
         for index in carried  # (L·H, n, n): index l·H + h is head h of layer l
     }
@@ -200,7 +208,8 @@ def attention_grid(
 
     store_json = json.dumps(stores, separators=(",", ":"))
     attributes = (
-        f'data-every-head-of="{n_heads}" data-pieces="{n}" '
+        (f'data-figure="{escape(name, quote=True)}" ' if name else "")
+        + f'data-every-head-of="{n_heads}" data-pieces="{n}" '
         f'data-steps="{charts.WEIGHT_STEPS}" data-shown="{shown_index}" '
         f'data-heads="{escape(store_json, quote=True)}"'
     )
@@ -395,6 +404,61 @@ def value_grid(
     )
 
 
+def value_strip(
+    matrix: np.ndarray,
+    row_labels: Sequence[str],
+    title: str,
+    scale: ColourScale,
+    value_range: tuple[float, float],
+    bar_title: str,
+    column_title: str,
+    name: str,
+) -> HtmlFigure:
+    """A few rows of many columns (a sentence's 384-wide vectors) as one image, a pixel per
+    value stretched to a band per row, beside the row labels and a colour bar.
+
+    Too many values to print: the figure says the page's CSV holds them. row_labels: visitor
+    text, escaped here; title, bar_title and column_title: the code's own words (the rows need
+    no title: a few bands are shorter than one written sideways). name: the figure's
+    data-figure attribute, by which tests find it.
+    """
+    n_rows, n_columns = matrix.shape
+    low, high = value_range
+    rgb = scale_rgb(np.asarray(matrix, dtype=np.float64), scale, low, high)  # (n, m, 3)
+    rows = [literal(label) for label in row_labels]
+    cells = [
+        '<span class="ae-corner"></span>',
+        # the first and the last column's index, at the ends of the band
+        f'<span class="ae-strip-ends"><span>0</span><span>{n_columns - 1}</span></span>',
+    ]
+    cells += [f'<span class="ae-query">{label}</span>' for label in rows]
+    place = f"grid-row:2 / span {n_rows};grid-column:2;height:calc({n_rows} * 1.6rem)"
+    cells.append(
+        f'<img class="ae-cells ae-strip" style="{place}" src="{png_data_uri(rgb)}" '
+        f'alt="{n_rows} × {n_columns} values, one pixel each" '
+        f'title="{n_rows} × {n_columns} values: the CSV below holds every number">'
+    )
+    gradient = ", ".join(f"{colour} {100 * position:g}%" for position, colour in scale)
+    cells.append(
+        f'<span class="ae-bar-title" style="grid-row:1;grid-column:3">{escape(bar_title)}</span>'
+    )
+    cells.append(
+        f'<span class="ae-colourbar" style="grid-row:2 / span {n_rows};grid-column:3">'
+        f'<span class="ae-ramp" style="background:linear-gradient(to top, {gradient})"></span>'
+        f'<span class="ae-top">{high:.2f}</span><span class="ae-bottom">{low:.2f}</span></span>'
+    )
+    return HtmlFigure(
+        f"{GRID_CSS}{MATRIX_CSS}"
+        f'<figure class="ae-matrix ae-wide" data-figure="{escape(name, quote=True)}">'
+        f'<figcaption><b class="ae-title">{escape(title)}</b></figcaption>'
+        '<div class="ae-body">'
+        f'<div class="ae-grid" style="--pieces:1;gap:0">{"".join(cells)}</div>'
+        "</div>"
+        f'<div class="ae-axis ae-axis-key">{escape(column_title)}</div>'
+        "</figure>"
+    )
+
+
 # A value grid's own frame (the cells, labels and colour bar are GRID_CSS's): it fills a column
 # of the page up to a size where four cells still read as a matrix, not as a table.
 MATRIX_CSS = """<style>
@@ -403,6 +467,10 @@ MATRIX_CSS = """<style>
 .ae-matrix .ae-grid i { font-size: 13px; cursor: default; }
 .ae-matrix .ae-gap { background: transparent; }
 .ae-matrix .ae-query { max-width: 6rem; }
+.ae-matrix.ae-wide { max-width: 36rem; }
+.ae-strip { aspect-ratio: auto; cursor: default; }
+.ae-strip-ends { grid-column: 2; display: flex; justify-content: space-between; font-size: 11px;
+  opacity: 0.8; padding-bottom: 0.2rem; }
 </style>"""
 
 
@@ -414,9 +482,17 @@ def bar_rows(
     value_title: str,
     colours: Sequence[str],
     name: str,
+    log_floor: float | None = None,
+    highlight: int | None = None,
+    highlight_colour: str = "",
 ) -> HtmlFigure:
     """Non-negative values of a few labels as horizontal bars: one row per label, one bar per
     series in it, with the number written after each bar.
+
+    log_floor: bars on a log scale from this value (for values a million times apart, such as
+    rounding errors beside real differences), each number written as 1.2e-07, and the axis
+    says so. A value at or below the floor has no bar. highlight: one label whose bars are
+    painted highlight_colour and whose label is bold (the word a chart is about).
 
     labels and the series' names: visitor text (word pieces, sentences), escaped here. title:
     text as a plotly title takes it, the code's own words with any visitor text already through
@@ -431,6 +507,13 @@ def bar_rows(
     if (rows < 0).any():
         raise ValueError("bar_rows draws lengths from zero: the values must not be negative")
     largest = float(rows.max()) if rows.size and rows.max() > 0 else 1.0
+    if log_floor is not None:  # (labels, series) shares of the log distance floor -> largest
+        decades = max(np.log10(largest / log_floor), 1e-12)
+        lengths = np.clip(np.log10(np.maximum(rows, log_floor) / log_floor) / decades, 0.0, 1.0)
+        scale_note = f"bar: log scale from {log_floor:.0e} to the largest"
+    else:
+        lengths = rows / largest  # (labels, series)
+        scale_note = "bar: share of the largest"
     names = [literal(series_name) for series_name in series]
     legend = "".join(  # a swatch never parts from its name at a line break
         f'<span class="ae-key-item"><span class="ae-swatch" style="background:{colours[k]}">'
@@ -440,17 +523,19 @@ def bar_rows(
     cells: list[str] = []
     for i, label in enumerate(labels):
         shown = literal(label)
+        marked = i == highlight
+        label_class = "ae-bar-label ae-marked" if marked else "ae-bar-label"
         cells.append(
-            f'<span class="ae-bar-label" style="grid-row:span {len(names)}">{shown}</span>'
+            f'<span class="{label_class}" style="grid-row:span {len(names)}">{shown}</span>'
         )
         for k, value in enumerate(rows[i]):
-            number = f"{value:.2f}"
+            number = f"{value:.1e}" if log_floor is not None else f"{value:.2f}"
             row_class = "ae-bar-row ae-group-end" if k == len(names) - 1 else "ae-bar-row"
             cells.append(
                 f'<span class="{row_class}" title="{shown} · {names[k]}: {number}">'
                 # the row's width less room for the number, times the value's share
-                f'<span class="ae-bar" style="width:calc((100% - 2.6rem) * {value / largest:.4f});'
-                f'background:{colours[k]}"></span>{number}</span>'
+                f'<span class="ae-bar" style="width:calc((100% - 3.6rem) * {lengths[i, k]:.4f});'
+                f'background:{highlight_colour if marked else colours[k]}"></span>{number}</span>'
             )
     return HtmlFigure(
         f"{BARS_CSS}"
@@ -458,7 +543,7 @@ def bar_rows(
         f'<figcaption><b class="ae-title">{title}</b>'  # literal()'s output, as for plotly
         f'<span class="ae-legend">{legend}</span></figcaption>'
         f'<div class="ae-bar-grid">{"".join(cells)}</div>'
-        f'<div class="ae-axis ae-axis-key">{escape(value_title)} (bar: share of the largest)</div>'
+        f'<div class="ae-axis ae-axis-key">{escape(value_title)} ({escape(scale_note)})</div>'
         "</figure>"
     )
 
@@ -480,6 +565,7 @@ BARS_CSS = """<style>
 .ae-bar-row { grid-column: 2; display: flex; align-items: center; gap: 0.3rem; height: 1.1rem;
   font-variant-numeric: tabular-nums; white-space: nowrap; }
 .ae-bar { display: block; height: 0.8rem; flex: none; }
+.ae-marked { font-weight: 700; }
 .ae-group-end { margin-bottom: 0.35rem; }  /* a little air between one label's bars and the next */
 .ae-bars .ae-axis-key { text-align: left; opacity: 0.8; margin-top: 0.3rem; }
 </style>"""

@@ -215,6 +215,30 @@ def token_grid(
     )
 
 
+def fits_a_strip(matrix: np.ndarray) -> bool:
+    """Whether a token-by-dimension matrix is a few rows (as many as fits_a_grid) of any width:
+    drawn as one image by token_strip."""
+    return matrix.shape[0] <= ANNOTATE_UP_TO
+
+
+def token_strip(
+    matrix: np.ndarray, tokens: Sequence[str], title: str, name: str, x_title: str
+) -> html_heatmap.HtmlFigure:
+    """token_matrix's picture of a few tokens' wide vectors (fits_a_strip), as one HTML image:
+    a band per token, a pixel per dimension, RdBu centred on 0 as charts.matrix_heatmap."""
+    reach = float(np.max(np.abs(matrix))) or 1.0  # the larger side sets both ends
+    return html_heatmap.value_strip(
+        matrix,
+        tokens,
+        title=f"{title} {shape_label(matrix)}",
+        scale=RDBU_SCALE,
+        value_range=(-reach, reach),
+        bar_title="value",
+        column_title=x_title,
+        name=name,
+    )
+
+
 def _token_bars(
     figure: go.Figure,
     values: np.ndarray,
@@ -272,6 +296,23 @@ def shared_word_weights(
         margin={"l": 10, "r": 10, "t": 80, "b": 10},
     )
     return figure
+
+
+def shared_word_bars(
+    word: str, weights: np.ndarray, tokens: Sequence[str], index: int, sentence: str, name: str
+) -> html_heatmap.HtmlFigure:
+    """One sentence's half of shared_word_weights as HTML bar rows (for a sentence of at most
+    widgets.HTML_BARS_UP_TO tokens): the softmax row of `word`, its own bar in HIGHLIGHT."""
+    return html_heatmap.bar_rows(
+        list(tokens),
+        {"softmax weight": weights},
+        f"Where “{literal(word)}” looks in sentence {sentence} (row {index})",
+        "softmax weight",
+        [OTHERS],
+        name=name,
+        highlight=index,
+        highlight_colour=HIGHLIGHT,
+    )
 
 
 def query_steps(

@@ -465,6 +465,34 @@ def show_weight_bars(
         show_figure(course_charts.weight_bars(labels, series, title, y_title), key, filename)
 
 
+def show_shared_word(
+    word: str,
+    rows: Mapping[str, tuple[np.ndarray, Sequence[str], int]],
+    key: str,
+    filename: str,
+) -> None:
+    """Where a word shared by two sentences looks in each (sentence -> (its softmax row, its
+    tokens, the word's position)): two HTML bar charts side by side while both sentences have
+    at most HTML_BARS_UP_TO tokens (keys key_A and key_B), else learning_charts'
+    shared_word_weights in plotly (key)."""
+    (weights_a, tokens_a, index_a), (weights_b, tokens_b, index_b) = rows.values()
+    if max(len(tokens_a), len(tokens_b)) <= HTML_BARS_UP_TO:
+        for column, (sentence, (weights, tokens, index)) in zip(
+            st.columns(2), rows.items(), strict=True
+        ):
+            with column:
+                show_html_figure(
+                    learning_charts.shared_word_bars(
+                        word, weights, tokens, index, sentence, name=f"{key}_{sentence}"
+                    )
+                )
+    else:
+        figure = learning_charts.shared_word_weights(
+            word, weights_a, tokens_a, index_a, weights_b, tokens_b, index_b
+        )
+        show_figure(figure, key, filename)
+
+
 def show_mixing(
     matrix: np.ndarray, labels: Sequence[str], title: str, unit: str, key: str, filename: str
 ) -> None:
@@ -500,8 +528,9 @@ def show_matrix(
     **pair_args: object,
 ) -> None:
     """A token-by-token (square) or token-by-dimension matrix: HTML cells with every number in
-    them while it is small (learning_charts.fits_a_grid), so a page of short sentences loads no
-    plotly.js; else learning_charts' plotly heatmap. pair_args: pair_matrix's zmax and
+    them while it is small (learning_charts.fits_a_grid), and a few tokens' wide vectors as one
+    HTML image (fits_a_strip), so a page of short sentences loads no plotly.js; else
+    learning_charts' plotly heatmap, which zooms and hovers. pair_args: pair_matrix's zmax and
     colorbar_title."""
     if learning_charts.fits_a_grid(matrix) and square:
         show_html_figure(learning_charts.pair_grid(matrix, tokens, title, name=key, **pair_args))
@@ -512,6 +541,8 @@ def show_matrix(
         )
     elif square:
         show_figure(learning_charts.pair_matrix(matrix, tokens, title, **pair_args), key, filename)
+    elif learning_charts.fits_a_strip(matrix):  # a few tokens' wide vectors: one image
+        show_html_figure(learning_charts.token_strip(matrix, tokens, title, key, x_title))
     else:
         show_figure(learning_charts.token_matrix(matrix, tokens, title, x_title), key, filename)
 

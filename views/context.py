@@ -143,16 +143,15 @@ st.markdown(
     f"In X the two rows of “{shown_word}” are one and the same table entry (cosine 1). In Y "
     "each is a mix of its own sentence, and the mixes differ because the neighbours differ:"
 )
-fig = learning_charts.shared_word_weights(
+widgets.show_shared_word(
     word,
-    pair.weights_a,
-    sentences["A"].tokens,
-    pair.index_a,
-    pair.weights_b,
-    sentences["B"].tokens,
-    pair.index_b,
+    {
+        "A": (pair.weights_a, sentences["A"].tokens, pair.index_a),
+        "B": (pair.weights_b, sentences["B"].tokens, pair.index_b),
+    },
+    key="ctx_payoff",
+    filename="context-shared-word",
 )
-widgets.show_figure(fig, key="ctx_payoff", filename="context-shared-word")
 
 st.subheader("What this version cannot do")
 st.markdown(

@@ -352,8 +352,11 @@ def word_order_section() -> None:
     # browser work on a page load (bench/bench_browser.py)
     st.text(" ".join(results["with positions"].shuffled_tokens))
     diffs = {label: result.max_abs_diff_per_layer for label, result in results.items()}
-    fig = geometry_charts.layer_diff_figure(diffs, "Original vs shuffled-and-put-back, every layer")
-    widgets.show_figure(fig, key="pos_perm_layers", filename="permutation-by-layer")
+    widgets.show_html_figure(
+        geometry_charts.layer_diff_bars(
+            diffs, "Original vs shuffled-and-put-back, every layer", charts.QUALITATIVE_COLOURS
+        )
+    )
     # Four heatmaps of every head: in the browser up to a quarter of the one-figure limit
     n_shuffled = len(results["with positions"].tokens)
     in_browser = charts.switches_in_browser(model.n_layers, 4 * model.n_heads, n_shuffled)
@@ -363,12 +366,12 @@ def word_order_section() -> None:
     for column, (label, result) in zip(st.columns(2), results.items(), strict=True):
         with column:
             st.markdown(f"**{label}**")
-            for put_back in (False, True):
-                fig = geometry_charts.permutation_heatmap(
-                    result, put_back, label, layer, head, every_head=in_browser
+            for put_back in (False, True):  # HTML: the page loads no plotly.js for them
+                widgets.show_html_figure(
+                    geometry_charts.permutation_grid(
+                        result, put_back, label, layer, head, every_head=in_browser
+                    )
                 )
-                what = "shuffled, put back" if put_back else "original"
-                widgets.show_figure(fig, key=f"pos_perm_{label}_{what}", filename="permutation")
 
 
 SECTIONS = {

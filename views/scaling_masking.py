@@ -4,8 +4,8 @@ import streamlit as st
 
 from core import head_stats, padding, scaling
 from core.errors import EmptyInput
-from ui import course_charts, models, state, widgets
 from ui import mechanics_charts as mc
+from ui import models, state, widgets
 
 
 def side_by_side(*figures: tuple) -> None:
@@ -115,13 +115,12 @@ def switches() -> None:
         f"of {spread.min():.1f}–{spread.max():.1f} depending on the layer, not 1: training sets "
         "its own spread."
     )
-    widgets.show_figure(
-        course_charts.per_layer_lines(
-            {"std of QKᵀ/√d_k": spread},
-            "Spread of the trained, scaled scores",
-            "standard deviation",
-        ),
-        "sm_score_spread",
+    widgets.show_weight_bars(  # one bar per layer: HTML, so the tab loads no plotly.js
+        [f"layer {layer}" for layer in range(len(spread))],
+        {"std of QKᵀ/√d_k": spread},
+        "Spread of the trained, scaled scores",
+        key="sm_score_spread",
+        y_title="standard deviation",
     )
     st.markdown(
         "What the switches below do, and what they do not: the weights were trained with the "
