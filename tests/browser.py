@@ -119,9 +119,9 @@ QUIET_MOTION = {"reduced_motion": "reduce"}
 # A drawn figure: a plotly figure, not counting the blank one ui/preload.py shows while torch
 # imports, an HTML heatmap (ui/html_heatmap.py, the Overview's) with its cells or cell image, or
 # another HTML figure of that module: a value grid's cells (0 · Attention by hand's toy
-# matrices) or a bar chart's bars (html_heatmap.bar_rows).
+# matrices), a value strip's image (a few tokens' wide vectors) or a bar chart's bars.
 GRID_SELECTOR = "[data-testid='stMain'] .ae-heatmap :is(.ae-grid i, img.ae-cells)"
-HTML_FIGURE_SELECTOR = "[data-testid='stMain'] :is(.ae-matrix .ae-grid i, .ae-bars .ae-bar-row)"
+HTML_FIGURE_SELECTOR = "[data-testid='stMain'] :is(.ae-matrix .ae-grid i, .ae-matrix img.ae-cells, .ae-bars .ae-bar-row)"
 FIGURE_SELECTOR = (
     ".js-plotly-plot:not(.st-key-_plotly_preload .js-plotly-plot) .main-svg, "
     f"{GRID_SELECTOR}, {HTML_FIGURE_SELECTOR}"

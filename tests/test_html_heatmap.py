@@ -1,4 +1,5 @@
-"""The Overview's heatmap drawn as HTML (ui/html_heatmap.py), read back the way a browser would."""
+"""The HTML figures of ui/html_heatmap.py (the Overview's heatmap, value grids and strips, bar
+rows), read back the way a browser would and checked against plotly's own colour scales."""
 
 from __future__ import annotations
 
@@ -272,7 +273,7 @@ def test_a_plotly_figures_stores_are_one_hidden_element_of_text_only():
 @pytest.mark.parametrize("n", [13, 40, 70, 100, 200, 512])
 def test_long_inputs_label_every_kth_piece_and_fewer_on_a_phone(n):
     """Every label is there (the hover reads them); evenly spaced ones show: between half and
-    all of MAX_LABELS on a wide screen, of PHONE_LABELS on a phone (GRID_CSS picks the class)."""
+    all of MAX_LABELS on a wide screen, of PHONE_LABELS on a phone (the page's styles pick the class)."""
     figure = read(
         html_heatmap.attention_grid(
             attentions_of(n), [f"t{i}" for i in range(n)], 0, 0, every_head=False
@@ -560,3 +561,42 @@ def test_bar_rows_mark_the_highlighted_label_and_paint_its_bars():
     colours = [re.search(r"background:(#\w+)", row["style"]).group(1) for row in parsed.rows]
     assert colours == ["#636efa", "#ef553b", "#636efa"]
     assert re.findall(r'class="ae-bar-label ae-marked"[^>]*>([^<]+)<', html) == ["bank"]
+
+
+def test_value_grid_never_writes_minus_zero_and_dense_grids_stay_short():
+    """-0.04 at one decimal is 0.0, as plotly's cell numbers were; past DENSE_FROM columns a
+    number keeps to four characters (-12.34 -> -12), and the figure is marked dense."""
+    matrix = np.array([[-0.04, -12.34, 0.5, 1.25, -0.62, 2.0, 3.0, 4.0]])
+    html = html_heatmap.value_grid(
+        matrix,
+        ["a"],
+        [str(j) for j in range(8)],
+        "Q",
+        plotly.colors.get_colorscale("RdBu"),
+        (-13.0, 13.0),
+        decimals=1,
+        bar_title="value",
+        axis_titles=("token", "dimension"),
+        name="dense",
+    )
+    numbers = [c["text"] for c in read(html).children if c["tag"] == "i"]
+    assert numbers == [".0", "-12", ".5", "1.2", "-.6", "2.0", "3.0", "4.0"]
+    assert 'class="ae-matrix ae-dense"' in html
+
+
+def test_bar_rows_take_a_shared_scale_and_refuse_raw_markup_in_a_title():
+    """Two charts that must compare (a shared word in two sentences) share one full length;
+    a title is inserted as given, so raw markup in it is refused, not shown."""
+    shared = html_heatmap.bar_rows(
+        ["a", "b"], {"w": np.array([0.2, 0.4])}, "T", "w", ["#111111"], "s", largest=0.8
+    )
+    shares = [
+        float(re.search(r"\* ([0-9.]+)\)", row["style"]).group(1)) for row in bars_of(shared).rows
+    ]
+    assert shares == pytest.approx([0.25, 0.5])
+    for title in ("<b>x</b>", "a & b", "&amp;"):
+        with pytest.raises(ValueError, match="markup"):
+            html_heatmap.bar_rows(["a"], {"w": np.array([1.0])}, title, "w", ["#111111"], "t")
+    html_heatmap.bar_rows(
+        ["a"], {"w": np.array([1.0])}, "Where &#91;x&#93; looks", "w", ["#1"], "t"
+    )

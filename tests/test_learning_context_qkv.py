@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -20,7 +21,7 @@ from conftest import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
-from shown import shown
+from shown import html_figures, shown
 
 import core
 from core import learning
@@ -258,6 +259,21 @@ def test_context_page_shows_the_payoff_on_the_defaults():
     assert not at.get("plotly_chart")
 
 
+def test_context_page_writes_the_numbers_of_its_matrices_and_bars(model):
+    """Sentence A's X Xᵀ, its row softmax and the shared word's row, as the HTML figures write
+    them, against the products worked out here from the word-piece table's rows."""
+    at = run_page(CONTEXT)
+    figures = html_figures(at)
+    x = learning.static_sentence(model, "money bank grows").vectors.astype(np.float64)  # (3, d)
+    scores = x @ x.T  # (3, 3)
+    weights = np.exp(scores - scores.max(axis=1, keepdims=True))
+    weights /= weights.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(figures["ctx_xxt_A"]["numbers"], scores.ravel(), atol=0.0051)
+    np.testing.assert_allclose(figures["ctx_softmax_A"]["numbers"], weights.ravel(), atol=0.0051)
+    assert figures["ctx_payoff_A"]["rows"] == ["money", "bank", "grows"]
+    np.testing.assert_allclose(figures["ctx_payoff_A"]["numbers"], weights[1], atol=0.0051)
+
+
 @pytest.mark.parametrize("name", list(BAD_INPUTS))
 def test_context_page_handles_bad_input(name):
     at = run_context(BAD_INPUTS[name])
@@ -325,6 +341,47 @@ def test_qkv_page_draws_one_step_at_a_time():
     at.slider(key="qkv_dk").set_value(5).run()
     texts = " ".join(m.value for m in open_tab(at, "qkv_section", "6 · One matrix").markdown)
     assert "of rank at most d_k = 5 (here 5)" in texts
+
+
+def test_qkv_page_writes_the_numbers_a_learner_can_check(model):
+    """Step 1's Q and Step 2's weights of the default sentence, as the HTML grids write them,
+    against X W_q and softmax(Q Kᵀ/√d_k) worked out here from the seeded random W (d_k = 8)."""
+    at = run_page(QKV, text=DEFAULT_SENTENCE)
+    x = model.run(DEFAULT_SENTENCE).static.astype(np.float64)  # (n, d) with [CLS] and [SEP]
+    projections = learning.random_projections(model.d_model, 8, seed=0)
+    query = x @ projections.w_query.astype(np.float64)  # (n, 8)
+    key = x @ projections.w_key.astype(np.float64)
+    scores = query @ key.T / np.sqrt(8)  # (n, n)
+    weights = np.exp(scores - scores.max(axis=1, keepdims=True))
+    weights /= weights.sum(axis=1, keepdims=True)
+    q_grid = html_figures(at)["qkv_q"]  # 8 columns: one decimal, "-0.0" never
+    np.testing.assert_allclose(q_grid["numbers"], query.ravel(), atol=0.051)
+    assert q_grid["rows"] == list(model.run(DEFAULT_SENTENCE).tokens)
+    assert not any(
+        text == "-0.0" for text in re.findall(r">([^<]*)</i>", _grid_markup(at, "qkv_q"))
+    )
+    alpha = html_figures(open_tab(at, "qkv_section", "2 · Scores"))["qkv_weights"]
+    np.testing.assert_allclose(alpha["numbers"], weights.ravel(), atol=0.0051)  # written '.07'
+
+
+def test_qkv_matrices_are_html_up_to_twelve_tokens_and_plotly_past_them(model):
+    """learning_charts.fits_a_grid's edge: a sentence of 12 word pieces gets HTML grids (every
+    number written in), one of 13 plotly heatmaps (which zoom and hover)."""
+    for n_pieces, html_shown in ((12, True), (13, False)):
+        text = " ".join(["bank"] * (n_pieces - 2))  # [CLS], n − 2 words, [SEP]
+        assert model.run(text).n_tokens == n_pieces
+        at = run_page(QKV, text=text)
+        assert_no_exception(at)
+        plotly_keys = {chart.key for chart in at.get("plotly_chart")}
+        assert (set(html_figures(at)), plotly_keys) == (
+            ({"qkv_q", "qkv_k", "qkv_v"}, set())
+            if html_shown
+            else (set(), {"qkv_q", "qkv_k", "qkv_v"})
+        ), n_pieces
+
+
+def _grid_markup(at, name: str) -> str:
+    return next(e.proto.body for e in at.get("html") if f'data-figure="{name}"' in e.proto.body)
 
 
 def test_qkv_page_on_a_trained_head_and_a_long_input():

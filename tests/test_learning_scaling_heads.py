@@ -394,7 +394,7 @@ def test_two_heads_bars_are_html_for_a_sentence_and_plotly_past_html_bars_up_to(
     long = run_page(HEADS_PAGE, text=LONG_TEXT)
     assert_no_exception(long)
     assert {chart.key for chart in long.get("plotly_chart")} == {"mh_two_mixtures"}
-    assert not any("ae-bars" in e.proto.body for e in long.get("html"))
+    assert not any('class="ae-bars"' in e.proto.body for e in long.get("html"))
 
 
 def test_heads_page_draws_one_tab_at_a_time_and_ablates():

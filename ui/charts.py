@@ -10,7 +10,7 @@ import base64
 import math
 import re
 import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas  # noqa: F401  imported up front, see below
@@ -233,8 +233,6 @@ def every_head_heatmap(
     layer: int,
     head: int,
     title_suffix: str = "",
-    title_of_head: Callable[[int, int], str] | None = None,
-    height: int | None = None,
 ) -> go.Figure:
     """The heatmap of one head that carries every head's weights, to switch in the browser.
 
@@ -244,17 +242,13 @@ def every_head_heatmap(
     the figure's traces, which plotly would re-check on every redraw. widgets.HEAD_SWITCH_JS
     swaps a store into trace 0 when a slider moves.
     title_suffix: the code's own words after every head's title (never visitor text).
-    title_of_head(l, h): the title of head h of layer l, if not head_title's (the code's own
-    words too).
     """
     n_layers, n_heads, n, _ = attentions.shape
 
     def title_of(at_layer: int, at_head: int) -> str:
-        return (title_of_head or head_title)(at_layer, at_head) + title_suffix
+        return head_title(at_layer, at_head) + title_suffix
 
-    fig = attention_heatmap(
-        attentions[layer, head], tokens, tokens, title_of(layer, head), height=height
-    )
+    fig = attention_heatmap(attentions[layer, head], tokens, tokens, title_of(layer, head))
     fig.data[0].meta = layer * n_heads + head  # the store trace 0 shows now
     stores = []
     for store_layer in range(n_layers):
@@ -318,7 +312,7 @@ def luminance(rgb: str) -> float:
     return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
 
 
-def _number(value: float, decimals: int, compact: bool, max_chars: int = 4) -> str:
+def cell_number(value: float, decimals: int, compact: bool, max_chars: int = 4) -> str:
     """A cell's number, never "-0.00" (the rounding took the sign away). compact fits it in
     max_chars characters where it can, for narrow cells (phones): no leading zero (-0.62 ->
     -.62), then fewer decimals (-7.17 -> -7.2 -> -7)."""
@@ -365,7 +359,7 @@ def cell_numbers(
         x=cols,
         y=rows,
         mode="text",
-        text=[_number(v, decimals, compact, max_chars) for v in shown],
+        text=[cell_number(v, decimals, compact, max_chars) for v in shown],
         textfont={"color": colours, "size": size},
         hoverinfo="skip",
         showlegend=False,

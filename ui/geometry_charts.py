@@ -1,7 +1,8 @@
 """Figures for the "Positional encoding" and "Embedding projections" pages. Pure functions.
 
 Position and token axes are numeric. User text (tokens, sentences) reaches plotly only through
-html.escape: plotly renders a few tags in hover text, and a sentence is not markup.
+escape.literal: plotly renders a few tags in hover text, and a sentence is not markup. The word-
+order section's figures are HTML (ui/html_heatmap.py), which escapes the tokens itself.
 """
 
 from __future__ import annotations
@@ -172,7 +173,7 @@ def distance_figure(profiles: Mapping[str, np.ndarray], title: str) -> go.Figure
 
 
 def layer_diff_bars(
-    diffs: Mapping[str, np.ndarray], title: str, colours: Sequence[str]
+    diffs: Mapping[str, np.ndarray], title: str, name: str
 ) -> html_heatmap.HtmlFigure:
     """Max |Δ| per layer (label -> (L,) values) as HTML bar rows, one row per layer: log
     lengths, since a rounding error (~1e-7) and a real difference (~0.5) must both show; the
@@ -185,8 +186,8 @@ def layer_diff_bars(
         diffs,
         title,
         "max |Δ| over heads and cells",
-        colours,
-        name="pos_perm_layers",
+        QUALITATIVE_COLOURS[: len(diffs)],  # plotly's first colours, as its grouped bars had
+        name=name,
         log_floor=floor,
     )
 

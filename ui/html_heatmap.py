@@ -1,22 +1,28 @@
-"""An attention heatmap drawn as plain HTML: the Overview's head, without plotly.js.
+"""Figures drawn as plain HTML, without plotly.js: attention heatmaps, small matrices, bars.
 
-Plotly's bundle costs a browser ~0.8 s of main-thread work to evaluate (4.7 MB of JavaScript,
-most of a plain Streamlit heatmap app's page load: bench/bench_browser.py). The Overview, the
-page every visit starts on, shows one head: up to 12 word pieces a grid of coloured cells that
-the browser lays out like text, each with its weight; past that, one image of n × n pixels.
-Plotly is loaded once a page needs it.
+Plotly's bundle costs a browser ~0.6-0.8 s of main-thread work to evaluate (4.7 MB of
+JavaScript, most of a plain Streamlit heatmap app's page load: bench/bench_browser.py), on every
+first visit to a page that draws with it, a phone several times that. A figure of a few cells or
+bars needs none of it, so the first screens of most pages are drawn here:
 
-The figure says what charts.attention_heatmap says: the same title and fitted-scale note, the
-same Viridis colours on the same 0..zmax range, queries down the side and keys along the top.
-Up to ~128 pieces it also carries every head (as charts.every_head_heatmap does), so
-widgets.HEAD_SWITCH_JS can show another head without a server round trip; it repaints the cells
-with the same stops (VIRIDIS) and the same arithmetic as cell_rgb() below. The same script
-names the cell under the pointer (hover) and writes a clicked or tapped cell under the figure
-(phones have no hover).
+- attention_grid: a head's heatmap (the Overview's, Positional §7's). Up to 12 word pieces a
+  grid of coloured cells the browser lays out like text, each with its weight; past that, one
+  image of n × n pixels. It says what charts.attention_heatmap says: the same title and
+  fitted-scale note, the same Viridis colours on the same 0..zmax range, queries down the side
+  and keys along the top. Up to ~128 pieces it also carries every head (as
+  charts.every_head_heatmap does), so widgets.HEAD_SWITCH_JS can show another head without a
+  server round trip; it repaints the cells with the same stops (VIRIDIS) and the same
+  arithmetic as cell_rgb() below. The same script names the cell under the pointer (hover) and
+  writes a clicked or tapped cell under the figure (phones have no hover).
+- value_grid: a small matrix (at most 12 × 12) with every value written in its cell, on a
+  plotly colour scale over the range the plotly heatmap would use; value_strip: a few rows of
+  many columns (a sentence's 384-wide vectors) as one image.
+- bar_rows: grouped bars, one row per label, each number written after its bar.
 
-Visitor text (the word pieces) enters through escape.literal() only; the stores hold the code's
-own titles and base64 numbers. The page's sanitiser (DOMPurify) keeps data-* and style
-attributes and drops any script, so the markup carries data, never code.
+Larger inputs keep plotly's figures, which thin their labels, zoom and hover (widgets chooses).
+Visitor text (word pieces, words, sentences) enters through escape.literal() only; the stores
+hold the code's own titles and base64 numbers. The page's sanitiser (DOMPurify) keeps data-*
+and style attributes and drops any script, so the markup carries data, never code.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import base64
 import hashlib
 import io
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from html import escape
 from typing import NewType
@@ -49,15 +56,18 @@ VIRIDIS = (
     "#b5de2b",
     "#fde725",
 )
-# Markup built here, the one run-time HTML that widgets shows: an attention grid, whose visitor
-# text (word pieces) goes through escape.literal() here, or a plotly figure's stores
-# (stores_element), whose whole JSON is escaped here as an attribute value (hostile text in both:
-# tests/test_html_heatmap.py).
+# Markup built here, the one run-time HTML that widgets shows: a figure of this module, whose
+# visitor text (word pieces, words) goes through escape.literal() here, or a plotly figure's
+# stores (stores_element), whose whole JSON is escaped here as an attribute value (hostile text
+# in each: tests/test_html_heatmap.py).
 HtmlFigure = NewType("HtmlFigure", str)
+# What may not stand in a title inserted as it is (bar_rows'): a tag, or an "&" that does not
+# begin one of escape.literal()'s numeric character references.
+RAW_MARKUP = re.compile(r"<|>|&(?!#\d+;)")
 
 NUMBERS_UP_TO = 12  # pieces: up to here every cell prints its weight (phones have no hover)
 MAX_LABELS = 32  # labels along an axis on a wide screen, at most
-PHONE_LABELS = 16  # the same at most 640 px wide (GRID_CSS's media query)
+PHONE_LABELS = 16  # the same at most 640 px wide (the media query of preload's figure styles)
 
 
 def stops_rgb() -> list[list[int]]:
@@ -117,7 +127,7 @@ def _store(weights: np.ndarray, title: str, note: str = "") -> dict:
 
 def _label_classes(n: int) -> list[str]:
     """Which labels show: every one up to MAX_LABELS, then every k-th ('wide'); on a phone
-    every k'-th, at most PHONE_LABELS ('narrow'). GRID_CSS hides the rest: they keep their
+    every k'-th, at most PHONE_LABELS ('narrow'). The styles hide the rest: they keep their
     cell's place, and their text for the hover."""
     wide = set(charts.token_ticks(["x"] * n, max_labels=MAX_LABELS)["tickvals"])
     narrow = set(charts.token_ticks(["x"] * n, max_labels=PHONE_LABELS)["tickvals"])
@@ -214,7 +224,6 @@ def attention_grid(
         f'data-heads="{escape(store_json, quote=True)}"'
     )
     return HtmlFigure(
-        f"{GRID_CSS}"
         f'<figure class="ae-heatmap" {attributes}>'
         f'<figcaption><b class="ae-title">{escape(shown["title"])}</b>'
         f'<span class="ae-note">{escape(shown["note"])}</span></figcaption>'
@@ -229,50 +238,6 @@ def attention_grid(
 
 
 READOUT_HINT = "Click or tap a cell: its query, key and weight show here."
-
-# Text inherits the theme's colour and font, so the figure reads in light and dark alike. The
-# grid's cells are squares (aspect-ratio) sized by the column's width; 1 px gaps show the page.
-GRID_CSS = """<style>
-.ae-heatmap { margin: 0; max-width: 36rem; font-size: 12px; line-height: 1.2; }
-.ae-heatmap figcaption { font-size: 14px; margin-bottom: 0.4rem; }
-.ae-heatmap .ae-note { display: block; font-size: 11px; opacity: 0.8; }
-.ae-heatmap .ae-note:empty { display: none; }
-.ae-body { display: flex; align-items: stretch; gap: 0.3rem; }
-.ae-axis-query { writing-mode: vertical-rl; transform: rotate(180deg); text-align: center;
-  opacity: 0.8; }
-.ae-axis-key { text-align: center; opacity: 0.8; margin-top: 0.2rem; }
-.ae-grid { flex: 1; min-width: 0; display: grid; grid-template-columns:
-  minmax(0, max-content) repeat(var(--pieces), minmax(0, 1fr)) 3rem; }
-.ae-grid i { aspect-ratio: 1; font-style: normal; font-size: 11px; display: flex;
-  align-items: center; justify-content: center; overflow: hidden; }
-/* A row is as tall as its cells: a label takes no height (it overflows its row's centre line),
-   so 128 rows of 3 px cells are not 128 rows of 14 px text. */
-.ae-query { grid-column: 1; max-width: 7rem; height: 0; line-height: 0; align-self: center;
-  overflow-x: clip; overflow-y: visible; text-overflow: ellipsis; white-space: nowrap;
-  text-align: right; padding-right: 0.25rem; }
-.ae-key { writing-mode: vertical-rl; transform: rotate(180deg); max-height: 6rem;
-  overflow: hidden; text-overflow: ellipsis; white-space: nowrap; align-self: end;
-  justify-self: center; padding-top: 0.25rem; }
-.ae-key.ae-upright { writing-mode: horizontal-tb; transform: none; max-height: none;
-  max-width: 100%; padding: 0 0 0.2rem 0; }
-.ae-cells { width: 100%; aspect-ratio: 1; display: block; image-rendering: pixelated;
-  cursor: crosshair; }
-.ae-grid i { cursor: crosshair; }
-.ae-lab { visibility: hidden; }
-.ae-lab.ae-wide { visibility: visible; }
-.ae-bar-title { align-self: end; justify-self: start; padding: 0 0 0.2rem 0.3rem;
-  font-size: 11px; opacity: 0.8; }
-.ae-colourbar { position: relative; font-size: 10px; }
-.ae-ramp { position: absolute; left: 0.3rem; width: 0.7rem; top: 0; bottom: 0; }
-.ae-top { position: absolute; left: 1.15rem; top: 0; line-height: 1; }
-.ae-bottom { position: absolute; left: 1.15rem; bottom: 0; line-height: 1; }
-.ae-readout { font-size: 12px; min-height: 1.2em; margin-top: 0.3rem; opacity: 0.9; }
-@media (max-width: 640px) {
-  .ae-lab.ae-wide:not(.ae-narrow) { visibility: hidden; }
-  .ae-lab.ae-narrow { visibility: visible; }
-  .ae-query { max-width: 4.5rem; }
-}
-</style>"""
 
 
 # ---- every head's stores of a plotly figure, beside it -------------------------------------
@@ -302,6 +267,7 @@ def stores_element(stores: list[dict]) -> tuple[str, HtmlFigure]:
 # them are a few cells with their numbers written in: a page that draws them with plotly loads
 # plotly.js (~0.6 s of main-thread work) for twelve coloured squares.
 ColourScale = Sequence[tuple[float, str]]  # plotly's form: (position 0..1, colour), in order
+DENSE_FROM = 6  # columns past which a value grid's cells are too narrow for 13 px type
 
 
 def _channels(colour: str) -> tuple[int, int, int]:
@@ -356,6 +322,7 @@ def value_grid(
     low, high = value_range
     rgb = scale_rgb(values, scale, low, high)  # (n, m, 3)
     colours, inks = hex_colours(rgb), ink_on(rgb)  # (n, m) each
+    dense = n_columns > DENSE_FROM  # narrow cells: smaller type, shorter numbers
     rows = [literal(label) for label in row_labels]
     columns = [literal(label) for label in column_labels]
     key_class = "ae-key ae-upright" if charts.upright_fits(list(column_labels)) else "ae-key"
@@ -371,8 +338,8 @@ def value_grid(
                 continue
             if fractions:  # as k / WEIGHT_STEPS, rounded as the Overview's cells are
                 number = number_text(round(float(value) * charts.WEIGHT_STEPS))
-            else:
-                number = f"{value:.{decimals}f}"
+            else:  # never "-0.0"; in a dense grid at most 4 characters, as plotly's were
+                number = charts.cell_number(float(value), decimals, compact=dense)
             cells.append(
                 f'<i style="background:{colours[i, j]};color:{inks[i, j]}" '
                 f'title="{rows[i]} · {columns[j]}: {number}">{number}</i>'
@@ -392,8 +359,8 @@ def value_grid(
     )
     row_title, column_title = (escape(text) for text in axis_titles)
     return HtmlFigure(
-        f"{GRID_CSS}{MATRIX_CSS}"
-        f'<figure class="ae-matrix" data-figure="{escape(name, quote=True)}">'
+        f'<figure class="ae-matrix{" ae-dense" if dense else ""}" '
+        f'data-figure="{escape(name, quote=True)}">'
         f'<figcaption><b class="ae-title">{escape(title)}</b></figcaption>'
         '<div class="ae-body">'
         f'<span class="ae-axis ae-axis-query">{row_title}</span>'
@@ -448,7 +415,6 @@ def value_strip(
         f'<span class="ae-top">{high:.2f}</span><span class="ae-bottom">{low:.2f}</span></span>'
     )
     return HtmlFigure(
-        f"{GRID_CSS}{MATRIX_CSS}"
         f'<figure class="ae-matrix ae-wide" data-figure="{escape(name, quote=True)}">'
         f'<figcaption><b class="ae-title">{escape(title)}</b></figcaption>'
         '<div class="ae-body">'
@@ -457,21 +423,6 @@ def value_strip(
         f'<div class="ae-axis ae-axis-key">{escape(column_title)}</div>'
         "</figure>"
     )
-
-
-# A value grid's own frame (the cells, labels and colour bar are GRID_CSS's): it fills a column
-# of the page up to a size where four cells still read as a matrix, not as a table.
-MATRIX_CSS = """<style>
-.ae-matrix { margin: 0 0 1rem 0; max-width: 22rem; font-size: 12px; line-height: 1.2; }
-.ae-matrix figcaption { font-size: 14px; margin-bottom: 0.4rem; }
-.ae-matrix .ae-grid i { font-size: 13px; cursor: default; }
-.ae-matrix .ae-gap { background: transparent; }
-.ae-matrix .ae-query { max-width: 6rem; }
-.ae-matrix.ae-wide { max-width: 36rem; }
-.ae-strip { aspect-ratio: auto; cursor: default; }
-.ae-strip-ends { grid-column: 2; display: flex; justify-content: space-between; font-size: 11px;
-  opacity: 0.8; padding-bottom: 0.2rem; }
-</style>"""
 
 
 # ---- grouped bars, as HTML --------------------------------------------------------------------
@@ -485,6 +436,8 @@ def bar_rows(
     log_floor: float | None = None,
     highlight: int | None = None,
     highlight_colour: str = "",
+    largest: float | None = None,
+    decimals: int = 2,
 ) -> HtmlFigure:
     """Non-negative values of a few labels as horizontal bars: one row per label, one bar per
     series in it, with the number written after each bar.
@@ -492,7 +445,9 @@ def bar_rows(
     log_floor: bars on a log scale from this value (for values a million times apart, such as
     rounding errors beside real differences), each number written as 1.2e-07, and the axis
     says so. A value at or below the floor has no bar. highlight: one label whose bars are
-    painted highlight_colour and whose label is bold (the word a chart is about).
+    painted highlight_colour and whose label is bold (the word a chart is about). largest: the
+    value a full-length bar stands for, when bars must compare with another figure's (by
+    default this figure's largest value). decimals: of the numbers written after the bars.
 
     labels and the series' names: visitor text (word pieces, sentences), escaped here. title:
     text as a plotly title takes it, the code's own words with any visitor text already through
@@ -506,7 +461,10 @@ def bar_rows(
         raise ValueError(f"{len(labels)} labels but {rows.shape[0]} values per series")
     if (rows < 0).any():
         raise ValueError("bar_rows draws lengths from zero: the values must not be negative")
-    largest = float(rows.max()) if rows.size and rows.max() > 0 else 1.0
+    if RAW_MARKUP.search(title):
+        raise ValueError("bar_rows' title holds raw markup: visitor text goes through literal()")
+    if largest is None:
+        largest = float(rows.max()) if rows.size and rows.max() > 0 else 1.0
     if log_floor is not None:  # (labels, series) shares of the log distance floor -> largest
         decades = max(np.log10(largest / log_floor), 1e-12)
         lengths = np.clip(np.log10(np.maximum(rows, log_floor) / log_floor) / decades, 0.0, 1.0)
@@ -529,7 +487,7 @@ def bar_rows(
             f'<span class="{label_class}" style="grid-row:span {len(names)}">{shown}</span>'
         )
         for k, value in enumerate(rows[i]):
-            number = f"{value:.1e}" if log_floor is not None else f"{value:.2f}"
+            number = f"{value:.1e}" if log_floor is not None else f"{value:.{decimals}f}"
             row_class = "ae-bar-row ae-group-end" if k == len(names) - 1 else "ae-bar-row"
             cells.append(
                 f'<span class="{row_class}" title="{shown} · {names[k]}: {number}">'
@@ -538,7 +496,6 @@ def bar_rows(
                 f'background:{highlight_colour if marked else colours[k]}"></span>{number}</span>'
             )
     return HtmlFigure(
-        f"{BARS_CSS}"
         f'<figure class="ae-bars" data-figure="{escape(name, quote=True)}">'
         f'<figcaption><b class="ae-title">{title}</b>'  # literal()'s output, as for plotly
         f'<span class="ae-legend">{legend}</span></figcaption>'
@@ -546,26 +503,3 @@ def bar_rows(
         f'<div class="ae-axis ae-axis-key">{escape(value_title)} ({escape(scale_note)})</div>'
         "</figure>"
     )
-
-
-# Labels in a column as wide as the longest (up to 7rem, then cut with …), bars in the rest. Text
-# inherits the theme's colour, so it reads in light and dark; the series' colours are mid-tones.
-BARS_CSS = """<style>
-.ae-bars { margin: 0 0 1rem 0; max-width: 36rem; font-size: 12px; line-height: 1.2; }
-.ae-bars figcaption { font-size: 14px; margin-bottom: 0.4rem; }
-.ae-legend { display: block; font-size: 12px; margin-top: 0.25rem; }
-.ae-swatch { display: inline-block; width: 0.7rem; height: 0.7rem; margin: 0 0.3rem 0 0.8rem;
-  vertical-align: -0.05rem; }
-.ae-key-item { white-space: nowrap; }
-.ae-key-item:first-child .ae-swatch { margin-left: 0; }
-.ae-bar-grid { display: grid; grid-template-columns: minmax(0, max-content) minmax(0, 1fr);
-  column-gap: 0.4rem; row-gap: 1px; align-items: center; }
-.ae-bar-label { grid-column: 1; max-width: 7rem; overflow: hidden; text-overflow: ellipsis;
-  white-space: nowrap; text-align: right; align-self: center; padding: 0.15rem 0; }
-.ae-bar-row { grid-column: 2; display: flex; align-items: center; gap: 0.3rem; height: 1.1rem;
-  font-variant-numeric: tabular-nums; white-space: nowrap; }
-.ae-bar { display: block; height: 0.8rem; flex: none; }
-.ae-marked { font-weight: 700; }
-.ae-group-end { margin-bottom: 0.35rem; }  /* a little air between one label's bars and the next */
-.ae-bars .ae-axis-key { text-align: left; opacity: 0.8; margin-top: 0.3rem; }
-</style>"""

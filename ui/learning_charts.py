@@ -1,10 +1,11 @@
 """Figures for the first two learning-path pages (context from first principles; Q, K and V).
 
-Pure functions: arrays in, plotly figures (or plain strings) out, no streamlit. User tokens reach
-plotly escaped (plotly reads a small HTML dialect in labels) and markdown escaped, both through ui.escape.literal. Token axes are numeric with token
-tick labels (charts.token_ticks). Long inputs are cut to the first DRAW_LIMIT tokens here, so a
-512-token sentence never sends a 512 x 512 heatmap to the browser; the page says so and offers
-the whole matrix as CSV.
+Pure functions: arrays in, plotly figures, HTML figures (through ui/html_heatmap.py, for a
+few tokens: no plotly.js to load) or plain strings out, no streamlit. User tokens reach plotly
+escaped (plotly reads a small HTML dialect in labels) and markdown escaped, both through
+ui.escape.literal. Token axes are numeric with token tick labels (charts.token_ticks). Long
+inputs are cut to the first DRAW_LIMIT tokens here, so a 512-token sentence never sends a
+512 x 512 heatmap to the browser; the page says so and offers the whole matrix as CSV.
 """
 
 from __future__ import annotations
@@ -299,19 +300,28 @@ def shared_word_weights(
 
 
 def shared_word_bars(
-    word: str, weights: np.ndarray, tokens: Sequence[str], index: int, sentence: str, name: str
+    word: str,
+    weights: np.ndarray,
+    tokens: Sequence[str],
+    index: int,
+    sentence_name: str,
+    largest: float,
+    name: str,
 ) -> html_heatmap.HtmlFigure:
     """One sentence's half of shared_word_weights as HTML bar rows (for a sentence of at most
-    widgets.HTML_BARS_UP_TO tokens): the softmax row of `word`, its own bar in HIGHLIGHT."""
+    widgets.HTML_BARS_UP_TO tokens): the softmax row of `word`, its own bar in HIGHLIGHT.
+    largest: the larger of the two rows' largest weights, so both halves share one scale (the
+    plotly figure's shared y axis)."""
     return html_heatmap.bar_rows(
         list(tokens),
         {"softmax weight": weights},
-        f"Where “{literal(word)}” looks in sentence {sentence} (row {index})",
+        f"Where “{literal(word)}” looks in sentence {sentence_name} (row {index})",
         "softmax weight",
         [OTHERS],
         name=name,
         highlight=index,
         highlight_colour=HIGHLIGHT,
+        largest=largest,
     )
 
 

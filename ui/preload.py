@@ -63,6 +63,87 @@ _TOUCH_TOOLBAR_CSS = """<style>
 [data-testid="stElementContainer"]:has(> [data-testid="stHtml"] > .ae-stores) { display: none; }
 </style>"""
 
+# The styles of every HTML figure (ui/html_heatmap.py builds their markup, with none of its own).
+# Once per run here, style-only, so it stays one element in Streamlit's event container: a figure
+# that carried its own <style> added it to the page again on every update, and each new style
+# element makes the browser recompute the styles of the whole page.
+_HTML_FIGURE_CSS = """<style>
+/* ---- ui/html_heatmap.py's figures. Text inherits the theme's colour and font, so they
+   read in light and dark alike. */
+/* attention_grid: cells are squares (aspect-ratio) sized by the column's width; 1 px gaps
+   show the page. */
+.ae-heatmap { margin: 0; max-width: 36rem; font-size: 12px; line-height: 1.2; }
+.ae-heatmap figcaption { font-size: 14px; margin-bottom: 0.4rem; }
+.ae-heatmap .ae-note { display: block; font-size: 11px; opacity: 0.8; }
+.ae-heatmap .ae-note:empty { display: none; }
+.ae-body { display: flex; align-items: stretch; gap: 0.3rem; }
+.ae-axis-query { writing-mode: vertical-rl; transform: rotate(180deg); text-align: center;
+  opacity: 0.8; }
+.ae-axis-key { text-align: center; opacity: 0.8; margin-top: 0.2rem; }
+.ae-grid { flex: 1; min-width: 0; display: grid; grid-template-columns:
+  minmax(0, max-content) repeat(var(--pieces), minmax(0, 1fr)) 3rem; }
+.ae-grid i { aspect-ratio: 1; font-style: normal; font-size: 11px; display: flex;
+  align-items: center; justify-content: center; overflow: hidden; }
+/* A row is as tall as its cells: a label takes no height (it overflows its row's centre line),
+   so 128 rows of 3 px cells are not 128 rows of 14 px text. */
+.ae-query { grid-column: 1; max-width: 7rem; height: 0; line-height: 0; align-self: center;
+  overflow-x: clip; overflow-y: visible; text-overflow: ellipsis; white-space: nowrap;
+  text-align: right; padding-right: 0.25rem; }
+.ae-key { writing-mode: vertical-rl; transform: rotate(180deg); max-height: 6rem;
+  overflow: hidden; text-overflow: ellipsis; white-space: nowrap; align-self: end;
+  justify-self: center; padding-top: 0.25rem; }
+.ae-key.ae-upright { writing-mode: horizontal-tb; transform: none; max-height: none;
+  max-width: 100%; padding: 0 0 0.2rem 0; }
+.ae-cells { width: 100%; aspect-ratio: 1; display: block; image-rendering: pixelated;
+  cursor: crosshair; }
+.ae-grid i { cursor: crosshair; }
+.ae-lab { visibility: hidden; }
+.ae-lab.ae-wide { visibility: visible; }
+.ae-bar-title { align-self: end; justify-self: start; padding: 0 0 0.2rem 0.3rem;
+  font-size: 11px; opacity: 0.8; }
+.ae-colourbar { position: relative; font-size: 10px; }
+.ae-ramp { position: absolute; left: 0.3rem; width: 0.7rem; top: 0; bottom: 0; }
+.ae-top { position: absolute; left: 1.15rem; top: 0; line-height: 1; }
+.ae-bottom { position: absolute; left: 1.15rem; bottom: 0; line-height: 1; }
+.ae-readout { font-size: 12px; min-height: 1.2em; margin-top: 0.3rem; opacity: 0.9; }
+@media (max-width: 640px) {
+  .ae-lab.ae-wide:not(.ae-narrow) { visibility: hidden; }
+  .ae-lab.ae-narrow { visibility: visible; }
+  .ae-query { max-width: 4.5rem; }
+}
+/* value_grid and value_strip: a frame that fills a column up to a size where four cells
+   still read as a matrix, not a table (cells, labels and colour bar as above). */
+.ae-matrix { margin: 0 0 1rem 0; max-width: 22rem; font-size: 12px; line-height: 1.2; }
+.ae-matrix figcaption { font-size: 14px; margin-bottom: 0.4rem; }
+.ae-matrix .ae-grid i { font-size: 13px; cursor: default; }
+.ae-matrix.ae-dense .ae-grid i { font-size: 11px; }
+.ae-matrix .ae-gap { background: transparent; }
+.ae-matrix .ae-query { max-width: 6rem; }
+.ae-matrix.ae-wide { max-width: 36rem; }
+.ae-strip { aspect-ratio: auto; cursor: default; }
+.ae-strip-ends { grid-column: 2; display: flex; justify-content: space-between; font-size: 11px;
+  opacity: 0.8; padding-bottom: 0.2rem; }
+/* bar_rows: labels in a column as wide as the longest (up to 7rem, then cut with …), bars in
+   the rest; the series' colours are mid-tones. */
+.ae-bars { margin: 0 0 1rem 0; max-width: 36rem; font-size: 12px; line-height: 1.2; }
+.ae-bars figcaption { font-size: 14px; margin-bottom: 0.4rem; }
+.ae-legend { display: block; font-size: 12px; margin-top: 0.25rem; }
+.ae-swatch { display: inline-block; width: 0.7rem; height: 0.7rem; margin: 0 0.3rem 0 0.8rem;
+  vertical-align: -0.05rem; }
+.ae-key-item { white-space: nowrap; }
+.ae-key-item:first-child .ae-swatch { margin-left: 0; }
+.ae-bar-grid { display: grid; grid-template-columns: minmax(0, max-content) minmax(0, 1fr);
+  column-gap: 0.4rem; row-gap: 1px; align-items: center; }
+.ae-bar-label { grid-column: 1; max-width: 7rem; overflow: hidden; text-overflow: ellipsis;
+  white-space: nowrap; text-align: right; align-self: center; padding: 0.15rem 0; }
+.ae-bar-row { grid-column: 2; display: flex; align-items: center; gap: 0.3rem; height: 1.1rem;
+  font-variant-numeric: tabular-nums; white-space: nowrap; }
+.ae-bar { display: block; height: 0.8rem; flex: none; }
+.ae-marked { font-weight: 700; }
+.ae-group-end { margin-bottom: 0.35rem; }  /* a little air between one label's bars and the next */
+.ae-bars .ae-axis-key { text-align: left; opacity: 0.8; margin-top: 0.3rem; }
+</style>"""
+
 
 @contextmanager
 def plotly_download(needed: bool = True) -> Iterator[None]:
@@ -80,6 +161,7 @@ def plotly_download(needed: bool = True) -> Iterator[None]:
     """
     global _slow_imports_done
     st.html(_TOUCH_TOOLBAR_CSS)
+    st.html(_HTML_FIGURE_CSS)
     slot = st.empty()
     if not needed or _slow_imports_done or st.session_state.get(_DONE_KEY):
         yield  # no figure to come, imports done, or this browser tab has plotly.js already

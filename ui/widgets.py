@@ -447,18 +447,23 @@ def show_weight_bars(
     y_title: str = "weight",
     filename: str = "attention-explorer",
     plotly_figure: Callable[[], go.Figure] | None = None,
+    decimals: int = 2,
 ) -> None:
     """Each label's weights or shares, one bar per series: HTML rows for a few labels, else
     plotly's grouped bars, plotly_figure() or course_charts.weight_bars. The same colours (in
     series order), numbers and title either way. A negative value goes to plotly too: its bars
-    grow down from zero."""
+    grow down from zero. decimals: of the HTML bars' numbers."""
     values = [np.asarray(v, dtype=np.float64) for v in series.values()]
     if len(labels) <= HTML_BARS_UP_TO and all((v >= 0).all() for v in values):
         colours = [
             charts.QUALITATIVE_COLOURS[k % len(charts.QUALITATIVE_COLOURS)]
             for k in range(len(series))
         ]
-        show_html_figure(html_heatmap.bar_rows(labels, series, title, y_title, colours, name=key))
+        show_html_figure(
+            html_heatmap.bar_rows(
+                labels, series, title, y_title, colours, name=key, decimals=decimals
+            )
+        )
     elif plotly_figure is not None:
         show_figure(plotly_figure(), key, filename)
     else:
@@ -477,13 +482,20 @@ def show_shared_word(
     shared_word_weights in plotly (key)."""
     (weights_a, tokens_a, index_a), (weights_b, tokens_b, index_b) = rows.values()
     if max(len(tokens_a), len(tokens_b)) <= HTML_BARS_UP_TO:
-        for column, (sentence, (weights, tokens, index)) in zip(
+        largest = float(max(np.max(weights_a), np.max(weights_b)))  # one scale for both
+        for column, (sentence_name, (weights, tokens, index)) in zip(
             st.columns(2), rows.items(), strict=True
         ):
             with column:
                 show_html_figure(
                     learning_charts.shared_word_bars(
-                        word, weights, tokens, index, sentence, name=f"{key}_{sentence}"
+                        word,
+                        weights,
+                        tokens,
+                        index,
+                        sentence_name,
+                        largest,
+                        name=f"{key}_{sentence_name}",
                     )
                 )
     else:
@@ -525,22 +537,24 @@ def show_matrix(
     filename: str,
     square: bool,
     x_title: str = "dimension",
-    **pair_args: object,
+    zmax: float | None = 1.0,
+    colorbar_title: str = "weight",
 ) -> None:
     """A token-by-token (square) or token-by-dimension matrix: HTML cells with every number in
     them while it is small (learning_charts.fits_a_grid), and a few tokens' wide vectors as one
     HTML image (fits_a_strip), so a page of short sentences loads no plotly.js; else
-    learning_charts' plotly heatmap, which zooms and hovers. pair_args: pair_matrix's zmax and
-    colorbar_title."""
+    learning_charts' plotly heatmap, which zooms and hovers. zmax, colorbar_title: a square
+    matrix's colour scale, as pair_matrix takes them."""
+    pair_scale = {"zmax": zmax, "colorbar_title": colorbar_title}
     if learning_charts.fits_a_grid(matrix) and square:
-        show_html_figure(learning_charts.pair_grid(matrix, tokens, title, name=key, **pair_args))
+        show_html_figure(learning_charts.pair_grid(matrix, tokens, title, name=key, **pair_scale))
     elif learning_charts.fits_a_grid(matrix):
         columns = [str(k) for k in range(matrix.shape[1])]
         show_html_figure(
             learning_charts.token_grid(matrix, tokens, columns, title, name=key, x_title=x_title)
         )
     elif square:
-        show_figure(learning_charts.pair_matrix(matrix, tokens, title, **pair_args), key, filename)
+        show_figure(learning_charts.pair_matrix(matrix, tokens, title, **pair_scale), key, filename)
     elif learning_charts.fits_a_strip(matrix):  # a few tokens' wide vectors: one image
         show_html_figure(learning_charts.token_strip(matrix, tokens, title, key, x_title))
     else:

@@ -80,9 +80,9 @@ def side_by_side(step: str, matrices: dict, title: str, square: bool, **figure_a
 st.subheader("Step 1 · X, one static vector per word piece")
 st.latex(r"X = \begin{bmatrix} x_1 \\ \vdots \\ x_n \end{bmatrix} \in \mathbb{R}^{n \times d}")
 st.markdown(
-    f"Each row is a word piece's entry in the table, d = {model.d_model} numbers. "
-    "No `[CLS]`/`[SEP]` and no position: just the words. Hover a cell for its value; the CSV "
-    "holds every number."
+    f"Each row is a word piece's entry in the table, d = {model.d_model} numbers, drawn as a "
+    "band of colours (red below zero, blue above). No `[CLS]`/`[SEP]` and no position: just "
+    "the words. The CSV holds every number."
 )
 side_by_side("x", {n: s.vectors for n, s in sentences.items()}, "X", square=False)
 

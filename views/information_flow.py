@@ -127,6 +127,7 @@ def attention_rollout() -> None:
         y_title=y_title,
         filename="sentence-shares",
         plotly_figure=lambda: explain_charts.token_bars(shown, view.labels, title, y_title),
+        decimals=3,  # a piece's share is often under 0.01
     )
     if len(view.labels) > 128:
         st.caption(

@@ -354,15 +354,14 @@ def word_order_section() -> None:
     diffs = {label: result.max_abs_diff_per_layer for label, result in results.items()}
     widgets.show_html_figure(
         geometry_charts.layer_diff_bars(
-            diffs, "Original vs shuffled-and-put-back, every layer", charts.QUALITATIVE_COLOURS
+            diffs, "Original vs shuffled-and-put-back, every layer", name="pos_perm_layers"
         )
     )
     # Four heatmaps of every head: in the browser up to a quarter of the one-figure limit
     n_shuffled = len(results["with positions"].tokens)
     in_browser = charts.switches_in_browser(model.n_layers, 4 * model.n_heads, n_shuffled)
     layer, head = widgets.layer_head_picker(model, in_browser=in_browser)
-    if in_browser:
-        widgets.head_switch()
+    widgets.head_switch()  # the HTML heatmaps' in-browser switch, their hover and tap readout
     for column, (label, result) in zip(st.columns(2), results.items(), strict=True):
         with column:
             st.markdown(f"**{label}**")
