@@ -130,6 +130,12 @@ VIRIDIS_SCALE = plotly.colors.make_colorscale(list(plotly.colors.sequential.Viri
 RDBU_SCALE = plotly.colors.make_colorscale(list(plotly.colors.diverging.RdBu))
 
 
+def _centred_range(matrix: np.ndarray) -> tuple[float, float]:
+    """A diverging scale's ends, centred on 0: the larger side sets both (matrix_heatmap's)."""
+    reach = float(np.max(np.abs(matrix))) or 1.0
+    return -reach, reach
+
+
 def fits_a_grid(matrix: np.ndarray) -> bool:
     """Whether a matrix is small enough for an HTML grid with every number written in: the
     matrices whose plotly heatmaps print their numbers (_annotate_small)."""
@@ -201,14 +207,13 @@ def token_grid(
     """token_matrix's picture of a few tokens' vectors (fits_a_grid), as HTML with every number
     written in: one row per token, one column per dimension or named feature, RdBu centred on
     0 as charts.matrix_heatmap draws it."""
-    reach = float(np.max(np.abs(matrix))) or 1.0  # the larger side sets both ends
     return html_heatmap.value_grid(
         matrix,
         tokens,
         columns,
         title=f"{title} {shape_label(matrix)}",
         scale=RDBU_SCALE,
-        value_range=(-reach, reach),
+        value_range=_centred_range(matrix),
         decimals=grid_decimals(matrix.shape[1]),
         bar_title="value",
         axis_titles=("token", x_title),
@@ -227,13 +232,12 @@ def token_strip(
 ) -> html_heatmap.HtmlFigure:
     """token_matrix's picture of a few tokens' wide vectors (fits_a_strip), as one HTML image:
     a band per token, a pixel per dimension, RdBu centred on 0 as charts.matrix_heatmap."""
-    reach = float(np.max(np.abs(matrix))) or 1.0  # the larger side sets both ends
     return html_heatmap.value_strip(
         matrix,
         tokens,
         title=f"{title} {shape_label(matrix)}",
         scale=RDBU_SCALE,
-        value_range=(-reach, reach),
+        value_range=_centred_range(matrix),
         bar_title="value",
         column_title=x_title,
         name=name,
