@@ -463,6 +463,7 @@ def bar_rows(
         raise ValueError("bar_rows draws lengths from zero: the values must not be negative")
     if RAW_MARKUP.search(title):
         raise ValueError("bar_rows' title holds raw markup: visitor text goes through literal()")
+    shared_scale = largest is not None  # another figure's bars compare with these
     if largest is None:
         largest = float(rows.max()) if rows.size and rows.max() > 0 else 1.0
     if log_floor is not None:  # (labels, series) shares of the log distance floor -> largest
@@ -471,7 +472,7 @@ def bar_rows(
         scale_note = f"bar: log scale from {log_floor:.0e} to the largest"
     else:
         lengths = rows / largest  # (labels, series)
-        scale_note = "bar: share of the largest"
+        scale_note = f"bar: share of {largest:.2f}" if shared_scale else "bar: share of the largest"
     names = [literal(series_name) for series_name in series]
     legend = "".join(  # a swatch never parts from its name at a line break
         f'<span class="ae-key-item"><span class="ae-swatch" style="background:{colours[k]}">'
