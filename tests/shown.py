@@ -85,7 +85,10 @@ class _HtmlFigureReader(HTMLParser):
                 "columns": [],  # a grid's column labels
                 "series": [],  # the bars' series names, from the legend
                 "numbers": [],  # written in the cells or after the bars, in order
+                "image": "data-values" in attributes,  # a grid of one image, not cells
             }
+            if "data-values" in attributes:  # its readout's numbers, row after row
+                self._figure["numbers"] = attributes["data-values"].split(",")
             self.figures[attributes["data-figure"]] = self._figure
         first = kind.split(" ")[0]  # an attention grid's labels carry more classes
         if self._figure is not None:
@@ -127,8 +130,9 @@ def html_figures(at) -> dict[str, dict]:
     """The HTML figures a page sent with a data-figure name (html_heatmap.value_grid, bar_rows,
     attention_grid), by that name: kind ("ae-matrix", "ae-bars" or "ae-heatmap"), title, note,
     rows (labels), columns (a grid's), series (the bars' names) as decoded text, heads (an
-    attention grid's stores), and numbers: a grid's row by row (nan for a masked cell), the
-    bars' label by label, each label's series in order."""
+    attention grid's stores), image (a value grid drawn as one image), and numbers: a grid's
+    row by row (nan for a masked cell; an image's from its data-values), the bars' label by
+    label, each label's series in order."""
     reader = _HtmlFigureReader()
     for element in at.get("html"):
         reader.feed(element.proto.body)

@@ -110,14 +110,18 @@ def test_word_level_switch_merges_pieces_and_off_changes_nothing():
     assert html_figures(at)["ex_bars"] == pieces_bars
 
 
-def test_flow_page_draws_a_long_sentence_with_plotly():
-    """Past learning_charts.fits_a_grid and widgets.HTML_BARS_UP_TO the same figures are plotly
-    heatmaps and grouped bars, whose arrays the shares sum to 1 in."""
-    text = " ".join(["The river bank was quiet after the storm."] * 4)  # 40 word pieces
+def test_flow_page_draws_a_long_sentence_as_an_image_and_plotly_bars():
+    """Past learning_charts.fits_a_grid the rollout is one image whose readout numbers are
+    rollout's rows (each sums to 1); past widgets.HTML_BARS_UP_TO the shares are plotly's
+    grouped bars, whose arrays the shares sum to 1 in."""
+    text = " ".join(["The river bank was quiet after the storm."] * 4)  # 38 word pieces
     at = run_page(FLOW, text=text)
     assert_no_exception(at)
-    assert not html_figures(at)
-    assert {chart.key for chart in at.get("plotly_chart")} == {"ex_rollout", "ex_bars"}
+    rollout = html_figures(at)["ex_rollout"]
+    assert rollout["image"] and len(rollout["rows"]) == 38
+    rows = np.asarray(rollout["numbers"]).reshape(38, 38)
+    np.testing.assert_allclose(rows.sum(axis=1), 1.0, atol=38 * 5e-5)  # 4 significant digits
+    assert {chart.key for chart in at.get("plotly_chart")} == {"ex_bars"}
     bars = next(
         spec for spec in chart_specs(at) if spec["layout"]["title"]["text"].startswith("Each")
     )
@@ -128,8 +132,9 @@ def test_flow_page_draws_a_long_sentence_with_plotly():
 def test_explanations_page_every_method_agreement_and_deletion():
     at = run_page(EXPLANATIONS, text=PAIR[0], pair=PAIR[1])
     assert_no_exception(at)
-    specs = chart_specs(at)
-    methods = specs[0]["layout"]["yaxis"]["ticktext"]
+    specs = chart_specs(at)  # the deletion curves; the two grids are HTML
+    grids = html_figures(at)
+    methods = grids["xp_methods"]["rows"]
     assert methods == [
         "last-layer attention",
         "attention rollout",
@@ -138,9 +143,14 @@ def test_explanations_page_every_method_agreement_and_deletion():
         "gradient × input",
         "integrated gradients",
     ]
-    rho = array(specs[1]["data"][0]["z"])
+    # each method's row is scaled to its largest |score|: a ±1.00 in every row, none beyond
+    scaled = np.asarray(grids["xp_methods"]["numbers"]).reshape(len(methods), -1)
+    np.testing.assert_allclose(np.abs(scaled).max(axis=1), 1.0)
+    rho = np.asarray(grids["xp_rho"]["numbers"]).reshape(len(methods), len(methods))
     np.testing.assert_allclose(np.diag(rho), 1.0)
-    deletion = {trace["name"]: array(trace["y"]) for trace in specs[2]["data"]}
+    np.testing.assert_allclose(rho, rho.T)
+    (deletion_spec,) = specs
+    deletion = {trace["name"]: array(trace["y"]) for trace in deletion_spec["data"]}
     assert "random order" in deletion and len(deletion) == 7
     starts = {round(values[0], 4) for values in deletion.values()}
     assert len(starts) == 1, "k = 0 is the same sentence for every method"
@@ -149,7 +159,7 @@ def test_explanations_page_every_method_agreement_and_deletion():
     assert "moves the cosine furthest down" in lesson
     at.radio(key="xp_target").set_value("embedding").run()
     assert_no_exception(at)
-    assert "the full sentence" in chart_specs(at)[2]["layout"]["title"]["text"]
+    assert "the full sentence" in chart_specs(at)[0]["layout"]["title"]["text"]
 
 
 @pytest.mark.parametrize("page", [FLOW, EXPLANATIONS])

@@ -7,12 +7,10 @@ both halves of the trade: nothing while closed, the right table when open.
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 from conftest import assert_no_exception, open_tab, run_page
-from shown import sent_array
+from shown import html_figures
 
 import core
 
@@ -59,15 +57,12 @@ def test_explanation_scores_table_is_the_heatmaps_rows():
     table = opened(at, "xp_table")
     hf = AutoTokenizer.from_pretrained(str(core.load_model().model_dir))
     assert list(table["word piece"]) == hf.convert_ids_to_tokens(hf(PAIR[0])["input_ids"])
-    heatmap = next(
-        chart for chart in at.get("plotly_chart") if chart.key == "xp_methods"
-    ).proto.spec
-    spec = json.loads(heatmap)
-    methods = spec["layout"]["yaxis"]["ticktext"]
-    drawn = sent_array(spec["data"][0]["z"])  # (methods, pieces)
+    grid = html_figures(at)["xp_methods"]  # every number written in: two decimals
+    methods = grid["rows"]
+    drawn = np.asarray(grid["numbers"]).reshape(len(methods), -1)  # (methods, pieces)
     for method, row in zip(methods, drawn, strict=True):
         scores = np.asarray(table[method], dtype=np.float64)
-        np.testing.assert_allclose(row, scores / np.abs(scores).max(), atol=2e-3)
+        np.testing.assert_allclose(row, scores / np.abs(scores).max(), atol=0.0051)
 
 
 def test_probe_sentences_table_lists_the_probe_sentences():

@@ -313,17 +313,26 @@ def attrs_of_cells(html: str) -> list[dict]:
     return parser.cells
 
 
+def image_pixels(figure: Figure) -> np.ndarray:
+    """(h, w, channels) the pixels of a figure's one image, decoded from its data: URI."""
+    from PIL import Image
+
+    (image,) = [c for c in figure.children if c["tag"] == "img"]
+    return np.asarray(Image.open(io.BytesIO(base64.b64decode(image["src"].split(",", 1)[1]))))
+
+
 @pytest.mark.parametrize("scale_name", ["Viridis", "RdBu"])
-def test_value_grid_paints_plotlys_scale_over_the_range_given(scale_name):
+@pytest.mark.parametrize("n_columns", [11, 41])  # cells of their own; past 12, one image
+def test_value_grid_paints_plotlys_scale_over_the_range_given(scale_name, n_columns):
     """An independent computation: plotly's own sampling of the same named scale, whose ends
     are the range's ends; values past them keep the end colours."""
     scale = plotly.colors.get_colorscale(scale_name)
     low, high = -2.0, 3.0
-    values = np.linspace(low, high, 41)[None, :]  # (1, 41)
+    values = np.linspace(low, high, n_columns)[None, :]  # (1, m)
     html = html_heatmap.value_grid(
-        np.concatenate([values, [[low - 5] + [high + 5] * 40]]),  # (2, 41)
+        np.concatenate([values, [[low - 5] + [high + 5] * (n_columns - 1)]]),  # (2, m)
         ["a", "b"],
-        [str(j) for j in range(41)],
+        [str(j) for j in range(n_columns)],
         "t",
         scale,
         (low, high),
@@ -332,15 +341,82 @@ def test_value_grid_paints_plotlys_scale_over_the_range_given(scale_name):
         axis_titles=("row", "column"),
         name="test",
     )
-    cells = attrs_of_cells(html)
-    theirs = plotly.colors.sample_colorscale(scale, np.linspace(0.0, 1.0, 41).tolist())
-    for cell, plotlys in zip(cells[:41], theirs, strict=True):
-        painted = background(cell)
+    if n_columns <= html_heatmap.NUMBERS_UP_TO:
+        cells = attrs_of_cells(html)
+        painted = [background(cell) for cell in cells]  # '#rrggbb', row after row
+        rgb = np.array([[int(c[i : i + 2], 16) for i in (1, 3, 5)] for c in painted])
+        rgb = rgb.reshape(2, n_columns, 3)
+    else:
+        assert not attrs_of_cells(html)
+        rgb = image_pixels(read(html))[..., :3].astype(int)  # (2, m, 3) of RGBA
+    theirs = plotly.colors.sample_colorscale(scale, np.linspace(0.0, 1.0, n_columns).tolist())
+    for j, plotlys in enumerate(theirs):
         expected = [float(v) for v in plotlys[plotlys.index("(") + 1 : -1].split(",")]
-        mine = [int(painted[i : i + 2], 16) for i in (1, 3, 5)]
-        assert max(abs(a - c) for a, c in zip(mine, expected, strict=True)) <= 1, (painted, plotlys)
-    assert background(cells[41]) == background(cells[0])  # below the range: the bottom colour
-    assert background(cells[42]) == background(cells[40])  # above it: the top colour
+        assert np.abs(rgb[0, j] - expected).max() <= 1, (j, rgb[0, j], plotlys)
+    np.testing.assert_array_equal(rgb[1, 0], rgb[0, 0])  # below the range: the bottom colour
+    np.testing.assert_array_equal(rgb[1, 1], rgb[0, -1])  # above it: the top colour
+
+
+def test_value_grid_past_twelve_is_one_image_whose_values_travel_as_text():
+    """Row i, column j of the image is matrix[i, j] (not its transpose); a masked value is a
+    transparent pixel and an empty entry of data-values, which holds every value, row after row,
+    to four significant digits for the readout. Labels stay text; square cells would make this
+    20 × 7 figure three times as tall as wide, so it stops at 1.5."""
+    rng = np.random.default_rng(3)
+    matrix = rng.normal(size=(20, 7)) * 3
+    matrix[4, 2] = -np.inf  # a masked score
+    rows = [HOSTILE[i % len(HOSTILE)] for i in range(20)]
+    columns = [str(j) for j in range(7)]
+    html = html_heatmap.value_grid(
+        matrix,
+        rows,
+        columns,
+        "Q",
+        plotly.colors.get_colorscale("RdBu"),
+        (-9.0, 9.0),
+        decimals=1,
+        bar_title="value",
+        axis_titles=("token", "dimension"),
+        name="big",
+    )
+    figure = read(html)
+    assert figure.figure_attrs["class"] == "ae-matrix ae-image"
+    assert (figure.figure_attrs["data-rows"], figure.figure_attrs["data-columns"]) == ("20", "7")
+    pixels = image_pixels(figure)
+    assert pixels.shape == (20, 7, 4)
+    finite = np.where(np.isfinite(matrix), matrix, 0.0)
+    expected = html_heatmap.scale_rgb(finite, plotly.colors.get_colorscale("RdBu"), -9.0, 9.0)
+    shown = np.isfinite(matrix)
+    np.testing.assert_array_equal(pixels[..., :3][shown], expected[shown])
+    assert pixels[4, 2, 3] == 0 and (pixels[..., 3][shown] == 255).all()
+    written = figure.figure_attrs["data-values"].split(",")
+    assert len(written) == 20 * 7 and written[4 * 7 + 2] == ""
+    back = np.array([float(v) if v else np.nan for v in written]).reshape(20, 7)
+    np.testing.assert_allclose(back[shown], matrix[shown], rtol=5e-4)
+    assert [c["text"] for c in figure.children if "ae-query" in c["class"]] == rows
+    assert [c["text"] for c in figure.children if "ae-key" in c["class"]] == columns
+    assert figure.texts["ae-readout"] == html_heatmap.CELL_HINT
+    assert figure.tags <= {"style", "figure", "figcaption", "b", "span", "div", "img"}
+    assert "<img src=x" not in html  # the hostile label's tag is text
+    (image,) = [c for c in figure.children if c["tag"] == "img"]
+    assert "grid-row:2 / span 20;grid-column:2 / span 7;aspect-ratio:1 / 1.5000" in image["style"]
+
+
+def test_value_grid_refuses_more_than_it_can_draw_as_an_image():
+    too_long = html_heatmap.IMAGE_UP_TO + 1
+    with pytest.raises(ValueError, match="at most"):
+        html_heatmap.value_grid(
+            np.zeros((too_long, 2)),
+            ["x"] * too_long,
+            ["a", "b"],
+            "t",
+            plotly.colors.get_colorscale("Viridis"),
+            (0.0, 1.0),
+            decimals=2,
+            bar_title="v",
+            axis_titles=("r", "c"),
+            name="n",
+        )
 
 
 def test_value_grid_of_one_value_paints_the_scales_middle():

@@ -364,20 +364,30 @@ def test_qkv_page_writes_the_numbers_a_learner_can_check(model):
     np.testing.assert_allclose(alpha["numbers"], weights.ravel(), atol=0.0051)  # written '.07'
 
 
-def test_qkv_matrices_are_html_up_to_twelve_tokens_and_plotly_past_them(model):
-    """learning_charts.fits_a_grid's edge: a sentence of 12 word pieces gets HTML grids (every
-    number written in), one of 13 plotly heatmaps (which zoom and hover)."""
-    for n_pieces, html_shown in ((12, True), (13, False)):
+def test_qkv_matrices_are_html_up_to_48_tokens_numbers_written_up_to_twelve(model):
+    """learning_charts' edges: a sentence of 12 word pieces gets HTML grids with every number
+    written in; one of 13 a grid of one image, whose readout numbers are Q = X W_q worked out
+    here; one of 49 plotly heatmaps of the first 48 (DRAW_LIMIT), as the page's note says."""
+    projections = learning.random_projections(model.d_model, 8, seed=0)
+    for n_pieces, kind in ((12, "written"), (13, "image"), (49, "plotly")):
         text = " ".join(["bank"] * (n_pieces - 2))  # [CLS], n − 2 words, [SEP]
         assert model.run(text).n_tokens == n_pieces
         at = run_page(QKV, text=text)
         assert_no_exception(at)
         plotly_keys = {chart.key for chart in at.get("plotly_chart")}
-        assert (set(html_figures(at)), plotly_keys) == (
-            ({"qkv_q", "qkv_k", "qkv_v"}, set())
-            if html_shown
-            else (set(), {"qkv_q", "qkv_k", "qkv_v"})
-        ), n_pieces
+        grids = html_figures(at)
+        names = {"qkv_q", "qkv_k", "qkv_v"}
+        assert (set(grids), plotly_keys) == ((set(), names) if kind == "plotly" else (names, set()))
+        drawn_note = any("the figures draw the first 48" in c.value for c in at.caption)
+        assert drawn_note == (kind == "plotly"), n_pieces  # the note is true of what is drawn
+        if kind != "plotly":
+            assert grids["qkv_q"]["image"] == (kind == "image"), n_pieces
+        if kind == "image":
+            x = model.run(text).static.astype(np.float64)  # (13, d)
+            query = x @ projections.w_query.astype(np.float64)  # (13, 8)
+            np.testing.assert_allclose(
+                grids["qkv_q"]["numbers"], query.ravel(), rtol=5e-4, atol=1e-4
+            )
 
 
 def _grid_markup(at, name: str) -> str:
@@ -444,3 +454,44 @@ def test_both_pages_draw_in_chromium(server, browser):
         )
         assert plots == n_plots, title  # the blank preload figure is gone by now
         assert page_exceptions(page) == [], title
+
+
+@pytest.mark.browser
+def test_a_tap_on_a_long_sentences_query_image_names_the_cell(server, browser, model):
+    """Past 12 word pieces Q is one image: a tap on row 2, column 5 writes that token, that
+    dimension and Q[2, 5] (X W_q worked out here from the seeded W) under the figure."""
+    from urllib.parse import quote
+
+    from browser import page_exceptions, wait_for_app
+
+    from ui import html_heatmap
+
+    text = "the river bank flooded again after the long storm and the quiet night ended"
+    tokens = model.run(text).tokens
+    x = model.run(text).static.astype(np.float64)  # (n, d) with [CLS] and [SEP]
+    query = x @ learning.random_projections(model.d_model, 8, seed=0).w_query.astype(np.float64)
+    n = len(tokens)
+    assert n > learning_charts.ANNOTATE_UP_TO
+    context = browser.new_context(viewport={"width": 390, "height": 844}, has_touch=True)
+    page = context.new_page()
+    try:
+        page.goto(f"{server.url}/qkv?text={quote(text)}")
+        wait_for_app(page)
+        figure = page.locator("[data-testid='stMain'] .ae-matrix[data-figure='qkv_q']")
+        figure.locator("img.ae-cells").wait_for(timeout=60_000)
+        assert figure.locator(".ae-readout").text_content() == html_heatmap.CELL_HINT
+        box = figure.locator("img.ae-cells").bounding_box()
+        figure.locator("img.ae-cells").tap(
+            position={"x": 5.5 * box["width"] / 8, "y": 2.5 * box["height"] / n}
+        )
+        page.wait_for_function(
+            "f => f.querySelector('.ae-readout').textContent.startsWith('token 2')",
+            arg=figure.element_handle(),
+        )
+        readout = figure.locator(".ae-readout").text_content()
+        start = f"token 2: {tokens[2]} · dimension 5 · value "
+        assert readout.startswith(start), readout
+        assert float(readout[len(start) :]) == pytest.approx(query[2, 5], rel=1e-3, abs=1e-4)
+        assert page_exceptions(page) == []
+    finally:
+        context.close()

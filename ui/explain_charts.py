@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from ui import html_heatmap
 from ui.charts import (
     COLORSCALE,
     HOVER_TOKENS_UP_TO,
@@ -21,6 +22,7 @@ from ui.charts import (
     token_ticks,
 )
 from ui.escape import literal
+from ui.learning_charts import RDBU_SCALE
 from ui.numbers import signed
 
 RANDOM_COLOUR = "#7F7F7F"
@@ -145,38 +147,49 @@ def methods_heatmap(
     return go.Figure(data=[heatmap], layout=layout)
 
 
-def agreement_heatmap(rho: np.ndarray, method_labels: Sequence[str], title: str) -> go.Figure:
-    """(M, M) Spearman's ρ between methods, written in every cell."""
-    values = np.round(np.asarray(rho, dtype=np.float64), 2)
-    text = [["–" if np.isnan(v) else f"{v:.2f}" for v in row] for row in values]
-    heatmap = go.Heatmap(
-        z=values,
-        x=np.arange(len(method_labels)),
-        y=np.arange(len(method_labels)),
-        zmin=-1.0,
-        zmax=1.0,
-        zmid=0.0,
-        colorscale="RdBu",  # app-wide: blue = positive, red = negative
-        text=text,
-        texttemplate="%{text}",
-        colorbar={"title": {"text": "ρ"}},
-        hovertemplate="ρ = %{z:.2f}<extra></extra>",
+def methods_grid(
+    matrix: np.ndarray,
+    method_labels: Sequence[str],
+    tokens: Sequence[str],
+    title: str,
+    unit: str,
+    name: str,
+) -> html_heatmap.HtmlFigure:
+    """methods_heatmap's picture as HTML, with no plotly.js to load: each method's row scaled
+    to its largest |score|, every number written in up to 12 pieces, one image of the cells
+    past that (html_heatmap.value_grid). The scores themselves are in the page's table."""
+    return html_heatmap.value_grid(
+        scaled_by_method(np.asarray(matrix, dtype=np.float64)),
+        method_labels,
+        tokens,
+        title,
+        scale=RDBU_SCALE,  # app-wide: blue = positive, red = negative
+        value_range=(-1.0, 1.0),
+        decimals=2,
+        bar_title="÷ row max",
+        axis_titles=("method", unit),
+        name=name,
     )
-    axis = {
-        "tickmode": "array",
-        "tickvals": list(range(len(method_labels))),
-        "ticktext": list(method_labels),
-    }
-    margin = label_margin(method_labels, title=False)
-    layout = {
-        "title": {"text": title},
-        "height": 160 + 44 * len(method_labels),
-        "margin": {"l": margin, "r": 10, "t": 50, "b": label_margin(method_labels, -90, False)},
-        # upright-ish labels ran into each other in a phone's ~40 px columns: vertical ones fit
-        "xaxis": {**axis, "tickangle": -90},
-        "yaxis": {**axis, "autorange": "reversed"},
-    }
-    return go.Figure(data=[heatmap], layout=layout)
+
+
+def agreement_grid(
+    rho: np.ndarray, method_labels: Sequence[str], title: str, name: str
+) -> html_heatmap.HtmlFigure:
+    """agreement_heatmap's picture as HTML: (M, M) Spearman's ρ written in every cell. A ρ that
+    is undefined (a method that scored every piece alike has no ranking) is an empty cell."""
+    return html_heatmap.value_grid(
+        np.asarray(rho, dtype=np.float64),
+        method_labels,
+        method_labels,
+        title,
+        scale=RDBU_SCALE,
+        value_range=(-1.0, 1.0),
+        decimals=2,
+        bar_title="ρ",
+        axis_titles=("method", "method"),
+        name=name,
+        blank="no ranking: every score alike",
+    )
 
 
 def deletion_figure(

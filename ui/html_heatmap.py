@@ -14,12 +14,14 @@ bars needs none of it, so the first screens of most pages are drawn here:
   server round trip; it repaints the cells with the same stops (VIRIDIS) and the same
   arithmetic as cell_rgb() below. The same script names the cell under the pointer (hover) and
   writes a clicked or tapped cell under the figure (phones have no hover).
-- value_grid: a small matrix (at most 12 × 12) with every value written in its cell, on a
-  plotly colour scale over the range the plotly heatmap would use; value_strip: a few rows of
-  many columns (a sentence's 384-wide vectors) as one image.
+- value_grid: a matrix on a plotly colour scale over the range the plotly heatmap would use:
+  up to 12 × 12 with every value written in its cell; up to 128 a side as one image of its
+  cells, whose values travel as text in the figure for the same script's hover and tap
+  readout. value_strip: a few rows of many columns (a sentence's 384-wide vectors) as one
+  image.
 - bar_rows: grouped bars, one row per label, each number written after its bar.
 
-Larger inputs keep plotly's figures, which thin their labels, zoom and hover (widgets chooses).
+Larger inputs keep plotly's figures, which zoom (widgets chooses).
 Visitor text (word pieces, words, sentences) enters through escape.literal() only; the stores
 hold the code's own titles and base64 numbers. The page's sanitiser (DOMPurify) keeps data-*
 and style attributes and drops any script, so the markup carries data, never code.
@@ -96,10 +98,11 @@ def hex_colours(rgb: np.ndarray) -> np.ndarray:
 
 
 def png_data_uri(rgb: np.ndarray) -> str:
-    """(h, w, 3) uint8 -> a data: URI of the PNG with one pixel per cell (no colour profile, so
-    the browser shows the bytes as they are)."""
+    """(h, w, 3) uint8, or (h, w, 4) with an alpha channel -> a data: URI of the PNG with one
+    pixel per cell (no colour profile, so the browser shows the bytes as they are)."""
     buffer = io.BytesIO()
-    Image.fromarray(rgb, mode="RGB").save(buffer, format="PNG", compress_level=1)
+    mode = "RGBA" if rgb.shape[-1] == 4 else "RGB"
+    Image.fromarray(rgb, mode=mode).save(buffer, format="PNG", compress_level=1)
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
@@ -303,8 +306,10 @@ def value_grid(
     axis_titles: tuple[str, str],
     name: str,
     fractions: bool = False,
+    blank: str = "masked",
 ) -> HtmlFigure:
-    """A small (n, m) matrix as coloured cells with every value written in them.
+    """An (n, m) matrix as coloured cells: every value written in its cell up to NUMBERS_UP_TO
+    rows and columns, one image past that (at most IMAGE_UP_TO on either side).
 
     fractions: the values are weights or shares in 0..1, written as the Overview writes them
     (number_text: '.07', '1.0'), two decimals in three characters, where '0.07' would not fit.
@@ -312,38 +317,30 @@ def value_grid(
     row_labels, column_labels: visitor text (word pieces, words), escaped here. value_range:
     the colour scale's bottom and top. bar_title and axis_titles (rows, columns): the code's own
     words; an underscore in bar_title subscripts what follows. name: the figure's
-    data-figure attribute, by which tests find it. Every cell says what it is in its tooltip
-    (hover), and its number is printed, so a phone, without hover, loses nothing. A value that
-    is not finite (a masked score) is an empty cell. Meant for a handful of rows and columns: a
-    larger matrix belongs in a plotly heatmap, which thins its labels and zooms.
+    data-figure attribute, by which tests find it. A value that is not finite is an empty
+    cell, and blank (the code's own words) says why: a masked score, by default. Written cells say what they are in a tooltip (hover), and their number
+    is printed, so a phone, without hover, loses nothing. The image's cells are too many to
+    print: widgets.HEAD_SWITCH_JS names the one under the pointer, and writes a clicked or
+    tapped one under the figure, from the figure's data-values (the numbers as text).
     """
     n_rows, n_columns = matrix.shape
+    if max(n_rows, n_columns) > IMAGE_UP_TO:
+        raise ValueError(f"value_grid draws at most {IMAGE_UP_TO} rows and columns")
     values = np.asarray(matrix, dtype=np.float64)
     low, high = value_range
     rgb = scale_rgb(values, scale, low, high)  # (n, m, 3)
-    colours, inks = hex_colours(rgb), ink_on(rgb)  # (n, m) each
-    dense = n_columns > DENSE_FROM  # narrow cells: smaller type, shorter numbers
     rows = [literal(label) for label in row_labels]
     columns = [literal(label) for label in column_labels]
-    key_class = "ae-key ae-upright" if charts.upright_fits(list(column_labels)) else "ae-key"
-
-    cells: list[str] = ['<span class="ae-corner"></span>']
-    cells += [f'<span class="{key_class}">{label}</span>' for label in columns]
-    for i in range(n_rows):
-        cells.append(f'<span class="ae-query">{rows[i]}</span>')
-        for j in range(n_columns):
-            value = values[i, j]
-            if not np.isfinite(value):
-                cells.append(f'<i class="ae-gap" title="{rows[i]} · {columns[j]}: masked"></i>')
-                continue
-            if fractions:  # as k / WEIGHT_STEPS, rounded as the Overview's cells are
-                number = number_text(round(float(value) * charts.WEIGHT_STEPS))
-            else:  # never "-0.0"; in a dense grid at most 4 characters, as plotly's were
-                number = charts.cell_number(float(value), decimals, compact=dense)
-            cells.append(
-                f'<i style="background:{colours[i, j]};color:{inks[i, j]}" '
-                f'title="{rows[i]} · {columns[j]}: {number}">{number}</i>'
-            )
+    numbers = max(n_rows, n_columns) <= NUMBERS_UP_TO
+    if numbers:
+        dense = n_columns > DENSE_FROM  # narrow cells: smaller type, shorter numbers
+        key_class = "ae-key ae-upright" if charts.upright_fits(list(column_labels)) else "ae-key"
+        cells = _written_cells(
+            values, rows, columns, rgb, decimals, fractions, dense, key_class, escape(blank)
+        )
+    else:
+        dense = False
+        cells = _image_cells(values, rows, columns, rgb, list(column_labels))
     gradient = ", ".join(f"{colour} {100 * position:g}%" for position, colour in scale)
     bar_decimals = 2 if fractions else decimals  # the ends as precisely as the cells
     cells.append(
@@ -358,16 +355,111 @@ def value_grid(
         f'<span class="ae-bottom">{low:.{bar_decimals}f}</span></span>'
     )
     row_title, column_title = (escape(text) for text in axis_titles)
+    kind = " ae-dense" if dense else "" if numbers else " ae-image"
+    readout = "" if numbers else f'<div class="ae-readout" aria-live="polite">{CELL_HINT}</div>'
+    data = (
+        ""
+        if numbers
+        else f' data-rows="{n_rows}" data-columns="{n_columns}" '
+        f'data-values="{_values_text(values)}" data-blank="{escape(blank, quote=True)}"'
+    )
     return HtmlFigure(
-        f'<figure class="ae-matrix{" ae-dense" if dense else ""}" '
-        f'data-figure="{escape(name, quote=True)}">'
+        f'<figure class="ae-matrix{kind}" data-figure="{escape(name, quote=True)}"{data}>'
         f'<figcaption><b class="ae-title">{escape(title)}</b></figcaption>'
         '<div class="ae-body">'
         f'<span class="ae-axis ae-axis-query">{row_title}</span>'
-        f'<div class="ae-grid" style="--pieces:{n_columns};gap:1px">{"".join(cells)}</div>'
+        f'<div class="ae-grid" style="--pieces:{n_columns};gap:{"1px" if numbers else "0"}">'
+        f"{''.join(cells)}</div>"
         "</div>"
         f'<div class="ae-axis ae-axis-key">{column_title}</div>'
+        f"{readout}"
         "</figure>"
+    )
+
+
+IMAGE_UP_TO = 128  # rows or columns of a value grid drawn as an image, at most
+CELL_HINT = "Click or tap a cell: its row, column and value show here."
+
+
+def _written_cells(
+    values: np.ndarray,
+    rows: list[str],
+    columns: list[str],
+    rgb: np.ndarray,
+    decimals: int,
+    fractions: bool,
+    dense: bool,
+    key_class: str,
+    blank: str,
+) -> list[str]:
+    """A small grid's corner, column labels, and per row its label and its cells, each with
+    its number and tooltip. rows, columns: labels already through literal(); blank: what an
+    empty cell's tooltip says, escaped."""
+    colours, inks = hex_colours(rgb), ink_on(rgb)  # (n, m) each
+    cells: list[str] = ['<span class="ae-corner"></span>']
+    cells += [f'<span class="{key_class}">{label}</span>' for label in columns]
+    for i, row in enumerate(rows):
+        cells.append(f'<span class="ae-query">{row}</span>')
+        for j, column in enumerate(columns):
+            value = values[i, j]
+            if not np.isfinite(value):
+                cells.append(f'<i class="ae-gap" title="{row} · {column}: {blank}"></i>')
+                continue
+            if fractions:  # as k / WEIGHT_STEPS, rounded as the Overview's cells are
+                number = number_text(round(float(value) * charts.WEIGHT_STEPS))
+            else:  # never "-0.0"; in a dense grid at most 4 characters, as plotly's were
+                number = charts.cell_number(float(value), decimals, compact=dense)
+            cells.append(
+                f'<i style="background:{colours[i, j]};color:{inks[i, j]}" '
+                f'title="{row} · {column}: {number}">{number}</i>'
+            )
+    return cells
+
+
+def _image_cells(
+    values: np.ndarray,
+    rows: list[str],
+    columns: list[str],
+    rgb: np.ndarray,
+    column_text: list[str],
+) -> list[str]:
+    """A large grid's corner, thinned labels on both sides, and one image of its cells (a
+    pixel each, a masked one transparent). rows, columns: labels already through literal();
+    column_text: the same unescaped, to measure whether they fit upright."""
+    n_rows, n_columns = values.shape
+    alpha = np.where(np.isfinite(values), 255, 0).astype(np.uint8)[..., None]  # (n, m, 1)
+    image = png_data_uri(np.concatenate([rgb, alpha], axis=-1))  # (n, m, 4) RGBA
+    row_classes, column_classes = _label_classes(n_rows), _label_classes(n_columns)
+    upright = charts.upright_fits(column_text)
+    key_class = "ae-key ae-upright" if upright else "ae-key"
+    cells = ['<span class="ae-corner"></span>']
+    cells += [
+        f'<span class="{key_class} {column_classes[j]}">{label}</span>'
+        for j, label in enumerate(columns)
+    ]
+    cells += [
+        f'<span class="ae-query {row_classes[i]}">{label}</span>' for i, label in enumerate(rows)
+    ]
+    # Square cells, unless that makes the figure over 1.5 times as tall as it is wide (a long
+    # sentence's 8-wide queries) or its rows thinner than 1/24 of its width (six methods'
+    # scores over 32 pieces), where labels would overlap.
+    height = min(max(n_rows / n_columns, min(n_rows / 24, 1.0)), 1.5)  # per unit of width
+    place = (
+        f"grid-row:2 / span {n_rows};grid-column:2 / span {n_columns};aspect-ratio:1 / {height:.4f}"
+    )
+    cells.append(
+        f'<img class="ae-cells" alt="{n_rows} × {n_columns} values, one pixel each" '
+        f'style="{place}" src="{image}">'
+    )
+    return cells
+
+
+def _values_text(values: np.ndarray) -> str:
+    """(n, m) values -> their text, row after row, comma-separated, for the readout: four
+    significant digits (a share of 1/40 is 0.025 to three decimals, 0.02497 here), a masked
+    value empty. Numbers only, so the attribute needs no escaping beyond its quotes."""
+    return ",".join(
+        f"{value:.4g}" if np.isfinite(value) else "" for value in values.ravel().tolist()
     )
 
 

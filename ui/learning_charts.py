@@ -142,6 +142,14 @@ def fits_a_grid(matrix: np.ndarray) -> bool:
     return matrix.shape[0] <= ANNOTATE_UP_TO and matrix.shape[1] <= ANNOTATE_UP_TO
 
 
+def fits_an_image(matrix: np.ndarray, max_rows: int = html_heatmap.IMAGE_UP_TO) -> bool:
+    """Whether a matrix fits an HTML grid at all: past fits_a_grid one image of its cells, with
+    thinned labels and a readout of the cell under the pointer or finger (up to 128 a side).
+    Larger ones are plotly heatmaps, which zoom. max_rows: fewer where the plotly figure it
+    stands in for draws fewer (this module's DRAW_LIMIT, which limit_note names)."""
+    return matrix.shape[0] <= max_rows and matrix.shape[1] <= html_heatmap.IMAGE_UP_TO
+
+
 def grid_decimals(n_columns: int) -> int:
     """Decimals a grid's cells print: one past six columns, where two no longer fit a cell of a
     matrix sharing the page's width with two others (as _annotate_small prints them)."""
@@ -159,7 +167,8 @@ def pair_grid(
     axis_titles: tuple[str, str] = ("query", "key"),
     shape_in_title: bool = True,
 ) -> html_heatmap.HtmlFigure:
-    """pair_matrix's picture of a few tokens (fits_a_grid), as HTML with every number written in.
+    """pair_matrix's picture as HTML: every number written in while it fits_a_grid, else one
+    image of its cells (fits_an_image).
 
     Viridis from 0 to zmax, or over the finite values' own range when zmax is None (scores);
     a masked (-inf) score is an empty cell. No plotly.js to load for it. shape_in_title: "(n × n)"
@@ -204,9 +213,9 @@ def token_grid(
     name: str,
     x_title: str = "feature",
 ) -> html_heatmap.HtmlFigure:
-    """token_matrix's picture of a few tokens' vectors (fits_a_grid), as HTML with every number
-    written in: one row per token, one column per dimension or named feature, RdBu centred on
-    0 as charts.matrix_heatmap draws it."""
+    """token_matrix's picture as HTML: every number written in while it fits_a_grid, else one
+    image of its cells (fits_an_image). One row per token, one column per dimension or named
+    feature, RdBu centred on 0 as charts.matrix_heatmap draws it."""
     return html_heatmap.value_grid(
         matrix,
         tokens,

@@ -118,8 +118,10 @@ _HTML_FIGURE_CSS = """<style>
 .ae-matrix .ae-grid i { font-size: 13px; cursor: default; }
 .ae-matrix.ae-dense .ae-grid i { font-size: 11px; }
 .ae-matrix .ae-gap { background: transparent; }
-.ae-matrix .ae-query { max-width: 6rem; }
-.ae-matrix.ae-wide { max-width: 36rem; }
+/* room for a method's name ("integrated gradients") on either side */
+.ae-matrix .ae-query { max-width: 8rem; }
+.ae-matrix .ae-key { max-height: 8rem; }
+.ae-matrix.ae-wide, .ae-matrix.ae-image { max-width: 36rem; }
 .ae-strip { aspect-ratio: auto; cursor: default; }
 .ae-strip-ends { grid-column: 2; display: flex; justify-content: space-between; font-size: 11px;
   opacity: 0.8; padding-bottom: 0.2rem; }

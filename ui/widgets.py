@@ -81,7 +81,8 @@ def layer_head_picker(
 # two sentences (explorer_charts.every_head_compare_rows), the model view's frame
 # (explorer_charts.model_view_grid), the Head view's lines (explorer_charts.every_head_view_figure)
 # and the Overview's HTML heatmap (html_heatmap.attention_grid,
-# which the script also gives a hover and a click readout). A fixed script: it reads numbers (the
+# which the script also gives a hover and a click readout, as it does html_heatmap.value_grid's
+# image of a larger matrix). A fixed script: it reads numbers (the
 # sliders' values, the figures' own layout.meta, the data-heads of their stores (stores_aside)
 # and of the Overview's heatmap) and writes text only through
 # textContent and title, so a label read from the page stays text; no visitor text is ever part
@@ -313,42 +314,59 @@ HEAD_SWITCH_JS = """<script>
       '\\nkey ' + key + ': ' + fig.querySelectorAll('.ae-key')[key].textContent +
       '\\nweight ' + weight.toFixed(3);
   };
-  const cellAt = event => {  // {target, fig, query, key} or null
+  // html_heatmap.value_grid's image: its axis titles, labels and data-values (text, row after
+  // row; an empty one is data-blank's), all read as text
+  const describeValue = (fig, row, column) => {
+    fig.__values = fig.__values || fig.dataset.values.split(',');
+    const value = fig.__values[row * Number(fig.dataset.columns) + column];
+    const text = selector => fig.querySelector(selector).textContent;
+    // a dimension's label is its number: said once
+    const named = (label, index) => label === String(index) ? '' : ': ' + label;
+    return text('.ae-axis-query') + ' ' + row + named(fig.querySelectorAll('.ae-query')[row].textContent, row) +
+      '\\n' + text('.ae-axis-key') + ' ' + column + named(fig.querySelectorAll('.ae-key')[column].textContent, column) +
+      '\\n' + text('.ae-bar-title') + ' ' + (value === '' ? fig.dataset.blank : value);
+  };
+  const cellAt = event => {  // {target, fig, query, key, text} or null
     const target = event.target;
     if (!target.closest) return null;
-    const fig = target.closest('.ae-heatmap');
+    const fig = target.closest('.ae-heatmap, .ae-matrix[data-values]');
     if (!fig) return null;
-    const n = Number(fig.dataset.pieces);
-    if (target.matches('.ae-grid i')) {  // a cell of its own, in row order
+    const heatmap = fig.matches('.ae-heatmap');
+    const rows = Number(heatmap ? fig.dataset.pieces : fig.dataset.rows);
+    const columns = Number(heatmap ? fig.dataset.pieces : fig.dataset.columns);
+    let query, key;
+    if (heatmap && target.matches('.ae-grid i')) {  // a cell of its own, in row order
       const place = Array.prototype.indexOf.call(fig.querySelectorAll('.ae-grid i'), target);
-      return {target, fig, query: Math.floor(place / n), key: place % n};
+      query = Math.floor(place / columns); key = place % columns;
+    } else if (target.matches('img.ae-cells')) {  // one pixel per cell
+      const at = (offset, size, n) => Math.min(n - 1, Math.max(0, Math.floor(offset / size * n)));
+      query = at(event.offsetY, target.clientHeight, rows);
+      key = at(event.offsetX, target.clientWidth, columns);
+    } else {
+      return null;
     }
-    if (target.matches('img.ae-cells')) {  // one pixel per cell
-      const at = (offset, size) => Math.min(n - 1, Math.max(0, Math.floor(offset / size * n)));
-      return {target, fig, query: at(event.offsetY, target.clientHeight),
-              key: at(event.offsetX, target.clientWidth)};
-    }
-    return null;
+    return {target, fig, text: (heatmap ? describe : describeValue)(fig, query, key)};
   };
   const toTooltip = event => {
     const cell = cellAt(event);
-    if (cell) cell.target.title = describe(cell.fig, cell.query, cell.key);
+    if (cell) cell.target.title = cell.text;
   };
   document.addEventListener('mouseover', toTooltip);
   document.addEventListener('mousemove', toTooltip);
   document.addEventListener('click', event => {
     const cell = cellAt(event);
     if (!cell) return;
-    cell.fig.querySelector('.ae-readout').textContent =
-      describe(cell.fig, cell.query, cell.key).split('\\n').join(' · ');
+    cell.fig.querySelector('.ae-readout').textContent = cell.text.split('\\n').join(' · ');
   });
 })();
 </script>"""
 
 
 def head_switch() -> None:
-    """The script that switches every-head figures in the browser, and gives the Overview's
-    HTML heatmap its hover and click readout (see HEAD_SWITCH_JS)."""
+    """The script that switches every-head figures in the browser, and gives the HTML heatmaps
+    and value grids drawn as one image their hover and click readout (see HEAD_SWITCH_JS).
+    Called unconditionally by a page that may draw one: it is an element of the page, and one
+    present on some runs only would shift the widgets after it (they lose keyboard focus)."""
     st.html(HEAD_SWITCH_JS, unsafe_allow_javascript=True)
 
 
@@ -510,9 +528,9 @@ def show_mixing(
 ) -> None:
     """An (n, n) rollout, flow or norm mixing matrix (row i: a position after the layer, column
     j: an input piece): HTML cells with their shares written in while small
-    (learning_charts.fits_a_grid), else explain_charts.mixing_heatmap. Viridis over the shares'
-    own range either way."""
-    if learning_charts.fits_a_grid(matrix):
+    (learning_charts.fits_a_grid), one image of them up to fits_an_image, else
+    explain_charts.mixing_heatmap. Viridis over the shares' own range either way."""
+    if learning_charts.fits_an_image(matrix):
         show_html_figure(
             learning_charts.pair_grid(
                 matrix,
@@ -529,6 +547,28 @@ def show_mixing(
         show_figure(explain_charts.mixing_heatmap(matrix, labels, title, unit=unit), key, filename)
 
 
+def show_scores_by_method(
+    scores: Mapping[str, np.ndarray],
+    tokens: Sequence[str],
+    title: str,
+    unit: str,
+    key: str,
+    filename: str,
+) -> None:
+    """Explanation scores (method label -> (n,) scores), a row per method scaled to its largest
+    |score|: HTML up to learning_charts.fits_an_image (numbers written in, then one image),
+    else explain_charts.methods_heatmap in plotly."""
+    method_labels = list(scores)
+    matrix = np.array([scores[label] for label in method_labels])  # (methods, n)
+    if learning_charts.fits_an_image(matrix):
+        show_html_figure(
+            explain_charts.methods_grid(matrix, method_labels, tokens, title, unit, key)
+        )
+    else:
+        figure = explain_charts.methods_heatmap(matrix, method_labels, tokens, title)
+        show_figure(figure, key, filename)
+
+
 def show_matrix(
     matrix: np.ndarray,
     tokens: Sequence[str],
@@ -540,23 +580,27 @@ def show_matrix(
     zmax: float | None = 1.0,
     colorbar_title: str = "weight",
 ) -> None:
-    """A token-by-token (square) or token-by-dimension matrix: HTML cells with every number in
-    them while it is small (learning_charts.fits_a_grid), and a few tokens' wide vectors as one
-    HTML image (fits_a_strip), so a page of short sentences loads no plotly.js; else
-    learning_charts' plotly heatmap, which zooms and hovers. zmax, colorbar_title: a square
-    matrix's colour scale, as pair_matrix takes them."""
+    """A token-by-token (square) or token-by-dimension matrix as HTML, so a page of sentences
+    up to DRAW_LIMIT word pieces loads no plotly.js: cells with every number in them while it
+    is small (learning_charts.fits_a_grid), a few tokens' wide vectors as one image
+    (fits_a_strip), else one image of the cells with a readout (fits_an_image). Longer
+    sentences get learning_charts' plotly heatmap, which zooms and draws the first DRAW_LIMIT
+    tokens, as the page's limit_note says. zmax, colorbar_title: a square matrix's colour
+    scale, as pair_matrix takes them."""
     pair_scale = {"zmax": zmax, "colorbar_title": colorbar_title}
-    if learning_charts.fits_a_grid(matrix) and square:
+    written = learning_charts.fits_a_grid(matrix)
+    whole = learning_charts.fits_an_image(matrix, max_rows=learning_charts.DRAW_LIMIT)
+    if square and whole:
         show_html_figure(learning_charts.pair_grid(matrix, tokens, title, name=key, **pair_scale))
-    elif learning_charts.fits_a_grid(matrix):
+    elif square:
+        show_figure(learning_charts.pair_matrix(matrix, tokens, title, **pair_scale), key, filename)
+    elif not written and learning_charts.fits_a_strip(matrix):  # a few tokens' wide vectors
+        show_html_figure(learning_charts.token_strip(matrix, tokens, title, key, x_title))
+    elif whole:
         columns = [str(k) for k in range(matrix.shape[1])]
         show_html_figure(
             learning_charts.token_grid(matrix, tokens, columns, title, name=key, x_title=x_title)
         )
-    elif square:
-        show_figure(learning_charts.pair_matrix(matrix, tokens, title, **pair_scale), key, filename)
-    elif learning_charts.fits_a_strip(matrix):  # a few tokens' wide vectors: one image
-        show_html_figure(learning_charts.token_strip(matrix, tokens, title, key, x_title))
     else:
         show_figure(learning_charts.token_matrix(matrix, tokens, title, x_title), key, filename)
 

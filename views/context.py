@@ -47,6 +47,7 @@ for name, sentence in sentences.items():
     if note:
         st.caption(f"Sentence {name}: {note}")
 results = {name: learning.parameter_free(s.vectors) for name, s in sentences.items()}
+widgets.head_switch()  # the readout of a long sentence's matrices (one image each)
 
 
 def side_by_side(step: str, matrices: dict, title: str, square: bool, **figure_args) -> None:

@@ -9,6 +9,7 @@ from ui.escape import literal
 from ui.numbers import signed
 
 inputs, model = state.page_context()
+widgets.head_switch()  # the readout of the scores' image past 12 pieces
 
 st.title("Explanations side by side")
 st.markdown(
@@ -101,10 +102,14 @@ st.markdown(
     f"here the sum is off by {gradients.ig_gap:+.4f} with {gradients.ig_steps} steps."
 )
 merged = {label: view.scores(scores[name]) for label, name in zip(labels, scores, strict=True)}
-fig = explain_charts.methods_heatmap(
-    list(merged.values()), labels, view.labels, f"Scores per {unit}, each row ÷ its max |score|"
+widgets.show_scores_by_method(
+    merged,
+    view.labels,
+    f"Scores per {unit}, each row ÷ its max |score|",
+    unit,
+    key="xp_methods",
+    filename="explanations",
 )
-widgets.show_figure(fig, key="xp_methods", filename="explanations")
 table = {
     unit: view.labels,
     **{label: [round(float(v), 5) for v in merged[label]] for label in labels},
@@ -136,8 +141,9 @@ st.markdown(
     "Rank the word pieces by each method ([CLS] and [SEP] left out) and correlate the ranks: "
     "1 = same order, 0 = unrelated, −1 = reversed. Computed on word pieces."
 )
-fig = explain_charts.agreement_heatmap(rho, labels, "Rank agreement between methods")
-widgets.show_figure(fig, key="xp_rho", filename="rank-agreement")
+widgets.show_html_figure(  # a few methods: HTML, every ρ written in
+    explain_charts.agreement_grid(rho, labels, "Rank agreement between methods", name="xp_rho")
+)
 
 # 4 · Deletion.
 st.subheader("3 · The deletion test")

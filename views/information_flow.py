@@ -294,4 +294,5 @@ SECTIONS = {
 # One section at a time, drawn only when its tab is open: all at once were six figures and a
 # table, ~2.2 s of a first visit's browser work and ~0.7 s on every new sentence (1.8x and
 # 2.6x the reference app, bench/bench_browser.py). The URL keeps the open tab.
+widgets.head_switch()  # the readout of a long sentence's mixing matrices (one image each)
 widgets.section_tabs(SECTIONS, key="ex_section")

@@ -266,6 +266,7 @@ SECTIONS = {
 # One step at a time, drawn only when its tab is open: all seven at once were 12 figures,
 # ~2.8 s of a first visit's browser work and ~1.1 s on every new sentence (2.4x and 4.4x the
 # reference app, bench/bench_browser.py). The URL keeps the open tab.
+widgets.head_switch()  # the readout of a long sentence's matrices (one image each)
 widgets.section_tabs(SECTIONS, key="qkv_section")
 
 st.caption(
