@@ -318,10 +318,11 @@ def value_grid(
     the colour scale's bottom and top. bar_title and axis_titles (rows, columns): the code's own
     words; an underscore in bar_title subscripts what follows. name: the figure's
     data-figure attribute, by which tests find it. A value that is not finite is an empty
-    cell, and blank (the code's own words) says why: a masked score, by default. Written cells say what they are in a tooltip (hover), and their number
-    is printed, so a phone, without hover, loses nothing. The image's cells are too many to
-    print: widgets.HEAD_SWITCH_JS names the one under the pointer, and writes a clicked or
-    tapped one under the figure, from the figure's data-values (the numbers as text).
+    cell, and blank (the code's own words) says why: a masked score, by default. Written cells
+    say what they are in a tooltip (hover), and their number is printed, so a phone, without
+    hover, loses nothing. The image's cells are too many to print: widgets.HEAD_SWITCH_JS
+    names the one under the pointer, and writes a clicked or tapped one under the figure, from
+    the figure's data-values (the numbers as text).
     """
     n_rows, n_columns = matrix.shape
     if max(n_rows, n_columns) > IMAGE_UP_TO:
@@ -355,7 +356,7 @@ def value_grid(
         f'<span class="ae-bottom">{low:.{bar_decimals}f}</span></span>'
     )
     row_title, column_title = (escape(text) for text in axis_titles)
-    kind = " ae-dense" if dense else "" if numbers else " ae-image"
+    kind = (" ae-dense" if dense else "") if numbers else " ae-image"
     readout = "" if numbers else f'<div class="ae-readout" aria-live="polite">{CELL_HINT}</div>'
     data = (
         ""
