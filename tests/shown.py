@@ -126,6 +126,16 @@ class _HtmlFigureReader(HTMLParser):
             figure["series"].append(data)
 
 
+def html_figures_of(*markups: str) -> dict[str, dict]:
+    """html_figures of markup itself: the figures in these strings, by data-figure name."""
+    reader = _HtmlFigureReader()
+    for markup in markups:
+        reader.feed(markup)
+    for figure in reader.figures.values():
+        figure["numbers"] = [float(text) if text else np.nan for text in figure["numbers"]]
+    return reader.figures
+
+
 def html_figures(at) -> dict[str, dict]:
     """The HTML figures a page sent with a data-figure name (html_heatmap.value_grid, bar_rows,
     attention_grid), by that name: kind ("ae-matrix", "ae-bars" or "ae-heatmap"), title, note,
@@ -133,12 +143,7 @@ def html_figures(at) -> dict[str, dict]:
     attention grid's stores), image (a value grid drawn as one image), and numbers: a grid's
     row by row (nan for a masked cell; an image's from its data-values), the bars' label by
     label, each label's series in order."""
-    reader = _HtmlFigureReader()
-    for element in at.get("html"):
-        reader.feed(element.proto.body)
-    for figure in reader.figures.values():
-        figure["numbers"] = [float(text) if text else np.nan for text in figure["numbers"]]
-    return reader.figures
+    return html_figures_of(*(element.proto.body for element in at.get("html")))
 
 
 def bar_series(figure: dict) -> dict[str, np.ndarray]:

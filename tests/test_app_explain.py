@@ -212,6 +212,37 @@ def test_methods_heatmap_scales_each_row_and_escapes_tokens():
     assert [shown(t) for t in fig.layout.xaxis.ticktext] == ["[CLS]", "<b>x</b>", "[SEP]"]
 
 
+def test_methods_grid_scales_each_row_and_writes_tokens_as_text():
+    """The HTML picture of the same matrix: the same numbers, hostile tokens as text; an image
+    past 12 pieces, whose readout holds the scaled scores."""
+    from shown import html_figures_of
+
+    tokens = ["[CLS]", "<b>x</b>", "[SEP]"]
+    matrix = np.array([[0.5, 0.25, 0.25], [-2.0, 1.0, 0.0]])
+    grid = html_figures_of(explain_charts.methods_grid(matrix, ["a", "b"], tokens, "t", "w", "m"))
+    assert grid["m"]["columns"] == tokens and grid["m"]["rows"] == ["a", "b"]
+    np.testing.assert_allclose(grid["m"]["numbers"], [1.0, 0.5, 0.5, -1.0, 0.5, 0.0])
+    wide = np.tile(matrix, 7)  # (2, 21): one image
+    image = html_figures_of(
+        explain_charts.methods_grid(wide, ["a", "b"], tokens * 7, "t", "w", "m")
+    )
+    assert image["m"]["image"]
+    np.testing.assert_allclose(
+        image["m"]["numbers"], np.tile([[1, 0.5, 0.5], [-1, 0.5, 0]], 7).ravel()
+    )
+
+
+def test_agreement_grid_writes_every_rho_and_says_why_one_is_missing():
+    rho = np.array([[1.0, -0.25, np.nan], [-0.25, 1.0, np.nan], [np.nan, np.nan, np.nan]])
+    html = explain_charts.agreement_grid(rho, ["a", "b", "flat"], "ρ", "r")
+    from shown import html_figures_of
+
+    numbers = html_figures_of(html)["r"]["numbers"]
+    np.testing.assert_allclose(numbers[:2], [1.0, -0.25])
+    assert np.isnan(numbers[2])
+    assert 'title="a · flat: no ranking: every score alike"' in html
+
+
 def test_word_view_off_is_the_identity():
     tokens = ("[CLS]", "token", "##ization", "[SEP]")
     groups = words.word_groups(tokens)

@@ -63,6 +63,14 @@ def test_explanation_scores_table_is_the_heatmaps_rows():
     for method, row in zip(methods, drawn, strict=True):
         scores = np.asarray(table[method], dtype=np.float64)
         np.testing.assert_allclose(row, scores / np.abs(scores).max(), atol=0.0051)
+    # the rank agreement grid: Spearman's ρ of the table's columns, [CLS] and [SEP] left out
+    from scipy.stats import spearmanr
+
+    kept = ~table["word piece"].isin(["[CLS]", "[SEP]"]).to_numpy()
+    columns = np.array([np.asarray(table[method], dtype=np.float64)[kept] for method in methods])
+    expected = spearmanr(columns, axis=1).statistic  # (methods, methods)
+    rho = np.asarray(html_figures(at)["xp_rho"]["numbers"]).reshape(len(methods), len(methods))
+    np.testing.assert_allclose(rho, expected, atol=0.0051)  # written with two decimals
 
 
 def test_probe_sentences_table_lists_the_probe_sentences():

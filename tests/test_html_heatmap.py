@@ -365,6 +365,7 @@ def test_value_grid_past_twelve_is_one_image_whose_values_travel_as_text():
     rng = np.random.default_rng(3)
     matrix = rng.normal(size=(20, 7)) * 3
     matrix[4, 2] = -np.inf  # a masked score
+    matrix[0, 0] = -0.0  # read out as "0", as the written cells never print "-0.0"
     rows = [HOSTILE[i % len(HOSTILE)] for i in range(20)]
     columns = [str(j) for j in range(7)]
     html = html_heatmap.value_grid(
@@ -390,7 +391,7 @@ def test_value_grid_past_twelve_is_one_image_whose_values_travel_as_text():
     np.testing.assert_array_equal(pixels[..., :3][shown], expected[shown])
     assert pixels[4, 2, 3] == 0 and (pixels[..., 3][shown] == 255).all()
     written = figure.figure_attrs["data-values"].split(",")
-    assert len(written) == 20 * 7 and written[4 * 7 + 2] == ""
+    assert len(written) == 20 * 7 and written[4 * 7 + 2] == "" and written[0] == "0"
     back = np.array([float(v) if v else np.nan for v in written]).reshape(20, 7)
     np.testing.assert_allclose(back[shown], matrix[shown], rtol=5e-4)
     assert [c["text"] for c in figure.children if "ae-query" in c["class"]] == rows
@@ -677,3 +678,72 @@ def test_bar_rows_take_a_shared_scale_and_refuse_raw_markup_in_a_title():
     html_heatmap.bar_rows(
         ["a"], {"w": np.array([1.0])}, "Where &#91;x&#93; looks", "w", ["#1"], "t"
     )
+
+
+# ---- which picture a matrix gets, by size (ui/widgets.py) -------------------------------------
+def drawn_as(monkeypatch, show, *args) -> str:
+    """'written', 'image', 'strip' or 'plotly': what widgets.show_* sends for these arguments
+    (the page calls replaced by recorders, so no Streamlit runs)."""
+    from ui import widgets
+
+    sent: list[str] = []
+
+    def html(figure: str) -> None:
+        classes = re.search(r'<figure class="([^"]+)"', figure).group(1).split()
+        sent.append(
+            "image" if "ae-image" in classes else "strip" if "ae-wide" in classes else "written"
+        )
+
+    monkeypatch.setattr(widgets, "show_html_figure", html)
+    monkeypatch.setattr(widgets, "show_figure", lambda *_, **__: sent.append("plotly"))
+    show(*args)
+    (kind,) = set(sent)
+    return kind
+
+
+def test_widgets_draw_written_cells_an_image_or_plotly_by_size(monkeypatch):
+    """The edges the README gives: numbers written up to 12; one image up to 48 tokens on the
+    learning pages (their plotly figures draw the first 48) and up to 128 for mixing matrices
+    and explanation scores; a few tokens' 384-wide vectors as a strip; plotly past all that."""
+    from ui import widgets
+
+    def matrix(n_rows: int, n_columns: int) -> np.ndarray:
+        return np.random.default_rng(0).random((n_rows, n_columns))
+
+    def square(n: int):
+        return (widgets.show_matrix, matrix(n, n), ["t"] * n, "S", "k", "f", True)
+
+    def vectors(n: int, width: int):
+        return (widgets.show_matrix, matrix(n, width), ["t"] * n, "Q", "k", "f", False)
+
+    def mixing(n: int):
+        return (widgets.show_mixing, matrix(n, n), ["t"] * n, "R", "piece", "k", "f")
+
+    def scores(n: int):
+        return (
+            widgets.show_scores_by_method,
+            {"a": matrix(1, n)[0]},
+            ["t"] * n,
+            "s",
+            "u",
+            "k",
+            "f",
+        )
+
+    cases = [
+        (square(12), "written"),
+        (square(13), "image"),
+        (square(48), "image"),
+        (square(49), "plotly"),
+        (vectors(12, 64), "strip"),
+        (vectors(30, 8), "image"),
+        (vectors(13, 384), "plotly"),
+        (mixing(128), "image"),
+        (mixing(129), "plotly"),
+        (scores(12), "written"),
+        (scores(128), "image"),
+        (scores(129), "plotly"),
+    ]
+    for case, expected in cases:
+        shape = np.shape(case[1]) if case[0] is not widgets.show_scores_by_method else len(case[2])
+        assert drawn_as(monkeypatch, *case) == expected, (case[0].__name__, shape, expected)

@@ -492,6 +492,15 @@ def test_a_tap_on_a_long_sentences_query_image_names_the_cell(server, browser, m
         start = f"token 2: {tokens[2]} · dimension 5 · value "
         assert readout.startswith(start), readout
         assert float(readout[len(start) :]) == pytest.approx(query[2, 5], rel=1e-3, abs=1e-4)
+        # 2 px inside the far corner: the last cell, not one past it (at the very edge the
+        # colour bar's column or the page takes the tap)
+        image = figure.locator("img.ae-cells")
+        image.tap(position={"x": box["width"] - 2, "y": box["height"] - 2})
+        last = f"token {n - 1}: [SEP] · dimension 7 · value "
+        page.wait_for_function(
+            "([f, t]) => f.querySelector('.ae-readout').textContent.startsWith(t)",
+            arg=[figure.element_handle(), last],
+        )
         assert page_exceptions(page) == []
     finally:
         context.close()

@@ -68,6 +68,7 @@ HtmlFigure = NewType("HtmlFigure", str)
 RAW_MARKUP = re.compile(r"<|>|&(?!#\d+;)")
 
 NUMBERS_UP_TO = 12  # pieces: up to here every cell prints its weight (phones have no hover)
+IMAGE_UP_TO = 128  # rows or columns of a value grid drawn as one image, at most
 MAX_LABELS = 32  # labels along an axis on a wide screen, at most
 PHONE_LABELS = 16  # the same at most 640 px wide (the media query of preload's figure styles)
 
@@ -241,6 +242,7 @@ def attention_grid(
 
 
 READOUT_HINT = "Click or tap a cell: its query, key and weight show here."
+CELL_HINT = "Click or tap a cell: its row, column and value show here."  # a value grid's image
 
 
 # ---- every head's stores of a plotly figure, beside it -------------------------------------
@@ -335,12 +337,21 @@ def value_grid(
     numbers = max(n_rows, n_columns) <= NUMBERS_UP_TO
     if numbers:
         dense = n_columns > DENSE_FROM  # narrow cells: smaller type, shorter numbers
+        kind = "ae-matrix ae-dense" if dense else "ae-matrix"
         key_class = "ae-key ae-upright" if charts.upright_fits(list(column_labels)) else "ae-key"
         cells = _written_cells(
-            values, rows, columns, rgb, decimals, fractions, dense, key_class, escape(blank)
+            values,
+            rows,
+            columns,
+            rgb,
+            decimals=decimals,
+            fractions=fractions,
+            dense=dense,
+            key_class=key_class,
+            blank=escape(blank),
         )
     else:
-        dense = False
+        kind = "ae-matrix ae-image"
         cells = _image_cells(values, rows, columns, rgb, list(column_labels))
     gradient = ", ".join(f"{colour} {100 * position:g}%" for position, colour in scale)
     bar_decimals = 2 if fractions else decimals  # the ends as precisely as the cells
@@ -356,7 +367,6 @@ def value_grid(
         f'<span class="ae-bottom">{low:.{bar_decimals}f}</span></span>'
     )
     row_title, column_title = (escape(text) for text in axis_titles)
-    kind = (" ae-dense" if dense else "") if numbers else " ae-image"
     readout = "" if numbers else f'<div class="ae-readout" aria-live="polite">{CELL_HINT}</div>'
     data = (
         ""
@@ -365,7 +375,7 @@ def value_grid(
         f'data-values="{_values_text(values)}" data-blank="{escape(blank, quote=True)}"'
     )
     return HtmlFigure(
-        f'<figure class="ae-matrix{kind}" data-figure="{escape(name, quote=True)}"{data}>'
+        f'<figure class="{kind}" data-figure="{escape(name, quote=True)}"{data}>'
         f'<figcaption><b class="ae-title">{escape(title)}</b></figcaption>'
         '<div class="ae-body">'
         f'<span class="ae-axis ae-axis-query">{row_title}</span>'
@@ -378,15 +388,12 @@ def value_grid(
     )
 
 
-IMAGE_UP_TO = 128  # rows or columns of a value grid drawn as an image, at most
-CELL_HINT = "Click or tap a cell: its row, column and value show here."
-
-
 def _written_cells(
     values: np.ndarray,
     rows: list[str],
     columns: list[str],
     rgb: np.ndarray,
+    *,
     decimals: int,
     fractions: bool,
     dense: bool,
@@ -443,7 +450,8 @@ def _image_cells(
     ]
     # Square cells, unless that makes the figure over 1.5 times as tall as it is wide (a long
     # sentence's 8-wide queries) or its rows thinner than 1/24 of its width (six methods'
-    # scores over 32 pieces), where labels would overlap.
+    # scores over 32 pieces), where labels would overlap. How many labels show: at most
+    # MAX_LABELS a side, PHONE_LABELS in a figure under 26rem wide (preload's styles).
     height = min(max(n_rows / n_columns, min(n_rows / 24, 1.0)), 1.5)  # per unit of width
     place = (
         f"grid-row:2 / span {n_rows};grid-column:2 / span {n_columns};aspect-ratio:1 / {height:.4f}"
@@ -458,9 +466,10 @@ def _image_cells(
 def _values_text(values: np.ndarray) -> str:
     """(n, m) values -> their text, row after row, comma-separated, for the readout: four
     significant digits (a share of 1/40 is 0.025 to three decimals, 0.02497 here), a masked
-    value empty. Numbers only, so the attribute needs no escaping beyond its quotes."""
+    value empty, never "-0" (+ 0.0 turns -0.0 into 0.0). Numbers only, so the attribute needs
+    no escaping beyond its quotes."""
     return ",".join(
-        f"{value:.4g}" if np.isfinite(value) else "" for value in values.ravel().tolist()
+        f"{value + 0.0:.4g}" if np.isfinite(value) else "" for value in values.ravel().tolist()
     )
 
 

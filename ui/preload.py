@@ -110,6 +110,7 @@ _HTML_FIGURE_CSS = """<style>
   .ae-lab.ae-wide:not(.ae-narrow) { visibility: hidden; }
   .ae-lab.ae-narrow { visibility: visible; }
   .ae-query { max-width: 4.5rem; }
+  .ae-matrix .ae-query { max-width: 6rem; }  /* a method's name, cut, and six cells still fit */
 }
 /* value_grid and value_strip: a frame that fills a column up to a size where four cells
    still read as a matrix, not a table (cells, labels and colour bar as above). */
@@ -122,6 +123,13 @@ _HTML_FIGURE_CSS = """<style>
 .ae-matrix .ae-query { max-width: 8rem; }
 .ae-matrix .ae-key { max-height: 8rem; }
 .ae-matrix.ae-wide, .ae-matrix.ae-image { max-width: 36rem; }
+/* A value grid's image in a third of a page (Q, K and V side by side) is as narrow as on a
+   phone: its labels thin to the phone's set by the figure's own width, not the screen's. */
+.ae-matrix.ae-image { container: ae-figure / inline-size; }
+@container ae-figure (max-width: 26rem) {
+  .ae-lab.ae-wide:not(.ae-narrow) { visibility: hidden; }
+  .ae-lab.ae-narrow { visibility: visible; }
+}
 .ae-strip { aspect-ratio: auto; cursor: default; }
 .ae-strip-ends { grid-column: 2; display: flex; justify-content: space-between; font-size: 11px;
   opacity: 0.8; padding-bottom: 0.2rem; }

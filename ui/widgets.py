@@ -580,13 +580,13 @@ def show_matrix(
     zmax: float | None = 1.0,
     colorbar_title: str = "weight",
 ) -> None:
-    """A token-by-token (square) or token-by-dimension matrix as HTML, so a page of sentences
-    up to DRAW_LIMIT word pieces loads no plotly.js: cells with every number in them while it
-    is small (learning_charts.fits_a_grid), a few tokens' wide vectors as one image
-    (fits_a_strip), else one image of the cells with a readout (fits_an_image). Longer
-    sentences get learning_charts' plotly heatmap, which zooms and draws the first DRAW_LIMIT
-    tokens, as the page's limit_note says. zmax, colorbar_title: a square matrix's colour
-    scale, as pair_matrix takes them."""
+    """A token-by-token (square) or token-by-dimension matrix, as HTML where it fits, so that
+    a page of such matrices loads no plotly.js: cells with every number in them while it is
+    small (learning_charts.fits_a_grid); a few tokens' wide vectors (up to 12 rows of 384) as
+    one image (fits_a_strip); else, up to DRAW_LIMIT tokens and 128 columns, one image of the
+    cells with a readout (fits_an_image). Past those, learning_charts' plotly heatmap, which
+    zooms and draws the first DRAW_LIMIT tokens, as the page's limit_note says. zmax,
+    colorbar_title: a square matrix's colour scale, as pair_matrix takes them."""
     pair_scale = {"zmax": zmax, "colorbar_title": colorbar_title}
     written = learning_charts.fits_a_grid(matrix)
     whole = learning_charts.fits_an_image(matrix, max_rows=learning_charts.DRAW_LIMIT)
