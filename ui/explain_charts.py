@@ -175,8 +175,9 @@ def methods_grid(
 def agreement_grid(
     rho: np.ndarray, method_labels: Sequence[str], title: str, name: str
 ) -> html_heatmap.HtmlFigure:
-    """agreement_heatmap's picture as HTML: (M, M) Spearman's ρ written in every cell. A ρ that
-    is undefined (a method that scored every piece alike has no ranking) is an empty cell."""
+    """(M, M) Spearman's ρ between methods as HTML, written in every cell, on RdBu from −1 to 1.
+    A ρ that is undefined (a method that scored every piece alike has no ranking) is an empty
+    cell whose tooltip says so."""
     return html_heatmap.value_grid(
         np.asarray(rho, dtype=np.float64),
         method_labels,

@@ -326,7 +326,7 @@ HEAD_SWITCH_JS = """<script>
       '\\n' + text('.ae-axis-key') + ' ' + column + named(fig.querySelectorAll('.ae-key')[column].textContent, column) +
       '\\n' + text('.ae-bar-title') + ' ' + (value === '' ? fig.dataset.blank : value);
   };
-  const cellAt = event => {  // {target, fig, query, key, text} or null
+  const cellAt = event => {  // {target, fig, text}: the cell's element, figure and description; or null
     const target = event.target;
     if (!target.closest) return null;
     const fig = target.closest('.ae-heatmap, .ae-matrix[data-values]');
