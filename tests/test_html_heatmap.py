@@ -321,6 +321,30 @@ def image_pixels(figure: Figure) -> np.ndarray:
     return np.asarray(Image.open(io.BytesIO(base64.b64decode(image["src"].split(",", 1)[1]))))
 
 
+def grid_of(
+    matrix: np.ndarray,
+    rows: list[str],
+    columns: list[str],
+    scale_name: str = "Viridis",
+    value_range: tuple[float, float] = (0.0, 1.0),
+    decimals: int = 2,
+    name: str = "grid",
+) -> str:
+    """html_heatmap.value_grid of these cells on plotly's named scale; the titles are fixed."""
+    return html_heatmap.value_grid(
+        np.asarray(matrix, dtype=np.float64),
+        rows,
+        columns,
+        "t",
+        plotly.colors.get_colorscale(scale_name),
+        value_range,
+        decimals=decimals,
+        bar_title="value",
+        axis_titles=("row", "column"),
+        name=name,
+    )
+
+
 @pytest.mark.parametrize("scale_name", ["Viridis", "RdBu"])
 @pytest.mark.parametrize("n_columns", [11, 41])  # cells of their own; past 12, one image
 def test_value_grid_paints_plotlys_scale_over_the_range_given(scale_name, n_columns):
@@ -329,17 +353,12 @@ def test_value_grid_paints_plotlys_scale_over_the_range_given(scale_name, n_colu
     scale = plotly.colors.get_colorscale(scale_name)
     low, high = -2.0, 3.0
     values = np.linspace(low, high, n_columns)[None, :]  # (1, m)
-    html = html_heatmap.value_grid(
+    html = grid_of(
         np.concatenate([values, [[low - 5] + [high + 5] * (n_columns - 1)]]),  # (2, m)
         ["a", "b"],
         [str(j) for j in range(n_columns)],
-        "t",
-        scale,
+        scale_name,
         (low, high),
-        decimals=2,
-        bar_title="value",
-        axis_titles=("row", "column"),
-        name="test",
     )
     if n_columns <= html_heatmap.NUMBERS_UP_TO:
         cells = attrs_of_cells(html)
@@ -368,18 +387,7 @@ def test_value_grid_past_twelve_is_one_image_whose_values_travel_as_text():
     matrix[0, 0] = -0.0  # read out as "0", as the written cells never print "-0.0"
     rows = [HOSTILE[i % len(HOSTILE)] for i in range(20)]
     columns = [str(j) for j in range(7)]
-    html = html_heatmap.value_grid(
-        matrix,
-        rows,
-        columns,
-        "Q",
-        plotly.colors.get_colorscale("RdBu"),
-        (-9.0, 9.0),
-        decimals=1,
-        bar_title="value",
-        axis_titles=("token", "dimension"),
-        name="big",
-    )
+    html = grid_of(matrix, rows, columns, "RdBu", (-9.0, 9.0), decimals=1, name="big")
     figure = read(html)
     assert figure.figure_attrs["class"] == "ae-matrix ae-image"
     assert (figure.figure_attrs["data-rows"], figure.figure_attrs["data-columns"]) == ("20", "7")
@@ -406,18 +414,7 @@ def test_value_grid_past_twelve_is_one_image_whose_values_travel_as_text():
 def test_value_grid_refuses_more_than_it_can_draw_as_an_image():
     too_long = html_heatmap.IMAGE_UP_TO + 1
     with pytest.raises(ValueError, match="at most"):
-        html_heatmap.value_grid(
-            np.zeros((too_long, 2)),
-            ["x"] * too_long,
-            ["a", "b"],
-            "t",
-            plotly.colors.get_colorscale("Viridis"),
-            (0.0, 1.0),
-            decimals=2,
-            bar_title="v",
-            axis_titles=("r", "c"),
-            name="n",
-        )
+        grid_of(np.zeros((too_long, 2)), ["x"] * too_long, ["a", "b"])
 
 
 def test_value_grid_of_one_value_paints_the_scales_middle():
@@ -435,18 +432,7 @@ def test_value_grid_of_one_value_paints_the_scales_middle():
 
 def test_value_grid_writes_every_number_in_row_order_and_masked_cells_stay_empty():
     matrix = np.array([[4.0, 2.0, -np.inf], [0.125, 6.0, 1.0]])  # rows a, b; columns x, y, z
-    html = html_heatmap.value_grid(
-        matrix,
-        ["a", "b"],
-        ["x", "y", "z"],
-        "S",
-        plotly.colors.get_colorscale("Viridis"),
-        (0.0, 6.0),
-        decimals=1,
-        bar_title="score",
-        axis_titles=("query", "key"),
-        name="grid",
-    )
+    html = grid_of(matrix, ["a", "b"], ["x", "y", "z"], value_range=(0.0, 6.0), decimals=1)
     figure = read(html)
     numbers = [c["text"] for c in figure.children if c["tag"] == "i"]
     assert numbers == ["4.0", "2.0", "", "0.1", "6.0", "1.0"]
@@ -460,18 +446,7 @@ def test_value_grid_writes_every_number_in_row_order_and_masked_cells_stay_empty
 
 def test_value_grid_shows_hostile_labels_as_text_even_in_tooltips():
     n = len(HOSTILE)
-    html = html_heatmap.value_grid(
-        np.eye(n),
-        HOSTILE,
-        HOSTILE,
-        "α",
-        plotly.colors.get_colorscale("Viridis"),
-        (0.0, 1.0),
-        decimals=2,
-        bar_title="weight",
-        axis_titles=("query", "key"),
-        name="hostile",
-    )
+    html = grid_of(np.eye(n), HOSTILE, HOSTILE, name="hostile")
     figure = read(html)
     assert [c["text"] for c in figure.children if "ae-query" in c["class"]] == HOSTILE
     assert [c["text"] for c in figure.children if "ae-key" in c["class"]] == HOSTILE
@@ -644,18 +619,7 @@ def test_value_grid_never_writes_minus_zero_and_dense_grids_stay_short():
     """-0.04 at one decimal is 0.0, as plotly's cell numbers were; past DENSE_FROM columns a
     number keeps to four characters (-12.34 -> -12), and the figure is marked dense."""
     matrix = np.array([[-0.04, -12.34, 0.5, 1.25, -0.62, 2.0, 3.0, 4.0]])
-    html = html_heatmap.value_grid(
-        matrix,
-        ["a"],
-        [str(j) for j in range(8)],
-        "Q",
-        plotly.colors.get_colorscale("RdBu"),
-        (-13.0, 13.0),
-        decimals=1,
-        bar_title="value",
-        axis_titles=("token", "dimension"),
-        name="dense",
-    )
+    html = grid_of(matrix, ["a"], [str(j) for j in range(8)], "RdBu", (-13.0, 13.0), decimals=1)
     numbers = [c["text"] for c in read(html).children if c["tag"] == "i"]
     assert numbers == [".0", "-12", ".5", "1.2", "-.6", "2.0", "3.0", "4.0"]
     assert 'class="ae-matrix ae-dense"' in html

@@ -78,6 +78,28 @@ def stops_rgb() -> list[list[int]]:
     return [[int(colour[i : i + 2], 16) for i in (1, 3, 5)] for colour in VIRIDIS]
 
 
+def _colour_bar(
+    column: int, n_rows: int, gradient: str, title: str, top: str, bottom: str
+) -> list[str]:
+    """A figure's colour bar: its title above, then the ramp in grid column `column`, beside
+    the n_rows rows of cells and as tall as they are, with its two ends written.
+
+    gradient: a CSS gradient's colour stops, bottom to top. title, top, bottom: markup, the
+    code's own words and numbers, escaped by the caller.
+    """
+    return [
+        f'<span class="ae-bar-title" style="grid-row:1;grid-column:{column}">{title}</span>',
+        f'<span class="ae-colourbar" style="grid-row:2 / span {n_rows};grid-column:{column}">'
+        f'<span class="ae-ramp" style="background:linear-gradient(to top, {gradient})"></span>'
+        f'<span class="ae-top">{top}</span><span class="ae-bottom">{bottom}</span></span>',
+    ]
+
+
+def _scale_gradient(scale: ColourScale) -> str:
+    """A plotly colour scale ((position 0..1, colour), in order) as CSS gradient stops."""
+    return ", ".join(f"{colour} {100 * position:g}%" for position, colour in scale)
+
+
 def cell_rgb(weights: np.ndarray, zmax: float) -> np.ndarray:
     """(n, m) weights -> (n, m, 3) uint8: Viridis from 0 to zmax, linear between its stops.
 
@@ -212,13 +234,7 @@ def attention_grid(
             f'<img class="ae-cells" alt="attention weights: rows are queries, columns keys" '
             f'style="{place}" src="{image}">'
         )
-    # the colour bar in a column of its own, beside the cells and as tall as they are
-    cells.append(f'<span class="ae-bar-title" style="grid-row:1;grid-column:{n + 2}">weight</span>')
-    cells.append(
-        f'<span class="ae-colourbar" style="grid-row:2 / span {n};grid-column:{n + 2}">'
-        f'<span class="ae-ramp" style="background:linear-gradient(to top, {gradient})"></span>'
-        f'<span class="ae-top">{shown["top"]}</span><span class="ae-bottom">0</span></span>'
-    )
+    cells += _colour_bar(n + 2, n, gradient, "weight", shown["top"], "0")
 
     store_json = json.dumps(stores, separators=(",", ":"))
     attributes = (
@@ -353,18 +369,14 @@ def value_grid(
     else:
         kind = "ae-matrix ae-image"
         cells = _image_cells(values, rows, columns, rgb, list(column_labels))
-    gradient = ", ".join(f"{colour} {100 * position:g}%" for position, colour in scale)
     bar_decimals = 2 if fractions else decimals  # the ends as precisely as the cells
-    cells.append(
-        f'<span class="ae-bar-title" style="grid-row:1;grid-column:{n_columns + 2}">'
-        f"{charts.subscripts(escape(bar_title))}</span>"  # x_i·x_j as on the plotly maps
-    )
-    cells.append(
-        f'<span class="ae-colourbar" style="grid-row:2 / span {n_rows};'
-        f'grid-column:{n_columns + 2}">'
-        f'<span class="ae-ramp" style="background:linear-gradient(to top, {gradient})"></span>'
-        f'<span class="ae-top">{high:.{bar_decimals}f}</span>'
-        f'<span class="ae-bottom">{low:.{bar_decimals}f}</span></span>'
+    cells += _colour_bar(
+        n_columns + 2,
+        n_rows,
+        _scale_gradient(scale),
+        charts.subscripts(escape(bar_title)),  # x_i·x_j as on the plotly maps
+        f"{high:.{bar_decimals}f}",
+        f"{low:.{bar_decimals}f}",
     )
     row_title, column_title = (escape(text) for text in axis_titles)
     readout = "" if numbers else f'<div class="ae-readout" aria-live="polite">{CELL_HINT}</div>'
@@ -507,14 +519,8 @@ def value_strip(
         f'alt="{n_rows} × {n_columns} values, one pixel each" '
         f'title="{n_rows} × {n_columns} values: the CSV below holds every number">'
     )
-    gradient = ", ".join(f"{colour} {100 * position:g}%" for position, colour in scale)
-    cells.append(
-        f'<span class="ae-bar-title" style="grid-row:1;grid-column:3">{escape(bar_title)}</span>'
-    )
-    cells.append(
-        f'<span class="ae-colourbar" style="grid-row:2 / span {n_rows};grid-column:3">'
-        f'<span class="ae-ramp" style="background:linear-gradient(to top, {gradient})"></span>'
-        f'<span class="ae-top">{high:.2f}</span><span class="ae-bottom">{low:.2f}</span></span>'
+    cells += _colour_bar(
+        3, n_rows, _scale_gradient(scale), escape(bar_title), f"{high:.2f}", f"{low:.2f}"
     )
     return HtmlFigure(
         f'<figure class="ae-matrix ae-wide" data-figure="{escape(name, quote=True)}">'
