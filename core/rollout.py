@@ -22,6 +22,7 @@ from __future__ import annotations
 import warnings
 import weakref
 
+import numba
 import numpy as np
 import torch
 from scipy.sparse import csr_matrix
@@ -135,18 +136,18 @@ def _centred_output_projection(model: BertEncoder, layer: int) -> torch.Tensor:
     return per_layer[layer]
 
 
-# Keys are taken in blocks whose largest arrays, the stacked ũ and x̃ (rows, keys, d) and the
-# mixed weights (keys, H, n_q), stay under 1 MB each: such a block stays in cache, and glibc
-# (tuned in ui/housekeeping.py) serves it from memory already mapped instead of fresh pages. On
-# one thread (bench/bench_explain.py) this took the contributions from ~320 to ~110 ms at 512
-# pieces and from ~28 to ~15 ms at 128 (four blocks of MiniLM's keys there). 0.4, 0.6, 1.6, 2.5
-# and 4 MB were all slower.
+# ũ is worked out for a block of keys at a time, in one buffer reused by every block and layer:
+# it stays under KEY_BLOCK_BYTES, which keeps it in the core's cache, and under the app's 1 MB
+# malloc threshold (ui/housekeeping.py), above which every new array is a fresh mapping whose
+# pages are faulted in on first touch.
 KEY_BLOCK_BYTES = 1_000_000
 
 
-def _keys_per_block(rows: int, width: int) -> int:
-    """How many keys fit in one block: its arrays are (rows, keys, width) float32."""
-    return max(1, KEY_BLOCK_BYTES // (4 * rows * width))
+def _keys_per_block(n_heads: int, d_model: int, n: int) -> int:
+    """Keys per block, all blocks alike: the block of ũ is (H, keys, d) float32."""
+    most = max(1, KEY_BLOCK_BYTES // (4 * n_heads * d_model))
+    blocks = -(-n // most)
+    return -(-n // blocks)
 
 
 def _read_only(array: np.ndarray) -> torch.Tensor:
@@ -159,16 +160,102 @@ def _read_only(array: np.ndarray) -> torch.Tensor:
         return torch.from_numpy(array)
 
 
-def _by_key(attention: np.ndarray, out: torch.Tensor) -> torch.Tensor:
-    """(H, n_q, n_k) -> out (H, n_k, n_q): every head's matrix transposed.
+# The two loops below are compiled by numba (cache=True keeps the machine code on disk; nogil
+# lets two sessions run them at once). Written with torch, the same sums needed a keys-first copy
+# of the weights, a batch of tiny 12 × 12 products and MKL's Gram matrices padded to 16 rows:
+# the norm-based rollout took 0.24x of a forward pass at 128 pieces and 0.33x at 512, against
+# 0.16x and 0.22x with the loops (bench/bench_explain.py). "reassoc" lets the compiler sum a dot
+# product in vector lanes and "contract" fuse a multiply and an add, as BLAS does: the rounding
+# differs, not the sum.
+@numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
+def _key_grams(u_tilde: np.ndarray, x_tilde: np.ndarray, gram: np.ndarray, first_key: int) -> None:
+    """Each key's Gram matrix G_j, the dot products of its vectors, into gram (H + 1, H + 1, n).
 
-    Then out[:, j] (H, n_q) holds key j's weights with its rows contiguous, as bmm wants. One
-    2-D transpose per head: ~4x faster than moving the key axis in front of the heads.
+    G_j is symmetric: only its upper triangle is written. u_tilde (H, c, d) holds ũ_j^h for c
+    keys from first_key on, x_tilde (c, d) their x̃_j. Then gram[h, h', j] = ũ_j^h · ũ_j^h'
+    (h ≤ h' < H), gram[h, H, j] = ũ_j^h · x̃_j and gram[H, H, j] = ‖x̃_j‖².
     """
-    weights = _read_only(attention)
-    for head in range(len(weights)):
-        out[head].copy_(weights[head].T)
-    return out
+    n_heads, n_keys, d = u_tilde.shape
+    for j in range(n_keys):
+        key = first_key + j
+        x_j = x_tilde[j]
+        for h in range(n_heads):
+            u_h = u_tilde[h, j]
+            for other in range(h, n_heads):
+                u_other = u_tilde[other, j]
+                total = np.float32(0.0)
+                for dim in range(d):
+                    total += u_h[dim] * u_other[dim]
+                gram[h, other, key] = total
+            total = np.float32(0.0)
+            for dim in range(d):
+                total += u_h[dim] * x_j[dim]
+            gram[h, n_heads, key] = total
+        total = np.float32(0.0)
+        for dim in range(d):
+            total += x_j[dim] * x_j[dim]
+        gram[n_heads, n_heads, key] = total
+
+
+@numba.njit(cache=True, nogil=True, fastmath={"contract"})
+def _norms_from_grams(attention: np.ndarray, gram: np.ndarray, out: np.ndarray) -> None:
+    """out[i, j] = ‖Σ_h α_ij^h ũ_j^h + [i = j]·x̃_i‖ for every query i and key j.
+
+    attention (H, n_q, n_k) is α; gram (H + 1, H + 1, n_k) as _key_grams leaves it. The square
+    is Σ_h α_ij^h (G_j[h, h] α_ij^h + 2 Σ_h'>h G_j[h, h'] α_ij^h'), plus on the diagonal the
+    skip connection's 2 Σ_h α_ii^h ũ_i^h·x̃_i + ‖x̃_i‖². The keys are the inner loop: α's rows
+    and the Gram entries are both contiguous along them.
+    """
+    n_heads, n_queries, n_keys = attention.shape
+    squared = np.empty(n_keys, dtype=np.float32)
+    later_heads = np.empty(n_keys, dtype=np.float32)  # Σ_h'>h G_j[h, h'] α_ij^h', per key j
+    for i in range(n_queries):
+        squared[:] = 0.0
+        for h in range(n_heads):
+            alpha_h = attention[h, i]  # (n_k,) this head's weights of query i
+            later_heads[:] = 0.0
+            for other in range(h + 1, n_heads):
+                alpha_other = attention[other, i]
+                products = gram[h, other]
+                for j in range(n_keys):
+                    later_heads[j] += products[j] * alpha_other[j]
+            own = gram[h, h]
+            for j in range(n_keys):
+                squared[j] += alpha_h[j] * (own[j] * alpha_h[j] + 2 * later_heads[j])
+        skip = gram[n_heads, n_heads, i]
+        for h in range(n_heads):
+            skip += 2 * attention[h, i, i] * gram[h, n_heads, i]
+        squared[i] += skip
+        for j in range(n_keys):  # rounding can leave a tiny negative square
+            out[i, j] = np.sqrt(max(squared[j], np.float32(0.0)))
+
+
+def _contribution_norms(model: BertEncoder, trace: Trace, layers: range) -> np.ndarray:
+    """(len(layers), n_q, n_k) ‖P(z_ij)‖ per layer: the contribution norms before ÷ σ_i.
+
+    ‖Σ_h α_ij^h ũ_j^h + δ_ij x̃_i‖², with ũ_j^h = P(v_j^h W_Oʰ) and x̃ = P(x), without building
+    the (n, n, d) block: it needs only each key's dot products among [ũ_j^1 … ũ_j^H, x̃_j].
+    """
+    n, n_heads, d = trace.n_tokens, model.n_heads, model.d_model
+    block = _keys_per_block(n_heads, d, n)
+    u_buffer = torch.empty(n_heads * block * d)  # ũ of one block of keys
+    gram = np.empty((n_heads + 1, n_heads + 1, n), dtype=np.float32)  # (H + 1, H + 1, n_k)
+    norms = np.empty((len(layers), n, n), dtype=np.float32)  # (layers, n_q, n_k)
+    for index, layer in enumerate(layers):
+        gamma = model.layers[layer].attn_norm[0].float()  # (d,)
+        # ũ_j^h = v_j^h P(W_Oʰ): P is linear, so it is folded into W_O once per model
+        centred_w_o = _centred_output_projection(model, layer)  # (H, d_head, d)
+        x = _read_only(trace.hidden_states[layer])  # (n, d): the layer's input
+        x_tilde = _centre_and_scale(x, gamma)  # (n, d)
+        values = _read_only(trace.values[layer])  # (H, n, d_head)
+        for start in range(0, n, block):
+            keys = slice(start, min(start + block, n))
+            # a shorter last block is a prefix of the buffer, contiguous as bmm's out wants
+            u_tilde = u_buffer[: n_heads * (keys.stop - start) * d].view(n_heads, -1, d)
+            torch.bmm(values[:, keys], centred_w_o, out=u_tilde)  # (H, c, d)
+            _key_grams(u_tilde.numpy(), x_tilde[keys].numpy(), gram, start)
+        _norms_from_grams(trace.attentions[layer], gram, norms[index])
+    return norms
 
 
 def layer_contributions(model: BertEncoder, trace: Trace, layer: int) -> np.ndarray:
@@ -185,65 +272,8 @@ def layer_contributions(model: BertEncoder, trace: Trace, layer: int) -> np.ndar
     attention_out = model.attention_weights(layer).output(merge_heads(alpha @ values))  # (n, d)
     pre_norm = x + attention_out
     sigma = torch.sqrt(pre_norm.var(dim=-1, unbiased=False) + model.dims.layer_norm_eps)  # (n,)
-    by_key = _by_key(trace.attentions[layer], torch.empty(alpha.shape))  # n_q = n_k
-    norms = _centred_norms(model, layer, x, by_key, values)
-    return (norms / sigma[:, None]).numpy()
-
-
-def _gram_rows(n_heads: int) -> int:
-    """Rows of each key's Gram block: the heads' ũ, then x̃, then zeros up to a multiple of 8.
-
-    MKL's small-matrix kernels like multiples of 8: for MiniLM, 16 rows ran faster than the 12
-    heads alone, and 13 rows 1.8x slower (bench/bench_explain.py, one thread).
-    """
-    return -(-(n_heads + 1) // 8) * 8
-
-
-def _centred_norms(
-    model: BertEncoder,
-    layer: int,
-    x: torch.Tensor,
-    by_key: torch.Tensor,
-    values: torch.Tensor,
-) -> torch.Tensor:
-    """(n, n) ‖P(z_ij)‖, the contribution norms before LayerNorm's division by σ_i.
-
-    x (n, d) is the layer's input, by_key (H, n_k, n_q) its attention weights as _by_key lays
-    them out, values (H, n, d_head) its value vectors.
-    """
-    gamma = model.layers[layer].attn_norm[0].float()  # (d,)
-    # ũ_j^h = P(v_j^h W_Oʰ) = v_j^h P(W_Oʰ): P is linear, so it is folded into W_O once per model.
-    centred_w_o = _centred_output_projection(model, layer)  # (H, d_head, d)
-    x_tilde = _centre_and_scale(x, gamma)  # (n, d)
-    n_heads, n, _ = by_key.shape
-    d = centred_w_o.shape[-1]
-    rows = _gram_rows(n_heads)
-    # ‖Σ_h α_ij^h ũ_j^h + δ_ij x̃_i‖² without building the (n, n, d) block: through the Gram
-    # matrix of key j's rows [ũ_j^1 … ũ_j^H, x̃_j, 0 …]. Its top-left H × H block G_j gives
-    # Σ_h,h' α_ij^h α_ij^h' ũ_j^h·ũ_j^h'; row H gives the residual's ũ_j^h·x̃_j and ‖x̃_j‖².
-    squared = torch.empty(n, n)  # (n_k, n_q)
-    cross = torch.empty(n, n_heads)  # (n, H): ũ_j^h · x̃_j
-    x_squared = torch.empty(n)  # (n,): ‖x̃_j‖²
-    block = _keys_per_block(rows, max(d, n))
-    stacked = torch.zeros(rows, block, d)  # (rows, c, d); its padding rows are never written
-    for start in range(0, n, block):
-        keys = slice(start, min(start + block, n))
-        if keys.stop - start < block:  # the last, shorter block: its own, contiguous buffer
-            stacked = torch.zeros(rows, keys.stop - start, d)
-        torch.bmm(values[:, keys], centred_w_o, out=stacked[:n_heads])  # (H, c, d): ũ
-        stacked[n_heads].copy_(x_tilde[keys])  # (c, d): x̃
-        per_key = stacked.transpose(0, 1)  # (c, rows, d), a view
-        gram = torch.bmm(per_key, per_key.transpose(1, 2))  # (c, rows, rows)
-        alpha = by_key[:, keys].transpose(0, 1)  # (H, c, n_q) -> (c, H, n_q), a view
-        # (c, H, n_q): α_ij^h Σ_h' G_j[h, h'] α_ij^h'
-        mixed = torch.bmm(gram[:, :n_heads, :n_heads], alpha).mul_(alpha)
-        torch.sum(mixed, dim=1, out=squared[keys])  # (c, n_q)
-        cross[keys] = gram[:, :n_heads, n_heads]  # (c, H)
-        x_squared[keys] = gram[:, n_heads, n_heads]  # (c,)
-    # the residual adds x̃_i to the diagonal term: + 2 Σ_h α_ii^h ũ_i^h · x̃_i + ‖x̃_i‖²
-    self_weights = torch.diagonal(by_key, dim1=1, dim2=2)  # (H, n): α_ii^h
-    squared.diagonal().add_(2 * (self_weights.T * cross).sum(1) + x_squared)
-    return squared.clamp_min_(0).sqrt_().T  # (n_k, n_q) -> (n_q, n_k)
+    norms = _contribution_norms(model, trace, range(layer, layer + 1))[0]
+    return norms / sigma[:, None].numpy()
 
 
 def contribution_mixing(model: BertEncoder, trace: Trace) -> np.ndarray:
@@ -252,18 +282,9 @@ def contribution_mixing(model: BertEncoder, trace: Trace) -> np.ndarray:
     LayerNorm divides row i by one σ_i, which cancels when the row is divided by its sum: the
     shares need only ‖P(z_ij)‖, not the attention output that σ_i would cost.
     """
-    by_key = torch.empty(model.n_heads, trace.n_tokens, trace.n_tokens)  # one buffer, all layers
-    shares = []
-    for layer in range(model.n_layers):
-        norms = _centred_norms(
-            model,
-            layer,
-            _read_only(trace.hidden_states[layer]),
-            _by_key(trace.attentions[layer], by_key),
-            _read_only(trace.values[layer]),
-        )
-        shares.append(norms / norms.sum(dim=-1, keepdim=True))
-    return torch.stack(shares).numpy()  # (L, n, n)
+    norms = _contribution_norms(model, trace, range(model.n_layers))
+    norms /= norms.sum(axis=-1, keepdims=True)
+    return norms  # (L, n, n)
 
 
 def contribution_rollout(model: BertEncoder, trace: Trace) -> np.ndarray:

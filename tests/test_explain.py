@@ -175,7 +175,7 @@ def test_norm_contributions_equal_a_per_head_loop_with_column_slices_of_w_o(
     model, reference, keys_per_block, monkeypatch
 ):
     if keys_per_block:  # blocks of 2 keys (and 1 at the end): the split must change nothing
-        monkeypatch.setattr(rollout, "_keys_per_block", lambda rows, width: keys_per_block)
+        monkeypatch.setattr(rollout, "_keys_per_block", lambda rows, width, n: keys_per_block)
     trace = model.run("The river bank flooded.")
     n, d, d_head = trace.n_tokens, model.d_model, model.d_head
     layer = 2
@@ -225,6 +225,41 @@ def test_norm_contributions_equal_a_per_head_loop_with_column_slices_of_w_o(
         + beta
     )
     torch.testing.assert_close(rebuilt, captured["h"], atol=1e-4, rtol=1e-4)
+
+
+def contribution_norms_from_the_whole_block(model, trace, layer: int) -> np.ndarray:
+    """(n, n) ‖P(z_ij)‖ / σ_i in float64, with every z_ij built: the (n, n, d) block in full."""
+    x = torch.tensor(trace.hidden_states[layer], dtype=torch.float64)  # (n, d)
+    alpha = torch.tensor(trace.attentions[layer], dtype=torch.float64)  # (H, n, n)
+    values = torch.tensor(trace.values[layer], dtype=torch.float64)  # (H, n, d_head)
+    w_o = model.attention_weights(layer).output.weight.double()  # (d, H·d_head)
+    b_o = model.attention_weights(layer).output.bias.double()
+    gamma = model.layers[layer].attn_norm[0].double()
+    per_head = w_o.T.reshape(model.n_heads, model.d_head, -1)  # (H, d_head, d)
+    transformed = torch.einsum("hjk,hkd->hjd", values, per_head)  # (H, n, d): v_j^h W_Oʰ
+    z = torch.einsum("hij,hjd->ijd", alpha, transformed)  # (n_q, n_k, d)
+    z[range(len(x)), range(len(x))] += x  # the skip connection: x_i joins z_ii
+    sigma = torch.sqrt((z.sum(dim=1) + b_o).var(dim=-1, unbiased=False) + model.dims.layer_norm_eps)
+    centred = gamma * (z - z.mean(dim=-1, keepdim=True))  # P(z_ij)
+    return (centred.norm(dim=-1) / sigma[:, None]).numpy()
+
+
+@pytest.mark.parametrize("which", ["minilm_causal_two_blocks", "tiny_four_heads"])
+def test_norm_contributions_equal_the_whole_block_in_every_layer(model, tiny32, which):
+    if which == "tiny_four_heads":  # 4 heads of 8 dimensions: nothing assumes MiniLM's 12 × 32
+        encoder, trace = tiny32, tiny32.run("the river bank flows", "money grows")
+    else:  # 70 pieces, causal, unscaled: the keys go in two default blocks, α has zero columns
+        encoder = model
+        trace = model.run(
+            " ".join(["the bank of the river flooded ."] * 10), causal=True, scale=False
+        )
+        assert (
+            rollout._keys_per_block(model.n_heads, model.d_model, trace.n_tokens) < trace.n_tokens
+        )
+    for layer in range(encoder.n_layers):
+        expected = contribution_norms_from_the_whole_block(encoder, trace, layer)
+        ours = rollout.layer_contributions(encoder, trace, layer)
+        np.testing.assert_allclose(ours, expected, rtol=1e-4, atol=1e-5)
 
 
 def test_norm_rollout_rows_are_shares_and_differ_from_attention_rollout(model):
