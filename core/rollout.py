@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import warnings
 import weakref
+from collections.abc import Callable
 
 import numba
 import numpy as np
@@ -160,14 +161,30 @@ def _read_only(array: np.ndarray) -> torch.Tensor:
         return torch.from_numpy(array)
 
 
-# The two loops below are compiled by numba (cache=True keeps the machine code on disk; nogil
-# lets two sessions run them at once). Written with torch, the same sums needed a keys-first copy
-# of the weights, a batch of tiny 12 × 12 products and MKL's Gram matrices padded to 16 rows:
-# the norm-based rollout took 0.24x of a forward pass at 128 pieces and 0.33x at 512, against
-# 0.16x and 0.22x with the loops (bench/bench_explain.py). "reassoc" lets the compiler sum a dot
-# product in vector lanes and "contract" fuse a multiply and an add, as BLAS does: the rounding
-# differs, not the sum.
-@numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
+def _compiled(fastmath: set[str]) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """numba.njit, keeping the machine code on disk when some cache folder can be written.
+
+    numba looks beside the source, then in the user's cache folder; with neither writable (a
+    read-only install and home) cache=True fails at import, so the loops compile per process.
+    nogil lets two sessions run them at once.
+    """
+
+    def decorate(function: Callable[..., None]) -> Callable[..., None]:
+        try:
+            return numba.njit(cache=True, nogil=True, fastmath=fastmath)(function)
+        except RuntimeError:  # "cannot cache function ...: no locator available"
+            return numba.njit(nogil=True, fastmath=fastmath)(function)
+
+    return decorate
+
+
+# The two loops below are compiled by numba. Written with torch, the same sums needed a
+# keys-first copy of the weights, a batch of tiny 12 × 12 products and MKL's Gram matrices
+# padded to 16 rows: the norm-based rollout took 0.24x of a forward pass at 128 pieces and 0.33x
+# at 512, against 0.16x and 0.22x with the loops (bench/bench_explain.py). "reassoc" lets the
+# compiler sum a dot product in vector lanes and "contract" fuse a multiply and an add, as BLAS
+# does: the rounding differs, not the sum.
+@_compiled(fastmath={"reassoc", "contract"})
 def _key_grams(u_tilde: np.ndarray, x_tilde: np.ndarray, gram: np.ndarray, first_key: int) -> None:
     """Each key's Gram matrix G_j, the dot products of its vectors, into gram (H + 1, H + 1, n).
 
@@ -197,7 +214,7 @@ def _key_grams(u_tilde: np.ndarray, x_tilde: np.ndarray, gram: np.ndarray, first
         gram[n_heads, n_heads, key] = total
 
 
-@numba.njit(cache=True, nogil=True, fastmath={"contract"})
+@_compiled(fastmath={"contract"})
 def _norms_from_grams(attention: np.ndarray, gram: np.ndarray, out: np.ndarray) -> None:
     """out[i, j] = ‖Σ_h α_ij^h ũ_j^h + [i = j]·x̃_i‖ for every query i and key j.
 

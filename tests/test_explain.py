@@ -262,6 +262,28 @@ def test_norm_contributions_equal_the_whole_block_in_every_layer(model, tiny32, 
         np.testing.assert_allclose(ours, expected, rtol=1e-4, atol=1e-5)
 
 
+def test_loops_compile_where_no_cache_folder_can_be_written(monkeypatch):
+    import numba
+
+    compile_for_real = numba.njit
+
+    def njit_without_a_cache_folder(**options):
+        if options.get("cache"):  # what numba raises with a read-only install and home
+            raise RuntimeError("cannot cache function 'plus_one': no locator available for file")
+        return compile_for_real(**options)
+
+    def plus_one(values, out):
+        for i in range(len(values)):
+            out[i] = values[i] + 1
+
+    monkeypatch.setattr(rollout.numba, "njit", njit_without_a_cache_folder)
+    compiled = rollout._compiled(fastmath={"contract"})(plus_one)
+    out = np.zeros(3)
+    compiled(np.arange(3.0), out)
+    np.testing.assert_array_equal(out, [1.0, 2.0, 3.0])
+    assert isinstance(compiled, numba.core.registry.CPUDispatcher)  # compiled, not plain Python
+
+
 def test_norm_rollout_rows_are_shares_and_differ_from_attention_rollout(model):
     trace = model.run("Fruit flies like a banana.")
     rolled = rollout.contribution_rollout(model, trace)
