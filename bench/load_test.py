@@ -210,9 +210,11 @@ class Session:
         if websocket is self.websocket and not self.closed:
             self.script_errors.append("websocket closed")
 
-    async def visit(self, app_page: AppPage) -> None:
+    async def visit(self, app_page: AppPage, figure: bool = True) -> None:
         """Open a page keeping the current URL parameters (the sentence), like the nav does; a
-        page drawn in tabs opens on the tab that reads the sentence, which a new one redraws."""
+        page drawn in tabs opens on the tab that reads the sentence, which a new one redraws.
+
+        figure=False: wait for the run only (the Lab draws nothing before it is trained)."""
         kept = (
             urllib.parse.parse_qsl(urllib.parse.urlsplit(self.page.url).query)
             if self.page.url.startswith("http")
@@ -229,7 +231,8 @@ class Session:
         )
         self.closed = False
         await settled(self.runs, mark, 180)
-        await self.page.wait_for_selector(FIGURE_SELECTOR, timeout=180_000)
+        if figure:
+            await self.page.wait_for_selector(FIGURE_SELECTOR, timeout=180_000)
 
     async def round(self, round_index: int, report: Report) -> None:
         where = f"session {self.index}, round {round_index}"
@@ -322,7 +325,7 @@ async def tour_memory() -> int:
                 await visitor.start(browser)
                 print(f"{'page':36s}{'RSS, default sentence':>24s}", flush=True)
                 for app_page in pages:
-                    await visitor.visit(app_page)
+                    await visitor.visit(app_page, figure=follows_sidebar(app_page))
                     rss = tree_rss_bytes(server.process.pid)
                     print(f"{app_page.title[:35]:36s}{rss / 1e6:>20.0f} MB", flush=True)
                 after_tour = tree_rss_bytes(server.process.pid)
@@ -332,7 +335,7 @@ async def tour_memory() -> int:
                 await field_.press("Control+Enter")
                 await settled(visitor.runs, mark)
                 for app_page in pages:
-                    await visitor.visit(app_page)
+                    await visitor.visit(app_page, figure=follows_sidebar(app_page))
                 after_long = tree_rss_bytes(server.process.pid)
                 visitor.closed = True
             finally:

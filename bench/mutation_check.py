@@ -1072,7 +1072,7 @@ MUTANTS = [
     ),
     M(
         "rollout.py",
-        "(own[j] * alpha_h[j] + 2 * later_heads[j])",
+        "(own[j] * alpha_h[j] + two * later_heads[j])",
         "(own[j] * alpha_h[j] + later_heads[j])",
         "norm contributions: each pair of heads counted once, not twice",
     ),
@@ -1090,7 +1090,7 @@ MUTANTS = [
     ),
     M(
         "rollout.py",
-        "skip += 2 * attention[h, i, i] * gram[h, n_heads, i]",
+        "skip += two * attention[h, i, i] * gram[h, n_heads, i]",
         "skip += attention[h, i, i] * gram[h, n_heads, i]",
         "norm contributions: cross term without the 2",
     ),
@@ -1105,6 +1105,36 @@ MUTANTS = [
         "squared[i] += skip",
         "squared[0] += skip",
         "norm contributions: the skip connection added to the first key, not the diagonal",
+    ),
+    M(
+        "rollout.py",
+        "later_heads[:] = 0.0",
+        "later_heads[0] = 0.0",
+        "norm contributions: the later heads' sums carried over from the previous head",
+    ),
+    M(
+        "rollout.py",
+        "squared[:] = 0.0",
+        "squared[0] = 0.0",
+        "norm contributions: the squares carried over from the previous query",
+    ),
+    M(
+        "rollout.py",
+        "key = first_key + in_block  # j",
+        "key = in_block  # j",
+        "norm contributions: every block's Gram matrices written over the first keys'",
+    ),
+    M(
+        "rollout.py",
+        "total += u_h[dim] * x_j[dim]",
+        "total += u_h[dim] * u_h[dim]",
+        "norm contributions: ‖ũ‖² in place of the cross term ũ·x̃",
+    ),
+    M(
+        "rollout.py",
+        "_norms_from_grams(trace.attentions[layer], gram, norms[index])",
+        "_norms_from_grams(trace.attentions[layer], gram, norms[0])",
+        "norm contributions: every layer written into the first layer's slot",
     ),
     M(
         "rollout.py",

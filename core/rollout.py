@@ -137,17 +137,20 @@ def _centred_output_projection(model: BertEncoder, layer: int) -> torch.Tensor:
     return per_layer[layer]
 
 
-# ũ is worked out for a block of keys at a time, in one buffer reused by every block and layer:
-# it stays under KEY_BLOCK_BYTES, which keeps it in the core's cache, and under the app's 1 MB
-# malloc threshold (ui/housekeeping.py), above which every new array is a fresh mapping whose
-# pages are faulted in on first touch.
+# ũ is worked out for a block of keys at a time, in one buffer reused by every block and layer.
+# It stays under KEY_BLOCK_BYTES: under the app's 1 MB malloc threshold (ui/housekeeping.py),
+# above which a new array is a fresh mapping whose pages are faulted in on first touch, and
+# within a core's L2 cache, where the Gram loop reads it back.
 KEY_BLOCK_BYTES = 1_000_000
 
 
 def _keys_per_block(n_heads: int, d_model: int, n: int) -> int:
-    """Keys per block, all blocks alike: the block of ũ is (H, keys, d) float32."""
+    """Keys per block, as even as the count allows: the block of ũ is (H, keys, d) float32.
+
+    n keys in the fewest blocks that fit, each ⌈n / blocks⌉ keys; the last may be shorter.
+    """
     most = max(1, KEY_BLOCK_BYTES // (4 * n_heads * d_model))
-    blocks = -(-n // most)
+    blocks = max(1, -(-n // most))
     return -(-n // blocks)
 
 
@@ -164,42 +167,45 @@ def _read_only(array: np.ndarray) -> torch.Tensor:
 def _compiled(fastmath: set[str]) -> Callable[[Callable[..., None]], Callable[..., None]]:
     """numba.njit, keeping the machine code on disk when some cache folder can be written.
 
-    numba looks beside the source, then in the user's cache folder; with neither writable (a
-    read-only install and home) cache=True fails at import, so the loops compile per process.
+    numba caches in NUMBA_CACHE_DIR if set, else beside the source, else in the user's cache
+    folder. With none writable (a read-only install and home) cache=True raises when the
+    decorator runs, at import: then the loops compile on first use in each process instead.
     nogil lets two sessions run them at once.
     """
 
     def decorate(function: Callable[..., None]) -> Callable[..., None]:
         try:
             return numba.njit(cache=True, nogil=True, fastmath=fastmath)(function)
-        except RuntimeError:  # "cannot cache function ...: no locator available"
+        except RuntimeError as error:  # "cannot cache function ...: no locator available ..."
+            if "no locator" not in str(error):
+                raise
             return numba.njit(nogil=True, fastmath=fastmath)(function)
 
     return decorate
 
 
-# The two loops below are compiled by numba. Written with torch, the same sums needed a
-# keys-first copy of the weights, a batch of tiny 12 × 12 products and MKL's Gram matrices
-# padded to 16 rows: the norm-based rollout took 0.24x of a forward pass at 128 pieces and 0.33x
-# at 512, against 0.16x and 0.22x with the loops (bench/bench_explain.py). "reassoc" lets the
-# compiler sum a dot product in vector lanes and "contract" fuse a multiply and an add, as BLAS
-# does: the rounding differs, not the sum.
+# Why compiled loops: each key has its own small Gram matrix and each (query, key) pair its own
+# 12-number quadratic form, too small for a BLAS call each. Batched through torch instead, they
+# needed a keys-first copy of the weights and MKL's products padded to 16 rows, and the whole
+# split took ~1.5x as long (README, Benchmarks). "reassoc" lets the compiler sum a dot product in
+# vector lanes and "contract" fuse a multiply and an add, as BLAS does: only the rounding changes.
 @_compiled(fastmath={"reassoc", "contract"})
 def _key_grams(u_tilde: np.ndarray, x_tilde: np.ndarray, gram: np.ndarray, first_key: int) -> None:
     """Each key's Gram matrix G_j, the dot products of its vectors, into gram (H + 1, H + 1, n).
 
-    G_j is symmetric: only its upper triangle is written. u_tilde (H, c, d) holds ũ_j^h for c
-    keys from first_key on, x_tilde (c, d) their x̃_j. Then gram[h, h', j] = ũ_j^h · ũ_j^h'
-    (h ≤ h' < H), gram[h, H, j] = ũ_j^h · x̃_j and gram[H, H, j] = ‖x̃_j‖².
+    u_tilde (H, c, d) holds ũ_j^h for the c keys j = first_key … first_key + c − 1, x_tilde
+    (c, d) their x̃_j. Then gram[h, h', j] = ũ_j^h · ũ_j^h' (h ≤ h' < H), gram[h, H, j] =
+    ũ_j^h · x̃_j and gram[H, H, j] = ‖x̃_j‖². G_j is symmetric: the lower triangle is neither
+    written nor read.
     """
     n_heads, n_keys, d = u_tilde.shape
-    for j in range(n_keys):
-        key = first_key + j
-        x_j = x_tilde[j]
+    for in_block in range(n_keys):
+        key = first_key + in_block  # j
+        x_j = x_tilde[in_block]
         for h in range(n_heads):
-            u_h = u_tilde[h, j]
+            u_h = u_tilde[h, in_block]
             for other in range(h, n_heads):
-                u_other = u_tilde[other, j]
+                u_other = u_tilde[other, in_block]
                 total = np.float32(0.0)
                 for dim in range(d):
                     total += u_h[dim] * u_other[dim]
@@ -216,7 +222,7 @@ def _key_grams(u_tilde: np.ndarray, x_tilde: np.ndarray, gram: np.ndarray, first
 
 @_compiled(fastmath={"contract"})
 def _norms_from_grams(attention: np.ndarray, gram: np.ndarray, out: np.ndarray) -> None:
-    """out[i, j] = ‖Σ_h α_ij^h ũ_j^h + [i = j]·x̃_i‖ for every query i and key j.
+    """out[i, j] = ‖Σ_h α_ij^h ũ_j^h + [i = j] x̃_i‖ for every query i and key j.
 
     attention (H, n_q, n_k) is α; gram (H + 1, H + 1, n_k) as _key_grams leaves it. The square
     is Σ_h α_ij^h (G_j[h, h] α_ij^h + 2 Σ_h'>h G_j[h, h'] α_ij^h'), plus on the diagonal the
@@ -224,6 +230,7 @@ def _norms_from_grams(attention: np.ndarray, gram: np.ndarray, out: np.ndarray) 
     and the Gram entries are both contiguous along them.
     """
     n_heads, n_queries, n_keys = attention.shape
+    two = np.float32(2.0)  # a plain 2 would make the products float64
     squared = np.empty(n_keys, dtype=np.float32)
     later_heads = np.empty(n_keys, dtype=np.float32)  # Σ_h'>h G_j[h, h'] α_ij^h', per key j
     for i in range(n_queries):
@@ -238,10 +245,10 @@ def _norms_from_grams(attention: np.ndarray, gram: np.ndarray, out: np.ndarray) 
                     later_heads[j] += products[j] * alpha_other[j]
             own = gram[h, h]
             for j in range(n_keys):
-                squared[j] += alpha_h[j] * (own[j] * alpha_h[j] + 2 * later_heads[j])
+                squared[j] += alpha_h[j] * (own[j] * alpha_h[j] + two * later_heads[j])
         skip = gram[n_heads, n_heads, i]
         for h in range(n_heads):
-            skip += 2 * attention[h, i, i] * gram[h, n_heads, i]
+            skip += two * attention[h, i, i] * gram[h, n_heads, i]
         squared[i] += skip
         for j in range(n_keys):  # rounding can leave a tiny negative square
             out[i, j] = np.sqrt(max(squared[j], np.float32(0.0)))
@@ -250,13 +257,15 @@ def _norms_from_grams(attention: np.ndarray, gram: np.ndarray, out: np.ndarray) 
 def _contribution_norms(model: BertEncoder, trace: Trace, layers: range) -> np.ndarray:
     """(len(layers), n_q, n_k) ‖P(z_ij)‖ per layer: the contribution norms before ÷ σ_i.
 
-    ‖Σ_h α_ij^h ũ_j^h + δ_ij x̃_i‖², with ũ_j^h = P(v_j^h W_Oʰ) and x̃ = P(x), without building
-    the (n, n, d) block: it needs only each key's dot products among [ũ_j^1 … ũ_j^H, x̃_j].
+    ‖P(z_ij)‖² = ‖Σ_h α_ij^h ũ_j^h + [i = j] x̃_i‖², with ũ_j^h = P(v_j^h W_Oʰ) and x̃ = P(x),
+    expands into dot products among key j's [ũ_j^1 … ũ_j^H, x̃_j], so the (n, n, d) block of
+    all z_ij is never built.
     """
     n, n_heads, d = trace.n_tokens, model.n_heads, model.d_model
     block = _keys_per_block(n_heads, d, n)
     u_buffer = torch.empty(n_heads * block * d)  # ũ of one block of keys
-    gram = np.empty((n_heads + 1, n_heads + 1, n), dtype=np.float32)  # (H + 1, H + 1, n_k)
+    # (H + 1, H + 1, n_k); NaN until written, so a key a bug left out could not pass unseen
+    gram = np.full((n_heads + 1, n_heads + 1, n), np.nan, dtype=np.float32)
     norms = np.empty((len(layers), n, n), dtype=np.float32)  # (layers, n_q, n_k)
     for index, layer in enumerate(layers):
         gamma = model.layers[layer].attn_norm[0].float()  # (d,)
