@@ -185,10 +185,11 @@ def _compiled(fastmath: set[str]) -> Callable[[Callable[..., None]], Callable[..
 
 
 # Why compiled loops: each key has its own small Gram matrix and each (query, key) pair its own
-# 12-number quadratic form, too small for a BLAS call each. Batched through torch instead, they
-# needed a keys-first copy of the weights and MKL's products padded to 16 rows, and the whole
-# split took ~1.5x as long (README, Benchmarks). "reassoc" lets the compiler sum a dot product in
-# vector lanes and "contract" fuse a multiply and an add, as BLAS does: only the rounding changes.
+# quadratic form in H numbers (MiniLM: 12), too small for a BLAS call each. Batched through
+# torch instead, they needed a keys-first copy of the weights and MKL's products padded to 16
+# rows, and the whole split took ~1.5x as long (README, Benchmarks). "reassoc" lets the compiler
+# sum a dot product in vector lanes and "contract" fuse a multiply and an add, as BLAS does:
+# only the rounding changes.
 @_compiled(fastmath={"reassoc", "contract"})
 def _key_grams(u_tilde: np.ndarray, x_tilde: np.ndarray, gram: np.ndarray, first_key: int) -> None:
     """Each key's Gram matrix G_j, the dot products of its vectors, into gram (H + 1, H + 1, n).

@@ -409,6 +409,17 @@ def test_value_grid_past_twelve_is_one_image_whose_values_travel_as_text():
     assert "<img src=x" not in html  # the hostile label's tag is text
     (image,) = [c for c in figure.children if c["tag"] == "img"]
     assert "grid-row:2 / span 20;grid-column:2 / span 7;aspect-ratio:1 / 1.5000" in image["style"]
+    assert "min-height:12.8rem" in image["style"]  # 16 labels a phone shows, 0.8rem each
+
+
+def test_value_grid_image_of_few_rows_keeps_room_for_their_labels():
+    """Six methods over 23 pieces: square cells would give each row 1/23 of a phone's narrow
+    figure (~9 px), under the labels' line; a minimum height of 0.8rem a row keeps them apart."""
+    names = ["last-layer attention", "attention rollout", "attention flow", "norm rollout",
+             "gradient × input", "integrated gradients"]  # fmt: skip
+    figure = read(grid_of(np.zeros((6, 23)), names, [f"p{k}" for k in range(23)]))
+    (image,) = [c for c in figure.children if c["tag"] == "img"]
+    assert "aspect-ratio:1 / 0.2609" in image["style"] and "min-height:4.8rem" in image["style"]
 
 
 def test_value_grid_refuses_more_than_it_can_draw_as_an_image():

@@ -464,9 +464,13 @@ def _image_cells(
     # sentence's 8-wide queries) or its rows thinner than 1/24 of its width (six methods'
     # scores over 32 pieces), where labels would overlap. How many labels show: at most
     # MAX_LABELS a side, PHONE_LABELS in a figure under 26rem wide (preload's styles).
+    # A narrow figure (a phone) keeps at least 0.8rem for each row label it can show, so six
+    # methods' names do not run into each other: the image then stretches, not the labels.
     height = min(max(n_rows / n_columns, min(n_rows / 24, 1.0)), 1.5)  # per unit of width
+    shown_rows = min(n_rows, PHONE_LABELS)
     place = (
-        f"grid-row:2 / span {n_rows};grid-column:2 / span {n_columns};aspect-ratio:1 / {height:.4f}"
+        f"grid-row:2 / span {n_rows};grid-column:2 / span {n_columns};aspect-ratio:1 / {height:.4f};"
+        f"min-height:{0.8 * shown_rows:g}rem"
     )
     cells.append(
         f'<img class="ae-cells" alt="{n_rows} × {n_columns} values, one pixel each" '
