@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from torch.nn import functional as F
+from torch.utils.checkpoint import checkpoint
 
 from core.attention import (
     AttentionWeights,
@@ -158,6 +159,25 @@ class BertEncoder:
     def max_positions(self) -> int:
         return self.dims.max_positions
 
+    # ---- memory ------------------------------------------------------------------------------
+    def trace_bytes(self, n: int) -> int:
+        """Bytes of the Trace of a run over n word pieces (float32 arrays, int64 ids).
+
+        attentions (L, H, n, n) + queries, keys, values 3 × (L, H, n, d_head)
+        + hidden_states (L + 1, n, d_model) + static (n, d_model) + ids and segments 2 × (n,).
+        """
+        n_layers, n_heads, d_head, d_model = self.n_layers, self.n_heads, self.d_head, self.d_model
+        floats = n_layers * n_heads * n * (n + 3 * d_head) + (n_layers + 2) * n * d_model
+        return 4 * floats + 2 * 8 * n
+
+    def run_bytes(self, n: int) -> int:
+        """Peak bytes a run over n pieces holds: its Trace, plus one layer's scores (H, n, n)
+        and the per-layer lists stacked into the Trace (a second copy of Q, K, V and states)."""
+        n_heads, d_head, d_model = self.n_heads, self.d_head, self.d_model
+        per_layer = n_heads * n * n + self.dims.d_ff * n * 2  # scores; feed-forward in and out
+        stacked = self.n_layers * (3 * n_heads * n * d_head + n * d_model)
+        return self.trace_bytes(n) + 4 * (per_layer + stacked)
+
     # ---- steps ------------------------------------------------------------------------------
     def encode(self, text: str, pair: str | None = None) -> Encoded:
         """Tokenize into [CLS] A [SEP] (B [SEP]), cut to the model's positions."""
@@ -275,36 +295,54 @@ class BertEncoder:
         scale: bool = True,
         causal: bool = False,
         positions: bool = True,
+        checkpointed: bool = False,
     ) -> torch.Tensor:
         """(B, n, d_model) word-piece vectors -> (B, n, d_model) last hidden state, with autograd.
 
         word_vectors stand where rows of the word-piece table would be (gradients and
         integrated gradients move them); segments (n,) or (B, n) int; positions 0..n-1 added.
+        checkpointed: keep only each layer's input for the backward pass and recompute the
+        layer there (torch.utils.checkpoint): the same gradients for one extra forward pass,
+        with one layer's attention block in memory instead of every layer's.
         """
-        batch, n, _ = word_vectors.shape
+        n = word_vectors.shape[1]
         x = word_vectors + self.segment_embeddings[segments]  # (B, n, d) + (n, d)
         if positions:
             x = x + self.position_embeddings[:n]
         x = self._layer_norm(x, self.embedding_norm)
         mask = causal_mask(n) if causal else None
+        for weights in self.layers:
+            if checkpointed:
+                x = checkpoint(self._batched_layer, x, weights, mask, scale, use_reentrant=False)
+            else:
+                x = self._batched_layer(x, weights, mask, scale)
+        return x
+
+    def _batched_layer(
+        self,
+        x: torch.Tensor,
+        weights: BertLayerWeights,
+        mask: torch.Tensor | None,
+        scale: bool,
+    ) -> torch.Tensor:
+        """One encoder layer on a batch, with autograd: (B, n, d_model) -> (B, n, d_model)."""
+        batch, n, _ = x.shape
 
         def heads(t: torch.Tensor) -> torch.Tensor:
             # (B, n, d_model) -> (B, n, H, d_head) -> (B, H, n, d_head)
             return t.view(batch, n, self.n_heads, self.d_head).transpose(1, 2)
 
-        for weights in self.layers:
-            projections = weights.attention
-            query, key = heads(projections.query(x)), heads(projections.key(x))
-            value = heads(projections.value(x))
-            scores = attention_scores(query, key, scale)  # (B, H, n, n)
-            if mask is not None:
-                scores = scores.masked_fill(~mask, float("-inf"))  # no row is fully masked
-            head_outputs = torch.softmax(scores, dim=-1) @ value  # (B, H, n, d_head)
-            merged = head_outputs.transpose(1, 2).reshape(batch, n, self.d_model)  # concat heads
-            h = self._layer_norm(x + projections.output(merged), weights.attn_norm)
-            ffn = weights.ffn_out(self._activation(weights.ffn_in(h)))
-            x = self._layer_norm(h + ffn, weights.ffn_norm)
-        return x
+        projections = weights.attention
+        query, key = heads(projections.query(x)), heads(projections.key(x))
+        value = heads(projections.value(x))
+        scores = attention_scores(query, key, scale)  # (B, H, n, n)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf"))  # no row is fully masked
+        head_outputs = torch.softmax(scores, dim=-1) @ value  # (B, H, n, d_head)
+        merged = head_outputs.transpose(1, 2).reshape(batch, n, self.d_model)  # concat heads
+        h = self._layer_norm(x + projections.output(merged), weights.attn_norm)
+        ffn = weights.ffn_out(self._activation(weights.ffn_in(h)))
+        return self._layer_norm(h + ffn, weights.ffn_norm)
 
     # ---- read-only views of the weights, for pages that show them ---------------------------
     def word_vectors(self) -> np.ndarray:

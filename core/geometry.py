@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 from sklearn.decomposition import PCA
@@ -72,7 +73,20 @@ class PointSet:
         return len(self.tokens)
 
 
-def gather_points(traces: Sequence[Trace], sentences: Sequence[str]) -> PointSet:
+class TraceRows(NamedTuple):
+    """The part of a Trace a PointSet is gathered from, without its (L, H, n, n) blocks."""
+
+    tokens: tuple[str, ...]  # n
+    static: np.ndarray  # (n, d_model)
+    hidden_states: np.ndarray  # (L + 1, n, d_model)
+    input_ids: np.ndarray  # (n,)
+
+    @classmethod
+    def of(cls, trace: Trace) -> TraceRows:
+        return cls(trace.tokens, trace.static, trace.hidden_states, trace.input_ids)
+
+
+def gather_points(traces: Sequence[Trace | TraceRows], sentences: Sequence[str]) -> PointSet:
     """Stack the tokens of several Traces (without [CLS]/[SEP]) into one PointSet."""
     tokens, sentence, position, rows = [], [], [], []
     for s, trace in enumerate(traces):

@@ -33,9 +33,13 @@ class PaddedRun:
 
 
 @torch.inference_mode()
-def padded_run(model: BertEncoder, text: str, n_pad: int, masked: bool) -> PaddedRun:
-    """Run `text` + n_pad [PAD] pieces through every layer and compare with the plain run."""
-    encoded = model.encode(text)
+def padded_run(
+    model: BertEncoder, text: str, n_pad: int, masked: bool, max_real: int | None = None
+) -> PaddedRun:
+    """Run `text` (cut to max_real pieces) + n_pad [PAD] pieces through every layer, and
+    compare its real tokens with the same pieces run alone."""
+    limit = min(model.max_positions, max_real or model.max_positions)
+    encoded = model.tokenizer.encode(text, None, limit)
     pad_id = model.tokenizer.id_of(PAD)
     if pad_id is None:
         raise EmptyInput(f"{model.name} has no {PAD} piece in its vocabulary.")
@@ -47,17 +51,14 @@ def padded_run(model: BertEncoder, text: str, n_pad: int, masked: bool) -> Padde
     mask = padding_mask(is_real) if masked else None  # (N, N): real keys only
 
     x = model.embed(input_ids, segments)  # (N, d_model)
-    plain = model.run(text)  # the same sentence alone: the reference
-    attentions, worst = (
-        [],
-        float((x[:n_real] - torch.from_numpy(np.array(plain.hidden_states[0]))).abs().max()),
-    )
+    alone = model.embed(input_ids[:n_real], segments[:n_real])  # (n_real, d_model): the reference
+    attentions, worst = [], float((x[:n_real] - alone).abs().max())
     for layer in range(model.n_layers):
         x, attention = model.layer_forward(x, layer, mask, True, None)
+        alone, _ = model.layer_forward(alone, layer, None, True, None)
         attentions.append(attention.attn_weights)  # (H, N, N)
-        reference = torch.from_numpy(np.array(plain.hidden_states[layer + 1]))
-        worst = max(worst, float((x[:n_real] - reference).abs().max()))
-    weights = torch.stack(attentions).double().numpy()  # (L, H, N, N)
-    on_pads = weights[:, :, :n_real, n_real:].sum(-1).mean(axis=(1, 2))  # (L,)
+        worst = max(worst, float((x[:n_real] - alone).abs().max()))
+    weights = torch.stack(attentions)  # (L, H, N, N)
+    on_pads = weights[:, :, :n_real, n_real:].double().sum(-1).mean(dim=(1, 2))  # (L,)
     tokens = tuple(encoded.tokens) + (PAD,) * n_pad
-    return PaddedRun(tokens, n_real, masked, weights, on_pads, worst)
+    return PaddedRun(tokens, n_real, masked, weights.numpy(), on_pads.numpy(), worst)

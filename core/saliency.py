@@ -27,8 +27,10 @@ from core.similarity import sentence_embedding
 from core.text import CLS, SEP
 
 IG_STEPS = 32
-IG_BATCH_PIECES = 1024  # word pieces per batched pass: 32 steps × 32 pieces run at once, while
-# 32 steps × 512 pieces would hold ~1 GB of activations for the backward pass
+# What one batched backward pass may hold. Integrated gradients runs as many path points per
+# pass as fit (all 32 steps at once for a short sentence); at 512 word pieces one point alone
+# would hold ~0.25 GB over MiniLM's 6 layers, so there the layers are checkpointed.
+PASS_BYTES = 96 * 2**20
 SIMILARITY = "similarity"  # f(x) = cos(mean-pooled(x), e_other)
 EMBEDDING = "embedding"  # f(x) = mean-pooled(x) · ê_self, ê_self fixed at the real input
 
@@ -69,7 +71,36 @@ def _inputs(model: BertEncoder, trace: Trace) -> tuple[torch.Tensor, torch.Tenso
     return word_vectors, torch.from_numpy(np.array(trace.segments))
 
 
-def _forward(model: BertEncoder, trace: Trace, word_vectors: torch.Tensor, segments: torch.Tensor):
+def pass_bytes(model: BertEncoder, n: int, batch: int, checkpointed: bool) -> int:
+    """Estimated bytes a backward pass over `batch` inputs of n pieces keeps for the way back.
+
+    Per layer and input, autograd keeps the scores and the softmax (2 × (H, n, n)), the
+    feed-forward's widened activations (2 × (n, d_ff)) and ~8 (n, d_model) vectors; a
+    checkpointed pass keeps every layer's input and one layer's rest at a time.
+    """
+    per_layer = 2 * model.n_heads * n * n + 2 * n * model.dims.d_ff + 8 * n * model.d_model
+    if checkpointed:
+        return 4 * batch * (per_layer + model.n_layers * n * model.d_model)
+    return 4 * batch * model.n_layers * per_layer
+
+
+def batch_plan(model: BertEncoder, n: int, wanted: int, max_bytes: int) -> tuple[int, bool]:
+    """(inputs per pass, checkpointed): the most of `wanted` inputs whose pass fits max_bytes,
+    with checkpointed layers only where a single input would not fit without them."""
+    for checkpointed in (False, True):
+        one = pass_bytes(model, n, 1, checkpointed)
+        if one <= max_bytes or checkpointed:
+            return max(1, min(wanted, max_bytes // one)), checkpointed
+    raise AssertionError("unreachable")
+
+
+def _forward(
+    model: BertEncoder,
+    trace: Trace,
+    word_vectors: torch.Tensor,
+    segments: torch.Tensor,
+    checkpointed: bool = False,
+):
     options = trace.options
     return model.forward_from_word_vectors(
         word_vectors,
@@ -77,40 +108,51 @@ def _forward(model: BertEncoder, trace: Trace, word_vectors: torch.Tensor, segme
         scale=options.scale,
         causal=options.causal,
         positions=options.positions,
+        checkpointed=checkpointed,
     )
 
 
-def target_gradient(model: BertEncoder, trace: Trace, target: Target) -> np.ndarray:
+def target_gradient(
+    model: BertEncoder, trace: Trace, target: Target, max_pass_bytes: int = PASS_BYTES
+) -> np.ndarray:
     """(n, d_model) ∂f/∂x at the input's word-piece rows."""
     word_vectors, segments = _inputs(model, trace)
+    _, checkpointed = batch_plan(model, trace.n_tokens, 1, max_pass_bytes)
     word_vectors = word_vectors[None].requires_grad_(True)  # (1, n, d): a batch of one
     with torch.enable_grad():
-        value = target(_forward(model, trace, word_vectors, segments)).sum()
+        value = target(_forward(model, trace, word_vectors, segments, checkpointed)).sum()
         (gradient,) = torch.autograd.grad(value, word_vectors)
     return gradient[0].detach().numpy()
 
 
-def gradient_x_input(model: BertEncoder, trace: Trace, target: Target) -> np.ndarray:
+def gradient_x_input(
+    model: BertEncoder, trace: Trace, target: Target, max_pass_bytes: int = PASS_BYTES
+) -> np.ndarray:
     """(n,) Σ_d ∂f/∂x_jd · x_jd per word piece (signed)."""
-    gradient = target_gradient(model, trace, target)
+    gradient = target_gradient(model, trace, target, max_pass_bytes)
     return (gradient * np.array(trace.static, dtype=gradient.dtype)).sum(axis=-1)
 
 
 def integrated_gradients(
-    model: BertEncoder, trace: Trace, target: Target, steps: int = IG_STEPS
+    model: BertEncoder,
+    trace: Trace,
+    target: Target,
+    steps: int = IG_STEPS,
+    max_pass_bytes: int = PASS_BYTES,
 ) -> tuple[np.ndarray, float]:
     """(n,) IG scores from the zero baseline, and the completeness gap Σ scores − (f(x) − f(0)).
 
-    The path integral uses the midpoint rule: steps points t_k = (k + ½)/steps, run in batches.
+    The path integral uses the midpoint rule: steps points t_k = (k + ½)/steps, run in batches
+    that each hold at most max_pass_bytes for the backward pass (batch_plan).
     """
     word_vectors, segments = _inputs(model, trace)
     t = (torch.arange(steps, dtype=word_vectors.dtype) + 0.5) / steps  # (steps,)
     mean_gradient = torch.zeros_like(word_vectors)  # (n, d)
-    per_pass = max(1, IG_BATCH_PIECES // word_vectors.shape[0])  # steps in one batched pass
+    per_pass, checkpointed = batch_plan(model, trace.n_tokens, steps, max_pass_bytes)
     with torch.enable_grad():
         for batch in torch.split(t, per_pass):
             path = (batch[:, None, None] * word_vectors).requires_grad_(True)  # (b, n, d)
-            values = target(_forward(model, trace, path, segments))  # (b,)
+            values = target(_forward(model, trace, path, segments, checkpointed))  # (b,)
             (gradient,) = torch.autograd.grad(values.sum(), path)  # each row: its own ∂f/∂x
             mean_gradient += gradient.sum(dim=0).detach() / steps
     scores = (mean_gradient * word_vectors).sum(dim=-1)  # (n,)

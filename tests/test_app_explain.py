@@ -198,7 +198,10 @@ def test_pages_at_512_word_pieces_say_what_they_leave_out():
     explanations = run_page(EXPLANATIONS, text=text)
     assert_no_exception(explanations)
     assert any("Left out at 512 word pieces" in i.value for i in explanations.info)
-    assert any("integrated gradients uses 8 steps" in c.value for c in explanations.caption)
+    # 512 pieces x 8 steps is the request's budget of 4,096 (explain_state.GRADIENT_WORK)
+    assert any(
+        "integrated gradients runs 8 of the 32 steps asked" in c.value for c in explanations.caption
+    )
     for at in (flow, explanations):
         payload = sum(len(chart.proto.spec) for chart in at.get("plotly_chart"))
         assert payload < 20e6, f"{payload / 1e6:.1f} MB of figures"

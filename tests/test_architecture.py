@@ -30,6 +30,117 @@ def test_pages_do_no_tensor_math(path):
     assert not imported_modules(path) & {"torch", "numpy", "sklearn", "transformers"}
 
 
+# ---- no view runs the model -------------------------------------------------------------------
+# What runs a model: its forward pass and its parts, and the lab's training. Every core function
+# that calls one of these, directly or through another core function, runs the model too.
+MODEL_STEPS = frozenset(
+    {
+        "run",
+        "embed",
+        "layer_forward",
+        "forward_from_word_vectors",
+        "_batched_layer",
+        "multi_head_attention",
+        "train",
+    }
+)
+
+
+def _called_names(node: ast.AST) -> set[str]:
+    """Every name a function calls: f(...) gives "f", x.f(...) gives "f"."""
+    names = set()
+    for call in ast.walk(node):
+        if isinstance(call, ast.Call):
+            func = call.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+            if name:
+                names.add(name)
+    return names
+
+
+def model_running_functions(sources: dict[str, str] | None = None) -> set[str]:
+    """Names of the core functions that run the model (MODEL_STEPS, reached through calls).
+
+    By name, not by module: a name shared with a function that does not run the model counts
+    too, which can only make the rule stricter.
+    """
+    if sources is None:
+        sources = {path.name: path.read_text() for path in files("core")}
+    calls: dict[str, set[str]] = {}
+    for text in sources.values():
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.FunctionDef):
+                calls.setdefault(node.name, set()).update(_called_names(node))
+    running = set(MODEL_STEPS)
+    while True:
+        more = {name for name, called in calls.items() if called & running} - running
+        if not more:
+            return running
+        running |= more
+
+
+def _ui_modules(tree: ast.Module) -> set[str]:
+    """Names a page binds to ui modules (from ui import state; from ui import x as y)."""
+    return {
+        alias.asname or alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module == "ui"
+        for alias in node.names
+    }
+
+
+def model_runs_in_page(text: str, running: set[str]) -> list[str]:
+    """Calls in a page of a model-running function anywhere but through a ui module."""
+    tree = ast.parse(text)
+    through_ui = _ui_modules(tree)
+    found = []
+    for call in ast.walk(tree):
+        if not isinstance(call, ast.Call):
+            continue
+        func = call.func
+        if isinstance(func, ast.Attribute):
+            base = func.value
+            if isinstance(base, ast.Name) and base.id in through_ui:
+                continue  # ui/ runs it, through the door
+            name = func.attr
+        else:
+            name = getattr(func, "id", "")
+        if name in running:
+            found.append(f"line {call.lineno}: {ast.unparse(call)[:80]}")
+    return found
+
+
+@pytest.mark.parametrize("path", files("views"), ids=lambda p: p.name)
+def test_pages_run_no_model_themselves(path):
+    """A page asks ui/ for every run: ui/door.py caches it and admits it (one door)."""
+    assert model_runs_in_page(path.read_text(), model_running_functions()) == []
+
+
+def test_the_model_run_rule_can_fail():
+    running = model_running_functions(
+        {
+            "a.py": "def padded_run(model):\n    return model.layer_forward(1)\n"
+            "def deeper(model):\n    return padded_run(model)\n"
+            "def weights(model):\n    return model.layers[0]\n"
+        }
+    )
+    assert {"padded_run", "deeper"} <= running and "weights" not in running
+    page = (
+        "from core import padding\nfrom ui import state\nfrom ui import course_state as cs\n"
+        "a = padding.padded_run(model)\nb = cs.padded_run(model)\nc = model.run('x')\n"
+        "d = state.trace(model)\ne = deeper(model)\nf = padding.weights(model)\n"
+    )
+    assert [line.split(":")[0] for line in model_runs_in_page(page, running)] == [
+        "line 4",
+        "line 6",
+        "line 8",
+    ]
+    # the real core: the runs the pages once made themselves are found
+    real = model_running_functions()
+    assert {"padded_run", "repeat_example", "sublayer_sizes", "cross_attention"} <= real
+    assert {"gradient_scores", "deletion_curves", "permutation_experiment", "role_scores"} <= real
+
+
 @pytest.mark.parametrize("path", files("core"), ids=lambda p: p.name)
 def test_core_knows_no_user_interface(path):
     assert not imported_modules(path) & {"streamlit", "plotly", "ui", "views"}

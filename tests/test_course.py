@@ -590,3 +590,15 @@ def test_changed_pages_state_the_corrected_claims():
     assert "Kobayashi et al. (2020) found" in texts
     assert "[SEP] or a full stop" not in texts and "[SEP], [CLS] or punctuation" not in texts
     assert "(out, in)" in _texts(open_tab(heads, "mh_section", "2 · Back to one vector"))
+
+
+def test_padded_run_of_a_long_text_reads_its_first_pieces(model):
+    text = " ".join(["The bank raised its rates."] * 40)  # ~280 pieces
+    run = padding.padded_run(model, text, 4, masked=True, max_real=64)
+    assert run.n_real == 64 and run.tokens[63] == "[SEP]" and run.tokens[64:] == ("[PAD]",) * 4
+    assert run.attentions.shape == (model.n_layers, model.n_heads, 68, 68)
+    assert run.attentions.dtype == np.float32
+    np.testing.assert_array_equal(run.weight_on_pads, 0.0)
+    assert run.max_change < 1e-4  # against the same 64 pieces run alone
+    alone = model.run(text)
+    assert alone.n_tokens > 64

@@ -593,3 +593,30 @@ def test_fastest_falls_names_ties_and_needs_to_beat_the_random_order():
     assert explain.fastest_falls({"a": -0.1002, random: -0.1}) == (["a"], False)
     # the random order itself is never the answer, even when it falls fastest
     assert explain.fastest_falls({"a": -0.1, random: -0.4}) == (["a"], False)
+
+
+def test_batch_plan_fits_the_bytes_and_checkpoints_only_when_one_input_would_not(model):
+    n = 40
+    one = saliency.pass_bytes(model, n, 1, checkpointed=False)
+    assert saliency.batch_plan(model, n, 32, 100 * one) == (32, False)
+    assert saliency.batch_plan(model, n, 32, 3 * one) == (3, False)
+    checkpointed = saliency.pass_bytes(model, n, 1, True)
+    assert checkpointed < one  # one layer's activations at a time, besides every layer's input
+    assert saliency.batch_plan(model, n, 32, one - 1) == ((one - 1) // checkpointed, True)
+    assert saliency.batch_plan(model, n, 32, 1) == (1, True)
+
+
+def test_checkpointed_gradients_equal_the_plain_ones(model):
+    """One byte per pass forces one input at a time through checkpointed layers."""
+    trace = model.run("The river bank flooded after the storm.", "Money grows.")
+    target = saliency.embedding_target(trace)
+    plain, plain_gap = saliency.integrated_gradients(model, trace, target, 8)
+    tight, tight_gap = saliency.integrated_gradients(model, trace, target, 8, max_pass_bytes=1)
+    np.testing.assert_allclose(tight, plain, rtol=1e-4, atol=1e-6)
+    assert abs(tight_gap - plain_gap) < 1e-5
+    np.testing.assert_allclose(
+        saliency.gradient_x_input(model, trace, target, max_pass_bytes=1),
+        saliency.gradient_x_input(model, trace, target),
+        rtol=1e-4,
+        atol=1e-6,
+    )

@@ -1,42 +1,35 @@
 """Cached measurements for the course pages (each runs several sentences: worth computing once).
 
 Kept beside ui/state.py rather than in it so the course's probes do not crowd the shared module;
-the rule is the same: a model is looked up by name, results are shared read-only by every session.
+the rule is the same: every result goes through ui.door (one cache, one admission limit) and is
+shared read-only by every session.
 """
 
 from __future__ import annotations
 
-import streamlit as st
-
 import core
-from core import head_roles
-from ui.models import load_model
+from core import block, head_roles, padding, scaling
+from ui import door
 
 
-@st.cache_resource(max_entries=2, show_spinner="Measuring every head on the probe sentences …")
-def _role_scores(model_name: str) -> head_roles.RoleScores:
-    return head_roles.role_scores(load_model(model_name))
-
-
+@door.shared("measuring every head", spinner="Measuring every head on the probe sentences …")
 def role_scores(model: core.BertEncoder) -> head_roles.RoleScores:
     """core.head_roles.role_scores over PROBE_SENTENCES, once per model."""
-    return _role_scores(model.name)
+    return head_roles.role_scores(model)
 
 
-@st.cache_resource(max_entries=8, show_spinner=False)
-def _shared_word_through_heads(
-    model_name: str, text_a: str, text_b: str, word: str, layer: int
-) -> object:
-    from core import learning
-
-    return learning.shared_word_through_heads(load_model(model_name), text_a, text_b, word, layer)
+def _two_runs_cost(model: core.BertEncoder, text_a: str, text_b: str, **_: object) -> int:
+    return door.run_bytes(model, text_a, text_b)
 
 
+@door.shared("the shared word's runs", cost=_two_runs_cost)
 def shared_word_through_heads(
     model: core.BertEncoder, text_a: str, text_b: str, word: str, layer: int
 ) -> object:
     """core.learning.shared_word_through_heads, once per (model, sentences, word, layer)."""
-    return _shared_word_through_heads(model.name, text_a, text_b, word, layer)
+    from core import learning
+
+    return learning.shared_word_through_heads(model, text_a, text_b, word, layer)
 
 
 ROLE_NAMES = head_roles.ROLES  # role key -> what a learner reads
@@ -45,3 +38,49 @@ ROLE_NAMES = head_roles.ROLES  # role key -> what a learner reads
 def probe_sentences() -> tuple[str, ...]:
     """The fixed sentences the head roles are measured on."""
     return head_roles.PROBE_SENTENCES
+
+
+# ---- runs the course pages ask for beside the sidebar's Trace ------------------------------------
+PADDING_MAX_PIECES = 64  # the padding lesson reads the sidebar sentence's first 64 word pieces
+
+
+def _padded_cost(model: core.BertEncoder, text: str, n_pad: int, **_: object) -> int:
+    # the padded run and the same pieces alone, run side by side
+    n_real = min(door.pieces(model, text), PADDING_MAX_PIECES)
+    return model.run_bytes(n_real + n_pad) + model.run_bytes(n_real)
+
+
+@door.shared("the padding runs", cost=_padded_cost)
+def padded_run(model: core.BertEncoder, text: str, n_pad: int, masked: bool) -> padding.PaddedRun:
+    """core.padding.padded_run of the text's first PADDING_MAX_PIECES word pieces."""
+    return padding.padded_run(model, text, n_pad, masked, max_real=PADDING_MAX_PIECES)
+
+
+def _one_run_cost(model: core.BertEncoder, sentence: str, **_: object) -> int:
+    return door.run_bytes(model, sentence)
+
+
+@door.shared("the repeated word's run", cost=_one_run_cost)
+def repeat_example(
+    model: core.BertEncoder, sentence: str, layer: int, head: int
+) -> head_roles.RepeatExample | None:
+    """core.head_roles.repeat_example: how the later of two equal pieces reads the earlier."""
+    return head_roles.repeat_example(model, sentence, layer, head)
+
+
+@door.shared("cross-attention")
+def cross_attention(
+    model: core.BertEncoder, trace_a: core.Trace, trace_b: core.Trace, layer: int
+) -> scaling.CrossAttention:
+    """core.scaling.cross_attention: one layer's heads, queries from A, keys and values from B."""
+    return scaling.cross_attention(model, trace_a, trace_b, layer)
+
+
+def _sublayer_cost(model: core.BertEncoder, trace: core.Trace) -> int:
+    return model.run_bytes(trace.n_tokens) - model.trace_bytes(trace.n_tokens)  # one layer's room
+
+
+@door.shared("the sublayer sizes", cost=_sublayer_cost)
+def sublayer_sizes(model: core.BertEncoder, trace: core.Trace) -> block.SublayerSizes:
+    """core.block.sublayer_sizes: every layer of the Trace recomputed step by step."""
+    return block.sublayer_sizes(model, trace)

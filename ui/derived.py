@@ -2,7 +2,7 @@
 
 Streamlit reruns the whole page on every click. The functions here read a whole (L, H, n, n)
 attention block or run extra forward passes, so each result is kept per Trace (and switch)
-in a small st.cache_resource: the results are read-only and shared by every session, like the
+in ui.door's one cache: the results are read-only and shared by every session, like the
 Traces themselves. Only small results are kept, never a second (L, H, n, n) block.
 
 Cost at 512 tokens (6 × 12 heads) on this 2-core machine while other work shared the cores
@@ -17,30 +17,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-import streamlit as st
 
 import core
 from core import head_stats, positional, words
-
-
-def trace_key(trace: core.Trace) -> tuple:
-    """What determines a Trace: model, word pieces, sentence ids and the run's switches."""
-    options = trace.options
-    return (
-        trace.model_name,
-        trace.input_ids.tobytes(),
-        trace.segments.tobytes(),
-        options.scale,
-        options.causal,
-        options.positions,
-        tuple(sorted(options.ablate)),
-    )
-
-
-def _read_only(array: np.ndarray) -> np.ndarray:
-    array = np.asarray(array)
-    array.setflags(write=False)  # shared by every session
-    return array
+from ui import door
 
 
 # ---- Attention heatmaps ------------------------------------------------------------------------
@@ -77,65 +57,52 @@ def shown_attentions(trace: core.Trace, hide_specials: bool, word_level: bool) -
     return shown_weights(trace.attentions, trace.tokens, hide_specials, word_level)
 
 
-@st.cache_resource(max_entries=8, show_spinner=False)
-def _thumbnails(
-    key: tuple, hide_specials: bool, word_level: bool, _trace: core.Trace
-) -> np.ndarray:
-    weights = shown_attentions(_trace, hide_specials, word_level)
-    return _read_only(np.array(head_stats.thumbnails(weights)))  # (L, H, m, m), m ≤ 48: ≤ 0.7 MB
+def _shown_copy_cost(trace: core.Trace, hide_specials: bool, word_level: bool) -> int:
+    """Bytes of the (L, H, n, n) copy shown_attentions makes when a switch changes the block."""
+    return trace.attentions.nbytes if hide_specials or word_level else 0
 
 
+@door.shared("the model view", cost=_shown_copy_cost)
 def thumbnails(trace: core.Trace, hide_specials: bool, word_level: bool = False) -> np.ndarray:
     """(L, H, m, m) every head pooled for the model view, [CLS]/[SEP] hidden or not, pieces or
-    words."""
-    return _thumbnails(trace_key(trace), hide_specials, word_level, trace)
+    words (m ≤ 48: ≤ 0.7 MB)."""
+    weights = shown_attentions(trace, hide_specials, word_level)
+    return np.array(head_stats.thumbnails(weights))
 
 
-@st.cache_resource(max_entries=8, show_spinner=False)
-def _head_statistics(
-    key: tuple, hide_specials: bool, word_level: bool, _trace: core.Trace
-) -> head_stats.HeadStats:
-    weights, tokens = _attention_block(_trace, word_level)
-    stats = head_stats.head_statistics(weights, tokens, hide_specials=hide_specials)
-    for name in ("entropy", "on_cls", "on_sep", "on_self", "on_previous", "on_next", "sink"):
-        _read_only(getattr(stats, name))  # (L, H) each
-    return stats
-
-
+@door.shared("the head statistics", cost=_shown_copy_cost)
 def head_statistics(
     trace: core.Trace, hide_specials: bool, word_level: bool = False
 ) -> head_stats.HeadStats:
     """Per-head statistics of the weights as shown: [CLS]/[SEP] hidden or not, pieces or words
-    (then "self", "previous" and "next" mean the word itself and its neighbouring words)."""
-    return _head_statistics(trace_key(trace), hide_specials, word_level, trace)
+    (then "self", "previous" and "next" mean the word itself and its neighbouring words); each
+    field (L, H)."""
+    weights, tokens = _attention_block(trace, word_level)
+    return head_stats.head_statistics(weights, tokens, hide_specials=hide_specials)
 
 
 # ---- Positional encoding -----------------------------------------------------------------------
-@st.cache_resource(max_entries=4, show_spinner=False)
-def _permutation(
-    key: tuple,
-    use_positions: bool,
-    seed: int,
-    max_tokens: int,
-    _model: core.BertEncoder,
-    _trace: core.Trace,
-) -> positional.PermutationResult:
-    # Two forward passes (the sentence and its shuffle); at 64 word pieces the result holds
-    # two (6, 12, 64, 64) blocks, ~2.4 MB.
-    return positional.permutation_experiment(
-        _model,
-        _trace.tokens,
-        _trace.input_ids,
-        use_positions,
-        seed,
-        _trace.options.scale,
-        max_tokens,
-        segments=_trace.segments,
-    )
+def _permutation_cost(
+    model: core.BertEncoder, trace: core.Trace, max_tokens: int, **_: object
+) -> int:
+    return 2 * model.run_bytes(min(trace.n_tokens, max_tokens))  # the sentence and its shuffle
 
 
+@door.shared("the word-order experiment", cost=_permutation_cost)
 def permutation_experiment(
     model: core.BertEncoder, trace: core.Trace, use_positions: bool, seed: int, max_tokens: int
 ) -> positional.PermutationResult:
-    """core.positional.permutation_experiment on the Trace's word pieces and sentences."""
-    return _permutation(trace_key(trace), use_positions, int(seed), max_tokens, model, trace)
+    """core.positional.permutation_experiment on the Trace's word pieces and sentences.
+
+    Two forward passes (the sentence and its shuffle); at 64 word pieces the result holds
+    two (6, 12, 64, 64) blocks, ~2.4 MB."""
+    return positional.permutation_experiment(
+        model,
+        trace.tokens,
+        trace.input_ids,
+        use_positions,
+        int(seed),
+        trace.options.scale,
+        max_tokens,
+        segments=trace.segments,
+    )

@@ -6,22 +6,21 @@ session: its arrays are not written after they are made. The Traces come from ui
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 import streamlit as st
 
 import core
 from core import explain, lens, saliency, similarity
-from ui import state
+from ui import door, state
 
-MAX_GRADIENT_PIECES = 128  # above: integrated gradients with fewer steps, no deletion test
-LONG_IG_STEPS = 8  # IG steps above MAX_GRADIENT_PIECES (32 steps at 512 pieces take ~30 s)
+MAX_GRADIENT_PIECES = 128  # above: no deletion test (11 re-runs of every method)
 DELETION_K = 10  # pieces removed at most by the deletion test
-# One gradient computation at a time, whatever the number of visitors: a backward pass keeps
-# every layer's attention block for the way back (~230 MB at 512 pieces), where a forward pass
-# needs one layer's room at a time.
-_GRADIENT_SLOTS = threading.BoundedSemaphore(1)
+# The work one request may ask of the gradients: word pieces × integrated-gradient steps. Each
+# step is a forward and a backward pass over the whole sentence, so 32 steps at 128 pieces
+# (~2 s here) is the most one visitor's request may take; a longer text gets fewer steps, and
+# the page says how many it ran. It keeps a slider moved to 64 steps, or a 512-piece text, from
+# holding one of the server's two run slots for ten seconds.
+GRADIENT_WORK = 128 * 32
 
 
 # ---- the sidebar's sentences, one at a time ----------------------------------------------------
@@ -54,7 +53,14 @@ def _trace(model_name: str, text: str, scale: bool, causal: bool) -> core.Trace:
     return state.trace(state.load_model(model_name), text, None, scale=scale, causal=causal)
 
 
-@st.cache_resource(max_entries=4, show_spinner="Following the information flow …")
+def _flow_cost(model_name: str, text: str, **_: object) -> int:
+    # rollout, norm-based contributions and their rollout: three (L, n, n) float64 stacks
+    model = state.load_model(model_name)
+    n = door.pieces(model, text)
+    return 3 * 8 * model.n_layers * n * n
+
+
+@door.shared("the information flow", cost=_flow_cost, spinner="Following the information flow …")
 def _flow(model_name: str, text: str, scale: bool, causal: bool) -> explain.InformationFlow:
     model = state.load_model(model_name)
     return explain.information_flow(model, _trace(model_name, text, scale, causal))
@@ -68,8 +74,8 @@ def information_flow(
 
 
 def ig_steps_for(n_tokens: int, wanted: int) -> int:
-    """The steps integrated gradients gets: as asked up to MAX_GRADIENT_PIECES, then fewer."""
-    return wanted if n_tokens <= MAX_GRADIENT_PIECES else min(wanted, LONG_IG_STEPS)
+    """The steps integrated gradients gets: as asked while pieces × steps ≤ GRADIENT_WORK."""
+    return max(1, min(wanted, GRADIENT_WORK // max(1, n_tokens)))
 
 
 def _target(
@@ -80,24 +86,46 @@ def _target(
     return saliency.embedding_target(_trace(model_name, text, scale, causal))
 
 
-@st.cache_resource(max_entries=4, show_spinner="Computing gradients …")
+def _gradient_cost(model_name: str, text: str, steps: int, **_: object) -> int:
+    """The backward pass's bytes at its batch plan (core.saliency.batch_plan)."""
+    model = state.load_model(model_name)
+    n = door.pieces(model, text)
+    batch, checkpointed = saliency.batch_plan(model, n, steps, saliency.PASS_BYTES)
+    return saliency.pass_bytes(model, n, batch, checkpointed)
+
+
+@door.shared("the gradients", cost=_gradient_cost, spinner="Computing gradients …")
 def _gradients(
     model_name: str, text: str, other: str | None, scale: bool, causal: bool, steps: int
 ) -> explain.GradientScores:
     trace = _trace(model_name, text, scale, causal)
     target = _target(model_name, text, other, scale, causal)
-    with _GRADIENT_SLOTS:
-        return explain.gradient_scores(state.load_model(model_name), trace, target, steps)
+    return explain.gradient_scores(state.load_model(model_name), trace, target, steps)
 
 
 def gradient_scores(
     model: core.BertEncoder, text: str, other: str | None, inputs: state.Inputs, steps: int
 ) -> explain.GradientScores:
-    """Cached gradient × input and IG of cos(text, other), or of text's own embedding."""
+    """Cached gradient × input and IG of cos(text, other), or of text's own embedding; the
+    steps are cut to the request's budget first (ig_steps_for)."""
+    steps = ig_steps_for(door.pieces(model, text), steps)
     return _gradients(model.name, text, other or None, inputs.scale, inputs.causal, steps)
 
 
-@st.cache_resource(max_entries=4, show_spinner="Removing word pieces and running again …")
+def _deletion_cost(
+    model_name: str, text: str, orders: tuple[tuple[str, tuple[int, ...]], ...], **_: object
+) -> int:
+    # one batched pass per k, every ranking at once: one layer's scores and softmax per ranking
+    model = state.load_model(model_name)
+    n = door.pieces(model, text)
+    return 4 * len(orders) * 2 * (model.n_heads * n * n + n * model.dims.d_ff)
+
+
+@door.shared(
+    "the deletion test",
+    cost=_deletion_cost,
+    spinner="Removing word pieces and running again …",
+)
 def _deletion(
     model_name: str,
     text: str,
@@ -111,8 +139,7 @@ def _deletion(
     reference = _target(model_name, text, other, scale, causal).reference
     rankings = {name: np.array(order, dtype=np.int64) for name, order in orders}
     model = state.load_model(model_name)
-    with _GRADIENT_SLOTS:  # up to 11 batched passes: the same queue as the gradients
-        return saliency.deletion_curves(model, trace, reference, rankings, k_max)
+    return saliency.deletion_curves(model, trace, reference, rankings, k_max)
 
 
 def deletion_curves(

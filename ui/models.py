@@ -4,7 +4,8 @@ A link can carry any model name (`?model=other&custom_model=…`). Opening it lo
 model; any other hub id or folder is shown with a Load button, and nothing happens before a
 visitor presses it. What the server may load at all is core.models.ModelPolicy, read from the
 environment or from Streamlit secrets (README, "Deploying"). Loaded models are shared by every
-session (st.cache_resource); a failure is remembered for a minute so retries stay cheap.
+session (kept in ui.door's one cache); a failure is remembered for a minute so retries stay
+cheap.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import streamlit as st
 
 import core
 from core.models import ModelPolicy, policy_from_settings
+from ui import door
 from ui.escape import literal
 
 OTHER_MODEL = "other"
@@ -37,9 +39,19 @@ def policy() -> ModelPolicy:
     return policy_from_settings(os.environ)
 
 
-@st.cache_resource(max_entries=3, show_spinner=False)
+@door.shared("loading the model")
 def _load_model(name: str) -> core.BertEncoder:
-    return core.load_model(name, policy())
+    model = core.load_model(name, policy())
+    # The model is kept in the one cache like everything else: one that takes more than half of
+    # the budget would leave too little room for what its pages compute, or be dropped and read
+    # again from disk on every click.
+    weights, budget = door.nbytes(model), door.cache_budget()
+    if 2 * weights > budget:
+        raise core.ModelUnavailable(
+            f"This model's weights take {weights // door.MB} MB, more than half of this "
+            f"server's memory budget ({budget // door.MB} MB, setting {door.MEMORY_SETTING})."
+        )
+    return model
 
 
 def _remembered_failure(name: str) -> str | None:

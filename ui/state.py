@@ -1,13 +1,13 @@
 """The app's shared state: the sidebar inputs, the loaded models and the cached Traces.
 
-This is the one module that caches. A model is loaded once per process and shared by every
-browser session (st.cache_resource); a Trace is computed once per (model, text, pair, switches)
-and shared too — its arrays are read-only, so sharing cannot leak one user's edit to another.
+A model is loaded once per process and shared by every browser session; a Trace is computed
+once per (model, text, pair, switches) and shared too — its arrays are read-only, so sharing
+cannot leak one user's edit to another. Both live in ui.door's one cache and are computed
+through its one admission limit.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -16,7 +16,7 @@ import torch
 
 import core
 from core.text import MAX_CHARS
-from ui import housekeeping, models
+from ui import door, housekeeping, models
 from ui.models import load_model
 from ui.word_level import word_level_switch
 
@@ -42,14 +42,17 @@ class Inputs:
     word_level: bool = False  # a display switch: figures merge word pieces into words
 
 
-# ---- traces -----------------------------------------------------------------------------------
-# At most two forward passes run at once, whatever the number of visitors. With one torch thread
-# each, more parallel passes add no throughput on 2 cores, but every pass in flight holds its
-# attention block (~80 MB at 512 tokens): 20 visitors typing at once would otherwise need 2+ GB.
-_FORWARD_SLOTS = threading.BoundedSemaphore(2)
+# ---- traces ----------------------------------------------------------------------------------
+# A Trace is computed through ui.door: once per (model, text, pair, switches), in one of the
+# door's run slots, and kept in its one cache while the memory budget allows (at 512 word pieces
+# on MiniLM one Trace holds ~96 MB, mostly its attention weights: 6 layers x 12 heads x 512 x 512
+# float32).
+def _trace_cost(model_name: str, text: str, pair: str | None, **_: object) -> int:
+    model = load_model(model_name)
+    return model.run_bytes(door.pieces(model, text, pair))
 
 
-@st.cache_resource(max_entries=4, show_spinner=False)
+@door.shared("this run", cost=_trace_cost)
 def _cached_trace(
     model_name: str,
     text: str,
@@ -59,15 +62,10 @@ def _cached_trace(
     positions: bool,
     ablate: tuple[tuple[int, int], ...],
 ) -> core.Trace:
-    # At most 4 Traces live at once: at 512 tokens one holds ~96 MB, mostly its attention
-    # weights (6 layers x 12 heads x 512 x 512 float32). With 6 entries (and the scores stored
-    # too), ten visitors typing 512-token texts took the server to 2.2 GB (bench/load_test.py);
-    # a page needs at most 4 runs at a time.
     model = load_model(model_name)
-    with _FORWARD_SLOTS:
-        return model.run(
-            text, pair, scale=scale, causal=causal, positions=positions, ablate=frozenset(ablate)
-        )
+    return model.run(
+        text, pair, scale=scale, causal=causal, positions=positions, ablate=frozenset(ablate)
+    )
 
 
 def trace(
@@ -205,7 +203,16 @@ def page_context() -> tuple[Inputs, core.BertEncoder]:
 
 
 # ---- the reference check ----------------------------------------------------------------------
-@st.cache_resource(max_entries=1, show_spinner=False)
+# Loading transformers' reference model of MiniLM added 157 MB of RSS here (2026-11): its own
+# copy of the weights (~90 MB) and ~67 MB of transformers' modeling code.
+REFERENCE_IMPORT_BYTES = 70 * door.MB
+
+
+def _reference_cost(model_name: str) -> int:
+    return REFERENCE_IMPORT_BYTES + door.nbytes(load_model(model_name))
+
+
+@door.shared("the transformers check", cost=_reference_cost)
 def _reference_model(model_name: str) -> object:
     from core.reference import load_reference
 
@@ -223,15 +230,39 @@ def parity_report(model: core.BertEncoder, result: core.Trace) -> object:
 
 
 # ---- embedding geometry (views/embeddings.py, views/positional.py) ----------------------------
-@st.cache_resource(max_entries=4, show_spinner=False)
+# The work one projection request may ask for: word pieces summed over its sentences. Each
+# sentence is a forward pass, and t-SNE's time grows faster than the number of points.
+PROJECTION_PIECES = 2_048
+
+
+def within_projection_budget(
+    model: core.BertEncoder, sentences: tuple[str, ...]
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The first sentences whose word pieces add up to at most PROJECTION_PIECES, and a note on
+    the lines left out (none when every sentence fits)."""
+    total = 0
+    for number, sentence in enumerate(sentences, start=1):
+        total += door.pieces(model, sentence)
+        if total > PROJECTION_PIECES:
+            note = (
+                f"Lines {number} to {len(sentences)} are left out: one projection reads at most "
+                f"{PROJECTION_PIECES:,} word pieces, and the lines above already have "
+                f"{total - door.pieces(model, sentence):,}."
+            )
+            return sentences[: number - 1], (note,)
+    return sentences, ()
+
+
+@door.shared("the projection's runs")
 def _cached_points(
     model_name: str, sentences: tuple[str, ...], scale: bool, causal: bool
 ) -> tuple[object, tuple[str, ...]]:
     # One PointSet per (sentences, switches): moving a slider must not rerun a dozen Traces.
-    from core.geometry import gather_points
+    from core.geometry import TraceRows, gather_points
 
     model = load_model(model_name)
-    traces, kept, notes = [], [], []
+    sentences, notes = within_projection_budget(model, sentences)
+    rows, kept, notes = [], [], list(notes)
     for number, sentence in enumerate(sentences, start=1):
         try:
             result = trace(model, sentence, None, scale=scale, causal=causal)
@@ -240,19 +271,20 @@ def _cached_points(
             continue
         if result.truncated:
             notes.append(f"Line {number} is cut to {model.max_positions} word pieces.")
-        traces.append(result)
+        rows.append(TraceRows.of(result))  # not the Trace: its attention blocks can go
         kept.append(sentence)
-    return gather_points(traces, kept), tuple(notes)
+    return gather_points(rows, kept), tuple(notes)
 
 
 def point_set(
     model: core.BertEncoder, sentences: tuple[str, ...], *, scale: bool, causal: bool
 ) -> tuple[object, tuple[str, ...]]:
-    """Cached core.geometry.PointSet of several sentences' Traces, and notes on skipped lines."""
+    """Cached core.geometry.PointSet of several sentences' Traces, and notes on lines left out
+    (past PROJECTION_PIECES, unreadable, or cut to the model's positions)."""
     return _cached_points(model.name, tuple(sentences), scale, causal)
 
 
-@st.cache_data(max_entries=32, show_spinner="Projecting …")
+@door.shared("a projection", spinner="Projecting …")
 def projection(vectors: object, method: str, n_components: int, ids: object = None) -> object:
     """Cached core.geometry projection of (m, d) vectors (t-SNE takes seconds)."""
     from core.geometry import project, project_unique
@@ -262,7 +294,7 @@ def projection(vectors: object, method: str, n_components: int, ids: object = No
     return project(vectors, method, n_components)
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
+@door.shared("a projection")
 def trajectory_projection(hidden: object, n_components: int) -> object:
     """Cached core.geometry.trajectories: (L + 1, m, d) -> (L + 1, m, c) in one PCA plane."""
     from core.geometry import trajectories
@@ -270,7 +302,7 @@ def trajectory_projection(hidden: object, n_components: int) -> object:
     return trajectories(hidden, n_components)
 
 
-@st.cache_resource(max_entries=2, show_spinner=False)
+@door.shared("the word-piece table")
 def _vocabulary_view(model_name: str) -> tuple[object, object]:
     from core.geometry import word_mask
     from core.positional import unit_rows

@@ -55,7 +55,8 @@ other = (inputs.text if second else pair) if target == "similarity" else None
 trace = state.trace_or_stop(
     model, state.Inputs(text, None, model.name, inputs.scale, inputs.causal)
 )
-steps = explain_state.ig_steps_for(trace.n_tokens, int(steps or 32))
+wanted_steps = int(steps or 32)
+steps = explain_state.ig_steps_for(trace.n_tokens, wanted_steps)
 flow = explain_state.information_flow(model, text, inputs)
 gradients = explain_state.gradient_scores(model, text, other, inputs, steps)
 scores = explain.side_by_side(flow, gradients)
@@ -81,11 +82,11 @@ if flow.flow is None:
         f"below, so five methods remain. It needs one maximum flow per pair of pieces and is "
         f"computed up to {rollout.MAX_FLOW_PIECES} pieces (Where the meaning comes from, §3)."
     )
-if trace.n_tokens > explain_state.MAX_GRADIENT_PIECES:
+if steps < wanted_steps:
     st.caption(
-        f"{trace.n_tokens} word pieces: integrated gradients uses {steps} steps here (each step "
-        "is a forward and a backward pass of the whole sentence), and the deletion test is "
-        f"left out above {explain_state.MAX_GRADIENT_PIECES} pieces."
+        f"{trace.n_tokens} word pieces: integrated gradients runs {steps} of the {wanted_steps} "
+        "steps asked. Each step is a forward and a backward pass of the whole sentence, and one "
+        f"request may ask for at most {explain_state.GRADIENT_WORK:,} word pieces × steps."
     )
 
 # 2 · The table and the picture.

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from core import block
-from ui import course_charts, models, state, widgets
+from ui import course_charts, course_state, models, state, widgets
 
 inputs, model = state.page_context()
 name = models.label(model)
@@ -49,7 +49,7 @@ st.latex(
     r"\text{attention share}_i = \frac{\lVert a_i \rVert}{\lVert a_i \rVert + \lVert f_i \rVert}"
 )
 trace = state.trace_or_stop(model, inputs)
-sizes = block.sublayer_sizes(model, trace)
+sizes = course_state.sublayer_sizes(model, trace)
 means = sizes.layer_means()  # (L,) each, averaged over the tokens
 mean_a, mean_f, share = means["attention_update"], means["ffn_update"], means["attention_share"]
 widgets.show_figure(

@@ -140,7 +140,7 @@ def all_heads() -> None:
         "see its whole pattern."
     )
     same_layer, same_head, _ = roles.best("same_word")
-    repeat = head_roles.repeat_example(
+    repeat = course_state.repeat_example(
         model, course_state.probe_sentences()[2], same_layer, same_head
     )
     if repeat is not None:

@@ -2,10 +2,10 @@
 
 import streamlit as st
 
-from core import head_stats, padding, scaling
+from core import head_stats, scaling
 from core.errors import EmptyInput
+from ui import course_state, models, state, widgets
 from ui import mechanics_charts as mc
-from ui import models, state, widgets
 
 
 def side_by_side(*figures: tuple) -> None:
@@ -265,7 +265,7 @@ def cross_attention() -> None:
     except EmptyInput as err:
         st.info(f"Sentence B: {err}", icon="✍️")
     else:
-        cross = scaling.cross_attention(model, trace_a, trace_b, layer)
+        cross = course_state.cross_attention(model, trace_a, trace_b, layer)
         widgets.show_figure(
             mc.reduced_heatmap(
                 cross.attn_weights[head],
@@ -302,12 +302,17 @@ def padding_mask() -> None:
     n_pad = st.slider("[PAD] pieces appended", 1, 16, 4, key="sm_pads", bind="query-params")
     try:
         runs = {
-            masked: padding.padded_run(model, inputs.text, n_pad, masked)
+            masked: course_state.padded_run(model, inputs.text, n_pad, masked)
             for masked in (True, False)
         }
     except EmptyInput as err:
         st.info(str(err), icon="✍️")
     else:
+        if trace.n_tokens > runs[True].n_real:
+            st.caption(
+                f"The sidebar sentence has {trace.n_tokens} word pieces; this section reads its "
+                f"first {runs[True].n_real} ([SEP] included), enough to see the mask at work."
+            )
         for column, (masked, run) in zip(st.columns(2), runs.items(), strict=True):
             with column:
                 widgets.show_figure(

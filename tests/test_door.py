@@ -1,0 +1,305 @@
+"""ui/door.py: one cache counted in bytes, one admission limit, and a clear refusal when short."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+import torch
+
+from ui import door
+
+WAIT_S = 30  # an upper bound for a thread to reach a point it is known to reach
+
+
+@pytest.fixture
+def fresh_door(monkeypatch):
+    """An empty cache of 1,000 bytes, free memory plentiful unless a test says otherwise."""
+    monkeypatch.setattr(door, "free_bytes", lambda: 1 << 40)
+    door.set_budget(1_000)
+    yield door
+    door.set_budget(door.budget_bytes())
+
+
+def counting(calls: list[str]):
+    """A shared function over the door that records each real computation."""
+
+    @door.shared("a test")
+    def block(name: str, size: int) -> np.ndarray:
+        calls.append(name)
+        return np.zeros(size, dtype=np.uint8)
+
+    return block
+
+
+# ---- sizes ------------------------------------------------------------------------------------
+def test_nbytes_counts_each_buffer_once():
+    array = np.zeros((10, 10), dtype=np.float32)  # 400 bytes
+    tensor = torch.zeros(25)  # 100 bytes
+    value = {"a": array, "b": (array[2:], array.T), "c": [tensor, tensor[5:], tensor.view(5, 5)]}
+    assert door.nbytes(value) == 400 + 100 + len("a") + len("b") + len("c")
+
+
+def test_nbytes_of_a_trace_is_its_arrays_plus_a_few_strings(model):
+    trace = model.run("The bank of the river.", "Money grows.")
+    arrays = model.trace_bytes(trace.n_tokens)
+    assert arrays <= door.nbytes(trace) <= arrays + 4096
+    assert model.run_bytes(trace.n_tokens) > arrays
+
+
+def test_trace_bytes_is_the_sum_of_the_trace_arrays(model):
+    trace = model.run("A sentence of a few words.")
+    arrays = [
+        trace.static,
+        trace.hidden_states,
+        trace.queries,
+        trace.keys,
+        trace.values,
+        trace.attentions,
+        trace.input_ids,
+        trace.segments,
+    ]
+    assert model.trace_bytes(trace.n_tokens) == sum(a.nbytes for a in arrays)
+
+
+# ---- the cache --------------------------------------------------------------------------------
+def test_entries_past_the_budget_go_least_recently_used_first(fresh_door):
+    calls: list[str] = []
+    block = counting(calls)
+    block("a", 400)
+    block("b", 400)
+    block("a", 400)  # a hit: "a" is now the most recently used
+    block("c", 400)  # 1,200 > 1,000 bytes: "b" goes, not "a"
+    assert calls == ["a", "b", "c"]
+    block("a", 400)
+    block("b", 400)
+    assert calls == ["a", "b", "c", "b"]
+    assert door.cached_bytes() <= 1_000
+
+
+def test_a_result_larger_than_the_budget_is_returned_but_not_kept(fresh_door):
+    calls: list[str] = []
+    block = counting(calls)
+    assert block("big", 5_000).nbytes == 5_000
+    block("big", 5_000)
+    assert calls == ["big", "big"]
+
+
+def test_cached_arrays_are_read_only(fresh_door):
+    calls: list[str] = []
+    shared = counting(calls)("a", 10)
+    with pytest.raises(ValueError, match="read-only"):
+        shared[0] = 1
+
+
+def test_arguments_with_an_underscore_are_not_part_of_the_key(fresh_door):
+    calls = []
+
+    @door.shared("a test")
+    def scaled(value: int, _unused: object) -> int:
+        calls.append(value)
+        return value * 2
+
+    assert scaled(3, object()) == scaled(3, object()) == 6
+    assert calls == [3]
+
+
+def test_a_trace_stands_in_the_key_by_what_determines_it(fresh_door, model):
+    calls = []
+
+    @door.shared("a test")
+    def length(trace) -> int:
+        calls.append(trace.n_tokens)
+        return trace.n_tokens
+
+    first = model.run("The bank of the river.")
+    again = model.run("The bank of the river.")  # another object, the same run
+    unscaled = model.run("The bank of the river.", scale=False)
+    length(first), length(again), length(unscaled)
+    assert calls == [first.n_tokens, first.n_tokens]
+
+
+def test_two_visitors_asking_at_once_compute_once(fresh_door, monkeypatch):
+    """The second caller waits at the first caller's gate and then reads the cache."""
+    at_gate = threading.Condition()
+    arrivals = []
+
+    class CountingLock:
+        def __init__(self):
+            self.lock = threading.Lock()
+
+        def __enter__(self):
+            with at_gate:
+                arrivals.append(1)
+                at_gate.notify_all()
+            self.lock.acquire()
+
+        def __exit__(self, *exc):
+            self.lock.release()
+
+    monkeypatch.setattr(door, "_new_gate", CountingLock)
+    calls = []
+
+    @door.shared("a test")
+    def slow(name: str) -> str:
+        with at_gate:  # hold the computation until the second caller is at the gate
+            assert at_gate.wait_for(lambda: len(arrivals) == 2, timeout=WAIT_S)
+        calls.append(name)
+        return name.upper()
+
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(slow("x"))) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(WAIT_S)
+    assert results == ["X", "X"] and calls == ["x"]
+
+
+# ---- admission --------------------------------------------------------------------------------
+def _hold_slots(count: int) -> tuple[threading.Event, list[threading.Thread]]:
+    """Threads that each take a run slot and keep it until the returned event is set."""
+    release, entered = threading.Event(), threading.Semaphore(0)
+
+    def hold() -> None:
+        with door.run_slot(0, "holding"):
+            entered.release()
+            release.wait(WAIT_S)
+
+    threads = [threading.Thread(target=hold) for _ in range(count)]
+    for thread in threads:
+        thread.start()
+    for _ in threads:
+        assert entered.acquire(timeout=WAIT_S)
+    return release, threads
+
+
+def test_at_most_run_slots_runs_at_once(fresh_door, monkeypatch):
+    monkeypatch.setattr(door, "QUEUE_WAIT_S", 0)
+    release, threads = _hold_slots(door.RUN_SLOTS)
+    try:
+        with pytest.raises(door.ServerShort, match="busy"), door.run_slot(0, "a third run"):
+            pass
+    finally:
+        release.set()
+        for thread in threads:
+            thread.join(WAIT_S)
+    with door.run_slot(0, "a run after them"):
+        assert door.inside_a_run()
+    assert not door.inside_a_run()
+
+
+def test_a_run_inside_a_run_takes_no_second_slot(fresh_door, monkeypatch):
+    monkeypatch.setattr(door, "QUEUE_WAIT_S", 0)
+    release, threads = _hold_slots(door.RUN_SLOTS - 1)
+    try:
+        with door.run_slot(0, "outer"), door.run_slot(0, "inner"):
+            assert door.inside_a_run()
+    finally:
+        release.set()
+        for thread in threads:
+            thread.join(WAIT_S)
+
+
+def test_short_memory_evicts_least_recent_entries_then_admits(fresh_door, monkeypatch):
+    """Free memory grows by what the cache gives back; the run is admitted once there is room
+    for it and the reserve, and the entries used most recently stay."""
+    calls: list[str] = []
+    block = counting(calls)
+    for name in "abcd":
+        block(name, 200)  # 800 bytes cached
+    # 100 bytes free beyond the reserve, and what the cache gives back
+    monkeypatch.setattr(door, "free_bytes", lambda: door.RESERVE_BYTES + 900 - door.cached_bytes())
+    with door.run_slot(500, "a run"):  # needs 500: "a" and "b" must go
+        pass
+    block("c", 200), block("d", 200), block("a", 200)
+    assert calls == ["a", "b", "c", "d", "a"]
+
+
+def test_a_run_that_cannot_fit_gets_a_message_not_a_crash(fresh_door, monkeypatch):
+    calls: list[str] = []
+    counting(calls)("a", 200)
+    monkeypatch.setattr(door, "free_bytes", lambda: 10 * door.MB)
+    with (
+        pytest.raises(door.ServerShort, match=r"short of memory.*this run \(about 300 MB\)"),
+        door.run_slot(300 * door.MB, "this run"),
+    ):
+        pass
+    assert door.cached_bytes() == 0  # it gave back all it could first
+    monkeypatch.setattr(door, "free_bytes", lambda: 1 << 40)
+    release, threads = _hold_slots(door.RUN_SLOTS)  # the refusal left every slot free
+    release.set()
+    for thread in threads:
+        thread.join(WAIT_S)
+
+
+def test_the_cost_function_sees_the_arguments(fresh_door, monkeypatch):
+    monkeypatch.setattr(door, "free_bytes", lambda: door.RESERVE_BYTES + 1_000)
+
+    @door.shared("a test", cost=lambda size, **_: size)
+    def block(size: int, tag: str) -> int:
+        return size
+
+    assert block(900, "fits") == 900
+    with pytest.raises(door.ServerShort, match="cannot start a test"):
+        block(2_000, "too big")
+    assert door.cached_bytes() == 0  # the refused run emptied the cache first
+
+
+# ---- settings and the machine -----------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("setting", "megabytes"),
+    [
+        ("300", 300),
+        ("", door.DEFAULT_MEMORY_MB),
+        ("-5", door.DEFAULT_MEMORY_MB),
+        ("1e9", door.DEFAULT_MEMORY_MB),
+        ("0", door.DEFAULT_MEMORY_MB),
+        ("lots", door.DEFAULT_MEMORY_MB),
+    ],
+)
+def test_the_budget_setting_falls_back_to_the_default(setting, megabytes):
+    assert door.budget_bytes({door.MEMORY_SETTING: setting}) == megabytes * door.MB
+
+
+def test_cgroup_limits_are_read_for_v1_and_v2(tmp_path):
+    (tmp_path / "memory/app").mkdir(parents=True)
+    (tmp_path / "memory/app/memory.limit_in_bytes").write_text("723517440\n")
+    (tmp_path / "v2/app").mkdir(parents=True)
+    (tmp_path / "v2/app/memory.max").write_text("2899102924\n")
+    (tmp_path / "unset/app").mkdir(parents=True)
+    (tmp_path / "unset/app/memory.max").write_text("max\n")
+    v1 = tmp_path / "v1.cgroup"
+    v1.write_text("4:cpu:/\n9:memory:/app\n0::/\n")
+    v2 = tmp_path / "v2.cgroup"
+    v2.write_text("0::/app\n")
+    assert door.cgroup_limit(str(v1), str(tmp_path)) == 723517440
+    assert door.cgroup_limit(str(v2), str(tmp_path / "v2")) == 2899102924
+    assert door.cgroup_limit(str(v2), str(tmp_path / "unset")) is None
+    assert door.cgroup_limit(str(tmp_path / "missing"), str(tmp_path)) is None
+
+
+# ---- what one request may ask for ---------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("pieces", "wanted", "steps"), [(512, 32, 8), (128, 64, 32), (64, 64, 64), (20, 32, 32)]
+)
+def test_gradient_steps_are_cut_to_the_requests_budget(pieces, wanted, steps):
+    from ui import explain_state
+
+    assert explain_state.ig_steps_for(pieces, wanted) == steps
+    assert steps * pieces <= max(explain_state.GRADIENT_WORK, pieces)
+
+
+def test_a_projection_reads_sentences_up_to_its_budget(model):
+    from ui import state
+
+    line = " ".join(["word"] * 300)  # 302 pieces each with [CLS] and [SEP]
+    sentences = tuple([line] * 12)
+    kept, notes = state.within_projection_budget(model, sentences)
+    assert len(kept) == state.PROJECTION_PIECES // 302 == 6
+    assert notes == (
+        "Lines 7 to 12 are left out: one projection reads at most 2,048 word pieces, and the "
+        "lines above already have 1,812.",
+    )
+    assert state.within_projection_budget(model, sentences[:3]) == (sentences[:3], ())

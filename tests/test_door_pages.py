@@ -1,0 +1,63 @@
+"""Every model run any page makes, on any tab, goes through ui/door.py's one door."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+from conftest import assert_no_exception, each_tab, page_paths, run_page
+
+import core.bert
+import core.lab
+from ui import door
+
+# The forward pass and its parts, and the lab's training (tests/test_architecture.py names the
+# same steps for its static rule).
+ENCODER_STEPS = ("run", "embed", "layer_forward", "forward_from_word_vectors")
+
+
+@pytest.fixture
+def guarded_runs(monkeypatch):
+    """Record every model step, and which ones ran outside a run slot of the door."""
+    runs, outside = [], []
+
+    def guard(name, original):
+        @functools.wraps(original)
+        def guarded(*args, **kwargs):
+            runs.append(name)
+            if not door.inside_a_run():
+                outside.append(name)
+            return original(*args, **kwargs)
+
+        return guarded
+
+    for name in ENCODER_STEPS:
+        monkeypatch.setattr(
+            core.bert.BertEncoder, name, guard(name, getattr(core.bert.BertEncoder, name))
+        )
+    monkeypatch.setattr(core.lab, "train", guard("train", core.lab.train))
+    door.forget_all()  # results cached by earlier tests would hide the runs
+    yield runs, outside
+    door.forget_all()
+
+
+@pytest.mark.slow
+def test_every_page_and_tab_runs_the_model_only_through_the_door(guarded_runs):
+    runs, outside = guarded_runs
+    for page in page_paths():
+        for at in each_tab(run_page(page), page):
+            assert_no_exception(at)
+        if at.button and page.endswith("lab.py"):  # the lab trains when Train is pressed
+            at.button[0].click().run()
+            assert_no_exception(at)
+    assert outside == [], f"model steps outside the door: {sorted(set(outside))}"
+    # the guard saw the pages run the model (a test that saw no run would prove nothing)
+    assert {"run", "layer_forward", "forward_from_word_vectors", "train"} <= set(runs)
+
+
+def test_the_guard_catches_a_run_outside_the_door(guarded_runs, model):
+    runs, outside = guarded_runs
+    model.run("A run a page made itself.")
+    with door.run_slot(0, "a run through the door"):
+        model.run("A run through the door.")
+    assert runs.count("run") == 2 and outside.count("run") == 1

@@ -1,0 +1,419 @@
+"""The one door: every cached result and every model run of the app, behind one memory budget.
+
+One Streamlit process serves every visitor (Community Cloud guarantees it 690 MB). Two rules keep
+any mix of visitors and pages inside that:
+
+1. **One cache, counted in bytes.** Every result a page asks for (loaded models, Traces, derived
+   statistics, projections, gradients, lab runs) lives in one least-recently-used cache whose
+   size is the bytes of the arrays it holds (`cachetools.LRUCache` with a size function). When a
+   new entry would pass the budget, the entries used longest ago go first, whichever page made
+   them. The budget is `ATTENTION_EXPLORER_MEMORY_MB` (README, Deploy). A result is computed once
+   even when several visitors ask for it at the same moment: the others wait for it.
+2. **One admission limit.** A result that is not in the cache is computed inside a run slot: at
+   most RUN_SLOTS at once, whatever the number of visitors (with one torch thread each, more
+   would add no speed on two cores, only memory). A run states what it will hold in memory while
+   it works; if the server does not have that much free even after the cache gave back what it
+   could, the visitor gets a message (ServerShort), not a server the kernel kills mid-page.
+
+Cached values are shared by every session, so their numpy arrays are made read-only here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import hashlib
+import inspect
+import os
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any, ParamSpec, TypeVar
+
+import cachetools
+import numpy as np
+import torch
+
+import core
+
+MB = 1_000_000
+DEFAULT_MEMORY_MB = 200  # the cache's budget when the server's settings name none (README)
+MEMORY_SETTING = "ATTENTION_EXPLORER_MEMORY_MB"
+RUN_SLOTS = 2  # model runs computing at once, for all visitors together
+QUEUE_WAIT_S = 120.0  # a run that cannot get a slot within this long is told the server is busy
+# Memory the process needs beyond what a run states: Python objects, figures being built and
+# sent, Streamlit's own buffers. A run is admitted only if this much stays free after it.
+RESERVE_BYTES = 60 * MB
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+SHORT_OF_MEMORY = (
+    "The server is short of memory right now. Try a shorter text, or again in a minute."
+)
+
+
+class ServerShort(RuntimeError):
+    """The server cannot take this run now: too little memory left, or too long a queue."""
+
+
+# ---- sizes ------------------------------------------------------------------------------------
+def nbytes(value: object) -> int:
+    """Bytes of the arrays and tensors in a value, counting each buffer once.
+
+    Walks tuples, lists, dicts, dataclasses and plain objects' attributes. Everything else
+    (numbers, short strings, a tokenizer's Rust object) counts as a small constant: the budget is
+    about arrays, which are 99 % of what the cache holds.
+    """
+    seen: set[int] = set()
+
+    def size(item: object) -> int:
+        if id(item) in seen:
+            return 0
+        seen.add(id(item))
+        if isinstance(item, np.ndarray):
+            base = item if item.base is None else item.base  # a view counts its whole buffer
+            if isinstance(base, np.ndarray) and base is not item:
+                return size(base)
+            return item.nbytes
+        if isinstance(item, torch.Tensor):
+            storage = item.untyped_storage()
+            if storage.data_ptr() in seen:
+                return 0
+            seen.add(storage.data_ptr())
+            return storage.nbytes()
+        if isinstance(item, torch.nn.Module):
+            return sum(size(t) for t in (*item.parameters(), *item.buffers()))
+        if isinstance(item, str | bytes):
+            return len(item)
+        if isinstance(item, dict):
+            return sum(size(k) + size(v) for k, v in item.items())
+        if isinstance(item, tuple | list | set | frozenset):
+            return sum(size(part) for part in item)
+        if dataclasses.is_dataclass(item) and not isinstance(item, type):
+            return sum(size(getattr(item, f.name)) for f in dataclasses.fields(item))
+        if hasattr(item, "__dict__") and not isinstance(item, type):
+            return sum(size(v) for v in vars(item).values())
+        return 16
+
+    return size(value)
+
+
+def _read_only(value: object) -> None:
+    """Make every numpy array inside a cached value read-only: it is shared by every session."""
+    seen: set[int] = set()
+
+    def walk(item: object) -> None:
+        if id(item) in seen:
+            return
+        seen.add(id(item))
+        if isinstance(item, np.ndarray):
+            if item.flags.owndata or item.base is not None:
+                with contextlib.suppress(ValueError):
+                    item.setflags(write=False)
+        elif isinstance(item, dict):
+            for part in item.values():
+                walk(part)
+        elif isinstance(item, tuple | list):
+            for part in item:
+                walk(part)
+        elif dataclasses.is_dataclass(item) and not isinstance(item, type):
+            for f in dataclasses.fields(item):
+                walk(getattr(item, f.name))
+
+    walk(value)
+
+
+def pieces(model: core.BertEncoder, text: str, pair: str | None = None) -> int:
+    """Word pieces a run of text (and pair) would hold, 0 for text with none: what a cost
+    function needs before the run (tokenizing takes well under a millisecond)."""
+    try:
+        return len(model.encode(text, pair).input_ids)
+    except core.EmptyInput:
+        return 0
+
+
+def run_bytes(model: core.BertEncoder, *texts: str) -> int:
+    """Peak bytes of one forward pass over each text, added up."""
+    return sum(model.run_bytes(pieces(model, text)) for text in texts)
+
+
+# ---- memory the process may still use ---------------------------------------------------------
+def _read_int(path: str) -> int | None:
+    try:
+        with open(path) as file:
+            text = file.read().strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def cgroup_limit(cgroups: str = "/proc/self/cgroup", root: str = "/sys/fs/cgroup") -> int | None:
+    """This process's memory limit from its cgroup (v1 or v2), or None where none is set."""
+    try:
+        with open(cgroups) as file:
+            lines = file.read().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if "memory" in controllers.split(","):  # cgroup v1: an unset limit is ~2^63
+            limit = _read_int(f"{root}/memory{path}/memory.limit_in_bytes")
+        elif controllers == "":  # cgroup v2: memory.max holds "max" or bytes
+            limit = _read_int(f"{root}{path}/memory.max")
+        else:
+            continue
+        if limit is not None and limit < 1 << 50:
+            return limit
+    return None
+
+
+def resident_bytes() -> int:
+    """This process's resident memory (RSS)."""
+    try:
+        with open("/proc/self/statm") as file:
+            return int(file.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError):  # not Linux: psutil-free fallback, peak instead of current
+        import resource
+
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def _available_on_machine() -> int | None:
+    try:
+        with open("/proc/meminfo") as file:
+            for line in file:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def free_bytes() -> int | None:
+    """What this process may still allocate: its cgroup's limit less its RSS, or the machine's
+    available memory, whichever is smaller; None where neither can be read."""
+    room = []
+    limit = cgroup_limit()
+    if limit is not None:
+        room.append(limit - resident_bytes())
+    available = _available_on_machine()
+    if available is not None:
+        room.append(available)
+    return min(room) if room else None
+
+
+# ---- the cache --------------------------------------------------------------------------------
+def budget_bytes(settings: dict[str, str] | os._Environ = os.environ) -> int:
+    """The cache's budget: ATTENTION_EXPLORER_MEMORY_MB, or DEFAULT_MEMORY_MB if unset or bad."""
+    text = str(settings.get(MEMORY_SETTING, "")).strip()
+    megabytes = int(text) if text.isdigit() and 0 < int(text) <= 1_000_000 else DEFAULT_MEMORY_MB
+    return megabytes * MB
+
+
+_lock = threading.RLock()
+_results: cachetools.LRUCache = cachetools.LRUCache(maxsize=budget_bytes(), getsizeof=nbytes)
+_computing: dict[tuple, threading.Lock] = {}  # one lock per key being computed
+_new_gate = threading.Lock  # what makes those locks (a test counts who waits at one)
+
+
+def set_budget(n_bytes: int) -> None:
+    """Start the cache anew with another budget (the server reads its setting once at start)."""
+    global _results
+    with _lock:
+        _results = cachetools.LRUCache(maxsize=n_bytes, getsizeof=nbytes)
+
+
+def cached_bytes() -> int:
+    """Bytes the cache holds now."""
+    with _lock:
+        return int(_results.currsize)
+
+
+def cache_budget() -> int:
+    with _lock:
+        return int(_results.maxsize)
+
+
+def forget_all() -> None:
+    """Empty the cache (tests; a deployer's restart does the same)."""
+    with _lock:
+        _results.clear()
+
+
+def trace_key(trace: core.Trace) -> tuple:
+    """What determines a Trace: model, word pieces, sentence ids and the run's switches."""
+    options = trace.options
+    return (
+        trace.model_name,
+        trace.input_ids.tobytes(),
+        trace.segments.tobytes(),
+        options.scale,
+        options.causal,
+        options.positions,
+        tuple(sorted(options.ablate)),
+    )
+
+
+def _key_part(value: object) -> object:
+    """A hashable stand-in for an argument: a Trace by what determines it, a model by its name,
+    arrays by their bytes' digest, lists as tuples."""
+    if isinstance(value, core.Trace):
+        return ("trace", *trace_key(value))
+    if isinstance(value, core.BertEncoder):
+        return ("model", value.name)
+    if isinstance(value, np.ndarray):
+        digest = hashlib.blake2b(np.ascontiguousarray(value).tobytes(), digest_size=16).digest()
+        return ("array", value.shape, value.dtype.str, digest)
+    if isinstance(value, list | tuple):
+        return tuple(_key_part(part) for part in value)
+    if isinstance(value, dict):
+        return tuple(sorted((key, _key_part(part)) for key, part in value.items()))
+    if isinstance(value, set | frozenset):
+        return frozenset(_key_part(part) for part in value)
+    return value
+
+
+def _evict_until(free_needed: int) -> bool:
+    """Drop least-recently-used entries until free_bytes() ≥ free_needed; True if it is."""
+    with _lock:
+        while True:
+            free = free_bytes()
+            if free is None or free >= free_needed:
+                return True
+            if not _results:
+                return False
+            _results.popitem()  # large arrays are their own mappings: freed at once
+
+
+# ---- admission --------------------------------------------------------------------------------
+_slots = threading.BoundedSemaphore(RUN_SLOTS)
+_in_flight_bytes = 0  # what admitted runs said they would hold
+_here = threading.local()  # .depth: runs this thread is inside (a run may ask for another)
+
+
+def inside_a_run() -> bool:
+    """True while this thread computes inside a run slot (tests check every model run is)."""
+    return getattr(_here, "depth", 0) > 0
+
+
+@contextlib.contextmanager
+def run_slot(cost_bytes: int, what: str) -> Iterator[None]:
+    """Hold one of the RUN_SLOTS while a run of ~cost_bytes works; ServerShort if it cannot be.
+
+    A run that asks for another result inside its slot (a projection needing Traces) computes
+    that one in the same slot: a visitor holds at most one slot, so two can never wait on each
+    other.
+    """
+    if inside_a_run():
+        _admit_bytes(cost_bytes, what)
+        _here.depth += 1
+        try:
+            yield
+        finally:
+            _here.depth -= 1
+            _release_bytes(cost_bytes)
+        return
+    if not _slots.acquire(timeout=QUEUE_WAIT_S):
+        raise ServerShort(
+            "The server is busy with other visitors' runs. Try again in a minute, or with a "
+            "shorter text."
+        )
+    try:
+        _admit_bytes(cost_bytes, what)
+        _here.depth = 1
+        try:
+            yield
+        finally:
+            _here.depth = 0
+            _release_bytes(cost_bytes)
+    finally:
+        _slots.release()
+
+
+def _admit_bytes(cost_bytes: int, what: str) -> None:
+    """Count a run's bytes as in flight, or ServerShort if the memory is not there."""
+    global _in_flight_bytes
+    with _lock:
+        if not _evict_until(cost_bytes + _in_flight_bytes + RESERVE_BYTES):
+            size = f" (about {cost_bytes // MB} MB)" if cost_bytes >= MB else ""
+            raise ServerShort(
+                f"The server is short of memory right now and cannot start {what}{size}. "
+                "Try a shorter text, or again in a minute."
+            )
+        _in_flight_bytes += cost_bytes
+
+
+def _release_bytes(cost_bytes: int) -> None:
+    global _in_flight_bytes
+    with _lock:
+        _in_flight_bytes -= cost_bytes
+
+
+def shared(
+    what: str, cost: Callable[..., int] | None = None, spinner: str | None = None
+) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """Decorator: the result is cached in the one cache and computed through the one door.
+
+    The key is the function and its arguments; arguments whose names start with "_" are left
+    out of it, as in Streamlit's own caches; a Trace stands in the key by what determines it
+    (trace_key) and a model by its name. cost(**arguments) estimates the bytes the computation holds while
+    it runs (its result included); without one, the run is admitted for its slot only.
+    """
+
+    def decorate(function: Callable[P, R]) -> Callable[P, R]:
+        signature = inspect.signature(function)
+
+        @functools.wraps(function)
+        def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+            bound = signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            arguments = bound.arguments
+            key = (function.__module__, function.__qualname__) + tuple(
+                (name, _key_part(value))
+                for name, value in arguments.items()
+                if not name.startswith("_")
+            )
+            with _lock:
+                if key in _results:
+                    return _results[key]
+            cost_bytes = int(cost(**arguments)) if cost is not None else 0
+            # The slot comes before the key's gate: whoever computes a key always holds a slot,
+            # so a run waiting for another visitor's result can never block the run making it.
+            with run_slot(cost_bytes, what):
+                return _get_or_compute(key, lambda: _call(function, arguments, spinner))
+
+        wrapper.uncached = function  # type: ignore[attr-defined]
+        return wrapper
+
+    return decorate
+
+
+def _call(function: Callable[..., R], arguments: dict[str, Any], spinner: str | None) -> R:
+    if spinner is None:
+        return function(**arguments)
+    import streamlit as st  # only a page's thread shows a spinner
+
+    with st.spinner(spinner):
+        return function(**arguments)
+
+
+def _get_or_compute(key: tuple, compute: Callable[[], R]) -> R:
+    with _lock:
+        if key in _results:
+            return _results[key]
+        gate = _computing.get(key) or _computing.setdefault(key, _new_gate())
+    with gate:  # a second visitor asking for the same result waits for the first
+        with _lock:
+            if key in _results:
+                return _results[key]
+        try:
+            value = compute()
+            _read_only(value)
+            with _lock, contextlib.suppress(ValueError):  # larger than the budget: not kept
+                _results[key] = value
+        finally:
+            with _lock:
+                _computing.pop(key, None)
+    return value
