@@ -219,10 +219,12 @@ _new_gate = threading.Lock  # what makes those locks (a test counts who waits at
 
 
 def set_budget(n_bytes: int) -> None:
-    """Start the cache anew with another budget (the server reads its setting once at start)."""
+    """Start the cache anew with another budget (ui.models.policy() applies the server's
+    setting once its secrets are read); the same budget keeps what is cached."""
     global _results
     with _lock:
-        _results = cachetools.LRUCache(maxsize=n_bytes, getsizeof=nbytes)
+        if n_bytes != _results.maxsize:
+            _results = cachetools.LRUCache(maxsize=n_bytes, getsizeof=nbytes)
 
 
 def cached_bytes() -> int:

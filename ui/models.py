@@ -34,8 +34,10 @@ _loaded_names: set[str] = set()  # models this process has loaded once (they may
 
 @st.cache_resource(show_spinner=False)
 def policy() -> ModelPolicy:
-    """The server's model policy: environment variables, or root-level Streamlit secrets."""
+    """The server's model policy (and memory budget): environment variables, or root-level
+    Streamlit secrets."""
     st.secrets.load_if_toml_exists()  # root-level secrets become environment variables
+    door.set_budget(door.budget_bytes(os.environ))  # ATTENTION_EXPLORER_MEMORY_MB, if a secret
     return policy_from_settings(os.environ)
 
 
