@@ -17,8 +17,10 @@ WAIT_S = 30  # an upper bound for a thread to reach a point it is known to reach
 def fresh_door(monkeypatch):
     """An empty cache of 1,000 bytes, free memory plentiful unless a test says otherwise."""
     monkeypatch.setattr(door, "free_bytes", lambda: 1 << 40)
+    door.forget_all()
     door.set_budget(1_000)
     yield door
+    door.forget_all()
     door.set_budget(door.budget_bytes())
 
 
@@ -155,6 +157,26 @@ def test_two_visitors_asking_at_once_compute_once(fresh_door, monkeypatch):
     for thread in threads:
         thread.join(WAIT_S)
     assert results == ["X", "X"] and calls == ["x"]
+
+
+def test_kept_entries_count_against_the_budget_but_are_never_evicted(fresh_door):
+    calls: list[str] = []
+    block = counting(calls)
+
+    @door.shared("loading a model", keep=True)
+    def weights(name: str) -> np.ndarray:
+        calls.append(name)
+        return np.zeros(600, dtype=np.uint8)
+
+    block("a", 300)
+    weights("m")  # 600 kept: the LRU has 400 left, and "a" still fits
+    assert door.cached_bytes() == 900
+    block("b", 300)  # 1,200 > 1,000: "a" goes, the model stays
+    weights("m"), block("b", 300), block("a", 300)
+    assert calls == ["a", "m", "b", "a"]
+    for name in "xyz":  # at most MAX_KEPT models: the one used least recently goes
+        weights(name)
+    assert len(door._kept) == door.MAX_KEPT and door.cached_bytes() <= 1_000 + 600
 
 
 # ---- admission --------------------------------------------------------------------------------

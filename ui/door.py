@@ -20,6 +20,7 @@ Cached values are shared by every session, so their numpy arrays are made read-o
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import functools
@@ -213,35 +214,79 @@ def budget_bytes(settings: dict[str, str] | os._Environ = os.environ) -> int:
 
 
 _lock = threading.RLock()
-_results: cachetools.LRUCache = cachetools.LRUCache(maxsize=budget_bytes(), getsizeof=nbytes)
+_budget = budget_bytes()
+# Loaded models are kept apart from the LRU: every session's page holds its model, so dropping
+# one from the cache would free nothing and load a second copy on the next click. They count
+# against the budget all the same: the LRU gets what they leave (_resize).
+MAX_KEPT = 2  # models loaded at once; a third replaces the one used least recently
+_kept: collections.OrderedDict[tuple, tuple[object, int]] = collections.OrderedDict()
+_results: cachetools.LRUCache = cachetools.LRUCache(maxsize=_budget, getsizeof=nbytes)
 _computing: dict[tuple, threading.Lock] = {}  # one lock per key being computed
 _new_gate = threading.Lock  # what makes those locks (a test counts who waits at one)
 
 
-def set_budget(n_bytes: int) -> None:
-    """Start the cache anew with another budget (ui.models.policy() applies the server's
-    setting once its secrets are read); the same budget keeps what is cached."""
+def _resize() -> None:
+    """Give the LRU the budget less the kept entries' bytes, keeping what still fits."""
     global _results
+    kept_bytes = sum(size for _, size in _kept.values())
+    maxsize = max(0, _budget - kept_bytes)
+    if maxsize == _results.maxsize:
+        return
+    old, _results = _results, cachetools.LRUCache(maxsize=maxsize, getsizeof=nbytes)
+    for key, value in old.items():  # oldest first; the LRU drops what no longer fits
+        with contextlib.suppress(ValueError):
+            _results[key] = value
+
+
+def set_budget(n_bytes: int) -> None:
+    """Use another budget (ui.models.policy() applies the server's setting once its secrets
+    are read); what is cached stays as far as it fits."""
+    global _budget
     with _lock:
-        if n_bytes != _results.maxsize:
-            _results = cachetools.LRUCache(maxsize=n_bytes, getsizeof=nbytes)
+        _budget = n_bytes
+        _resize()
 
 
 def cached_bytes() -> int:
-    """Bytes the cache holds now."""
+    """Bytes the cache holds now, kept entries included."""
     with _lock:
-        return int(_results.currsize)
+        return int(_results.currsize) + sum(size for _, size in _kept.values())
 
 
 def cache_budget() -> int:
-    with _lock:
-        return int(_results.maxsize)
+    """The budget in bytes, for everything cached together."""
+    return _budget
 
 
 def forget_all() -> None:
     """Empty the cache (tests; a deployer's restart does the same)."""
     with _lock:
         _results.clear()
+        _kept.clear()
+        _resize()
+
+
+def _lookup(key: tuple) -> tuple[bool, object]:
+    """(True, value) for a cached key (now the most recently used), else (False, None)."""
+    with _lock:
+        if key in _kept:
+            _kept.move_to_end(key)
+            return True, _kept[key][0]
+        if key in _results:
+            return True, _results[key]
+    return False, None
+
+
+def _store(key: tuple, value: object, keep: bool) -> None:
+    with _lock:
+        if keep:
+            _kept[key] = (value, nbytes(value))
+            while len(_kept) > MAX_KEPT:
+                _kept.popitem(last=False)
+            _resize()
+            return
+        with contextlib.suppress(ValueError):  # larger than the budget: not kept
+            _results[key] = value
 
 
 def trace_key(trace: core.Trace) -> tuple:
@@ -354,7 +399,10 @@ def _release_bytes(cost_bytes: int) -> None:
 
 
 def shared(
-    what: str, cost: Callable[..., int] | None = None, spinner: str | None = None
+    what: str,
+    cost: Callable[..., int] | None = None,
+    spinner: str | None = None,
+    keep: bool = False,
 ) -> Callable[[Callable[P, R]], Callable[P, R]]:
     """Decorator: the result is cached in the one cache and computed through the one door.
 
@@ -362,6 +410,7 @@ def shared(
     out of it, as in Streamlit's own caches; a Trace stands in the key by what determines it
     (trace_key) and a model by its name. cost(**arguments) estimates the bytes the computation holds while
     it runs (its result included); without one, the run is admitted for its slot only.
+    keep: the result is kept apart from the LRU (a loaded model: see MAX_KEPT).
     """
 
     def decorate(function: Callable[P, R]) -> Callable[P, R]:
@@ -377,14 +426,14 @@ def shared(
                 for name, value in arguments.items()
                 if not name.startswith("_")
             )
-            with _lock:
-                if key in _results:
-                    return _results[key]
+            found, value = _lookup(key)
+            if found:
+                return value
             cost_bytes = int(cost(**arguments)) if cost is not None else 0
             # The slot comes before the key's gate: whoever computes a key always holds a slot,
             # so a run waiting for another visitor's result can never block the run making it.
             with run_slot(cost_bytes, what):
-                return _get_or_compute(key, lambda: _call(function, arguments, spinner))
+                return _get_or_compute(key, lambda: _call(function, arguments, spinner), keep)
 
         wrapper.uncached = function  # type: ignore[attr-defined]
         return wrapper
@@ -401,20 +450,20 @@ def _call(function: Callable[..., R], arguments: dict[str, Any], spinner: str | 
         return function(**arguments)
 
 
-def _get_or_compute(key: tuple, compute: Callable[[], R]) -> R:
+def _get_or_compute(key: tuple, compute: Callable[[], R], keep: bool = False) -> R:
     with _lock:
-        if key in _results:
-            return _results[key]
+        found, value = _lookup(key)
+        if found:
+            return value
         gate = _computing.get(key) or _computing.setdefault(key, _new_gate())
     with gate:  # a second visitor asking for the same result waits for the first
-        with _lock:
-            if key in _results:
-                return _results[key]
+        found, value = _lookup(key)
+        if found:
+            return value
         try:
             value = compute()
             _read_only(value)
-            with _lock, contextlib.suppress(ValueError):  # larger than the budget: not kept
-                _results[key] = value
+            _store(key, value, keep)
         finally:
             with _lock:
                 _computing.pop(key, None)

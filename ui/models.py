@@ -41,7 +41,7 @@ def policy() -> ModelPolicy:
     return policy_from_settings(os.environ)
 
 
-@door.shared("loading the model")
+@door.shared("loading the model", keep=True)
 def _load_model(name: str) -> core.BertEncoder:
     model = core.load_model(name, policy())
     # The model is kept in the one cache like everything else: one that takes more than half of
