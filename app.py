@@ -73,12 +73,12 @@ with preload.plotly_download(needed=navigation.url_path not in PLOTLY_FREE_PAGES
 # collection after every rerun cheap (ui/housekeeping.py).
 housekeeping.freeze_once_at_startup()
 
-state.prepare_page_context(
-    word_level_page=navigation.url_path in WORD_LEVEL_PAGES,
-    switches_page=navigation.url_path not in OWN_SWITCH_PAGES,
-)
-widgets.image_format_picker()
 try:
+    state.prepare_page_context(
+        word_level_page=navigation.url_path in WORD_LEVEL_PAGES,
+        switches_page=navigation.url_path not in OWN_SWITCH_PAGES,
+    )
+    widgets.image_format_picker()
     navigation.run()
 except (door.ServerShort, MemoryError) as short:
     # ui/door.py refuses a run the server has no memory or slot for: the visitor reads why,

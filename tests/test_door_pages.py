@@ -61,3 +61,15 @@ def test_the_guard_catches_a_run_outside_the_door(guarded_runs, model):
     with door.run_slot(0, "a run through the door"):
         model.run("A run through the door.")
     assert runs.count("run") == 2 and outside.count("run") == 1
+
+
+def test_a_server_short_of_memory_says_so_on_the_page(monkeypatch):
+    """No free memory at all: the page explains instead of raising (or being killed)."""
+    monkeypatch.setattr(door, "free_bytes", lambda: 0)
+    door.forget_all()
+    try:
+        at = run_page(page_paths()[0], text="A sentence no one has run yet on this server.")
+    finally:
+        door.forget_all()
+    assert_no_exception(at)
+    assert any("short of memory" in warning.value for warning in at.warning)
