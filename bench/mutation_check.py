@@ -1066,8 +1066,8 @@ MUTANTS = [
     ),
     M(
         "rollout.py",
-        "by_key[head].copy_(attention[head].T)",
-        "by_key[head].copy_(attention[head])",
+        "by_key.copy_(attention.transpose(1, 2))",
+        "by_key.copy_(attention)",
         "norm contributions: a key's weights read as a query's",
     ),
     M(
