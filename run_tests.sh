@@ -14,7 +14,15 @@ VENV=".venv-test"
 "$PYTHON" -m venv --clear "$VENV"
 # shellcheck disable=SC1091
 source "$VENV/bin/activate"
-python -m pip install --quiet --disable-pip-version-check -r requirements-test.txt
+# requirements.txt names torch's CPU wheel by its URL on download.pytorch.org. Where pip's
+# find-links folder holds a file of exactly that name (the CI machine, which cannot reach that
+# host), tools/local_wheels.py swaps the URL for that file in a copy of the requirement files,
+# and says so; elsewhere the copy is the same as the files and pip downloads the wheel.
+REQUIREMENTS_COPY="$(mktemp -d)"
+trap 'rm -rf "$REQUIREMENTS_COPY"' EXIT
+REQUIREMENTS="$(python tools/local_wheels.py "$REQUIREMENTS_COPY" requirements-test.txt)"
+python -m pip install --quiet --disable-pip-version-check -r "$REQUIREMENTS"
+python -c "import torch; print('torch', torch.__version__)"
 
 # The browser tests drive Debian's chromium (Playwright's own browser download cannot work here).
 if ! command -v chromium >/dev/null 2>&1; then

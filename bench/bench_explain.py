@@ -1,6 +1,7 @@
 """Issue 11's speed targets, measured side by side in one run on the bundled model.
 
-    rollout + norm-based contributions at 128 word pieces   ≤ 0.2 × one forward pass
+    rollout + norm-based contributions at 128 word pieces   ≤ 0.3 × one forward pass (issue 34;
+                                                            issue 11 asked 0.2 ×)
     gradient × input                                        ≤ 3 × one forward pass
     integrated gradients, 32 steps, 32 word pieces          ≤ 1.5 s (steps batched)
 
@@ -90,14 +91,14 @@ def main() -> None:
     work, fwd = side_by_side(
         lambda: rollout.contribution_rollout(model, trace), forward, args.repeats
     )
-    report("norm-based contributions rolled out, 128", work, fwd, 0.2)
+    report("norm-based contributions rolled out, 128", work, fwd, 0.3)
 
     def both() -> None:
         rollout.attention_rollout(trace.attentions)
         rollout.contribution_rollout(model, trace)
 
     work, fwd = side_by_side(both, forward, args.repeats)
-    report("rollout + norm contributions, 128", work, fwd, 0.2)
+    report("rollout + norm contributions, 128", work, fwd, 0.3)
     # for the record: the longest input the app takes (not a target of the issue)
     text_512 = text_of(512)
     trace_512 = model.run(text_512)

@@ -21,9 +21,7 @@ from __future__ import annotations
 
 import warnings
 import weakref
-from collections.abc import Callable
 
-import numba
 import numpy as np
 import torch
 from scipy.sparse import csr_matrix
@@ -137,19 +135,19 @@ def _centred_output_projection(model: BertEncoder, layer: int) -> torch.Tensor:
     return per_layer[layer]
 
 
-# ũ is worked out for a block of keys at a time, in one buffer reused by every block and layer.
-# It stays under KEY_BLOCK_BYTES: under the app's 1 MB malloc threshold (ui/housekeeping.py),
-# above which a new array is a fresh mapping whose pages are faulted in on first touch, and
-# within a core's L2 cache, where the Gram loop reads it back.
+# The quadratic forms are taken a block of keys at a time: a block's products, (keys, H, n_q)
+# float32, stay under KEY_BLOCK_BYTES, under the app's 1 MB malloc threshold (ui/housekeeping.py)
+# above which every new array is a fresh mapping whose pages are faulted in on first touch, and
+# within a core's L2 cache, where the next step reads them back.
 KEY_BLOCK_BYTES = 1_000_000
 
 
-def _keys_per_block(n_heads: int, d_model: int, n: int) -> int:
-    """Keys per block, as even as the count allows: the block of ũ is (H, keys, d) float32.
+def _keys_per_block(n_heads: int, n: int) -> int:
+    """Keys per block, as even as the count allows: a block's products are (keys, H, n_q) float32.
 
     n keys in the fewest blocks that fit, each ⌈n / blocks⌉ keys; the last may be shorter.
     """
-    most = max(1, KEY_BLOCK_BYTES // (4 * n_heads * d_model))
+    most = max(1, KEY_BLOCK_BYTES // (4 * n_heads * n))
     blocks = max(1, -(-n // most))
     return -(-n // blocks)
 
@@ -164,125 +162,46 @@ def _read_only(array: np.ndarray) -> torch.Tensor:
         return torch.from_numpy(array)
 
 
-def _compiled(fastmath: set[str]) -> Callable[[Callable[..., None]], Callable[..., None]]:
-    """numba.njit, keeping the machine code on disk when some cache folder can be written.
-
-    numba caches in NUMBA_CACHE_DIR if set, else beside the source, else in the user's cache
-    folder. With none writable (a read-only install and home) cache=True raises when the
-    decorator runs, at import: then the loops compile on first use in each process instead.
-    nogil lets two sessions run them at once.
-    """
-
-    def decorate(function: Callable[..., None]) -> Callable[..., None]:
-        try:
-            return numba.njit(cache=True, nogil=True, fastmath=fastmath)(function)
-        except RuntimeError as error:  # "cannot cache function ...: no locator available ..."
-            if "no locator" not in str(error):
-                raise
-            return numba.njit(nogil=True, fastmath=fastmath)(function)
-
-    return decorate
-
-
-# Why compiled loops: each key has its own small Gram matrix and each (query, key) pair its own
-# quadratic form in H numbers (MiniLM: 12), too small for a BLAS call each. Batched through
-# torch instead, they needed a keys-first copy of the weights and MKL's products padded to 16
-# rows, and the whole split took ~1.5x as long (README, Benchmarks). "reassoc" lets the compiler
-# sum a dot product in vector lanes and "contract" fuse a multiply and an add, as BLAS does:
-# only the rounding changes.
-@_compiled(fastmath={"reassoc", "contract"})
-def _key_grams(u_tilde: np.ndarray, x_tilde: np.ndarray, gram: np.ndarray, first_key: int) -> None:
-    """Each key's Gram matrix G_j, the dot products of its vectors, into gram (H + 1, H + 1, n).
-
-    u_tilde (H, c, d) holds ũ_j^h for the c keys j = first_key … first_key + c − 1, x_tilde
-    (c, d) their x̃_j. Then gram[h, h', j] = ũ_j^h · ũ_j^h' (h ≤ h' < H), gram[h, H, j] =
-    ũ_j^h · x̃_j and gram[H, H, j] = ‖x̃_j‖². G_j is symmetric: the lower triangle is neither
-    written nor read.
-    """
-    n_heads, n_keys, d = u_tilde.shape
-    for in_block in range(n_keys):
-        key = first_key + in_block  # j
-        x_j = x_tilde[in_block]
-        for h in range(n_heads):
-            u_h = u_tilde[h, in_block]
-            for other in range(h, n_heads):
-                u_other = u_tilde[other, in_block]
-                total = np.float32(0.0)
-                for dim in range(d):
-                    total += u_h[dim] * u_other[dim]
-                gram[h, other, key] = total
-            total = np.float32(0.0)
-            for dim in range(d):
-                total += u_h[dim] * x_j[dim]
-            gram[h, n_heads, key] = total
-        total = np.float32(0.0)
-        for dim in range(d):
-            total += x_j[dim] * x_j[dim]
-        gram[n_heads, n_heads, key] = total
-
-
-@_compiled(fastmath={"contract"})
-def _norms_from_grams(attention: np.ndarray, gram: np.ndarray, out: np.ndarray) -> None:
-    """out[i, j] = ‖Σ_h α_ij^h ũ_j^h + [i = j] x̃_i‖ for every query i and key j.
-
-    attention (H, n_q, n_k) is α; gram (H + 1, H + 1, n_k) as _key_grams leaves it. The square
-    is Σ_h α_ij^h (G_j[h, h] α_ij^h + 2 Σ_h'>h G_j[h, h'] α_ij^h'), plus on the diagonal the
-    skip connection's 2 Σ_h α_ii^h ũ_i^h·x̃_i + ‖x̃_i‖². The keys are the inner loop: α's rows
-    and the Gram entries are both contiguous along them.
-    """
-    n_heads, n_queries, n_keys = attention.shape
-    two = np.float32(2.0)  # a plain 2 would make the products float64
-    squared = np.empty(n_keys, dtype=np.float32)
-    later_heads = np.empty(n_keys, dtype=np.float32)  # Σ_h'>h G_j[h, h'] α_ij^h', per key j
-    for i in range(n_queries):
-        squared[:] = 0.0
-        for h in range(n_heads):
-            alpha_h = attention[h, i]  # (n_k,) this head's weights of query i
-            later_heads[:] = 0.0
-            for other in range(h + 1, n_heads):
-                alpha_other = attention[other, i]
-                products = gram[h, other]
-                for j in range(n_keys):
-                    later_heads[j] += products[j] * alpha_other[j]
-            own = gram[h, h]
-            for j in range(n_keys):
-                squared[j] += alpha_h[j] * (own[j] * alpha_h[j] + two * later_heads[j])
-        skip = gram[n_heads, n_heads, i]
-        for h in range(n_heads):
-            skip += two * attention[h, i, i] * gram[h, n_heads, i]
-        squared[i] += skip
-        for j in range(n_keys):  # rounding can leave a tiny negative square
-            out[i, j] = np.sqrt(max(squared[j], np.float32(0.0)))
-
-
 def _contribution_norms(model: BertEncoder, trace: Trace, layers: range) -> np.ndarray:
     """(len(layers), n_q, n_k) ‖P(z_ij)‖ per layer: the contribution norms before ÷ σ_i.
 
     ‖P(z_ij)‖² = ‖Σ_h α_ij^h ũ_j^h + [i = j] x̃_i‖², with ũ_j^h = P(v_j^h W_Oʰ) and x̃ = P(x),
-    expands into dot products among key j's [ũ_j^1 … ũ_j^H, x̃_j], so the (n, n, d) block of
-    all z_ij is never built.
+    expands into the Gram matrix G_j of key j's vectors [ũ_j^1 … ũ_j^H, x̃_j]: the square is
+    Σ_h,h' α_ij^h G_j[h, h'] α_ij^h', plus on the diagonal the skip connection's
+    2 Σ_h α_ii^h G_i[h, H] + G_i[H, H]. So the (n, n, d) block of all z_ij is never built.
     """
     n, n_heads, d = trace.n_tokens, model.n_heads, model.d_model
-    block = _keys_per_block(n_heads, d, n)
-    u_buffer = torch.empty(n_heads * block * d)  # ũ of one block of keys
-    # (H + 1, H + 1, n_k); NaN until written, so a key a bug left out could not pass unseen
-    gram = np.full((n_heads + 1, n_heads + 1, n), np.nan, dtype=np.float32)
-    norms = np.empty((len(layers), n, n), dtype=np.float32)  # (layers, n_q, n_k)
+    block = _keys_per_block(n_heads, n)
+    # buffers shared by every layer, each allocated once per call
+    stacked = torch.empty(n_heads + 1, n, d)  # (H + 1, n_k, d): ũ of every head, then x̃
+    by_key = torch.empty(n_heads, n, n)  # (H, n_k, n_q): α with each head's matrix transposed
+    products = torch.empty(block, n_heads, n)  # (c, H, n_q): G_j α_ij for a block of c keys
+    squared = torch.empty(len(layers), n, n)  # (layers, n_k, n_q): ‖P(z_ij)‖²
     for index, layer in enumerate(layers):
         gamma = model.layers[layer].attn_norm[0].float()  # (d,)
         # ũ_j^h = v_j^h P(W_Oʰ): P is linear, so it is folded into W_O once per model
         centred_w_o = _centred_output_projection(model, layer)  # (H, d_head, d)
-        x = _read_only(trace.hidden_states[layer])  # (n, d): the layer's input
-        x_tilde = _centre_and_scale(x, gamma)  # (n, d)
         values = _read_only(trace.values[layer])  # (H, n, d_head)
+        torch.bmm(values, centred_w_o, out=stacked[:n_heads])  # (H, n_k, d): ũ
+        stacked[n_heads] = _centre_and_scale(_read_only(trace.hidden_states[layer]), gamma)  # x̃
+        per_key = stacked.transpose(0, 1)  # (n_k, H + 1, d), a view
+        gram = torch.bmm(per_key, per_key.transpose(1, 2))  # (n_k, H + 1, H + 1): every G_j
+        attention = _read_only(trace.attentions[layer])  # (H, n_q, n_k)
+        # each head's matrix transposed, so a key's weights are rows the batched product reads;
+        # moving the key axis in front of the heads instead was ~4x slower (d695987)
+        by_key.copy_(attention.transpose(1, 2))
         for start in range(0, n, block):
             keys = slice(start, min(start + block, n))
-            # a shorter last block is a prefix of the buffer, contiguous as bmm's out wants
-            u_tilde = u_buffer[: n_heads * (keys.stop - start) * d].view(n_heads, -1, d)
-            torch.bmm(values[:, keys], centred_w_o, out=u_tilde)  # (H, c, d)
-            _key_grams(u_tilde.numpy(), x_tilde[keys].numpy(), gram, start)
-        _norms_from_grams(trace.attentions[layer], gram, norms[index])
-    return norms
+            alpha = by_key[:, keys].transpose(0, 1)  # (H, c, n_q) -> (c, H, n_q), a view
+            mixed = products[: keys.stop - start]  # (c, H, n_q)
+            torch.bmm(gram[keys, :n_heads, :n_heads], alpha, out=mixed)  # Σ_h' G_j[h, h'] α_ij^h'
+            torch.sum(mixed.mul_(alpha), dim=1, out=squared[index, keys])  # Σ_h α_ij^h (…)
+        # the skip connection adds x̃_i to z_ii alone: the diagonal gains the cross term and ‖x̃_i‖²
+        self_weights = attention.diagonal(dim1=1, dim2=2)  # (H, n): α_ii^h
+        cross = (self_weights.T * gram[:, :n_heads, n_heads]).sum(dim=1)  # (n,): Σ_h α_ii^h ũ·x̃
+        squared[index].diagonal().add_(2 * cross + gram[:, n_heads, n_heads])
+    # rounding can leave a tiny negative square; (layers, n_k, n_q) -> (layers, n_q, n_k)
+    return squared.clamp_min_(0).sqrt_().transpose(1, 2).contiguous().numpy()
 
 
 def layer_contributions(model: BertEncoder, trace: Trace, layer: int) -> np.ndarray:

@@ -496,9 +496,12 @@ def test_by_hand_page_shows_numbers_a_learner_can_check():
     table = at.table[0].value  # the toy's vectors, a row per word of the default sentence
     assert list(table.columns) == ["word", *by_hand.TOY_FEATURES]
     assert list(table["word"]) == ["money", "bank", "grows"]
-    np.testing.assert_array_equal(
-        table[list(by_hand.TOY_FEATURES)].to_numpy(), [[2, 0, 0, 0], [1, 1, 2, 0], [1, 0, 0, 2]]
-    )
+    # written as a visitor reads them: whole numbers, no decimals
+    assert table[list(by_hand.TOY_FEATURES)].to_numpy().tolist() == [
+        ["2", "0", "0", "0"],
+        ["1", "1", "2", "0"],
+        ["1", "0", "0", "2"],
+    ]
     # S, α and Y of "money bank grows" as HTML cells, worked out here by hand from the vectors
     # above: S = X Xᵀ, α = softmax of each row, Y = α X
     scores = [[4, 2, 2], [2, 6, 1], [2, 1, 5]]
@@ -538,7 +541,10 @@ def test_inside_layer_page_measures_both_sublayers():
     texts = _texts(at)
     assert "feed-forward network" in texts and "1,181,568" in texts  # W_1 + W_2 with biases
     table = at.table[0].value
-    assert (table["attention share"] < 0.5).all()
+    # shares to three decimals, norms to two, as a visitor reads them
+    assert table["attention share"].str.fullmatch(r"0\.\d{3}").all()
+    assert (table["attention share"].astype(float) < 0.5).all()
+    assert table["‖f‖ feed-forward"].str.fullmatch(r"\d+\.\d{2}").all()
 
 
 @pytest.mark.parametrize("name", ["empty", "html", "ten_thousand"])

@@ -175,7 +175,7 @@ def test_norm_contributions_equal_a_per_head_loop_with_column_slices_of_w_o(
     model, reference, keys_per_block, monkeypatch
 ):
     if keys_per_block:  # blocks of 2 keys (and 1 at the end): the split must change nothing
-        monkeypatch.setattr(rollout, "_keys_per_block", lambda rows, width, n: keys_per_block)
+        monkeypatch.setattr(rollout, "_keys_per_block", lambda n_heads, n: keys_per_block)
     trace = model.run("The river bank flooded.")
     n, d, d_head = trace.n_tokens, model.d_model, model.d_head
     layer = 2
@@ -244,42 +244,30 @@ def contribution_norms_from_the_whole_block(model, trace, layer: int) -> np.ndar
     return (centred.norm(dim=-1) / sigma[:, None]).numpy()
 
 
-@pytest.mark.parametrize("which", ["minilm_causal_two_blocks", "tiny_four_heads"])
-def test_norm_contributions_equal_the_whole_block_in_every_layer(model, tiny32, which):
+@pytest.mark.parametrize("which", ["minilm_causal_in_blocks", "tiny_four_heads"])
+def test_norm_contributions_equal_the_whole_block_in_every_layer(model, tiny32, which, monkeypatch):
     if which == "tiny_four_heads":  # 4 heads of 8 dimensions: nothing assumes MiniLM's 12 × 32
         encoder, trace = tiny32, tiny32.run("the river bank flows", "money grows")
-    else:  # 72 pieces, causal, unscaled: two default key blocks, α zero above the diagonal
+    else:  # 72 pieces, causal, unscaled: α zero above the diagonal; keys in blocks of 7 (and 2)
         encoder = model
         trace = model.run(
             " ".join(["the bank of the river flooded ."] * 10), causal=True, scale=False
         )
-        assert (
-            rollout._keys_per_block(model.n_heads, model.d_model, trace.n_tokens) < trace.n_tokens
-        )
+        assert trace.n_tokens % 7 != 0
+        monkeypatch.setattr(rollout, "_keys_per_block", lambda n_heads, n: 7)
     for layer in range(encoder.n_layers):
         expected = contribution_norms_from_the_whole_block(encoder, trace, layer)
         ours = rollout.layer_contributions(encoder, trace, layer)
         np.testing.assert_allclose(ours, expected, rtol=1e-4, atol=1e-5)
 
 
-def test_loops_compile_where_no_cache_folder_can_be_written(monkeypatch):
-    from numba.core import caching, registry
-
-    # numba with no writable cache folder anywhere (a read-only install and home): real numba
-    # then raises "cannot cache function ...: no locator available" when cache=True is asked
-    monkeypatch.setattr(caching.CacheImpl, "_locator_classes", [])
-
-    def plus_one(values, out):
-        for i in range(len(values)):
-            out[i] = values[i] + 1
-
-    with pytest.raises(RuntimeError, match="no locator"):
-        rollout.numba.njit(cache=True)(plus_one)
-    compiled = rollout._compiled(fastmath={"contract"})(plus_one)
-    out = np.zeros(3)
-    compiled(np.arange(3.0), out)
-    np.testing.assert_array_equal(out, [1.0, 2.0, 3.0])
-    assert isinstance(compiled, registry.CPUDispatcher)  # compiled, not plain Python
+def test_keys_per_block_covers_every_key_in_even_blocks_under_the_byte_limit():
+    for n in (1, 2, 20, 72, 128, 145, 300, 512):
+        block = rollout._keys_per_block(12, n)
+        blocks = -(-n // block)
+        assert 4 * 12 * n * block <= max(rollout.KEY_BLOCK_BYTES, 4 * 12 * n)  # one key at least
+        assert block * blocks >= n > block * (blocks - 1)  # every key, no empty block
+        assert block - (n - block * (blocks - 1)) < blocks  # the last block is the short one
 
 
 def test_norm_rollout_rows_are_shares_and_differ_from_attention_rollout(model):

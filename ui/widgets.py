@@ -621,20 +621,30 @@ def matrix_csv(matrix: np.ndarray, row_labels: Sequence[str], col_labels: Sequen
 
 
 def static_table(columns: Mapping[str, Sequence], decimals: Mapping[str, int]) -> None:
-    """A few rows as a static table (st.table), numbers to the decimals given per column.
+    """A few rows as a static table (st.table), numbers written to the decimals given per column.
 
     For tables of a handful of rows: st.dataframe's scrolling grid loads a script of its own
     (~0.13 s of a page load, side by side), which a table this small does not need. st.table
-    reads its cells as Markdown, so text cells go through escape.literal().
+    reads its cells as Markdown, so text cells go through escape.literal(). The numbers are
+    written here as text, not through pandas' Styler, which needs jinja2 for it; st.table
+    aligns text cells left.
     """
     frame = pd.DataFrame(
         {
-            name: [literal(v) if isinstance(v, str) else v for v in values]
+            name: [_table_cell(value, decimals.get(name)) for value in values]
             for name, values in columns.items()
         }
     )
-    formats = {name: f"{{:.{places}f}}" for name, places in decimals.items()}
-    st.table(frame.style.format(formats), hide_index=True)
+    st.table(frame, hide_index=True)
+
+
+def _table_cell(value: object, places: int | None) -> object:
+    """A cell as static_table shows it: text escaped, a number to `places` decimals if given."""
+    if isinstance(value, str):
+        return literal(value)
+    if places is None:
+        return value
+    return f"{value:.{places}f}"
 
 
 def numbered(tokens: Sequence[str]) -> list[str]:
