@@ -32,6 +32,12 @@ CHROMIUM_ARGS = [
 ]
 
 
+# A local user's server: folders on this machine and any hub id may be loaded (README, "The
+# public switch"). The shared test server runs so, so that typed models reach their Load button;
+# a server with nothing set refuses both (tests/test_overview.py, tests/test_registry.py).
+LOCAL_USER_ENV = {"ATTENTION_EXPLORER_LOCAL_FOLDERS": "1", "ATTENTION_EXPLORER_HUB_MODELS": "*"}
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -55,14 +55,14 @@ def reference(model):
 
 
 def test_tiny_random_bert_matches(tiny_model_dir):
-    model = core.load_model(str(tiny_model_dir))
+    model = core.load_folder(tiny_model_dir)
     reference = load_reference(tiny_model_dir)
     assert model.n_layers == 3
     assert_parity(model, reference, "the river bank flows", "money grows")
 
 
 def test_tiny_random_bert_long_input_is_cut_to_its_positions(tiny_model_dir):
-    model = core.load_model(str(tiny_model_dir))
+    model = core.load_folder(tiny_model_dir)
     trace = model.run("the bank " * 100)
     assert trace.truncated and trace.n_tokens == 64
     assert_parity(model, load_reference(tiny_model_dir), "the bank " * 100)
