@@ -186,7 +186,7 @@ class HuggingFaceHub:
     """huggingface_hub behind the Hub protocol, with every wait bounded."""
 
     def cached(self, repo_id: str, cache_dir: Path | None) -> Path | None:
-        from huggingface_hub import snapshot_download
+        from huggingface_hub import constants, snapshot_download
 
         try:
             path = snapshot_download(
@@ -195,9 +195,19 @@ class HuggingFaceHub:
                 cache_dir=cache_dir,
                 local_files_only=True,
             )
+            return Path(path)
         except Exception:
-            return None  # not cached (or cached incompletely): the caller tries the network
-        return Path(path)
+            pass
+        # A download pinned to a commit (download() below) writes no refs/main, so the lookup
+        # above misses it: take the newest snapshot that holds a config and a weight file.
+        repo = Path(cache_dir or constants.HF_HUB_CACHE) / ("models--" + repo_id.replace("/", "--"))
+        snapshots = [
+            snapshot
+            for snapshot in (repo / "snapshots").glob("*")
+            if (snapshot / "config.json").is_file()
+            and any((snapshot / name).is_file() for name in WEIGHT_FILES)
+        ]
+        return max(snapshots, key=lambda p: p.stat().st_mtime, default=None)
 
     def reachable(self, timeout: float = HUB_TIMEOUT_S) -> bool:
         """True if a TCP connection to the hub opens within `timeout` seconds (DNS included)."""

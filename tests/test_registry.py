@@ -361,6 +361,20 @@ def test_the_download_asks_for_the_commit_whose_sizes_were_checked(model, tmp_pa
     assert hub.revisions == [REVISION]
 
 
+def test_a_download_pinned_to_a_commit_is_found_in_the_cache_offline(tmp_path, monkeypatch):
+    """huggingface_hub writes no refs/main for a download by commit hash, so its own offline
+    lookup misses it; the cache lookup then takes the newest complete snapshot."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    repo = tmp_path / "models--a--model" / "snapshots"
+    partial, complete = repo / ("1" * 40), repo / REVISION
+    for folder in (partial, complete):
+        folder.mkdir(parents=True)
+        (folder / "config.json").write_text("{}")
+    (complete / "model.safetensors").write_bytes(b"")
+    assert HuggingFaceHub().cached("a/model", tmp_path) == complete
+    assert HuggingFaceHub().cached("a/other", tmp_path) is None
+
+
 def test_the_hugging_face_hub_pins_the_listed_commit_and_keeps_unknown_sizes(monkeypatch, tmp_path):
     """HuggingFaceHub itself, with huggingface_hub's two calls replaced: the listing keeps a
     missing size as None, and snapshot_download is asked for the listed commit."""
