@@ -7,7 +7,7 @@ trace = model.run("the bank of the river", pair=None, scale=True, causal=False)
 
 from core.bert import BertEncoder, RunOptions, Trace
 from core.errors import CheckpointError, EmptyInput, ModelUnavailable
-from core.models import BUNDLED, SUGGESTED_MODELS, load_model
+from core.models import BUNDLED, SUGGESTED_MODELS, load_folder, load_model
 
 __all__ = [
     "BUNDLED",
@@ -18,5 +18,6 @@ __all__ = [
     "ModelUnavailable",
     "RunOptions",
     "Trace",
+    "load_folder",
     "load_model",
 ]

@@ -26,7 +26,7 @@ from core.attention import (
     causal_mask,
     multi_head_attention,
 )
-from core.text import Encoded, WordPieceTokenizer
+from core.text import MAX_PIECES, Encoded, WordPieceTokenizer
 from core.weights import BertDims
 
 
@@ -157,7 +157,8 @@ class BertEncoder:
 
     @property
     def max_positions(self) -> int:
-        return self.dims.max_positions
+        """The most word pieces a run reads: the position table's rows, at most MAX_PIECES."""
+        return min(self.dims.max_positions, MAX_PIECES)
 
     # ---- memory ------------------------------------------------------------------------------
     def trace_bytes(self, n: int) -> int:
@@ -350,8 +351,8 @@ class BertEncoder:
         return _readonly(self.word_embeddings)
 
     def position_vectors(self) -> np.ndarray:
-        """(max_positions, d_model) the learned position table."""
-        return _readonly(self.position_embeddings)
+        """(max_positions, d_model) the rows of the learned position table a run can use."""
+        return _readonly(self.position_embeddings[: self.max_positions])
 
     def attention_weights(self, layer: int) -> AttentionWeights:
         """The four projections of one layer's attention (torch tensors; do not modify)."""

@@ -1,12 +1,17 @@
 """Which BERT to load: the bundled MiniLM, a Hugging Face hub id, or a local directory.
 
 A model name can arrive from a shared link, so loading is guarded in layers:
-1. A ModelPolicy says what this server may load at all. A public deployment switches local
-   folders off and limits the hub to an allow-list (README, "Deploying"); the check reads no disk
-   and asks no network, so a refused name learns nothing about the server.
-2. A hub download first asks the hub for the files' sizes and refuses past a cap; a public server
-   keeps at most a few downloaded checkpoints in its own folder and deletes the oldest.
-3. Every failure is ModelUnavailable with a one-line reason that quotes the name as typed and
+1. A ModelPolicy says what this server may load at all. Its defaults are safe for a server whose
+   deployer set nothing: no folders on this machine, no hub id beyond an allow-list (README, "The
+   public switch"). A local user opts in to folders (ATTENTION_EXPLORER_LOCAL_FOLDERS) and to
+   other hub ids (ATTENTION_EXPLORER_HUB_MODELS). The check reads no disk and asks no network.
+2. Every name that cannot be used, refused by the policy or a folder that is missing, unreadable
+   or has no config.json, gets the one message of ModelPolicy.unusable: a visitor cannot tell
+   which folders exist on the server.
+3. A hub download first asks the hub for the files' sizes at one revision, refuses past a cap or
+   a file of unknown size, and then downloads exactly that revision; a public server keeps at
+   most a few downloaded checkpoints in its own folder and deletes the oldest.
+4. Every failure is ModelUnavailable with a one-line reason that quotes the name as typed and
    never a path on the server. It comes fast: when the hub cannot be reached, a plain download
    would retry for 23-47 s, so we check the local cache, then whether the hub answers at all
    (1.5 s), and only then download.
@@ -33,47 +38,72 @@ from core.text import WordPieceTokenizer
 from core.weights import load_weights, read_config
 
 BUNDLED = "minilm"
-# Shown in the model picker; any other hub id or a local directory path works as well.
+# Shown in the model picker when the server's policy allows them.
 SUGGESTED_MODELS: dict[str, str] = {
     BUNDLED: "MiniLM-L6 · bundled, offline",
     "bert-base-uncased": "bert-base-uncased · hub, 440 MB",
 }
+# The hub ids a server loads when its deployer named none: none. bert-base-uncased does not fit
+# Community Cloud's 690 MB guarantee: one process holds 888 MB after loading it and one 512-piece
+# run, before Streamlit, the bundled model and the caches (MiniLM: 416 MB; measured with
+# bench/bench_model_memory.py), so it is an opt-in.
+DEFAULT_HUB_MODELS: frozenset[str] = frozenset()
+ANY_HUB_ID = "*"  # in ATTENTION_EXPLORER_HUB_MODELS: any hub id (a local run's choice)
 TOKENIZER_FILES = ["config.json", "tokenizer.json", "vocab.txt", "tokenizer_config.json"]
 WEIGHT_FILES = ["model.safetensors", "pytorch_model.bin"]  # the first one the hub has is taken
 HUB_TIMEOUT_S = 1.5
 MAX_NAME_CHARS = 96  # the hub's own limit for "owner/name"
+MAX_FOLDER_CHARS = 200  # the picker's text box holds no more
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 _ON = ("1", "true", "yes", "on")
 
 
 # ---- what this server may load -----------------------------------------------------------------
+def is_hub_id(name: str) -> bool:
+    """Whether `name` has the form of a hub id ("name" or "owner/name"); says nothing of the hub."""
+    return bool(_HUB_ID.match(name)) and len(name) <= MAX_NAME_CHARS
+
+
 @dataclass(frozen=True)
 class ModelPolicy:
-    """What a visitor may ask this server to load. The defaults are a local run's."""
+    """What a visitor may ask this server to load. The defaults are safe for a public server."""
 
-    local_folders: bool = True  # any folder on this machine in Hugging Face layout
-    hub_ids: frozenset[str] | None = None  # None: any hub id; else only these
+    local_folders: bool = False  # folders on this machine in Hugging Face layout (an opt-in)
+    hub_ids: frozenset[str] | None = DEFAULT_HUB_MODELS  # None: any hub id; else only these
     max_download_bytes: int = 600_000_000  # a hub model's files, summed, before downloading
     keep_downloads: int | None = None  # None: keep every download (the Hugging Face cache)
     download_dir: Path | None = None  # None: the Hugging Face cache
 
+    def allows_hub_id(self, name: str) -> bool:
+        return is_hub_id(name) and (self.hub_ids is None or name in self.hub_ids)
+
     def check(self, name: str) -> None:
-        """ModelUnavailable if this server will not load `name` (no disk or network touched)."""
-        shown = quoted(name)
-        if name == BUNDLED:
+        """ModelUnavailable (unusable()) if this server will not load `name`; no disk or network
+        touched. A name that passes may still turn out unusable once looked up."""
+        if name == BUNDLED or self.allows_hub_id(name):
             return
-        if not _HUB_ID.match(name) or len(name) > MAX_NAME_CHARS:
-            if not self.local_folders:
-                raise ModelUnavailable(f"{shown} is not a hub id, and this server loads no folders")
-            return  # maybe a folder: resolve_model_dir decides
-        if self.hub_ids is not None and name not in self.hub_ids:
-            allowed = ", ".join(sorted(self.hub_ids)) or "none"
-            raise ModelUnavailable(
-                f"{shown} is not among the hub models this server loads ({allowed})"
-            )
+        if self.local_folders and name and len(name) <= MAX_FOLDER_CHARS:
+            return  # maybe a folder: resolve_model_dir looks
+        raise self.unusable(name)
+
+    def unusable(self, name: str) -> ModelUnavailable:
+        """The one message for every name this server cannot use, for whatever reason: refused,
+        not on the disk, not a model folder. It says what the server loads, never what exists."""
+        if self.hub_ids is None:
+            hub = "any hub id"
+        elif self.hub_ids:
+            hub = "the hub ids " + ", ".join(sorted(self.hub_ids))
+        else:
+            hub = "no hub id"
+        folders = "model folders on this machine" if self.local_folders else "no folders"
+        return ModelUnavailable(
+            f"{quoted(name)} is not a model this server can load "
+            f"(it loads the bundled MiniLM, {hub} and {folders})"
+        )
 
 
 PUBLIC_SETTING = "ATTENTION_EXPLORER_PUBLIC"
+LOCAL_FOLDERS_SETTING = "ATTENTION_EXPLORER_LOCAL_FOLDERS"
 HUB_MODELS_SETTING = "ATTENTION_EXPLORER_HUB_MODELS"
 MAX_DOWNLOAD_MB_SETTING = "ATTENTION_EXPLORER_MAX_DOWNLOAD_MB"
 KEEP_DOWNLOADS_SETTING = "ATTENTION_EXPLORER_KEEP_DOWNLOADS"
@@ -83,29 +113,39 @@ DOWNLOAD_DIR_SETTING = "ATTENTION_EXPLORER_DOWNLOAD_DIR"
 def policy_from_settings(settings: Mapping[str, str]) -> ModelPolicy:
     """The policy named by environment variables (or Streamlit secrets, which become them).
 
-    ATTENTION_EXPLORER_PUBLIC=1 turns local folders off, limits the hub to
-    ATTENTION_EXPLORER_HUB_MODELS (comma-separated; default: the suggested hub models) and keeps
-    ATTENTION_EXPLORER_KEEP_DOWNLOADS checkpoints (default 2). ATTENTION_EXPLORER_MAX_DOWNLOAD_MB
-    (default 600) caps every download, public or not.
+    Nothing set: the bundled model and DEFAULT_HUB_MODELS (none), no folders.
+    ATTENTION_EXPLORER_LOCAL_FOLDERS=1 lets a visitor load a folder on this machine (a local
+    run); ATTENTION_EXPLORER_HUB_MODELS is a comma-separated allow-list of hub ids, "*" for any.
+    ATTENTION_EXPLORER_PUBLIC=1 overrides both opt-ins (no folders, "*" ignored) and keeps
+    ATTENTION_EXPLORER_KEEP_DOWNLOADS checkpoints (default 2) in a folder of its own.
+    ATTENTION_EXPLORER_MAX_DOWNLOAD_MB (default 600) caps every download.
     """
-    public = str(settings.get(PUBLIC_SETTING, "")).strip().lower() in _ON
-    max_mb = _positive_int(settings.get(MAX_DOWNLOAD_MB_SETTING), 600)
-    if not public:
-        return ModelPolicy(max_download_bytes=max_mb * 1_000_000)
+    public = _on(settings.get(PUBLIC_SETTING))
+    max_download_bytes = _positive_int(settings.get(MAX_DOWNLOAD_MB_SETTING), 600) * 1_000_000
     listed = settings.get(HUB_MODELS_SETTING)
-    hub_ids = (
+    names = (
         {part.strip() for part in str(listed).split(",") if part.strip()}
         if listed is not None
-        else {name for name in SUGGESTED_MODELS if name != BUNDLED}
+        else set(DEFAULT_HUB_MODELS)
     )
+    if not public:
+        return ModelPolicy(
+            local_folders=_on(settings.get(LOCAL_FOLDERS_SETTING)),
+            hub_ids=None if ANY_HUB_ID in names else frozenset(names),
+            max_download_bytes=max_download_bytes,
+        )
     download_dir = settings.get(DOWNLOAD_DIR_SETTING) or "~/.cache/attention-explorer/hub"
     return ModelPolicy(
         local_folders=False,
-        hub_ids=frozenset(hub_ids),
-        max_download_bytes=max_mb * 1_000_000,
+        hub_ids=frozenset(names - {ANY_HUB_ID}),
+        max_download_bytes=max_download_bytes,
         keep_downloads=_positive_int(settings.get(KEEP_DOWNLOADS_SETTING), 2),
         download_dir=Path(download_dir).expanduser(),
     )
+
+
+def _on(value: object) -> bool:
+    return str(value or "").strip().lower() in _ON
 
 
 def _positive_int(value: object, default: int) -> int:
@@ -123,20 +163,30 @@ def quoted(name: str) -> str:
 
 
 # ---- the hub ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class HubListing:
+    """What the hub says a repository holds at one commit: file name -> bytes (None: unknown)."""
+
+    revision: str  # the commit whose sizes these are; the download asks for exactly this one
+    sizes: dict[str, int | None]
+
+
 class Hub(Protocol):
     """The few hub operations the registry needs (tests pass a fake; no test needs a network)."""
 
     def cached(self, repo_id: str, cache_dir: Path | None) -> Path | None: ...
     def reachable(self) -> bool: ...
-    def file_sizes(self, repo_id: str) -> dict[str, int]: ...
-    def download(self, repo_id: str, files: list[str], cache_dir: Path | None) -> Path: ...
+    def listing(self, repo_id: str) -> HubListing: ...
+    def download(
+        self, repo_id: str, revision: str, files: list[str], cache_dir: Path | None
+    ) -> Path: ...
 
 
 class HuggingFaceHub:
     """huggingface_hub behind the Hub protocol, with every wait bounded."""
 
     def cached(self, repo_id: str, cache_dir: Path | None) -> Path | None:
-        from huggingface_hub import snapshot_download
+        from huggingface_hub import constants, snapshot_download
 
         try:
             path = snapshot_download(
@@ -145,9 +195,19 @@ class HuggingFaceHub:
                 cache_dir=cache_dir,
                 local_files_only=True,
             )
+            return Path(path)
         except Exception:
-            return None  # not cached (or cached incompletely): the caller tries the network
-        return Path(path)
+            pass
+        # A download pinned to a commit (download() below) writes no refs/main, so the lookup
+        # above misses it: take the newest snapshot that holds a config and a weight file.
+        repo = Path(cache_dir or constants.HF_HUB_CACHE) / ("models--" + repo_id.replace("/", "--"))
+        snapshots = [
+            snapshot
+            for snapshot in (repo / "snapshots").glob("*")
+            if (snapshot / "config.json").is_file()
+            and any((snapshot / name).is_file() for name in WEIGHT_FILES)
+        ]
+        return max(snapshots, key=lambda p: p.stat().st_mtime, default=None)
 
     def reachable(self, timeout: float = HUB_TIMEOUT_S) -> bool:
         """True if a TCP connection to the hub opens within `timeout` seconds (DNS included)."""
@@ -169,7 +229,7 @@ class HuggingFaceHub:
         thread.join(timeout)
         return bool(result and result[0])
 
-    def file_sizes(self, repo_id: str) -> dict[str, int]:
+    def listing(self, repo_id: str) -> HubListing:
         from huggingface_hub import HfApi
         from huggingface_hub.errors import RepositoryNotFoundError
 
@@ -181,15 +241,28 @@ class HuggingFaceHub:
             raise ModelUnavailable(
                 f"the hub did not list the files of {quoted(repo_id)} ({type(err).__name__})"
             ) from err
-        return {s.rfilename: int(s.size or 0) for s in info.siblings or []}
+        if not info.sha:
+            raise ModelUnavailable(
+                f"the hub did not say which commit of {quoted(repo_id)} it listed"
+            )
+        sizes = {
+            s.rfilename: (int(s.size) if s.size is not None else None) for s in info.siblings or []
+        }
+        return HubListing(info.sha, sizes)
 
-    def download(self, repo_id: str, files: list[str], cache_dir: Path | None) -> Path:
+    def download(
+        self, repo_id: str, revision: str, files: list[str], cache_dir: Path | None
+    ) -> Path:
         from huggingface_hub import snapshot_download
 
         try:
             return Path(
                 snapshot_download(
-                    repo_id, allow_patterns=files, cache_dir=cache_dir, etag_timeout=5
+                    repo_id,
+                    revision=revision,  # the commit whose sizes were checked, not today's main
+                    allow_patterns=files,
+                    cache_dir=cache_dir,
+                    etag_timeout=5,
                 )
             )
         except Exception as err:
@@ -198,7 +271,7 @@ class HuggingFaceHub:
             ) from err
 
 
-def files_to_fetch(sizes: Mapping[str, int]) -> list[str]:
+def files_to_fetch(sizes: Mapping[str, int | None]) -> list[str]:
     """The tokenizer and config files the repo has, plus its first weight file in WEIGHT_FILES."""
     weights = next((name for name in WEIGHT_FILES if name in sizes), None)
     if weights is None:
@@ -255,9 +328,15 @@ def _hub_model_dir(repo_id: str, policy: ModelPolicy, hub: Hub) -> Path:
         raise ModelUnavailable(
             f"cannot reach the Hugging Face hub to download {quoted(repo_id)} (no network here?)"
         )
-    sizes = hub.file_sizes(repo_id)
-    files = files_to_fetch(sizes)
-    total = sum(sizes[name] for name in files)
+    listing = hub.listing(repo_id)
+    files = files_to_fetch(listing.sizes)
+    unknown = [name for name in files if listing.sizes[name] is None]
+    if unknown:  # counted as 0, a file of any size would pass the cap
+        raise ModelUnavailable(
+            f"the hub does not say how large {unknown[0]} of {quoted(repo_id)} is; this server "
+            "downloads only files of known size"
+        )
+    total = sum(listing.sizes[name] or 0 for name in files)
     if total > policy.max_download_bytes:
         raise ModelUnavailable(
             f"{quoted(repo_id)} needs {_megabytes(total)}; this server downloads at most "
@@ -265,7 +344,7 @@ def _hub_model_dir(repo_id: str, policy: ModelPolicy, hub: Hub) -> Path:
         )
     if policy.download_dir is not None and policy.keep_downloads is not None:
         evict_old_downloads(policy.download_dir, policy.keep_downloads)
-    return hub.download(repo_id, files, policy.download_dir)
+    return hub.download(repo_id, listing.revision, files, policy.download_dir)
 
 
 def bundled_model_dir() -> Path:
@@ -288,12 +367,22 @@ def resolve_model_dir(
     if name == BUNDLED:
         return bundled_model_dir()
     if policy.local_folders:
-        path = Path(name).expanduser()
-        if path.is_dir():
-            return path
-    if not _HUB_ID.match(name) or len(name) > MAX_NAME_CHARS:
-        raise ModelUnavailable(f"{quoted(name)} is neither a local folder nor a hub model id")
-    return _hub_model_dir(name, policy, hub or HuggingFaceHub())
+        folder = _model_folder(name)
+        if folder is not None:
+            return folder
+    if policy.allows_hub_id(name):
+        return _hub_model_dir(name, policy, hub or HuggingFaceHub())
+    raise policy.unusable(name)  # the same words whether or not the folder exists
+
+
+def _model_folder(name: str) -> Path | None:
+    """The folder `name` points to if it holds a config.json; None for anything else (missing,
+    not a folder, not readable, not a path at all)."""
+    path = Path(name).expanduser()
+    try:
+        return path if (path / "config.json").is_file() else None
+    except (OSError, ValueError):  # no permission, a NUL byte in the name, ...
+        return None
 
 
 def _lowercase(model_dir: Path) -> bool:
@@ -308,9 +397,19 @@ def _lowercase(model_dir: Path) -> bool:
 def load_model(
     name: str = BUNDLED, policy: ModelPolicy = ModelPolicy(), hub: Hub | None = None
 ) -> BertEncoder:
-    """Load a BERT encoder by name; ModelUnavailable (one-line reason) when it cannot be had."""
+    """Load a BERT encoder by name as this server's policy allows; ModelUnavailable (one-line
+    reason) when it cannot be had."""
     name = (name or "").strip()
-    model_dir = resolve_model_dir(name, policy, hub)
+    return _load_dir(name, resolve_model_dir(name, policy, hub))
+
+
+def load_folder(model_dir: Path | str) -> BertEncoder:
+    """Load a BERT encoder from a folder the program chose (tests, benches), with no policy:
+    never pass a name a visitor typed here (load_model checks those)."""
+    return _load_dir(str(model_dir), Path(model_dir))
+
+
+def _load_dir(name: str, model_dir: Path) -> BertEncoder:
     try:
         dims = read_config(model_dir)
         tensors = load_weights(model_dir, dims)

@@ -42,7 +42,8 @@ def padded_run(
     encoded = model.tokenizer.encode(text, None, limit)
     pad_id = model.tokenizer.id_of(PAD)
     if pad_id is None:
-        raise EmptyInput(f"{model.name} has no {PAD} piece in its vocabulary.")
+        # no model name here: a typed name is visitor text, and this message is shown as is
+        raise EmptyInput(f"This model's vocabulary has no {PAD} piece.")
     n_real = len(encoded.input_ids)
     n_pad = max(0, min(int(n_pad), model.max_positions - n_real))
     input_ids = torch.tensor(list(encoded.input_ids) + [pad_id] * n_pad)  # (N,)

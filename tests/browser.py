@@ -32,6 +32,12 @@ CHROMIUM_ARGS = [
 ]
 
 
+# A local user's server: folders on this machine and any hub id may be loaded (README, "The
+# public switch"). The shared test server runs so, so that typed models reach their Load button;
+# a server with nothing set refuses both (tests/test_overview.py, tests/test_registry.py).
+LOCAL_USER_ENV = {"ATTENTION_EXPLORER_LOCAL_FOLDERS": "1", "ATTENTION_EXPLORER_HUB_MODELS": "*"}
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -82,22 +88,50 @@ def chromium() -> Iterator[object]:
 
 
 def wait_for_app(page: object, timeout_ms: int = 60_000) -> None:
-    """Wait for the app's frame, then for Streamlit's "running" indicator to be gone.
+    """Wait for the app's frame, then until its first run is over (wait_idle).
 
-    Not proof that a run has finished or that anything is drawn: a cold run may not show its
-    indicator within wait_idle's 300 ms. Callers wait for what they need next (a heading, a
-    figure); RunWatcher.wait_settled follows a run from start to end.
+    A fresh page's script state goes from "initial" through "running" to "notRunning", so a
+    cold first run is waited for too. After an action, callers wait for what they need next (a
+    heading, a figure); RunWatcher.wait_settled follows a rerun from its start to its end.
     """
     page.wait_for_selector('[data-testid="stAppViewContainer"]', timeout=timeout_ms)
     wait_idle(page, timeout_ms)
 
 
+# Streamlit says no script runs, and shows neither its "running" indicator nor a placeholder.
+IDLE_JS = """
+() => {
+  const app = document.querySelector('[data-testid="stApp"]');
+  return !!app && app.dataset.testScriptState === 'notRunning'
+    && !document.querySelector('[data-testid="stStatusWidget"]')
+    && !document.querySelector('[data-testid="stSkeleton"]');
+}
+"""
+
+
 def wait_idle(page: object, timeout_ms: int = 60_000) -> None:
-    """Wait for Streamlit's "running" indicator to come and go."""
-    page.wait_for_timeout(300)
-    page.wait_for_function(
-        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=timeout_ms
-    )
+    """Wait until no script runs and the page has drawn what the last run sent (IDLE_JS, then
+    QUIET_JS: nothing on the page changed for QUIET_MS)."""
+    page.wait_for_function(IDLE_JS, timeout=timeout_ms, polling=50)
+    wait_drawn(page)
+
+
+# Every plotly figure has drawn itself at the width of its box: after the first layout, plotly
+# resizes a figure to its container, and a check of positions or overflow before that reads the
+# old size.
+PLOTS_FIT_JS = """
+() => [...document.querySelectorAll('.js-plotly-plot')].every(plot => {
+  const svg = plot.querySelector('.main-svg');
+  return !!plot._fullLayout && !!svg
+    && Math.abs(svg.getBoundingClientRect().width - plot.getBoundingClientRect().width) < 1.5;
+})
+"""
+
+
+def wait_plots_fit(page: object, timeout_ms: int = 30_000) -> None:
+    """Wait until the page is still (wait_drawn) and every plotly figure fits its box."""
+    wait_drawn(page)
+    page.wait_for_function(PLOTS_FIT_JS, timeout=timeout_ms, polling="raf")
 
 
 def page_exceptions(page: object) -> list[str]:

@@ -69,9 +69,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 # unit tests need neither playwright nor a server.
 @pytest.fixture(scope="session")
 def server():
-    from browser import served_app
+    from browser import LOCAL_USER_ENV, served_app
 
-    with served_app() as app:
+    with served_app(extra_env=LOCAL_USER_ENV) as app:
         yield app
 
 

@@ -18,6 +18,7 @@ from browser import (
     RunWatcher,
     app_pages,
     page_exceptions,
+    wait_plots_fit,
 )
 from conftest import section_key, section_labels
 from shown import shown
@@ -137,7 +138,7 @@ def open_page(browser, server, app_page: AppPage, **context_options) -> tuple[ob
     # A figure, or what a page shows before one (a page may wait for a button or a message).
     page.wait_for_selector(f"{FIGURE_SELECTOR}, [data-testid='stAlert'], [data-testid='stButton']")
     assert page.evaluate(FORMULAS_SETTLED_JS), "formulas still changing 30 s after the run"
-    page.wait_for_timeout(300)  # plotly's resize after the first layout
+    wait_plots_fit(page)  # plotly resizes a figure to its box after the first layout
     page.errors = errors
     page.runs = runs  # it listens from the first websocket on: a later watcher would miss it
     return page, context
@@ -159,7 +160,7 @@ def assert_phone_dark(page, where: str) -> None:
     assert page.evaluate(FORMULAS_SETTLED_JS), (
         f"{where}: formulas still changing 30 s after the run"
     )
-    page.wait_for_timeout(300)  # plotly's resize after the first layout
+    wait_plots_fit(page)  # plotly resizes a figure to its box after the first layout
     assert page.evaluate(BACKGROUND_JS) < 80, f"{where}: the app did not follow the dark scheme"
     assert not page_exceptions(page), page_exceptions(page)
     overflow = page.evaluate(SIDEWAYS_JS)
@@ -223,7 +224,7 @@ def test_every_tab_fits_a_phone_and_stays_in_the_link(browser, server, app_page)
             assert page.runs.wait_settled(mark), f"opening {label} ran nothing"
             page.wait_for_selector("[role='tabpanel'] h3")  # every section opens with a heading
             page.wait_for_function(EVERY_CHART_DRAWN_JS)  # the checks below need drawn figures
-            page.wait_for_timeout(300)  # plotly's resize after the first layout
+            wait_plots_fit(page)  # plotly resizes a figure to its box after the first layout
             assert parse_qs(urlparse(page.url).query).get(key) == [label], page.url
             # the closed tabs' figures are gone: no section draws more than five
             assert page.locator(".js-plotly-plot").count() <= 5, label

@@ -14,7 +14,14 @@ import urllib.parse
 from pathlib import Path
 
 import pytest
-from browser import app_pages, chromium, open_nav_link, served_app, wait_for_figure
+from browser import (
+    LOCAL_USER_ENV,
+    app_pages,
+    chromium,
+    open_nav_link,
+    served_app,
+    wait_for_figure,
+)
 from test_browser_hostile_urls import LOAD_BUTTON, OTHER, assert_nothing_leaks
 from test_browser_suite import new_tab
 
@@ -45,7 +52,7 @@ def hostile_tokenizer_model(target: Path) -> Path:
 def test_the_hostile_piece_reaches_the_trace(tmp_path):
     import core
 
-    model = core.load_model(str(hostile_tokenizer_model(tmp_path / "model")))
+    model = core.load_folder(hostile_tokenizer_model(tmp_path / "model"))
     tokens = model.run(SENTENCE).tokens
     assert tokens.count(HOSTILE_PIECE) == 2, tokens
 
@@ -53,7 +60,7 @@ def test_the_hostile_piece_reaches_the_trace(tmp_path):
 @pytest.mark.browser
 def test_every_page_shows_the_hostile_pieces_as_text(tmp_path):
     folder = hostile_tokenizer_model(tmp_path / "model")
-    with served_app() as server, chromium() as browser:
+    with served_app(extra_env=LOCAL_USER_ENV) as server, chromium() as browser:
         tab, context = new_tab(browser, server)
         try:
             query = {"model": OTHER, "custom_model": str(folder), "text": SENTENCE}

@@ -190,9 +190,9 @@ def public_server():
 @pytest.mark.parametrize(
     "custom, reason",
     [
-        ("../../../etc", "is not a hub id, and this server loads no folders"),
-        (str(ROOT), "is not a hub id, and this server loads no folders"),
-        ("someone/huge-model", "is not among the hub models this server loads"),
+        ("../../../etc", "is not a model this server can load"),
+        (str(ROOT), "is not a model this server can load"),
+        ("someone/huge-model", "is not a model this server can load"),
     ],
 )
 def test_a_public_server_refuses_unlisted_models_from_a_link(

@@ -35,6 +35,7 @@ from browser import (
     wait_drawn,
     wait_figures_changed,
     wait_for_figure,
+    wait_plots_fit,
 )
 
 pytestmark = pytest.mark.browser
@@ -539,7 +540,7 @@ def test_clicking_a_head_in_the_model_view_grid_selects_it(tab):
     )
     grid = tab.page.locator(".js-plotly-plot", has_text="All 6").first
     grid.scroll_into_view_if_needed()
-    tab.page.wait_for_timeout(300)  # plotly's resize after scrolling into view
+    wait_plots_fit(tab.page)  # plotly's resize after scrolling into view
     point = tab.page.evaluate(THUMBNAIL_CENTRE_JS, ["All ", 4, 9])
     assert tab.act(lambda: tab.page.mouse.click(point["x"], point["y"])), (
         "the click changed nothing"

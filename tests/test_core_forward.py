@@ -29,7 +29,7 @@ def tiny_dir(tmp_path_factory):
 
 def compare_with_loops(model_dir, text=TEXT, pair=PAIR, **switches) -> int:
     """Run the own encoder and the loops; assert every field agrees; return layers compared."""
-    model = core.load_model(str(model_dir))
+    model = core.load_folder(model_dir)
     trace = model.run(text, pair, **switches)
     config = json.loads((model_dir / "config.json").read_text())
     raw = raw_tensors(model_dir)
@@ -74,7 +74,7 @@ def test_three_heads_and_a_wider_head(tmp_path):
 
 
 def test_segments_and_tokens(tiny_dir):
-    model = core.load_model(str(tiny_dir))
+    model = core.load_folder(tiny_dir)
     trace = model.run(TEXT, PAIR)
     assert trace.tokens == (
         "[CLS]",
@@ -92,14 +92,34 @@ def test_segments_and_tokens(tiny_dir):
 
 
 def test_positions_beyond_the_table_are_cut(tiny_dir):
-    model = core.load_model(str(tiny_dir))
+    model = core.load_folder(tiny_dir)
     trace = model.run("the bank " * 20)
     assert trace.truncated and trace.n_tokens == 16 and trace.n_pieces == 42
 
 
+def test_a_config_with_8192_positions_is_read_to_512_pieces_everywhere(tmp_path):
+    """max_position_embeddings comes from the checkpoint: 8,192 would let a 20,000-character text
+    through as 8,192 pieces, and the (L, H, n, n) block of a real model would need ~39 GB."""
+    from core import learning, padding
+    from core.text import MAX_PIECES
+
+    model = core.load_folder(write_tiny_bert(tmp_path / "long", max_positions=8192))
+    assert model.dims.max_positions == 8192 and model.max_positions == MAX_PIECES == 512
+    text = "the bank " * 2000  # 4,000 pieces in 18,000 characters (under MAX_CHARS)
+    trace = model.run(text, "money " * 100)
+    assert trace.truncated and trace.n_pieces == 4103
+    assert trace.n_tokens == 512 and trace.attentions.shape == (2, 2, 512, 512)
+    assert model.encode(text, None).input_ids[-1] == model.tokenizer.sep_id
+    assert model.position_vectors().shape == (512, 8)
+    assert padding.padded_run(model, "the bank", 10_000, masked=True).attentions.shape[-1] == 512
+    assert learning.static_sentence(model, text).vectors.shape == (512, 8)
+    short = core.load_folder(write_tiny_bert(tmp_path / "short", max_positions=40))
+    assert short.max_positions == 40 and short.run(text).n_tokens == 40  # the table, if smaller
+
+
 def test_exports_with_prefix_and_legacy_norm_names_load_identically(tmp_path, tiny_dir):
     legacy = write_tiny_bert(tmp_path / "legacy", prefix="bert.", legacy_norm_names=True)
-    plain, old = core.load_model(str(tiny_dir)), core.load_model(str(legacy))
+    plain, old = core.load_folder(tiny_dir), core.load_folder(legacy)
     np.testing.assert_array_equal(plain.run(TEXT).hidden_states, old.run(TEXT).hidden_states)
 
 
@@ -138,7 +158,7 @@ def test_loaded_tensors_are_the_file_tensors(tiny_dir):
 
 
 def test_weight_views_are_the_checkpoint_tables(tiny_dir):
-    model, raw = core.load_model(str(tiny_dir)), raw_tensors(tiny_dir)
+    model, raw = core.load_folder(tiny_dir), raw_tensors(tiny_dir)
     np.testing.assert_array_equal(model.word_vectors(), raw["embeddings.word_embeddings.weight"])
     np.testing.assert_array_equal(
         model.position_vectors(), raw["embeddings.position_embeddings.weight"]

@@ -29,7 +29,7 @@ def random_attention(shape: tuple[int, ...], seed: int = 0) -> np.ndarray:
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     path = write_tiny_bert(tmp_path_factory.mktemp("heads"), seed=2, d_model=12, n_heads=3)
-    model = core.load_model(str(path))
+    model = core.load_folder(path)
     return model, model.run("the river bank flows", "money grows"), raw_tensors(path)
 
 

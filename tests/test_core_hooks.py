@@ -117,7 +117,7 @@ def tiny(tmp_path_factory):
 
     path = write_tiny_bert(tmp_path_factory.mktemp("hooks"), seed=11, d_model=12, n_heads=3)
     reference = BertModel.from_pretrained(str(path), attn_implementation="eager").eval()
-    return core.load_model(str(path)), reference
+    return core.load_folder(path), reference
 
 
 def test_tiny_trace_equals_transformers_intermediates(tiny):

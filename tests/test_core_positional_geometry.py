@@ -29,7 +29,7 @@ def pe_loop(n: int, d: int) -> np.ndarray:
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    return core.load_model(str(write_tiny_bert(tmp_path_factory.mktemp("pos"), seed=6)))
+    return core.load_folder(write_tiny_bert(tmp_path_factory.mktemp("pos"), seed=6))
 
 
 # ---- core.positional ----------------------------------------------------------------------------

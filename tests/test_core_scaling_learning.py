@@ -33,7 +33,7 @@ def entropy_loop(row) -> float:
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     path = write_tiny_bert(tmp_path_factory.mktemp("scaling"), seed=4, d_model=12, n_heads=3)
-    return core.load_model(str(path)), raw_tensors(path)
+    return core.load_folder(path), raw_tensors(path)
 
 
 # ---- core.scaling -------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ import itertools
 import numpy as np
 import pytest
 import torch
+from tiny_bert import write_tiny_bert
 from torch.nn import functional as F
 
 from core import explain, lens, rollout, saliency, similarity, words
@@ -21,9 +22,6 @@ from core.bert import BertEncoder
 from core.models import read_config
 from core.text import WordPieceTokenizer
 from core.weights import load_weights
-
-TINY_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "bank", "river", "money",
-              "flows", "grows", "a", "of", "##s", "time", "flies", "like", "an", "arrow", "."]  # fmt: skip
 
 
 def random_attention(n_layers: int, n_heads: int, n: int, seed: int = 0) -> np.ndarray:
@@ -36,15 +34,11 @@ def random_attention(n_layers: int, n_heads: int, n: int, seed: int = 0) -> np.n
 # ---- a tiny seeded BERT in float64, and transformers' copy of it --------------------------------
 @pytest.fixture(scope="module")
 def tiny_dir(tmp_path_factory):
-    from transformers import BertConfig, BertModel
-
-    torch.manual_seed(3)
-    config = BertConfig(vocab_size=len(TINY_VOCAB), hidden_size=32, num_hidden_layers=2,
-                        num_attention_heads=4, intermediate_size=64, max_position_embeddings=32)  # fmt: skip
-    path = tmp_path_factory.mktemp("tiny-explain")
-    BertModel(config).eval().save_pretrained(path)
-    (path / "vocab.txt").write_text("\n".join(TINY_VOCAB) + "\n")
-    return path
+    """A seeded random 2-layer BERT with 4 heads of 8 dimensions (tests/tiny_bert.py)."""
+    return write_tiny_bert(
+        tmp_path_factory.mktemp("tiny-explain"),
+        seed=3, d_model=32, n_heads=4, n_layers=2, d_ff=64, max_positions=32,
+    )  # fmt: skip
 
 
 def tiny_encoder(path, dtype: torch.dtype) -> BertEncoder:

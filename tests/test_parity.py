@@ -11,13 +11,12 @@ import json
 import numpy as np
 import pytest
 import torch
+from tiny_bert import write_tiny_bert
 
 import core
 from core.reference import compare, load_reference, reference_outputs
 
 TOLERANCE = 1e-5
-TINY_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "bank", "river", "money",
-              "flows", "grows", "a", "of", "##s", "time", "flies", "like", "an", "arrow", "."]  # fmt: skip
 
 
 def assert_parity(model: core.BertEncoder, reference, text: str, pair: str | None = None) -> None:
@@ -37,16 +36,11 @@ def assert_parity(model: core.BertEncoder, reference, text: str, pair: str | Non
 
 @pytest.fixture(scope="module")
 def tiny_model_dir(tmp_path_factory):
-    """A seeded random 3-layer BERT saved by transformers, with a vocab.txt-only tokenizer."""
-    from transformers import BertConfig, BertModel
-
-    torch.manual_seed(0)
-    config = BertConfig(vocab_size=len(TINY_VOCAB), hidden_size=48, num_hidden_layers=3,
-                        num_attention_heads=4, intermediate_size=96, max_position_embeddings=64)  # fmt: skip
-    path = tmp_path_factory.mktemp("tiny-bert")
-    BertModel(config).eval().save_pretrained(path)
-    (path / "vocab.txt").write_text("\n".join(TINY_VOCAB) + "\n")
-    return path
+    """A seeded random 3-layer BERT (tests/tiny_bert.py), with a vocab.txt-only tokenizer."""
+    return write_tiny_bert(
+        tmp_path_factory.mktemp("tiny-bert"),
+        d_model=48, n_heads=4, n_layers=3, d_ff=96, max_positions=64,
+    )  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -55,14 +49,14 @@ def reference(model):
 
 
 def test_tiny_random_bert_matches(tiny_model_dir):
-    model = core.load_model(str(tiny_model_dir))
+    model = core.load_folder(tiny_model_dir)
     reference = load_reference(tiny_model_dir)
     assert model.n_layers == 3
     assert_parity(model, reference, "the river bank flows", "money grows")
 
 
 def test_tiny_random_bert_long_input_is_cut_to_its_positions(tiny_model_dir):
-    model = core.load_model(str(tiny_model_dir))
+    model = core.load_folder(tiny_model_dir)
     trace = model.run("the bank " * 100)
     assert trace.truncated and trace.n_tokens == 64
     assert_parity(model, load_reference(tiny_model_dir), "the bank " * 100)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import time
+import sys
 
 import pytest
 import torch
@@ -13,7 +13,51 @@ from conftest import UNREACHABLE_HUB
 from safetensors.torch import load_file, save_file
 
 import core
+from core.models import (
+    HubListing,
+    HuggingFaceHub,
+    ModelPolicy,
+    evict_old_downloads,
+    files_to_fetch,
+    policy_from_settings,
+)
 from core.weights import hf_to_own_name
+
+DEFAULT = policy_from_settings({})  # a server whose deployer set nothing
+LOCAL = policy_from_settings({"ATTENTION_EXPLORER_LOCAL_FOLDERS": "1"})  # a local user's opt-in
+ANY_HUB = ModelPolicy(hub_ids=None)
+
+
+# ---- a spy on the disk: what a call opened, listed or looked at --------------------------------
+_disk_log: list[tuple[str, object]] | None = None
+
+
+def _audit(event: str, args: tuple) -> None:
+    if _disk_log is not None and event in ("open", "os.listdir", "os.scandir"):
+        _disk_log.append((event, args[0]))
+
+
+sys.addaudithook(_audit)  # hooks cannot be removed; this one records only while a test asks
+
+
+@pytest.fixture()
+def disk_reads(monkeypatch):
+    """Every file opened, folder listed and path stat-ed (is_dir, is_file, exists) from here on."""
+    global _disk_log
+    reads: list[tuple[str, object]] = []
+    for name in ("stat", "lstat"):
+        real = getattr(os, name)
+        monkeypatch.setattr(
+            os,
+            name,
+            lambda path, *a, _real=real, _name=name, **k: (
+                reads.append((_name, path)),
+                _real(path, *a, **k),
+            )[1],
+        )
+    _disk_log = reads
+    yield reads
+    _disk_log = None
 
 
 @pytest.fixture()
@@ -37,52 +81,115 @@ def test_bundled_model_dimensions(model):
 
 @pytest.mark.parametrize("name", ["bert-base-uncased", "google-bert/bert-base-cased"])
 def test_unreachable_hub_model_fails_fast(name, monkeypatch):
-    """The hub is a closed loopback port (conftest): refused at once, never the machine's luck."""
+    """The hub is a closed loopback port (conftest): the reachability check says so and nothing
+    waits on the network: the cache is looked up offline, and neither the listing nor a download
+    (the paths that retry for 23-47 s) is tried."""
+    import huggingface_hub
     from huggingface_hub import constants
 
     assert constants.ENDPOINT == UNREACHABLE_HUB
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    start = time.monotonic()
-    with pytest.raises(core.ModelUnavailable, match="reach|cache|no model") as err:
-        core.load_model(name)
-    elapsed = time.monotonic() - start
-    assert elapsed < 2.0, f"took {elapsed:.1f} s"
+    cache_lookups, probes = [], []
+    real_snapshot, real_reachable = huggingface_hub.snapshot_download, HuggingFaceHub.reachable
+
+    def snapshot_download(*args, **kwargs):
+        cache_lookups.append(kwargs.get("local_files_only"))
+        return real_snapshot(*args, **kwargs)
+
+    def reachable(self, *args, **kwargs):
+        probes.append(real_reachable(self, *args, **kwargs))
+        return probes[-1]
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", snapshot_download)
+    monkeypatch.setattr(HuggingFaceHub, "reachable", reachable)
+    monkeypatch.setattr(HuggingFaceHub, "listing", lambda *a: pytest.fail("listed the hub"))
+    monkeypatch.setattr(HuggingFaceHub, "download", lambda *a: pytest.fail("downloaded"))
+    with pytest.raises(core.ModelUnavailable, match="cannot reach the Hugging Face hub") as err:
+        core.load_model(name, ANY_HUB)
+    assert cache_lookups == [True], "the cache lookup must be offline"
+    assert probes == [False], "one bounded reachability check, which failed"
     assert "\n" not in str(err.value)
 
 
 def test_offline_flag_fails_fast(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(HuggingFaceHub, "reachable", lambda *a: pytest.fail("probed the hub"))
     with pytest.raises(core.ModelUnavailable, match="HF_HUB_OFFLINE"):
-        core.load_model("bert-base-uncased")
+        core.load_model("bert-base-uncased", ANY_HUB)
 
 
-@pytest.mark.parametrize("name", ["", "../../etc", "not a model id!", "x" * 200])
-def test_nonsense_names_are_rejected(name):
-    with pytest.raises(core.ModelUnavailable):
-        core.load_model(name)
+NONSENSE = ["", "../../etc", "/etc", "/root", "/nonexistent-dir", "not a model id!", "x" * 200,
+            "bert-base-uncased", "someone/huge-model", "~/.ssh", "bad\x00name"]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", NONSENSE)
+def test_nonsense_names_are_rejected_without_reading_the_disk(name, disk_reads):
+    """A server whose deployer set nothing refuses every one of them in the same words, and
+    looks at nothing on its disk to decide (a subclass such as CheckpointError would mean a
+    folder was read)."""
+    with pytest.raises(core.ModelUnavailable) as err:
+        core.load_model(name, DEFAULT)
+    assert type(err.value) is core.ModelUnavailable
+    assert str(err.value) == str(DEFAULT.unusable(name.strip()))
+    assert disk_reads == [], f"read the disk for a refused name: {disk_reads[:3]}"
+
+
+def test_the_disk_spy_sees_a_folder_being_read(minilm_copy, disk_reads):
+    """The spy above can fail: loading a folder shows up in it."""
+    core.load_model(str(minilm_copy), LOCAL)
+    seen = {str(path) for _, path in disk_reads}
+    assert str(minilm_copy / "config.json") in seen
+    assert any(event == "open" for event, _ in disk_reads)
+
+
+@pytest.mark.parametrize("name", ["../../etc", "/etc", "/root", "/nonexistent-dir", "/etc/passwd",
+                                  "~", "bad\x00name", "."])  # fmt: skip
+def test_with_folders_on_every_unusable_folder_gets_the_same_message(name, tmp_path):
+    """Whether the folder exists or not, is a file or is unreadable: one message, so a visitor
+    cannot map the server's disk (before: /etc said "no config.json", a missing one did not)."""
+    with pytest.raises(core.ModelUnavailable) as err:
+        core.load_model(name, LOCAL)
+    assert type(err.value) is core.ModelUnavailable
+    assert str(err.value) == str(LOCAL.unusable(name))
+    assert "folders on this machine" in str(err.value)
+
+
+def test_a_model_folder_without_config_gets_the_same_message(minilm_copy):
+    (minilm_copy / "config.json").unlink()
+    with pytest.raises(core.ModelUnavailable) as err:
+        core.load_model(str(minilm_copy), LOCAL)
+    assert str(err.value) == str(LOCAL.unusable(str(minilm_copy)))
+
+
+def test_the_default_server_refuses_a_real_model_folder(minilm_copy, disk_reads):
+    with pytest.raises(core.ModelUnavailable) as err:
+        core.load_model(str(minilm_copy), DEFAULT)
+    assert str(err.value) == str(DEFAULT.unusable(str(minilm_copy)))
+    assert "no hub id and no folders" in str(err.value)
+    assert disk_reads == []
 
 
 def test_local_directory_loads_and_matches_bundled(model, minilm_copy):
-    local = core.load_model(str(minilm_copy))
+    local = core.load_model(str(minilm_copy), LOCAL)
     assert (local.run("the bank").hidden_states == model.run("the bank").hidden_states).all()
 
 
 def test_missing_weights_is_a_clear_error(minilm_copy):
     (minilm_copy / "model.safetensors").unlink()
     with pytest.raises(core.CheckpointError, match="no model.safetensors or pytorch_model.bin"):
-        core.load_model(str(minilm_copy))
+        core.load_model(str(minilm_copy), LOCAL)
 
 
 def test_corrupt_weights_is_a_clear_error(minilm_copy):
     (minilm_copy / "model.safetensors").write_bytes(b"not a safetensors file")
     with pytest.raises(core.CheckpointError, match="cannot read the weights"):
-        core.load_model(str(minilm_copy))
+        core.load_model(str(minilm_copy), LOCAL)
 
 
-def test_missing_config_is_a_clear_error(minilm_copy):
+def test_missing_config_is_a_clear_error_for_a_folder_the_program_chose(minilm_copy):
     (minilm_copy / "config.json").unlink()
     with pytest.raises(core.CheckpointError, match="no config.json"):
-        core.load_model(str(minilm_copy))
+        core.load_folder(minilm_copy)
 
 
 def test_wrong_shape_names_the_tensor(minilm_copy):
@@ -90,7 +197,7 @@ def test_wrong_shape_names_the_tensor(minilm_copy):
     config["intermediate_size"] = 1000
     (minilm_copy / "config.json").write_text(json.dumps(config))
     with pytest.raises(core.CheckpointError, match="layers.0.ffn_in.weight"):
-        core.load_model(str(minilm_copy))
+        core.load_model(str(minilm_copy), LOCAL)
 
 
 def test_missing_tensor_is_named(minilm_copy):
@@ -98,7 +205,7 @@ def test_missing_tensor_is_named(minilm_copy):
     del tensors["encoder.layer.3.attention.self.key.weight"]
     save_file(tensors, str(minilm_copy / "model.safetensors"))
     with pytest.raises(core.CheckpointError, match="layers.3.key.weight"):
-        core.load_model(str(minilm_copy))
+        core.load_model(str(minilm_copy), LOCAL)
 
 
 def test_legacy_names_and_pytorch_bin(model, minilm_copy):
@@ -114,7 +221,7 @@ def test_legacy_names_and_pytorch_bin(model, minilm_copy):
     legacy["cls.predictions.bias"] = torch.zeros(3)  # a task head the encoder ignores
     (minilm_copy / "model.safetensors").unlink()
     torch.save(legacy, minilm_copy / "pytorch_model.bin")
-    loaded = core.load_model(str(minilm_copy))
+    loaded = core.load_model(str(minilm_copy), LOCAL)
     assert (
         loaded.run("legacy names").hidden_states == model.run("legacy names").hidden_states
     ).all()
@@ -132,22 +239,17 @@ def test_name_map(hf_name, own):
 
 
 # ---- what a link can make the server do --------------------------------------------------------
-from core.models import (  # noqa: E402  (the tests above need none of these)
-    ModelPolicy,
-    evict_old_downloads,
-    files_to_fetch,
-    policy_from_settings,
-)
-
 PUBLIC = policy_from_settings({"ATTENTION_EXPLORER_PUBLIC": "1"})
+REVISION = "c0ffee" * 6 + "c0ff"  # the commit the fake hub lists
 
 
 class FakeHub:
-    """A hub in memory: lists sizes, and 'downloads' by copying a real model folder."""
+    """A hub in memory: lists sizes at one commit, and 'downloads' by copying a model folder."""
 
-    def __init__(self, source, sizes: dict[str, int], reachable: bool = True):
+    def __init__(self, source, sizes: dict[str, int | None], reachable: bool = True):
         self.source, self.sizes, self._reachable = source, sizes, reachable
         self.downloads: list[str] = []
+        self.revisions: list[str] = []
 
     def cached(self, repo_id, cache_dir):
         folder = self._folder(repo_id, cache_dir)
@@ -156,11 +258,12 @@ class FakeHub:
     def reachable(self):
         return self._reachable
 
-    def file_sizes(self, repo_id):
-        return dict(self.sizes)
+    def listing(self, repo_id):
+        return HubListing(REVISION, dict(self.sizes))
 
-    def download(self, repo_id, files, cache_dir):
+    def download(self, repo_id, revision, files, cache_dir):
         self.downloads.append(repo_id)
+        self.revisions.append(revision)
         folder = self._folder(repo_id, cache_dir)
         shutil.copytree(self.source, folder, ignore=shutil.ignore_patterns("1_Pooling"))
         return folder
@@ -175,12 +278,23 @@ class FakeHub:
 SMALL = {"config.json": 600, "model.safetensors": 90_000_000, "vocab.txt": 230_000}
 
 
-def test_public_policy_defaults():
-    assert PUBLIC.local_folders is False
-    assert PUBLIC.hub_ids == frozenset({"bert-base-uncased"})  # the suggested hub models
+def test_policy_defaults_are_safe_and_opt_ins_are_explicit():
+    assert DEFAULT.local_folders is False and DEFAULT.hub_ids == frozenset()
+    assert ModelPolicy() == DEFAULT  # a caller of core.load_model gets the safe policy too
+    assert LOCAL.local_folders and LOCAL.hub_ids == frozenset()
+    assert policy_from_settings({"ATTENTION_EXPLORER_HUB_MODELS": "*"}).hub_ids is None
+    assert PUBLIC.local_folders is False and PUBLIC.hub_ids == frozenset()
     assert PUBLIC.keep_downloads == 2 and PUBLIC.max_download_bytes == 600_000_000
-    local = policy_from_settings({})
-    assert local.local_folders and local.hub_ids is None and local.keep_downloads is None
+    assert DEFAULT.keep_downloads is None
+    public_opt_ins = policy_from_settings(
+        {
+            "ATTENTION_EXPLORER_PUBLIC": "1",
+            "ATTENTION_EXPLORER_LOCAL_FOLDERS": "1",
+            "ATTENTION_EXPLORER_HUB_MODELS": "*, bert-base-uncased",
+        }
+    )  # a public server takes only the named ids, and no folders whatever else is set
+    assert not public_opt_ins.local_folders
+    assert public_opt_ins.hub_ids == frozenset({"bert-base-uncased"})
 
 
 def test_policy_settings_are_parsed_and_bad_numbers_fall_back():
@@ -194,38 +308,98 @@ def test_policy_settings_are_parsed_and_bad_numbers_fall_back():
     )
     assert policy.hub_ids == frozenset({"a/b", "c"})
     assert policy.max_download_bytes == 600_000_000 and policy.keep_downloads == 2
-    capped = policy_from_settings({"ATTENTION_EXPLORER_MAX_DOWNLOAD_MB": "50"})
-    assert capped.max_download_bytes == 50_000_000 and capped.local_folders
+    capped = policy_from_settings(
+        {"ATTENTION_EXPLORER_MAX_DOWNLOAD_MB": "50", "ATTENTION_EXPLORER_LOCAL_FOLDERS": "no"}
+    )
+    assert capped.max_download_bytes == 50_000_000 and not capped.local_folders
 
 
 @pytest.mark.parametrize(
     "name", ["../../etc", "/etc", "~/.ssh", "C:\\\\Windows", "./models/x", "%2e%2e/etc"]
 )
-def test_public_server_refuses_folders_without_touching_the_disk(name, monkeypatch):
-    def no_disk(*args, **kwargs):
-        raise AssertionError("the disk was probed for a refused name")
-
-    monkeypatch.setattr("pathlib.Path.is_dir", no_disk)
-    monkeypatch.setattr("pathlib.Path.exists", no_disk)
-    with pytest.raises(core.ModelUnavailable, match="loads no folders") as err:
+def test_public_server_refuses_folders_without_touching_the_disk(name, disk_reads):
+    with pytest.raises(core.ModelUnavailable) as err:
         core.load_model(name, PUBLIC)
+    assert str(err.value) == str(PUBLIC.unusable(name))
     assert "\n" not in str(err.value)
+    assert disk_reads == []
 
 
 def test_public_server_refuses_hub_ids_off_its_list_without_asking_the_hub(model):
     hub = FakeHub(model.model_dir, SMALL)
     hub.reachable = lambda: pytest.fail("the hub was asked about a refused id")
-    with pytest.raises(core.ModelUnavailable, match="not among the hub models"):
+    with pytest.raises(core.ModelUnavailable, match="not a model this server can load"):
         core.load_model("someone/huge-model", PUBLIC, hub)
     assert hub.downloads == []
 
 
 def test_a_download_over_the_cap_is_refused_before_any_byte(model, tmp_path):
-    policy = ModelPolicy(max_download_bytes=100_000_000, download_dir=tmp_path)
+    policy = ModelPolicy(hub_ids=None, max_download_bytes=100_000_000, download_dir=tmp_path)
     hub = FakeHub(model.model_dir, {**SMALL, "model.safetensors": 1_300_000_000})
     with pytest.raises(core.ModelUnavailable, match=r"1,300 MB.*at most 100 MB"):
         core.load_model("big/model", policy, hub)
     assert hub.downloads == []
+
+
+def test_a_file_of_unknown_size_is_refused_not_counted_as_zero(model, tmp_path):
+    policy = ModelPolicy(hub_ids=None, download_dir=tmp_path)
+    hub = FakeHub(model.model_dir, {**SMALL, "model.safetensors": None})
+    with pytest.raises(core.ModelUnavailable, match="how large model.safetensors"):
+        core.load_model("secret/size", policy, hub)
+    assert hub.downloads == []
+    # a file the app would not fetch may have no size: it does not count
+    hub = FakeHub(model.model_dir, {**SMALL, "flax_model.msgpack": None})
+    core.load_model("other/size", policy, hub)
+    assert hub.downloads == ["other/size"]
+
+
+def test_the_download_asks_for_the_commit_whose_sizes_were_checked(model, tmp_path):
+    hub = FakeHub(model.model_dir, SMALL)
+    core.load_model(
+        "a/model", ModelPolicy(hub_ids=frozenset({"a/model"}), download_dir=tmp_path), hub
+    )
+    assert hub.revisions == [REVISION]
+
+
+def test_a_download_pinned_to_a_commit_is_found_in_the_cache_offline(tmp_path, monkeypatch):
+    """huggingface_hub writes no refs/main for a download by commit hash, so its own offline
+    lookup misses it; the cache lookup then takes the newest complete snapshot."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    repo = tmp_path / "models--a--model" / "snapshots"
+    partial, complete = repo / ("1" * 40), repo / REVISION
+    for folder in (partial, complete):
+        folder.mkdir(parents=True)
+        (folder / "config.json").write_text("{}")
+    (complete / "model.safetensors").write_bytes(b"")
+    assert HuggingFaceHub().cached("a/model", tmp_path) == complete
+    assert HuggingFaceHub().cached("a/other", tmp_path) is None
+
+
+def test_the_hugging_face_hub_pins_the_listed_commit_and_keeps_unknown_sizes(monkeypatch, tmp_path):
+    """HuggingFaceHub itself, with huggingface_hub's two calls replaced: the listing keeps a
+    missing size as None, and snapshot_download is asked for the listed commit."""
+    import huggingface_hub
+    from huggingface_hub import HfApi
+
+    class Sibling:
+        def __init__(self, rfilename, size):
+            self.rfilename, self.size = rfilename, size
+
+    class Info:
+        sha = REVISION
+        siblings = [Sibling("config.json", 600), Sibling("model.safetensors", None)]
+
+    monkeypatch.setattr(HfApi, "model_info", lambda self, repo_id, **kwargs: Info())
+    asked: list[dict] = []
+    monkeypatch.setattr(
+        huggingface_hub,
+        "snapshot_download",
+        lambda repo_id, **kwargs: asked.append(kwargs) or str(tmp_path),
+    )
+    listing = HuggingFaceHub().listing("a/model")
+    assert listing == HubListing(REVISION, {"config.json": 600, "model.safetensors": None})
+    HuggingFaceHub().download("a/model", listing.revision, ["config.json"], None)
+    assert asked[0]["revision"] == REVISION and asked[0]["allow_patterns"] == ["config.json"]
 
 
 def test_only_the_needed_files_are_fetched():
@@ -266,11 +440,11 @@ def test_eviction_counts_only_model_folders(tmp_path):
 def test_messages_quote_the_name_as_typed_never_a_server_path(minilm_copy, monkeypatch):
     home = minilm_copy.parent
     monkeypatch.setenv("HOME", str(home))
-    (minilm_copy / "config.json").unlink()
+    (minilm_copy / "model.safetensors").unlink()
     with pytest.raises(core.CheckpointError) as err:
-        core.load_model("~/minilm")
+        core.load_model("~/minilm", LOCAL)
     message = str(err.value)
-    assert message.startswith("'~/minilm': no config.json")
+    assert message.startswith("'~/minilm': no model.safetensors")
     assert str(home) not in message and "/" not in message.replace("~/minilm", "")
 
 
@@ -278,7 +452,7 @@ def test_a_broken_tokenizer_is_named_without_its_path(minilm_copy):
     (minilm_copy / "tokenizer.json").write_text("{not json")
     (minilm_copy / "vocab.txt").unlink()
     with pytest.raises(core.CheckpointError, match="cannot read its tokenizer") as err:
-        core.load_model(str(minilm_copy))
+        core.load_model(str(minilm_copy), LOCAL)
     message = str(err.value)
     assert message.startswith("'/") and message.endswith("…': cannot read its tokenizer")
     assert "tokenizer.json" not in message  # the library's own message quotes file paths

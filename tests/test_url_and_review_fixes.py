@@ -37,35 +37,110 @@ def test_the_controls_named_in_the_issue_are_bound_to_the_url():
 
 
 GARBAGE = ("999999", "-3", "zz", "", "nan", "2.5")
+WIDGET_KINDS = ("slider", "number_input", "select_slider", "selectbox", "radio", "multiselect",
+                "toggle", "checkbox", "text_input", "text_area")  # fmt: skip
 
 
-@pytest.mark.parametrize("round_index", range(3))
-@pytest.mark.parametrize("page", page_paths())
-def test_garbage_in_every_url_key_falls_back_to_valid_values(page, round_index):
-    """Out-of-range numbers, words and blanks in every bound key: the page draws, no error.
+def bound_widgets(at) -> dict[str, object]:
+    """The URL-bound widgets drawn by the last run, by key."""
+    keys = set(ALL_KEYS)
+    return {e.key: e for kind in WIDGET_KINDS for e in at.get(kind) if e.key in keys}
 
-    Three rounds per page; key i gets GARBAGE[(i + 2 * round) % 6], so across the keys every
-    kind of garbage meets every page.
-    """
+
+def open_every_tab(at, page: str):
+    """The bound widgets of each tab in turn (the first as opened, then every later one), and
+    each later tab's headings: a tab opens on its own heading, so distinct headings show that
+    every tab opened."""
+    yield bound_widgets(at)
+    headings = set()
+    for label in section_labels(page)[1:]:
+        open_tab(at, section_key(page), label)
+        assert_no_exception(at)
+        headings.add(tuple(heading.value for heading in at.subheader))
+        yield bound_widgets(at)
+    assert len(headings) == len(section_labels(page)[1:]), "a tab did not open"
+
+
+def page_run(page: str, query: dict[str, str]):
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
-    for index, key in enumerate(k for k in ALL_KEYS if k not in TEXT_KEYS):
-        at.query_params[key] = GARBAGE[(index + 2 * round_index) % len(GARBAGE)]
-    at.query_params["text"] = "The bank by the river."
+    for key, value in query.items():
+        at.query_params[key] = value
     at.run()
     if page != page_paths()[0]:
         at.switch_page(page)
         at.run()
     assert_no_exception(at)
-    # a page drawn one tab at a time: a later tab's controls meet the garbage when it opens
-    later_tabs = section_labels(page)[1:]
-    headings = set()
-    for label in later_tabs:
-        open_tab(at, section_key(page), label)
-        assert_no_exception(at)
-        headings.add(tuple(heading.value for heading in at.subheader))
-    assert len(headings) == len(later_tabs), "a tab did not open"  # each opens on its heading
+    return at
+
+
+_defaults: dict[str, list[dict[str, object]]] = {}
+
+
+def default_values(page: str) -> list[dict[str, object]]:
+    """Every bound widget's value, tab by tab, from a link with the sentence only (cached)."""
+    if page not in _defaults:
+        at = page_run(page, {"text": SENTENCE})
+        _defaults[page] = [
+            {key: widget.value for key, widget in tab.items()} for tab in open_every_tab(at, page)
+        ]
+    return _defaults[page]
+
+
+def expected_value(widget, garbage: str, default: object) -> object:
+    """What a widget holds after `garbage` arrived in its URL key: a text box the text itself; a
+    number inside a slider's or number box's range that number (cut to a whole number for a
+    whole-number widget: "2.5" is 2); a multiselect given "" nothing, a valid empty choice;
+    anything else the widget's default."""
+    kind = type(widget).__name__
+    if kind in ("TextInput", "TextArea"):
+        return garbage
+    if kind == "Multiselect" and garbage == "":
+        return []
+    low, high = getattr(widget, "min", None), getattr(widget, "max", None)
+    if kind in ("Slider", "NumberInput") and isinstance(default, (int, float)):
+        try:
+            number = float(garbage)
+        except ValueError:
+            return default
+        if low is not None and high is not None and low <= number <= high:
+            return type(default)(number)
+    return default
+
+
+SENTENCE = "The bank by the river."
+
+
+@pytest.mark.parametrize("round_index", range(3))
+@pytest.mark.parametrize("page", page_paths())
+def test_garbage_in_every_url_key_falls_back_to_valid_values(page, round_index):
+    """Out-of-range numbers, words and blanks in every bound key: the page draws, no error, and
+    every widget holds what expected_value() says, against the values the same page shows from
+    a link without the garbage.
+
+    Three rounds per page; key i gets GARBAGE[(i + 2 * round) % 6], so across the keys every
+    kind of garbage meets every page.
+    """
+    query = {
+        key: GARBAGE[(index + 2 * round_index) % len(GARBAGE)]
+        for index, key in enumerate(k for k in ALL_KEYS if k not in TEXT_KEYS)
+    }
+    defaults = default_values(page)
+    at = page_run(page, {**query, "text": SENTENCE})
+    checked = 0
+    for tab, (widgets, tab_defaults) in enumerate(
+        zip(open_every_tab(at, page), defaults, strict=True)
+    ):
+        for key, widget in widgets.items():
+            if key not in query or key not in tab_defaults:
+                continue  # the sidebar's sentence; or a widget drawn only for some inputs
+            want = expected_value(widget, query[key], tab_defaults[key])
+            assert widget.value == want, (
+                f"tab {tab}: {key}={query[key]!r} gave {widget.value!r}, expected {want!r}"
+            )
+            checked += 1
+    assert checked >= 3, f"only {checked} widgets checked"  # the sidebar's switches at least
 
 
 # ---- §6: "Hide [CLS] and [SEP]" reaches the per-head statistics -------------------------------

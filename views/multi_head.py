@@ -341,7 +341,7 @@ def remove_heads() -> None:
             f"more removing the heads changed it. In the heatmap, rows above the first removed "
             f"layer stay at cosine 1: nothing has changed yet. "
             f"Mean final cosine {moved.mean:.3f}; the token that moved most is "
-            f"{labels[moved.most_moved]} ({moved.lowest:.3f})."
+            f"{literal(labels[moved.most_moved])} ({moved.lowest:.3f})."
         )
 
 

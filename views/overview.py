@@ -89,7 +89,7 @@ dims = model.dims
 st.markdown(
     f"**{dims.n_layers}** layers · **{dims.n_heads}** heads per layer · "
     f"`d_model` **{dims.d_model}** · `d_head` **{dims.d_head}** · "
-    f"up to **{dims.max_positions}** positions"
+    f"up to **{model.max_positions}** positions"
 )
 
 st.subheader("4 · Is this really BERT?")

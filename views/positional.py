@@ -107,7 +107,7 @@ def learned_section() -> None:
     st.subheader(f"3 · What {model_label} learned instead")
     st.markdown(
         f"BERT-style models do not use the formula: {model_label} learned a table of "
-        f"{model.max_positions} position vectors "
+        f"{model.dims.max_positions} position vectors "
         f"of {model.d_model} numbers during training. Below, its first {n_positions} rows next to a "
         "sinusoid of the same width. Many learned dimensions drift slowly with position (the "
         "vertical streaks), a few change faster, none is a clean wave. The colour scale stops at the "

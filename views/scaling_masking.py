@@ -6,6 +6,7 @@ from core import head_stats, scaling
 from core.errors import EmptyInput
 from ui import course_state, models, state, widgets
 from ui import mechanics_charts as mc
+from ui.escape import literal
 
 
 def side_by_side(*figures: tuple) -> None:
@@ -200,7 +201,7 @@ def switches() -> None:
         st.caption(
             f"Cosine 1 means the token ends up pointing the same way as in the model as trained. "
             f"Mean cosine {moved.mean:.3f}; the token that moved most is "
-            f"{labels[moved.most_moved]} ({moved.lowest:.3f})."
+            f"{literal(labels[moved.most_moved])} ({moved.lowest:.3f})."
         )
 
 
