@@ -4,6 +4,8 @@
 mode, and a shared deep link opened first would run the page without this file.)
 """
 
+import logging
+
 import streamlit as st
 
 from ui import housekeeping, preload
@@ -84,3 +86,16 @@ except (door.ServerShort, MemoryError) as short:
     # ui/door.py refuses a run the server has no memory or slot for: the visitor reads why,
     # and every other visitor's page goes on.
     st.warning(str(short) or door.SHORT_OF_MEMORY, icon="⏳")
+except Exception:
+    # Community Cloud forces client.showErrorDetails to false, which Streamlit 1.67 reads as
+    # "stacktrace": a visitor would see the traceback, server paths included. There the error
+    # goes to the server's log and the visitor reads one line; elsewhere Streamlit's own
+    # setting decides (.streamlit/config.toml says "none").
+    if st.get_option("client.showErrorDetails") not in (False, "false", "False"):
+        raise
+    logging.getLogger("attention_explorer").exception("a page failed")
+    st.error(
+        "This page ran into an error, and the details went to the server's log. Try another "
+        "text or another page.",
+        icon="⚠️",
+    )

@@ -73,3 +73,29 @@ def test_a_server_short_of_memory_says_so_on_the_page(monkeypatch):
         door.forget_all()
     assert_no_exception(at)
     assert any("short of memory" in warning.value for warning in at.warning)
+
+
+def test_where_error_details_are_forced_off_a_failing_page_shows_one_line(monkeypatch):
+    """Community Cloud forces showErrorDetails=false, which Streamlit shows as a traceback."""
+    import streamlit as st
+
+    from ui import state
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("/root/secret/path/in/a/message")
+
+    get_option = st.get_option
+    monkeypatch.setattr(
+        st,
+        "get_option",
+        lambda key: False if key == "client.showErrorDetails" else get_option(key),
+    )
+    monkeypatch.setattr(state, "trace_or_stop", broken)
+    at = run_page(page_paths()[0])
+    assert not at.exception
+    assert [error.value for error in at.error] == [
+        "This page ran into an error, and the details went to the server's log. Try another "
+        "text or another page."
+    ]
+    monkeypatch.setattr(st, "get_option", get_option)  # the repo's setting ("none"): re-raised
+    assert run_page(page_paths()[0]).exception
