@@ -98,22 +98,30 @@ def wait_for_app(page: object, timeout_ms: int = 60_000) -> None:
     wait_idle(page, timeout_ms)
 
 
-# Streamlit says no script runs, and shows neither its "running" indicator nor a placeholder.
+# Streamlit says no script runs, shows neither its "running" indicator nor a placeholder, and
+# nothing on the page has changed for quietMs (a MutationObserver kept on the window, so the
+# check can be polled with a timeout).
 IDLE_JS = """
-() => {
+(quietMs) => {
+  if (!window.__aeQuiet) {
+    const quiet = {last: performance.now()};
+    new MutationObserver(() => { quiet.last = performance.now(); }).observe(document.body,
+      {subtree: true, childList: true, attributes: true, characterData: true});
+    window.__aeQuiet = quiet;
+  }
   const app = document.querySelector('[data-testid="stApp"]');
   return !!app && app.dataset.testScriptState === 'notRunning'
     && !document.querySelector('[data-testid="stStatusWidget"]')
-    && !document.querySelector('[data-testid="stSkeleton"]');
+    && !document.querySelector('[data-testid="stSkeleton"]')
+    && performance.now() - window.__aeQuiet.last > quietMs;
 }
 """
 
 
 def wait_idle(page: object, timeout_ms: int = 60_000) -> None:
-    """Wait until no script runs and the page has drawn what the last run sent (IDLE_JS, then
-    QUIET_JS: nothing on the page changed for QUIET_MS)."""
-    page.wait_for_function(IDLE_JS, timeout=timeout_ms, polling=50)
-    wait_drawn(page)
+    """Wait until no script runs and the page has drawn what the last run sent (IDLE_JS:
+    nothing on the page changed for QUIET_MS)."""
+    page.wait_for_function(IDLE_JS, arg=QUIET_MS, timeout=timeout_ms, polling=50)
 
 
 # Every plotly figure has drawn itself at the width of its box: after the first layout, plotly
@@ -129,8 +137,8 @@ PLOTS_FIT_JS = """
 
 
 def wait_plots_fit(page: object, timeout_ms: int = 30_000) -> None:
-    """Wait until the page is still (wait_drawn) and every plotly figure fits its box."""
-    wait_drawn(page)
+    """Wait until the page is still (wait_idle) and every plotly figure fits its box."""
+    wait_idle(page, timeout_ms)
     page.wait_for_function(PLOTS_FIT_JS, timeout=timeout_ms, polling="raf")
 
 
