@@ -362,6 +362,10 @@ def served_app(
                 script,
                 "--server.port",
                 str(port),
+                # loopback only: a test or bench server is no one else's to reach (it listened
+                # on every interface before)
+                "--server.address",
+                "127.0.0.1",
                 "--server.headless",
                 "true",
                 "--browser.gatherUsageStats",
@@ -565,11 +569,22 @@ def bound_text_keys(app_page: AppPage) -> list[str]:
 # [role=tablist]; only the open tab's panel exists. widgets.section_tabs reruns on a click and
 # draws only the open tab.
 TAB_SELECTOR = '[data-testid="stMain"] [role="tablist"] [role="tab"]'
-# A closed expander's summary (widgets.folded reruns the page when one opens and draws its
-# content only then; a plain st.expander opens in the browser alone).
-CLOSED_EXPANDER_SELECTOR = (
-    '[data-testid="stMain"] [data-testid="stExpander"] details:not([open]) > summary'
-)
+# Expanders (widgets.folded reruns the page when one opens and draws its content only then; a
+# plain st.expander opens in the browser alone).
+EXPANDER_SELECTOR = '[data-testid="stMain"] [data-testid="stExpander"]'
+FIRST_CLOSED_EXPANDER_JS = """
+() => [...document.querySelectorAll('[data-testid="stMain"] [data-testid="stExpander"]')]
+  .findIndex(e => !e.querySelector('details').open)
+"""
+# The index-th expander is open and shows something beyond its summary line.
+EXPANDER_DRAWN_JS = """
+(index) => {
+  const e = document.querySelectorAll('[data-testid="stMain"] [data-testid="stExpander"]')[index];
+  const details = e && e.querySelector('details');
+  return Boolean(details) && details.open && [...details.children]
+    .some(c => c.tagName !== 'SUMMARY' && c.innerText.trim().length > 0);
+}
+"""
 # What a visitor sees as a failure: an exception box or an st.error message.
 ERROR_SELECTOR = '[data-testid="stException"], [data-testid="stAlertContentError"]'
 # Idle and drawn, checked once (the caller polls, so every wait stays bounded): Streamlit says
@@ -591,14 +606,15 @@ IDLE_AND_QUIET_JS = """
     && performance.now() - window.__aeLastChange > quietMs;
 }
 """
-# The open tab's panel holds something: the tab's content was drawn, not just its header.
-OPEN_TAB_DRAWN_JS = """
+# Where a clicked tab is: "drawn" (selected, and its panel holds something), "empty" (selected,
+# nothing in its panel yet) or "not selected" (the click did not take).
+TAB_STATE_JS = """
 (index) => {
   const tab = document.querySelectorAll(
     '[data-testid="stMain"] [role="tablist"] [role="tab"]')[index];
-  if (!tab || tab.getAttribute('aria-selected') !== 'true') return false;
+  if (!tab || tab.getAttribute('aria-selected') !== 'true') return 'not selected';
   const panel = document.getElementById(tab.getAttribute('aria-controls'));
-  return Boolean(panel) && panel.innerText.trim().length > 0;
+  return panel && panel.innerText.trim().length > 0 ? 'drawn' : 'empty';
 }
 """
 
@@ -697,17 +713,28 @@ def open_expanders(
     liveness: Liveness | None = None,
     timeout_s: float = 300.0,
     most: int = 30,
+    empty_s: float = 30.0,
 ) -> int:
     """Open every closed expander of the page's main area, one by one, each drawn before the
     next (opening one may draw more); returns how many were opened."""
     opened = 0
     while opened < most:
-        closed = page.locator(CLOSED_EXPANDER_SELECTOR)
-        if closed.count() == 0:
+        index = page.evaluate(FIRST_CLOSED_EXPANDER_JS)
+        if index < 0:
             break
         mark = runs.mark()
-        closed.first.click()
+        page.locator(EXPANDER_SELECTOR).nth(index).locator("summary").first.click()
         settle(page, runs, mark, liveness, timeout_s=timeout_s, what="an opened expander")
+        # On a loaded machine the page can be idle and quiet before the rerun that draws the
+        # content has even started (as for tabs): wait, bounded, until the content is there.
+        empty_since = time.monotonic()
+        while not page.evaluate(EXPANDER_DRAWN_JS, index):
+            if time.monotonic() - empty_since > empty_s:
+                break  # an expander that draws nothing is left as it is
+            if liveness is not None:
+                liveness.check()
+            page.wait_for_timeout(100)  # a polling step
+        settle(page, runs, runs.mark(), liveness, timeout_s=timeout_s, what="an opened expander")
         opened += 1
     return opened
 
@@ -761,15 +788,50 @@ def open_every_tab(
         key = tuple(present[index][0])
         done.add(key)
         try:
-            mark = runs.mark()
-            page.locator(TAB_SELECTOR).nth(index).click()
-            settle(page, runs, mark, liveness, timeout_s=timeout_s, what=f"tab {key[1]!r}")
-            if not page.evaluate(OPEN_TAB_DRAWN_JS, index):
-                seen.append(TabSeen(key[1], ["the tab did not open or drew nothing"]))
+            problem = open_tab(page, runs, index, liveness, timeout_s)
+            if problem:
+                seen.append(TabSeen(key[1], [problem]))
                 continue
             record(key[1])
         except ServerGone as err:
             raise ServerGone(f"{key[1]}: {err}") from err
+
+
+def open_tab(
+    page: object,
+    runs: RunWatcher,
+    index: int,
+    liveness: Liveness | None = None,
+    timeout_s: float = 300.0,
+    clicks: int = 3,
+    empty_s: float = 30.0,
+) -> str | None:
+    """Click the index-th tab and wait until it is selected and its content drawn; None when it
+    is, else what went wrong.
+
+    On a loaded machine a click can be lost (the page still laying out under the pointer): a tab
+    left unselected once the page is idle is clicked again, up to `clicks` times. A selected tab
+    whose panel stays empty for empty_s after the page went idle drew nothing.
+    """
+    for _ in range(clicks):
+        mark = runs.mark()
+        page.locator(TAB_SELECTOR).nth(index).click()
+        settle(page, runs, mark, liveness, timeout_s=timeout_s, what=f"tab {index}")
+        empty_since = time.monotonic()
+        while True:
+            state = page.evaluate(TAB_STATE_JS, index)
+            if state == "drawn":
+                settle(page, runs, runs.mark(), liveness, timeout_s=timeout_s, what=f"tab {index}")
+                return None
+            if state == "not selected":
+                print(f"tab {index}: not selected once idle; clicking again", file=sys.stderr)
+                break
+            if time.monotonic() - empty_since > empty_s:
+                return f"the tab opened but drew nothing in {empty_s:.0f} s"
+            if liveness is not None:
+                liveness.check()
+            page.wait_for_timeout(100)  # a polling step
+    return f"the tab was not selected after {clicks} clicks"
 
 
 def tour_pages(
