@@ -250,6 +250,8 @@ def many_visitors(limit: int, visitors: int, timeout_s: float) -> list[Row]:
                         failures.extend(f"visitor {index}, {name}: {f}" for f in found)
                         done.append(f"visitor {index}: {name}")
                     print(f"  visitor {index}: {name} done ({len(found)} failures)", flush=True)
+                    for failure in found:
+                        print(f"    {failure}", flush=True)
         except Exception as err:  # a visitor that crashed is a failure, not a hung bench
             with lock:
                 failures.append(f"visitor {index}: {type(err).__name__}: {str(err)[:200]}")
