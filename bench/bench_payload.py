@@ -9,13 +9,11 @@ first load of the page; a second is moving the head slider one step with the key
 
 from __future__ import annotations
 
-import sys
 import time
 import urllib.parse
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
 
 from browser import chromium, page_exceptions, running_app, wait_idle  # noqa: E402
 

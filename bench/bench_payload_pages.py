@@ -18,7 +18,6 @@ import urllib.parse
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
 
 from browser import (  # noqa: E402
     FIGURE_SELECTOR,

@@ -17,12 +17,10 @@ import argparse
 import json
 import random
 import statistics
-import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
 
 from browser import (  # noqa: E402
     HEATMAP_SELECTOR,

@@ -13,7 +13,7 @@ of each round (flat after warm-up: the caches are bounded).
     python bench/load_test.py --sessions 10 --rounds 5
     python bench/load_test.py --sessions 20 --rounds 5
     python bench/load_test.py --quick        # CI: 4 sessions, 3 rounds, ~1-2 minutes
-    python bench/load_test.py --tour         # RSS after one visitor tours every page
+    python bench/load_test.py --tour         # one visitor opens every tab of every page: errors, RSS
 Exit status 1 if there were failures or the RSS limit was crossed.
 """
 
@@ -34,18 +34,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
 
 from browser import (  # noqa: E402
     CHROMIUM,
     CHROMIUM_ARGS,
     FIGURE_SELECTOR,
+    LONG_QUERY,
     SENTENCE_TAB,
     UPDATE_WATCH_JS,
     AppPage,
+    Liveness,
     RunWatcher,
+    ServerGone,
     app_pages,
+    chromium,
     served_app,
+    tour_pages,
     tree_rss_bytes,
 )
 
@@ -310,39 +314,51 @@ async def run_load(
     return {"pages": [p.title for p in tour]}
 
 
-async def tour_memory() -> int:
-    """One visitor tours every registered page (default sentence, then 512 pieces); RSS after each."""
-    from playwright.async_api import async_playwright
+def tour_memory() -> int:
+    """One visitor tours every registered page, every tab and expander opened (default sentence,
+    then ~512 word pieces); RSS after each tour and every page/tab that showed an error.
 
+    Exit status 1 on any error shown or when the server is gone; bench/memory_tour.py runs the
+    same tour inside a memory cgroup and with five visitors."""
     pages = app_pages()
-    with served_app() as server:
-        async with async_playwright() as playwright:
-            browser = await playwright.chromium.launch(
-                executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
-            )
-            try:
-                visitor = Session(0, server.url, pages)
-                await visitor.start(browser)
-                print(f"{'page':36s}{'RSS, default sentence':>24s}", flush=True)
-                for app_page in pages:
-                    await visitor.visit(app_page, figure=follows_sidebar(app_page))
-                    rss = tree_rss_bytes(server.process.pid)
-                    print(f"{app_page.title[:35]:36s}{rss / 1e6:>20.0f} MB", flush=True)
-                after_tour = tree_rss_bytes(server.process.pid)
-                field_ = visitor.page.locator('[data-testid="stSidebar"] textarea').first
-                await field_.fill(sentence(0, 0))  # ~512 word pieces
-                mark = visitor.runs.mark()
-                await field_.press("Control+Enter")
-                await settled(visitor.runs, mark)
-                for app_page in pages:
-                    await visitor.visit(app_page, figure=follows_sidebar(app_page))
-                after_long = tree_rss_bytes(server.process.pid)
-                visitor.closed = True
-            finally:
-                await browser.close()
-    print(f"\nRSS after a tour of all {len(pages)} pages: {after_tour / 1e6:.0f} MB")
-    print(f"RSS after a second tour at 512 word pieces: {after_long / 1e6:.0f} MB")
-    return after_tour
+    results = []
+    with served_app() as server, chromium() as browser:
+        liveness = Liveness(server)
+        context = browser.new_context(viewport={"width": 1300, "height": 1400})
+        page = context.new_page()
+        runs = RunWatcher(page)
+        script_errors: list[str] = []
+        page.on("pageerror", lambda error: script_errors.append(str(error)[:200]))
+        try:
+            for name, query in (("default sentence", {}), ("~512 word pieces", LONG_QUERY)):
+                try:
+                    failures = tour_pages(
+                        page,
+                        runs,
+                        server.url,
+                        pages,
+                        query,
+                        liveness,
+                        progress=lambda where: print(f"  {where}", flush=True),
+                    )
+                except ServerGone as err:
+                    failures = [f"SERVER GONE at {err}"]
+                failures += [f"script error: {e}" for e in script_errors]
+                script_errors.clear()
+                results.append((name, tree_rss_bytes(server.process.pid), failures))
+                print(f"{name}: RSS {results[-1][1] / 1e6:.0f} MB", flush=True)
+                if failures and failures[0].startswith("SERVER GONE"):
+                    break
+        finally:
+            context.close()
+    print()
+    for name, rss, failures in results:
+        print(f"RSS after a tour of all {len(pages)} pages, {name}: {rss / 1e6:.0f} MB")
+        for failure in failures:
+            print(f"  - {failure}")
+    ok = all(not failures for _, _, failures in results) and len(results) == 2
+    print("PASS" if ok else "FAIL")
+    return 0 if ok else 1
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -366,11 +382,15 @@ def main() -> int:
         help="environment for the server, e.g. MALLOC_ARENA_MAX=2 (repeatable)",
     )
     parser.add_argument(
-        "--tour", action="store_true", help="instead: RSS after one visitor tours every page"
+        "--tour",
+        action="store_true",
+        help="instead: one visitor opens every tab and expander of every page, at the default "
+        "sentence and at 512 word pieces; lists every page/tab that showed an error, RSS after "
+        "each tour (bench/memory_tour.py does this inside a memory cgroup)",
     )
     args = parser.parse_args()
     if args.tour:
-        return 0 if asyncio.run(tour_memory()) < 1e9 else 1
+        return tour_memory()
     if args.quick:
         args.sessions, args.rounds = 4, 3
 

@@ -12,6 +12,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+# The browser helpers (bench/browser.py: the app server, chromium, waiting for runs, opening every
+# tab) are shared with the bench scripts, which import them as a sibling module; the tests import
+# the same file as `browser`, so there is one copy and bench never imports tests.
+sys.path.insert(0, str(ROOT / "bench"))
 os.environ.setdefault("HF_HUB_OFFLINE", "0")  # the registry must fail fast on its own, not by flag
 
 

@@ -3,7 +3,9 @@
 A visitor can load any BERT folder or hub id (behind the Load button), and its tokenizer.json
 decides the strings every figure and sentence on the page quotes. Here the bundled model's
 unknown-word piece is renamed to HTML and Markdown, so each character the vocabulary does not
-know (☃, ⅎ) becomes that string in the Trace. One visitor loads the model and tours every page.
+know (☃, ⅎ) becomes that string in the Trace. One visitor loads the model and opens every tab
+and expander of every page (browser.open_every_tab, the tour of bench/load_test.py and
+bench/memory_tour.py): the pieces stay text on each, no link, image, bold or formula made of them.
 """
 
 from __future__ import annotations
@@ -16,10 +18,13 @@ from pathlib import Path
 import pytest
 from browser import (
     LOCAL_USER_ENV,
+    Liveness,
     app_pages,
     chromium,
+    open_every_tab,
     open_nav_link,
     served_app,
+    settle,
     wait_for_figure,
 )
 from test_browser_hostile_urls import LOAD_BUTTON, OTHER, assert_nothing_leaks
@@ -28,6 +33,14 @@ from test_browser_suite import new_tab
 PAGES = app_pages()
 HOSTILE_PIECE = '<img src=x onerror="window.__x=1">[x](https://example.com/t)**b**$y$'
 SENTENCE = "The ☃ sat on the bank of the ⅎ river."
+# Elements made of HOSTILE_PIECE's Markdown ("**b**" in bold, "$y$" as a KaTeX formula); its
+# link and image are looked for by assert_nothing_leaks.
+PIECE_MARKUP_JS = """
+() => [
+  ...[...document.querySelectorAll('strong, b')].filter(e => e.textContent.trim() === 'b'),
+  ...[...document.querySelectorAll('.katex annotation')].filter(e => e.textContent.trim() === 'y'),
+].map(e => e.outerHTML.slice(0, 120))
+"""
 
 
 def hostile_tokenizer_model(target: Path) -> Path:
@@ -69,10 +82,72 @@ def test_every_page_shows_the_hostile_pieces_as_text(tmp_path):
             tab.act(lambda: tab.page.locator(LOAD_BUTTON).click())
             wait_for_figure(tab.page)
             assert tab.page.locator(LOAD_BUTTON).count() == 0, "the model was not loaded"
-            for app_page in [*PAGES[1:], PAGES[0]]:
-                tab.act(lambda title=app_page.title: open_nav_link(tab.page, title))
+            liveness = Liveness(server)
+            seen = []
+
+            def check(where: str) -> None:
                 # (the training lab draws nothing before Train: a figure or a message)
-                assert_nothing_leaks(tab, f"{app_page.title} with a hostile tokenizer")
-                assert tab.page.locator(LOAD_BUTTON).count() == 0, "the model was dropped"
+                assert_nothing_leaks(tab, f"{where} with a hostile tokenizer")
+                made = tab.page.evaluate(PIECE_MARKUP_JS)
+                assert not made, f"{where}: a hostile piece became markup: {made}"
+                assert tab.page.locator(LOAD_BUTTON).count() == 0, f"{where}: the model was dropped"
+                seen.append(where)
+
+            # by the navigation, not by URL: the loaded model lives in this session
+            for app_page in [*PAGES[1:], PAGES[0]]:
+                mark = tab.runs.mark()
+                open_nav_link(tab.page, app_page.title)
+                settle(tab.page, tab.runs, mark, liveness, expect_run=True, what=app_page.title)
+                tabs = open_every_tab(
+                    tab.page,
+                    tab.runs,
+                    liveness,
+                    on_tab=lambda label, title=app_page.title: check(f"{title} / {label or '-'}"),
+                )
+                errors = [(t.tab, t.errors) for t in tabs if t.errors]
+                assert not errors, f"{app_page.title}: errors shown {errors}"
+            assert len(seen) > len(PAGES), f"no tab was opened beyond each page's first: {seen}"
+        finally:
+            context.close()
+
+
+# A caption the tour cannot reach with the pages' default values: 4 · Multi-head's "Remove heads"
+# names the token whose final vector moved most once heads are removed. On this sentence, with
+# every head of layer 5 removed, that is a hostile piece (checked by the first assertion).
+ABLATION_SENTENCE = "☃ ⅎ ☃ ⅎ ☃ ⅎ"
+
+
+@pytest.mark.browser
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,  # a timeout is not the known bug
+    reason="views/multi_head.py:343 puts labels[moved.most_moved] (a raw word piece) into "
+    "st.caption, where Markdown renders its link and bold text (issue 34, section 4)",
+)
+def test_the_most_moved_piece_stays_text(tmp_path):
+    folder = hostile_tokenizer_model(tmp_path / "model")
+    multi_head = next(p for p in PAGES if p.path == "views/multi_head.py")
+    with served_app() as server, chromium() as browser:
+        tab, context = new_tab(browser, server)
+        try:
+            query = {
+                "model": OTHER,
+                "custom_model": str(folder),
+                "text": ABLATION_SENTENCE,
+                "layer": "5",
+                "mh_section": "4 · Remove heads",
+                "mh_ablate_layer": "true",
+            }
+            tab.goto(f"{server.url}/{multi_head.url_path}?{urllib.parse.urlencode(query)}")
+            tab.act(lambda: tab.page.locator(LOAD_BUTTON).click())
+            wait_for_figure(tab.page)
+            caption = tab.page.get_by_text("the token that moved most is")
+            caption.wait_for(timeout=60_000)
+            assert "onerror" in caption.inner_text() or "example.com" in caption.inner_html(), (
+                "the most-moved token is not the hostile piece: pick another layer or sentence"
+            )
+            assert_nothing_leaks(tab, "4 · Multi-head / Remove heads with a hostile tokenizer")
+            made = tab.page.evaluate(PIECE_MARKUP_JS)
+            assert not made, f"a hostile piece became markup: {made}"
         finally:
             context.close()

@@ -13,8 +13,9 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -379,9 +380,13 @@ def served_app(
     extra_env: dict | None = None,
     wait: bool = True,
     extra_args: tuple[str, ...] = (),
+    preexec: Callable[[], None] | None = None,
 ) -> Iterator[AppServer]:
     """Like running_app(), but yields the process too and logs stderr to a file (never a pipe
-    that nobody reads: a chatty server would block once the pipe buffer is full)."""
+    that nobody reads: a chatty server would block once the pipe buffer is full).
+
+    preexec runs in the child just before streamlit starts (bench/memory_tour.py moves it into a
+    memory cgroup there, so every byte from the first import on is counted)."""
     port = free_port()
     env = {
         **os.environ,
@@ -399,6 +404,10 @@ def served_app(
                 script,
                 "--server.port",
                 str(port),
+                # loopback only: a test or bench server is no one else's to reach (it listened
+                # on every interface before)
+                "--server.address",
+                "127.0.0.1",
                 "--server.headless",
                 "true",
                 "--browser.gatherUsageStats",
@@ -409,6 +418,7 @@ def served_app(
             env=env,
             stdout=log,
             stderr=subprocess.STDOUT,
+            preexec_fn=preexec,
         )
         url = f"http://127.0.0.1:{port}"
         try:
@@ -590,3 +600,321 @@ def bound_text_keys(app_page: AppPage) -> list[str]:
             if bound and isinstance(key, ast.Constant):
                 keys.append(str(key.value))
     return keys
+
+
+# ---- every tab of every page (issue 34) -----------------------------------------------------
+# The load test's tour, the memory tours (bench/memory_tour.py) and the hostile-tokenizer test
+# open every tab the same way, through open_every_tab(). Tabs and expanders are found in the
+# page as drawn, so a tab or expander added later is opened without touching this file.
+
+# Streamlit 1.67 draws st.tabs as react-aria tabs: [role=tab] (data-testid="stTab") inside a
+# [role=tablist]; only the open tab's panel exists. widgets.section_tabs reruns on a click and
+# draws only the open tab.
+TAB_SELECTOR = '[data-testid="stMain"] [role="tablist"] [role="tab"]'
+# Expanders (widgets.folded reruns the page when one opens and draws its content only then; a
+# plain st.expander opens in the browser alone).
+EXPANDER_SELECTOR = '[data-testid="stMain"] [data-testid="stExpander"]'
+FIRST_CLOSED_EXPANDER_JS = """
+() => [...document.querySelectorAll('[data-testid="stMain"] [data-testid="stExpander"]')]
+  .findIndex(e => !e.querySelector('details').open)
+"""
+# The index-th expander is open and shows something beyond its summary line.
+EXPANDER_DRAWN_JS = """
+(index) => {
+  const e = document.querySelectorAll('[data-testid="stMain"] [data-testid="stExpander"]')[index];
+  const details = e && e.querySelector('details');
+  return Boolean(details) && details.open && [...details.children]
+    .some(c => c.tagName !== 'SUMMARY' && c.innerText.trim().length > 0);
+}
+"""
+# What a visitor sees as a failure: an exception box or an st.error message.
+ERROR_SELECTOR = '[data-testid="stException"], [data-testid="stAlertContentError"]'
+# Idle and drawn, checked once (the caller polls, so every wait stays bounded): Streamlit says
+# the script is not running (the frontend says "running" from the click that asks for a rerun
+# on), no placeholder skeleton is left, and nothing in the page changed for quietMs (a
+# MutationObserver installed on the first call; a new page load installs a new one).
+IDLE_AND_QUIET_JS = """
+(quietMs) => {
+  if (window.__aeLastChange === undefined) {
+    window.__aeLastChange = performance.now();
+    new MutationObserver(() => { window.__aeLastChange = performance.now(); })
+      .observe(document.body, {subtree: true, childList: true, attributes: true,
+                               characterData: true});
+    return false;
+  }
+  const app = document.querySelector('[data-testid="stApp"]');
+  return Boolean(app) && app.dataset.testScriptState === 'notRunning'
+    && !document.querySelector('[data-testid="stSkeleton"]')
+    && performance.now() - window.__aeLastChange > quietMs;
+}
+"""
+# Where a clicked tab is: "drawn" (selected, and its panel holds something), "empty" (selected,
+# nothing in its panel yet) or "not selected" (the click did not take).
+TAB_STATE_JS = """
+(index) => {
+  const tab = document.querySelectorAll(
+    '[data-testid="stMain"] [role="tablist"] [role="tab"]')[index];
+  if (!tab || tab.getAttribute('aria-selected') !== 'true') return 'not selected';
+  const panel = document.getElementById(tab.getAttribute('aria-controls'));
+  return panel && panel.innerText.trim().length > 0 ? 'drawn' : 'empty';
+}
+"""
+
+
+# The longest input a visitor can give: 510 words of one word piece each, 512 pieces with [CLS]
+# and [SEP] (the bundled model's maximum), as the `text` the sidebar reads from the URL.
+_WORDS = (
+    "the river bank flooded and money in the bank grew while time flies like an arrow "
+    "but fruit flies like a banana"
+).split()
+LONG_QUERY = {"text": " ".join((_WORDS * 40)[:510])}
+
+
+class ServerGone(RuntimeError):
+    """The app server died (the kernel's OOM killer, a crash) or stopped answering: a visitor's
+    page would just hang, so the tour stops here and says so."""
+
+
+class Liveness:
+    """Tells whether the server still serves: its process runs and /_stcore/health answers.
+
+    check() raises ServerGone at once when the process has exited, or when the health endpoint
+    has not answered for `silent_s` (a busy server may answer slowly; a dead one never does).
+    The endpoint is asked at most every `period_s`, so check() is cheap enough to call from
+    every polling loop.
+    """
+
+    def __init__(self, server: AppServer, silent_s: float = 60.0, period_s: float = 2.0) -> None:
+        self.server, self.silent_s, self.period_s = server, silent_s, period_s
+        self.last_ok = self.last_asked = time.monotonic()
+
+    def check(self) -> None:
+        code = self.server.process.poll()
+        if code is not None:
+            how = f"killed by signal {-code}" if code < 0 else f"exit status {code}"
+            raise ServerGone(f"the server process is gone ({how})")
+        now = time.monotonic()
+        if now - self.last_asked < self.period_s:
+            return
+        self.last_asked = now
+        try:
+            with urllib.request.urlopen(f"{self.server.url}/_stcore/health", timeout=5) as reply:
+                if reply.read().strip() == b"ok":
+                    self.last_ok = time.monotonic()
+        except OSError:
+            pass
+        if time.monotonic() - self.last_ok > self.silent_s:
+            raise ServerGone(f"/_stcore/health has not answered for {self.silent_s:.0f} s")
+
+
+def settle(
+    page: object,
+    runs: RunWatcher,
+    mark: int,
+    liveness: Liveness | None = None,
+    *,
+    expect_run: bool = False,
+    timeout_s: float = 300.0,
+    what: str = "the page",
+) -> None:
+    """Wait until the runs started after `mark` are over and the frontend has drawn them.
+
+    expect_run: a run must start first (a page load); otherwise an action that started none (a
+    plain expander) is done once the page is idle and quiet. Polls every 50 ms; raises
+    ServerGone when the server dies, TimeoutError after timeout_s.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        state = runs.settled_since(mark)
+        run_over = state is True or (state is None and not expect_run)
+        if run_over and page.evaluate(IDLE_AND_QUIET_JS, QUIET_MS):
+            return
+        if liveness is not None:
+            liveness.check()
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{what} was not drawn in {timeout_s:.0f} s")
+        page.wait_for_timeout(50)  # a polling step; lets playwright deliver websocket events
+
+
+def shown_errors(page: object) -> list[str]:
+    """Texts of the exception boxes and st.error messages on the page."""
+    return [text[:300] for text in page.locator(ERROR_SELECTOR).all_inner_texts()]
+
+
+@dataclass
+class TabSeen:
+    """One tab as a visitor saw it once drawn ("" for a page without tabs)."""
+
+    tab: str
+    errors: list[str]
+
+
+def open_expanders(
+    page: object,
+    runs: RunWatcher,
+    liveness: Liveness | None = None,
+    timeout_s: float = 300.0,
+    most: int = 30,
+    empty_s: float = 30.0,
+) -> int:
+    """Open every closed expander of the page's main area, one by one, each drawn before the
+    next (opening one may draw more); returns how many were opened."""
+    opened = 0
+    while opened < most:
+        index = page.evaluate(FIRST_CLOSED_EXPANDER_JS)
+        if index < 0:
+            break
+        mark = runs.mark()
+        page.locator(EXPANDER_SELECTOR).nth(index).locator("summary").first.click()
+        settle(page, runs, mark, liveness, timeout_s=timeout_s, what="an opened expander")
+        # On a loaded machine the page can be idle and quiet before the rerun that draws the
+        # content has even started (as for tabs): wait, bounded, until the content is there.
+        empty_since = time.monotonic()
+        while not page.evaluate(EXPANDER_DRAWN_JS, index):
+            if time.monotonic() - empty_since > empty_s:
+                break  # an expander that draws nothing is left as it is
+            if liveness is not None:
+                liveness.check()
+            page.wait_for_timeout(100)  # a polling step
+        settle(page, runs, runs.mark(), liveness, timeout_s=timeout_s, what="an opened expander")
+        opened += 1
+    return opened
+
+
+def open_every_tab(
+    page: object,
+    runs: RunWatcher,
+    liveness: Liveness | None = None,
+    on_tab: Callable[[str], None] | None = None,
+    timeout_s: float = 300.0,
+) -> list[TabSeen]:
+    """Open every tab of the page in turn, the open one first, and every expander in each.
+
+    The page must be drawn already (settle()). Tabs are read from the page after each click, so
+    tabs drawn inside a tab are opened too. Each tab counts once it is selected, its panel holds
+    something and the page is idle and quiet. on_tab(label) runs on each drawn tab (a test's
+    checks). Returns what each tab showed; raises ServerGone or TimeoutError.
+    """
+    seen: list[TabSeen] = []
+    done: set[tuple[int, str]] = set()
+
+    def tabs() -> list[tuple[tuple[int, str], bool]]:
+        # (tab list's position among the page's tab lists, label), and whether it is open
+        return page.evaluate(
+            """(selector) => {
+              const lists = [...document.querySelectorAll('[data-testid="stMain"] [role="tablist"]')];
+              return [...document.querySelectorAll(selector)].map(t => [
+                [lists.indexOf(t.closest('[role="tablist"]')), t.innerText.trim()],
+                t.getAttribute('aria-selected') === 'true']);
+            }""",
+            TAB_SELECTOR,
+        )
+
+    def record(label: str) -> None:
+        open_expanders(page, runs, liveness, timeout_s)
+        seen.append(TabSeen(label, shown_errors(page)))
+        if on_tab is not None:
+            on_tab(label)
+
+    present = tabs()
+    for key, is_open in present:
+        if is_open:
+            done.add(tuple(key))
+    record(" + ".join(key[1] for key, is_open in present if is_open))
+    while True:
+        present = tabs()
+        todo = [i for i, (key, _) in enumerate(present) if tuple(key) not in done]
+        if not todo:
+            return seen
+        index = todo[0]
+        key = tuple(present[index][0])
+        done.add(key)
+        try:
+            problem = open_tab(page, runs, index, liveness, timeout_s)
+            if problem:
+                seen.append(TabSeen(key[1], [problem]))
+                continue
+            record(key[1])
+        except ServerGone as err:
+            raise ServerGone(f"{key[1]}: {err}") from err
+
+
+def open_tab(
+    page: object,
+    runs: RunWatcher,
+    index: int,
+    liveness: Liveness | None = None,
+    timeout_s: float = 300.0,
+    clicks: int = 3,
+    empty_s: float = 30.0,
+) -> str | None:
+    """Click the index-th tab and wait until it is selected and its content drawn; None when it
+    is, else what went wrong.
+
+    On a loaded machine a click can be lost (the page still laying out under the pointer): a tab
+    left unselected once the page is idle is clicked again, up to `clicks` times. A selected tab
+    whose panel stays empty for empty_s after the page went idle drew nothing.
+    """
+    for _ in range(clicks):
+        mark = runs.mark()
+        page.locator(TAB_SELECTOR).nth(index).click()
+        settle(page, runs, mark, liveness, timeout_s=timeout_s, what=f"tab {index}")
+        empty_since = time.monotonic()
+        while True:
+            state = page.evaluate(TAB_STATE_JS, index)
+            if state == "drawn":
+                settle(page, runs, runs.mark(), liveness, timeout_s=timeout_s, what=f"tab {index}")
+                return None
+            if state == "not selected":
+                print(f"tab {index}: not selected once idle; clicking again", file=sys.stderr)
+                break
+            if time.monotonic() - empty_since > empty_s:
+                return f"the tab opened but drew nothing in {empty_s:.0f} s"
+            if liveness is not None:
+                liveness.check()
+            page.wait_for_timeout(100)  # a polling step
+    return f"the tab was not selected after {clicks} clicks"
+
+
+def tour_pages(
+    page: object,
+    runs: RunWatcher,
+    base_url: str,
+    pages: list[AppPage],
+    query: dict[str, str] | None = None,
+    liveness: Liveness | None = None,
+    timeout_s: float = 300.0,
+    progress: Callable[[str], None] | None = None,
+) -> list[str]:
+    """One visitor opens every page by URL (with `query`, e.g. the sentence as `text`) and every
+    tab and expander on it; returns the failures seen, as "page / tab: error" lines.
+
+    Raises ServerGone (with the page and tab it happened on) when the server dies.
+    """
+    failures: list[str] = []
+    suffix = "?" + urllib.parse.urlencode(query) if query else ""
+    for app_page in pages:
+        where = app_page.title
+        try:
+            mark = runs.mark()
+            try:
+                page.goto(f"{base_url}/{app_page.url_path}{suffix}", timeout=timeout_s * 1000)
+            except Exception:  # refused or cut off: a dead server says why, else it is real
+                if liveness is not None:
+                    liveness.check()
+                raise
+            settle(page, runs, mark, liveness, expect_run=True, timeout_s=timeout_s, what=where)
+            for seen in open_every_tab(page, runs, liveness, timeout_s=timeout_s):
+                failures += [f"{where} / {seen.tab or '-'}: {error}" for error in seen.errors]
+                if progress is not None:
+                    progress(f"{where} / {seen.tab or '-'}")
+        except ServerGone as err:
+            raise ServerGone(f"{where}: {err}") from err
+        except Exception as err:  # a timeout or a lost page is a failure of this page
+            if liveness is not None:
+                try:
+                    liveness.check()
+                except ServerGone as gone:
+                    raise ServerGone(f"{where}: {gone}") from err
+            failures.append(f"{where}: {type(err).__name__}: {str(err)[:200]}")
+    return failures
