@@ -118,16 +118,10 @@ ABLATION_SENTENCE = "☃ ⅎ ☃ ⅎ ☃ ⅎ"
 
 
 @pytest.mark.browser
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,  # a timeout is not the known bug
-    reason="views/multi_head.py:343 puts labels[moved.most_moved] (a raw word piece) into "
-    "st.caption, where Markdown renders its link and bold text (issue 34, section 4)",
-)
 def test_the_most_moved_piece_stays_text(tmp_path):
     folder = hostile_tokenizer_model(tmp_path / "model")
     multi_head = next(p for p in PAGES if p.path == "views/multi_head.py")
-    with served_app() as server, chromium() as browser:
+    with served_app(extra_env=LOCAL_USER_ENV) as server, chromium() as browser:
         tab, context = new_tab(browser, server)
         try:
             query = {
