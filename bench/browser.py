@@ -6,6 +6,7 @@ drives /usr/bin/chromium, installed from Debian by .ci/run.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -918,3 +919,44 @@ def tour_pages(
                     raise ServerGone(f"{where}: {gone}") from err
             failures.append(f"{where}: {type(err).__name__}: {str(err)[:200]}")
     return failures
+
+
+def visitor_tours(
+    browser: object,
+    server: object,
+    tours: list[tuple[str, dict]],
+    timeout_s: float,
+    who: str = "",
+) -> Iterator[tuple[str, list[str]]]:
+    """One visitor (own context, own session) tours every page for each (name, query) in turn;
+    yields (name, failures) after each tour and stops after the server is gone."""
+    pages = app_pages()
+    liveness = Liveness(server)
+    context = browser.new_context(viewport={"width": 1300, "height": 1400})
+    page = context.new_page()
+    page.set_default_timeout(timeout_s * 1000)
+    runs = RunWatcher(page)
+    script_errors: list[str] = []
+    page.on("pageerror", lambda error: script_errors.append(str(error)[:200]))
+    try:
+        for name, query in tours:
+            try:
+                failures = tour_pages(
+                    page,
+                    runs,
+                    server.url,
+                    pages,
+                    query,
+                    liveness,
+                    timeout_s,
+                    progress=lambda where, name=name: print(f"  {who}{name}: {where}", flush=True),
+                )
+            except ServerGone as err:
+                yield name, [f"SERVER GONE at {err}"]
+                return
+            failures += [f"script error: {error}" for error in script_errors]
+            script_errors.clear()
+            yield name, failures
+    finally:
+        with contextlib.suppress(Exception):  # the browser may be going down with the server
+            context.close()

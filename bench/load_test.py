@@ -43,14 +43,12 @@ from browser import (  # noqa: E402
     SENTENCE_TAB,
     UPDATE_WATCH_JS,
     AppPage,
-    Liveness,
     RunWatcher,
-    ServerGone,
     app_pages,
     chromium,
     served_app,
-    tour_pages,
     tree_rss_bytes,
+    visitor_tours,
 )
 
 RSS_LIMIT = 2.2e9
@@ -322,35 +320,11 @@ def tour_memory() -> int:
     same tour inside a memory cgroup and with five visitors."""
     pages = app_pages()
     results = []
+    tours = [("default sentence", {}), ("~512 word pieces", LONG_QUERY)]
     with served_app() as server, chromium() as browser:
-        liveness = Liveness(server)
-        context = browser.new_context(viewport={"width": 1300, "height": 1400})
-        page = context.new_page()
-        runs = RunWatcher(page)
-        script_errors: list[str] = []
-        page.on("pageerror", lambda error: script_errors.append(str(error)[:200]))
-        try:
-            for name, query in (("default sentence", {}), ("~512 word pieces", LONG_QUERY)):
-                try:
-                    failures = tour_pages(
-                        page,
-                        runs,
-                        server.url,
-                        pages,
-                        query,
-                        liveness,
-                        progress=lambda where: print(f"  {where}", flush=True),
-                    )
-                except ServerGone as err:
-                    failures = [f"SERVER GONE at {err}"]
-                failures += [f"script error: {e}" for e in script_errors]
-                script_errors.clear()
-                results.append((name, tree_rss_bytes(server.process.pid), failures))
-                print(f"{name}: RSS {results[-1][1] / 1e6:.0f} MB", flush=True)
-                if failures and failures[0].startswith("SERVER GONE"):
-                    break
-        finally:
-            context.close()
+        for name, failures in visitor_tours(browser, server, tours, timeout_s=300.0):
+            results.append((name, tree_rss_bytes(server.process.pid), failures))
+            print(f"{name}: RSS {results[-1][1] / 1e6:.0f} MB", flush=True)
     print()
     for name, rss, failures in results:
         print(f"RSS after a tour of all {len(pages)} pages, {name}: {rss / 1e6:.0f} MB")

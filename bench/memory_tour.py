@@ -13,10 +13,12 @@ memory cgroup of that size, created here and removed on exit, and drives chromiu
   five  five visitors doing that same tour at once, in 2.7 GB: the peak over the whole run.
 
 What the cgroup counts: a page of a shared library (torch's ~0.2 GB) is charged to the cgroup
-that first read it. On a machine where other processes have torch loaded, the server maps those
-pages without being charged for them, so the peak here undercounts what Cloud's container would
-count. The column "elsewhere" is that part at the end of the tour (the server's RssFile minus the
-cgroup's mapped_file); peak + elsewhere is closer to what Cloud sees.
+that first read it. The bench empties the page cache before it starts the server, so the pages
+the server reads are charged to its cgroup, as on Cloud. Pages another process keeps mapped (a
+second server, a test run with torch loaded) cannot be dropped: the server maps those without
+being charged for them, and the peak undercounts. The column "elsewhere" is that part at the
+end of the tour (the server's RssFile minus the cgroup's mapped_file); peak + elsewhere is
+closer to what Cloud sees.
 
 A tour passes only if the server survived it (its process runs, the cgroup's oom_kill count did
 not move) and no page or tab showed an exception or error. When the server dies, every wait
@@ -48,14 +50,10 @@ from pathlib import Path
 
 from browser import (
     LONG_QUERY,
-    Liveness,
-    RunWatcher,
-    ServerGone,
-    app_pages,
     chromium,
     served_app,
-    tour_pages,
     tree_rss_bytes,
+    visitor_tours,
 )
 
 MEMORY_ROOT = Path("/sys/fs/cgroup/memory")
@@ -126,9 +124,20 @@ class MemoryCgroup:
         print(f"warning: could not remove {self.path}", file=sys.stderr)
 
 
+def drop_page_cache() -> None:
+    """Empty the kernel's page cache (root), so the library pages the server reads next are
+    charged to its cgroup as on Cloud; pages another process keeps mapped stay where they are."""
+    os.sync()
+    try:
+        Path("/proc/sys/vm/drop_caches").write_text("1")
+    except OSError as error:
+        print(f"warning: the page cache stays ({error}); see 'elsewhere'", file=sys.stderr)
+
+
 @contextlib.contextmanager
 def memory_cgroup(limit_bytes: int) -> Iterator[MemoryCgroup]:
     cgroup = MemoryCgroup(f"attention-explorer-bench-{os.getpid()}-{limit_bytes}", limit_bytes)
+    drop_page_cache()
     try:
         yield cgroup
     finally:
@@ -152,47 +161,6 @@ class Row:
     @property
     def passed(self) -> bool:
         return self.survived and not self.oom_kills and not self.failures
-
-
-def visitor_tours(
-    browser: object,
-    server: object,
-    tours: list[tuple[str, dict]],
-    timeout_s: float,
-    who: str = "",
-) -> Iterator[tuple[str, list[str]]]:
-    """One visitor (own context, own session) tours every page for each (name, query) in turn;
-    yields (name, failures) after each tour and stops after the server is gone."""
-    pages = app_pages()
-    liveness = Liveness(server)
-    context = browser.new_context(viewport={"width": 1300, "height": 1400})
-    page = context.new_page()
-    page.set_default_timeout(timeout_s * 1000)
-    runs = RunWatcher(page)
-    script_errors: list[str] = []
-    page.on("pageerror", lambda error: script_errors.append(str(error)[:200]))
-    try:
-        for name, query in tours:
-            try:
-                failures = tour_pages(
-                    page,
-                    runs,
-                    server.url,
-                    pages,
-                    query,
-                    liveness,
-                    timeout_s,
-                    progress=lambda where, name=name: print(f"  {who}{name}: {where}", flush=True),
-                )
-            except ServerGone as err:
-                yield name, [f"SERVER GONE at {err}"]
-                return
-            failures += [f"script error: {error}" for error in script_errors]
-            script_errors.clear()
-            yield name, failures
-    finally:
-        with contextlib.suppress(Exception):  # the browser may be going down with the server
-            context.close()
 
 
 def rss_file(pid: int) -> int:
