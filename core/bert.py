@@ -63,9 +63,13 @@ class Trace:
         """(n, n) one head's scores: Q Kᵀ (/√d_head if scaled), -inf where masked."""
         return self._scores(self.queries[layer, head], self.keys[layer, head])
 
+    def layer_scores(self, layer: int) -> np.ndarray:
+        """(H, n, n) one layer's scores, every head: a twelfth of the whole block's memory."""
+        return self._scores(self.queries[layer], self.keys[layer])
+
     @property
     def scores(self) -> np.ndarray:
-        """(L, H, n, n) every head's scores, computed on each access (prefer head_scores)."""
+        """(L, H, n, n) every head's scores, computed on each access (prefer layer_scores)."""
         return self._scores(self.queries, self.keys)
 
     def _scores(self, queries: np.ndarray, keys: np.ndarray) -> np.ndarray:

@@ -109,15 +109,17 @@ def special_shares_by_layer(
 
     Averaged over heads and over the query rows of real word pieces (not [CLS]/[SEP] asking).
     """
-    weights = np.asarray(attn_weights, dtype=np.float64)
-    real = [i for i, t in enumerate(tokens) if t not in ("[CLS]", "[SEP]")]
+    real = np.array([t not in ("[CLS]", "[SEP]") for t in tokens])  # (n,) query rows kept
     is_cls = np.array([t == "[CLS]" for t in tokens])
     is_sep = np.array([t == "[SEP]" for t in tokens])
-    rows = weights[:, :, real, :]  # (L, H, n_real, n)
-    return (
-        rows[..., is_cls].sum(-1).mean(axis=(1, 2)),
-        rows[..., is_sep].sum(-1).mean(axis=(1, 2)),
-    )
+
+    def share(columns: np.ndarray) -> np.ndarray:
+        # only the special columns are copied, (L, H, n, k), and summed in float64: a float64
+        # copy of the whole block would be 150 MB at 512 pieces
+        on_special = attn_weights[..., columns].sum(-1, dtype=np.float64)  # (L, H, n)
+        return on_special[:, :, real].mean(axis=(1, 2))
+
+    return share(is_cls), share(is_sep)
 
 
 def parking_spot(attn_weights: np.ndarray, tokens: Sequence[str]) -> str:

@@ -125,7 +125,8 @@ def head_statistics(
     parked = (weights[..., is_cls | is_sep]).sum(axis=-1, dtype=np.float64).mean(axis=-1)
     shown = without_specials(weights, tokens) if hide_specials else weights
     return HeadStats(
-        entropy=row_entropy(shown).mean(axis=-1),
+        # layer by layer: row_entropy's temporaries are two copies of what it reads
+        entropy=np.stack([row_entropy(layer).mean(axis=-1) for layer in shown]),
         on_cls=shown[..., is_cls].sum(axis=-1, dtype=np.float64).mean(axis=-1),
         on_sep=shown[..., is_sep].sum(axis=-1, dtype=np.float64).mean(axis=-1),
         on_self=_mean_offset_diagonal(shown, 0),
@@ -143,9 +144,10 @@ def without_specials(attn_weights: np.ndarray, tokens: Sequence[str]) -> np.ndar
     whole weight sat on special tokens has nothing left to show and becomes all zeros.
     """
     keep = ~special_mask(tokens)  # (n,) True = ordinary key
-    weights = np.where(keep, attn_weights, 0.0).astype(np.float32)  # broadcast over key columns
+    weights = (attn_weights * keep).astype(np.float32, copy=False)  # one copy, over key columns
     rest = weights.sum(axis=-1, keepdims=True)  # (..., n, 1) weight left in each row
-    return np.divide(weights, rest, out=np.zeros_like(weights), where=rest > 0)
+    # in place: a row with no weight left is all zeros already and stays so
+    return np.divide(weights, rest, out=weights, where=rest > 0)
 
 
 # ---- thumbnails for the model view ------------------------------------------------------------

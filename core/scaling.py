@@ -240,5 +240,8 @@ def score_spread_by_layer(trace: Trace) -> np.ndarray:
 
     At initialisation the 1/√d_k scale makes this about 1; a trained model sets its own spread.
     """
-    scores = trace.scores.astype(np.float64)  # (L, H, n, n), -inf where masked
-    return np.array([layer[np.isfinite(layer)].std() for layer in scores])
+    spreads = []
+    for layer in range(trace.queries.shape[0]):  # one (H, n, n) layer at a time
+        scores = trace.layer_scores(layer)  # -inf where masked
+        spreads.append(scores[np.isfinite(scores)].std(dtype=np.float64))
+    return np.array(spreads)
