@@ -1330,9 +1330,15 @@ MUTANTS = [
     ),
     M(
         "explain.py",
-        "ranks = np.stack([rankdata(np.asarray(s)[allowed]) for s in scores.values()])",
+        "ranks = np.stack([average_ranks(np.asarray(s)[allowed]) for s in scores.values()])",
         "ranks = np.stack([np.asarray(s)[allowed] for s in scores.values()])",
         "rank agreement: Pearson on scores, not on ranks",
+    ),
+    M(
+        "explain.py",
+        "mean_rank = np.bincount(group, weights=ranks) / np.bincount(group)",
+        "mean_rank = np.bincount(group, weights=ranks)",
+        "tied ranks summed, not averaged",
     ),
     M(
         "explain.py",
