@@ -408,8 +408,9 @@ def shared(
 
     The key is the function and its arguments; arguments whose names start with "_" are left
     out of it, as in Streamlit's own caches; a Trace stands in the key by what determines it
-    (trace_key) and a model by its name. cost(**arguments) estimates the bytes the computation holds while
-    it runs (its result included); without one, the run is admitted for its slot only.
+    (trace_key) and a model by its name. cost(**arguments) estimates the bytes the computation
+    holds while it runs (its result included); without one, the run is admitted for its slot
+    only.
     keep: the result is kept apart from the LRU (a loaded model: see MAX_KEPT).
     """
 
@@ -435,7 +436,6 @@ def shared(
             with run_slot(cost_bytes, what):
                 return _get_or_compute(key, lambda: _call(function, arguments, spinner), keep)
 
-        wrapper.uncached = function  # type: ignore[attr-defined]
         return wrapper
 
     return decorate
