@@ -737,9 +737,17 @@ def settle(
         page.wait_for_timeout(50)  # a polling step; lets playwright deliver websocket events
 
 
+# The one door's refusals (ui/door.py: ServerShort) are warnings, but for a tour they are
+# failures: the visitor asked for a page and got "try again" instead.
+REFUSALS = ("short of memory", "busy with other visitors")
+
+
 def shown_errors(page: object) -> list[str]:
-    """Texts of the exception boxes and st.error messages on the page."""
-    return [text[:300] for text in page.locator(ERROR_SELECTOR).all_inner_texts()]
+    """Texts of the exception boxes, st.error messages and the door's refusals on the page."""
+    errors = page.locator(ERROR_SELECTOR).all_inner_texts()
+    warnings = page.locator('[data-testid="stAlertContentWarning"]').all_inner_texts()
+    refusals = [text for text in warnings if any(words in text for words in REFUSALS)]
+    return [text[:300] for text in errors + refusals]
 
 
 @dataclass
