@@ -42,9 +42,10 @@ DEFAULT_MEMORY_MB = 200  # the cache's budget when the server's settings name no
 MEMORY_SETTING = "ATTENTION_EXPLORER_MEMORY_MB"
 RUN_SLOTS = 2  # model runs computing at once, for all visitors together
 QUEUE_WAIT_S = 120.0  # a run that cannot get a slot within this long is told the server is busy
-# Memory the process needs beyond what a run states: Python objects, figures being built and
-# sent, Streamlit's own buffers. A run is admitted only if this much stays free after it.
-RESERVE_BYTES = 60 * MB
+# Memory the process needs beyond what a run states: figures being built and sent, Streamlit's
+# own buffers, and the library files it keeps mapped (resident_bytes counts anonymous memory
+# only). A run is admitted only if this much stays free after it.
+RESERVE_BYTES = 120 * MB
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -171,14 +172,21 @@ def cgroup_limit(cgroups: str = "/proc/self/cgroup", root: str = "/sys/fs/cgroup
 
 
 def resident_bytes() -> int:
-    """This process's resident memory (RSS)."""
-    try:
-        with open("/proc/self/statm") as file:
-            return int(file.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError):  # not Linux: psutil-free fallback, peak instead of current
-        import resource
+    """This process's anonymous resident memory (RssAnon): what the kernel cannot give back.
 
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    Not the whole RSS: ~150 MB of it are mapped library files (torch's), page cache that a
+    memory cgroup reclaims before it kills; RESERVE_BYTES leaves room for them to stay mapped.
+    """
+    try:
+        with open("/proc/self/status") as file:
+            for line in file:
+                if line.startswith("RssAnon:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    import resource  # not Linux: the peak, which is more than the current
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def _available_on_machine() -> int | None:
@@ -193,8 +201,9 @@ def _available_on_machine() -> int | None:
 
 
 def free_bytes() -> int | None:
-    """What this process may still allocate: its cgroup's limit less its RSS, or the machine's
-    available memory, whichever is smaller; None where neither can be read."""
+    """What this process may still allocate: its cgroup's limit less its anonymous resident
+    memory, or the machine's available memory, whichever is smaller; None where neither can
+    be read."""
     room = []
     limit = cgroup_limit()
     if limit is not None:
