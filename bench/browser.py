@@ -848,6 +848,11 @@ def open_every_tab(
             raise ServerGone(f"{key[1]}: {err}") from err
 
 
+# A click waits this long for its tab to be there and clickable (Playwright's own default is
+# the page's whole step timeout, which would hide a page that lost its tabs for minutes).
+CLICK_TIMEOUT_MS = 30_000
+
+
 def open_tab(
     page: object,
     runs: RunWatcher,
@@ -866,7 +871,10 @@ def open_tab(
     """
     for _ in range(clicks):
         mark = runs.mark()
-        page.locator(TAB_SELECTOR).nth(index).click()
+        tab = page.locator(TAB_SELECTOR).nth(index)
+        if tab.count() == 0:  # the page lost its tabs: a refusal or an error stands instead
+            return "; ".join(shown_errors(page)) or "the page no longer shows this tab"
+        tab.click(timeout=CLICK_TIMEOUT_MS)
         settle(page, runs, mark, liveness, timeout_s=timeout_s, what=f"tab {index}")
         empty_since = time.monotonic()
         while True:
@@ -874,6 +882,8 @@ def open_tab(
             if state == "drawn":
                 settle(page, runs, runs.mark(), liveness, timeout_s=timeout_s, what=f"tab {index}")
                 return None
+            if state == "not selected" and shown_errors(page):
+                return "; ".join(shown_errors(page))  # the door refused, or the page failed
             if state == "not selected":
                 print(f"tab {index}: not selected once idle; clicking again", file=sys.stderr)
                 break

@@ -80,6 +80,20 @@ def test_entries_past_the_budget_go_least_recently_used_first(fresh_door):
     assert door.cached_bytes() <= 1_000
 
 
+def test_a_result_dropped_from_the_lru_but_still_held_is_found_not_recomputed(fresh_door):
+    """A page holding a Trace the LRU dropped must not make the door run the model again."""
+    calls: list[str] = []
+    block = counting(calls)
+    held = block("a", 600)  # the page keeps this one
+    block("b", 600)  # over the budget: "a" leaves the LRU, but is still alive in `held`
+    assert block("a", 600) is held
+    assert calls == ["a", "b"]
+    del held
+    block("c", 600)  # "a" was put back in the LRU, then dropped again; nothing holds it now
+    block("a", 600)
+    assert calls == ["a", "b", "c", "a"]
+
+
 def test_a_result_larger_than_the_budget_is_returned_but_not_kept(fresh_door):
     calls: list[str] = []
     block = counting(calls)

@@ -28,6 +28,7 @@ import hashlib
 import inspect
 import os
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 from typing import Any, ParamSpec, TypeVar
 
@@ -231,6 +232,10 @@ MAX_KEPT = 2  # models loaded at once; a third replaces the one used least recen
 _kept: collections.OrderedDict[tuple, tuple[object, int]] = collections.OrderedDict()
 _results: cachetools.LRUCache = cachetools.LRUCache(maxsize=_budget, getsizeof=nbytes)
 _computing: dict[tuple, threading.Lock] = {}  # one lock per key being computed
+# Results dropped from the LRU that something still holds (the page drawing a 512-piece Trace
+# holds it while a tab asks for a statistic of it): dropping them freed nothing, and running the
+# model again would hold a second copy. A lookup finds them here for as long as they live.
+_alive: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 _new_gate = threading.Lock  # what makes those locks (a test counts who waits at one)
 
 
@@ -272,6 +277,7 @@ def forget_all() -> None:
     with _lock:
         _results.clear()
         _kept.clear()
+        _alive.clear()
         _resize()
 
 
@@ -283,6 +289,11 @@ def _lookup(key: tuple) -> tuple[bool, object]:
             return True, _kept[key][0]
         if key in _results:
             return True, _results[key]
+        value = _alive.get(key)
+        if value is not None:
+            with contextlib.suppress(ValueError):  # back in the LRU: it is in use again
+                _results[key] = value
+            return True, value
     return False, None
 
 
@@ -296,6 +307,8 @@ def _store(key: tuple, value: object, keep: bool) -> None:
             return
         with contextlib.suppress(ValueError):  # larger than the budget: not kept
             _results[key] = value
+        with contextlib.suppress(TypeError):  # a tuple or a float cannot be referred to weakly
+            _alive[key] = value
 
 
 def trace_key(trace: core.Trace) -> tuple:
