@@ -70,9 +70,28 @@ def test_the_hostile_piece_reaches_the_trace(tmp_path):
     assert tokens.count(HOSTILE_PIECE) == 2, tokens
 
 
+# Every tab of every page is one visitor's tour of ~50 tabs, minutes of chromium: split into
+# parts that the test workers share, each loading the model in a session of its own.
+PARTS = 3
+
+
+def pages_of_part(part: int) -> list:
+    """Every PARTS-th page from `part`, the Overview last in the part that has it (a visitor
+    comes back to it with the model loaded)."""
+    order = [*PAGES[1:], PAGES[0]]
+    return order[part::PARTS]
+
+
+def test_the_parts_cover_every_page_once():
+    covered = [page.path for part in range(PARTS) for page in pages_of_part(part)]
+    assert sorted(covered) == sorted(page.path for page in PAGES)
+
+
 @pytest.mark.browser
-def test_every_page_shows_the_hostile_pieces_as_text(tmp_path):
+@pytest.mark.parametrize("part", range(PARTS))
+def test_every_page_shows_the_hostile_pieces_as_text(tmp_path, part):
     folder = hostile_tokenizer_model(tmp_path / "model")
+    pages = pages_of_part(part)
     with served_app(extra_env=LOCAL_USER_ENV) as server, chromium() as browser:
         tab, context = new_tab(browser, server)
         try:
@@ -94,7 +113,7 @@ def test_every_page_shows_the_hostile_pieces_as_text(tmp_path):
                 seen.append(where)
 
             # by the navigation, not by URL: the loaded model lives in this session
-            for app_page in [*PAGES[1:], PAGES[0]]:
+            for app_page in pages:
                 mark = tab.runs.mark()
                 open_nav_link(tab.page, app_page.title)
                 settle(tab.page, tab.runs, mark, liveness, expect_run=True, what=app_page.title)
@@ -106,7 +125,7 @@ def test_every_page_shows_the_hostile_pieces_as_text(tmp_path):
                 )
                 errors = [(t.tab, t.errors) for t in tabs if t.errors]
                 assert not errors, f"{app_page.title}: errors shown {errors}"
-            assert len(seen) > len(PAGES), f"no tab was opened beyond each page's first: {seen}"
+            assert len(seen) > len(pages), f"no tab was opened beyond each page's first: {seen}"
         finally:
             context.close()
 

@@ -339,3 +339,21 @@ def test_a_projection_reads_sentences_up_to_its_budget(model):
         "lines above already have 1,812.",
     )
     assert state.within_projection_budget(model, sentences[:3]) == (sentences[:3], ())
+
+
+def test_the_heap_is_trimmed_before_a_cached_result_is_dropped(fresh_door, monkeypatch):
+    """Short of memory: malloc's free pages go back first; a cached result is dropped only if
+    that was not enough."""
+    calls: list[str] = []
+    block = counting(calls)
+    block("a", 400)
+    trims: list[int] = []
+    monkeypatch.setattr(door, "free_bytes", lambda: door.RESERVE_BYTES + 100 if trims else 0)
+    monkeypatch.setattr(
+        door.housekeeping, "give_back_freed_memory", lambda: trims.append(1) or True
+    )
+    with door.run_slot(100, "a run"):
+        pass
+    assert trims == [1]
+    block("a", 400)  # still cached: the trim made the room
+    assert calls == ["a"]

@@ -37,6 +37,7 @@ import numpy as np
 import torch
 
 import core
+from ui import housekeeping
 
 MB = 1_000_000
 DEFAULT_MEMORY_MB = 200  # the cache's budget when the server's settings name none (README)
@@ -347,10 +348,15 @@ def _key_part(value: object) -> object:
 def _evict_until(free_needed: int) -> bool:
     """Drop least-recently-used entries until free_bytes() ≥ free_needed; True if it is."""
     with _lock:
+        trimmed = False
         while True:
             free = free_bytes()
             if free is None or free >= free_needed:
                 return True
+            if not trimmed:  # holes in malloc's heap first: cheaper than dropping results
+                trimmed = True
+                housekeeping.give_back_freed_memory()
+                continue
             if not _results:
                 return False
             _results.popitem()  # large arrays are their own mappings: freed at once

@@ -78,3 +78,19 @@ def tune_malloc() -> bool:
         return False
     _malloc_tuned = applied
     return applied
+
+
+def give_back_freed_memory() -> bool:
+    """glibc only: return the free pages inside malloc's heaps to the system (malloc_trim).
+
+    Blocks under the 1 MB mmap threshold (Python objects, plotly's lists of numbers, small
+    arrays) are freed into the heap, where holes between live blocks stay resident. The door
+    calls this before it refuses a run for lack of memory: ~50 MB came back after a 512-piece
+    page in a test. True if glibc gave something back.
+    """
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        return ctypes.CDLL("libc.so.6").malloc_trim(0) == 1
+    except (OSError, AttributeError):
+        return False
