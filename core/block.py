@@ -160,3 +160,13 @@ def weight_on_later_tokens(attentions: np.ndarray) -> float:
     later = np.triu(np.ones((n, n), dtype=attentions.dtype), k=1)  # (n, n): 1 where j > i
     on_later = np.einsum("lhij,ij->lhi", attentions, later)  # (L, H, n), no (L, H, n, n) copy
     return float(on_later.mean(dtype=np.float64))
+
+
+@torch.inference_mode()
+def activation_floor(model: BertEncoder) -> float:
+    """The smallest value the feed-forward activation takes (GELU: about -0.17; ReLU: 0).
+
+    Read off a fine grid of negative inputs: every GELU variant has its minimum near -0.75.
+    """
+    grid = torch.linspace(-6.0, 0.0, 60_001, dtype=torch.float64)  # steps of 1e-4
+    return float(model._activation(grid).min())

@@ -13,6 +13,7 @@ tables, or transformers' BertModel through hooks, never the code under test.
 from __future__ import annotations
 
 import html
+import math
 import re
 
 import numpy as np
@@ -292,6 +293,16 @@ def test_sublayer_sizes_before_and_after_each_norm_match_transformers(model, ref
     assert sizes.ffn_sum.max() / sizes.ffn_sum.min() > 3 * sizes.output.max() / sizes.output.min()
 
 
+def test_activation_floor_is_the_lowest_gelu_output(model):
+    """GELU(x) = x Φ(x), its minimum found here on a grid around x = -0.75 with math.erf."""
+    lowest = min(
+        x * 0.5 * (1 + math.erf(x / math.sqrt(2))) for x in (-1 + k * 1e-5 for k in range(50_001))
+    )
+    assert model.dims.activation == "gelu"
+    assert block.activation_floor(model) == pytest.approx(lowest, abs=1e-7)
+    assert round(lowest, 2) == -0.17
+
+
 def test_weight_on_later_tokens_equals_explicit_loops(model):
     rng = np.random.default_rng(1)
     weights = rng.random((2, 3, 5, 5)).astype(np.float32)
@@ -318,6 +329,7 @@ def test_inside_layer_page_explains_the_stream_the_norm_and_the_bend(model):
     assert f"after the LayerNorm are {sizes.output.min():.1f}–{sizes.output.max():.1f}" in texts
     off = sizes.units_off.mean(axis=1)
     assert f"{off.min():.0%}–{off.max():.0%} of them get a negative input" in texts
+    assert "squeezed to between −0.17 and 0" in texts
     for source in ("He et al. (2016)", "Ba, Kiros & Hinton, 2016", "Xiong et al. (2020)"):
         assert source in texts
     # the encoder/decoder section: the measured share on later tokens, the three kinds, sources

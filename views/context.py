@@ -196,20 +196,21 @@ else:
     )
     near_identity = zero.self_weights.min() >= 0.9995  # the identity to three decimals
     mixing = (
-        "softmax(X Xᵀ) is the identity to three decimals and Y = X"
+        "and e to the minus that is next to nothing: softmax(X Xᵀ) is the identity to three "
+        "decimals and Y = X"
         if near_identity
-        else f"each word keeps {zero.self_weights.min():.3f} or more of its weight for itself"
+        else f"so each word keeps {zero.self_weights.min():.3f} or more of its weight for itself"
     )
     stretched_note = f"Stretched to that length (× {length.stretch:.1f}, same directions), " + (
         "the table's own rows make the identity too: the length decides, not the direction."
-        if longer.self_weights.min() >= 0.9995
+        if near_identity and longer.self_weights.min() >= 0.9995
         else f"the table's own rows keep {longer.self_weights.min():.3f} or more for themselves."
     )
     st.markdown(
         f"The rows {model_label}'s first layer actually reads for the same pieces (table row + "
         "position row + segment row, then LayerNorm) are "
         f"{_span(zero.lengths.min(), zero.lengths.max(), 1)} long. Their self-scores lead by "
-        f"{_lead_range(zero.self_leads)}, and e to the minus that is next to nothing: {mixing}. "
+        f"{_lead_range(zero.self_leads)}, {mixing}. "
         f"The two “{shown_word}”s have cosine {zero.pair.cosine_before:.3f} going in and "
         f"{zero.pair.cosine_after:.3f} coming out. " + stretched_note
     )

@@ -5,6 +5,7 @@ import streamlit as st
 import core
 from core import block
 from ui import course_charts, course_state, models, state, widgets
+from ui.numbers import signed
 
 inputs, model = state.page_context()
 name = models.label(model)
@@ -82,6 +83,7 @@ widgets.static_table(
 )
 st.subheader("3 · Why the stream, the norm and the bend")
 kept = means["kept_direction"]
+floor = block.activation_floor(model)  # GELU's lowest output, read off the model's activation
 units_off = means["units_off"]
 modest = kept.min() >= 0.8  # the corrections turn x by less than ~37 degrees on average
 st.markdown(
@@ -117,8 +119,9 @@ st.markdown(
     "weighted average of value vectors: it is linear in the values and can only blend what the "
     "tokens already carry. Two linear maps in a row are one linear map (W_2 W_1 would fold into "
     "a single matrix), so the GELU between them is what lets the feed-forward network compute "
-    "something new: large positive inputs pass almost unchanged, negative ones are squeezed to "
-    f"between −0.17 and 0. Which of the {model.dims.d_ff:,} units a token switches off depends "
+    "something new: large positive inputs pass almost unchanged, negative ones are "
+    + (f"squeezed to between {signed(floor, 2)} and 0" if floor < 0 else "set to 0")
+    + f". Which of the {model.dims.d_ff:,} units a token switches off depends "
     f"on its own vector; here {units_off.min():.0%}–{units_off.max():.0%} of them get a "
     "negative input (layer means). A non-linear transform of each position on its own is what "
     "this sublayer adds to attention's mixing."

@@ -264,8 +264,8 @@ def payoff() -> None:
         f"Input cosine {through_heads.cosine_input:.3f}: *bank* is piece 2 in both sentences, so "
         "it enters layer 0 as the same vector. On these long vectors each token's dot product "
         "with itself dwarfs the others, so page 1's unscaled X Xᵀ puts almost all weight on the "
-        "token itself and changes next to nothing; the projections let a head look past the "
-        "token to its neighbours."
+        "token itself and changes next to nothing (page 1's section on vector length measures this); the "
+        "projections let a head look past the token to its neighbours."
     )
 
 
