@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 from core.attention import causal_mask, multi_head_attention
 from core.bert import BertEncoder, Trace
@@ -63,8 +64,13 @@ class SublayerSizes:
 
     stream: np.ndarray  # (L, n) ‖x‖, the layer's input
     attention_update: np.ndarray  # (L, n) ‖a‖, attention's output after W_O
+    attention_sum: np.ndarray  # (L, n) ‖x + a‖, the residual sum before the first LayerNorm
     mid_stream: np.ndarray  # (L, n) ‖h‖, after the first LayerNorm
     ffn_update: np.ndarray  # (L, n) ‖f‖, the feed-forward output
+    ffn_sum: np.ndarray  # (L, n) ‖h + f‖, the residual sum before the second LayerNorm
+    output: np.ndarray  # (L, n) ‖y‖, the layer's output after the second LayerNorm
+    kept_direction: np.ndarray  # (L, n) cos(x, x + a): how much attention's addition turns x
+    units_off: np.ndarray  # (L, n) share of the d_ff units whose GELU input is below zero
     max_rebuild_error: float  # max |y - hidden_states[l + 1]|: the recomputation matches the run
 
     @property
@@ -80,36 +86,87 @@ class SublayerSizes:
             "mid_stream": self.mid_stream.mean(axis=1),
             "ffn_update": self.ffn_update.mean(axis=1),
             "attention_share": self.attention_share.mean(axis=1),
+            "kept_direction": self.kept_direction.mean(axis=1),
+            "units_off": self.units_off.mean(axis=1),
         }
 
 
 @torch.inference_mode()
 def sublayer_sizes(model: BertEncoder, trace: Trace) -> SublayerSizes:
-    """Recompute every layer of `trace` step by step and measure ‖x‖, ‖a‖, ‖h‖, ‖f‖ per token.
+    """Recompute every layer of `trace` step by step and measure each token's vector at each step.
 
     The run's switches (scaling, causal mask, removed heads) are applied as in the run itself.
     """
     options = trace.options
     mask = causal_mask(trace.n_tokens) if options.causal else None
-    sizes: dict[str, list[np.ndarray]] = {"x": [], "a": [], "h": [], "f": []}
+    sizes: dict[str, list[np.ndarray]] = {name: [] for name in _SIZE_FIELDS}
     worst = 0.0
     for layer, weights in enumerate(model.layers):
         x = torch.from_numpy(np.array(trace.hidden_states[layer]))  # (n, d_model)
         keep = model._head_keep(layer, options.ablate)  # the run's own rule for removed heads
-        # 1. Attention: the only step that mixes tokens.
+        # 1. Attention: the only step that mixes tokens, added to the stream, then normalised.
         a = multi_head_attention(
             x, x, weights.attention, model.n_heads, mask, options.scale, keep
         ).output  # (n, d_model)
-        h = model._layer_norm(x + a, weights.attn_norm)
-        # 2. Feed-forward: each token alone, widened to d_ff and narrowed back.
-        f = weights.ffn_out(model._activation(weights.ffn_in(h)))  # (n, d_ff) -> (n, d_model)
-        y = model._layer_norm(h + f, weights.ffn_norm)
+        attention_sum = x + a
+        h = model._layer_norm(attention_sum, weights.attn_norm)
+        # 2. Feed-forward: each token alone, widened to d_ff, bent by GELU, narrowed back.
+        widened = weights.ffn_in(h)  # (n, d_ff): the GELU's inputs
+        f = weights.ffn_out(model._activation(widened))  # (n, d_ff) -> (n, d_model)
+        ffn_sum = h + f
+        y = model._layer_norm(ffn_sum, weights.ffn_norm)
         worst = max(
             worst,
             float((y - torch.from_numpy(np.array(trace.hidden_states[layer + 1]))).abs().max()),
         )
-        for name, value in (("x", x), ("a", a), ("h", h), ("f", f)):
-            sizes[name].append(value.norm(dim=-1).double().numpy())  # (n,)
+        measured = {
+            "stream": x.norm(dim=-1),
+            "attention_update": a.norm(dim=-1),
+            "attention_sum": attention_sum.norm(dim=-1),
+            "mid_stream": h.norm(dim=-1),
+            "ffn_update": f.norm(dim=-1),
+            "ffn_sum": ffn_sum.norm(dim=-1),
+            "output": y.norm(dim=-1),
+            "kept_direction": F.cosine_similarity(x, attention_sum, dim=-1),
+            "units_off": (widened < 0).double().mean(dim=-1),  # (n, d_ff) -> (n,)
+        }
+        for name, value in measured.items():
+            sizes[name].append(value.double().numpy())  # (n,)
     return SublayerSizes(
-        *(np.stack(sizes[name]) for name in ("x", "a", "h", "f")), max_rebuild_error=worst
+        **{name: np.stack(sizes[name]) for name in _SIZE_FIELDS}, max_rebuild_error=worst
     )
+
+
+_SIZE_FIELDS = (
+    "stream",
+    "attention_update",
+    "attention_sum",
+    "mid_stream",
+    "ffn_update",
+    "ffn_sum",
+    "output",
+    "kept_direction",
+    "units_off",
+)
+
+
+def weight_on_later_tokens(attentions: np.ndarray) -> float:
+    """(L, H, n, n) weights -> mean over layers, heads and rows of Σ_{j > i} α_ij.
+
+    The share of its attention a token gives to tokens after it: 0 under a causal mask (a
+    decoder), above 0 in an encoder that reads both sides.
+    """
+    n = attentions.shape[-1]
+    later = np.triu(np.ones((n, n), dtype=attentions.dtype), k=1)  # (n, n): 1 where j > i
+    on_later = np.einsum("lhij,ij->lhi", attentions, later)  # (L, H, n), no (L, H, n, n) copy
+    return float(on_later.mean(dtype=np.float64))
+
+
+@torch.inference_mode()
+def activation_floor(model: BertEncoder) -> float:
+    """The smallest value the feed-forward activation takes (GELU: about -0.17; ReLU: 0).
+
+    Read off a fine grid of negative inputs: every GELU variant has its minimum near -0.75.
+    """
+    grid = torch.linspace(-6.0, 0.0, 60_001, dtype=torch.float64)  # steps of 1e-4
+    return float(model._activation(grid).min())

@@ -30,7 +30,7 @@ from core.attention import (
 )
 from core.bert import BertEncoder
 from core.errors import EmptyInput
-from core.positional import cosine
+from core.positional import cosine, shuffle_order
 from core.text import cap_text
 
 # ---------------------------------------------------------------------------------------------
@@ -124,6 +124,123 @@ def compare_shared_word(
         cosine_after=float(cosine(result_a.output[i_a], result_b.output[i_b])),
         weights_a=result_a.attn_weights[i_a],
         weights_b=result_b.attn_weights[i_b],
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Page 1: why the payoff needs short vectors
+# ---------------------------------------------------------------------------------------------
+
+
+def table_mean_length(model: BertEncoder) -> float:
+    """Mean ‖row‖ over the whole word-piece table (vocab, d_model), in float64."""
+    table = model.word_vectors()  # (vocab, d_model), read-only
+    squared = np.einsum("vd,vd->v", table, table, dtype=np.float64)  # (vocab,), no (vocab, d) copy
+    return float(np.sqrt(squared).mean())
+
+
+@torch.inference_mode()
+def layer_zero_sentence(model: BertEncoder, text: str) -> StaticSentence:
+    """Text -> its word pieces and the rows layer 0 reads for them, [CLS] and [SEP] left out.
+
+    A row is LayerNorm(word row + position row + segment row): what the first layer of a run of
+    the sentence reads (Trace.hidden_states[0]), cut to page 1's pieces. EmptyInput if none.
+    """
+    text = cap_text(text)
+    if not text.strip():
+        raise EmptyInput("The sentence is empty.")
+    encoded = model.encode(text)  # [CLS] pieces [SEP], cut to the model's positions
+    if len(encoded.input_ids) <= 2:
+        raise EmptyInput("The sentence holds no readable characters.")
+    ids = torch.tensor(encoded.input_ids, dtype=torch.long)  # (n + 2,)
+    segments = torch.tensor(encoded.segments, dtype=torch.long)  # (n + 2,)
+    rows = model.embed(ids, segments)[1:-1]  # (n + 2, d_model) -> (n, d_model): specials off
+    return StaticSentence(
+        tuple(encoded.tokens[1:-1]), rows.numpy().copy(), encoded.n_pieces - 2, encoded.truncated
+    )
+
+
+@dataclass(frozen=True)
+class MixingAtLength:
+    """Page 1's mixing on one kind of row: how long the rows are and what the mixing makes."""
+
+    lengths: np.ndarray  # (n_a + n_b,) ‖x_i‖ of sentence A's rows, then sentence B's
+    self_leads: np.ndarray  # (n_a + n_b,) S_ii - max_{j≠i} S_ij; +inf for a one-piece sentence
+    self_weights: np.ndarray  # (n_a + n_b,) α_ii of softmax(X Xᵀ), A's rows then B's
+    pair: SharedWord  # the shared word: its cosine in X and in Y, its two rows of α
+
+
+def self_leads(similarity: np.ndarray) -> np.ndarray:
+    """(n, n) S -> (n,) S_ii - max_{j≠i} S_ij: by how much each row's own score wins.
+
+    softmax gives the others at most e^(-lead) times the row's own weight. A row with no other
+    entry (n = 1) has nothing to beat: +inf.
+    """
+    others = np.where(np.eye(len(similarity), dtype=bool), -np.inf, similarity)  # (n, n)
+    return np.diag(similarity).astype(np.float64) - others.max(axis=1)
+
+
+def mix_at_length(a: StaticSentence, b: StaticSentence, word: str) -> MixingAtLength:
+    """softmax(X Xᵀ) X of two sentences: row lengths, self-score leads, diagonal weights, and
+    the shared word's cosine."""
+    result_a, result_b = parameter_free(a.vectors), parameter_free(b.vectors)
+    return MixingAtLength(
+        lengths=np.linalg.norm(np.concatenate([a.vectors, b.vectors]), axis=1),  # (n_a + n_b,)
+        self_leads=np.concatenate(
+            [self_leads(result_a.similarity), self_leads(result_b.similarity)]
+        ),
+        self_weights=np.concatenate(
+            [np.diag(result_a.attn_weights), np.diag(result_b.attn_weights)]
+        ),
+        pair=compare_shared_word(word, a, result_a, b, result_b),
+    )
+
+
+def stretched(sentence: StaticSentence, factor: float) -> StaticSentence:
+    """The same pieces with every row multiplied by factor: same directions, other length."""
+    return StaticSentence(
+        sentence.tokens,
+        sentence.vectors * np.float32(factor),
+        sentence.n_pieces,
+        sentence.truncated,
+    )
+
+
+@dataclass(frozen=True)
+class LengthEffect:
+    """Page 1's formula on the table's short rows, on layer 0's long inputs, and on the table's
+    rows stretched to layer 0's length (same directions): the length decides."""
+
+    table_mean_length: float  # mean ‖row‖ over the whole word-piece table
+    table_rows: MixingAtLength  # page 1's X: rows of the table
+    layer_zero: MixingAtLength  # what layer 0 reads for the same pieces
+    stretched_rows: MixingAtLength  # the table rows times `stretch`
+    stretch: float  # mean length of the layer-0 rows / mean length of the table rows
+
+
+def length_effect(model: BertEncoder, text_a: str, text_b: str, word: str) -> LengthEffect | None:
+    """Page 1's payoff on three kinds of row for the same two sentences and shared word.
+
+    Both sentences are cut to the pieces a run keeps (max_positions - 2), so every kind of row
+    holds the same pieces; None when `word` is not among them in both sentences.
+    """
+    zero_a, zero_b = layer_zero_sentence(model, text_a), layer_zero_sentence(model, text_b)
+    keep = model.max_positions - 2  # a run's room besides [CLS] and [SEP]
+    table_a = static_sentence(model, text_a, max_pieces=keep)
+    table_b = static_sentence(model, text_b, max_pieces=keep)
+    if word not in table_a.tokens or word not in table_b.tokens:
+        return None
+    table = mix_at_length(table_a, table_b, word)
+    zero = mix_at_length(zero_a, zero_b, word)
+    stretch = float(zero.lengths.mean() / table.lengths.mean())
+    return LengthEffect(
+        table_mean_length=table_mean_length(model),
+        table_rows=table,
+        layer_zero=zero,
+        stretched_rows=mix_at_length(
+            stretched(table_a, stretch), stretched(table_b, stretch), word
+        ),
+        stretch=stretch,
     )
 
 
@@ -275,6 +392,78 @@ def most_asymmetric_pair(attn_weights: np.ndarray) -> tuple[int, int]:
     difference = asymmetry(attn_weights)
     i, j = np.unravel_index(int(np.argmax(difference)), difference.shape)
     return int(i), int(j)
+
+
+def rows_that_pick_themselves(attn_weights: np.ndarray) -> int:
+    """How many rows i of an (n, n) weight matrix give their largest weight to i itself."""
+    n = attn_weights.shape[0]
+    return int(np.sum(np.argmax(attn_weights, axis=1) == np.arange(n)))
+
+
+# ---------------------------------------------------------------------------------------------
+# Page 2: all positions at once, and blind to their order
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OrderTest:
+    """One head on a sentence and on a shuffle of it, the shuffle's output rows put back.
+
+    Without positions, attention is permutation-equivariant: shuffling the input rows only
+    shuffles the output rows, so the gap is rounding. With the position rows added, the same
+    word at another place enters as another vector, and the gap is real.
+    """
+
+    tokens: tuple[str, ...]  # (n,) the sentence as read
+    shuffled_tokens: tuple[str, ...]  # (n,) the order of the shuffled copy
+    gap_without_positions: float  # max |o(P X) - P o(X)|, X = LayerNorm(word + segment rows)
+    gap_with_positions: float  # the same with the position rows added: what layer 0 reads
+    largest_output: float  # max |o(X)| with positions, so the gaps can be read against it
+
+    @property
+    def moved(self) -> bool:
+        """False when the sentence had too few words to shuffle (the test shows nothing)."""
+        return self.tokens != self.shuffled_tokens
+
+
+@torch.inference_mode()
+def order_test(
+    model: BertEncoder,
+    input_ids: np.ndarray,
+    segments: np.ndarray,
+    tokens: Sequence[str],
+    projections: QKVProjections,
+    scale: bool = True,
+    seed: int = 0,
+) -> OrderTest:
+    """Run one head (no mask) on a sentence's embedding rows and on a shuffle of the sentence.
+
+    input_ids, segments (n,): a run's pieces ([CLS] ... [SEP]); the shuffle keeps [CLS] and
+    every [SEP] in place (core.positional.shuffle_order). order[i] is the original position of
+    the piece at new position i, so the original output read in the shuffled order is o[order].
+    """
+    ids = torch.tensor(np.array(input_ids), dtype=torch.long)  # (n,), copied: read-only input
+    sentence_ids = torch.tensor(np.array(segments), dtype=torch.long)  # (n,)
+    order = shuffle_order(len(ids), seed, np.asarray(segments))  # (n,)
+    shuffled_ids = ids[torch.from_numpy(order)]  # (n,); every position keeps its segment id
+
+    def gap(positions: bool) -> tuple[float, float]:
+        x = model.embed(ids, sentence_ids, positions).numpy()  # (n, d_model)
+        x_shuffled = model.embed(shuffled_ids, sentence_ids, positions).numpy()
+        out = qkv_attention(x, projections, scale=scale).output  # (n, d_v)
+        out_shuffled = qkv_attention(x_shuffled, projections, scale=scale).output
+        difference = out_shuffled.astype(np.float64) - out[order]  # row i: the same piece
+        return float(np.abs(difference).max()), float(np.abs(out).max())
+
+    without, _ = gap(positions=False)
+    with_positions, largest = gap(positions=True)
+    return OrderTest(
+        tokens=tuple(tokens),
+        shuffled_tokens=tuple(tokens[i] for i in order),
+        gap_without_positions=without,
+        gap_with_positions=with_positions,
+        largest_output=largest,
+    )
 
 
 # ---------------------------------------------------------------------------------------------

@@ -255,7 +255,7 @@ def test_context_page_shows_the_payoff_on_the_defaults():
     assert before == 1.0 and after < 1.0
     # X, XXᵀ, softmax, Y and the bars for A and B, all HTML: the page loads no plotly.js
     steps = ("x", "xxt", "softmax", "y", "payoff")
-    assert drawn_figures(at) == {f"ctx_{step}_{s}" for step in steps for s in "AB"}
+    assert drawn_figures(at) == {f"ctx_{step}_{s}" for step in steps for s in "AB"} | {"ctx_length"}
     assert not at.get("plotly_chart")
 
 
@@ -328,6 +328,7 @@ QKV_FIGURES = {
     "5 · Not symmetric": {"qkv_score_asymmetry", "qkv_asymmetry"},
     "6 · One matrix": set(),  # numbers in the prose: M's rank and how far the two ways agree
     "7 · Payoff": {"qkv_payoff"},
+    "8 · All at once": set(),  # numbers: the two gaps, as metrics
 }
 
 
@@ -335,7 +336,7 @@ def test_qkv_page_draws_one_step_at_a_time():
     at = run_page(QKV, text=DEFAULT_SENTENCE)
     assert_no_exception(at)
     assert_each_tab_draws(at, QKV, QKV_FIGURES)
-    texts = " ".join(m.value for m in at.markdown)
+    texts = " ".join(m.value for m in open_tab(at, "qkv_section", "7 · Payoff").markdown)
     assert "each trained head of layer 0" in texts  # Step 7's prose, in its own tab
     # the projections chosen above the tabs reach every step: d_k = 5 in Step 6's rank
     at.slider(key="qkv_dk").set_value(5).run()

@@ -7,8 +7,12 @@ shared read-only by every session.
 
 from __future__ import annotations
 
+import dataclasses
+
+import numpy as np
+
 import core
-from core import block, head_roles, padding, scaling
+from core import block, head_roles, learning, padding, scaling
 from ui import door
 
 
@@ -84,3 +88,60 @@ def _sublayer_cost(model: core.BertEncoder, trace: core.Trace) -> int:
 def sublayer_sizes(model: core.BertEncoder, trace: core.Trace) -> block.SublayerSizes:
     """core.block.sublayer_sizes: every layer of the Trace recomputed step by step."""
     return block.sublayer_sizes(model, trace)
+
+
+# ---- page 1: the payoff at two vector lengths ---------------------------------------------------
+def _embedding_cost(model: core.BertEncoder, text_a: str, text_b: str, **_: object) -> int:
+    # both sentences' rows three times over (table, layer 0, stretched), their n x n weights
+    n = door.pieces(model, text_a) + door.pieces(model, text_b)
+    return 4 * (6 * n * model.d_model + 6 * n * n)
+
+
+@door.shared("the payoff at two lengths", cost=_embedding_cost)
+def length_effect(
+    model: core.BertEncoder, text_a: str, text_b: str, word: str
+) -> learning.LengthEffect | None:
+    """core.learning.length_effect, once per (model, sentences, word)."""
+    return learning.length_effect(model, text_a, text_b, word)
+
+
+# ---- page 2: one head on a sentence and on a shuffle of it --------------------------------------
+def _order_cost(model: core.BertEncoder, trace: core.Trace, **_: object) -> int:
+    n = trace.n_tokens  # four embeddings, four heads' Q, K, V, scores and weights
+    return 4 * (4 * n * model.d_model + 4 * (3 * n * model.d_model + 2 * n * n))
+
+
+@door.shared("the shuffled sentence", cost=_order_cost)
+def _order_test(
+    model: core.BertEncoder,
+    trace: core.Trace,
+    arrays: tuple[np.ndarray, ...],
+    scale: bool,
+    seed: int,
+) -> learning.OrderTest:
+    projections = learning.QKVProjections(*arrays)
+    return learning.order_test(
+        model, trace.input_ids, trace.segments, trace.tokens, projections, scale, seed
+    )
+
+
+def order_test(
+    model: core.BertEncoder,
+    trace: core.Trace,
+    projections: learning.QKVProjections,
+    scale: bool,
+    seed: int = 0,
+) -> learning.OrderTest:
+    """core.learning.order_test on the trace's pieces, once per (sentence, matrices, scale, seed).
+
+    The matrices enter the cache key by their bytes (a dataclass of arrays is not hashable).
+    """
+    arrays = tuple(getattr(projections, f.name) for f in dataclasses.fields(projections))
+    return _order_test(model, trace, arrays, scale, seed)
+
+
+# ---- page 5: what the heads read on each side ----------------------------------------------------
+@door.shared("the weight on later tokens")
+def weight_on_later_tokens(trace: core.Trace) -> float:
+    """core.block.weight_on_later_tokens of the trace's attention."""
+    return block.weight_on_later_tokens(trace.attentions)

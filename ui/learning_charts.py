@@ -432,3 +432,25 @@ def asymmetry_heatmap(
         # ran into its neighbours.
         charts.annotate_heatmap(figure, decimals=2, size=10, compact=True)
     return figure
+
+
+SHORT_ROWS, LONG_ROWS = OTHERS, "#00CC96"  # plotly's blue and green: readable on both themes
+
+
+def weights_by_length(
+    word: str,
+    tokens: Sequence[str],
+    weights_by_rows: dict[str, np.ndarray],
+    name: str,
+) -> html_heatmap.HtmlFigure:
+    """Page 1's length lesson as HTML bars: the shared word's softmax row in sentence A, one bar
+    per kind of row X was made of (the table's short rows, layer 0's long inputs)."""
+    return html_heatmap.bar_rows(
+        list(tokens),
+        weights_by_rows,
+        f"Where “{literal(word)}” looks in sentence A, by the rows X is made of",
+        "softmax weight",
+        [SHORT_ROWS, LONG_ROWS],
+        name=name,
+        largest=1.0,  # both series on the scale of a whole row's weight
+    )

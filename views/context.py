@@ -1,13 +1,16 @@
 """Learning path 1: context from first principles, Y = softmax(X Xᵀ) X on static word vectors."""
 
+import math
+
 import streamlit as st
 
 import core
 from core import learning
-from ui import learning_charts, state, widgets
+from ui import course_state, learning_charts, models, state, widgets
 from ui.escape import literal
 
 _, model = state.page_context()
+model_label = models.label(model)  # the model's name in the prose
 SENTENCE_CHARS = 2_000  # plenty for a sentence; the server cuts again (core.text.cap_text)
 
 st.title("1 · Context from first principles")
@@ -47,6 +50,20 @@ for name, sentence in sentences.items():
     if note:
         st.caption(f"Sentence {name}: {note}")
 results = {name: learning.parameter_free(s.vectors) for name, s in sentences.items()}
+
+
+def _span(low: float, high: float, places: int) -> str:
+    """'0.62–0.69', or one number when both ends read the same at these decimals."""
+    low_text, high_text = f"{low:.{places}f}", f"{high:.{places}f}"
+    return low_text if low_text == high_text else f"{low_text}–{high_text}"
+
+
+def _lead_range(leads) -> str:
+    """'1.0–1.5': the smallest and largest self-score lead a sentence pair has ('—' for none)."""
+    finite = [float(lead) for lead in leads if math.isfinite(lead)]
+    return _span(min(finite), max(finite), 1) if finite else "—"
+
+
 widgets.head_switch()  # the readout of a long sentence's matrices (one image each)
 
 
@@ -112,6 +129,11 @@ side_by_side("softmax", {n: r.attn_weights for n, r in results.items()}, "softma
 
 st.subheader("Step 4 · Y, every word as a weighted average of the sentence")
 st.latex(r"Y = \operatorname{softmax}(X X^\top)\,X,\qquad y_i = \sum_j \alpha_{ij}\,x_j")
+st.markdown(
+    "One matrix product makes every row of Y at once: no word waits for another, unlike a "
+    "recurrent network that reads a sentence word by word. The price is that the product "
+    "cannot tell where a row sits; page 2's last step measures it."
+)
 side_by_side("y", {n: r.output for n, r in results.items()}, "Y", square=False)
 
 st.subheader("The payoff: the same word, two vectors")
@@ -154,12 +176,91 @@ widgets.show_shared_word(
     filename="context-shared-word",
 )
 
+st.subheader("Why this works here: the vectors are short")
+length = course_state.length_effect(model, text_a or "", text_b or "", word)
+if length is None:
+    st.caption(
+        f"“{shown_word}” lies beyond the {model.max_positions - 2} word pieces a run keeps, so "
+        "there is no layer-0 row of it to compare."
+    )
+else:
+    table, zero, longer = length.table_rows, length.layer_zero, length.stretched_rows
+    st.markdown(
+        "Softmax turns differences of scores into ratios: a score larger by Δ gets e^Δ times the "
+        "weight. A word's score with itself is its squared length, so the payoff depends on how "
+        "long the rows are. The word-piece table's rows are short, "
+        f"{length.table_mean_length:.2f} on average over all {model.dims.vocab_size:,} of "
+        f"them and {_span(table.lengths.min(), table.lengths.max(), 2)} here: each word's "
+        f"self-score leads the next best by only {_lead_range(table.self_leads)}, and the "
+        "neighbours keep a real share."
+    )
+    near_identity = zero.self_weights.min() >= 0.9995  # the identity to three decimals
+    mixing = (
+        "and e to the minus that is next to nothing: softmax(X Xᵀ) is the identity to three "
+        "decimals and Y = X"
+        if near_identity
+        else f"so each word keeps {zero.self_weights.min():.3f} or more of its weight for itself"
+    )
+    stretched_note = f"Stretched to that length (× {length.stretch:.1f}, same directions), " + (
+        "the table's own rows make the identity too: the length decides, not the direction."
+        if near_identity and longer.self_weights.min() >= 0.9995
+        else f"the table's own rows keep {longer.self_weights.min():.3f} or more for themselves."
+    )
+    st.markdown(
+        f"The rows {model_label}'s first layer actually reads for the same pieces (table row + "
+        "position row + segment row, then LayerNorm) are "
+        f"{_span(zero.lengths.min(), zero.lengths.max(), 1)} long. Their self-scores lead by "
+        f"{_lead_range(zero.self_leads)}, {mixing}. "
+        f"The two “{shown_word}”s have cosine {zero.pair.cosine_before:.3f} going in and "
+        f"{zero.pair.cosine_after:.3f} coming out. " + stretched_note
+    )
+    kinds = {
+        "table rows (steps 1–4)": table,
+        "layer-0 inputs": zero,
+        f"table rows × {length.stretch:.1f}": longer,
+    }
+    widgets.static_table(
+        {
+            "rows of X": list(kinds),
+            "length ‖x‖": [_span(k.lengths.min(), k.lengths.max(), 2) for k in kinds.values()],
+            "self-score lead": [_lead_range(k.self_leads) for k in kinds.values()],
+            "weight kept on itself": [
+                _span(k.self_weights.min(), k.self_weights.max(), 3) for k in kinds.values()
+            ],
+            f"cosine of “{shown_word}”, X → Y": [
+                f"{k.pair.cosine_before:.3f} → {k.pair.cosine_after:.3f}" for k in kinds.values()
+            ],
+        },
+        decimals={},
+    )
+    tokens_a = sentences["A"].tokens
+    if len(tokens_a) <= widgets.HTML_BARS_UP_TO:
+        widgets.show_html_figure(
+            learning_charts.weights_by_length(
+                word,
+                tokens_a,
+                {
+                    "table rows": table.pair.weights_a,
+                    "layer-0 inputs": zero.pair.weights_a,
+                },
+                name="ctx_length",
+            )
+        )
+    st.caption(
+        "Self-score lead: S_ii minus the largest other S_ij in the row, smallest to largest over "
+        "both sentences; the other words get at most e^(−lead) times the word's own weight. "
+        "Real attention does not depend on short inputs: W_q and W_k (page 2) and the division "
+        "by √d_k (page 3) set the size of its scores."
+    )
+
 st.subheader("What this version cannot do")
 st.markdown(
-    "Nothing above was learned. The weights depend only on the table vectors, so *bank* always "
-    "prefers the same neighbours whatever the task, and each vector plays three parts at once: "
-    "it asks (row of X), it is compared (column of Xᵀ), and it is mixed in (X on the right). "
-    "The next page gives each part its own trainable matrix."
+    "Nothing above was learned: the formula has no parameters. That makes it general, the same "
+    "rule for every text and every task with nothing to fit, and for the same reason it cannot "
+    "adapt to a task: *bank* prefers the same neighbours whether the job is translating the "
+    "sentence or judging its mood. And each vector plays three parts at once: it asks (row of "
+    "X), it is compared (column of Xᵀ), and it is mixed in (X on the right). The next page gives "
+    "each part its own trainable matrix."
 )
 st.caption(
     "Sources: Vaswani et al. (2017), attention as softmax-weighted averages; Devlin et al. "

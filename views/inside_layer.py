@@ -2,8 +2,10 @@
 
 import streamlit as st
 
+import core
 from core import block
 from ui import course_charts, course_state, models, state, widgets
+from ui.numbers import signed
 
 inputs, model = state.page_context()
 name = models.label(model)
@@ -79,10 +81,131 @@ widgets.static_table(
     {"layer": list(range(model.n_layers))} | norms | {"attention share": share.tolist()},
     decimals=dict.fromkeys(norms, 2) | {"attention share": 3},
 )
+st.subheader("3 · Why the stream, the norm and the bend")
+kept = means["kept_direction"]
+floor = block.activation_floor(model)  # GELU's lowest output, read off the model's activation
+units_off = means["units_off"]
+modest = kept.min() >= 0.8  # the corrections turn x by less than ~37 degrees on average
+st.markdown(
+    "**The residual stream** carries each token's vector past every sublayer unchanged and adds "
+    "the sublayer's result to it: x + a, not a alone. A sublayer therefore learns a correction "
+    "to what it receives"
+    + (
+        ", and here the corrections are modest: adding *a* turns *x* by little, "
+        if modest
+        else ": "
+    )
+    + f"cosine(x, x + a) = {kept.min():.2f}–{kept.max():.2f} (layer means, this sentence). In "
+    "training, the derivative of the sum is the identity plus the sublayer's own derivative, so "
+    "the error signal reaches the first layers along the identity, however little a sublayer "
+    "passes back. He et al. (2016) introduced this shortcut to make very deep networks "
+    "trainable."
+)
+st.latex(r"\frac{\partial\,(x + a(x))}{\partial x} = I + \frac{\partial a}{\partial x}")
+st.markdown(
+    "**LayerNorm** (Ba, Kiros & Hinton, 2016) sets each token's "
+    f"{model.d_model} numbers to mean 0 and variance 1, then applies a learned gain and shift. "
+    "The sums it receives vary widely in size: on this sentence h + f is "
+    f"{sizes.ffn_sum.min():.1f}–{sizes.ffn_sum.max():.1f} long, token by token and layer by "
+    f"layer, and the same vectors after the LayerNorm are {sizes.output.min():.1f}–"
+    f"{sizes.output.max():.1f}. So the next layer's weights always meet inputs of one scale, "
+    "whatever came before, which steadies training. In this post-LayerNorm arrangement the "
+    "norm sits on the residual path itself; Xiong et al. (2020) showed that this makes the "
+    "gradients near the output large early in training, one reason such models need a slow "
+    "start of the learning rate and later models normalise before each sublayer."
+)
+st.markdown(
+    "**The feed-forward network's bend.** For given weights, attention's output is αV, a "
+    "weighted average of value vectors: it is linear in the values and can only blend what the "
+    "tokens already carry. Two linear maps in a row are one linear map (W_2 W_1 would fold into "
+    "a single matrix), so the GELU between them is what lets the feed-forward network compute "
+    "something new: large positive inputs pass almost unchanged, negative ones are "
+    + (f"squeezed to between {signed(floor, 2)} and 0" if floor < 0 else "set to 0")
+    + f". Which of the {model.dims.d_ff:,} units a token switches off depends "
+    f"on its own vector; here {units_off.min():.0%}–{units_off.max():.0%} of them get a "
+    "negative input (layer means). A non-linear transform of each position on its own is what "
+    "this sublayer adds to attention's mixing."
+)
+widgets.static_table(
+    {
+        "layer": list(range(model.n_layers)),
+        "cos(x, x + a)": kept.tolist(),
+        "‖x + a‖ before LayerNorm": [
+            f"{low:.1f}–{high:.1f}"
+            for low, high in zip(
+                sizes.attention_sum.min(axis=1), sizes.attention_sum.max(axis=1), strict=True
+            )
+        ],
+        "‖h + f‖ before LayerNorm": [
+            f"{low:.1f}–{high:.1f}"
+            for low, high in zip(sizes.ffn_sum.min(axis=1), sizes.ffn_sum.max(axis=1), strict=True)
+        ],
+        "‖y‖ after": [
+            f"{low:.1f}–{high:.1f}"
+            for low, high in zip(sizes.output.min(axis=1), sizes.output.max(axis=1), strict=True)
+        ],
+        "GELU inputs < 0": units_off.tolist(),
+    },
+    decimals={"cos(x, x + a)": 3, "GELU inputs < 0": 3},
+)
 st.caption(
-    "Sources: Vaswani et al. (2017) and Devlin et al. (2019) for the layer; Geva et al. (2021), "
-    "feed-forward layers as key–value memories; Kobayashi et al. (2021), measuring attention "
-    "together with the residual stream and LayerNorm."
+    "Per layer over the sentence's tokens: the cosine and the share of GELU inputs below zero "
+    "are means, the lengths are smallest–largest."
+)
+
+st.subheader("4 · Encoders and decoders: BERT and GPT")
+later = course_state.weight_on_later_tokens(trace)
+st.markdown(
+    "The layer above is an **encoder** layer: every token reads every other, on both sides. A "
+    "**decoder** layer is the same but for a causal mask: each token reads only itself and the "
+    "tokens before it (page 3 shows the mask). On the sidebar sentence, "
+    f"{name}'s heads give {later:.0%} of a token's weight to tokens after it (mean over "
+    "layers, heads and tokens); in a decoder that share is 0 by construction."
+    + (" The sidebar's causal mask is on, which is why it is 0 here too." if inputs.causal else "")
+    + " What each is trained for follows from what it can see:"
+)
+widgets.static_table(
+    {
+        "kind": ["encoder", "decoder", "encoder–decoder"],
+        "each token reads": [
+            "both sides",
+            "itself and earlier pieces",
+            "encoder: both sides; decoder: itself, earlier pieces and the encoder's output",
+        ],
+        "trained to": [
+            "fill in hidden word pieces from both sides (masked-word prediction; BERT also "
+            "next-sentence prediction)",
+            "predict the next word piece",
+            "write the output text piece by piece from the input text (translation)",
+        ],
+        "example": [
+            "BERT (Devlin et al., 2019)",
+            "GPT (Radford et al., 2018, 2019)",
+            "the Transformer (Vaswani et al., 2017)",
+        ],
+    },
+    decimals={},
+)
+st.markdown(
+    "**Cross-attention** sits only in the decoder of an encoder–decoder: each decoder layer has "
+    "a third sublayer, between its causal self-attention and its feed-forward network, whose "
+    "queries come from the decoder and whose keys and values come from the encoder's final "
+    "output. That is how the text being written reads the text it translates; page 3, section "
+    "5, tries the formula across two sentences. "
+    + (
+        f"{name} is an encoder of BERT's shape, though it learned by imitating a larger "
+        "encoder's self-attention (Wang et al., 2020) and was then tuned for sentence "
+        "similarity, not by masked-word prediction itself."
+        if model.name == core.BUNDLED
+        else f"{name} is an encoder of BERT's shape."
+    )
+)
+st.caption(
+    "Sources: Vaswani et al. (2017) and Devlin et al. (2019) for the layer; He et al. (2016), "
+    "residual connections; Ba, Kiros & Hinton (2016), LayerNorm; Xiong et al. (2020), where "
+    "LayerNorm sits; Geva et al. (2021), feed-forward layers as key–value memories; Kobayashi "
+    "et al. (2021), measuring attention together with the residual stream and LayerNorm; "
+    "Radford et al. (2018, 2019), GPT; Wang et al. (2020), MiniLM."
 )
 st.page_link(
     "views/positional.py", label="Labs: how word order gets in", icon=":material/pin_drop:"

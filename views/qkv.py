@@ -55,7 +55,7 @@ note = learning_charts.limit_note(len(tokens))
 if note:
     st.caption(note)
 st.caption(
-    "Seven steps, one tab each. Steps 1 to 6 use the W_q, W_k and W_v chosen above on the "
+    "Eight steps, one tab each. Steps 1 to 6 and 8 use the W_q, W_k and W_v chosen above on the "
     "sidebar's sentence; Step 7 runs two fixed sentences through every head of layer 0."
 )
 
@@ -84,6 +84,21 @@ def three_projections() -> None:
         r"\begin{gathered}Q = X W_q,\quad K = X W_k,\quad V = X W_v\\ "
         rf"X \in \mathbb{{R}}^{{n \times {model.d_model}}},\; W \in \mathbb{{R}}^{{{model.d_model} \times {d_k}}}"
         r"\end{gathered}"
+    )
+    n = len(tokens)
+    picks_itself_page_one = learning.rows_that_pick_themselves(
+        learning.parameter_free(x).attn_weights
+    )
+    picks_itself_here = learning.rows_that_pick_themselves(result.attn_weights)
+    st.markdown(
+        "Three questions, three matrices. **W_q** makes what a token looks for, **W_k** what it "
+        "offers to be found by, **W_v** what it hands over once found. On page 1 one vector "
+        "answered all three: on these X, softmax(X Xᵀ) gives each token's largest weight to "
+        f"itself in {picks_itself_page_one} of {n} rows, and what a token hands over is the very "
+        "vector it was matched on. With the W_q and W_k chosen here, the token's own key wins "
+        f"in {picks_itself_here} of {n} rows: looking and being found have come apart. W_v "
+        "does the same for what travels: a value need not carry the features its key was "
+        "matched by."
     )
     for column, (matrix, name) in zip(
         st.columns(3), [(result.query, "Q"), (result.key, "K"), (result.value, "V")], strict=True
@@ -249,8 +264,64 @@ def payoff() -> None:
         f"Input cosine {through_heads.cosine_input:.3f}: *bank* is piece 2 in both sentences, so "
         "it enters layer 0 as the same vector. On these long vectors each token's dot product "
         "with itself dwarfs the others, so page 1's unscaled X Xᵀ puts almost all weight on the "
-        "token itself and changes next to nothing; the projections let a head look past the "
-        "token to its neighbours."
+        "token itself and changes next to nothing (page 1's section on vector length measures this); the "
+        "projections let a head look past the token to its neighbours."
+    )
+
+
+def all_at_once() -> None:
+    """Step 8: one product for every position, and what it cannot see: order."""
+    st.subheader("Step 8 · All positions at once, and blind to their order")
+    n, d_v = len(tokens), result.value.shape[1]
+    st.latex(
+        r"\begin{gathered}\text{recurrent: } h_t = f(h_{t-1}, x_t),\ t = 1, \dots, n"
+        r"\\ \text{attention: } O = \alpha V \text{ for all } n \text{ rows at once}\end{gathered}"
+    )
+    st.markdown(
+        "A recurrent network reads a sentence word by word: its state after word t needs its "
+        f"state after word t − 1, so these {n} pieces take {n} steps, one after the other. "
+        f"Attention has no such chain: Step 3 made all {n} output rows in one product of the "
+        f"({n} × {n}) weights with the ({n} × {d_v}) values, which a processor can work on all "
+        "at once. Vaswani et al. (2017) count a constant number of sequential steps per "
+        "self-attention layer, against n for a recurrent one."
+    )
+    st.markdown(
+        "The same product cannot see order: nothing in it says where a row sits. Shuffle the "
+        "rows of X and the output rows come out shuffled the same way, and nothing else changes. "
+        "Below, this head (the W_q, W_k and W_v chosen above, no mask) reads the sentence and a "
+        "shuffled copy; the copy's output rows are put back in the original order and compared."
+    )
+    test = course_state.order_test(model, trace, projections, inputs.scale)
+    if not test.moved:
+        st.info("Type at least two words in the sidebar to have something to shuffle.")
+        return
+    st.caption("The shuffled order ([CLS] and [SEP] stay in place):")
+    st.text(" ".join(test.shuffled_tokens))  # visitor text: shown as text
+    without, with_positions = st.columns(2)
+    without.metric("without positions: largest difference", f"{test.gap_without_positions:.1e}")
+    with_positions.metric("with positions: largest difference", f"{test.gap_with_positions:.3g}")
+    st.markdown(
+        "Without positions the two runs agree to float rounding: attention alone reads the "
+        "sentence as a bag of pieces. With the position rows added, as in what layer 0 reads, "
+        "the same word at another place enters as another vector, and the outputs differ by up "
+        f"to {test.gap_with_positions:.3g} (the outputs themselves reach "
+        f"{test.largest_output:.3g}). That is why order has to be added back in."
+    )
+    st.caption(
+        "X is the embedding step's output in both runs, whichever layer the head comes from: "
+        "LayerNorm of each piece's table row and segment row, with or without its position row. "
+        + (
+            "The sidebar's causal mask is left out: a mask that depends on position is an order "
+            "signal of its own. "
+            if inputs.causal
+            else ""
+        )
+        + "The positional-encoding lab shuffles the sentence through the whole model."
+    )
+    st.page_link(
+        "views/positional.py",
+        label="Positional encoding: how order gets in",
+        icon=":material/pin_drop:",
     )
 
 
@@ -262,6 +333,7 @@ SECTIONS = {
     "5 · Not symmetric": not_symmetric,
     "6 · One matrix": one_matrix,
     "7 · Payoff": payoff,
+    "8 · All at once": all_at_once,
 }
 # One step at a time, drawn only when its tab is open: all seven at once were 12 figures,
 # ~2.8 s of a first visit's browser work and ~1.1 s on every new sentence (2.4x and 4.4x the
