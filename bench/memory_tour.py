@@ -184,7 +184,7 @@ def finish(row: Row, cgroup: MemoryCgroup, server: object, started: float) -> Ro
     return row
 
 
-def one_visitor(limit: int, timeout_s: float) -> list[Row]:
+def one_visitor(limit: int, timeout_s: float, tours: list[tuple[str, dict]]) -> list[Row]:
     """Scenario "one": one visitor's tour at the default sentence, then at 512 pieces."""
     rows = []
     with memory_cgroup(limit) as cgroup, served_app(preexec=cgroup.join) as server:
@@ -192,10 +192,14 @@ def one_visitor(limit: int, timeout_s: float) -> list[Row]:
         with chromium() as browser:
             cgroup.reset_peak()
             started = time.monotonic()
-            for name, failures in visitor_tours(browser, server, list(TOURS), timeout_s):
+            for name, failures in visitor_tours(browser, server, tours, timeout_s):
                 row = Row("1 visitor", limit, name, failures=failures)
                 rows.append(finish(row, cgroup, server, started))
                 print(f"  {name}: {'PASS' if row.passed else 'FAIL'}", flush=True)
+                if not row.passed:  # the server's side of it: the door's refusals, tracebacks
+                    for line in server.log_text().splitlines():
+                        if "refused" in line or "Error" in line:
+                            print(f"    server: {line[:300]}", flush=True)
                 cgroup.reset_peak()
                 started = time.monotonic()
     return rows
@@ -293,6 +297,12 @@ def main() -> int:
     parser.add_argument(
         "--step-timeout", type=float, default=300, help="seconds any one page or tab may take"
     )
+    parser.add_argument(
+        "--tours",
+        nargs="+",
+        choices=[name for name, _ in TOURS],
+        help="for 'one': only these tours (default: both)",
+    )
     args = parser.parse_args()
     if not (MEMORY_ROOT / "cgroup.procs").exists() or not os.access(MEMORY_ROOT, os.W_OK):
         print(f"no writable cgroup v1 memory hierarchy at {MEMORY_ROOT} (root needed)")
@@ -302,7 +312,8 @@ def main() -> int:
     rows: list[Row] = []
     try:
         if args.scenario in ("one", "all"):
-            rows += one_visitor(int(args.one_limit_mb * MB), args.step_timeout)
+            tours = [tour for tour in TOURS if tour[0] in args.tours] if args.tours else list(TOURS)
+            rows += one_visitor(int(args.one_limit_mb * MB), args.step_timeout, tours)
         if args.scenario in ("five", "all"):
             limit = int(args.five_limit_mb * MB)
             rows += many_visitors(limit, args.visitors, args.step_timeout)

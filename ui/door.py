@@ -26,6 +26,7 @@ import dataclasses
 import functools
 import hashlib
 import inspect
+import logging
 import os
 import threading
 import weakref
@@ -225,6 +226,7 @@ def budget_bytes(settings: dict[str, str] | os._Environ = os.environ) -> int:
 
 
 _lock = threading.RLock()
+_log = logging.getLogger(__name__)
 _budget = budget_bytes()
 # Loaded models are kept apart from the LRU: every session's page holds its model, so dropping
 # one from the cache would free nothing and load a second copy on the next click. They count
@@ -412,6 +414,17 @@ def _admit_bytes(cost_bytes: int, what: str) -> None:
     global _in_flight_bytes
     with _lock:
         if not _evict_until(cost_bytes + _in_flight_bytes + RESERVE_BYTES):
+            # the deployer's log says why a visitor was refused (the page says it in one line)
+            _log.warning(
+                "refused %s: %d MB asked, %d MB in flight, %d MB kept free, %s MB free, "
+                "%d MB cached",
+                what,
+                cost_bytes // MB,
+                _in_flight_bytes // MB,
+                RESERVE_BYTES // MB,
+                "?" if (free := free_bytes()) is None else free // MB,
+                cached_bytes() // MB,
+            )
             size = f" (about {cost_bytes // MB} MB)" if cost_bytes >= MB else ""
             raise ServerShort(
                 f"The server is short of memory right now and cannot start {what}{size}. "
