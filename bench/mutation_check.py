@@ -53,6 +53,7 @@ PAGE_TESTS = [
     "tests/test_course.py::test_inside_layer_page_measures_both_sublayers",
     "tests/test_course.py::test_new_pages_survive_bad_input",
     "tests/test_course.py::test_changed_pages_state_the_corrected_claims",
+    "tests/test_course.py::test_named_heads_show_their_role_on_the_example_they_are_shown_with",
 ]
 # The test file to run first for each module (the rest follow, so any of them can kill).
 FIRST_TEST = {
@@ -1228,6 +1229,13 @@ MUTANTS = [
         "removed = [frozenset(int(p) for p in rankings[name][:k]) for name in names]",
         "removed = [frozenset(int(p) for p in rankings[name][::-1][:k]) for name in names]",
         "deletion: removes the bottom of the ranking",
+    ),
+    M(
+        "saliency.py",
+        "values = target(_forward(model, trace, batch, batch_segments)).numpy()  # (U,)",
+        "pooled = _forward(model, trace, batch, batch_segments).mean(dim=1); values = ("
+        "pooled / pooled.norm(dim=-1, keepdim=True) @ torch.as_tensor(target.reference)).numpy()",
+        "deletion: a cosine whatever f the gradients explain",
     ),
     # ---- lens.py -------------------------------------------------------------------------------
     M(

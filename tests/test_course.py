@@ -316,6 +316,11 @@ def test_roles_on_one_sentence_equal_explicit_loops():
     candidates = {i: min(prev[i, i - 1], nxt[i, i + 1]) for i in range(2, 5)}
     assert head_roles.neighbour_focus(prev, nxt) == max(candidates, key=candidates.get)
     assert head_roles.neighbour_focus(prev[:4, :4], nxt[:4, :4]) is None
+    # one head strong early, the other late: the row both hold is the middle one, not an end
+    early, late = np.full((7, 7), 0.05), np.full((7, 7), 0.05)
+    for i, (before, after) in zip((2, 3, 4), ((0.9, 0.1), (0.5, 0.5), (0.1, 0.9)), strict=True):
+        early[i, i - 1], late[i, i + 1] = before, after
+    assert head_roles.neighbour_focus(early, late) == 3
 
 
 def test_minilm_parks_attention_on_cls_not_sep(model):
