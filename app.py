@@ -35,7 +35,7 @@ PAGES = {
         ),
         st.Page("views/inside_layer.py", title="5 · Inside a layer", icon=":material/layers:"),
     ],
-    "Explore BERT": [
+    "Explore the model": [
         st.Page("views/heatmaps.py", title="Attention heatmaps", icon=":material/grid_on:"),
         st.Page("views/head_view.py", title="Head view", icon=":material/linear_scale:"),
     ],

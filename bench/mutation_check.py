@@ -53,6 +53,7 @@ PAGE_TESTS = [
     "tests/test_course.py::test_inside_layer_page_measures_both_sublayers",
     "tests/test_course.py::test_new_pages_survive_bad_input",
     "tests/test_course.py::test_changed_pages_state_the_corrected_claims",
+    "tests/test_course.py::test_named_heads_show_their_role_on_the_example_they_are_shown_with",
 ]
 # The test file to run first for each module (the rest follow, so any of them can kill).
 FIRST_TEST = {
@@ -1225,9 +1226,16 @@ MUTANTS = [
     ),
     M(
         "saliency.py",
-        "keep[rankings[name][:k]] = False",
-        "keep[rankings[name][::-1][:k]] = False",
+        "removed = [frozenset(int(p) for p in rankings[name][:k]) for name in names]",
+        "removed = [frozenset(int(p) for p in rankings[name][::-1][:k]) for name in names]",
         "deletion: removes the bottom of the ranking",
+    ),
+    M(
+        "saliency.py",
+        "values = target(_forward(model, trace, batch, batch_segments)).numpy()  # (U,)",
+        "pooled = _forward(model, trace, batch, batch_segments).mean(dim=1); values = ("
+        "pooled / pooled.norm(dim=-1, keepdim=True) @ torch.as_tensor(target.reference)).numpy()",
+        "deletion: a cosine whatever f the gradients explain",
     ),
     # ---- lens.py -------------------------------------------------------------------------------
     M(
@@ -1354,21 +1362,33 @@ MUTANTS = [
     ),
     M(
         "explain.py",
-        "fastest = [name for name, change in methods.items() if change <= lowest + tie]",
-        "fastest = [name for name, change in methods.items() if change <= lowest]",
+        "fastest = [name for name, change in changes.items() if change <= lowest + tie]",
+        "fastest = [name for name, change in changes.items() if change <= lowest]",
         "fastest falls: ties dropped",
     ),
     M(
         "explain.py",
-        "methods = {name: change for name, change in changes.items() if name != RANDOM}",
-        "methods = dict(changes)",
-        "fastest falls: the random order can win",
+        "methods = {name: values for name, values in curves.items() if not is_random(name)}",
+        "methods = dict(curves)",
+        "split chance: the random orders counted as methods",
     ),
     M(
         "explain.py",
-        "return fastest, lowest < 0 and lowest < chance - tie",
-        "return fastest, lowest < chance - tie",
-        "fastest falls: a rising cosine can beat chance",
+        "return self.lowest < 0 and self.orders_beaten == self.n_orders",
+        "return self.orders_beaten == self.n_orders",
+        "fastest falls: a rising f can beat chance",
+    ),
+    M(
+        "explain.py",
+        "return int(np.sum(change < np.asarray(chance) - tie))",
+        "return int(np.sum(change < np.asarray(chance) + tie))",
+        "orders beaten: a tie counts as beaten",
+    ),
+    M(
+        "explain.py",
+        "wins += rolled > raw",
+        "wins += rolled < raw",
+        "paper check: counts raw attention's wins",
     ),
     # ---- lab.py --------------------------------------------------------------------------------
     M(
@@ -1566,6 +1586,18 @@ MUTANTS = [
         "weight = float(trace.attentions[layer, head, second, first])",
         "weight = float(trace.attentions[layer, head, first, second])",
         "repeat example: earlier reads later",
+    ),
+    M(
+        "head_roles.py",
+        "held = sum(int(np.argmax(weights[i])) == i + step for i in rows)",
+        "held = sum(int(np.argmax(weights[i])) == i - step for i in rows)",
+        "role holds: the other neighbour",
+    ),
+    M(
+        "head_roles.py",
+        "both = [min(float(previous_head[i, i - 1]), float(next_head[i, i + 1])) for i in rows]",
+        "both = [max(float(previous_head[i, i - 1]), float(next_head[i, i + 1])) for i in rows]",
+        "neighbour focus: either role instead of both",
     ),
     # ---- padding.py ----------------------------------------------------------------------------
     M(

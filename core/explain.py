@@ -8,7 +8,8 @@ come from InformationFlow (no target needed), the gradient ones from GradientSco
 - gradient × input and integrated gradients of a Target (core.saliency).
 The attention-based scores explain the sentence's own vector whatever the target; only the
 gradient scores know about the other sentence. Rank agreement (Spearman) and the deletion test
-(core.saliency.deletion_curves) compare them.
+(core.saliency.deletion_curves, against several seeded random orders) compare them; paper_check
+sets rollout and flow against raw attention as Abnar & Zuidema (2020) did.
 """
 
 from __future__ import annotations
@@ -132,15 +133,27 @@ def rank_agreement(scores: Mapping[str, np.ndarray], allowed: np.ndarray) -> np.
 
 # ---- the deletion test, summarised --------------------------------------------------------------
 RANDOM = "random order"
+RANDOM_ORDERS = 10  # seeded random orders: their spread is what chance alone does
+
+
+def random_name(seed: int) -> str:
+    """The ranking name of the random order drawn with `seed`."""
+    return f"{RANDOM} {seed}"
+
+
+def is_random(name: str) -> bool:
+    return name.startswith(RANDOM)
 
 
 def deletion_rankings(
-    scores: Mapping[str, np.ndarray], tokens: tuple[str, ...], seed: int = 0
+    scores: Mapping[str, np.ndarray], tokens: tuple[str, ...], n_random: int = RANDOM_ORDERS
 ) -> dict[str, np.ndarray]:
-    """method -> removable pieces, highest score first; plus a fixed random order to beat."""
+    """method -> removable pieces, highest score first; plus n_random seeded random orders
+    (seeds 0 … n_random − 1), whose spread shows what removing pieces by chance does."""
     allowed = saliency.removable(tokens)
     rankings = {name: saliency.ranking(values, allowed) for name, values in scores.items()}
-    rankings[RANDOM] = saliency.random_ranking(allowed, seed)
+    for seed in range(n_random):
+        rankings[random_name(seed)] = saliency.random_ranking(allowed, seed)
     return rankings
 
 
@@ -149,23 +162,137 @@ def mean_change(curve: np.ndarray) -> float:
     return float((curve[1:] - curve[0]).mean()) if len(curve) > 1 else 0.0
 
 
-# Mean cosine changes closer than this count as equal: their curves lie on top of each other.
+@dataclass(frozen=True)
+class ChanceBand:
+    """The random orders' deletion curves, summarised: what a method has to beat."""
+
+    curves: np.ndarray  # (R, k_max + 1) one curve per seeded random order
+
+    @property
+    def low(self) -> np.ndarray:
+        """(k_max + 1,) the lowest random curve at each k."""
+        return self.curves.min(axis=0)
+
+    @property
+    def high(self) -> np.ndarray:
+        return self.curves.max(axis=0)
+
+    @property
+    def mean(self) -> np.ndarray:
+        return self.curves.mean(axis=0)
+
+    @property
+    def changes(self) -> np.ndarray:
+        """(R,) each random order's mean_change."""
+        return np.array([mean_change(curve) for curve in self.curves])
+
+
+def split_chance(curves: Mapping[str, np.ndarray]) -> tuple[dict[str, np.ndarray], ChanceBand]:
+    """deletion_curves' output -> (the methods' curves, the random orders as one band)."""
+    methods = {name: values for name, values in curves.items() if not is_random(name)}
+    band = np.stack([values for name, values in curves.items() if is_random(name)])
+    return methods, ChanceBand(band)
+
+
+# Mean changes closer than this count as equal: their curves lie on top of each other. In the
+# Target's units (a cosine, or a projection whose start is a few units); float noise of the
+# batched passes is ~1e-6.
 TIE = 5e-4
 
 
-def fastest_falls(changes: Mapping[str, float], tie: float = TIE) -> tuple[list[str], bool]:
-    """(methods whose deletion curve falls fastest, whether they beat the random order).
+def orders_beaten(change: float, chance: np.ndarray, tie: float = TIE) -> int:
+    """How many random orders one method's mean change lies below by more than a tie."""
+    return int(np.sum(change < np.asarray(chance) - tie))
 
-    changes: method -> mean_change of its curve, the random order included. Several methods
-    are named when they tie (a short sentence leaves them the same pieces to remove). They beat
-    the random order only when their mean change is below zero and below the random order's by
-    more than a tie: otherwise no method has found what the model uses better than chance.
+
+@dataclass(frozen=True)
+class DeletionVerdict:
+    """What the deletion test says about one sentence, against its random orders."""
+
+    fastest: list[str]  # the methods whose curve falls fastest (several when they tie)
+    lowest: float  # their mean change
+    orders_beaten: int  # random orders whose mean change lies above theirs by more than a tie
+    n_orders: int
+
+    @property
+    def beats_chance(self) -> bool:
+        """The fastest fall is a fall, and faster than every random order."""
+        return self.lowest < 0 and self.orders_beaten == self.n_orders
+
+
+def fastest_falls(
+    changes: Mapping[str, float], chance: np.ndarray, tie: float = TIE
+) -> DeletionVerdict:
+    """The methods whose deletion curve falls fastest, and how many random orders they beat.
+
+    changes: method -> mean_change of its curve (no random order among them); chance: (R,)
+    the random orders' mean changes. Several methods are named when they tie (a short sentence
+    leaves them the same pieces to remove). A random order counts as beaten only when the
+    fastest method's change lies below it by more than a tie.
     """
-    methods = {name: change for name, change in changes.items() if name != RANDOM}
-    lowest = min(methods.values())
-    fastest = [name for name, change in methods.items() if change <= lowest + tie]
-    chance = changes.get(RANDOM, 0.0)
-    return fastest, lowest < 0 and lowest < chance - tie
+    lowest = min(changes.values())
+    fastest = [name for name, change in changes.items() if change <= lowest + tie]
+    return DeletionVerdict(fastest, lowest, orders_beaten(lowest, chance, tie), len(chance))
+
+
+# ---- rollout and flow against the ablation and gradients (Abnar & Zuidema, 2020) --------------
+ROLLED_METHODS = ("rollout", "flow")  # what the paper proposed, against raw "attention"
+
+
+@dataclass(frozen=True)
+class PaperCheck:
+    """Does this sentence repeat Abnar & Zuidema's finding that rollout and flow rank the input
+    pieces closer to ablation and gradient importance than raw attention does?"""
+
+    rho: dict[str, dict[str, float]]  # reference -> method -> Spearman's ρ with it
+    wins: int  # (rolled method, reference) pairs where it beats raw attention's ρ
+    comparisons: int  # pairs where both ρ are defined
+
+    @property
+    def agrees(self) -> bool:
+        return self.comparisons > 0 and self.wins == self.comparisons
+
+    @property
+    def disagrees(self) -> bool:
+        return self.comparisons > 0 and self.wins == 0
+
+
+def paper_check(
+    scores: Mapping[str, np.ndarray],
+    references: Mapping[str, np.ndarray],
+    allowed: np.ndarray,
+) -> PaperCheck:
+    """ρ of attention, rollout and flow (when present) against each reference importance.
+
+    scores: method -> (n,) as from InformationFlow.scores(); references: name -> (n,) e.g.
+    leave-one-out drops and integrated gradients; allowed: (n,) the pieces ranked.
+    """
+    methods = [name for name in ("attention", *ROLLED_METHODS) if name in scores]
+    rho: dict[str, dict[str, float]] = {}
+    wins = comparisons = 0
+    for reference, importance in references.items():
+        table = {name: scores[name] for name in methods} | {"_reference": importance}
+        grid = rank_agreement(table, allowed)  # (M + 1, M + 1)
+        rho[reference] = {name: float(grid[m, -1]) for m, name in enumerate(methods)}
+        raw = rho[reference]["attention"]
+        for name in methods[1:]:
+            rolled = rho[reference][name]
+            if np.isfinite(raw) and np.isfinite(rolled):
+                comparisons += 1
+                wins += rolled > raw
+    return PaperCheck(rho, wins, comparisons)
+
+
+def share_entropy(shares: np.ndarray) -> tuple[float, float]:
+    """(entropy in bits of a share vector with Σ = 1, log2 n: the entropy of an even spread)."""
+    p = np.asarray(shares, dtype=np.float64)
+    even = float(np.log2(len(p)))
+    p = p[p > 0]
+    return float(-(p * np.log2(p)).sum()), even
+
+
+# Shares with at least this part of an even spread's bits read as "almost even".
+ALMOST_EVEN = 0.95
 
 
 def special_share(scores: np.ndarray, tokens: tuple[str, ...]) -> float:

@@ -137,6 +137,9 @@ class RepeatExample:
     second: int  # position of the later occurrence
     weight: float  # α[second, first] in the chosen head
     n_tokens: int  # the sentence's pieces: an even spread gives every key 1 / n_tokens
+    to_itself: float  # α[second, second]
+    to_cls: float  # α[second, 0]
+    to_sep: float  # α[second, every [SEP]] summed
 
 
 def repeat_example(
@@ -149,5 +152,53 @@ def repeat_example(
         for first in range(1, second):
             if tokens[first] == tokens[second] and tokens[first] not in ("[CLS]", "[SEP]"):
                 weight = float(trace.attentions[layer, head, second, first])
-                return RepeatExample(tokens[first], first, second, weight, len(tokens))
+                row = np.asarray(trace.attentions[layer, head, second], dtype=np.float64)
+                seps = [j for j, t in enumerate(tokens) if t == "[SEP]"]
+                return RepeatExample(
+                    tokens[first], first, second, weight, len(tokens),
+                    to_itself=float(row[second]), to_cls=float(row[0]),
+                    to_sep=float(row[seps].sum()),
+                )  # fmt: skip
     return None
+
+
+# ---- the roles on one sentence ------------------------------------------------------------------
+def best_on_sentence(
+    attn_weights: np.ndarray, tokens: Sequence[str], role: str
+) -> tuple[int, int, float] | None:
+    """(layer, head, mean weight) of the head that plays `role` most strongly on this sentence
+    alone (role_weights' rows); None when the sentence has no row for the role."""
+    rows = role_weights(attn_weights, tokens)[role]  # (L, H, rows)
+    if rows.shape[-1] == 0:
+        return None
+    means = rows.mean(axis=-1)
+    layer, head = np.unravel_index(int(np.argmax(means)), means.shape)
+    return int(layer), int(head), float(means[layer, head])
+
+
+ROLE_KEY = {"previous": -1, "next": +1}  # the key a neighbour role points at: i − 1 or i + 1
+
+
+def role_holds(head_weights: np.ndarray, role: str) -> tuple[int, int]:
+    """(rows whose largest weight is on the role's neighbour, rows that have that neighbour as
+    a real word piece) for one head's (n, n) weights and role "previous" or "next"."""
+    weights = np.asarray(head_weights)
+    n = len(weights)
+    step = ROLE_KEY[role]
+    rows = [i for i in range(1, n - 1) if 1 <= i + step <= n - 2]
+    held = sum(int(np.argmax(weights[i])) == i + step for i in rows)
+    return held, len(rows)
+
+
+def neighbour_focus(previous_head: np.ndarray, next_head: np.ndarray) -> int | None:
+    """The query row both neighbour roles show best: argmax over rows i whose neighbours i − 1
+    and i + 1 are real word pieces of min(previous_head[i, i − 1], next_head[i, i + 1]).
+
+    Both arguments are one head's (n, n) weights. None when no row has two real neighbours
+    (fewer than five pieces, [CLS] and [SEP] included)."""
+    n = len(previous_head)
+    rows = list(range(2, n - 2))
+    if not rows:
+        return None
+    both = [min(float(previous_head[i, i - 1]), float(next_head[i, i + 1])) for i in rows]
+    return rows[int(np.argmax(both))]

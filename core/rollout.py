@@ -9,9 +9,12 @@ mixes what every earlier layer mixed; three ways to follow that mixing through t
 - attention flow (same paper): treat the same per-layer matrices as pipe capacities of a
   layered graph and ask how much can flow from an input piece to a top-layer position
   (maximum flow). Exact for that graph, but one max-flow per (input, output) pair.
-- norm-based contributions (Kobayashi et al., 2020; 2021): replace the weight α_ij by the
-  length of what token j actually adds to token i, ‖Σ_h α_ij^h v_j^h W_Oʰ‖, with the residual
-  and the LayerNorm after attention decomposed exactly; then roll out like attention.
+- norm-based contributions: replace the weight α_ij by the length of what token j actually
+  adds to token i, ‖Σ_h α_ij^h v_j^h W_Oʰ‖ (Kobayashi et al., 2020), with the residual and the
+  LayerNorm after attention decomposed exactly (Kobayashi et al., 2021): both are analyses of
+  one layer. Rolling such contributions out through every layer is the idea of GlobEnc
+  (Modarressi et al., 2022, which also splits the second LayerNorm) and ALTI (Ferrando et al.,
+  2022, contributions by distance rather than length); this is the plainest version of it.
 
 Shapes: L layers, H heads, n tokens. A mixing matrix M (n, n) has M[i, j] = share of query
 position i's new vector that comes from position j; rows sum to 1.
@@ -234,5 +237,6 @@ def contribution_mixing(model: BertEncoder, trace: Trace) -> np.ndarray:
 
 
 def contribution_rollout(model: BertEncoder, trace: Trace) -> np.ndarray:
-    """(L, n, n) norm-based contributions rolled out through the layers (like attention)."""
+    """(L, n, n) norm-based contributions rolled out through the layers (like attention), as
+    GlobEnc (Modarressi et al., 2022) and ALTI (Ferrando et al., 2022) chain theirs."""
     return rollout(contribution_mixing(model, trace))

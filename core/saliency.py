@@ -11,7 +11,9 @@ input only). Two ways to turn that into one score per word piece:
   The scores then add up to f(input) − f(baseline) ("completeness").
 
 Position and segment vectors are kept as they are; only the word-piece rows move.
-The deletion test removes the top-k pieces of a ranking and runs the model again.
+The deletion test removes the top-k pieces of a ranking, runs the model again and measures the
+same Target the gradients explain (one faithfulness check among several: DeYoung et al., 2020;
+the shortened inputs are ones the model never saw in training: Hooker et al., 2019).
 """
 
 from __future__ import annotations
@@ -184,36 +186,54 @@ def ranking(scores: np.ndarray, allowed: np.ndarray) -> np.ndarray:
 def deletion_curves(
     model: BertEncoder,
     trace: Trace,
-    reference: np.ndarray,
+    target: Target,
     rankings: Mapping[str, np.ndarray],
     k_max: int,
 ) -> dict[str, np.ndarray]:
-    """Each ranking -> (k_max + 1,) cos(embedding without its top-k pieces, reference), k = 0…
+    """Each ranking -> (k_max + 1,) f(input without its top-k pieces), k = 0 … k_max.
 
-    The pieces are dropped from the input (the rest move up a position), and the model runs
-    again: k = 0 is the sentence itself. All rankings share one batched pass per k.
+    f is the Target itself, the very function the gradient methods explain: a cosine to the
+    other sentence, or the projection on the sentence's own direction. Measuring anything else
+    (say a cosine while the gradients explain the projection) would test the rankings on a
+    question they were not made for. The pieces are dropped from the input (the rest move up a
+    position), and the model runs again: k = 0 is the sentence itself. At each k, every distinct
+    set of removed pieces runs once, all of them in one batched pass.
     """
     word_vectors, segments = _inputs(model, trace)
     names = list(rankings)
-    reference_t = torch.as_tensor(reference, dtype=word_vectors.dtype)
     curves = np.empty((len(names), k_max + 1))
     n = word_vectors.shape[0]
     with torch.no_grad():
         for k in range(k_max + 1):
-            kept = []
-            for name in names:
-                keep = np.ones(n, dtype=bool)
-                keep[rankings[name][:k]] = False
-                kept.append(torch.from_numpy(np.flatnonzero(keep)))
-            batch = torch.stack([word_vectors[rows] for rows in kept])  # (M, n − k, d)
-            batch_segments = torch.stack([segments[rows] for rows in kept])  # (M, n − k)
-            last = _forward(model, trace, batch, batch_segments)  # (M, n − k, d)
-            pooled = last.mean(dim=1)
-            pooled = pooled / pooled.norm(dim=-1, keepdim=True)
-            curves[:, k] = (pooled @ reference_t).numpy()
+            removed = [frozenset(int(p) for p in rankings[name][:k]) for name in names]
+            distinct = list(dict.fromkeys(removed))  # short sentences: rankings often agree
+            kept = [
+                torch.tensor([p for p in range(n) if p not in gone], dtype=torch.long)
+                for gone in distinct
+            ]
+            batch = torch.stack([word_vectors[rows] for rows in kept])  # (U, n − k, d)
+            batch_segments = torch.stack([segments[rows] for rows in kept])  # (U, n − k)
+            values = target(_forward(model, trace, batch, batch_segments)).numpy()  # (U,)
+            curves[:, k] = values[[distinct.index(gone) for gone in removed]]
     return {name: curves[m] for m, name in enumerate(names)}
 
 
+def leave_one_out(model: BertEncoder, trace: Trace, target: Target) -> np.ndarray:
+    """(n,) f(input) − f(input without piece j) per removable piece j; 0 for [CLS] and [SEP].
+
+    The ablation importance rollout and flow were checked against (Abnar & Zuidema, 2020, who
+    blanked out one input at a time): positive when removing the piece lowers f.
+    """
+    positions = np.flatnonzero(removable(trace.tokens))
+    singles = {str(p): np.array([p]) for p in positions}  # one "ranking" per piece
+    curves = deletion_curves(model, trace, target, singles, k_max=1) if singles else {}
+    drops = np.zeros(trace.n_tokens)
+    for p in positions:
+        start, without = curves[str(p)]
+        drops[p] = start - without
+    return drops
+
+
 def random_ranking(allowed: np.ndarray, seed: int = 0) -> np.ndarray:
-    """A fixed random order of the allowed pieces: the curve any method should beat."""
+    """A seeded random order of the allowed pieces: one sample of what chance would do."""
     return np.random.default_rng(seed).permutation(np.flatnonzero(allowed))

@@ -1,8 +1,8 @@
 """From word pieces back to words, for figures a reader can read.
 
 WordPiece cuts rare words into pieces ("embeddings" -> "em", "##bed", "##ding", "##s"); a piece
-that starts with ## continues the word before it. To show a word-level picture (bertviz's
-convention, bertviz #23/#40):
+that starts with ## continues the word before it. To show a word-level picture (the convention
+of Clark et al., 2019, "What does BERT look at?", which bertviz follows: bertviz #23/#40):
 - an attention matrix sums the keys of a word (a word receives what its pieces receive) and
   averages its queries (a word's row is the mean of its pieces' rows, so rows still sum to 1);
 - a per-piece score (a share, a saliency) is summed over the word's pieces.

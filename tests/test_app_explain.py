@@ -19,7 +19,7 @@ from conftest import (
 from shown import bar_series, html_figures, shown
 from shown import sent_array as array
 
-from core import similarity, words
+from core import explain, saliency, similarity, words
 from ui import explain_charts
 
 FLOW = "views/information_flow.py"
@@ -129,7 +129,7 @@ def test_flow_page_draws_a_long_sentence_as_an_image_and_plotly_bars():
         assert array(bar["y"]).sum() == pytest.approx(1.0, abs=1e-3)
 
 
-def test_explanations_page_every_method_agreement_and_deletion():
+def test_explanations_page_every_method_agreement_and_deletion(model):
     at = run_page(EXPLANATIONS, text=PAIR[0], pair=PAIR[1])
     assert_no_exception(at)
     specs = chart_specs(at)  # the deletion curves; the two grids are HTML
@@ -151,15 +151,130 @@ def test_explanations_page_every_method_agreement_and_deletion():
     np.testing.assert_allclose(rho, rho.T)
     (deletion_spec,) = specs
     deletion = {trace["name"]: array(trace["y"]) for trace in deletion_spec["data"]}
-    assert "random order" in deletion and len(deletion) == 7
+    methods_drawn = {name: y for name, y in deletion.items() if "random" not in name}
+    assert list(methods_drawn) == methods
     starts = {round(values[0], 4) for values in deletion.values()}
-    assert len(starts) == 1, "k = 0 is the same sentence for every method"
-    lesson = " ".join(m.value for m in at.markdown)
-    assert "Jain & Wallace (2019)" in lesson and "Wiegreffe & Pinter (2019)" in lesson
-    assert "moves the cosine furthest down" in lesson
+    assert len(starts) == 1, "k = 0 is the same sentence for every method and random order"
+    # the grey band: the lowest and highest of ten seeded random orders, and their mean
+    trace = model.run(PAIR[0])
+    target = saliency.similarity_target(model.run(PAIR[1]))
+    allowed = saliency.removable(trace.tokens)
+    k_max = len(methods_drawn["integrated gradients"]) - 1
+    randoms = {str(seed): saliency.random_ranking(allowed, seed) for seed in range(10)}
+    chance = np.stack(list(saliency.deletion_curves(model, trace, target, randoms, k_max).values()))
+    np.testing.assert_allclose(deletion["random highest"], chance.max(axis=0), atol=2e-5)
+    np.testing.assert_allclose(
+        deletion["10 random orders: lowest to highest"], chance.min(axis=0), atol=2e-5
+    )
+    np.testing.assert_allclose(
+        deletion["mean of the 10 random orders"], chance.mean(axis=0), atol=2e-5
+    )
+    texts = " ".join(m.value for m in [*at.markdown, *at.caption])
+    assert "Jain & Wallace (2019)" in texts and "Wiegreffe & Pinter (2019)" in texts
+    assert "BiLSTM" in texts and "10 seeded random orders" in texts
+    assert "DeYoung et al., 2020" in texts and "Hooker et al., 2019" in texts
+    assert "GlobEnc (Modarressi et al., 2022)" in texts and "ALTI (Ferrando et al., 2022)" in texts
+    for wrong in ("which one is right", "should beat it", "the most faithful method"):
+        assert wrong not in texts
+    assert "Gradient × input is local" in texts and "f(input) − f(all zero)" in texts
+    # the lesson's verdict follows the band: the fastest method against every random order
+    methods_changes = {name: float(np.mean(y[1:] - y[0])) for name, y in methods_drawn.items()}
+    random_changes = (chance[:, 1:] - chance[:, :1]).mean(axis=1)
+    fastest = min(methods_changes, key=methods_changes.get)
+    beaten = int(np.sum(methods_changes[fastest] < random_changes - 5e-4))
+    if methods_changes[fastest] < 0 and beaten == 10:
+        assert "faster than every one of the 10 random orders" in texts
+    else:
+        assert "faster than every one" not in texts
     at.radio(key="xp_target").set_value("embedding").run()
     assert_no_exception(at)
-    assert "the full sentence" in chart_specs(at)[0]["layout"]["title"]["text"]
+    (embedding_spec,) = chart_specs(at)
+    assert "the full sentence" in embedding_spec["layout"]["title"]["text"]
+    # the deletion test measures what the gradients explain: the projection h̄ · ê (the pooled
+    # vector's length at k = 0), not a cosine of 1
+    pooled = np.asarray(trace.hidden_states[-1], dtype=np.float64).mean(axis=0)
+    start = array(embedding_spec["data"][-1]["y"])[0]
+    assert start == pytest.approx(np.linalg.norm(pooled), abs=1e-3) and start > 1.5
+
+
+def test_explanations_band_shrinks_to_the_budget_at_long_sentences():
+    from ui import explain_state
+
+    assert explain_state.random_orders_for(40, 6) == 10
+    assert explain_state.random_orders_for(128, 6) == explain_state.MIN_RANDOM_ORDERS
+    for n in range(8, explain_state.MAX_GRADIENT_PIECES + 1):
+        orders = explain_state.random_orders_for(n, 6)
+        assert orders == 10 or n * (6 + orders) <= explain_state.DELETION_WORK or orders == 3
+
+
+def test_flow_page_sets_its_own_numbers_beside_abnar_and_zuidema(model):
+    text = "The bank raised its interest rates again."
+    at = open_tab(run_page(FLOW, text=text), "ex_section", "3 · Flow")
+    assert_no_exception(at)
+    (table,) = at.dataframe
+    shown_rho = table.value.set_index("method")
+    trace = model.run(text)
+    flow = explain.information_flow(model, trace)
+    target = saliency.embedding_target(trace)
+    allowed = saliency.removable(trace.tokens)
+    from scipy.stats import spearmanr
+
+    removal = saliency.leave_one_out(model, trace, target)
+    ig, _ = saliency.integrated_gradients(model, trace, target, saliency.IG_STEPS)
+    wins = comparisons = 0
+    for column, reference in (
+        ("ρ, removal", removal),
+        ("ρ, IG", ig),
+    ):
+        rho = {}
+        for name in ("attention", "rollout", "flow"):
+            values = flow.scores()[name]
+            rho[name] = spearmanr(values[allowed], reference[allowed]).statistic
+            label = explain.METHOD_LABELS[name]
+            assert shown_rho.loc[label, column] == pytest.approx(rho[name], abs=0.006), label
+        for rolled in ("rollout", "flow"):
+            comparisons += 1
+            wins += rho[rolled] > rho["attention"]
+    texts = " ".join(m.value for m in at.markdown)
+    assert "Abnar & Zuidema (2020) found" in texts
+    if wins == comparisons:
+        assert "agrees with the paper" in texts
+    elif wins == 0:
+        assert "goes the other way from the paper" in texts
+    else:
+        assert f"in {wins} of {comparisons} comparisons" in texts
+    bits, even = explain.share_entropy(flow.scores()["flow"])
+    assert f"{bits:.2f} bits of the {even:.2f}" in texts
+
+
+def test_lens_calls_the_nearest_rows_a_heuristic_and_counts_them(model):
+    text = "Two bears crossed the road."
+    at = open_tab(run_page(FLOW, text=text), "ex_section", "5 · Lens")
+    assert_no_exception(at)
+    captions = " ".join(c.value for c in at.caption)
+    assert "heuristic" in captions and "has no such head" in captions
+    assert "reuses the input word-piece table, so" not in captions
+    (table,) = at.dataframe
+    first = [row.split(", ")[0] for row in table.value["nearest word pieces"]]
+    piece = model.run(text).tokens[1]  # the token picker starts at position 1
+    stays = sum(nearest == piece for nearest in first)
+    if stays == len(first):
+        assert "its own nearest row at every state" in captions
+    else:
+        assert f"its own nearest row at {stays} of the {len(first)} states" in captions
+
+
+@pytest.mark.parametrize("page", [FLOW, EXPLANATIONS, "views/embeddings.py"])
+def test_switched_off_scale_or_causal_mask_is_called_off_distribution(page):
+    at = run_page(page, text="The bank raised its rates.")
+    assert_no_exception(at)
+    assert not any("never saw this in training" in w.value for w in at.warning)
+    for key, value in (("scale", False), ("causal", True)):
+        at.toggle(key=key).set_value(value).run()
+        assert_no_exception(at)
+        warning = " ".join(w.value for w in at.warning)
+        assert "never saw this in training" in warning, (page, key)
+    assert "√d_k scaling is off and the causal mask is on" in warning
 
 
 @pytest.mark.parametrize("page", [FLOW, EXPLANATIONS])

@@ -12,6 +12,7 @@ import pytest
 import torch
 from conftest import (
     BAD_INPUTS,
+    ROOT,
     assert_each_tab_draws,
     assert_no_exception,
     drawn_figures,
@@ -278,7 +279,48 @@ def test_repeat_example_reads_the_weight_between_two_occurrences(model):
     first, second = pairs[0]
     assert (example.word, example.first, example.second) == ("monitor", first, second)
     assert example.weight == pytest.approx(float(trace.attentions[0, 8, second, first]))
+    row = trace.attentions[0, 8, second]
+    assert example.to_itself == pytest.approx(float(row[second]))
+    assert example.to_cls == pytest.approx(float(row[0]))
+    assert example.to_sep == pytest.approx(float(row[trace.n_tokens - 1]))  # one sentence
     assert head_roles.repeat_example(model, "No word repeats here.", 0, 8) is None
+
+
+def test_roles_on_one_sentence_equal_explicit_loops():
+    rng = np.random.default_rng(3)
+    tokens = ["[CLS]", "a", "b", "c", "d", "e", "[SEP]"]
+    raw = rng.random((2, 3, 7, 7))
+    weights = raw / raw.sum(-1, keepdims=True)
+    weights[1, 2, 1:6] = 0.0
+    for i in range(1, 6):  # L1 H2 reads the next real piece (the last one reads itself)
+        weights[1, 2, i, min(i + 1, 5)] = 1.0
+    best = head_roles.best_on_sentence(weights, tokens, "next")
+    means = {
+        (layer, head): np.mean([weights[layer, head, i, i + 1] for i in range(1, 5)])
+        for layer in range(2)
+        for head in range(3)
+    }
+    top = max(means, key=means.get)
+    assert best == (top[0], top[1], pytest.approx(means[top])) and top == (1, 2)
+    assert head_roles.best_on_sentence(weights[..., :3, :3], tokens[:2] + ["[SEP]"], "next") is None
+    # how often the role's neighbour is the row's largest weight, over rows with a real one
+    for role, step in (("previous", -1), ("next", 1)):
+        for layer, head in itertools.product(range(2), range(3)):
+            a = weights[layer, head]
+            rows = [i for i in range(1, 6) if 1 <= i + step <= 5]
+            held = sum(max(range(7), key=lambda j: a[i, j]) == i + step for i in rows)
+            assert head_roles.role_holds(a, role) == (held, len(rows))
+    assert head_roles.role_holds(weights[1, 2], "next") == (4, 4)
+    # the focus row: both neighbours real, the larger of the two roles' smaller weight
+    prev, nxt = weights[0, 0], weights[1, 2]
+    candidates = {i: min(prev[i, i - 1], nxt[i, i + 1]) for i in range(2, 5)}
+    assert head_roles.neighbour_focus(prev, nxt) == max(candidates, key=candidates.get)
+    assert head_roles.neighbour_focus(prev[:4, :4], nxt[:4, :4]) is None
+    # one head strong early, the other late: the row both hold is the middle one, not an end
+    early, late = np.full((7, 7), 0.05), np.full((7, 7), 0.05)
+    for i, (before, after) in zip((2, 3, 4), ((0.9, 0.1), (0.5, 0.5), (0.1, 0.9)), strict=True):
+        early[i, i - 1], late[i, i + 1] = before, after
+    assert head_roles.neighbour_focus(early, late) == 3
 
 
 def test_minilm_parks_attention_on_cls_not_sep(model):
@@ -596,6 +638,57 @@ def test_changed_pages_state_the_corrected_claims():
     assert "Kobayashi et al. (2020) found" in texts
     assert "[SEP] or a full stop" not in texts and "[SEP], [CLS] or punctuation" not in texts
     assert "(out, in)" in _texts(open_tab(heads, "mh_section", "2 · Back to one vector"))
+
+
+def test_named_heads_show_their_role_on_the_example_they_are_shown_with(model):
+    """Issue 35: the two heads of "Why several heads" are the best previous- and next-token
+    heads on the sidebar sentence, shown on the row where both hold best, with how often each
+    role holds; the same-word head's layer 0 is not said to see a noun or a verb."""
+    text = "Time flies like an arrow."
+    heads = run_page("views/multi_head.py", text=text)
+    assert_no_exception(heads)
+    caption = _texts(heads)
+    trace = model.run(text)
+    a = np.asarray(trace.attentions, dtype=np.float64)
+    n = trace.n_tokens
+
+    def best(step: int) -> tuple[int, int]:
+        rows = [i for i in range(1, n - 1) if 1 <= i + step <= n - 2]
+        means = {
+            (layer, head): sum(a[layer, head, i, i + step] for i in rows) / len(rows)
+            for layer in range(model.n_layers)
+            for head in range(model.n_heads)
+        }
+        return max(means, key=means.get)
+
+    (pl, ph), (nl, nh) = best(-1), best(+1)
+    focus = max(range(2, n - 2), key=lambda i: min(a[pl, ph, i, i - 1], a[nl, nh, i, i + 1]))
+    assert f"L{pl} H{ph} gives the token before" in caption
+    assert f"{a[pl, ph, focus, focus - 1]:.2f} of the row" in caption
+    assert f"L{nl} H{nh} gives the token after" in caption
+    assert f"{a[nl, nh, focus, focus + 1]:.2f}. Each row sums to 1" in caption
+    next_rows = range(1, n - 2)
+    held = sum(int(np.argmax(a[nl, nh, i])) == i + 1 for i in next_rows)
+    assert f"H{nh}'s in {held} of {len(next_rows)}" in caption
+
+    texts = _texts(open_tab(heads, "mh_section", "1 · All heads"))
+    assert "noun" not in texts and "verb." not in texts
+    same_layer, _, _ = head_roles.role_scores(model).best("same_word")
+    assert ("Layer 0 sees only each piece's row" in texts) == (same_layer == 0)
+
+    scaling_page = open_tab(
+        run_page("views/scaling_masking.py", text=SENTENCE), "sm_section", "3 · Switches"
+    )
+    texts = _texts(scaling_page)
+    assert "would learn smaller W_Q and W_K" not in texts
+    assert "could absorb the factor" in texts and "unscaled training is less stable" in texts
+
+    overview = run_page("views/overview.py", text=SENTENCE)
+    headings = " ".join(h.value for h in overview.subheader)
+    assert "really BERT" not in headings and "Is this really MiniLM" in headings.replace(
+        "&#45;", "-"
+    )
+    assert '"Explore BERT"' not in (ROOT / "app.py").read_text()
 
 
 def test_padded_run_of_a_long_text_reads_its_first_pieces(model):

@@ -4,7 +4,8 @@ similarity: sentence-transformers' encode(); rollout: the formula with explicit 
 every cut of a tiny graph (max-flow = min-cut); norm contributions: a per-head loop that slices
 W_O column-wise, and transformers' own LayerNorm output; gradients: transformers' BertModel
 autograd and finite differences (float64, tiny seeded model); Spearman: scipy's spearmanr;
-deletion: transformers on the shortened input; word merge and lens: explicit loops.
+deletion and leave-one-out: transformers on the shortened input, measuring the gradients' own
+target; word merge and lens: explicit loops.
 """
 
 from __future__ import annotations
@@ -387,25 +388,87 @@ def test_ranking_keeps_specials_and_orders_by_score():
     assert order.tolist() == [2, 3, 1]
 
 
-def test_deletion_curves_equal_transformers_on_the_shortened_input(model, reference):
+def reference_target(reference, ids: torch.Tensor, target: saliency.Target) -> float:
+    """f of one input through transformers, written out: mean-pool the top layer, then take the
+    cosine to the other sentence (similarity) or the projection on ê (embedding)."""
+    with torch.no_grad():
+        pooled = reference(input_ids=ids[None]).last_hidden_state[0].mean(0)
+    if target.kind == saliency.SIMILARITY:
+        pooled = F.normalize(pooled, dim=0)
+    return float(pooled.numpy() @ target.reference)
+
+
+@pytest.mark.parametrize("kind", [saliency.SIMILARITY, saliency.EMBEDDING])
+def test_deletion_curves_equal_transformers_on_the_shortened_input(model, reference, kind):
     trace = model.run("The cat sat on the warm mat.")
-    other = similarity.sentence_embedding(model.run("A kitten rests on a rug."))
+    target = (
+        saliency.similarity_target(model.run("A kitten rests on a rug."))
+        if kind == saliency.SIMILARITY
+        else saliency.embedding_target(trace)
+    )
     allowed = saliency.removable(trace.tokens)
-    rankings = {"first": np.flatnonzero(allowed), "random": saliency.random_ranking(allowed, 2)}
-    curves = saliency.deletion_curves(model, trace, other, rankings, k_max=3)
+    first = np.flatnonzero(allowed)
+    rankings = {
+        "first": first,
+        "random": saliency.random_ranking(allowed, 2),
+        # the same pieces as "first" at k = 2, in another order: one run shared at that k
+        "swapped": np.concatenate([first[1::-1], first[2:][::-1]]),
+    }
+    curves = saliency.deletion_curves(model, trace, target, rankings, k_max=3)
     for name, order in rankings.items():
         for k in range(4):
             keep = np.ones(trace.n_tokens, dtype=bool)
             keep[order[:k]] = False
-            ids = torch.tensor(trace.input_ids[keep])[None]
-            with torch.no_grad():
-                last = reference(input_ids=ids).last_hidden_state[0]
-            pooled = F.normalize(last.mean(0), dim=0).numpy()
-            assert abs(curves[name][k] - float(pooled @ other)) < 1e-5, (name, k)
-    assert (
-        abs(curves["first"][0] - similarity.cosine(similarity.sentence_embedding(trace), other))
-        < 1e-5
-    )
+            expected = reference_target(reference, torch.tensor(trace.input_ids[keep]), target)
+            assert abs(curves[name][k] - expected) < 1e-5 * max(1.0, abs(expected)), (name, k)
+    assert curves["first"][2] == curves["swapped"][2]
+
+
+def first_piece(trace) -> np.ndarray:
+    return np.flatnonzero(saliency.removable(trace.tokens))[:1]
+
+
+def test_deletion_and_the_gradients_measure_the_same_function(model):
+    """The deletion curve starts at the very f the gradients explain: the projection h̄ · ê for
+    the sentence's own vector (its length, ~6 here), not the cosine to itself (1); and by
+    completeness the integrated gradients add up to that start less f(all-zero rows)."""
+    trace = model.run("A man is playing a guitar.")
+    for target in (
+        saliency.embedding_target(trace),
+        saliency.similarity_target(model.run("Someone plays music.")),
+    ):
+        allowed = saliency.removable(trace.tokens)
+        (curve,) = saliency.deletion_curves(
+            model, trace, target, {"any": np.flatnonzero(allowed)}, k_max=1
+        ).values()
+        # f at the input, written out from the Trace's top layer
+        pooled = np.asarray(trace.hidden_states[-1], dtype=np.float64).mean(axis=0)
+        if target.kind == saliency.SIMILARITY:
+            pooled = pooled / np.linalg.norm(pooled)
+        f_input = float(pooled @ target.reference)
+        assert curve[0] == pytest.approx(f_input, abs=1e-4)
+        scores, gap = saliency.integrated_gradients(model, trace, target, 32)
+        zero_rows = torch.zeros(trace.n_tokens, model.d_model)[None]
+        with torch.no_grad():
+            last = model.forward_from_word_vectors(zero_rows, torch.tensor(trace.segments))
+        f_zero = float(target(last)[0])
+        assert float(scores.sum()) == pytest.approx(curve[0] - f_zero, abs=abs(gap) + 1e-4)
+    own = saliency.embedding_target(trace)
+    assert saliency.deletion_curves(model, trace, own, {"a": first_piece(trace)}, 0)["a"][0] > 2
+
+
+def test_leave_one_out_equals_one_removal_at_a_time_through_transformers(model, reference):
+    trace = model.run("Fruit flies like a banana.")
+    target = saliency.embedding_target(trace)
+    drops = saliency.leave_one_out(model, trace, target)
+    full = reference_target(reference, torch.tensor(trace.input_ids), target)
+    for j, token in enumerate(trace.tokens):
+        if token in ("[CLS]", "[SEP]"):
+            assert drops[j] == 0.0
+            continue
+        keep = np.arange(trace.n_tokens) != j
+        without = reference_target(reference, torch.tensor(trace.input_ids[keep]), target)
+        assert drops[j] == pytest.approx(full - without, abs=2e-5), token
 
 
 def test_side_by_side_runs_every_method_and_drops_flow_above_its_limit(model):
@@ -560,21 +623,80 @@ def test_word_merge_sums_keys_and_averages_queries():
         words.merge_scores(scores, ((0,), (1, 2, 3, 4), (5,), (6,)))  # position 7 left out
 
 
-def test_fastest_falls_names_ties_and_needs_to_beat_the_random_order():
-    random = explain.RANDOM
-    # a clear winner, below zero and below chance
-    assert explain.fastest_falls({"a": -0.30, "b": -0.10, random: -0.05}) == (["a"], True)
-    # "Dogs bark.": four methods remove the same pieces; all are named
-    tied = {"a": -0.698, "b": -0.698, "c": -0.6981, "d": -0.5, random: -0.2}
-    assert explain.fastest_falls(tied) == (["a", "b", "c"], True)
-    # an unrelated pair: every deletion raises the cosine, the lowest ties with chance
-    assert explain.fastest_falls({"a": 0.005, "b": 0.009, random: 0.005}) == (["a"], False)
-    # a rise is never a win, even when the random order rises more
-    assert explain.fastest_falls({"a": 0.001, random: 0.05}) == (["a"], False)
-    # below zero but no better than the random order (within a tie)
-    assert explain.fastest_falls({"a": -0.1002, random: -0.1}) == (["a"], False)
-    # the random order itself is never the answer, even when it falls fastest
-    assert explain.fastest_falls({"a": -0.1, random: -0.4}) == (["a"], False)
+def test_fastest_falls_names_ties_and_counts_the_random_orders_beaten():
+    chance = np.array([-0.05, -0.02, 0.01, -0.12])  # four random orders' mean changes
+    # a clear winner, below zero and below every random order
+    verdict = explain.fastest_falls({"a": -0.30, "b": -0.10}, chance)
+    assert (verdict.fastest, verdict.orders_beaten, verdict.beats_chance) == (["a"], 4, True)
+    # "Dogs bark.": three methods remove the same pieces; all are named
+    tied = {"a": -0.698, "b": -0.698, "c": -0.6981, "d": -0.5}
+    assert explain.fastest_falls(tied, chance).fastest == ["a", "b", "c"]
+    # inside the band: below three orders, not the lowest one
+    inside = explain.fastest_falls({"a": -0.1}, chance)
+    assert (inside.orders_beaten, inside.beats_chance) == (3, False)
+    # within a tie of a random order does not beat it
+    assert explain.fastest_falls({"a": -0.1202}, chance).orders_beaten == 3
+    # a rise is never a win, even when every random order rises more
+    rising = explain.fastest_falls({"a": 0.001}, np.array([0.05, 0.04]))
+    assert (rising.orders_beaten, rising.beats_chance) == (2, False)
+
+
+def test_deletion_rankings_hold_every_method_and_seeded_random_orders():
+    tokens = ("[CLS]", "a", "b", "c", "d", "[SEP]")
+    scores = {"m": np.array([9.0, 1.0, 4.0, 3.0, 2.0, 9.0])}
+    rankings = explain.deletion_rankings(scores, tokens, n_random=5)
+    assert rankings["m"].tolist() == [2, 3, 4, 1]
+    randoms = [name for name in rankings if explain.is_random(name)]
+    assert randoms == [explain.random_name(seed) for seed in range(5)]
+    for seed, name in enumerate(randoms):
+        expected = np.random.default_rng(seed).permutation([1, 2, 3, 4])
+        assert rankings[name].tolist() == expected.tolist()
+    curves = {
+        "m": np.array([1.0, 0.5]),
+        **{n: np.array([1.0, 0.1 * i]) for i, n in enumerate(randoms)},
+    }
+    methods, band = explain.split_chance(curves)
+    assert list(methods) == ["m"] and band.curves.shape == (5, 2)
+    np.testing.assert_allclose(band.low, [1.0, 0.0])
+    np.testing.assert_allclose(band.high, [1.0, 0.4])
+    np.testing.assert_allclose(band.mean, [1.0, 0.2])
+    np.testing.assert_allclose(band.changes, [-1.0, -0.9, -0.8, -0.7, -0.6])
+
+
+def spearman_written_out(a: np.ndarray, b: np.ndarray) -> float:
+    from scipy.stats import spearmanr
+
+    return float(spearmanr(a, b).statistic)
+
+
+def test_paper_check_counts_where_rollout_and_flow_beat_raw_attention():
+    allowed = np.array([False, True, True, True, True, True, False])
+    importance = np.array([0.0, 5.0, 4.0, 3.0, 2.0, 1.0, 0.0])
+    scores = {
+        "attention": np.array([0.5, 1.0, 2.0, 3.0, 4.0, 5.0, 0.5]),  # reversed: ρ = −1
+        "rollout": np.array([0.5, 5.0, 4.0, 3.0, 1.0, 2.0, 0.5]),  # nearly the same order
+        "flow": np.array([0.5, 1.0, 1.0, 1.0, 1.0, 1.0, 0.5]),  # flat: ρ undefined
+    }
+    other = np.array([0.0, 1.0, 3.0, 2.0, 5.0, 4.0, 0.0])
+    check = explain.paper_check(scores, {"removal": importance, "ig": other}, allowed)
+    for reference, values in (("removal", importance), ("ig", other)):
+        for name in ("attention", "rollout"):
+            expected = spearman_written_out(scores[name][allowed], values[allowed])
+            assert check.rho[reference][name] == pytest.approx(expected, abs=1e-12)
+        assert np.isnan(check.rho[reference]["flow"])
+    # rollout beats attention against "removal" (0.9 > −1) but not against "ig"; flow never
+    # counts (undefined)
+    assert (check.wins, check.comparisons) == (1, 2)
+    assert not check.agrees and not check.disagrees
+    agreeing = explain.paper_check(scores, {"removal": importance}, allowed)
+    assert agreeing.agrees and (agreeing.wins, agreeing.comparisons) == (1, 1)
+
+
+def test_share_entropy_in_bits():
+    bits, even = explain.share_entropy(np.full(8, 1 / 8))
+    assert bits == pytest.approx(3.0) and even == pytest.approx(3.0)
+    shares = np.array([0.5, 0.25, 0.25, 0.0])
+    assert explain.share_entropy(shares) == (pytest.approx(1.5), pytest.approx(2.0))
 
 
 def test_batch_plan_fits_the_bytes_and_checkpoints_only_when_one_input_would_not(model):

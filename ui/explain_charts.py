@@ -194,32 +194,52 @@ def agreement_grid(
 
 
 def deletion_figure(
-    curves: Mapping[str, np.ndarray], title: str, y_title: str, random_label: str
+    curves: Mapping[str, np.ndarray],
+    chance: tuple[np.ndarray, np.ndarray, np.ndarray],
+    n_orders: int,
+    title: str,
+    y_title: str,
 ) -> go.Figure:
-    """Lines: the score left after removing each method's top-k pieces, k = 0, 1, …"""
-    lines = []
+    """Lines: the target left after removing each method's top-k pieces, k = 0, 1, …; behind
+    them a grey band from the lowest to the highest of n_orders random orders, and their mean
+    dotted. chance = (low, mean, high), each (k_max + 1,)."""
+    low, mean, high = (np.round(np.asarray(v, dtype=np.float64), 5) for v in chance)
+    k = np.arange(len(mean))
+    band_name = f"{n_orders} random orders: lowest to highest"
+    lines = [
+        go.Scatter(  # the band's upper edge, then the lower one filled up to it
+            x=k, y=high, mode="lines", line={"width": 0, "color": RANDOM_COLOUR},
+            legendgroup="chance", showlegend=False, hoverinfo="skip", name="random highest",
+        ),
+        go.Scatter(
+            x=k, y=low, mode="lines", line={"width": 0, "color": RANDOM_COLOUR},
+            fill="tonexty", fillcolor="rgba(127,127,127,0.25)", legendgroup="chance",
+            name=band_name, hoverinfo="skip",
+        ),
+        go.Scatter(
+            x=k, y=mean, mode="lines", line={"color": RANDOM_COLOUR, "dash": "dot"},
+            legendgroup="chance", name=f"mean of the {n_orders} random orders",
+            hovertemplate="random orders' mean<br>k = %{x}: %{y:.4f}<extra></extra>",
+        ),
+    ]  # fmt: skip
     for index, (label, values) in enumerate(curves.items()):
-        is_random = label == random_label
         lines.append(
             go.Scatter(
                 x=np.arange(len(values)),
                 y=np.round(np.asarray(values, dtype=np.float64), 5),
                 name=label,
                 mode="lines+markers",
-                line={
-                    "color": RANDOM_COLOUR if is_random else method_colour(index),
-                    "dash": "dot" if is_random else "solid",
-                },
+                line={"color": method_colour(index)},
                 hovertemplate=f"{label}<br>k = %{{x}}: %{{y:.4f}}<extra></extra>",
             )
         )
     layout = {
         "title": {"text": title},
-        "height": 460,
-        "margin": {"l": 70, "r": 10, "t": 50, "b": 120},
+        "height": 480,
+        "margin": {"l": 70, "r": 10, "t": 50, "b": 140},
         "xaxis": {"title": {"text": "word pieces removed (k)"}, "dtick": 1},
         "yaxis": {"title": {"text": y_title}},
-        # below the plot: seven entries do not fit beside the title on a phone
+        # below the plot: eight entries do not fit beside the title on a phone
         "legend": {"orientation": "h", "y": -0.22, "yanchor": "top", "x": 0},
     }
     return go.Figure(data=lines, layout=layout)

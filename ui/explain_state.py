@@ -15,6 +15,11 @@ from ui import door, state
 
 MAX_GRADIENT_PIECES = 128  # above: no deletion test (11 re-runs of every method)
 DELETION_K = 10  # pieces removed at most by the deletion test
+# The work one deletion pass may hold: word pieces × rankings (the methods and the random
+# orders). Ten random orders fit up to 72 pieces beside six methods; at 128 pieces three do,
+# and the page says how many it ran. Three is the fewest that still make a band.
+DELETION_WORK = 128 * 9
+MIN_RANDOM_ORDERS = 3
 # The work one request may ask of the gradients: word pieces × integrated-gradient steps. Each
 # step is a forward and a backward pass over the whole sentence, so 32 steps at 128 pieces
 # (~2 s here) is the most one visitor's request may take; a longer text gets fewer steps, and
@@ -113,6 +118,13 @@ def gradient_scores(
     return _gradients(model.name, text, other or None, inputs.scale, inputs.causal, steps)
 
 
+def random_orders_for(n_tokens: int, n_methods: int) -> int:
+    """Seeded random orders for the deletion band: explain.RANDOM_ORDERS while word pieces ×
+    (methods + orders) stays within DELETION_WORK, never fewer than MIN_RANDOM_ORDERS."""
+    fits = DELETION_WORK // max(1, n_tokens) - n_methods
+    return max(MIN_RANDOM_ORDERS, min(explain.RANDOM_ORDERS, fits))
+
+
 def _deletion_cost(
     model_name: str, text: str, orders: tuple[tuple[str, tuple[int, ...]], ...], **_: object
 ) -> int:
@@ -137,10 +149,10 @@ def _deletion(
     k_max: int,
 ) -> dict[str, np.ndarray]:
     trace = _trace(model_name, text, scale, causal)
-    reference = _target(model_name, text, other, scale, causal).reference
+    target = _target(model_name, text, other, scale, causal)  # the gradients' own f
     rankings = {name: np.array(order, dtype=np.int64) for name, order in orders}
     model = state.load_model(model_name)
-    return saliency.deletion_curves(model, trace, reference, rankings, k_max)
+    return saliency.deletion_curves(model, trace, target, rankings, k_max)
 
 
 def deletion_curves(
@@ -151,9 +163,40 @@ def deletion_curves(
     rankings: dict[str, np.ndarray],
     k_max: int,
 ) -> dict[str, np.ndarray]:
-    """Cached deletion curves: cos to the reference after removing each ranking's top k."""
+    """Cached deletion curves: the gradients' target f after removing each ranking's top k."""
     orders = tuple((name, tuple(int(p) for p in order[:k_max])) for name, order in rankings.items())
     return _deletion(model.name, text, other or None, inputs.scale, inputs.causal, orders, k_max)
+
+
+# ---- rollout and flow against what removing a piece does (Abnar & Zuidema, 2020) -------------
+def _leave_one_out_cost(model_name: str, text: str, **_: object) -> int:
+    # one batched pass: n − 2 inputs of n − 1 pieces, one layer's scores and softmax each
+    model = state.load_model(model_name)
+    n = door.pieces(model, text)
+    return 4 * max(1, n - 2) * 2 * (model.n_heads * n * n + n * model.dims.d_ff)
+
+
+@door.shared(
+    "removing one word piece at a time",
+    cost=_leave_one_out_cost,
+    spinner="Removing one word piece at a time …",
+)
+def _leave_one_out(model_name: str, text: str, scale: bool, causal: bool) -> np.ndarray:
+    trace = _trace(model_name, text, scale, causal)
+    target = saliency.embedding_target(trace)
+    return saliency.leave_one_out(state.load_model(model_name), trace, target)
+
+
+def paper_check(
+    model: core.BertEncoder, text: str, inputs: state.Inputs, flow: explain.InformationFlow
+) -> explain.PaperCheck:
+    """Raw last-layer attention, rollout and flow against removing each piece alone and
+    against integrated gradients, all of the sentence's own vector (the embedding target)."""
+    trace = sentence_trace(model, text, inputs)
+    removed = _leave_one_out(model.name, text, inputs.scale, inputs.causal)
+    gradients = gradient_scores(model, text, None, inputs, saliency.IG_STEPS)
+    references = {"removal": removed, "integrated_gradients": gradients.integrated_gradients}
+    return explain.paper_check(flow.scores(), references, saliency.removable(trace.tokens))
 
 
 # ---- the encoder lens ---------------------------------------------------------------------------

@@ -177,6 +177,27 @@ def sidebar_inputs(word_level_page: bool = True, switches_page: bool = True) -> 
     )
 
 
+def off_distribution_note(
+    inputs: Inputs, model_label: str, scale: bool | None = None, causal: bool | None = None
+) -> None:
+    """A warning wherever the model runs with √d_k scaling off or the causal mask on (the
+    sidebar's switches, or a page's own): the trained weights on inputs they never met, not a
+    model trained that way. Nothing when both are as trained."""
+    scale = inputs.scale if scale is None else scale
+    causal = inputs.causal if causal is None else causal
+    changed = [
+        *(["√d_k scaling is off"] if not scale else []),
+        *(["the causal mask is on"] if causal else []),
+    ]
+    if changed:
+        st.warning(
+            f"{' and '.join(changed).capitalize()}: {model_label} never saw this in training. "
+            "What follows is the trained model pushed off its training distribution, not a model "
+            "trained this way.",
+            icon="🧪",
+        )
+
+
 def use_example_pair() -> None:
     """Callback: put the classic garden-path pair into the sidebar."""
     st.session_state["text"], st.session_state["pair"] = EXAMPLE_PAIR

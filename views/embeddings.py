@@ -3,7 +3,7 @@
 import streamlit as st
 
 from core import geometry
-from ui import charts, geometry_charts, state, widgets
+from ui import charts, geometry_charts, models, state, widgets
 from ui.escape import literal
 
 inputs, model = state.page_context()
@@ -50,6 +50,7 @@ if not sentences:
     st.info("Type one or more sentences above, one per line.", icon="✍️")
     st.stop()
 points, skipped = state.point_set(model, tuple(sentences), scale=inputs.scale, causal=inputs.causal)
+state.off_distribution_note(inputs, models.label(model))  # the sidebar's switches act here
 for note in [*notes, *skipped]:
     st.caption(note)
 if points.n_points == 0:
@@ -239,7 +240,9 @@ def scaling_switch() -> None:
     st.subheader("5 · What does the √d_k switch do to the points?")
     st.markdown(
         "The sidebar switches act inside every layer here too. Flip the toggle to run the same "
-        "sentences with √d_k scaling the other way and see where each token lands."
+        "sentences with √d_k scaling the other way and see where each token lands. One of the "
+        f"two runs then has √d_k off: {models.label(model)} on scores √d_k times larger than any "
+        "it met in training, not a model trained without the factor."
     )
     if st.toggle(
         "Compare with the scaling switch flipped", False, key="emb_compare", bind="query-params"

@@ -4,7 +4,7 @@ their rank agreement, the deletion test, and the "is attention explanation?" les
 import streamlit as st
 
 from core import explain, rollout, saliency
-from ui import explain_charts, explain_state, state, widgets, word_level
+from ui import explain_charts, explain_state, models, state, widgets, word_level
 from ui.escape import literal
 from ui.numbers import signed
 
@@ -15,11 +15,12 @@ st.title("Explanations side by side")
 st.markdown(
     "Six answers to *which word pieces made this?*, on one sentence: three read the attention "
     "weights, one the lengths of what attention carries, two the gradients of the model. "
-    "They do not have to agree, and the deletion test at the end checks which one is right "
-    "about this sentence."
+    "They do not have to agree. The deletion test at the end is one check of which of them "
+    "tracks what the model uses on this sentence; it is not the final judge."
 )
 
 explain_state.stop_unless_readable(model, inputs)
+state.off_distribution_note(inputs, models.label(model))  # the sidebar's switches act here
 
 # 1 · What to explain.
 pair = explain_state.readable_pair(model, inputs)  # None when empty or unreadable
@@ -66,15 +67,17 @@ unit = "word" if merge_words else "word piece"
 
 if other:
     st.markdown(
-        "The gradients explain **cos(this sentence, the other one)** with the other sentence's "
-        "vector held fixed. The attention-based scores cannot know about the other sentence: "
-        "they explain this sentence's own vector, whatever the question."
+        "The gradients explain **f = cos(this sentence, the other one)** with the other "
+        "sentence's vector held fixed, and the deletion test below measures the same f. The "
+        "attention-based scores cannot know about the other sentence: they explain this "
+        "sentence's own vector, whatever the question."
     )
 else:
     st.markdown(
-        "The gradients explain how far the mean-pooled top layer reaches along its own final "
-        "direction, the sentence vector before its length is scaled to 1 (a cosine with itself "
-        "would always be 1, with a zero gradient)."
+        "The gradients explain **f = h̄ · ê**: how far the mean-pooled top layer h̄ reaches along "
+        "the sentence's own final direction ê, held fixed (the sentence vector's length before "
+        "it is scaled to 1; a cosine with itself would always be 1, with a zero gradient). The "
+        "deletion test below measures the same f."
     )
 if flow.flow is None:
     st.caption(
@@ -130,8 +133,12 @@ widgets.download_matrix(
 )
 st.caption(
     "Attention-based scores are shares (≥ 0, summing to 1); gradient scores are signed: blue "
-    "pushes f up, red pulls it down (blue is positive on every figure of the app). Gradients are local: they describe a small nudge of this "
-    "input, not what removing a word would do."
+    "pushes f up, red pulls it down (blue is positive on every figure of the app). Gradient × "
+    "input is local: it describes a small nudge of this input, not what removing a word would "
+    "do. Integrated gradients goes the whole way instead, adding up gradients from all-zero word "
+    "vectors to the real ones, so its scores share out f(input) − f(all zero) (off by "
+    f"{gradients.ig_gap:+.4f} here). A zero row is still not a removed piece: the piece keeps "
+    "its place and its position vector, so neither method predicts the deletion test below."
 )
 
 # 3 · Agreement.
@@ -148,15 +155,28 @@ widgets.show_html_figure(  # a few methods: HTML, every ρ written in
 
 # 4 · Deletion.
 st.subheader("3 · The deletion test")
-reference = "the other sentence" if other else "the full sentence's own vector"
-short_reference = "the other sentence" if other else "the full sentence"  # a phone-wide title
+if other:
+    quantity, y_title = "the cosine", "cosine to the other sentence"
+    measured = "the cosine of the shortened sentence's vector to the other sentence"
+else:
+    quantity, y_title = "the projection", "h̄ · ê of the full sentence"  # phone-wide
+    measured = "h̄ · ê, the shortened sentence's mean-pooled vector along the full sentence's ê"
+rankings = explain.deletion_rankings(
+    scores, trace.tokens, explain_state.random_orders_for(trace.n_tokens, len(scores))
+)
+n_orders = sum(explain.is_random(name) for name in rankings)
 st.markdown(
     f"Remove each method's top *k* word pieces from the input, run the model again and measure "
-    f"the cosine of the shortened sentence's vector to {reference}. A method that really found "
-    "what the model uses makes the curve fall fastest. The dotted line removes pieces in a "
-    "fixed random order: a method should beat it."
+    f"{measured}: the same f the gradients explain. A method that found what the model uses "
+    "should make its curve fall faster than removing pieces at random. Chance is not one line: "
+    f"{n_orders} seeded random orders make the grey band (lowest to highest), their mean dotted."
 )
-rankings = explain.deletion_rankings(scores, trace.tokens)
+st.caption(
+    "One faithfulness check among several (DeYoung et al., 2020, ERASER), not the judge: a "
+    "shortened sentence is an input the model never saw in training, so part of a fall may come "
+    "from the input being odd rather than from losing what mattered (Hooker et al., 2019, "
+    "retrain the model on such inputs for that reason: ROAR)."
+)
 k_max = min(explain_state.DELETION_K, int(allowed.sum()))
 curves = None
 if trace.n_tokens > explain_state.MAX_GRADIENT_PIECES:
@@ -168,10 +188,15 @@ if trace.n_tokens > explain_state.MAX_GRADIENT_PIECES:
 elif k_max == 0:
     st.info("There is no word piece to remove: type a sentence with words.", icon="✍️")
 else:
-    curves = explain_state.deletion_curves(model, text, other, inputs, rankings, k_max)
+    every_curve = explain_state.deletion_curves(model, text, other, inputs, rankings, k_max)
+    curves, chance = explain.split_chance(every_curve)
     named = {explain.METHOD_LABELS.get(name, name): values for name, values in curves.items()}
     fig = explain_charts.deletion_figure(
-        named, f"Deletion test: cosine to {short_reference}", "cosine", explain.RANDOM
+        named,
+        (chance.low, chance.mean, chance.high),
+        n_orders,
+        f"Deletion test: {y_title}",
+        f"f = {quantity[4:]}",
     )
     widgets.show_figure(fig, key="xp_deletion", filename="deletion-test")
 
@@ -181,18 +206,21 @@ names = list(scores)
 attention_vs_ig = rho[names.index("attention"), names.index("integrated_gradients")]
 rollout_vs_ig = rho[names.index("rollout"), names.index("integrated_gradients")]
 lesson = [
-    "Jain & Wallace (2019) found that attention weights often disagree with gradient-based "
-    "importance and that very different weights can give the same prediction: *attention is "
-    "not explanation*. Wiegreffe & Pinter (2019) answered that this depends on what one asks "
-    "of an explanation, and that attention is *a* signal, to be tested rather than trusted. "
-    "On this sentence:",
+    "Jain & Wallace (2019) found, on recurrent (BiLSTM) text classifiers with an attention "
+    "layer rather than on transformers, that attention weights often disagree with "
+    "gradient-based importance and that very different weights can give the same prediction: "
+    "*attention is not explanation*. Wiegreffe & Pinter (2019) answered that this depends on "
+    "what one asks of an explanation, and that attention is *a* signal, to be tested rather "
+    "than trusted. On this sentence:",
     f"- last-layer attention and integrated gradients rank the pieces with ρ = "
     f"{signed(attention_vs_ig, 2, plus='')}; rollout and integrated gradients with ρ = "
     f"{signed(rollout_vs_ig, 2, plus='')};",
 ]
 if curves is not None:
     changes = {name: explain.mean_change(values) for name, values in curves.items()}
-    fastest, beats_chance = explain.fastest_falls(changes)
+    chance_changes = chance.changes
+    verdict = explain.fastest_falls(changes, chance_changes)
+    fastest = verdict.fastest
     named = [f"**{explain.METHOD_LABELS.get(n, n)}**" for n in fastest]
     fastest_names = named[0] if len(named) == 1 else ", ".join(named[:-1]) + " and " + named[-1]
     several = len(fastest) > 1
@@ -201,55 +229,65 @@ if curves is not None:
         for name, change in changes.items()
         if name not in fastest
     )
-    lowest = changes[fastest[0]]
+    band = (
+        f"the {n_orders} random orders: {signed(float(chance_changes.mean()))} on average, "
+        f"sd {float(chance_changes.std()):.3f}, from {signed(float(chance_changes.min()))} to "
+        f"{signed(float(chance_changes.max()))}"
+    )
     over_k = "k = 1" if k_max == 1 else f"k = 1…{k_max}"
-    moved = f"{signed(lowest)} on average over {over_k}"
+    moved = f"{signed(verdict.lowest)} on average over {over_k}"
     tied = f"; their {len(fastest)} curves lie on top of each other" if several else ""
     longer = ", a longer sentence" if trace.n_tokens <= rollout.MAX_FLOW_PIECES else ""
-    if beats_chance:
+    if k_max == 1:
+        lesson.append(
+            f"- with one piece to remove, every order removes that piece "
+            f"({signed(verdict.lowest)}), so the deletion test cannot tell the methods apart: "
+            "type a longer sentence."
+        )
+    elif verdict.beats_chance:
         lesson += [
             f"- removing the pieces that {fastest_names} {'rank' if several else 'ranks'} "
-            f"first moves the cosine furthest down: {moved}{tied} (the others: {others});",
+            f"first moves {quantity} furthest down: {moved}{tied}, faster than every one of "
+            f"{band} (the others: {others or 'none'});",
             (
-                "- so for this sentence these methods are equally faithful: their curves "
+                "- so on this sentence, by this one check, these methods tie: their curves "
                 "coincide (a short sentence often leaves them the same pieces to remove)."
                 if several
-                else "- so for this sentence, the most faithful method is the one whose deletion "
-                "curve falls fastest, and it need not be the one whose picture looks clearest."
+                else "- so on this sentence, by this one check, this method tracks what the "
+                "model uses better than chance; the method whose picture looks clearest need "
+                "not be the one that passes it."
             )
             + f" Try a paraphrase pair{longer}, or √d_k scaling off in the sidebar, and see "
             "whether the order holds.",
         ]
-    elif k_max == 1:
-        lesson.append(
-            f"- with one piece to remove, every order removes that piece ({signed(lowest)}), so "
-            "the deletion test cannot tell the methods apart: type a longer sentence."
-        )
-    elif lowest >= -explain.TIE:
+    elif verdict.lowest >= -explain.TIE:
         lesson += [
-            f"- no method lowers the cosine: the lowest curve{'s' if several else ''}, "
+            f"- no method lowers {quantity}: the lowest curve{'s' if several else ''}, "
             f"{fastest_names}, {'move' if several else 'moves'} it {moved}{tied} (the others: "
-            f"{others});",
+            f"{others or 'none'}; {band});",
             "- so here the deletion test cannot rank the methods: removing the pieces they "
-            "point at does not take away what the cosine rests on. Try a paraphrase pair"
+            f"point at does not take away what {quantity} rests on. Try a paraphrase pair"
             + (", or the sentence's own vector as what the gradients explain." if other else "."),
         ]
     else:
         lesson += [
-            f"- no method lowers the cosine more than removing pieces in a random order: the "
-            f"lowest curve{'s' if several else ''}, {fastest_names}, "
-            f"{'move' if several else 'moves'} it {moved}{tied} (the others: {others});",
-            "- so here no method found what the model uses better than chance. Try a "
-            f"paraphrase pair{longer}, or √d_k scaling off in the sidebar.",
+            f"- the fastest fall, {fastest_names}, {'move' if several else 'moves'} "
+            f"{quantity} {moved}{tied}, below only {verdict.orders_beaten} of {band} (the "
+            f"others: {others or 'none'});",
+            "- so here the deletion test cannot tell the methods from chance: removing pieces "
+            f"at random does as much. Try a paraphrase pair{longer}, or √d_k scaling off in the "
+            "sidebar.",
         ]
 else:
     lesson.append(
-        "- the deletion test, which would say which method is right about this sentence, is "
-        "left out here (see above): agreement alone cannot tell which is faithful."
+        "- the deletion test, one check of which method tracks what the model uses, is left "
+        "out here (see above): agreement alone cannot tell which is faithful."
     )
 st.markdown("\n".join(lesson))
 st.caption(
     "Abnar & Zuidema (2020) introduced rollout and flow; Kobayashi et al. (2020, 2021) the "
-    "norm-based view; Sundararajan et al. (2017) integrated gradients. Explained here: "
-    f"“{literal(text, max_chars=200)}”"
+    "norm-based view of one layer; chaining such contributions through every layer, as norm "
+    "rollout does, follows GlobEnc (Modarressi et al., 2022) and ALTI (Ferrando et al., 2022); "
+    "Sundararajan et al. (2017) integrated gradients; DeYoung et al. (2020) ERASER; Hooker et "
+    f"al. (2019) ROAR. Explained here: “{literal(text, max_chars=200)}”"
 )

@@ -5,10 +5,11 @@ import streamlit as st
 
 import core
 from core import explain, lens, rollout, similarity
-from ui import explain_charts, explain_state, state, widgets, word_level
+from ui import explain_charts, explain_state, models, state, widgets, word_level
 from ui.escape import literal
 
 inputs, model = state.page_context()
+model_label = models.label(model)  # the model's name in the prose
 
 st.title("Where does the meaning come from?")
 st.markdown(
@@ -20,6 +21,7 @@ st.markdown(
 )
 
 explain_state.stop_unless_readable(model, inputs)
+state.off_distribution_note(inputs, model_label)  # the sidebar's switches act on every run here
 
 pair = explain_state.readable_pair(model, inputs)  # None when empty or unreadable
 
@@ -158,10 +160,8 @@ def attention_flow() -> None:
         "Flow (same paper) reads the same layered graph as a network of pipes whose capacities are "
         "the weights of Â, and asks how much can flow from an input piece to a top position at "
         "most (a maximum flow). Rollout multiplies every path; flow is limited by the narrowest "
-        "cut, so it spreads credit more evenly. In their experiments both agreed better than raw "
-        "attention with what blanking out an input did. A flow value is not a share (each input "
-        "may push up to "
-        "its own narrowest cut), so each row is divided by its sum to compare with rollout."
+        "cut, so it spreads credit more evenly. A flow value is not a share (each input may push "
+        "up to its own narrowest cut), so each row is divided by its sum to compare with rollout."
     )
     if flow.flow is None:
         st.info(
@@ -179,6 +179,61 @@ def attention_flow() -> None:
             key="ex_flow",
             filename="attention-flow",
         )
+        the_paper_and_this_sentence()
+
+
+def the_paper_and_this_sentence() -> None:
+    """Abnar & Zuidema's finding beside this sentence's own ρ, and what flow's shares spread."""
+    st.markdown(
+        "Abnar & Zuidema (2020) found that on the models they tested, rollout and flow ranked the "
+        "input tokens closer than raw attention did to two measures of importance: what blanking "
+        "out one input did to the output, and input gradients. The same comparison on this "
+        "sentence, for the mean-pooled sentence vector (theirs explained a classifier's output): "
+        "Spearman's ρ of each method's shares against removing each piece alone (removal) and "
+        "against integrated gradients (IG), [CLS] and [SEP] left out."
+    )
+    check = explain_state.paper_check(model, text, inputs, flow)
+    reference_names = {
+        "removal": "ρ, removal",  # short: three columns fit a phone
+        "integrated_gradients": "ρ, IG",
+    }
+    methods = list(next(iter(check.rho.values())))
+    st.dataframe(
+        {
+            "method": [explain.METHOD_LABELS[name] for name in methods],
+            **{
+                label: [round(check.rho[reference][name], 2) for name in methods]
+                for reference, label in reference_names.items()
+            },
+        },
+        hide_index=True,
+    )
+    if check.agrees:
+        verdict = (
+            f"On this sentence {model_label} agrees with the paper: rollout and flow rank closer "
+            f"than raw attention in all {check.comparisons} comparisons."
+        )
+    elif check.disagrees:
+        verdict = (
+            f"On this sentence {model_label} goes the other way from the paper: raw last-layer "
+            f"attention ranks closer than rollout and flow in all {check.comparisons} "
+            "comparisons. A finding on other models and another output need not carry over."
+        )
+    elif check.comparisons:
+        verdict = (
+            f"On this sentence the paper's finding holds only in part: rollout or flow ranks "
+            f"closer than raw attention in {check.wins} of {check.comparisons} comparisons."
+        )
+    else:
+        verdict = "This sentence has too few word pieces to rank: type a longer one."
+    shares = flow.scores()["flow"]
+    bits, even = explain.share_entropy(shares)
+    spread = "almost evenly" if bits >= explain.ALMOST_EVEN * even else "unevenly"
+    st.markdown(
+        f"{verdict} Flow spreads this sentence's vector {spread}: its shares carry "
+        f"{bits:.2f} bits of the {even:.2f} an even spread over {len(shares)} pieces would. "
+        "Explanations side by side runs the deletion test on the same methods."
+    )
 
 
 def norm_contributions() -> None:
@@ -188,9 +243,12 @@ def norm_contributions() -> None:
         "A head can look hard at a token whose value vector is tiny, and then carries almost "
         "nothing (Kobayashi et al., 2020, found this for [SEP] and punctuation in BERT-base). They "
         "measure the length of what each key adds to the query instead of the weight, and their "
-        "follow-up (2021) splits "
-        "the skip connection and the LayerNorm after attention exactly among the inputs. Each row "
-        "is divided by its sum, and the layers are chained like rollout."
+        "follow-up (2021) splits the skip connection and the LayerNorm after attention exactly "
+        "among the inputs: both look at one layer. Each row here is divided by its sum and the "
+        "layers are chained like rollout, which is the idea of GlobEnc (Modarressi et al., 2022) "
+        "and ALTI (Ferrando et al., 2022). GlobEnc also splits the second LayerNorm, and ALTI "
+        "measures a contribution by distance rather than length, so this is the plainest member of "
+        "that family."
     )
     st.latex(
         r"c_{ij} = \frac{\big\lVert \gamma \odot \mathrm{centre}\big(\sum_h \alpha^h_{ij}\, "
@@ -248,11 +306,34 @@ def encoder_lens() -> None:
         },
         hide_index=True,
     )
+    piece = trace.tokens[token]
+    stays = sum(row[0] == piece for row in nearest)  # states where the piece is its own nearest
+    if model.name == core.BUNDLED:
+        why = (
+            "BERT was pre-trained with a masked-word head whose output matrix is this same table, "
+            "which is why the reading is used on BERT. The MiniLM on screen has no such head: its "
+            "12-layer parent was distilled from a larger model's last-layer attention and value "
+            "relations (Wang et al., 2020), this 6-layer version keeps every second of its layers "
+            "and was then fine-tuned on sentence pairs with a contrastive loss, and its weight "
+            "file holds no output head."
+        )
+    else:
+        why = (
+            "BERT's masked-word head reuses this table, which is why the reading is used on BERT; "
+            f"whether it means anything for {model_label} depends on how it was trained."
+        )
+    if stays == len(nearest):
+        found = (
+            "at every state: the reading shows that the piece's identity survives the layers, "
+            "not what the piece comes to mean"
+        )
+    else:
+        found = f"at {stays} of the {len(nearest)} states"
     st.caption(
-        "The explorer loads no output head; BERT's masked-word head reuses the input word-piece "
-        "table, so the nearest rows of that table are a rough reading of a vector (the Embedding "
-        f"projections page uses the same table). The token here is “{literal(trace.tokens[token])}”; "
-        "the lens works on word pieces whatever the word-level switch says."
+        "The nearest rows of the input word-piece table are a heuristic reading of a vector, no "
+        f"more. {why} Here “{literal(piece)}” is its own nearest row {found}. The Embedding "
+        "projections page uses the same table; the lens works on word pieces whatever the "
+        "word-level switch says."
     )
 
 

@@ -8,6 +8,7 @@ from ui import mechanics_charts as mc
 from ui.escape import literal
 
 MAX_ROWS = 64  # token rows drawn for the per-token matrices of section 2
+ROLE_PAIR = ("previous", "next")  # the two roles "Why several heads" sets side by side
 
 inputs, model = state.page_context()
 model_label = models.label(model)  # the model's name in the prose
@@ -24,8 +25,8 @@ labels = widgets.numbered(trace.tokens)
 token_axes = (trace.tokens, trace.tokens)  # query and key labels of a self-attention heatmap
 st.caption(
     "Five sections, one tab each. The Layer slider picks the layer of sections 1 to 4, the Head "
-    "slider the head of sections 2 and 3; “Why several heads” and the named heads of section 1 "
-    "use fixed heads, found by measurement."
+    "slider the head of sections 2 and 3. “Why several heads” picks its two heads by measuring "
+    "every head on the sidebar sentence; section 1 names heads measured on fixed probe sentences."
 )
 layer, head = widgets.layer_head_picker(model)  # the layer of sections 1-4, the head of 2 and 3
 roles = course_state.role_scores(model)  # the named heads, measured once per model
@@ -45,14 +46,19 @@ def why_several_heads() -> None:
         "apart afterwards. Several heads give several separate mixtures, each from its own "
         "W_Q, W_K, W_V, and W_O decides how to combine them."
     )
-    focus = min(2, trace.n_tokens - 2)
+    # The two heads: the best previous- and next-token heads on this very sentence; with the
+    # causal mask on (no next token to see) or under five pieces, the probe sentences' heads.
+    here = [head_roles.best_on_sentence(trace.attentions, trace.tokens, r) for r in ROLE_PAIR]
+    picked_here = not inputs.causal and trace.n_tokens >= 5 and None not in here
+    probes = [roles.best(role) for role in ROLE_PAIR]
+    (p_layer, p_head, _), (n_layer, n_head, _) = here if picked_here else probes
+    previous_weights = trace.attentions[p_layer, p_head]  # (n, n)
+    next_weights = trace.attentions[n_layer, n_head]
+    focus = head_roles.neighbour_focus(previous_weights, next_weights)
+    focus = min(2, trace.n_tokens - 2) if focus is None else focus
     focus_trace_rows = {
-        f"L{prev_layer} H{prev_head} (previous-token head)": trace.attentions[
-            prev_layer, prev_head
-        ][focus],
-        f"L{next_layer} H{next_head} (next-token head)": trace.attentions[next_layer, next_head][
-            focus
-        ],
+        f"L{p_layer} H{p_head} (previous-token head)": previous_weights[focus],
+        f"L{n_layer} H{n_head} (next-token head)": next_weights[focus],
     }
     widgets.show_weight_bars(
         labels,
@@ -61,11 +67,26 @@ def why_several_heads() -> None:
         key="mh_two_mixtures",
     )
     prev_row, next_row = focus_trace_rows.values()  # (n,) each: the focus token's weights
+    found = (
+        "The previous- and next-token heads with the highest role score on this sentence, shown "
+        "on the token where both roles hold best"
+        if picked_here
+        else "Two heads found by the measurement in section 1 (on fixed probe sentences), here on "
+        "the sidebar sentence"
+    )
+    prev_held, prev_rows = head_roles.role_holds(previous_weights, "previous")
+    next_held, next_rows = head_roles.role_holds(next_weights, "next")
+    how_often = (
+        f" Over the whole sentence, the token before is the largest weight of L{p_layer} "
+        f"H{p_head}'s row in {prev_held} of {prev_rows} rows, the token after that of L{n_layer} "
+        f"H{n_head}'s in {next_held} of {next_rows}."
+        if prev_rows and next_rows
+        else ""
+    )
     neighbour_note = (
-        f"Two heads found by the measurement in section 1 (on fixed probe sentences), here on the sidebar "
-        f"sentence: L{prev_layer} H{prev_head} gives the token before, "
+        f"{found}: L{p_layer} H{p_head} gives the token before, "
         f"{literal(labels[focus - 1])}, {prev_row[focus - 1]:.2f} of the row, and "
-        f"L{next_layer} H{next_head} gives the token after, {literal(labels[focus + 1])}, "
+        f"L{n_layer} H{n_head} gives the token after, {literal(labels[focus + 1])}, "
         f"{next_row[focus + 1]:.2f}"
         + (
             ": the causal mask is on, so no head may look at a later token, and the next-token "
@@ -75,6 +96,7 @@ def why_several_heads() -> None:
             else ". Each row sums to 1: one head could only split one budget between the two "
             "neighbours, two heads keep them apart."
         )
+        + how_often
     )
     st.caption(neighbour_note)
 
@@ -144,12 +166,21 @@ def all_heads() -> None:
         model, course_state.probe_sentences()[2], same_layer, same_head
     )
     if repeat is not None:
+        layer_zero = (
+            " Layer 0 sees only each piece's row of the word-piece table plus its position and "
+            "segment vectors: both occurrences arrive as the same row at different places, so "
+            "this head matches the piece itself and cannot tell one sense, or one part of "
+            "speech, from the other."
+            if same_layer == 0
+            else ""
+        )
         st.markdown(
             f"In “{literal(course_state.probe_sentences()[2])}” the same-word head L{same_layer} "
             f"H{same_head} lets the second *{literal(repeat.word)}* (piece {repeat.second}) give the "
             f"first (piece {repeat.first}) {repeat.weight:.2f} of its weight, against "
-            f"1/{repeat.n_tokens} = {1 / repeat.n_tokens:.2f} for an even spread, although one is a "
-            "noun and the other a verb."
+            f"1/{repeat.n_tokens} = {1 / repeat.n_tokens:.2f} for an even spread; it gives itself "
+            f"{repeat.to_itself:.2f}, [CLS] {repeat.to_cls:.2f} and [SEP] {repeat.to_sep:.2f}."
+            f"{layer_zero}"
         )
     widgets.folded(
         "Probe sentences",

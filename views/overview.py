@@ -92,7 +92,7 @@ st.markdown(
     f"up to **{model.max_positions}** positions"
 )
 
-st.subheader("4 · Is this really BERT?")
+st.subheader(f"4 · Is this really {model_label}?")
 st.markdown(
     "Every figure comes from this project's own encoder. The check below runs the same word "
     "pieces through the reference implementation in `transformers` (BertModel, eager "

@@ -127,10 +127,18 @@ def switches() -> None:
         "What the switches below do, and what they do not: the weights were trained with the "
         f"1/√d_k factor, so turning it off multiplies every score by √d_head = {model.d_head**0.5:.2f}. "
         'That shows the model on inputs it never met in training, not "the model without '
-        'scaling": a model trained without the factor would learn smaller W_Q and W_K. Vaswani '
-        "et al. (2017) argued for the factor because large scores saturate the softmax and shrink "
-        f"its gradients during training. The causal mask is off-distribution in the same way: "
-        f"{model_label} is a bidirectional encoder, trained with every token seeing every other."
+        'scaling". A model trained without the factor would not look like this: training could '
+        "absorb the factor into W_Q and W_K. What the factor changes is training itself. Vaswani "
+        "et al. (2017) argued for it because large scores saturate the softmax and shrink its "
+        "gradients, and unscaled training is less stable: the Lab trains small heads both ways "
+        "from the same seeds, so you can compare how the runs go. The causal mask is "
+        f"off-distribution in the same way: {model_label} is a bidirectional encoder, trained "
+        "with every token seeing every other."
+    )
+    st.page_link(
+        "views/lab.py",
+        label="Lab: train a head with and without √d_k",
+        icon=":material/model_training:",
     )
     st.markdown(
         "Now the real model. The switches below act in **every** layer, so a change in layer 0 "
