@@ -174,11 +174,10 @@ class PieceTokenizer:
         self.alphabet = _alphabet(json.loads(self._tokenizer.to_str()))
         # word pieces are merged into words by "##" (WordPiece) or by a leading space (BPE)
         self.piece_scheme = "wordpiece" if self.alphabet == WORDPIECE else "bpe"
-        self.special_ids = frozenset(
-            token_id
-            for token_id, added in self._tokenizer.get_added_tokens_decoder().items()
-            if added.special
-        )
+        added_tokens = self._tokenizer.get_added_tokens_decoder()  # id -> AddedToken
+        self.special_ids = frozenset(i for i, added in added_tokens.items() if added.special)
+        # an added piece is stored as plain text, not in the byte-level alphabet
+        self._added_ids = frozenset(added_tokens)
         if wordpiece_specials:
             self.cls_id = self._required_id(CLS)
             self.sep_id = self._required_id(SEP)
@@ -197,9 +196,12 @@ class PieceTokenizer:
         return token_id
 
     def readable(self, piece: str, token_id: int | None = None) -> str:
-        """The piece as shown: specials as they are, others in readable text."""
+        """The piece as shown: specials as they are, added pieces with visible whitespace,
+        vocabulary pieces in readable text."""
         if token_id is not None and token_id in self.special_ids:
             return piece
+        if token_id is not None and token_id in self._added_ids:
+            return _visible(piece)
         return readable_piece(piece, self.alphabet)
 
     def _encoding(self, text: str):  # noqa: ANN202 (a tokenizers.Encoding)
