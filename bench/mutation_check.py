@@ -264,14 +264,14 @@ MUTANTS = [
     ),
     M(
         "transformer.py",
-        "return self._layer_norm(h + self._feed_forward(h, weights), weights.ffn_norm), attention",
-        "return self._layer_norm(h - self._feed_forward(h, weights), weights.ffn_norm), attention",
+        "return LayerSteps(attention, h, ffn, self._layer_norm(h + ffn, weights.ffn_norm))",
+        "return LayerSteps(attention, h, ffn, self._layer_norm(h - ffn, weights.ffn_norm))",
         "residual: minus the feed-forward",
     ),
     M(
         "transformer.py",
-        "return self._layer_norm(h + self._feed_forward(h, weights), weights.ffn_norm), attention",
-        "return self._layer_norm(h + self._feed_forward(h, weights), weights.attn_norm), attention",
+        "return LayerSteps(attention, h, ffn, self._layer_norm(h + ffn, weights.ffn_norm))",
+        "return LayerSteps(attention, h, ffn, self._layer_norm(h + ffn, weights.attn_norm))",
         "second LayerNorm uses the first one's weights",
     ),
     M(
@@ -337,8 +337,8 @@ MUTANTS = [
     ),
     M(
         "transformer.py",
-        "return h + self._feed_forward(self._layer_norm(h, weights.ffn_norm), weights), attention",
-        "return h + self._feed_forward(self._layer_norm(h, weights.attn_norm), weights), attention",
+        "ffn = self._feed_forward(self._layer_norm(h, weights.ffn_norm), weights)",
+        "ffn = self._feed_forward(self._layer_norm(h, weights.attn_norm), weights)",
         "pre-norm: feed-forward reads the attention norm",
     ),
     M(
@@ -1570,15 +1570,15 @@ MUTANTS = [
     ),
     M(
         "block.py",
-        "h = model._layer_norm(x + a, weights.attn_norm)",
-        "h = model._layer_norm(x + a, weights.ffn_norm)",
-        "block: first LayerNorm with the second's weights",
+        "a, h, f = steps.attention.output, steps.mid_stream, steps.ffn_update",
+        "a, h, f = steps.attention.output, steps.output, steps.ffn_update",
+        "block: h read after the layer instead of between its sublayers",
     ),
     M(
         "block.py",
-        "f = weights.ffn_out(model._activation(weights.ffn_in(h)))",
-        "f = weights.ffn_out(model._activation(weights.ffn_in(x)))",
-        "block: feed-forward reads x instead of h",
+        "model.layer_steps(x, layer, mask, options.scale, keep, positions=options.positions)",
+        "model.layer_steps(x, layer, mask, options.scale, None, positions=options.positions)",
+        "block: removed heads ignored",
     ),
     M(
         "block.py",

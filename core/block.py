@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from core.attention import causal_mask, multi_head_attention
+from core.attention import causal_mask
 from core.bert import BertEncoder, Trace
 
 
@@ -85,29 +85,23 @@ class SublayerSizes:
 
 @torch.inference_mode()
 def sublayer_sizes(model: BertEncoder, trace: Trace) -> SublayerSizes:
-    """Recompute every layer of `trace` step by step and measure ‖x‖, ‖a‖, ‖h‖, ‖f‖ per token.
-
-    The run's switches (scaling, causal mask, removed heads) are applied as in the run itself.
+    """Rerun every layer of `trace` from its recorded input and measure ‖x‖, ‖a‖, ‖h‖, ‖f‖ per
+    token. The layer is the model's own (Transformer.layer_steps: the one forward path), with
+    the run's switches (scaling, causal mask, removed heads, positions) as in the run itself.
     """
     options = trace.options
     mask = causal_mask(trace.n_tokens) if options.causal else None
     sizes: dict[str, list[np.ndarray]] = {"x": [], "a": [], "h": [], "f": []}
     worst = 0.0
-    for layer, weights in enumerate(model.layers):
+    for layer in range(model.n_layers):
         x = torch.from_numpy(np.array(trace.hidden_states[layer]))  # (n, d_model)
         keep = model._head_keep(layer, options.ablate)  # the run's own rule for removed heads
-        # 1. Attention: the only step that mixes tokens.
-        a = multi_head_attention(
-            x, x, weights.attention, model.n_heads, mask, options.scale, keep
-        ).output  # (n, d_model)
-        h = model._layer_norm(x + a, weights.attn_norm)
-        # 2. Feed-forward: each token alone, widened to d_ff and narrowed back.
-        f = weights.ffn_out(model._activation(weights.ffn_in(h)))  # (n, d_ff) -> (n, d_model)
-        y = model._layer_norm(h + f, weights.ffn_norm)
-        worst = max(
-            worst,
-            float((y - torch.from_numpy(np.array(trace.hidden_states[layer + 1]))).abs().max()),
-        )
+        # 1. Attention, the only step that mixes tokens, writes a; 2. the feed-forward, each
+        # token alone, writes f; h is the stream between them.
+        steps = model.layer_steps(x, layer, mask, options.scale, keep, positions=options.positions)
+        a, h, f = steps.attention.output, steps.mid_stream, steps.ffn_update  # (n, d_model)
+        expected = torch.from_numpy(np.array(trace.hidden_states[layer + 1]))
+        worst = max(worst, float((steps.output - expected).abs().max()))
         for name, value in (("x", x), ("a", a), ("h", h), ("f", f)):
             sizes[name].append(value.norm(dim=-1).double().numpy())  # (n,)
     return SublayerSizes(

@@ -21,8 +21,12 @@ import json
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from core.errors import EmptyInput
+
+if TYPE_CHECKING:
+    from tokenizers import Encoding
 
 # The server never trusts the browser's max_chars: anything longer is cut before tokenizing.
 # 20,000 characters is far beyond 512 word pieces of English, so the cut never changes a
@@ -204,7 +208,7 @@ class PieceTokenizer:
             return _visible(piece)
         return readable_piece(piece, self.alphabet)
 
-    def _encoding(self, text: str):  # noqa: ANN202 (a tokenizers.Encoding)
+    def _encoding(self, text: str) -> Encoding:
         with self._lock:
             return self._tokenizer.encode(text, add_special_tokens=False)
 
@@ -267,7 +271,15 @@ class PieceTokenizer:
             tokens, input_ids, tuple(segments), n_pieces > max_positions, n_pieces, special
         )
 
-    def _bert_input(self, first, second, keep_a, keep_b, n_pieces, max_positions) -> Encoded:  # noqa: ANN001
+    def _bert_input(
+        self,
+        first: Encoding,
+        second: Encoding | None,
+        keep_a: int,
+        keep_b: int,
+        n_pieces: int,
+        max_positions: int,
+    ) -> Encoded:
         """[CLS] A [SEP] (B [SEP]) with BERT's segment ids."""
         tokens_a = [self.readable(t, i) for t, i in zip(first.tokens, first.ids, strict=True)]
         tokens = [CLS, *tokens_a[:keep_a], SEP]

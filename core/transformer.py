@@ -127,6 +127,16 @@ Norm = tuple[torch.Tensor, torch.Tensor | None]  # (weight, bias); RMSNorm has n
 
 
 @dataclass(frozen=True)
+class LayerSteps:
+    """One layer's intermediates, (..., n, d_model) each but the attention's own result."""
+
+    attention: MultiHeadResult  # its output is what attention writes into the stream (after W_O)
+    mid_stream: torch.Tensor  # h: the stream between the sublayers (after the norm, post-norm)
+    ffn_update: torch.Tensor  # f: what the feed-forward writes into the stream
+    output: torch.Tensor  # y: the layer's output
+
+
+@dataclass(frozen=True)
 class LayerWeights:
     attention: AttentionWeights
     attn_norm: Norm  # post-norm: after attention; pre-norm: before it
@@ -356,6 +366,25 @@ class Transformer:
 
         positions=False leaves rotary models unturned (learned positions are added before).
         """
+        steps = self.layer_steps(
+            x, layer, mask, scale, head_keep, out_scores, out_weights, positions=positions
+        )
+        return steps.output, steps.attention
+
+    def layer_steps(
+        self,
+        x: torch.Tensor,
+        layer: int,
+        mask: torch.Tensor | None,
+        scale: bool,
+        head_keep: torch.Tensor | None,
+        out_scores: torch.Tensor | None = None,
+        out_weights: torch.Tensor | None = None,
+        *,
+        positions: bool = True,
+    ) -> LayerSteps:
+        """One layer, every intermediate named: what each sublayer writes and the stream between
+        (the pages that measure the sublayers read these instead of redoing the layer)."""
         weights = self.layers[layer]
         rotary = self._rotary(x.shape[-2], x.dtype) if positions else None
 
@@ -369,11 +398,13 @@ class Transformer:
             # 1. attention reads the normed stream and adds to it; 2. so does the feed-forward
             attention = attend(self._layer_norm(x, weights.attn_norm))
             h = x + attention.output
-            return h + self._feed_forward(self._layer_norm(h, weights.ffn_norm), weights), attention
+            ffn = self._feed_forward(self._layer_norm(h, weights.ffn_norm), weights)
+            return LayerSteps(attention, h, ffn, h + ffn)
         # 1. attention adds to the stream, then the norm; 2. the feed-forward likewise
         attention = attend(x)
         h = self._layer_norm(x + attention.output, weights.attn_norm)  # residual + norm
-        return self._layer_norm(h + self._feed_forward(h, weights), weights.ffn_norm), attention
+        ffn = self._feed_forward(h, weights)
+        return LayerSteps(attention, h, ffn, self._layer_norm(h + ffn, weights.ffn_norm))
 
     def _head_keep(self, layer: int, ablate: frozenset[tuple[int, int]]) -> torch.Tensor | None:
         removed = [head for (lyr, head) in ablate if lyr == layer]

@@ -501,3 +501,52 @@ def test_roberta_reads_its_positions_after_the_padding_row(checkpoints):
     trace = model.run("bank <pad> river")
     assert "<pad>" in trace.tokens
     assert_parity(model, load_reference(folder, family), trace)
+
+
+# ---- 7. what each sublayer writes, read from transformers' own modules --------------------------
+# module paths inside one layer: (what attention writes after W_O, the stream between the
+# sublayers, what the feed-forward writes); "<" reads a module's input instead of its output.
+SUBLAYER_MODULES = {
+    "bert": ("attention.output.dense", "attention.output", "output.dense"),
+    "gpt2": ("attn", "<ln_2", "mlp"),
+    "llama": ("self_attn", "<post_attention_layernorm", "mlp"),
+}
+
+
+@pytest.mark.parametrize("name", ["bert", "gpt2", "llama"])
+def test_sublayer_sizes_equal_transformers_own_intermediates(checkpoints, name):
+    from core import block
+    from core.reference import _layer_modules
+
+    family, model, folder = loaded(checkpoints, name)
+    reference = load_reference(folder, family)
+    trace = model.run(TEXT)
+    seen: dict[tuple[int, str], torch.Tensor] = {}
+
+    def keeper(key: tuple[int, str], read_input: bool):  # noqa: ANN202
+        def keep(_module, inputs, output=None) -> None:
+            value = inputs[0] if read_input else output
+            seen[key] = (value[0] if isinstance(value, tuple) else value)[0]  # (n, d_model)
+
+        return keep
+
+    handles = []
+    for layer, module in enumerate(_layer_modules(reference)):
+        for role, path in zip("ahf", SUBLAYER_MODULES[family], strict=True):
+            target = module.get_submodule(path.lstrip("<"))
+            if path.startswith("<"):
+                handles.append(target.register_forward_pre_hook(keeper((layer, role), True)))
+            else:
+                handles.append(target.register_forward_hook(keeper((layer, role), False)))
+    ids = torch.from_numpy(np.array(trace.input_ids))[None]
+    with torch.inference_mode():
+        reference(input_ids=ids)
+    for handle in handles:
+        handle.remove()
+    sizes = block.sublayer_sizes(model, trace)
+    assert sizes.max_rebuild_error < 1e-5 and len(seen) == 3 * N_LAYERS
+    for layer in range(N_LAYERS):
+        for role, ours in (("a", sizes.attention_update), ("h", sizes.mid_stream),
+                           ("f", sizes.ffn_update)):  # fmt: skip
+            expected = seen[(layer, role)].norm(dim=-1)  # (n,)
+            assert_close(ours[layer], expected, f"‖{role}‖ of layer {layer}")

@@ -113,7 +113,7 @@ def randomise(model: torch.nn.Module, seed: int) -> None:
                 parameter.copy_(0.2 * noise)
 
 
-def _config_and_model(family: str, vocab_size: int, sizes: dict):  # noqa: ANN202
+def _config_and_model(family: str, vocab_size: int, sizes: dict) -> tuple[object, torch.nn.Module]:
     import transformers as tf
 
     d, heads, layers, ff, positions = (
@@ -199,7 +199,7 @@ def write_tiny_family(
     return path
 
 
-def load_reference(path: Path, family: str, dtype: torch.dtype = torch.float32):  # noqa: ANN201
+def load_reference(path: Path, family: str, dtype: torch.dtype = torch.float32) -> torch.nn.Module:
     """transformers' own model of the checkpoint, eager attention (sdpa returns no weights);
     decoders with their output head (GPT2LMHeadModel, LlamaForCausalLM)."""
     import transformers as tf
