@@ -3,6 +3,9 @@
 import core
 model = core.load_model("minilm")
 trace = model.run("the bank of the river", pair=None, scale=True, causal=False)
+
+A decoder (GPT-2, the Llama family) is causal by nature: model.run(text) masks the future, and
+causal=False removes the mask. model.next_pieces(trace, k=5) reads its likeliest next pieces.
 """
 
 from core.bert import BertEncoder
