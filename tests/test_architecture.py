@@ -39,6 +39,7 @@ MODEL_STEPS = frozenset(
         "embed",
         "embed_vectors",
         "layer_forward",
+        "layer_steps",
         "forward_from_word_vectors",
         "_batched_layer",
         "multi_head_attention",
