@@ -1,13 +1,17 @@
-"""Attention Explorer's subject matter: attention math and an own BERT encoder (no UI here).
+"""Attention Explorer's subject matter: attention math and an own transformer (no UI here).
 
 import core
 model = core.load_model("minilm")
 trace = model.run("the bank of the river", pair=None, scale=True, causal=False)
+
+A decoder (GPT-2, the Llama family) is causal by nature: model.run(text) masks the future, and
+causal=False removes the mask. model.next_pieces(trace, k=5) reads its likeliest next pieces.
 """
 
-from core.bert import BertEncoder, RunOptions, Trace
+from core.bert import BertEncoder
 from core.errors import CheckpointError, EmptyInput, ModelUnavailable
 from core.models import BUNDLED, SUGGESTED_MODELS, load_folder, load_model
+from core.transformer import NextPieces, RunOptions, Trace, Transformer
 
 __all__ = [
     "BUNDLED",
@@ -16,8 +20,10 @@ __all__ = [
     "CheckpointError",
     "EmptyInput",
     "ModelUnavailable",
+    "NextPieces",
     "RunOptions",
     "Trace",
+    "Transformer",
     "load_folder",
     "load_model",
 ]

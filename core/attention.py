@@ -119,16 +119,63 @@ def parameter_free_attention(
 
 
 def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
-    """(n, d_model) -> (H, n, d_head): head h owns columns h*d_head .. (h+1)*d_head - 1."""
-    n, d_model = x.shape
-    d_head = d_model // n_heads
-    return x.view(n, n_heads, d_head).transpose(0, 1)  # (n, H, d_head) -> (H, n, d_head)
+    """(..., n, H * d_head) -> (..., H, n, d_head): head h owns columns h*d_head .. (h+1)*d_head - 1."""
+    *batch, n, width = x.shape
+    d_head = width // n_heads
+    # (..., n, H, d_head) -> (..., H, n, d_head)
+    return x.view(*batch, n, n_heads, d_head).transpose(-3, -2)
 
 
 def merge_heads(x: torch.Tensor) -> torch.Tensor:
-    """(H, n, d_head) -> (n, H * d_head): the heads' outputs side by side (concatenation)."""
-    n_heads, n, d_head = x.shape
-    return x.transpose(0, 1).reshape(n, n_heads * d_head)  # (H, n, d_head) -> (n, H, d_head)
+    """(..., H, n, d_head) -> (..., n, H * d_head): the heads' outputs side by side (concatenation)."""
+    *batch, n_heads, n, d_head = x.shape
+    # (..., H, n, d_head) -> (..., n, H, d_head) -> (..., n, H * d_head)
+    return x.transpose(-3, -2).reshape(*batch, n, n_heads * d_head)
+
+
+def share_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
+    """(..., H_kv, n, d_head) -> (..., H, n, d_head): grouped-query attention's sharing.
+
+    With H_kv key/value heads for H query heads, key/value head g serves the query heads
+    g * H/H_kv .. (g+1) * H/H_kv - 1 (as Llama's repeat_kv lays them out).
+    """
+    n_kv_heads = x.shape[-3]
+    if n_kv_heads == n_heads:
+        return x
+    return x.repeat_interleave(n_heads // n_kv_heads, dim=-3)
+
+
+# ---------------------------------------------------------------------------------------------
+# Rotary positions (Su et al., 2021): position p turns each pair of a query's or key's
+# coordinates by the angle p · θ_i, so that q_p · k_r depends on p - r.
+# ---------------------------------------------------------------------------------------------
+
+
+def rotary_tables(
+    n_positions: int, d_head: int, theta: float = 10_000.0
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(cos, sin), each (n_positions, d_head): angle p · θ^(-2i/d_head) for pair i at position p.
+
+    The pair i is coordinates (i, i + d_head/2), the layout of Llama's rotate_half; the float32
+    steps are those of transformers' LlamaRotaryEmbedding, so the angles agree bit for bit.
+    """
+    inverse_frequencies = 1.0 / (
+        theta ** (torch.arange(0, d_head, 2, dtype=torch.float) / d_head)
+    )  # (d_head / 2,)
+    angles = torch.arange(n_positions).float()[:, None] * inverse_frequencies  # (n, d_head / 2)
+    angles = torch.cat((angles, angles), dim=-1)  # (n, d_head): pair i at i and i + d_head/2
+    return angles.cos(), angles.sin()
+
+
+def rotate_half(x: torch.Tensor) -> torch.Tensor:
+    """(..., d_head): (x1, x2) -> (-x2, x1), the halves being the first and second d_head/2."""
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """(..., n, d_head) turned by the (n, d_head) angles: x cos + rotate_half(x) sin."""
+    return x * cos + rotate_half(x) * sin
 
 
 @dataclass(frozen=True)
@@ -156,8 +203,8 @@ class AttentionWeights:
 class MultiHeadResult:
     """Everything one multi-head attention block computed, per head."""
 
-    query: torch.Tensor  # (H, n_q, d_head)
-    key: torch.Tensor  # (H, n_k, d_head)
+    query: torch.Tensor  # (H, n_q, d_head), after the rotary turn if any
+    key: torch.Tensor  # (H, n_k, d_head), a shared key/value head repeated for each query head
     value: torch.Tensor  # (H, n_k, d_head)
     scores: torch.Tensor  # (H, n_q, n_k), scaled if scale=True, -inf where masked
     attn_weights: torch.Tensor  # (H, n_q, n_k)
@@ -175,28 +222,38 @@ def multi_head_attention(
     head_keep: torch.Tensor | None = None,
     out_scores: torch.Tensor | None = None,
     out_weights: torch.Tensor | None = None,
+    *,
+    n_kv_heads: int | None = None,
+    rotary: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> MultiHeadResult:
-    """Multi-head attention of x_query (n_q, d) over x_key_value (n_k, d).
+    """Multi-head attention of x_query (..., n_q, d) over x_key_value (..., n_k, d).
 
-    Self-attention passes the same tensor twice; cross-attention passes two sentences.
-    mask (n_q, n_k) bool, shared by all heads. head_keep (H,) float: 1 keeps a head, 0 removes
-    its output before W_O (head ablation). out_scores / out_weights: optional preallocated
-    (H, n_q, n_k) tensors to fill, so a caller that keeps every layer needs no extra copy.
+    Self-attention passes the same tensor twice; cross-attention passes two sentences. Leading
+    axes (a batch) pass through. mask (n_q, n_k) bool, shared by all heads. head_keep (H,) float:
+    1 keeps a head, 0 removes its output before W_O (head ablation). out_scores / out_weights:
+    optional preallocated (H, n_q, n_k) tensors to fill, so a caller that keeps every layer needs
+    no extra copy. n_kv_heads: key/value heads shared by groups of query heads (grouped-query
+    attention; None: one per query head). rotary: (cos, sin) (n, d_head) that turn queries and
+    keys by their positions (self-attention only).
     """
-    # 1. Project every token into query, key and value space, then cut each into H heads.
-    query = split_heads(weights.query(x_query), n_heads)  # (H, n_q, d_head)
-    key = split_heads(weights.key(x_key_value), n_heads)  # (H, n_k, d_head)
-    value = split_heads(weights.value(x_key_value), n_heads)  # (H, n_k, d_head)
+    # 1. Project every token into query, key and value space, then cut each into heads.
+    n_kv_heads = n_kv_heads or n_heads
+    query = split_heads(weights.query(x_query), n_heads)  # (..., H, n_q, d_head)
+    key = split_heads(weights.key(x_key_value), n_kv_heads)  # (..., H_kv, n_k, d_head)
+    value = split_heads(weights.value(x_key_value), n_kv_heads)  # (..., H_kv, n_k, d_head)
+    if rotary is not None:  # positions enter here, as a turn of every query and key
+        query, key = apply_rotary(query, *rotary), apply_rotary(key, *rotary)
+    key, value = share_heads(key, n_heads), share_heads(value, n_heads)  # (..., H, n_k, d_head)
     # 2. Score every query against every key, per head; forbidden pairs get -inf.
-    scores = attention_scores(query, key, scale, out=out_scores)  # (H, n_q, n_k)
+    scores = attention_scores(query, key, scale, out=out_scores)  # (..., H, n_q, n_k)
     if mask is not None:
         scores.masked_fill_(~mask, float("-inf"))
     # 3. Softmax each row into weights that sum to 1.
     attn_weights = masked_softmax(scores, out=out_weights)
     # 4. Each head mixes its value vectors with its own weights.
-    head_outputs = attn_weights @ value  # (H, n_q, d_head)
+    head_outputs = attn_weights @ value  # (..., H, n_q, d_head)
     if head_keep is not None:
-        head_outputs = head_outputs * head_keep.view(-1, 1, 1)
+        head_outputs = head_outputs * head_keep.view(-1, 1, 1).to(head_outputs.dtype)
     # 5. Concatenate the heads and let W_O mix them back into d_model.
-    output = weights.output(merge_heads(head_outputs))  # (n_q, d_model)
+    output = weights.output(merge_heads(head_outputs))  # (..., n_q, d_model)
     return MultiHeadResult(query, key, value, scores, attn_weights, head_outputs, output)

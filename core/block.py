@@ -17,7 +17,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from core.attention import causal_mask, multi_head_attention
+from core.attention import causal_mask
 from core.bert import BertEncoder, Trace
 
 
@@ -93,32 +93,30 @@ class SublayerSizes:
 
 @torch.inference_mode()
 def sublayer_sizes(model: BertEncoder, trace: Trace) -> SublayerSizes:
-    """Recompute every layer of `trace` step by step and measure each token's vector at each step.
-
-    The run's switches (scaling, causal mask, removed heads) are applied as in the run itself.
+    """Rerun every layer of `trace` from its recorded input and measure ‖x‖, ‖a‖, ‖h‖, ‖f‖ per
+    token. The layer is the model's own (Transformer.layer_steps: the one forward path), with
+    the run's switches (scaling, causal mask, removed heads, positions) as in the run itself.
     """
     options = trace.options
     mask = causal_mask(trace.n_tokens) if options.causal else None
     sizes: dict[str, list[np.ndarray]] = {name: [] for name in _SIZE_FIELDS}
     worst = 0.0
-    for layer, weights in enumerate(model.layers):
+    for layer in range(model.n_layers):
         x = torch.from_numpy(np.array(trace.hidden_states[layer]))  # (n, d_model)
         keep = model._head_keep(layer, options.ablate)  # the run's own rule for removed heads
-        # 1. Attention: the only step that mixes tokens, added to the stream, then normalised.
-        a = multi_head_attention(
-            x, x, weights.attention, model.n_heads, mask, options.scale, keep
-        ).output  # (n, d_model)
-        attention_sum = x + a
-        h = model._layer_norm(attention_sum, weights.attn_norm)
-        # 2. Feed-forward: each token alone, widened to d_ff, bent by GELU, narrowed back.
-        widened = weights.ffn_in(h)  # (n, d_ff): the GELU's inputs
-        f = weights.ffn_out(model._activation(widened))  # (n, d_ff) -> (n, d_model)
-        ffn_sum = h + f
-        y = model._layer_norm(ffn_sum, weights.ffn_norm)
-        worst = max(
-            worst,
-            float((y - torch.from_numpy(np.array(trace.hidden_states[layer + 1]))).abs().max()),
+        # 1. Attention, the only step that mixes tokens, writes a; 2. the feed-forward, each
+        # token alone, writes f; h is the stream between them.
+        steps = model.layer_steps(x, layer, mask, options.scale, keep, positions=options.positions)
+        a, h, f = steps.attention.output, steps.mid_stream, steps.ffn_update  # (n, d_model)
+        y = steps.output
+        expected = torch.from_numpy(np.array(trace.hidden_states[layer + 1]))
+        worst = max(worst, float((y - expected).abs().max()))
+        weights = model.layers[layer]
+        ffn_input = (
+            h if model.arch.norm_position == "post" else model._layer_norm(h, weights.ffn_norm)
         )
+        widened = weights.ffn_in(ffn_input)  # (n, d_ff): the activation's inputs
+        attention_sum, ffn_sum = x + a, h + f  # what each norm (post-norm) receives
         measured = {
             "stream": x.norm(dim=-1),
             "attention_update": a.norm(dim=-1),

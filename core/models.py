@@ -1,4 +1,7 @@
-"""Which BERT to load: the bundled MiniLM, a Hugging Face hub id, or a local directory.
+"""Which model to load: the bundled MiniLM, a Hugging Face hub id, or a local directory.
+
+The folder may hold any of the five families core/weights.py reads (BERT, RoBERTa, DistilBERT,
+GPT-2, the Llama family); config.json's model_type says which.
 
 A model name can arrive from a shared link, so loading is guarded in layers:
 1. A ModelPolicy says what this server may load at all. Its defaults are safe for a server whose
@@ -32,9 +35,9 @@ from pathlib import Path
 from typing import Protocol
 from urllib.parse import urlparse
 
-from core.bert import BertEncoder
 from core.errors import CheckpointError, ModelUnavailable
-from core.text import WordPieceTokenizer
+from core.text import PieceTokenizer
+from core.transformer import Transformer
 from core.weights import load_weights, read_config
 
 BUNDLED = "minilm"
@@ -396,29 +399,35 @@ def _lowercase(model_dir: Path) -> bool:
 
 def load_model(
     name: str = BUNDLED, policy: ModelPolicy = ModelPolicy(), hub: Hub | None = None
-) -> BertEncoder:
-    """Load a BERT encoder by name as this server's policy allows; ModelUnavailable (one-line
+) -> Transformer:
+    """Load a model by name as this server's policy allows; ModelUnavailable (one-line
     reason) when it cannot be had."""
     name = (name or "").strip()
     return _load_dir(name, resolve_model_dir(name, policy, hub))
 
 
-def load_folder(model_dir: Path | str) -> BertEncoder:
-    """Load a BERT encoder from a folder the program chose (tests, benches), with no policy:
+def load_folder(model_dir: Path | str) -> Transformer:
+    """Load a model from a folder the program chose (tests, benches), with no policy:
     never pass a name a visitor typed here (load_model checks those)."""
     return _load_dir(str(model_dir), Path(model_dir))
 
 
-def _load_dir(name: str, model_dir: Path) -> BertEncoder:
+def _load_dir(name: str, model_dir: Path) -> Transformer:
     try:
         dims = read_config(model_dir)
         tensors = load_weights(model_dir, dims)
     except CheckpointError as err:
         raise CheckpointError(f"{quoted(name)}: {err}") from err
     try:
-        tokenizer = WordPieceTokenizer(model_dir, lowercase=_lowercase(model_dir))
+        tokenizer = PieceTokenizer(
+            model_dir,
+            lowercase=_lowercase(model_dir),
+            wordpiece_specials=dims.arch.wordpiece_specials,
+        )
     except ValueError as err:  # core.text's own, path-free reasons
         raise CheckpointError(f"{quoted(name)}: cannot read its tokenizer ({err})") from err
     except Exception as err:  # a library's message may quote file paths: name the kind only
         raise CheckpointError(f"{quoted(name)}: cannot read its tokenizer") from err
-    return BertEncoder(name, model_dir, dims, tensors, tokenizer)
+    if max(tokenizer.n_specials) >= dims.max_positions:
+        raise CheckpointError(f"{quoted(name)}: its tokenizer adds more specials than positions")
+    return Transformer(name, model_dir, dims, tensors, tokenizer)

@@ -1,40 +1,113 @@
 """From word pieces back to words, for figures a reader can read.
 
 WordPiece cuts rare words into pieces ("embeddings" -> "em", "##bed", "##ding", "##s"); a piece
-that starts with ## continues the word before it. To show a word-level picture (the convention
-of Clark et al., 2019, "What does BERT look at?", which bertviz follows: bertviz #23/#40):
+that starts with ## continues the word before it. Byte-level BPE (GPT-2, RoBERTa, the Llama
+family) marks the other end: a piece that starts a word after a space carries the space
+(core.text shows it as "␣bank"), and a piece without one continues the word before it
+("␣un", "believ", "able"). Punctuation is a word of its own in both, as BERT's own splitting
+makes it, and so is every special piece ([CLS], [SEP], <s>, <|endoftext|>).
+
+To show a word-level picture (the convention of Clark et al., 2019, "What does BERT look at?",
+which bertviz follows: bertviz #23/#40):
 - an attention matrix sums the keys of a word (a word receives what its pieces receive) and
   averages its queries (a word's row is the mean of its pieces' rows, so rows still sum to 1);
 - a per-piece score (a share, a saliency) is summed over the word's pieces.
-[CLS] and [SEP] are words of their own.
 """
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Sequence
 
 import numpy as np
 
+from core.text import NEWLINE_MARK, SPACE_MARK, TAB_MARK
+
 CONTINUATION = "##"
+WORDPIECE, BPE = "wordpiece", "bpe"
+_WORD_START_MARKS = (SPACE_MARK, NEWLINE_MARK, TAB_MARK)
+_SPECIALS = ("[CLS]", "[SEP]", "[PAD]", "[MASK]", "[UNK]")
 
 
-def word_groups(tokens: Sequence[str]) -> tuple[tuple[int, ...], ...]:
-    """Piece positions grouped into words: a ## piece joins the word before it."""
+def piece_scheme_of(tokens: Sequence[str]) -> str:
+    """A guess for pieces of unknown origin: BPE when a piece starts with a whitespace mark.
+
+    A Trace says its scheme (Trace.piece_scheme); pass it when you have one: one BPE word
+    alone ("unbelievable" -> "un", "bel", "ievable") carries no mark to guess from.
+    """
+    return BPE if any(t.startswith(_WORD_START_MARKS) for t in tokens) else WORDPIECE
+
+
+def _is_punctuation(piece: str) -> bool:
+    """Only punctuation or symbols after its whitespace marks (".", "␣(", "!?"): a word of its
+    own. A piece of whitespace alone is not: it starts the word that follows it."""
+    body = piece.lstrip("".join(_WORD_START_MARKS))
+    return bool(body) and all(unicodedata.category(c)[0] in "PS" for c in body)
+
+
+def _is_special(piece: str) -> bool:
+    """[CLS]-like, <s>-like and <|endoftext|>-like pieces; a piece that is a whole tag."""
+    return piece in _SPECIALS or (
+        len(piece) > 2 and piece[0] in "<[" and piece[-1] in ">]" and " " not in piece
+        and not piece.startswith("<0x")
+    )  # fmt: skip
+
+
+def word_groups(
+    tokens: Sequence[str],
+    scheme: str | None = None,
+    special: Sequence[bool] | None = None,
+) -> tuple[tuple[int, ...], ...]:
+    """Piece positions grouped into words.
+
+    wordpiece: a ## piece joins the word before it. bpe: a piece joins the word before it unless
+    it starts with a whitespace mark, is punctuation, follows punctuation, or either is special;
+    a piece of whitespace alone ("␣" before "un", "believ") starts the word after it.
+    scheme None: guessed from the pieces (piece_scheme_of). special: (n,) the Trace's mask of
+    special pieces; None: recognised by their look.
+    """
+    scheme = scheme or piece_scheme_of(tokens)
+    is_special = [bool(s) for s in special] if special else [_is_special(t) for t in tokens]  # (n,)
     groups: list[list[int]] = []
     for position, token in enumerate(tokens):
-        if groups and token.startswith(CONTINUATION) and len(token) > len(CONTINUATION):
+        if scheme == WORDPIECE:
+            joins = token.startswith(CONTINUATION) and len(token) > len(CONTINUATION)
+        else:
+            previous = tokens[position - 1] if position else ""
+            after_blank = position > 0 and not previous.strip("".join(_WORD_START_MARKS))
+            joins = not (
+                token.startswith(_WORD_START_MARKS)
+                or _is_punctuation(token)
+                or _is_punctuation(previous)
+                or is_special[position]
+                or (position > 0 and is_special[position - 1])
+            ) or (
+                after_blank and not token.startswith(_WORD_START_MARKS) and not is_special[position]
+            )
+        if groups and joins:
             groups[-1].append(position)
         else:
             groups.append([position])
     return tuple(tuple(group) for group in groups)
 
 
-def word_labels(tokens: Sequence[str], groups: Sequence[Sequence[int]]) -> list[str]:
-    """Each group's pieces joined back into the word ("em", "##bed" -> "embed")."""
-    return [
-        tokens[group[0]] + "".join(tokens[p][len(CONTINUATION) :] for p in group[1:])
-        for group in groups
-    ]
+def word_labels(
+    tokens: Sequence[str], groups: Sequence[Sequence[int]], scheme: str | None = None
+) -> list[str]:
+    """Each group's pieces joined back into the word ("em", "##bed" -> "embed";
+    "␣un", "believ", "able" -> "unbelievable")."""
+    scheme = scheme or piece_scheme_of(tokens)
+    if scheme == WORDPIECE:
+        return [
+            tokens[group[0]] + "".join(tokens[p][len(CONTINUATION) :] for p in group[1:])
+            for group in groups
+        ]
+    labels = []
+    for group in groups:
+        word = "".join(tokens[p] for p in group)
+        stripped = word.removeprefix(SPACE_MARK)
+        labels.append(stripped or word)  # a lone space stays visible
+    return labels
 
 
 def word_starts(groups: Sequence[Sequence[int]], n: int) -> np.ndarray:

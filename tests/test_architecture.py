@@ -37,10 +37,15 @@ MODEL_STEPS = frozenset(
     {
         "run",
         "embed",
+        "embed_vectors",
         "layer_forward",
+        "layer_steps",
         "forward_from_word_vectors",
         "_batched_layer",
         "multi_head_attention",
+        "logits",  # a decoder's readout: final norm and output head over the vocabulary
+        "top_pieces",
+        "next_pieces",
         "train",
     }
 )

@@ -13,7 +13,14 @@ from ui import door
 
 # The forward pass and its parts, and the lab's training (tests/test_architecture.py names the
 # same steps for its static rule).
-ENCODER_STEPS = ("run", "embed", "layer_forward", "forward_from_word_vectors")
+ENCODER_STEPS = (
+    "run",
+    "embed",
+    "embed_vectors",
+    "layer_forward",
+    "forward_from_word_vectors",
+    "next_pieces",
+)
 
 
 @pytest.fixture

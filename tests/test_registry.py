@@ -456,3 +456,87 @@ def test_a_broken_tokenizer_is_named_without_its_path(minilm_copy):
     message = str(err.value)
     assert message.startswith("'/") and message.endswith("…': cannot read its tokenizer")
     assert "tokenizer.json" not in message  # the library's own message quotes file paths
+
+
+# ---- the real names of the other families, through a fake hub ----------------------------------
+# Each repository is served as a tiny random checkpoint of its family (tests/tiny_families.py),
+# rewritten into the layout that repository's files have: GPT-2's names without "transformer."
+# and with its causal-mask buffers, RoBERTa's and DistilBERT's task-head exports, SmolLM2's
+# rope_theta at the top of its config. The sizes are of the order the hub lists for these files;
+# what the test checks is the path: allowed, listed, under the cap, fetched, read, run.
+REAL_REPOS = {
+    "gpt2": ("gpt2", 548_105_171, "decoder"),
+    "distilgpt2": ("gpt2", 352_824_413, "decoder"),
+    "roberta-base": ("roberta", 498_818_054, "encoder"),
+    "distilbert-base-uncased": ("distilbert", 267_954_768, "encoder"),
+    "HuggingFaceTB/SmolLM2-135M": ("llama", 269_060_552, "decoder"),
+}
+
+
+def _as_the_hub_exports_it(folder, repo_id: str) -> None:
+    """Rename the tiny checkpoint's tensors (and config) the way the real repository has them."""
+    tensors = load_file(str(folder / "model.safetensors"))
+    config = json.loads((folder / "config.json").read_text())
+    if repo_id in ("gpt2", "distilgpt2"):
+        tensors = {k.removeprefix("transformer."): v for k, v in tensors.items()}
+        n = config["n_positions"]
+        for layer in range(config["n_layer"]):  # the causal-mask buffer old exports carry
+            tensors[f"h.{layer}.attn.bias"] = torch.ones(1, 1, n, n).tril()
+    elif repo_id == "roberta-base":
+        tensors = {"roberta." + k: v for k, v in tensors.items()}
+        tensors["lm_head.dense.weight"] = torch.zeros(config["hidden_size"], config["hidden_size"])
+        tensors["roberta.embeddings.position_ids"] = torch.arange(8)[None]
+    elif repo_id == "distilbert-base-uncased":
+        tensors = {"distilbert." + k: v for k, v in tensors.items()}
+        tensors["vocab_projector.bias"] = torch.zeros(config["vocab_size"])
+    else:  # SmolLM2's config.json writes the rotary base at the top, as older Llamas did
+        theta = config.pop("rope_parameters")["rope_theta"]
+        config.update({"rope_theta": theta, "rope_scaling": None})
+    save_file({k: v.contiguous() for k, v in tensors.items()}, str(folder / "model.safetensors"))
+    (folder / "config.json").write_text(json.dumps(config))
+
+
+@pytest.mark.parametrize("repo_id", list(REAL_REPOS))
+def test_the_real_names_of_every_family_load_through_a_fake_hub(repo_id, tmp_path):
+    from tiny_families import write_tiny_family
+
+    from core.reference import compare, load_reference
+
+    family, weight_bytes, kind = REAL_REPOS[repo_id]
+    source = write_tiny_family(tmp_path / "source", family, seed=7, n_layers=2)
+    _as_the_hub_exports_it(source, repo_id)
+    sizes = {
+        "config.json": 700,
+        "model.safetensors": weight_bytes,
+        "pytorch_model.bin": weight_bytes,
+        "tokenizer.json": 1_355_256,
+        "tokenizer_config.json": 3_000,
+        "vocab.json": 1_042_301,
+        "merges.txt": 456_318,
+        "generation_config.json": 124,
+    }
+    hub = FakeHub(source, sizes)
+    policy = policy_from_settings(
+        {"ATTENTION_EXPLORER_PUBLIC": "1", "ATTENTION_EXPLORER_HUB_MODELS": repo_id,
+         "ATTENTION_EXPLORER_DOWNLOAD_DIR": str(tmp_path / "downloads")}
+    )  # fmt: skip
+    assert files_to_fetch(sizes) == [
+        "config.json", "tokenizer.json", "tokenizer_config.json", "model.safetensors",
+    ]  # fmt: skip
+    assert weight_bytes < policy.max_download_bytes  # every one fits the default cap
+    model = core.load_model(repo_id, policy, hub)
+    assert hub.downloads == [repo_id] and hub.revisions == [REVISION]
+    assert (model.name, model.family, model.kind, model.n_layers) == (repo_id, family, kind, 2)
+    trace = model.run("The river bank flows.")
+    report = compare(load_reference(model.model_dir), trace, model)
+    assert report.layers_compared == 2 and report.hidden_states_compared == 3
+    assert max(report.max_abs_attention_diff, report.max_abs_hidden_diff) < 1e-5
+    if kind == "decoder":
+        assert report.logits_compared == trace.n_tokens and report.max_abs_logit_diff < 1e-5
+        assert model.next_pieces(trace, k=3).ids.shape == (trace.n_tokens, 3)
+    # a second visitor asking for it finds it in the server's folder: no second download
+    assert core.load_model(repo_id, policy, hub).family == family
+    assert hub.downloads == [repo_id]
+    # a server that did not list it refuses it before asking the hub
+    with pytest.raises(core.ModelUnavailable, match="not a model this server can load"):
+        core.load_model(repo_id, PUBLIC, hub)

@@ -142,7 +142,8 @@ def model_picker() -> str:
         key="model",
         bind="query-params",
         help="MiniLM-L6 (all-MiniLM-L6-v2) ships with the app: a BERT with 6 layers × 12 heads, "
-        "d_model 384. Hub models need the internet once.",
+        "d_model 384. Other checkpoints may be BERT, RoBERTa, DistilBERT (encoders), GPT-2 or "
+        "the Llama family (decoders, e.g. SmolLM2); hub models need the internet once.",
     )
     if choice != OTHER_MODEL:
         return choice if choice in listed else core.BUNDLED
@@ -150,7 +151,7 @@ def model_picker() -> str:
         "Hub id or local folder" if local else "Hub id",
         key="custom_model",
         bind="query-params",
-        placeholder="e.g. bert-base-cased or /path/to/model" if local else "e.g. bert-base-cased",
+        placeholder="e.g. distilgpt2 or /path/to/model" if local else "e.g. distilgpt2",
         max_chars=200,
     )
     name = (custom or "").strip()[:200]

@@ -1,0 +1,616 @@
+"""The project's own transformer: real weights, every step in plain sight, a Trace out.
+
+One layer serves five families; what differs is data (core/weights.py's Architecture):
+    post-norm (BERT, RoBERTa, DistilBERT)      pre-norm (GPT-2, Llama)
+    h = Norm(x + Attention(x))                  h = x + Attention(Norm(x))
+    y = Norm(h + FeedForward(h))                y = h + FeedForward(Norm(h))
+Norm is LayerNorm or RMSNorm; FeedForward is W_2 · GELU(W_1 h) or, for Llama, SwiGLU
+W_down (SiLU(W_gate h) ⊙ W_up h); positions are a learned table added to the input, or rotary
+turns of every query and key inside attention; a decoder masks the future (causal by nature) and
+reads its next word piece from the last vector through a final norm and the output head.
+
+There is one forward path. run() (a Trace for the pages, in inference mode) and
+forward_from_word_vectors() (batched, differentiable, for gradients) both go through
+embed_vectors() and layer_forward(); so the switches of a run (√d_head scaling, the causal mask,
+removed heads, removed positions) act in every layer and their effect reaches the final vectors,
+the same way in both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch.nn import functional as F
+from torch.utils.checkpoint import checkpoint
+
+from core.attention import (
+    AttentionWeights,
+    MultiHeadResult,
+    Projection,
+    attention_scores,
+    causal_mask,
+    multi_head_attention,
+    rotary_tables,
+)
+from core.text import MAX_PIECES, Encoded, PieceTokenizer
+from core.weights import Architecture, ModelDims
+
+ENCODER, DECODER = "encoder", "decoder"
+LOGIT_CHUNK = 32  # positions read out at once: 32 × a 50,257-piece vocabulary is 6.4 MB
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """The switches of one run. The defaults are the model as trained (see causal)."""
+
+    scale: bool = True  # divide scores by √d_head in every layer
+    causal: bool = False  # every token sees only itself and tokens before it, in every layer
+    positions: bool = True  # positions enter (learned table, or rotary turns)
+    ablate: frozenset[tuple[int, int]] = field(default_factory=frozenset)  # (layer, head) removed
+
+
+@dataclass(frozen=True)
+class Trace:
+    """Everything one forward pass computed, as read-only float32 numpy arrays.
+
+    n = tokens, L = layers, H = heads. hidden_states[0] is the embedding output (the input of
+    layer 0) and hidden_states[l + 1] the output of layer l, for every family: a decoder's final
+    norm is not in them (transformers puts it into its last hidden state; the next-piece readout,
+    Transformer.next_pieces, applies it). Keys and values are per query head: a key/value head
+    shared by a group of query heads (grouped-query attention) appears once for each of them.
+    """
+
+    model_name: str
+    tokens: tuple[str, ...]  # n readable word pieces incl. specials ([CLS]/[SEP], <s>, …)
+    input_ids: np.ndarray  # (n,) int64 vocabulary rows
+    segments: np.ndarray  # (n,) int64: 0 = first sentence, 1 = second
+    truncated: bool  # True when the input was cut to the model's maximum positions
+    n_pieces: int  # word pieces before truncation, specials included
+    static: np.ndarray  # (n, d_model) rows of the word-piece table: context-free vectors
+    hidden_states: np.ndarray  # (L + 1, n, d_model)
+    queries: np.ndarray  # (L, H, n, d_head), after the rotary turn for rotary models
+    keys: np.ndarray  # (L, H, n, d_head)
+    values: np.ndarray  # (L, H, n, d_head)
+    attentions: np.ndarray  # (L, H, n, n): softmax of the scores, rows sum to 1
+    options: RunOptions
+    kind: str = ENCODER  # "encoder" or "decoder" (causal by nature, predicts the next piece)
+    special: tuple[bool, ...] = ()  # n: True for a special piece ([CLS], </s>, <|endoftext|>)
+    piece_scheme: str = "wordpiece"  # how pieces join into words: "wordpiece" (##) or "bpe"
+
+    @property
+    def n_tokens(self) -> int:
+        return len(self.tokens)
+
+    @property
+    def is_decoder(self) -> bool:
+        return self.kind == DECODER
+
+    # The scores are not stored: they follow from the stored queries and keys in one product,
+    # and keeping them would cost as much again as the attentions (75 MB at 512 tokens, for
+    # every cached run and every run in flight).
+    def head_scores(self, layer: int, head: int) -> np.ndarray:
+        """(n, n) one head's scores: Q Kᵀ (/√d_head if scaled), -inf where masked."""
+        return self._scores(self.queries[layer, head], self.keys[layer, head])
+
+    def layer_scores(self, layer: int) -> np.ndarray:
+        """(H, n, n) one layer's scores, every head: a twelfth of the whole block's memory."""
+        return self._scores(self.queries[layer], self.keys[layer])
+
+    @property
+    def scores(self) -> np.ndarray:
+        """(L, H, n, n) every head's scores, computed on each access (prefer layer_scores)."""
+        return self._scores(self.queries, self.keys)
+
+    def _scores(self, queries: np.ndarray, keys: np.ndarray) -> np.ndarray:
+        # (..., n, d_head) x (..., n, d_head) -> (..., n, n), exactly as the forward pass did
+        scores = attention_scores(torch.tensor(queries), torch.tensor(keys), self.options.scale)
+        if self.options.causal:
+            scores.masked_fill_(~causal_mask(self.n_tokens), float("-inf"))
+        return _readonly(scores)
+
+
+@dataclass(frozen=True)
+class NextPieces:
+    """The k most likely next word pieces after each of m positions, most likely first."""
+
+    positions: tuple[int, ...]  # m positions of the Trace whose next piece is predicted
+    ids: np.ndarray  # (m, k) int64 vocabulary rows
+    tokens: tuple[tuple[str, ...], ...]  # m × k readable pieces
+    probabilities: np.ndarray  # (m, k) float64: softmax over the whole vocabulary
+    log_probabilities: np.ndarray  # (m, k) float64
+
+
+Norm = tuple[torch.Tensor, torch.Tensor | None]  # (weight, bias); RMSNorm has no bias
+
+
+@dataclass(frozen=True)
+class LayerSteps:
+    """One layer's intermediates, (..., n, d_model) each but the attention's own result."""
+
+    attention: MultiHeadResult  # its output is what attention writes into the stream (after W_O)
+    mid_stream: torch.Tensor  # h: the stream between the sublayers (after the norm, post-norm)
+    ffn_update: torch.Tensor  # f: what the feed-forward writes into the stream
+    output: torch.Tensor  # y: the layer's output
+
+
+@dataclass(frozen=True)
+class LayerWeights:
+    attention: AttentionWeights
+    attn_norm: Norm  # post-norm: after attention; pre-norm: before it
+    ffn_in: Projection  # (d_ff, d_model): widen (Llama's up projection)
+    ffn_out: Projection  # (d_model, d_ff): narrow back (Llama's down projection)
+    ffn_norm: Norm  # post-norm: after the feed-forward; pre-norm: before it
+    ffn_gate: Projection | None = None  # (d_ff, d_model): SwiGLU's gate, None without one
+
+
+BertLayerWeights = LayerWeights  # the name the encoder-only code knew
+
+
+def _readonly(tensor: torch.Tensor, dtype: torch.dtype = torch.float32) -> np.ndarray:
+    """A numpy view that cannot be written: a cached Trace is shared by every browser session."""
+    array = tensor.detach().to(dtype).numpy()
+    array.setflags(write=False)
+    return array
+
+
+class Transformer:
+    """A transformer of one of the five families over loaded weights. Stateless after
+    construction: safe to share between threads."""
+
+    def __init__(
+        self,
+        name: str,
+        model_dir: Path,
+        dims: ModelDims,
+        tensors: dict[str, torch.Tensor],
+        tokenizer: PieceTokenizer,
+    ) -> None:
+        self.name = name
+        self.model_dir = model_dir
+        self.dims = dims
+        self.arch: Architecture = dims.arch
+        self.tokenizer = tokenizer
+        self.word_embeddings = tensors["embeddings.word"]  # (vocab, d_model)
+        # (max_positions + offset, d_model), or None when positions are rotary
+        self.position_embeddings = tensors.get("embeddings.position")
+        self.segment_embeddings = tensors.get("embeddings.segment")  # (type_vocab, d_model)
+        self.embedding_norm = self._norm(tensors, "embeddings.norm")
+        self.final_norm = self._norm(tensors, "final_norm")
+        self.head_weight = (  # (vocab, d_model): the next-piece head, None for an encoder
+            (self.word_embeddings if self.arch.tied_head else tensors["head.weight"])
+            if self.arch.has_head
+            else None
+        )
+        self.rotary = (  # (cos, sin) (max_positions, d_head), turned by position in attention
+            rotary_tables(self.max_positions, dims.d_head, dims.rope_theta)
+            if self.arch.positions == "rotary"
+            else None
+        )
+        self.layers = [self._layer(tensors, i) for i in range(dims.n_layers)]
+
+    @staticmethod
+    def _norm(tensors: dict[str, torch.Tensor], name: str) -> Norm | None:
+        weight = tensors.get(f"{name}.weight")
+        return None if weight is None else (weight, tensors.get(f"{name}.bias"))
+
+    def _layer(self, tensors: dict[str, torch.Tensor], i: int) -> LayerWeights:
+        def proj(name: str) -> Projection:
+            return Projection(
+                tensors[f"layers.{i}.{name}.weight"], tensors.get(f"layers.{i}.{name}.bias")
+            )
+
+        def norm(name: str) -> Norm:
+            return tensors[f"layers.{i}.{name}.weight"], tensors.get(f"layers.{i}.{name}.bias")
+
+        attention = AttentionWeights(proj("query"), proj("key"), proj("value"), proj("attn_out"))
+        gate = proj("ffn_gate") if self.arch.gated_ffn else None
+        return LayerWeights(
+            attention, norm("attn_norm"), proj("ffn_in"), proj("ffn_out"), norm("ffn_norm"), gate
+        )
+
+    # ---- sizes ------------------------------------------------------------------------------
+    @property
+    def kind(self) -> str:
+        return self.arch.kind
+
+    @property
+    def is_decoder(self) -> bool:
+        return self.arch.is_decoder
+
+    @property
+    def family(self) -> str:
+        return self.arch.family
+
+    @property
+    def n_layers(self) -> int:
+        return self.dims.n_layers
+
+    @property
+    def n_heads(self) -> int:
+        return self.dims.n_heads
+
+    @property
+    def n_kv_heads(self) -> int:
+        return self.dims.n_kv_heads
+
+    @property
+    def d_model(self) -> int:
+        return self.dims.d_model
+
+    @property
+    def d_head(self) -> int:
+        return self.dims.d_head
+
+    @property
+    def max_positions(self) -> int:
+        """The most word pieces a run reads: the model's positions, at most MAX_PIECES."""
+        return min(self.dims.max_positions, MAX_PIECES)
+
+    # ---- memory ------------------------------------------------------------------------------
+    def trace_bytes(self, n: int) -> int:
+        """Bytes of the Trace of a run over n word pieces (float32 arrays, int64 ids).
+
+        attentions (L, H, n, n) + queries, keys, values 3 × (L, H, n, d_head)
+        + hidden_states (L + 1, n, d_model) + static (n, d_model) + ids and segments 2 × (n,).
+        """
+        n_layers, n_heads, d_head, d_model = self.n_layers, self.n_heads, self.d_head, self.d_model
+        floats = n_layers * n_heads * n * (n + 3 * d_head) + (n_layers + 2) * n * d_model
+        return 4 * floats + 2 * 8 * n
+
+    def run_bytes(self, n: int) -> int:
+        """Peak bytes a run over n pieces holds: its Trace, plus one layer's scores (H, n, n)
+        and the per-layer lists stacked into the Trace (a second copy of Q, K, V and states)."""
+        n_heads, d_head, d_model = self.n_heads, self.d_head, self.d_model
+        ffn_widths = 3 if self.arch.gated_ffn else 2  # in and out (and SwiGLU's gate)
+        per_layer = n_heads * n * n + self.dims.d_ff * n * ffn_widths
+        stacked = self.n_layers * (3 * n_heads * n * d_head + n * d_model)
+        return self.trace_bytes(n) + 4 * (per_layer + stacked)
+
+    # ---- steps ------------------------------------------------------------------------------
+    def encode(self, text: str, pair: str | None = None) -> Encoded:
+        """Tokenize into the family's input ([CLS] A [SEP] (B [SEP]) for BERT), cut to the
+        model's positions."""
+        return self.tokenizer.encode(text, pair, self.max_positions)
+
+    def _layer_norm(self, x: torch.Tensor, norm: Norm) -> torch.Tensor:
+        """LayerNorm (x - mean) / √(var + eps) γ + β, or RMSNorm γ x / √(mean(x²) + eps)."""
+        weight, bias = norm
+        if self.arch.norm_kind == "rms":
+            inverse_rms = torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.dims.layer_norm_eps)
+            return weight.to(x.dtype) * (x * inverse_rms)
+        return F.layer_norm(x, (self.d_model,), weight, bias, self.dims.layer_norm_eps)
+
+    def _activation(self, x: torch.Tensor) -> torch.Tensor:
+        if self.dims.activation == "relu":
+            return F.relu(x)
+        if self.dims.activation == "silu":
+            return F.silu(x)
+        if self.dims.activation in ("gelu_new", "gelu_pytorch_tanh"):
+            return F.gelu(x, approximate="tanh")
+        return F.gelu(x)  # BERT's exact (erf) GELU
+
+    def _feed_forward(self, h: torch.Tensor, weights: LayerWeights) -> torch.Tensor:
+        """(..., n, d_model) -> (..., n, d_model), each token on its own through d_ff."""
+        if weights.ffn_gate is not None:  # SwiGLU: the gate's activation scales the up branch
+            return weights.ffn_out(self._activation(weights.ffn_gate(h)) * weights.ffn_in(h))
+        return weights.ffn_out(self._activation(weights.ffn_in(h)))
+
+    def position_ids(self, n: int) -> torch.Tensor:
+        """(n,) the rows of the position table that positions 0..n-1 read (RoBERTa: + offset)."""
+        return torch.arange(n) + self.arch.position_offset
+
+    def embed_vectors(
+        self,
+        word_vectors: torch.Tensor,
+        segments: torch.Tensor,
+        positions: bool = True,
+        position_ids: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """(..., n, d_model) word-piece vectors -> (..., n, d_model) the input of layer 0.
+
+        + segment row (if the model has segments) + position row (if learned and positions),
+        then the embedding norm (the encoders). Rotary positions act later, inside attention.
+        """
+        x = word_vectors
+        if self.segment_embeddings is not None:
+            # A model with one segment row (RoBERTa) adds row 0 to every token, as transformers.
+            rows = segments if self.dims.type_vocab_size > 1 else torch.zeros_like(segments)
+            x = x + self.segment_embeddings[rows]
+        if positions and self.position_embeddings is not None:
+            n = word_vectors.shape[-2]
+            ids = self.position_ids(n) if position_ids is None else position_ids
+            x = x + self.position_embeddings[ids]
+        if self.embedding_norm is not None:
+            x = self._layer_norm(x, self.embedding_norm)
+        return x
+
+    def embed(
+        self, input_ids: torch.Tensor, segments: torch.Tensor, positions: bool = True
+    ) -> torch.Tensor:
+        """(n,) ids -> (n, d_model): word + segment + position vectors, then the norm."""
+        return self.embed_vectors(
+            self.word_embeddings[input_ids], segments, positions, self._position_ids_of(input_ids)
+        )
+
+    def _position_ids_of(self, input_ids: torch.Tensor) -> torch.Tensor | None:
+        """RoBERTa's rule: a padding piece reads the padding row and does not count; None (0..n-1
+        plus the offset) for every other family. A visitor can type "<pad>"."""
+        if not self.arch.position_offset:
+            return None
+        padding_idx = self.arch.position_offset - 1
+        real = (input_ids != padding_idx).long()
+        return torch.cumsum(real, dim=-1) * real + padding_idx
+
+    def _rotary(self, n: int, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor] | None:
+        if self.rotary is None:
+            return None
+        cos, sin = self.rotary
+        return cos[:n].to(dtype), sin[:n].to(dtype)  # (n, d_head) each
+
+    def layer_forward(
+        self,
+        x: torch.Tensor,
+        layer: int,
+        mask: torch.Tensor | None,
+        scale: bool,
+        head_keep: torch.Tensor | None,
+        out_scores: torch.Tensor | None = None,
+        out_weights: torch.Tensor | None = None,
+        *,
+        positions: bool = True,
+    ) -> tuple[torch.Tensor, MultiHeadResult]:
+        """One layer: (..., n, d_model) -> (..., n, d_model), plus what its attention computed.
+
+        positions=False leaves rotary models unturned (learned positions are added before).
+        """
+        steps = self.layer_steps(
+            x, layer, mask, scale, head_keep, out_scores, out_weights, positions=positions
+        )
+        return steps.output, steps.attention
+
+    def layer_steps(
+        self,
+        x: torch.Tensor,
+        layer: int,
+        mask: torch.Tensor | None,
+        scale: bool,
+        head_keep: torch.Tensor | None,
+        out_scores: torch.Tensor | None = None,
+        out_weights: torch.Tensor | None = None,
+        *,
+        positions: bool = True,
+    ) -> LayerSteps:
+        """One layer, every intermediate named: what each sublayer writes and the stream between
+        (the pages that measure the sublayers read these instead of redoing the layer)."""
+        weights = self.layers[layer]
+        rotary = self._rotary(x.shape[-2], x.dtype) if positions else None
+
+        def attend(h: torch.Tensor) -> MultiHeadResult:
+            return multi_head_attention(
+                h, h, weights.attention, self.n_heads, mask, scale, head_keep,
+                out_scores, out_weights, n_kv_heads=self.n_kv_heads, rotary=rotary,
+            )  # fmt: skip
+
+        if self.arch.norm_position == "pre":
+            # 1. attention reads the normed stream and adds to it; 2. so does the feed-forward
+            attention = attend(self._layer_norm(x, weights.attn_norm))
+            h = x + attention.output
+            ffn = self._feed_forward(self._layer_norm(h, weights.ffn_norm), weights)
+            return LayerSteps(attention, h, ffn, h + ffn)
+        # 1. attention adds to the stream, then the norm; 2. the feed-forward likewise
+        attention = attend(x)
+        h = self._layer_norm(x + attention.output, weights.attn_norm)  # residual + norm
+        ffn = self._feed_forward(h, weights)
+        return LayerSteps(attention, h, ffn, self._layer_norm(h + ffn, weights.ffn_norm))
+
+    def _head_keep(self, layer: int, ablate: frozenset[tuple[int, int]]) -> torch.Tensor | None:
+        removed = [head for (lyr, head) in ablate if lyr == layer]
+        if not removed:
+            return None
+        keep = torch.ones(self.n_heads)
+        keep[removed] = 0.0
+        return keep
+
+    def options(
+        self,
+        scale: bool = True,
+        causal: bool | None = None,
+        positions: bool = True,
+        ablate: frozenset[tuple[int, int]] | set | tuple = frozenset(),
+    ) -> RunOptions:
+        """The switches of a run; causal None means the model's nature (decoders: masked)."""
+        causal = self.is_decoder if causal is None else bool(causal)
+        return RunOptions(scale, causal, positions, frozenset(tuple(x) for x in ablate))
+
+    # ---- the whole pass ---------------------------------------------------------------------
+    def _layers(
+        self,
+        x: torch.Tensor,
+        options: RunOptions,
+        trace_blocks: _TraceBlocks | None = None,
+        checkpointed: bool = False,
+    ) -> torch.Tensor:
+        """Every layer in turn, (..., n, d_model) -> (..., n, d_model): the one loop.
+
+        trace_blocks: keep every layer's states, queries, keys, values and attention (run()).
+        checkpointed: keep only each layer's input for the backward pass (gradients).
+        """
+        mask = causal_mask(x.shape[-2]) if options.causal else None
+        for layer in range(self.n_layers):
+            head_keep = self._head_keep(layer, options.ablate)
+            if trace_blocks is not None:
+                x, attention = self.layer_forward(
+                    x, layer, mask, options.scale, head_keep,
+                    trace_blocks.layer_scores, trace_blocks.attentions[layer],
+                    positions=options.positions,
+                )  # fmt: skip
+                trace_blocks.keep(x, attention)
+            elif checkpointed:
+                x = checkpoint(
+                    self._batched_layer, x, layer, mask, options, head_keep, use_reentrant=False
+                )
+            else:
+                x = self._batched_layer(x, layer, mask, options, head_keep)
+        return x
+
+    def _batched_layer(
+        self,
+        x: torch.Tensor,
+        layer: int,
+        mask: torch.Tensor | None,
+        options: RunOptions,
+        head_keep: torch.Tensor | None,
+    ) -> torch.Tensor:
+        """One layer on a batch, with autograd: (B, n, d_model) -> (B, n, d_model)."""
+        return self.layer_forward(
+            x, layer, mask, options.scale, head_keep, positions=options.positions
+        )[0]
+
+    @torch.inference_mode()
+    def run(
+        self,
+        text: str,
+        pair: str | None = None,
+        *,
+        scale: bool = True,
+        causal: bool | None = None,
+        positions: bool = True,
+        ablate: frozenset[tuple[int, int]] | set | tuple = frozenset(),
+    ) -> Trace:
+        """Tokenize and run every layer; the switches act inside every layer.
+
+        causal: None is the model's nature (an encoder sees both ways, a decoder only back);
+        False on a decoder removes its mask, an experiment off its training distribution.
+        """
+        options = self.options(scale, causal, positions, ablate)
+        encoded = self.encode(text, pair)
+        input_ids = torch.tensor(encoded.input_ids, dtype=torch.long)  # (n,)
+        segments = torch.tensor(encoded.segments, dtype=torch.long)  # (n,)
+        n = input_ids.shape[0]
+
+        x = self.embed(input_ids, segments, options.positions)
+        blocks = _TraceBlocks(self.n_layers, self.n_heads, n, x)
+        self._layers(x, options, blocks)
+        return Trace(
+            model_name=self.name,
+            tokens=encoded.tokens,
+            input_ids=_readonly(input_ids, torch.int64),
+            segments=_readonly(segments, torch.int64),
+            truncated=encoded.truncated,
+            n_pieces=encoded.n_pieces,
+            static=_readonly(self.word_embeddings[input_ids]),
+            hidden_states=_readonly(torch.stack(blocks.hidden_states)),  # (L + 1, n, d_model)
+            queries=_readonly(torch.stack(blocks.queries)),  # (L, H, n, d_head)
+            keys=_readonly(torch.stack(blocks.keys)),
+            values=_readonly(torch.stack(blocks.values)),
+            attentions=_readonly(blocks.attentions),
+            options=options,
+            kind=self.kind,
+            special=encoded.special,
+            piece_scheme=self.tokenizer.piece_scheme,
+        )
+
+    def forward_from_word_vectors(
+        self,
+        word_vectors: torch.Tensor,
+        segments: torch.Tensor,
+        *,
+        scale: bool = True,
+        causal: bool | None = None,
+        positions: bool = True,
+        ablate: frozenset[tuple[int, int]] | set | tuple = frozenset(),
+        checkpointed: bool = False,
+    ) -> torch.Tensor:
+        """(B, n, d_model) word-piece vectors -> (B, n, d_model) last hidden state.
+
+        The same path as run(), batched. Gradients are on request: autograd records when
+        word_vectors require grad (gradients, integrated gradients move them); otherwise nothing
+        is kept for a backward pass. segments (n,) or (B, n) int. The last hidden state is the
+        output of the last layer, before a decoder's final norm (as in the Trace).
+        checkpointed: keep only each layer's input for the backward pass and recompute the
+        layer there (torch.utils.checkpoint): the same gradients for one extra forward pass,
+        with one layer's attention block in memory instead of every layer's.
+        """
+        options = self.options(scale, causal, positions, ablate)
+        x = self.embed_vectors(word_vectors, segments, options.positions)  # (B, n, d_model)
+        return self._layers(x, options, checkpointed=checkpointed and torch.is_grad_enabled())
+
+    # ---- what a decoder predicts --------------------------------------------------------------
+    def logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """(..., d_model) a layer's output -> (..., vocab) next-piece scores: final norm, head.
+
+        Differentiable. Read from an earlier layer's output this is the logit lens
+        (nostalgebraist, 2020): a reading of the stream, not what the model computes there.
+        """
+        if self.head_weight is None:
+            raise ValueError(f"{self.name} is an encoder: it has no next-piece head")
+        if self.final_norm is not None:
+            hidden = self._layer_norm(hidden, self.final_norm)
+        return hidden @ self.head_weight.to(hidden.dtype).T
+
+    @torch.inference_mode()
+    def top_pieces(self, hidden: np.ndarray, k: int = 5) -> NextPieces:
+        """(m, d_model) layer outputs -> the k likeliest next pieces of each, read in chunks so
+        that (m, vocab) scores are never held at once."""
+        hidden_t = torch.as_tensor(np.asarray(hidden, dtype=np.float32))  # (m, d_model)
+        k = min(k, self.dims.vocab_size)
+        ids, log_probs = [], []
+        for start in range(0, hidden_t.shape[0], LOGIT_CHUNK):
+            log_softmax = torch.log_softmax(
+                self.logits(hidden_t[start : start + LOGIT_CHUNK]).double(), dim=-1
+            )  # (chunk, vocab)
+            top = log_softmax.topk(k, dim=-1)
+            ids.append(top.indices)
+            log_probs.append(top.values)
+        top_ids = torch.cat(ids).numpy() if ids else np.zeros((0, k), dtype=np.int64)
+        top_log = torch.cat(log_probs).numpy() if log_probs else np.zeros((0, k))
+        tokens = tuple(tuple(self.tokenizer.token_of(int(i)) for i in row) for row in top_ids)
+        return NextPieces(tuple(range(len(top_ids))), top_ids, tokens, np.exp(top_log), top_log)
+
+    def next_pieces(
+        self, trace: Trace, k: int = 5, positions: list[int] | tuple[int, ...] | None = None
+    ) -> NextPieces:
+        """The decoder's k likeliest next pieces after each position of a Trace (default: all),
+        computed now from the last hidden state, never stored in the Trace."""
+        chosen = tuple(range(trace.n_tokens)) if positions is None else tuple(positions)
+        read = self.top_pieces(trace.hidden_states[-1][list(chosen)], k)
+        return NextPieces(chosen, read.ids, read.tokens, read.probabilities, read.log_probabilities)
+
+    # ---- read-only views of the weights, for pages that show them ---------------------------
+    def word_vectors(self) -> np.ndarray:
+        """(vocab, d_model) the context-free word-piece table."""
+        return _readonly(self.word_embeddings)
+
+    def position_vectors(self) -> np.ndarray:
+        """(max_positions, d_model) the rows of the learned position table a run can use."""
+        if self.position_embeddings is None:
+            raise ValueError(f"{self.name} has rotary positions: there is no position table")
+        offset = self.arch.position_offset
+        return _readonly(self.position_embeddings[offset : offset + self.max_positions])
+
+    def attention_weights(self, layer: int) -> AttentionWeights:
+        """The four projections of one layer's attention (torch tensors; do not modify)."""
+        return self.layers[layer].attention
+
+
+class _TraceBlocks:
+    """What run() keeps of every layer. The attention weights are written straight into one
+    (L, H, n, n) block: at 512 tokens it is 75 MB, and stacking per-layer copies would double
+    the work. The scores need one layer's room at a time (the Trace recomputes them)."""
+
+    def __init__(self, n_layers: int, n_heads: int, n: int, embedded: torch.Tensor) -> None:
+        self.attentions = torch.empty(n_layers, n_heads, n, n)  # (L, H, n, n)
+        self.layer_scores = torch.empty(n_heads, n, n)  # (H, n, n), reused by every layer
+        self.hidden_states = [embedded]
+        self.queries: list[torch.Tensor] = []
+        self.keys: list[torch.Tensor] = []
+        self.values: list[torch.Tensor] = []
+
+    def keep(self, output: torch.Tensor, attention: MultiHeadResult) -> None:
+        self.hidden_states.append(output)
+        self.queries.append(attention.query)
+        self.keys.append(attention.key)
+        self.values.append(attention.value)
