@@ -206,8 +206,8 @@ class MultiHeadResult:
     query: torch.Tensor  # (H, n_q, d_head), after the rotary turn if any
     key: torch.Tensor  # (H, n_k, d_head), a shared key/value head repeated for each query head
     value: torch.Tensor  # (H, n_k, d_head)
-    scores: torch.Tensor  # (H, n_q, n_k), scaled if scale=True, -inf where masked
-    attn_weights: torch.Tensor  # (H, n_q, n_k)
+    scores: torch.Tensor | None  # (H, n_q, n_k), scaled if scale=True, -inf where masked
+    attn_weights: torch.Tensor | None  # (H, n_q, n_k); both None when not kept (fused)
     head_outputs: torch.Tensor  # (H, n_q, d_head) = attn_weights @ value
     output: torch.Tensor  # (n_q, d_model) = concat(head_outputs) W_Oᵀ + b_O
 
@@ -225,6 +225,7 @@ def multi_head_attention(
     *,
     n_kv_heads: int | None = None,
     rotary: tuple[torch.Tensor, torch.Tensor] | None = None,
+    fused: bool = False,
 ) -> MultiHeadResult:
     """Multi-head attention of x_query (..., n_q, d) over x_key_value (..., n_k, d).
 
@@ -234,7 +235,10 @@ def multi_head_attention(
     optional preallocated (H, n_q, n_k) tensors to fill, so a caller that keeps every layer needs
     no extra copy. n_kv_heads: key/value heads shared by groups of query heads (grouped-query
     attention; None: one per query head). rotary: (cos, sin) (n, d_head) that turn queries and
-    keys by their positions (self-attention only).
+    keys by their positions (self-attention only). fused: steps 2-4 in torch's fused kernel
+    (F.scaled_dot_product_attention), which never holds the (H, n_q, n_k) scores or weights (a
+    gradient pass at 512 pieces kept ~60 MB of them per layer for the way back, the fused kernel
+    ~16 MB); the result then has no scores or weights. No row may be fully masked.
     """
     # 1. Project every token into query, key and value space, then cut each into heads.
     n_kv_heads = n_kv_heads or n_heads
@@ -244,14 +248,20 @@ def multi_head_attention(
     if rotary is not None:  # positions enter here, as a turn of every query and key
         query, key = apply_rotary(query, *rotary), apply_rotary(key, *rotary)
     key, value = share_heads(key, n_heads), share_heads(value, n_heads)  # (..., H, n_k, d_head)
-    # 2. Score every query against every key, per head; forbidden pairs get -inf.
-    scores = attention_scores(query, key, scale, out=out_scores)  # (..., H, n_q, n_k)
-    if mask is not None:
-        scores.masked_fill_(~mask, float("-inf"))
-    # 3. Softmax each row into weights that sum to 1.
-    attn_weights = masked_softmax(scores, out=out_weights)
-    # 4. Each head mixes its value vectors with its own weights.
-    head_outputs = attn_weights @ value  # (..., H, n_q, d_head)
+    if fused:  # 2-4 at once; scale=None is 1/√d_head, 1.0 is none
+        head_outputs = F.scaled_dot_product_attention(
+            query, key, value, attn_mask=mask, scale=None if scale else 1.0
+        )  # (..., H, n_q, d_head)
+        scores = attn_weights = None
+    else:
+        # 2. Score every query against every key, per head; forbidden pairs get -inf.
+        scores = attention_scores(query, key, scale, out=out_scores)  # (..., H, n_q, n_k)
+        if mask is not None:
+            scores.masked_fill_(~mask, float("-inf"))
+        # 3. Softmax each row into weights that sum to 1.
+        attn_weights = masked_softmax(scores, out=out_weights)
+        # 4. Each head mixes its value vectors with its own weights.
+        head_outputs = attn_weights @ value  # (..., H, n_q, d_head)
     if head_keep is not None:
         head_outputs = head_outputs * head_keep.view(-1, 1, 1).to(head_outputs.dtype)
     # 5. Concatenate the heads and let W_O mix them back into d_model.

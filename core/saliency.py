@@ -30,9 +30,9 @@ from core.text import CLS, SEP
 
 IG_STEPS = 32
 # What one batched backward pass may hold. Integrated gradients runs as many path points per
-# pass as fit (all 32 steps at once for a short sentence); at 512 word pieces one point alone
-# would hold ~0.25 GB over MiniLM's 6 layers, so there the layers are checkpointed.
-PASS_BYTES = 96 * 2**20
+# pass as fit (several at once for a short sentence); at 512 word pieces one point alone would
+# hold ~90 MB over MiniLM's 6 layers, so there the layers are checkpointed.
+PASS_BYTES = 48 * 2**20
 SIMILARITY = "similarity"  # f(x) = cos(mean-pooled(x), e_other)
 EMBEDDING = "embedding"  # f(x) = mean-pooled(x) · ê_self, ê_self fixed at the real input
 
@@ -76,14 +76,15 @@ def _inputs(model: BertEncoder, trace: Trace) -> tuple[torch.Tensor, torch.Tenso
 def pass_bytes(model: BertEncoder, n: int, batch: int, checkpointed: bool) -> int:
     """Estimated bytes a backward pass over `batch` inputs of n pieces keeps for the way back.
 
-    Per layer and input, autograd keeps the scores and the softmax, and the way back makes a
-    gradient of each (4 × (H, n, n)), besides the feed-forward's widened activations
-    (2 × (n, d_ff)) and ~8 (n, d_model) vectors; a checkpointed pass keeps every layer's input
-    and one layer's rest at a time. An estimate: at 512 pieces on MiniLM it says 68 MB for one
-    checkpointed input, and gradient × input with integrated gradients, one input a pass,
-    peaked at +142 MB there (the forward passes without autograd around them included).
+    The differentiable pass runs attention fused (core/attention.py): no (H, n, n) block is kept.
+    Per layer and input, autograd keeps the feed-forward's widened activations (2 × (n, d_ff))
+    and ~12 (n, d_model) vectors (the input, queries, keys, values, the attention's output and
+    the norms' inputs and outputs); a checkpointed pass keeps every layer's input and one
+    layer's rest at a time. Measured on MiniLM at 512 pieces, warm: one plain pass +70 MB, one
+    checkpointed +42 MB, integrated gradients at 8 steps (two points a checkpointed pass, and
+    the two forward passes at its ends) +47 MB; the estimate here is 94 MB, 20 MB and 41 MB.
     """
-    per_layer = 4 * model.n_heads * n * n + 2 * n * model.dims.d_ff + 8 * n * model.d_model
+    per_layer = 2 * n * model.dims.d_ff + 12 * n * model.d_model
     if checkpointed:
         return 4 * batch * (per_layer + model.n_layers * n * model.d_model)
     return 4 * batch * model.n_layers * per_layer

@@ -361,14 +361,17 @@ class Transformer:
         out_weights: torch.Tensor | None = None,
         *,
         positions: bool = True,
+        fused: bool = False,
     ) -> tuple[torch.Tensor, MultiHeadResult]:
         """One layer: (..., n, d_model) -> (..., n, d_model), plus what its attention computed.
 
         positions=False leaves rotary models unturned (learned positions are added before).
+        fused: attention in torch's fused kernel, keeping no scores or weights (gradients).
         """
         steps = self.layer_steps(
-            x, layer, mask, scale, head_keep, out_scores, out_weights, positions=positions
-        )
+            x, layer, mask, scale, head_keep, out_scores, out_weights, positions=positions,
+            fused=fused,
+        )  # fmt: skip
         return steps.output, steps.attention
 
     def layer_steps(
@@ -382,6 +385,7 @@ class Transformer:
         out_weights: torch.Tensor | None = None,
         *,
         positions: bool = True,
+        fused: bool = False,
     ) -> LayerSteps:
         """One layer, every intermediate named: what each sublayer writes and the stream between
         (the pages that measure the sublayers read these instead of redoing the layer)."""
@@ -391,7 +395,7 @@ class Transformer:
         def attend(h: torch.Tensor) -> MultiHeadResult:
             return multi_head_attention(
                 h, h, weights.attention, self.n_heads, mask, scale, head_keep,
-                out_scores, out_weights, n_kv_heads=self.n_kv_heads, rotary=rotary,
+                out_scores, out_weights, n_kv_heads=self.n_kv_heads, rotary=rotary, fused=fused,
             )  # fmt: skip
 
         if self.arch.norm_position == "pre":
@@ -464,9 +468,10 @@ class Transformer:
         options: RunOptions,
         head_keep: torch.Tensor | None,
     ) -> torch.Tensor:
-        """One layer on a batch, with autograd: (B, n, d_model) -> (B, n, d_model)."""
+        """One layer on a batch, with autograd: (B, n, d_model) -> (B, n, d_model). Nothing
+        reads its attention weights, so attention runs fused (no (B, H, n, n) block kept)."""
         return self.layer_forward(
-            x, layer, mask, options.scale, head_keep, positions=options.positions
+            x, layer, mask, options.scale, head_keep, positions=options.positions, fused=True
         )[0]
 
     @torch.inference_mode()

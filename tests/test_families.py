@@ -340,7 +340,11 @@ def test_the_differentiable_pass_is_the_run(checkpoints, name):
             word_vectors, torch.tensor(trace.segments), **switches
         )
         assert not last.requires_grad
-        np.testing.assert_allclose(last[0].numpy(), trace.hidden_states[-1], atol=1e-5)
+        # the differentiable pass runs attention in torch's fused kernel (no weights kept), whose
+        # summation order differs from run()'s: equal to 1e-5 of the largest value
+        expected = trace.hidden_states[-1]
+        size = float(np.abs(expected).max())
+        np.testing.assert_allclose(last[0].numpy(), expected, rtol=0, atol=1e-5 * size)
 
 
 # ---- 5. readable pieces and words --------------------------------------------------------------
