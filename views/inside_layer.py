@@ -84,6 +84,3 @@ st.caption(
     "feed-forward layers as key–value memories; Kobayashi et al. (2021), measuring attention "
     "together with the residual stream and LayerNorm."
 )
-st.page_link(
-    "views/positional.py", label="Labs: how word order gets in", icon=":material/pin_drop:"
-)
