@@ -117,7 +117,7 @@ def test_sizes_are_the_loaded_models_own(model):
         f"{config['vocab_size']:,} in the vocabulary",
         f"{heads} heads × {d_model // heads}",
         f"{d_model} → {d_ff} → {d_model}",
-        f"in each of the {config['num_hidden_layers']} layers",
+        f"{config['num_hidden_layers']} layers, each:",
     ):
         assert text in markup
 

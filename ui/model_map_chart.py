@@ -39,7 +39,7 @@ class Part:
 
     key: str
     label: str
-    detail: Callable[[ModelSizes], str]  # the sizes written under the label
+    detail: Callable[[ModelSizes], str]  # the sizes written beside the label, or ""
     what: str  # one sentence for the tooltip
 
 
@@ -47,73 +47,76 @@ PARTS: tuple[Part, ...] = (
     Part(
         "pieces",
         "word pieces",
-        lambda s: f"{s.vocab_size:,} in the vocabulary",
-        "The text, cut into pieces from a fixed vocabulary.",
+        lambda s: f"of {s.vocab_size:,}",
+        "The text, cut into pieces from a fixed vocabulary of that many.",
     ),
     Part(
         "table",
         "table row",
-        lambda s: f"{s.d_model} numbers",
+        lambda s: f"{s.d_model} wide",
         "Each piece's row of the embedding table: the same vector in every sentence.",
     ),
     Part(
         "position",
         "+ position",
-        lambda s: f"up to {s.max_positions}",
-        "A vector for each position, added to the row: the only place word order enters.",
+        lambda s: f"≤ {s.max_positions}",
+        "A vector for each position (up to the longest input), added to the row: the only place "
+        "word order enters.",
     ),
     Part(
         "qkv",
         "Q, K, V",
-        lambda s: f"{s.n_heads} heads × {s.d_head}",
-        "Every vector projected three times per head: a query, a key and a value.",
+        lambda s: f"{s.n_heads} × {s.d_head}",
+        "Every vector projected three times per head (heads × numbers per head): a query, a key "
+        "and a value.",
     ),
     Part(
         "scores",
         "scores",
-        lambda s: "QKᵀ / √d_k",
+        lambda s: "QKᵀ/√d_k",
         "Each query against every key, scaled; a mask can remove keys.",
     ),
     Part(
         "softmax",
         "softmax",
-        lambda s: "rows sum to 1",
-        "Scores turned into attention weights, one row per query.",
+        lambda s: "",
+        "Scores turned into attention weights: each query's row sums to 1.",
     ),
     Part(
         "mix",
         "weighted values",
-        lambda s: "weights × V",
-        "Each position's new vector: an average of the values, by its weights.",
+        lambda s: "",
+        "Each position's new vector: the values averaged with its weights.",
     ),
     Part(
         "w_o",
         "W_O",
-        lambda s: f"{s.n_heads}×{s.d_head} → {s.d_model}",
-        "The heads' outputs side by side, projected back to one vector per position.",
+        lambda s: f"{s.n_heads}·{s.d_head}→{s.d_model}",
+        "The heads' outputs side by side (heads · numbers per head), projected back to one "
+        "vector per position.",
     ),
     Part(
         "residual_norm",
         "+ residual, LayerNorm",
-        lambda s: f"width {s.d_model}",
+        lambda s: "",
         "The update added to the vector it came from, then normalised.",
     ),
     Part(
         "ffn",
         "feed-forward",
-        lambda s: f"{s.d_model} → {s.d_ff} → {s.d_model}",
-        "A small network applied to each position on its own.",
+        lambda s: f"{s.d_model}→{s.d_ff}→{s.d_model}",
+        "A small network applied to each position on its own: widen, then narrow back.",
     ),
     Part(
         "layers",
         "next layer",
-        lambda s: f"{s.n_layers} layers in all",
-        "The same steps again with the next layer's weights.",
+        lambda s: f"×{s.n_layers}",
+        "The same steps again with the next layer's weights, as many times as there are layers.",
     ),
     Part(
         "output",
         "output",
-        lambda s: f"{s.d_model} numbers per piece",
+        lambda s: f"{s.d_model} wide",
         "One vector per word piece, each now shaped by the whole sentence.",
     ),
 )
@@ -140,15 +143,27 @@ def _link(link: PageLink, classes: list[str], inner: str, tooltip: str) -> str:
     return f'<a {attributes} href="{escape(link.href)}" data-ae-page="1">{inner}</a>'
 
 
-def _part_box(part: Part, sizes: ModelSizes, here: frozenset[str], link: PageLink) -> str:
+def _part_box(part: Part, sizes: ModelSizes, marked: bool, link: PageLink) -> str:
+    """One part as a list item: its label and sizes, linked to the page that explains it."""
     detail = part.detail(sizes)
     state = " (visited)" if link.visited else ""
     where = "this page" if link.current else link.title
-    tooltip = f"{part.label}, {detail}. {part.what} Explained on: {where}{state}."
+    tooltip = (
+        f"{part.label}{', ' + detail if detail else ''}. {part.what} Explained on: {where}{state}."
+    )
     tick = '<i class="ae-tick" aria-hidden="true">✓</i>' if link.visited else ""
-    inner = f"<b>{tick}{escape(part.label)}</b><small>{escape(detail)}</small>"
-    classes = ["ae-part"] + (["ae-here"] if part.key in here else [])
-    return "<li>" + _link(link, classes, inner, tooltip) + "</li>"
+    sizes_text = f" <small>{escape(detail)}</small>" if detail else ""
+    inner = f"<b>{tick}{escape(part.label)}</b>{sizes_text}"
+    classes = ["ae-part"] + (["ae-here"] if marked else [])
+    return _item(_link(link, classes, inner, tooltip), marked, part.key in LAYER_PARTS)
+
+
+def _item(content: str, marked: bool, in_layer: bool) -> str:
+    """A list item of the map: ae-away if not marked (hidden on a phone), ae-in-layer inside
+    the band of the parts every layer repeats."""
+    classes = [name for name, on in (("ae-away", not marked), ("ae-in-layer", in_layer)) if on]
+    class_attribute = f' class="{" ".join(classes)}"' if classes else ""
+    return f"<li{class_attribute}>{content}</li>"
 
 
 def model_map(
@@ -160,28 +175,31 @@ def model_map(
     following: PageLink | None = None,
 ) -> HtmlFigure:
     """The parts of the model in data order, those in `here` marked, each linked to its page
-    (links: part key -> PageLink, one for every part in PARTS); the per-layer parts inside one
-    frame that says how many layers there are. where: a short line above the map (the step),
-    the code's own words, followed by links to the previous and following step if given."""
+    (links: part key -> PageLink, one for every part in PARTS). The parts every layer repeats
+    sit on one band that starts by saying how many layers there are. A phone shows the marked
+    parts only, each run of the others as one "…" (ui/model_map.py's style sheet). where: a
+    short line above the map (the step), the code's own words, followed by links to the
+    previous and following step if given."""
     missing = {part.key for part in PARTS} - set(links)
     if missing:
         raise ValueError(f"no page for the parts {sorted(missing)}")
     unknown = here - {part.key for part in PARTS}
     if unknown:
         raise ValueError(f"no such parts: {sorted(unknown)}")
-    before, inside, after = [], [], []
+    layer_marked = bool(here & set(LAYER_PARTS))
+    items, in_run = [], False  # in_run: the last item is an unmarked one
     for part in PARTS:
-        box = _part_box(part, sizes, here, links[part.key])
-        if part.key in LAYER_PARTS:
-            inside.append(box)
-        elif inside:
-            after.append(box)
-        else:
-            before.append(box)
-    layer = (
-        f'<li class="ae-layer"><span class="ae-layer-label">in each of the {sizes.n_layers} '
-        f'layers</span><ol class="ae-flow">{"".join(inside)}</ol></li>'
-    )
+        marked = part.key in here
+        if part.key == LAYER_PARTS[0]:  # the band's label, shown with any marked part in it
+            label = f'<span class="ae-layer-label">{sizes.n_layers} layers, each:</span>'
+            if not layer_marked and not in_run:
+                items.append('<li class="ae-gap" aria-hidden="true">…</li>')
+            items.append(_item(label, layer_marked, in_layer=True))
+            in_run = not layer_marked
+        if not marked and not in_run:
+            items.append('<li class="ae-gap" aria-hidden="true">…</li>')
+        items.append(_part_box(part, sizes, marked, links[part.key]))
+        in_run = not marked
     steps = "".join(
         " · " + _link(link, [f"ae-{rel}"], text, f"{text}: {link.title}")
         for link, rel, text in ((previous, "prev", "← Previous"), (following, "next", "Next →"))
@@ -191,7 +209,7 @@ def model_map(
         '<nav class="ae-map" data-figure="model-map" '
         'aria-label="The model, with the parts this page explains marked">'
         f'<span class="ae-where">{escape(where)}{steps}</span>'
-        f'<ol class="ae-flow">{"".join(before)}{layer}{"".join(after)}</ol></nav>'
+        f'<ol class="ae-flow">{"".join(items)}</ol></nav>'
     )
 
 

@@ -249,12 +249,13 @@ def visited() -> frozenset[str]:
 def start_button() -> None:
     """The Overview's way into the course: a link to the first step after it, with why."""
     first = STEPS[1]
-    st.page_link(
-        first.file,
-        label=f"Start the course: {first.title}",
-        icon=":material/play_arrow:",
-        help=STEPS[0].next_because,
-    )
+    with st.container(key="ae_start_course"):  # styled by ui/model_map.py's COURSE_CSS
+        st.page_link(
+            first.file,
+            label=f"Start the course: {first.title}",
+            icon=":material/play_arrow:",
+            help=STEPS[0].next_because,
+        )
 
 
 def previous_next(step: Step) -> None:
