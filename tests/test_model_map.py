@@ -114,10 +114,11 @@ def test_sizes_are_the_loaded_models_own(model):
     markup = the_map(path.STEPS[0], frozenset(), sizes)
     d_model, d_ff, heads = config["hidden_size"], config["intermediate_size"], sizes.n_heads
     for text in (
-        f"{config['vocab_size']:,} in the vocabulary",
-        f"{heads} heads × {d_model // heads}",
-        f"{d_model} → {d_ff} → {d_model}",
+        f"of {config['vocab_size']:,}",
+        f"{heads} × {d_model // heads}",
+        f"{d_model}→{d_ff}→{d_model}",
         f"{config['num_hidden_layers']} layers, each:",
+        f"×{config['num_hidden_layers']}",
     ):
         assert text in markup
 
