@@ -8,55 +8,10 @@ import logging
 
 import streamlit as st
 
-from ui import housekeeping, preload
+from ui import housekeeping, path, preload
 
 st.set_page_config(page_title="Attention Explorer", page_icon=":material/home:", layout="wide")
 housekeeping.tune_malloc()  # before torch allocates anything (ui/housekeeping.py)
-
-PAGES = {
-    "Start": [
-        st.Page("views/overview.py", title="Overview", icon=":material/home:", default=True),
-    ],
-    "Learning path": [
-        st.Page("views/by_hand.py", title="0 · Attention by hand", icon=":material/edit_note:"),
-        st.Page(
-            "views/context.py",
-            title="1 · Context from first principles",
-            icon=":material/calculate:",
-        ),
-        st.Page("views/qkv.py", title="2 · Queries, keys and values", icon=":material/key:"),
-        st.Page(
-            "views/scaling_masking.py",
-            title="3 · Scaling and masking",
-            icon=":material/thermostat:",
-        ),
-        st.Page(
-            "views/multi_head.py", title="4 · Multi-head attention", icon=":material/view_module:"
-        ),
-        st.Page("views/inside_layer.py", title="5 · Inside a layer", icon=":material/layers:"),
-    ],
-    "Explore the model": [
-        st.Page("views/heatmaps.py", title="Attention heatmaps", icon=":material/grid_on:"),
-        st.Page("views/head_view.py", title="Head view", icon=":material/linear_scale:"),
-    ],
-    "Explain": [
-        st.Page(
-            "views/information_flow.py",
-            title="Where the meaning comes from",
-            icon=":material/account_tree:",
-        ),
-        st.Page(
-            "views/explanations.py", title="Explanations side by side", icon=":material/balance:"
-        ),
-    ],
-    "Labs": [
-        st.Page("views/positional.py", title="Positional encoding", icon=":material/pin_drop:"),
-        st.Page(
-            "views/embeddings.py", title="Embedding projections", icon=":material/scatter_plot:"
-        ),
-        st.Page("views/lab.py", title="Attention, learned", icon=":material/model_training:"),
-    ],
-}
 
 # The pages that draw word pieces; elsewhere the sidebar's word-level switch is greyed out.
 WORD_LEVEL_PAGES = {"heatmaps", "head_view", "information_flow", "explanations"}
@@ -66,21 +21,28 @@ OWN_SWITCH_PAGES = {"by_hand", "context", "scaling_masking", "lab"}
 # The pages that draw without plotly, at any length ("" is the Overview's path).
 PLOTLY_FREE_PAGES = {""}
 
-navigation = st.navigation(PAGES)
+# The pages in the course's order (ui/path.py). expanded=True: every page stays listed, where
+# Streamlit 1.67 folds a list of more than twelve into "View N more".
+navigation = st.navigation(path.navigation_pages(), expanded=True)
+step = path.step_at(navigation.url_path)
 # torch's import takes ~1.3 s on a fresh server: let the browser fetch plotly.js meanwhile, unless
 # the page opened draws without it (the Overview's head is HTML: ui/html_heatmap.py).
 with preload.plotly_download(needed=navigation.url_path not in PLOTLY_FREE_PAGES):
-    from ui import door, state, widgets
+    from ui import door, model_map, state, widgets
 # Freezing the imported modules before the first page is drawn keeps Streamlit's garbage
 # collection after every rerun cheap (ui/housekeeping.py).
 housekeeping.freeze_once_at_startup()
 
 try:
-    state.prepare_page_context(
+    _, model = state.prepare_page_context(
         word_level_page=navigation.url_path in WORD_LEVEL_PAGES,
         switches_page=navigation.url_path not in OWN_SWITCH_PAGES,
     )
     widgets.image_format_picker()
+    with st.sidebar:
+        model_map.links_script()
+    visited = path.visit(step)
+    model_map.show_map(step, model, visited)  # where this page sits in the model
     navigation.run()
 except (door.ServerShort, MemoryError) as short:
     # ui/door.py refuses a run the server has no memory or slot for: the visitor reads why,
@@ -99,3 +61,8 @@ except Exception:
         "text or another page.",
         icon="⚠️",
     )
+
+# Previous and Next on every page, and the course so far (after a page that stopped early, as
+# on an empty sentence, Streamlit draws nothing more: the map and the sidebar still lead on).
+path.previous_next(step)
+model_map.show_progress(step, path.visited())

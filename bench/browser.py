@@ -219,33 +219,17 @@ SENTENCE_TAB = {
 }
 
 
-def app_pages(app_file: Path = ROOT / "app.py") -> list[AppPage]:
-    """Every st.Page(...) call in app.py, in order, with title and URL as Streamlit derives them."""
-    import ast
+def app_pages() -> list[AppPage]:
+    """Every page of app.py's navigation, in the course's order, with its title and URL path
+    (ui/path.py, from which app.py builds its navigation)."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from ui import path
 
-    from streamlit.source_util import page_icon_and_name
-
-    pages = []
-    for node in ast.walk(ast.parse(app_file.read_text())):
-        if not (
-            isinstance(node, ast.Call)
-            and getattr(node.func, "attr", "") == "Page"
-            and node.args
-            and isinstance(node.args[0], ast.Constant)
-        ):
-            continue
-        path = node.args[0].value
-        kwargs = {k.arg: k.value.value for k in node.keywords if isinstance(k.value, ast.Constant)}
-        inferred = page_icon_and_name(Path(path))[1]
-        default = bool(kwargs.get("default", False))
-        url_path = "" if default else str(kwargs.get("url_path") or inferred).strip("/")
-        title = str(kwargs.get("title") or inferred.replace("_", " "))
-        pages.append(AppPage(path, title, url_path, default))
-    return sorted(pages, key=lambda p: _position_in(app_file, p.path))
-
-
-def _position_in(app_file: Path, path: str) -> int:
-    return app_file.read_text().find(f'"{path}"')
+    return [
+        AppPage(step.file, step.title, path.url_path(step), step is path.STEPS[0])
+        for step in path.STEPS
+    ]
 
 
 # The frontend draws a run's elements some time after the run's last message arrived (long

@@ -95,18 +95,11 @@ def model():
 
 
 def page_paths() -> list[str]:
-    """Every page registered in app.py's navigation, as a path relative to the repo."""
-    import ast
+    """Every page of app.py's navigation, as a path relative to the repo, in the course's order
+    (ui/path.py, from which app.py builds its navigation)."""
+    from ui import path
 
-    tree = ast.parse((ROOT / "app.py").read_text())
-    return [
-        node.args[0].value
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Call)
-        and getattr(node.func, "attr", "") == "Page"
-        and node.args
-        and isinstance(node.args[0], ast.Constant)
-    ]
+    return [step.file for step in path.STEPS]
 
 
 def run_page(

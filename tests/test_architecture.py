@@ -171,8 +171,22 @@ def _html_calls(tree: ast.Module) -> list[ast.Call]:
     ]
 
 
+def _is_script_file(value: ast.expr | None) -> bool:
+    """scripts.script_element("<a literal file name>"): a fixed .js file of the repository
+    (ui/scripts.py reads it from ui/js/), no more built at run time than a literal is."""
+    return (
+        isinstance(value, ast.Call)
+        and _called(value) == ("scripts", "script_element")
+        and len(value.args) == 1
+        and not value.keywords
+        and isinstance(value.args[0], ast.Constant)
+        and isinstance(value.args[0].value, str)
+    )
+
+
 def _module_string_constants(tree: ast.Module) -> set[str]:
-    """Names only ever assigned a plain string literal (no f-string, no concatenation).
+    """Names only ever assigned a plain string literal (no f-string, no concatenation), or a
+    script read from a fixed file (_is_script_file).
 
     Every assignment in the module counts: a name given a literal once and something built at
     run time elsewhere (a function's `global`, a later line) is not a constant.
@@ -186,10 +200,9 @@ def _module_string_constants(tree: ast.Module) -> set[str]:
             if not isinstance(target, ast.Name):
                 continue
             value = getattr(node, "value", None)
-            is_literal = (
-                isinstance(node, ast.Assign)
-                and isinstance(value, ast.Constant)
-                and isinstance(value.value, str)
+            is_literal = isinstance(node, ast.Assign) and (
+                (isinstance(value, ast.Constant) and isinstance(value.value, str))
+                or _is_script_file(value)
             )
             (literal if is_literal else other).add(target.id)
     return literal - other
@@ -270,6 +283,10 @@ def _calls_named(tree: ast.AST, name: str) -> list[ast.Call]:
 
 # ui/html_heatmap.py's builders of an HtmlFigure, each tested in tests/test_html_heatmap.py
 HTML_BUILDERS = {"attention_grid", "value_grid", "value_strip", "bar_rows"}
+# The modules that make an HtmlFigure, escaping every text in it: ui/html_heatmap.py
+# (tests/test_html_heatmap.py) and the model map's and course progress's ui/model_map_chart.py
+# (tests/test_model_map.py), which ui/model_map.py shows as it is.
+HTML_FIGURE_MAKERS = {"html_heatmap.py", "model_map_chart.py"}
 
 
 def _called(node: ast.expr) -> tuple[str, str] | None:
@@ -319,7 +336,7 @@ def _builder_wrappers(paths: list[Path]) -> frozenset[tuple[str, str]]:
 
 def test_html_figures_come_only_from_the_tested_builder():
     """show_html_figure is handed html_heatmap's builder call itself (or a ui function's that
-    returns one), and no module but ui/html_heatmap.py makes an HtmlFigure (a NewType is not
+    returns one), and no module but HTML_FIGURE_MAKERS makes an HtmlFigure (a NewType is not
     checked at run time)."""
     wrappers = _builder_wrappers(files("ui"))
     assert ("learning_charts", "pair_grid") in wrappers  # the rule sees the wrappers in use
@@ -329,7 +346,7 @@ def test_html_figures_come_only_from_the_tested_builder():
             assert len(call.args) == 1 and _is_builder_call(call.args[0], wrappers), (
                 f"{path.name}:{call.lineno}: show_html_figure takes html_heatmap's builder call"
             )
-        if path.name != "html_heatmap.py":
+        if path.name not in HTML_FIGURE_MAKERS:
             assert not _calls_named(tree, "HtmlFigure"), path.name
         for call in _calls_named(tree, "_show_stores"):
             assert path.name == "widgets.py" and _shows_stores_aside(tree, call), (
@@ -402,6 +419,11 @@ def test_the_html_rule_can_fail():
     )
     reassigned = ast.parse('X_JS = "<script></script>"\nX_JS = f"<script>{name}</script>"\n')
     assert "X_JS" not in _module_string_constants(reassigned)
+    read = ast.parse(
+        'A_JS = scripts.script_element("a.js")\nB_JS = scripts.script_element(name)\n'
+        'C_JS = scripts.script_element("c.js") + name\nD_JS = other.script_element("d.js")\n'
+    )
+    assert _module_string_constants(read) == {"A_JS"}
     first, second, third = _html_calls(script)
     assert _allowed_keywords(first, "X_JS")
     assert not _allowed_keywords(second, "CSS") and not _allowed_keywords(third, "X_JS")

@@ -242,8 +242,3 @@ st.caption(
     "scaled dot-product attention and its cost per layer (Table 1); Tolstikhin et al. (2021), "
     "MLP-Mixer, mixing tokens with fixed trained weights."
 )
-st.page_link(
-    "views/context.py",
-    label="Next: the same idea on real word vectors",
-    icon=":material/calculate:",
-)

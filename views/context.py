@@ -266,4 +266,3 @@ st.caption(
     "Sources: Vaswani et al. (2017), attention as softmax-weighted averages; Devlin et al. "
     "(2019), BERT's word-piece embedding table."
 )
-st.page_link("views/qkv.py", label="Next: queries, keys and values", icon=":material/key:")

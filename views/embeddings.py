@@ -284,8 +284,3 @@ st.caption(
     "Sources: Ethayarajh (2019), how contextual BERT's word vectors are; Coenen et al. (2019), "
     "word senses in BERT's geometry; van der Maaten & Hinton (2008), t-SNE."
 )
-st.page_link(
-    "views/lab.py",
-    label="Next lab: watch attention being learned",
-    icon=":material/model_training:",
-)

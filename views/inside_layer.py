@@ -207,6 +207,3 @@ st.caption(
     "et al. (2021), measuring attention together with the residual stream and LayerNorm; "
     "Radford et al. (2018, 2019), GPT; Wang et al. (2020), MiniLM."
 )
-st.page_link(
-    "views/positional.py", label="Labs: how word order gets in", icon=":material/pin_drop:"
-)

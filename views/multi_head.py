@@ -393,4 +393,3 @@ st.caption(
     "(2019), heads with nameable jobs in BERT-base and in translation models; Michel et al. "
     "(2019), removing heads; Kobayashi et al. (2020), the value-weighted view."
 )
-st.page_link("views/inside_layer.py", label="Next: inside a layer", icon=":material/layers:")

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from ui import charts, formulas, html_heatmap, models, state, widgets
+from ui import charts, formulas, html_heatmap, models, path, state, widgets
 
 inputs, model = state.page_context()
 model_label = models.label(model)  # the model's name in the prose
@@ -16,6 +16,7 @@ st.markdown(
     "readable implementation and shows each number it computes. "
     "Type a sentence in the sidebar; every page that reads a sentence follows it."
 )
+path.start_button()
 
 trace = state.trace_or_stop(model, inputs)
 
@@ -119,7 +120,4 @@ else:
 st.caption(
     "Sources: Vaswani et al. (2017), the Transformer; Devlin et al. (2019), BERT; Wang et al. "
     "(2020), MiniLM; Reimers & Gurevych (2019), sentence embeddings."
-)
-st.page_link(
-    "views/by_hand.py", label="Start the course: 0 · Attention by hand", icon=":material/edit_note:"
 )

@@ -391,6 +391,3 @@ st.caption(
     "Sources: Vaswani et al. (2017), sinusoidal encoding; Devlin et al. (2019), BERT's learned "
     "position table; Shaw et al. (2018), relative positions; Su et al. (2021), rotary embeddings."
 )
-st.page_link(
-    "views/embeddings.py", label="Next lab: embedding projections", icon=":material/scatter_plot:"
-)

@@ -345,6 +345,3 @@ st.caption(
     "Sources: Vaswani et al. (2017), queries, keys and values; Bahdanau, Cho & Bengio (2015), "
     "learned alignment weights."
 )
-st.page_link(
-    "views/scaling_masking.py", label="Next: scaling and masking", icon=":material/thermostat:"
-)

@@ -363,6 +363,3 @@ st.caption(
     "Sources: Vaswani et al. (2017), scaled dot-product attention, the √d_k argument, masking "
     "and encoder–decoder attention; Devlin et al. (2019), BERT's bidirectional encoder."
 )
-st.page_link(
-    "views/multi_head.py", label="Next: multi-head attention", icon=":material/view_module:"
-)
