@@ -7,14 +7,17 @@ by its id (not by the layout's arithmetic); training is checked on the claims th
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 from fractions import Fraction
 
 import numpy as np
 import pytest
 import torch
+from shown import sent_array
 
 from core import induction
+from ui import door, induction_charts, induction_state
 
 torch.set_num_threads(1)  # the page trains on one thread; determinism is checked on the same
 
@@ -293,3 +296,150 @@ def test_the_examples_attention_is_the_last_snapshots(two_layers):
     assert run.example_attention.shape == (2, 4, SETTINGS.n_tokens, SETTINGS.n_tokens)
     layer, head, _ = run.scores_at(-1).best("induction")
     assert scores.induction[layer, head] > 0.5  # one sequence agrees with the batch's mean
+
+
+# ---- figures, read as the browser receives them ------------------------------------------------
+def sent(figure) -> dict:
+    return json.loads(figure.to_json())
+
+
+GRID_SCORES = induction.HeadScores(
+    previous_token=np.array([[0.1, 0.92, 0.3], [0.05, 0.2, 0.0]]),
+    induction=np.array([[0.02, 0.04, 0.01], [0.3, 0.12, 0.871]]),
+)
+
+
+def test_score_grid_draws_both_grids_with_their_numbers():
+    spec = sent(induction_charts.score_grid(GRID_SCORES))
+    heatmaps = [t for t in spec["data"] if t["type"] == "heatmap"]
+    numbers = [t for t in spec["data"] if t.get("mode") == "text"]
+    assert len(heatmaps) == 2 and len(numbers) == 2
+    for heatmap, text, grid in zip(
+        heatmaps, numbers, (GRID_SCORES.previous_token, GRID_SCORES.induction), strict=True
+    ):
+        np.testing.assert_allclose(sent_array(heatmap["z"]), grid)
+        assert list(sent_array(heatmap["x"])) == [0, 1, 2] and list(sent_array(heatmap["y"])) == [
+            0,
+            1,
+        ]
+        assert (text["xaxis"], text["yaxis"]) == (heatmap["xaxis"], heatmap["yaxis"])
+        cells = zip(sent_array(text["x"]), sent_array(text["y"]), text["text"], strict=True)
+        for head, layer, written in cells:  # each number sits on its own cell
+            assert written == f"{grid[int(layer), int(head)]:.2f}"
+    frames = [(s["x0"] + 0.5, s["y0"] + 0.5) for s in spec["layout"]["shapes"]]
+    assert frames == [(1, 0), (2, 1)]  # best previous-token head L0 H1, best induction L1 H2
+    colours = spec["layout"]["coloraxis"]
+    assert (colours["cmin"], colours["cmax"]) == (0, 1)
+    assert (
+        spec["layout"]["xaxis"]["dtick"] == 1 and spec["layout"]["yaxis"]["autorange"] == "reversed"
+    )
+
+
+def test_loss_ticks_are_plain_decimals():
+    values, labels = induction_charts.loss_ticks(0.003, 8.0)
+    assert values == [0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5]
+    assert labels == ["0.005", "0.01", "0.02", "0.05", "0.1", "0.2", "0.5", "1", "2", "5"]
+    values, labels = induction_charts.loss_ticks(1.7, 9.5)  # less than a decade: finer
+    assert values == [2, 3, 4, 5, 6, 7, 8, 9] and labels[0] == "2"
+
+
+def synthetic_run(**changes) -> induction.InductionRun:
+    """A hand-made run of 20 steps, 2 layers × 2 heads: L1 H0 reaches 0.5 at step 10, L1 H1 at
+    step 15, the layer-0 heads never."""
+    snapshot_steps = np.array([0, 5, 10, 15, 20])
+    scores = np.zeros((5, 2, 2))
+    scores[:, 1, 0] = [0.0, 0.2, 0.5, 0.8, 0.9]
+    scores[:, 1, 1] = [0.0, 0.1, 0.3, 0.6, 0.7]
+    scores[:, 0, :] = 0.45
+    repeated = np.geomspace(3.8, 0.02, 20)
+    fields = {
+        "settings": dataclasses.replace(SETTINGS, max_steps=20),
+        "first_half_loss": np.linspace(3.9, 9.0, 20),
+        "repeated_loss": repeated,
+        "snapshot_steps": snapshot_steps,
+        "probe_first_half_loss": np.linspace(3.9, 9.0, 5),
+        "probe_repeated_loss": repeated[[0, 5, 10, 15, 19]],
+        "previous_token": scores[:, ::-1],
+        "induction": scores,
+        "solved_at": 20,
+        "example_tokens": np.arange(40),
+        "example_layout": induction.RepeatLayout(0, 8),
+        "example_attention": causal_uniform(2, 2, 40),
+        "seconds": 0.0,
+    }
+    return induction.InductionRun(**{**fields, **changes})
+
+
+def test_crossings_are_each_heads_first_snapshot_at_the_bar():
+    assert synthetic_run().crossings(0.5) == {(1, 0): 10, (1, 1): 15}
+    assert synthetic_run().crossings(0.95) == {}
+
+
+def test_loss_curves_draw_both_halves_and_mark_the_crossings():
+    run = synthetic_run()
+    spec = sent(induction_charts.loss_curves(run, step=15))
+    lines = [t for t in spec["data"] if t["type"] == "scatter"]
+    assert [t["name"] for t in lines] == [
+        "first copy (random, left out of training)",
+        "repeat (predictable)",
+    ]
+    np.testing.assert_allclose(sent_array(lines[0]["y"]), run.first_half_loss, atol=1e-4)
+    np.testing.assert_allclose(sent_array(lines[1]["y"]), run.repeated_loss, atol=1e-4)
+    assert list(sent_array(lines[1]["x"])) == list(range(20))
+    y_axis = spec["layout"]["yaxis"]
+    assert y_axis["type"] == "log"
+    assert all(label.replace(".", "").isdigit() for label in y_axis["ticktext"])  # no "µ", no "m"
+    assert y_axis["tickvals"][0] <= run.repeated_loss.min() and y_axis["tickvals"][-1] >= 5
+    low, high = (10**end for end in y_axis["range"])
+    assert low < run.repeated_loss.min() and high > run.first_half_loss.max()
+    shapes = spec["layout"]["shapes"]
+    chance = [s for s in shapes if s["y0"] == s["y1"]]
+    assert [s["y0"] for s in chance] == [pytest.approx(math.log(48))]
+    upright = [s["x0"] for s in shapes if s["x0"] == s["x1"]]
+    assert upright == [10, 15, 15]  # L1 H0, L1 H1, then the chosen step
+    chance_label = [a for a in spec["layout"]["annotations"] if a.get("xref") == "paper"]
+    assert [10 ** a["y"] for a in chance_label] == [pytest.approx(math.log(48))]
+    marks = [a["text"] for a in spec["layout"]["annotations"] if a.get("xref") == "x"]
+    assert marks == ["L1 H0 ≥ 0.5", "L1 H1 ≥ 0.5"]
+
+
+def test_score_curves_draw_one_line_per_head():
+    run = synthetic_run()
+    spec = sent(induction_charts.score_curves(run, "induction"))
+    lines = spec["data"]
+    assert [t["name"] for t in lines] == ["L0 H0", "L0 H1", "L1 H0", "L1 H1"]
+    for line, (layer, head) in zip(lines, np.ndindex(2, 2), strict=True):
+        np.testing.assert_allclose(sent_array(line["y"]), run.induction[:, layer, head])
+        assert list(sent_array(line["x"])) == [0, 5, 10, 15, 20]
+    spec = sent(induction_charts.score_curves(run, "previous_token"))
+    np.testing.assert_allclose(sent_array(spec["data"][0]["y"]), run.previous_token[:, 0, 0])
+
+
+# ---- through the door -------------------------------------------------------------------------
+@pytest.fixture
+def fresh_door():
+    door.forget_all()
+    yield door
+    door.forget_all()
+
+
+def test_a_training_run_is_cached_read_only(fresh_door):
+    short = dataclasses.replace(SETTINGS, max_steps=6)
+    run = induction_state.trained_run(short)
+    assert induction_state.trained_run(short) is run  # the second visitor trains nothing
+    np.testing.assert_array_equal(run.repeated_loss, induction.train_induction(short).repeated_loss)
+    assert not run.induction.flags.writeable
+    assert induction.training_bytes(short) > 10 * door.nbytes(run)  # training holds the most
+
+
+def test_found_scores_of_a_trace(fresh_door, model):
+    trace = model.run("a b c d e a b c d e")  # [CLS] a b c d e a b c d e [SEP]
+    layout = induction.RepeatLayout(start=1, segment_length=5)
+    scores = induction_state.found_scores(trace, layout)
+    want = reference_scores(
+        np.asarray(trace.attentions, dtype=np.float64), list(trace.input_ids[:-1]), 1
+    )
+    np.testing.assert_allclose((scores.previous_token, scores.induction), want, rtol=1e-6)
+    assert induction_state.found_scores(trace, layout) is scores
+    mean = induction_state.mean_found_scores([trace, trace], [layout, layout])
+    np.testing.assert_allclose(mean.induction, scores.induction)
