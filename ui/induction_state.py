@@ -1,0 +1,56 @@
+"""Induction heads through the one door: the training run and every head's scores, cached.
+
+A run is a pure function of its settings (core.induction.train_induction is seeded), so a cached
+run is the same run a copied link would retrain; the scores of a Trace are a pure function of its
+attentions and of where the repeated segment sits. Both go through ui.door like every model run:
+one cache, one admission limit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import streamlit as st
+
+import core
+from core import induction
+from ui import door
+
+PROGRESS_UPDATES = 20  # progress-bar messages per run: enough to see it move, few to send
+
+
+def _training_cost(settings: induction.InductionSettings) -> int:
+    return induction.training_bytes(settings)
+
+
+@door.shared("training the induction model", cost=_training_cost)
+def trained_run(settings: induction.InductionSettings) -> induction.InductionRun:
+    """The run for these settings, trained on a miss with a progress bar (a hit draws none).
+
+    The bar counts towards settings.max_steps; a run that is solved earlier stops there.
+    """
+    layers = "layer" if settings.n_layers == 1 else "layers"
+    bar = st.progress(0.0, text=f"Training {settings.n_layers} {layers} …")
+    every = max(1, settings.max_steps // PROGRESS_UPDATES)
+
+    def report(done: int, total: int) -> None:
+        if done % every == 0 or done == total:
+            bar.progress(done / total, text=f"Training: step {done} of at most {total}")
+
+    run = induction.train_induction(settings, on_step=report)
+    bar.empty()
+    return run
+
+
+@door.shared("the induction scores")
+def found_scores(trace: core.Trace, layout: induction.RepeatLayout) -> induction.HeadScores:
+    """Every head's previous-token and induction score in a run over a repeated sequence."""
+    return induction.head_scores(trace.attentions, layout)
+
+
+@door.shared("the induction scores")
+def mean_found_scores(
+    traces: Sequence[core.Trace], layouts: Sequence[induction.RepeatLayout]
+) -> induction.HeadScores:
+    """The scores averaged over several runs, each over its own repeated sequence."""
+    return induction.mean_head_scores([trace.attentions for trace in traces], layouts)
