@@ -1,9 +1,12 @@
-"""The app's shared state: the sidebar inputs, the loaded models and the cached Traces.
+"""What every page reads: the sidebar inputs, the model, the Trace and a few shared results.
 
-A model is loaded once per process and shared by every browser session; a Trace is computed
-once per (model, text, pair, switches) and shared too — its arrays are read-only, so sharing
-cannot leak one user's edit to another. Both live in ui.door's one cache and are computed
-through its one admission limit.
+It keeps no cache of its own and runs no model outside ui.door, the one door for every cache and
+every model run: what it computes (the Trace, the transformers check, the projections, the
+word-piece table) is a `@door.shared` function, kept in the door's one cache and run in one of
+its run slots, and models come from ui.models through the same door. So a model is loaded once
+per process and shared by every browser session, and a Trace is computed once per (model, text,
+pair, switches) and shared too — its arrays are read-only, so sharing cannot leak one user's
+edit to another.
 """
 
 from __future__ import annotations
