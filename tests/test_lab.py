@@ -496,6 +496,38 @@ def test_comparison_cells_are_the_runs_train_gives(small_comparison):
     )
 
 
+def test_comparison_curves_draw_each_starts_medians(small_comparison):
+    figure = lab_charts.comparison_curves(small_comparison, "first")
+    traces = {(trace.name, trace.yaxis): trace for trace in figure.data}
+    for start in lab.STARTS:
+        spread, locked = traces[start.label, "y"], traces[start.label, "y2"]
+        np.testing.assert_allclose(
+            spread.y, small_comparison.median_spread("first", start), rtol=1e-3
+        )
+        np.testing.assert_allclose(
+            locked.y, small_comparison.mean_locked("first", start), atol=1e-4
+        )
+        np.testing.assert_array_equal(spread.x, small_comparison.snapshot_steps("first"))
+    assert figure.layout.yaxis.type == "log" and figure.layout.yaxis.exponentformat == "power"
+
+
+def test_side_by_side_draws_each_run_and_names_it_as_text(small_comparison):
+    runs = [small_comparison.runs["first", start][0] for start in (lab.SCALED, lab.UNSCALED)]
+    names = [f"#{i} <b>{lab_charts.run_label(run.settings)}</b>" for i, run in enumerate(runs, 1)]
+    figure = lab_charts.runs_side_by_side(runs, names)
+    assert [shown(trace.name) for trace in figure.data] == ["run #1", "run #1", "run #2", "run #2"]
+    np.testing.assert_allclose(figure.data[2].y, runs[1].eval_mass, atol=1e-4)
+    np.testing.assert_allclose(figure.data[3].y, runs[1].score_spread, rtol=1e-3)
+    for trace, name in zip(figure.data, [names[0], names[0], names[1], names[1]], strict=True):
+        assert shown(trace.hovertemplate.split("<br>")[0]) == name  # the whole name, as text
+    title = lab_charts.final_attention(runs[1], names[1]).layout.title.text
+    lines = title.split("<br>")
+    assert len(lines) > 1 and all(len(shown(line)) <= 36 for line in lines)
+    assert (
+        "".join(shown(line) for line in lines).replace(",", ", ").replace(",  ", ", ") == names[1]
+    )
+
+
 def test_comparison_reports_progress_over_all_its_stacks():
     seen = []
     lab.compare(
@@ -510,6 +542,7 @@ def test_figures_show_the_chosen_snapshot(default_runs):
     index = 10
     loss = lab_charts.loss_curve(run, index)
     assert loss.layout.shapes[0].x0 == run.snapshot_steps[index]
+    assert loss.layout.yaxis.exponentformat == "power", "10⁻⁴, not plotly's SI '100µ'"
     attention = lab_charts.probe_attention(run, index)
     np.testing.assert_allclose(attention.data[0].z, run.probe_attention[index], atol=1e-4)
     bilinear = lab_charts.bilinear_heatmap(run, index)
@@ -719,15 +752,24 @@ def test_the_comparison_prose_says_what_the_counts_show(monkeypatch, small_compa
     assert (
         f"**{first}**: the scaled head solved clearly more often (12 of 12 against 0 of 12)" in text
     )
-    assert "still solved only 0 of 12: a narrow start did not rescue it" in text
+    assert (
+        "Started at the scaled spread, the unscaled head solved 0 of 12: not clearly more than "
+        "from its own start, so a narrow start did not rescue it." in text
+    )
+    assert (
+        "Started at the unscaled spread, the scaled head solved 12 of 12: not clearly fewer than "
+        "from its own start, so it got out of a wide start." in text
+    )
     assert "the start does not explain the difference" in text
     assert text.count("solved clearly more often") == 1, "only where the counts say so"
+    assert text.count("rescue") == 1, "no rescue where nothing needed one"
 
     counts = {"previous": (12, 2, 12, 3), "first": (12, 12, 11, 12)}
     shown_comparison = synthetic_comparison(small_comparison_on_the_page, counts)
     at = run_page(LAB)
     text = page_text(at)
-    assert "a narrow start rescued it." in text and "a wide start cost it runs" in text
+    assert "clearly more than from its own start, so a narrow start rescued it." in text
+    assert "clearly fewer than from its own start, so a wide start cost it runs." in text
     assert "the starting spread explains the difference" in text
     assert f"**{first}**: scaled and unscaled heads solved equally often" in text
     cells = at.table[-1].value
@@ -735,6 +777,22 @@ def test_the_comparison_prose_says_what_the_counts_show(monkeypatch, small_compa
         f"12 of 12 · {shown_comparison.mean_mass('previous', lab.SCALED):.3f}",
         f"2 of 12 · {shown_comparison.mean_mass('previous', lab.UNSCALED):.3f}",
     ]
+
+    # Ten seeds: 10 against 7 is within chance, 10 against 5 is not.
+    counts = {"previous": (10, 7, 10, 5), "first": (10, 0, 0, 8)}
+    shown_comparison = synthetic_comparison(small_comparison_on_the_page, counts, seeds=10)
+    at = run_page(LAB)
+    text = page_text(at)
+    assert (
+        f"**{previous}**: scaled and unscaled heads were not clearly apart (10 of 10 against 7 "
+        "of 10): with 10 seeds, these runs do not show the scale deciding the outcome here." in text
+    )
+    assert "scaled head solved 5 of 10: clearly fewer than from its own start" in text
+    assert "scaled head solved 8 of 10: not clearly fewer than from its own start" in text
+    assert "So on this task the start does not explain the difference" in text
+    assert text.count("So on this task") == 1, (
+        "no conclusion where scaling made no clear difference"
+    )
 
 
 def test_the_comparison_shows_its_progress_or_its_trouble(monkeypatch):
@@ -810,13 +868,13 @@ def test_lab_trains_in_chromium(server, browser):
     assert "lab_run=1" in page.url, "the address says a run is shown"
     assert not page_exceptions(page)
     wait_for_app(page)
-    shown_here = figure_signatures(page)
+    # The run's own four figures (loss, learned, target, W_qᵀW_k); the comparison's, further
+    # down, may or may not have finished training in the background by now.
+    shown_here = figure_signatures(page)[:4]
     # The copied link, opened fresh: the same run at the same step, without pressing Train.
     other = browser.new_page(viewport={"width": 1300, "height": 1600})
     other.goto(page.url)
     wait_for_figure(other, 90_000)
     wait_for_app(other)
-    other.wait_for_function(
-        f"() => document.querySelectorAll('.js-plotly-plot').length >= {len(shown_here)}"
-    )
-    assert figure_signatures(other) == shown_here
+    other.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length >= 4")
+    assert figure_signatures(other)[:4] == shown_here

@@ -162,12 +162,15 @@ def bilinear_heatmap(run: TrainingRun, index: int) -> go.Figure:
     )
 
 
+RUN_COLOURS = QUALITATIVE_COLOURS[2:]
+
+
 # ---- runs side by side ---------------------------------------------------------------------------
 def run_label(settings: lab.Settings) -> str:
     """A short name of a run's settings, e.g. "first, d_head 128, unscaled, seed 0"."""
     parts = [settings.task, f"d_head {settings.d_head}", "scaled" if settings.scale else "unscaled"]
     if settings.start_at_other_spread:
-        parts.append("started at the other spread")
+        parts.append(f"started at the {'unscaled' if settings.scale else 'scaled'} spread")
     if settings.loss != lab.Settings.loss:
         parts.append("cross-entropy")
     if settings.causal:
@@ -178,9 +181,22 @@ def run_label(settings: lab.Settings) -> str:
     return ", ".join(parts)
 
 
+def wrapped(text: str, width: int = 34) -> str:
+    """A ", "-separated label as escaped lines of at most ~width characters (joined by plotly's
+    <br>): plotly never wraps a title, and a phone's figure is ~330 px wide."""
+    lines: list[str] = []
+    for part in text.split(", "):
+        if lines and len(lines[-1]) + len(part) + 2 <= width:
+            lines[-1] += ", " + part
+        else:
+            lines.append(part)
+    return ",<br>".join(literal(line) for line in lines)
+
+
 def runs_side_by_side(runs: Sequence[TrainingRun], names: Sequence[str]) -> go.Figure:
     """Two panels over the training steps, one line per run: the held-out weight on the right
-    key, and the spread of the held-out scores (log axis)."""
+    key, and the spread of the held-out scores (log axis). The legend names each run by its
+    number ("#1 …" in names); the hover gives its whole name."""
     figure = make_subplots(
         rows=2,
         cols=1,
@@ -189,8 +205,10 @@ def runs_side_by_side(runs: Sequence[TrainingRun], names: Sequence[str]) -> go.F
         subplot_titles=("weight on the right key (held out)", "score spread (log)"),
     )
     for number, (run, name) in enumerate(zip(runs, names, strict=True)):
-        colour = QUALITATIVE_COLOURS[number % len(QUALITATIVE_COLOURS)]
+        # Not blue and red, which the comparison below gives to scaled and unscaled heads.
+        colour = RUN_COLOURS[number % len(RUN_COLOURS)]
         shown = literal(name)
+        number_only = literal(name.split(" ", 1)[0])  # "#1": the table beside says the rest
         for row, values, hover in (
             (1, np.round(run.eval_mass, 4), "weight on target %{y:.3f}"),
             (2, np.round(run.score_spread, 3), "score spread %{y:.2f}"),
@@ -199,7 +217,7 @@ def runs_side_by_side(runs: Sequence[TrainingRun], names: Sequence[str]) -> go.F
                 go.Scatter(
                     x=run.snapshot_steps,
                     y=values,
-                    name=shown,
+                    name=f"run {number_only}",
                     legendgroup=str(number),
                     showlegend=row == 1,
                     line={"color": colour},
@@ -222,9 +240,7 @@ def runs_side_by_side(runs: Sequence[TrainingRun], names: Sequence[str]) -> go.F
 def final_attention(run: TrainingRun, name: str) -> go.Figure:
     """The probe's attention after a run's last step, titled by the run, small."""
     labels = numbered(run.probe_tokens)
-    return attention_heatmap(
-        run.probe_attention[-1], labels, labels, literal(name).replace(", ", ",<br>", 1), height=360
-    )
+    return attention_heatmap(run.probe_attention[-1], labels, labels, wrapped(name), height=400)
 
 
 # ---- the comparison of many seeds -------------------------------------------------------------
@@ -247,7 +263,7 @@ def comparison_curves(comparison: lab.Comparison, task: str) -> go.Figure:
         vertical_spacing=0.12,
         subplot_titles=(
             "score spread, median over the seeds (log)",
-            f"rows with ≥ {lab.LOCKED_WEIGHT:.0%} of their weight on one wrong key",
+            "rows locked on a wrong key",
         ),
     )
     for start in lab.STARTS:

@@ -295,7 +295,7 @@ choice = lab_runs.ComparisonChoice(
 seeds = lab_runs.COMPARISON_SEEDS
 st.caption(
     f"{choice.runs()} runs: {len(lab.STARTS)} ways to start × {seeds} seeds × the tasks "
-    f"{' and '.join(lab.TASKS[name].title for name in lab_runs.COMPARISON_TASKS)}, other "
+    f"{' and '.join(f'*{lab.TASKS[name].title}*' for name in lab_runs.COMPARISON_TASKS)}, other "
     "switches at their defaults. They train side by side, once per server for each choice "
     "here, in the background: the rest of the page works meanwhile."
 )
@@ -320,58 +320,61 @@ def task_verdict(comparison: lab.Comparison, name: str) -> str:
     """What the comparison shows on one task, each sentence chosen by the counts."""
     verdict = comparison.verdict(name)
     n = verdict.seeds
-    title = lab.TASKS[name].title
     scaled, unscaled = verdict.scaled, verdict.unscaled
     narrow, wide = verdict.unscaled_narrow, verdict.scaled_wide
-    if verdict.story == "same":
-        gap = "solved equally often" if scaled == unscaled else "were not clearly apart"
-        return (
-            f"**{title}**: scaled and unscaled heads {gap} ({solved_sentence(scaled, n)} "
-            f"against {solved_sentence(unscaled, n)}): at this width and with {n} seeds, "
-            "these runs do not show the scale deciding the outcome."
-        )
-    if verdict.story == "reversed":
-        return (
-            f"**{title}**: here the unscaled head solved clearly more often "
-            f"({solved_sentence(unscaled, n)} against {solved_sentence(scaled, n)})."
-        )
-    sentences = [
-        f"**{title}**: the scaled head solved clearly more often "
-        f"({solved_sentence(scaled, n)} against {solved_sentence(unscaled, n)})."
-    ]
-    if verdict.narrow_start_rescues:
+    sentences = [f"**{lab.TASKS[name].title}**:"]
+    if verdict.scale_helps:
         sentences.append(
-            "Started at the scaled spread, the unscaled head solved "
-            f"{solved_sentence(narrow, n)}: a narrow start rescued it"
-            + (
-                "."
-                if not lab.clearly_more(scaled, narrow, n)
-                else ", in part (still clearly fewer than the scaled head)."
-            )
+            f"the scaled head solved clearly more often ({solved_sentence(scaled, n)} against "
+            f"{solved_sentence(unscaled, n)})."
+        )
+    elif verdict.scale_hurts:
+        sentences.append(
+            f"the unscaled head solved clearly more often ({solved_sentence(unscaled, n)} "
+            f"against {solved_sentence(scaled, n)})."
+        )
+    else:
+        gap = "solved equally often" if scaled == unscaled else "were not clearly apart"
+        sentences.append(
+            f"scaled and unscaled heads {gap} ({solved_sentence(scaled, n)} against "
+            f"{solved_sentence(unscaled, n)}): with {n} seeds, these runs do not show the scale "
+            "deciding the outcome here."
+        )
+    narrow_start = (
+        f"Started at the scaled spread, the unscaled head solved {solved_sentence(narrow, n)}"
+    )
+    if verdict.narrow_start_rescues:
+        behind = lab.clearly_more(scaled, narrow, n)
+        sentences.append(
+            f"{narrow_start}: clearly more than from its own start, so a narrow start rescued "
+            + ("it in part (still clearly fewer than the scaled head)." if behind else "it.")
         )
     else:
         sentences.append(
-            "Started at the scaled spread, the unscaled head still solved only "
-            f"{solved_sentence(narrow, n)}: a narrow start did not rescue it."
+            f"{narrow_start}: not clearly more than from its own start"
+            + (", so a narrow start did not rescue it." if verdict.scale_helps else ".")
         )
+    wide_start = (
+        f"Started at the unscaled spread, the scaled head solved {solved_sentence(wide, n)}"
+    )
     if verdict.wide_start_hurts:
         sentences.append(
-            "Started at the unscaled spread, the scaled head solved "
-            f"{solved_sentence(wide, n)}: a wide start cost it runs."
+            f"{wide_start}: clearly fewer than from its own start, so a wide start cost it runs."
         )
     else:
         sentences.append(
-            "Started at the unscaled spread, the scaled head still solved "
-            f"{solved_sentence(wide, n)}: it got out of a wide start."
+            f"{wide_start}: not clearly fewer than from its own start, so it got out of a wide "
+            "start."
         )
-    sentences.append(
-        {
-            "start": "So on this task the starting spread explains the difference.",
-            "training": "So on this task the start does not explain the difference: what is "
-            "left is how training moves the scores.",
-            "both": "So on this task the start explains part of the difference, not all of it.",
-        }[verdict.story]
-    )
+    if verdict.story in ("start", "training", "both"):
+        sentences.append(
+            {
+                "start": "So on this task the starting spread explains the difference.",
+                "training": "So on this task the start does not explain the difference: what "
+                "is left is how training moves the scores.",
+                "both": "So on this task the start explains part of the difference, not all of it.",
+            }[verdict.story]
+        )
     return " ".join(sentences)
 
 
@@ -436,7 +439,7 @@ def comparison_results(comparison: lab.Comparison) -> None:
         f"{lab.N_EVAL_SEQUENCES} held-out sequences' tokens right after step {comparison.steps}. "
         "After the dot: the mean weight on the right key over the seeds. d_head "
         f"{comparison.d_head}, {comparison.loss.replace('_', '-')} loss; training took "
-        f"{comparison.seconds:.0f} s on one core of this server. Any cell is a run you can "
+        f"{comparison.seconds:.0f} s on one thread of this server. Any cell is a run you can "
         "watch: set the switches at the top to the same task, d_head, steps, start and seed, "
         "and press Train."
     )
@@ -480,8 +483,8 @@ def comparison_results(comparison: lab.Comparison) -> None:
     st.caption(
         "Solid: each head from its own start; dashed: from the other head's spread. Blue: "
         "scaled, red: unscaled. Top: the standard deviation of the held-out scores, the median "
-        f"over the {n} seeds, on a log axis. Bottom: the share of held-out rows with "
-        f"{lab.LOCKED_WEIGHT:.0%} or more of their weight on one wrong key, the mean over the "
+        f"over the {n} seeds, on a log axis. Bottom: the share of held-out rows locked on a wrong "
+        f"key, with {lab.LOCKED_WEIGHT:.0%} or more of their weight on it, the mean over the "
         "seeds."
     )
 
