@@ -539,12 +539,25 @@ def snapshot_steps(steps: int, n_snapshots: int = N_SNAPSHOTS) -> np.ndarray:
     return np.unique(np.append(np.arange(0, steps + 1, every), steps))
 
 
+EVAL_BYTES_PER_RUN = 4 * 10  # float32 (n × n) per held-out sequence: scores, weights, masks …
+STACK_OVERHEAD_BYTES = 8_000_000  # what a stack of any size holds besides its tensors
+
+
 def eval_runs_per_chunk(stack: Stack) -> int:
     """How many runs to score on the held-out sequences at once within EVAL_CHUNK_BYTES."""
     n = stack.task.n_tokens
-    # float32 (n × n) per sequence: scores, shifted, exponentials, weights, one-hot, masks …
-    per_run = 4 * N_EVAL_SEQUENCES * n * n * 10
+    per_run = EVAL_BYTES_PER_RUN * N_EVAL_SEQUENCES * n * n
     return max(1, EVAL_CHUNK_BYTES // per_run)
+
+
+def kept_bytes(settings: Settings, n_snapshots: int = N_SNAPSHOTS) -> int:
+    """Bytes of the arrays a finished TrainingRun keeps."""
+    task = TASKS[settings.task]
+    n, m = task.n_tokens, len(task.vocabulary) + task.n_tokens
+    k = len(snapshot_steps(settings.steps, n_snapshots))
+    pictures = 4 * k * (n * n + m * m)  # float32 probe maps and bilinear forms
+    curves = 8 * (settings.steps + 5 * k + n)  # float64 loss and measures, int64 steps, targets
+    return pictures + curves
 
 
 def stack_bytes(runs: Sequence[Settings], n_snapshots: int = N_SNAPSHOTS) -> int:
@@ -553,8 +566,10 @@ def stack_bytes(runs: Sequence[Settings], n_snapshots: int = N_SNAPSHOTS) -> int
     Per run: the parameters with their gradients and Adam's two moments (4 copies); one step's
     batch of (n × n) tensors with what autograd keeps for the backward pass (~20 of them) and
     the (V·n)² score table (~6 copies); the held-out sequences; the pictures and curves kept.
-    Plus one chunk of held-out scoring, all doubled for the allocator's slack. Measured
-    here: 40 runs at d_head 128 grew the peak resident memory by 64–75 MB, estimated 102 MB.
+    Plus one chunk of held-out scoring; all of it doubled, and STACK_OVERHEAD_BYTES, for the
+    allocator's slack and autograd's bookkeeping. Measured here (peak resident memory grown):
+    40 runs at d_head 128, 64–75 MB (estimated 105 MB); 4 runs, 13 MB (21 MB); one run of 500
+    steps, 4 MB (13 MB).
     """
     shared = runs[0]
     task = TASKS[shared.task]
@@ -567,7 +582,9 @@ def stack_bytes(runs: Sequence[Settings], n_snapshots: int = N_SNAPSHOTS) -> int
         + (n_snapshots + 1) * (n * n + m * m + 4)  # pictures and curves
     )
     per_run = 4 * floats + 2 * 8 * N_EVAL_SEQUENCES * n  # + held-out tokens and targets (int64)
-    return int(2 * (len(runs) * per_run + EVAL_CHUNK_BYTES))
+    chunk = min(len(runs), eval_runs_per_chunk(Stack((shared,))))
+    scoring = chunk * EVAL_BYTES_PER_RUN * N_EVAL_SEQUENCES * n * n
+    return int(2 * (len(runs) * per_run + scoring)) + STACK_OVERHEAD_BYTES
 
 
 @contextlib.contextmanager

@@ -359,6 +359,15 @@ def test_a_run_is_the_same_run_alone_or_in_any_stack():
     assert all(run.eval_mass.base is None and run.bilinear.base is None for run in together)
 
 
+@pytest.mark.parametrize("n_snapshots", [lab.N_SNAPSHOTS, lab.COMPARISON_SNAPSHOTS])
+def test_kept_bytes_are_what_the_door_counts(n_snapshots):
+    from ui import door
+
+    settings = lab.Settings(task="bracket", steps=30)
+    run = lab.train([settings], n_snapshots=n_snapshots)[0]
+    assert door.nbytes(run) == pytest.approx(lab.kept_bytes(settings, n_snapshots), abs=1024)
+
+
 def test_fewer_snapshots_keep_the_same_run():
     settings = lab.Settings(task="previous", steps=60, seed=3)
     dense, sparse = lab.train_one(settings), lab.train([settings], n_snapshots=6)[0]

@@ -65,11 +65,17 @@ class ComparisonChoice:
 
 
 def _comparison_bytes(choice: ComparisonChoice, _progress: Progress | None = None) -> int:
-    """One task's stack at a time is training; the finished ones are kept as results."""
-    stack = lab.comparison_settings(
-        COMPARISON_TASKS[0], lab.SCALED, choice.d_head, choice.steps, choice.loss, COMPARISON_SEEDS
-    )
-    return len(COMPARISON_TASKS) * lab.stack_bytes(stack * len(lab.STARTS))
+    """The tasks' stacks train one after the other: one stack at a time, plus what the earlier
+    ones keep."""
+    stack = [
+        settings
+        for start in lab.STARTS
+        for settings in lab.comparison_settings(
+            COMPARISON_TASKS[0], start, choice.d_head, choice.steps, choice.loss, COMPARISON_SEEDS
+        )
+    ]
+    kept = len(stack) * lab.kept_bytes(stack[0], lab.COMPARISON_SNAPSHOTS)
+    return lab.stack_bytes(stack, lab.COMPARISON_SNAPSHOTS) + (len(COMPARISON_TASKS) - 1) * kept
 
 
 @door.shared("the comparison of many seeds", cost=_comparison_bytes)
