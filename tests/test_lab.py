@@ -248,8 +248,8 @@ def test_bilinear_form_entries_add_up_to_the_scores():
 
 
 def test_a_tie_between_two_copies_is_not_a_hit_and_locked_rows_are_counted():
-    # Row 0 ties between keys 0 and 1; row 1 is nearly all on key 1 (right); row 2 is locked
-    # on wrong key 0 (its weight there is above LOCKED_WEIGHT); row 3 is a plain hit.
+    # Row 0 ties between keys 0 and 1; row 1 is nearly all on key 1 (right: not locked); row 2
+    # is locked on wrong key 0 (its weight there is above LOCKED_WEIGHT); row 3 is a plain hit.
     scores = torch.tensor(
         [[[[0.0, 0.0, -30.0], [-9.0, 0.0, -9.0], [20.0, 0.0, 0.0], [0.0, 0.0, 1.0]]]],
         dtype=torch.float64,
@@ -262,7 +262,10 @@ def test_a_tie_between_two_copies_is_not_a_hit_and_locked_rows_are_counted():
     assert score.mass[0] == pytest.approx(
         np.mean([weights[i, t] for i, t in enumerate([0, 1, 2, 2])])
     )
+    assert weights[1, 1] >= lab.LOCKED_WEIGHT, "a row nearly all on its target is not locked"
     assert weights[2, 0] >= lab.LOCKED_WEIGHT and score.locked[0] == pytest.approx(1 / 4)
+    all_right = lab.measure(scores[..., [1], :], targets[..., [1]])
+    assert all_right.locked[0] == 0 and all_right.accuracy[0] == 1
     assert score.spread[0] == pytest.approx(np.std(scores.numpy(), ddof=1))
 
 
