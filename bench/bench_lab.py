@@ -5,11 +5,12 @@ steps) and its slowest offered run (500 steps, d_head 128) are alternated with a
 of the bundled model on a 32-piece sentence, so machine noise hits all alike. Prints the median
 times and the ratio run / forward pass; never asserts.
 
-With --scaling it instead repeats the measurement the lab page quotes: for every task, d_head 8
-and 128, scaled and unscaled, seeds 0-9, 300 steps, it prints how many runs were solved
-(held-out accuracy ≥ 99 %) and the mean final weight on the target key, for both losses.
+With --scaling it instead trains the lab page's comparison (core.lab.compare: every start ×
+seed × task, as the page does, timed) and prints how many runs of each cell were solved
+(held-out accuracy ≥ SOLVED_ACCURACY), the mean final weight on the target key, and the story
+the page tells for each task.
 
-    python bench/bench_lab.py [--repeats 3] [--scaling]
+    python bench/bench_lab.py [--repeats 3] [--scaling [--seeds 12 --d-head 128 --steps 300]]
 """
 
 from __future__ import annotations
@@ -37,35 +38,38 @@ def seconds(action) -> float:
     return time.perf_counter() - started
 
 
-def scaling_table(seeds: range) -> None:
-    """Solved runs and mean final weight on the target, scaled against unscaled."""
-    print(f"{'loss':<14} {'task':<9} {'d_head':>6} {'scaled':>8} {'solved':>7} {'weight':>7}")
-    for loss, widths in (("squared", (8, 128)), ("cross_entropy", (128,))):
-        for name in lab.TASKS:
-            for d_head in widths:
-                for scale in (True, False):
-                    runs = [
-                        lab.train(lab.Settings(name, d_head, scale, seed=seed, loss=loss))
-                        for seed in seeds
-                    ]
-                    solved = sum(run.eval_accuracy[-1] >= 0.99 for run in runs)
-                    weight = statistics.mean(float(run.eval_mass[-1]) for run in runs)
-                    print(
-                        f"{loss:<14} {name:<9} {d_head:>6} {str(scale):>8} "
-                        f"{solved:>4}/{len(runs)} {weight:>7.3f}",
-                        flush=True,
-                    )
+def scaling_table(seeds: int, d_head: int, steps: int, loss: str) -> None:
+    """The lab page's comparison: solved runs and mean final weight per start and task."""
+    started = time.perf_counter()
+    comparison = lab.compare(("previous", "first"), d_head, steps, loss, seeds)
+    print(
+        f"d_head {d_head}, {steps} steps, {loss}, {seeds} seeds per cell: "
+        f"{time.perf_counter() - started:.1f} s wall"
+    )
+    for task in comparison.tasks:
+        for start in lab.STARTS:
+            print(
+                f"{task:<9} {start.label:<45} {comparison.solved(task, start):>3}/{seeds} "
+                f"{comparison.mean_mass(task, start):>7.3f}"
+            )
+        print(
+            f"{task:<9} story: {comparison.verdict(task).story}, early spread growth "
+            f"unscaled/scaled from the same start {comparison.growth_ratio(task):.1f}×"
+        )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--scaling", action="store_true", help="the page's scaling table")
-    parser.add_argument("--seeds", type=int, default=10, help="seeds per cell of that table")
+    parser.add_argument("--seeds", type=int, default=12, help="seeds per cell of that table")
+    parser.add_argument("--d-head", type=int, default=128)
+    parser.add_argument("--steps", type=int, default=300)
+    parser.add_argument("--loss", default="squared", choices=["squared", "cross_entropy"])
     args = parser.parse_args()
     torch.set_num_threads(1)  # as the app
     if args.scaling:
-        scaling_table(range(args.seeds))
+        scaling_table(args.seeds, args.d_head, args.steps, args.loss)
         return
     model = core.load_model("minilm")
     n_tokens = model.run(SENTENCE).n_tokens
@@ -83,7 +87,7 @@ def main() -> None:
         ):
             run_times, forward_times = [], []
             for _ in range(args.repeats):
-                run_times.append(seconds(lambda settings=settings: lab.train(settings)))
+                run_times.append(seconds(lambda settings=settings: lab.train_one(settings)))
                 forward_times.append(seconds(lambda: model.run(SENTENCE)))
             run_s, forward_s = statistics.median(run_times), statistics.median(forward_times)
             print(f"{label:<34} {run_s:>7.2f} {forward_s * 1e3:>11.1f} {run_s / forward_s:>8.0f}×")

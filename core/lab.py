@@ -24,16 +24,18 @@ V words in the vocabulary, d_model embedding width, d_head query/key width.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 from torch.nn import functional as F
 
-from core.attention import apply_mask, attention_scores, causal_mask, masked_softmax
+from core.attention import apply_mask, causal_mask
 
 # ---------------------------------------------------------------------------------------------
 # Tasks: token sequences and the key every query should attend to
@@ -109,19 +111,21 @@ def balanced_bracket_sequences(n_pairs: int = 4) -> torch.Tensor:
 _BRACKET_POOL = balanced_bracket_sequences()
 
 
+def draw_tokens(task: Task, n_sequences: int, generator: torch.Generator) -> torch.Tensor:
+    """n_sequences random sequences of the task: (B, n) int64 token ids."""
+    if task.name == "bracket":
+        rows = torch.randint(len(_BRACKET_POOL), (n_sequences,), generator=generator)
+        return _BRACKET_POOL[rows]
+    shape = (n_sequences, task.n_tokens)
+    return torch.randint(len(task.vocabulary), shape, generator=generator)
+
+
 def make_batch(
     task: Task, n_sequences: int, generator: torch.Generator
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """n_sequences random sequences of the task -> (tokens (B, n), targets (B, n)), both int64."""
-    if task.name == "bracket":
-        rows = torch.randint(len(_BRACKET_POOL), (n_sequences,), generator=generator)
-        tokens = _BRACKET_POOL[rows]
-        return tokens, bracket_targets(tokens)
-    shape = (n_sequences, task.n_tokens)
-    tokens = torch.randint(len(task.vocabulary), shape, generator=generator)
-    if task.name == "previous":
-        return tokens, previous_targets(tokens).clone()
-    return tokens, first_occurrence_targets(tokens)
+    tokens = draw_tokens(task, n_sequences, generator)
+    return tokens, task_targets(task, tokens)
 
 
 def task_targets(task: Task, tokens: torch.Tensor) -> torch.Tensor:
@@ -131,7 +135,7 @@ def task_targets(task: Task, tokens: torch.Tensor) -> torch.Tensor:
         "first": first_occurrence_targets,
         "bracket": bracket_targets,
     }[task.name]
-    return rule(tokens)
+    return rule(tokens).clone()  # previous_targets is an expanded view: give a tensor of its own
 
 
 # ---------------------------------------------------------------------------------------------
@@ -139,6 +143,8 @@ def task_targets(task: Task, tokens: torch.Tensor) -> torch.Tensor:
 # ---------------------------------------------------------------------------------------------
 
 D_MODEL = 32  # embedding width: enough room for 8 words and 10 positions to be told apart
+SOLVED_ACCURACY = 0.99  # a run is "solved" when this share of held-out queries is right
+LOCKED_WEIGHT = 0.99  # a row with this much weight on one wrong key: its softmax is flat there
 
 
 @dataclass(frozen=True)
@@ -155,19 +161,85 @@ class Settings:
     loss: str = "squared"  # "squared" (through the softmax) or "cross_entropy" (log α)
     learning_rate: float = 0.02  # Adam's step: every default run is solved well within 300 steps
     batch_size: int = 32
+    # W_q and W_k start rescaled so that the starting score spread is the *other* head's: an
+    # unscaled head starts where a scaled one would, and the reverse (start_factor).
+    start_at_other_spread: bool = False
+
+
+def start_factor(settings: Settings) -> float:
+    """The factor on W_q and W_k at the start: d_head^(−¼) for an unscaled head started at the
+    scaled spread, d_head^(+¼) for a scaled head started at the unscaled spread, else 1.
+
+    A score is bilinear in W_q and W_k, so it moves by the factor squared, d_head^(∓½): exactly
+    the 1/√d_head that the other head has or lacks.
+    """
+    if not settings.start_at_other_spread:
+        return 1.0
+    return settings.d_head ** (0.25 if settings.scale else -0.25)
+
+
+# What runs trained side by side must share: the shapes of their tensors and their schedule.
+SHARED_FIELDS = ("task", "d_head", "steps", "batch_size", "learning_rate", "positions", "causal")
+
+
+@dataclass(frozen=True)
+class Stack:
+    """Runs trained side by side in one set of tensors, each from its own seed.
+
+    They share SHARED_FIELDS; the seed, the 1/√d_head, the start and the loss may differ from run
+    to run. Every operation acts on one run's slice of the stacked tensors, so a run's numbers are
+    the ones it gets when trained alone (tests/test_lab.py checks it).
+    """
+
+    runs: tuple[Settings, ...]
+
+    def __post_init__(self) -> None:
+        if not self.runs:
+            raise ValueError("a stack needs at least one run")
+        for name in SHARED_FIELDS:
+            values = {getattr(settings, name) for settings in self.runs}
+            if len(values) > 1:
+                raise ValueError(f"runs trained together must share {name}, not {values}")
+
+    @property
+    def shared(self) -> Settings:
+        """The first run's settings, read only for SHARED_FIELDS."""
+        return self.runs[0]
+
+    @property
+    def task(self) -> Task:
+        return TASKS[self.shared.task]
+
+    def score_factors(self, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        """(R, 1, 1, 1): 1/√d_head for a scaled run, 1 for an unscaled one."""
+        d_head = self.shared.d_head
+        factors = [d_head**-0.5 if settings.scale else 1.0 for settings in self.runs]
+        return torch.tensor(factors, dtype=dtype).view(-1, 1, 1, 1)
+
+    def cross_entropy(self) -> torch.Tensor:
+        """(R, 1, 1) bool: True for the runs trained with the cross-entropy."""
+        return torch.tensor([s.loss == "cross_entropy" for s in self.runs]).view(-1, 1, 1)
+
+    def part(self, start: int, stop: int) -> Stack:
+        return Stack(self.runs[start:stop])
 
 
 @dataclass(frozen=True)
 class Parameters:
-    """The trainable tensors of the one-head model (torch's (out, in) layout for W_q and W_k)."""
+    """The trainable tensors of R one-head models stacked on a leading run axis (torch's
+    (out, in) layout for W_q and W_k)."""
 
-    token_embedding: torch.Tensor  # (V, d_model)
-    position_embedding: torch.Tensor  # (n, d_model)
-    w_query: torch.Tensor  # (d_head, d_model)
-    w_key: torch.Tensor  # (d_head, d_model)
+    token_embedding: torch.Tensor  # (R, V, d_model)
+    position_embedding: torch.Tensor  # (R, n, d_model)
+    w_query: torch.Tensor  # (R, d_head, d_model)
+    w_key: torch.Tensor  # (R, d_head, d_model)
 
     def tensors(self) -> list[torch.Tensor]:
         return [self.token_embedding, self.position_embedding, self.w_query, self.w_key]
+
+    def part(self, start: int, stop: int) -> Parameters:
+        """Runs start … stop − 1 (views, no copies)."""
+        return Parameters(*(tensor[start:stop] for tensor in self.tensors()))
 
 
 def init_parameters(
@@ -177,7 +249,8 @@ def init_parameters(
     d_model: int = D_MODEL,
     dtype: torch.dtype = torch.float32,
 ) -> Parameters:
-    """Embeddings N(0, 1); W_q, W_k N(0, 1/d_model), so each query/key entry has variance ≈ 1.
+    """One run's start, R = 1: embeddings N(0, 1); W_q, W_k N(0, 1/d_model), so each query/key
+    entry has variance ≈ 1.
 
     With that start, an unscaled score q·k has variance ≈ d_head (a wide head starts with
     a nearly one-hot softmax) and a scaled one variance ≈ 1, whatever d_head.
@@ -185,7 +258,7 @@ def init_parameters(
 
     def normal(*shape: int, std: float = 1.0) -> torch.Tensor:
         values = torch.randn(*shape, generator=generator, dtype=dtype) * std
-        return values.requires_grad_()
+        return values.unsqueeze(0).requires_grad_()  # (1, *shape): a stack of one run
 
     return Parameters(
         token_embedding=normal(len(task.vocabulary), d_model),
@@ -195,86 +268,169 @@ def init_parameters(
     )
 
 
-def masked_scores(params: Parameters, tokens: torch.Tensor, settings: Settings) -> torch.Tensor:
-    """(B, n) tokens -> (B, n, n) scores s_ij, −inf where the causal mask forbids j > i."""
-    x = params.token_embedding[tokens]  # (B, n, d_model)
-    if settings.positions:
-        n = tokens.shape[1]
-        x = x + params.position_embedding[:n]  # (n, d_model) broadcasts over the B sequences
-    query = x @ params.w_query.T  # (B, n, d_head)
-    key = x @ params.w_key.T  # (B, n, d_head)
-    scores = attention_scores(query, key, scale=settings.scale)  # (B, n_q, n_k)
-    mask = causal_mask(tokens.shape[1]) if settings.causal else None
+def stack_parameters(starts: Sequence[Parameters], factors: Sequence[float]) -> Parameters:
+    """Single-run starts (R = 1 each) -> one stack, each run's W_q and W_k times its factor."""
+    with torch.no_grad():
+        tensors = [
+            torch.cat([getattr(start, name) for start in starts]).clone()
+            for name in ("token_embedding", "position_embedding", "w_query", "w_key")
+        ]
+        factor = torch.tensor(factors, dtype=tensors[0].dtype).view(-1, 1, 1)  # (R, 1, 1)
+        tensors[2].mul_(factor)
+        tensors[3].mul_(factor)
+    return Parameters(*(tensor.requires_grad_() for tensor in tensors))
+
+
+def query_key_map(params: Parameters, stack: Stack) -> torch.Tensor:
+    """(R, d_model, d_model) = W_qᵀ W_k, times 1/√d_head in a scaled run: s_ij = x_iᵀ (this) x_j."""
+    factors = stack.score_factors(params.w_query.dtype)[:, 0]  # (R, 1, 1): 1/√d_head or 1
+    return (params.w_query.transpose(1, 2) @ params.w_key) * factors
+
+
+def possible_inputs(params: Parameters, stack: Stack) -> torch.Tensor:
+    """(R, V·n, d_model): every vector a position can hold, x = E_tok[w] + E_pos[i], at row
+    w·n + i (with positions off, the V word vectors: row w)."""
+    if not stack.shared.positions:
+        return params.token_embedding  # (R, V, d_model)
+    words = params.token_embedding.unsqueeze(2)  # (R, V, 1, d_model)
+    positions = params.position_embedding.unsqueeze(1)  # (R, 1, n, d_model)
+    return (words + positions).flatten(1, 2)  # (R, V, n, d_model) -> (R, V·n, d_model)
+
+
+def input_rows(tokens: torch.Tensor, stack: Stack) -> torch.Tensor:
+    """(R, B, n) tokens -> (R, B, n) the row of possible_inputs each position holds."""
+    if not stack.shared.positions:
+        return tokens
+    n = tokens.shape[-1]
+    return tokens * n + torch.arange(n)
+
+
+def masked_scores(params: Parameters, tokens: torch.Tensor, stack: Stack) -> torch.Tensor:
+    """(R, B, n) tokens, run r's through run r's model -> (R, B, n, n) scores s_ij, −inf where
+    the causal mask forbids j > i.
+
+    s_ij = (W_q x_i)·(W_k x_j) = x_iᵀ (W_qᵀ W_k) x_j. A position holds one of only V·n vectors
+    (a word plus a position: 80 at most), so the score of every pair the head can ever see is
+    computed once, X (W_qᵀ W_k) Xᵀ over those vectors, and a batch's scores are looked up in
+    that (V·n × V·n) table. Same numbers as q·k pair by pair (tests check), at a cost that does
+    not grow with the batch.
+    """
+    n_runs, _, n = tokens.shape
+    inputs = possible_inputs(params, stack)  # (R, P, d_model), P = V·n
+    table = inputs @ query_key_map(params, stack) @ inputs.transpose(1, 2)  # (R, P, P)
+    n_possible = table.shape[-1]
+    rows = input_rows(tokens, stack)  # (R, B, n)
+    runs = torch.arange(n_runs).view(n_runs, 1, 1, 1) * n_possible * n_possible
+    # Flat index of (run r, query row a, key row b) in the table: r·P² + a·P + b.
+    flat = runs + rows.unsqueeze(-1) * n_possible + rows.unsqueeze(-2)  # (R, B, n, n)
+    scores = table.reshape(-1)[flat]  # (R, B, n_q, n_k)
+    mask = causal_mask(n) if stack.shared.causal else None
     return apply_mask(scores, mask)
 
 
-def attention_weights(params: Parameters, tokens: torch.Tensor, settings: Settings) -> torch.Tensor:
-    """(B, n) tokens -> (B, n, n) attention weights; every row sums to 1."""
-    return masked_softmax(masked_scores(params, tokens, settings))
+def softmax_rows(scores: torch.Tensor) -> torch.Tensor:
+    """Softmax over the last axis, written out: exp(s − max) / Σ exp(s − max).
+
+    The lab's rows are short (n ≤ 10 keys), where torch.softmax, built for long rows, measured
+    several times slower here. No row is ever fully masked (a query always sees itself).
+    Near and below log(smallest normal float), about −87 in float32, exp gives a denormal or 0,
+    and the CPU's vectorised exp takes a path ~100× slower there (measured: a saturated unscaled
+    row is full of such scores). Exponents are raised to one above that floor, which changes
+    only weights below ~1e-37; masked keys still get exactly 0.
+    """
+    shifted = scores - scores.amax(dim=-1, keepdim=True)  # ≤ 0, −∞ where masked
+    floor = math.log(torch.finfo(scores.dtype).tiny) + 1.0
+    exponentials = shifted.clamp(min=floor).exp().masked_fill(torch.isneginf(shifted), 0.0)
+    return exponentials / exponentials.sum(dim=-1, keepdim=True)
+
+
+def attention_weights(params: Parameters, tokens: torch.Tensor, stack: Stack) -> torch.Tensor:
+    """(R, B, n) tokens -> (R, B, n, n) attention weights; every row sums to 1."""
+    return softmax_rows(masked_scores(params, tokens, stack))
 
 
 def reachable(targets: torch.Tensor, causal: bool) -> torch.Tensor:
-    """(B, n) bool: True where query i may see its target (always, unless the mask hides it)."""
+    """(..., n) bool: True where query i may see its target (always, unless the mask hides it)."""
     if not causal:
         return torch.ones_like(targets, dtype=torch.bool)
-    return targets <= torch.arange(targets.shape[1])  # the causal mask allows j ≤ i only
+    return targets <= torch.arange(targets.shape[-1])  # the causal mask allows j ≤ i only
 
 
 def loss(
-    params: Parameters, tokens: torch.Tensor, targets: torch.Tensor, settings: Settings
+    params: Parameters, tokens: torch.Tensor, targets: torch.Tensor, stack: Stack
 ) -> torch.Tensor:
-    """Mean over the queries that can see their target (a scalar) of, per query i,
+    """(R,) each run's mean over the queries that can see their target of, per query i,
 
     squared:        Σ_j (α_ij − y_ij)²,  y_i = the one-hot row of the target key t(i);
     cross_entropy:  −log α_{i, t(i)}.
     """
-    scores = masked_scores(params, tokens, settings)  # (B, n, n)
-    n = tokens.shape[1]
-    if settings.loss == "cross_entropy":
-        # −log softmax(s_i)_t computed as logsumexp(s_i) − s_it: a tiny weight cannot round to 0
-        # and give log 0, and the exponential inside the softmax is undone by the log.
+    scores = masked_scores(params, tokens, stack)  # (R, B, n, n)
+    n = tokens.shape[-1]
+    # The weights themselves are compared, so the gradient passes through the softmax's slope,
+    # as in a real layer whose loss reaches α only through the values it mixes.
+    attn_weights = softmax_rows(scores)  # (R, B, n, n)
+    wanted = F.one_hot(targets, n).to(attn_weights.dtype)  # (R, B, n, n)
+    per_query = ((attn_weights - wanted) ** 2).sum(dim=-1)  # (R, B, n)
+    uses_log = stack.cross_entropy()  # (R, 1, 1)
+    if uses_log.any():
+        # −log softmax(s_i)_t computed as logsumexp(s_i) − s_it: a tiny weight cannot round to
+        # 0 and give log 0, and the exponential inside the softmax is undone by the log.
         flat = F.cross_entropy(scores.reshape(-1, n), targets.reshape(-1), reduction="none")
-        per_query = flat.reshape(targets.shape)  # (B, n)
-    else:
-        # The weights themselves are compared, so the gradient passes through the softmax's
-        # slope, as in a real layer whose loss reaches α only through the values it mixes.
-        attn_weights = masked_softmax(scores)  # (B, n, n)
-        wanted = F.one_hot(targets, n).to(attn_weights.dtype)  # (B, n, n)
-        per_query = ((attn_weights - wanted) ** 2).sum(dim=2)  # (B, n)
-    return per_query[reachable(targets, settings.causal)].mean()
+        per_query = torch.where(uses_log, flat.view(targets.shape), per_query)  # (R, B, n)
+    visible = reachable(targets, stack.shared.causal)  # (R, B, n)
+    counted = per_query.where(visible, 0.0)  # a hidden target is left out (its log α is −∞)
+    return counted.sum(dim=(1, 2)) / visible.sum(dim=(1, 2))
 
 
 @dataclass(frozen=True)
 class Score:
-    """How close attention is to the target pattern on a set of sequences."""
+    """How each run's attention compares with the target pattern: one entry per run."""
 
-    mass: float  # mean α_{i, t(i)}: the weight put on the right key (1 = perfect)
-    accuracy: float  # share of queries whose largest weight is on the right key, and only there
+    mass: np.ndarray  # (R,) mean α_{i, t(i)}: the weight put on the right key (1 = perfect)
+    accuracy: np.ndarray  # (R,) share of queries whose largest weight is on the right key only
+    spread: np.ndarray  # (R,) standard deviation of the scores the mask leaves visible
+    locked: np.ndarray  # (R,) share of queries with ≥ LOCKED_WEIGHT on one wrong key
 
 
-def evaluate(attn_weights: torch.Tensor, targets: torch.Tensor) -> Score:
-    """(B, n, n) weights and (B, n) targets -> mean target weight and argmax accuracy."""
-    is_target = F.one_hot(targets, attn_weights.shape[2]).bool()  # (B, n_q, n_k)
-    on_target = attn_weights.gather(2, targets.unsqueeze(2)).squeeze(2)  # (B, n)
+def score_spread(scores: torch.Tensor) -> torch.Tensor:
+    """(R, ...) scores -> (R,) standard deviation (n − 1) of each run's finite scores."""
+    visible = scores.isfinite()
+    dims = tuple(range(1, scores.dim()))
+    count = visible.sum(dim=dims)
+    mean = scores.where(visible, 0.0).sum(dim=dims) / count
+    centred = (scores - mean.view(-1, *[1] * len(dims))).where(visible, 0.0)
+    return ((centred**2).sum(dim=dims) / (count - 1)).sqrt()
+
+
+def measure(scores: torch.Tensor, targets: torch.Tensor) -> Score:
+    """(R, B, n, n) scores and (R, B, n) targets -> each run's Score."""
+    attn_weights = softmax_rows(scores)
+    is_target = F.one_hot(targets, attn_weights.shape[-1]).bool()  # (R, B, n_q, n_k)
+    on_target = attn_weights.gather(-1, targets.unsqueeze(-1)).squeeze(-1)  # (R, B, n)
     # A hit needs the target strictly above every other key: a row split evenly between two
     # copies of a word is a tie, not an answer (argmax alone would pick the first copy).
-    best_other = attn_weights.masked_fill(is_target, -1.0).amax(dim=2)  # (B, n)
+    best_other = attn_weights.masked_fill(is_target, -1.0).amax(dim=-1)  # (R, B, n)
     hit = on_target > best_other
-    return Score(mass=float(on_target.mean()), accuracy=float(hit.float().mean()))
+    locked = best_other >= LOCKED_WEIGHT  # a wrong key holds (nearly) all of the row
+    return Score(
+        mass=on_target.mean(dim=(1, 2)).double().numpy(),
+        accuracy=hit.double().mean(dim=(1, 2)).numpy(),
+        spread=score_spread(scores).double().numpy(),
+        locked=locked.double().mean(dim=(1, 2)).numpy(),
+    )
 
 
-def bilinear_form(params: Parameters, settings: Settings) -> torch.Tensor:
-    """(m, m) = E W_qᵀ W_k Eᵀ (/ √d_head), E = the V token rows, then the n position rows.
+def bilinear_form(params: Parameters, stack: Stack) -> torch.Tensor:
+    """(R, m, m) = E W_qᵀ W_k Eᵀ (/ √d_head), E = the V token rows, then the n position rows.
 
     Entry (a, b) is what embedding row a, as a query, adds to the score of row b as a key:
     s_ij = x_iᵀ W_qᵀ W_k x_j, and x is a sum of rows, so s_ij is a sum of these entries.
     """
     rows = [params.token_embedding]
-    if settings.positions:
+    if stack.shared.positions:
         rows.append(params.position_embedding)
-    embeddings = torch.cat(rows)  # (m, d_model), m = V (+ n)
-    form = embeddings @ params.w_query.T @ params.w_key @ embeddings.T  # (m, m)
-    return form * params.w_query.shape[0] ** -0.5 if settings.scale else form
+    embeddings = torch.cat(rows, dim=1)  # (R, m, d_model), m = V (+ n)
+    return embeddings @ query_key_map(params, stack) @ embeddings.transpose(1, 2)  # (R, m, m)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -289,7 +445,8 @@ class Adam:
     m ← β₁m + (1 − β₁)g,  v ← β₂v + (1 − β₂)g²,  p ← p − lr · m̂ / (√v̂ + ε),
     with m̂ = m / (1 − β₁ᵗ) and v̂ = v / (1 − β₂ᵗ) undoing the zero start of m and v.
     (torch.optim.Adam computes the same; its first use imports torch._dynamo, which costs
-    seconds and ~800 modules on a server that otherwise never needs them.)
+    seconds and ~800 modules on a server that otherwise never needs them.) Element by element:
+    stacked runs do not touch each other.
     """
 
     params: list[torch.Tensor]
@@ -317,13 +474,14 @@ class Adam:
 
 N_SNAPSHOTS = 50  # pictures kept along the way: enough for a smooth slider, small to send
 N_EVAL_SEQUENCES = 256  # held-out sequences, drawn once per run, scored at every snapshot
+EVAL_CHUNK_BYTES = 24_000_000  # held-out scoring is done a few runs at a time, within this
 
 
 @dataclass(frozen=True)
 class TrainingRun:
-    """One run: the loss at every step and snapshots of attention and W_qᵀW_k along the way.
+    """One run: the loss at every step and, at each snapshot, held-out measures and pictures.
 
-    Memory: ~50 snapshots × ((n × n) + (V + n)²) floats, under 100 kB.
+    Memory: ~50 snapshots × ((n × n) + (V + n)² + 4) floats, under 100 kB.
     """
 
     settings: Settings
@@ -333,14 +491,25 @@ class TrainingRun:
     bilinear: np.ndarray  # (k, m, m) the bilinear form of W_qᵀW_k over the embedding rows
     eval_mass: np.ndarray  # (k,) mean weight on the target key, held-out sequences
     eval_accuracy: np.ndarray  # (k,) argmax accuracy, held-out sequences
+    score_spread: np.ndarray  # (k,) standard deviation of the held-out scores (unmasked pairs)
+    locked_share: np.ndarray  # (k,) held-out queries with ≥ LOCKED_WEIGHT on one wrong key
     probe_targets: np.ndarray  # (n,) the probe's target keys
     reachable_share: float  # share of held-out queries whose target the mask leaves visible
-    initial_score_std: float  # spread of the held-out scores before training (unmasked pairs)
-    seconds: float  # wall time of the training loop
+    seconds: float  # wall time of the training loop (of the whole stack it was trained in)
 
     @property
     def task(self) -> Task:
         return TASKS[self.settings.task]
+
+    @property
+    def initial_score_std(self) -> float:
+        """Spread of the held-out scores before training."""
+        return float(self.score_spread[0])
+
+    @property
+    def solved(self) -> bool:
+        """At least SOLVED_ACCURACY of the held-out queries right after the last step."""
+        return bool(self.eval_accuracy[-1] >= SOLVED_ACCURACY)
 
     @property
     def probe_tokens(self) -> list[str]:
@@ -370,62 +539,365 @@ def snapshot_steps(steps: int, n_snapshots: int = N_SNAPSHOTS) -> np.ndarray:
     return np.unique(np.append(np.arange(0, steps + 1, every), steps))
 
 
-def train(settings: Settings, on_step: Callable[[int, int], None] | None = None) -> TrainingRun:
-    """Train the one-head model with Adam on fresh random batches; on_step(done, total) reports."""
+EVAL_BYTES_PER_RUN = 4 * 10  # float32 (n × n) per held-out sequence: scores, weights, masks …
+STACK_OVERHEAD_BYTES = 8_000_000  # what a stack of any size holds besides its tensors
+
+
+def eval_runs_per_chunk(stack: Stack) -> int:
+    """How many runs to score on the held-out sequences at once within EVAL_CHUNK_BYTES."""
+    n = stack.task.n_tokens
+    per_run = EVAL_BYTES_PER_RUN * N_EVAL_SEQUENCES * n * n
+    return max(1, EVAL_CHUNK_BYTES // per_run)
+
+
+def kept_bytes(settings: Settings, n_snapshots: int = N_SNAPSHOTS) -> int:
+    """Bytes of the arrays a finished TrainingRun keeps."""
     task = TASKS[settings.task]
-    generator = torch.Generator().manual_seed(settings.seed)
-    params = init_parameters(task, settings.d_head, generator)
-    eval_tokens, eval_targets = make_batch(task, N_EVAL_SEQUENCES, generator)
-    probe = torch.tensor([task.probe])  # (1, n)
-    probe_targets = task_targets(task, probe)[0]
-    optimizer = Adam(params.tensors(), lr=settings.learning_rate)
-    keep = set(snapshot_steps(settings.steps).tolist())
-    losses, snapshots = [], []
+    n, m = task.n_tokens, len(task.vocabulary) + task.n_tokens
+    k = len(snapshot_steps(settings.steps, n_snapshots))
+    pictures = 4 * k * (n * n + m * m)  # float32 probe maps and bilinear forms
+    curves = 8 * (settings.steps + 5 * k + n)  # float64 loss and measures, int64 steps, targets
+    return pictures + curves
 
+
+def stack_bytes(runs: Sequence[Settings], n_snapshots: int = N_SNAPSHOTS) -> int:
+    """Bytes a stack holds while it trains, an upper estimate: what the door admits it for.
+
+    Per run: the parameters with their gradients and Adam's two moments (4 copies); one step's
+    batch of (n × n) tensors with what autograd keeps for the backward pass (~20 of them) and
+    the (V·n)² score table (~6 copies); the held-out sequences; the pictures and curves kept.
+    Plus one chunk of held-out scoring; all of it doubled, and STACK_OVERHEAD_BYTES, for the
+    allocator's slack and autograd's bookkeeping. Measured here (peak resident memory grown):
+    40 runs at d_head 128, 64–75 MB (estimated 105 MB); 4 runs, 13 MB (21 MB); one run of 500
+    steps, 4 MB (13 MB).
+    """
+    shared = runs[0]
+    task = TASKS[shared.task]
+    n, vocabulary = task.n_tokens, len(task.vocabulary)
+    m, possible = vocabulary + n, vocabulary * n
+    floats = (
+        4 * (m * D_MODEL + 2 * shared.d_head * D_MODEL)  # parameters, gradients, m, v
+        + 20 * shared.batch_size * n * n  # one step's (n × n) tensors, forward and backward
+        + 6 * possible * possible  # the score table, its gradient and products
+        + (n_snapshots + 1) * (n * n + m * m + 4)  # pictures and curves
+    )
+    per_run = 4 * floats + 2 * 8 * N_EVAL_SEQUENCES * n  # + held-out tokens and targets (int64)
+    chunk = min(len(runs), eval_runs_per_chunk(Stack((shared,))))
+    scoring = chunk * EVAL_BYTES_PER_RUN * N_EVAL_SEQUENCES * n * n
+    return int(2 * (len(runs) * per_run + scoring)) + STACK_OVERHEAD_BYTES
+
+
+@contextlib.contextmanager
+def denormals_flushed() -> Iterator[None]:
+    """Inside: float results below ~1e-38 (denormals) are flushed to zero, on this thread only.
+
+    A saturated row's backward pass multiplies tiny weights into denormals, which this CPU
+    computes ~100× slower (measured); flushed to zero they change nothing measurable. The flag
+    lives in the calling thread's floating-point control register, so other sessions' threads
+    never see it, and it is cleared on the way out.
+    """
+    supported = torch.set_flush_denormal(True)
+    try:
+        yield
+    finally:
+        if supported:
+            torch.set_flush_denormal(False)
+
+
+def train(
+    runs: Sequence[Settings],
+    on_step: Callable[[int, int], None] | None = None,
+    n_snapshots: int = N_SNAPSHOTS,
+) -> list[TrainingRun]:
+    """Train runs side by side (a Stack), each with Adam on fresh random batches drawn from its
+    own seed; on_step(done, total) reports after each update. Returns one TrainingRun per run.
+
+    Snapshots only look (no random draws), so n_snapshots changes what is kept, not the run.
+    """
+    stack = Stack(tuple(runs))
+    shared, task, n_runs = stack.shared, stack.task, len(stack.runs)
+    generators = [torch.Generator().manual_seed(settings.seed) for settings in stack.runs]
+    # Each run draws from its own generator in one order: its start, its held-out sequences,
+    # then one batch per step. So a run is the same run in any stack.
+    starts = [init_parameters(task, shared.d_head, generator) for generator in generators]
+    params = stack_parameters(starts, [start_factor(settings) for settings in stack.runs])
+    held_out = [make_batch(task, N_EVAL_SEQUENCES, generator) for generator in generators]
+    eval_tokens = torch.stack([tokens for tokens, _ in held_out])  # (R, N_EVAL, n)
+    eval_targets = torch.stack([targets for _, targets in held_out])  # (R, N_EVAL, n)
+    probe = torch.tensor(task.probe).expand(n_runs, 1, task.n_tokens)  # (R, 1, n)
+    probe_targets = task_targets(task, probe[0])[0]  # (n,)
+    optimizer = Adam(params.tensors(), lr=shared.learning_rate)
+    keep = snapshot_steps(shared.steps, n_snapshots)
+    keep_set = set(keep.tolist())
+    chunk = eval_runs_per_chunk(stack)
+    losses: list[torch.Tensor] = []  # (R,) per step
+    pictures: list[tuple[torch.Tensor, torch.Tensor]] = []  # probe (R, n, n), form (R, m, m)
+    scores: list[list[Score]] = []  # per snapshot, one Score per chunk of runs
+
+    @torch.no_grad()
     def snapshot() -> None:
-        with torch.no_grad():
-            score = evaluate(attention_weights(params, eval_tokens, settings), eval_targets)
-            snapshots.append(
-                (
-                    attention_weights(params, probe, settings)[0].numpy().copy(),
-                    bilinear_form(params, settings).numpy().copy(),
-                    score,
-                )
-            )
-
-    with torch.no_grad():
-        initial_scores = masked_scores(params, eval_tokens, settings)
-        initial_score_std = float(initial_scores[initial_scores.isfinite()].std())
-    started = time.perf_counter()
-    for step in range(settings.steps + 1):
-        if step in keep:
-            snapshot()
-        if step == settings.steps:
-            break
-        # 1. A fresh batch, 2. the loss on it, 3. one Adam update.
-        tokens, targets = make_batch(task, settings.batch_size, generator)
-        batch_loss = loss(params, tokens, targets, settings)
-        # Without positions the position table is unused: its gradient is zero, and Adam keeps it.
-        gradients = torch.autograd.grad(
-            batch_loss, params.tensors(), allow_unused=True, materialize_grads=True
+        pictures.append(
+            (attention_weights(params, probe, stack)[:, 0], bilinear_form(params, stack))
         )
-        optimizer.step(list(gradients), t=step + 1)
-        losses.append(batch_loss.item())
-        if on_step is not None:
-            on_step(step + 1, settings.steps)
+        chunks = []
+        for start in range(0, n_runs, chunk):  # a few runs at a time: bounded memory
+            stop = start + chunk
+            chunk_scores = masked_scores(
+                params.part(start, stop), eval_tokens[start:stop], stack.part(start, stop)
+            )
+            chunks.append(measure(chunk_scores, eval_targets[start:stop]))
+        scores.append(chunks)
+
+    started = time.perf_counter()
+    with denormals_flushed():
+        for step in range(shared.steps + 1):
+            if step in keep_set:
+                snapshot()
+            if step == shared.steps:
+                break
+            # 1. A fresh batch per run, 2. each run's loss on it, 3. one Adam update.
+            tokens = torch.stack(
+                [draw_tokens(task, shared.batch_size, generator) for generator in generators]
+            )  # (R, B, n)
+            targets = task_targets(task, tokens.flatten(0, 1)).view(tokens.shape)  # (R, B, n)
+            run_losses = loss(params, tokens, targets, stack)  # (R,)
+            # The sum's gradient with respect to run r's tensors is run r's own loss's gradient.
+            # Without positions the position table is unused: its gradient is zero, Adam keeps it.
+            gradients = torch.autograd.grad(
+                run_losses.sum(), params.tensors(), allow_unused=True, materialize_grads=True
+            )
+            optimizer.step(list(gradients), t=step + 1)
+            losses.append(run_losses.detach())
+            if on_step is not None:
+                on_step(step + 1, shared.steps)
     seconds = time.perf_counter() - started
 
-    probe_attention, bilinear, scores = zip(*snapshots, strict=True)
-    return TrainingRun(
-        settings=settings,
-        loss=np.array(losses),
-        snapshot_steps=np.array(sorted(keep)),
-        probe_attention=np.stack(probe_attention),
-        bilinear=np.stack(bilinear),
-        eval_mass=np.array([score.mass for score in scores]),
-        eval_accuracy=np.array([score.accuracy for score in scores]),
-        probe_targets=probe_targets.numpy(),
-        reachable_share=float(reachable(eval_targets, settings.causal).float().mean()),
-        initial_score_std=initial_score_std,
-        seconds=seconds,
+    def per_snapshot(name: str) -> np.ndarray:
+        """(k, R) one Score field at every snapshot, chunks joined."""
+        return np.stack([np.concatenate([getattr(s, name) for s in chunks]) for chunks in scores])
+
+    mass, accuracy = per_snapshot("mass"), per_snapshot("accuracy")
+    spread, locked = per_snapshot("spread"), per_snapshot("locked")
+    loss_history = torch.stack(losses).double().numpy() if losses else np.zeros((0, n_runs))
+    probe_history = torch.stack([probe for probe, _ in pictures]).numpy()  # (k, R, n, n)
+    form_history = torch.stack([form for _, form in pictures]).numpy()  # (k, R, m, m)
+    visible = reachable(eval_targets, shared.causal).double().mean(dim=(1, 2)).numpy()  # (R,)
+    # Copies, not views: the door counts a view by its whole buffer, the stack's.
+    return [
+        TrainingRun(
+            settings=settings,
+            loss=loss_history[:, r].copy(),
+            snapshot_steps=keep.copy(),
+            probe_attention=probe_history[:, r].copy(),
+            bilinear=form_history[:, r].copy(),
+            eval_mass=mass[:, r].copy(),
+            eval_accuracy=accuracy[:, r].copy(),
+            score_spread=spread[:, r].copy(),
+            locked_share=locked[:, r].copy(),
+            probe_targets=probe_targets.numpy().copy(),
+            reachable_share=float(visible[r]),
+            seconds=seconds,
+        )
+        for r, settings in enumerate(stack.runs)
+    ]
+
+
+def train_one(settings: Settings, on_step: Callable[[int, int], None] | None = None) -> TrainingRun:
+    """One run: a stack of one."""
+    return train([settings], on_step)[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# Many seeds side by side: does 1/√d_head help, and is it the start or the training?
+# ---------------------------------------------------------------------------------------------
+
+CLEAR_P = 0.05  # "clearly more often": a one-sided Fisher exact test below this
+COMPARISON_SNAPSHOTS = 20  # the comparison keeps curves, not a slider: fewer snapshots
+
+
+@dataclass(frozen=True)
+class Start:
+    """One way the comparison trains a head: with 1/√d_head or without, from its own starting
+    score spread or from the other head's (Settings.start_at_other_spread)."""
+
+    scale: bool
+    other_spread: bool
+
+    @property
+    def label(self) -> str:
+        head = "scaled" if self.scale else "unscaled"
+        if not self.other_spread:
+            return head
+        return f"{head}, started at the {'unscaled' if self.scale else 'scaled'} spread"
+
+
+SCALED, UNSCALED = Start(True, False), Start(False, False)
+UNSCALED_NARROW, SCALED_WIDE = Start(False, True), Start(True, True)
+STARTS = (SCALED, UNSCALED, UNSCALED_NARROW, SCALED_WIDE)
+
+
+def comparison_settings(
+    task: str, start: Start, d_head: int, steps: int, loss_name: str, seeds: int
+) -> list[Settings]:
+    """The runs of one cell of the comparison: seeds 0 … seeds − 1, other switches default."""
+    return [
+        Settings(
+            task=task,
+            d_head=d_head,
+            scale=start.scale,
+            start_at_other_spread=start.other_spread,
+            steps=steps,
+            loss=loss_name,
+            seed=seed,
+        )
+        for seed in range(seeds)
+    ]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Every start of STARTS on every task, once per seed; each run is the run Train gives for
+    the same settings (same seed, same numbers)."""
+
+    d_head: int
+    steps: int
+    loss: str
+    seeds: int
+    tasks: tuple[str, ...]
+    runs: dict[tuple[str, Start], tuple[TrainingRun, ...]]  # one run per seed, seed order
+    seconds: float  # wall time of all the training loops together
+
+    @property
+    def seed_list(self) -> list[int]:
+        """The seeds of every cell, in order."""
+        return [run.settings.seed for run in self.runs[self.tasks[0], SCALED]]
+
+    def solved(self, task: str, start: Start) -> int:
+        return sum(run.solved for run in self.runs[task, start])
+
+    def mean_mass(self, task: str, start: Start) -> float:
+        """Mean over seeds of the final held-out weight on the right key."""
+        return float(np.mean([run.eval_mass[-1] for run in self.runs[task, start]]))
+
+    def snapshot_steps(self, task: str) -> np.ndarray:
+        return self.runs[task, SCALED][0].snapshot_steps
+
+    def median_spread(self, task: str, start: Start) -> np.ndarray:
+        """(k,) median over seeds of the held-out score spread at each snapshot."""
+        return np.median([run.score_spread for run in self.runs[task, start]], axis=0)
+
+    def mean_locked(self, task: str, start: Start) -> np.ndarray:
+        """(k,) mean over seeds of the share of rows locked on a wrong key at each snapshot."""
+        return np.mean([run.locked_share for run in self.runs[task, start]], axis=0)
+
+    def early_growth(self, task: str, start: Start) -> float:
+        """How much the median score spread grew over the first snapshot interval."""
+        spread = self.median_spread(task, start)
+        return float(spread[1] - spread[0])
+
+    def growth_ratio(self, task: str) -> float:
+        """Early spread growth of the unscaled head started at the scaled spread over that of
+        the scaled head: both start at the same spread, only the 1/√d_head differs."""
+        scaled = self.early_growth(task, SCALED)
+        narrow = self.early_growth(task, UNSCALED_NARROW)
+        return narrow / scaled if scaled > 0 else math.inf
+
+    def peak_locked(self, task: str, start: Start) -> float:
+        """The largest share of rows locked on a wrong key at any snapshot (mean over seeds)."""
+        return float(self.mean_locked(task, start).max())
+
+    def verdict(self, task: str) -> Verdict:
+        return Verdict(*(self.solved(task, start) for start in STARTS), seeds=self.seeds)
+
+
+def compare(
+    tasks: Sequence[str],
+    d_head: int,
+    steps: int,
+    loss_name: str,
+    seeds: int,
+    on_step: Callable[[int, int], None] | None = None,
+) -> Comparison:
+    """Train every start × seed, one stack per task; on_step(done, total) counts the updates of
+    all the stacks together."""
+    runs: dict[tuple[str, Start], tuple[TrainingRun, ...]] = {}
+    seconds = 0.0
+    for index, task in enumerate(tasks):
+        stack = [
+            settings
+            for start in STARTS
+            for settings in comparison_settings(task, start, d_head, steps, loss_name, seeds)
+        ]
+
+        def report(done: int, total: int, before: int = index * steps) -> None:
+            if on_step is not None:
+                on_step(before + done, len(tasks) * total)
+
+        trained = train(stack, report, n_snapshots=COMPARISON_SNAPSHOTS)
+        seconds += trained[0].seconds
+        for position, start in enumerate(STARTS):
+            runs[task, start] = tuple(trained[position * seeds : (position + 1) * seeds])
+    return Comparison(d_head, steps, loss_name, seeds, tuple(tasks), runs, seconds)
+
+
+def more_often_p(solved_a: int, solved_b: int, n: int) -> float:
+    """One-sided Fisher exact test: if a and b solved equally often, the chance that a would
+    solve solved_a or more of its n runs, given solved_a + solved_b solved of the 2n in all."""
+    total = solved_a + solved_b
+    ways = math.comb(2 * n, n)
+    return (
+        sum(
+            math.comb(total, x) * math.comb(2 * n - total, n - x)
+            for x in range(solved_a, min(n, total) + 1)
+        )
+        / ways
     )
+
+
+def clearly_more(solved_a: int, solved_b: int, n: int) -> bool:
+    """a solved more of its n runs than b did, by more than chance would explain (CLEAR_P)."""
+    return more_often_p(solved_a, solved_b, n) < CLEAR_P
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What one task's comparison shows, from its solved counts (out of `seeds` each)."""
+
+    scaled: int
+    unscaled: int
+    unscaled_narrow: int  # unscaled, started at the scaled spread
+    scaled_wide: int  # scaled, started at the unscaled spread
+    seeds: int
+
+    @property
+    def scale_helps(self) -> bool:
+        return clearly_more(self.scaled, self.unscaled, self.seeds)
+
+    @property
+    def scale_hurts(self) -> bool:
+        return clearly_more(self.unscaled, self.scaled, self.seeds)
+
+    @property
+    def narrow_start_rescues(self) -> bool:
+        """The unscaled head did clearly better from the scaled head's starting spread."""
+        return clearly_more(self.unscaled_narrow, self.unscaled, self.seeds)
+
+    @property
+    def wide_start_hurts(self) -> bool:
+        """The scaled head did clearly worse from the unscaled head's starting spread."""
+        return clearly_more(self.scaled, self.scaled_wide, self.seeds)
+
+    @property
+    def story(self) -> str:
+        """'same': scaled and unscaled not clearly apart; 'reversed': unscaled clearly ahead;
+        else which explanation the controls support: 'start' (both swaps move the outcome),
+        'training' (neither does), or 'both' (one does)."""
+        if self.scale_hurts:
+            return "reversed"
+        if not self.scale_helps:
+            return "same"
+        if self.narrow_start_rescues and self.wide_start_hurts:
+            return "start"
+        if not self.narrow_start_rescues and not self.wide_start_hurts:
+            return "training"
+        return "both"

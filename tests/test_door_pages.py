@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import threading
 
 import pytest
 from conftest import assert_no_exception, each_tab, page_paths, run_page
@@ -43,20 +44,31 @@ def guarded_runs(monkeypatch):
             core.bert.BertEncoder, name, guard(name, getattr(core.bert.BertEncoder, name))
         )
     monkeypatch.setattr(core.lab, "train", guard("train", core.lab.train))
+    monkeypatch.setattr(core.lab, "compare", guard("compare", core.lab.compare))
     door.forget_all()  # results cached by earlier tests would hide the runs
     yield runs, outside
     door.forget_all()
 
 
 @pytest.mark.slow
-def test_every_page_and_tab_runs_the_model_only_through_the_door(guarded_runs):
+def test_every_page_and_tab_runs_the_model_only_through_the_door(guarded_runs, monkeypatch):
+    from ui import lab_runs
+
     runs, outside = guarded_runs
+    # The lab trains its comparison of many seeds in a background thread: one seed per cell
+    # here, and every such thread is waited for before the runs are counted.
+    monkeypatch.setattr(lab_runs, "COMPARISON_SEEDS", 1)
+    monkeypatch.setattr(lab_runs, "_jobs", {})
     for page in page_paths():
         for at in each_tab(run_page(page), page):
             assert_no_exception(at)
         if at.button and page.endswith("lab.py"):  # the lab trains when Train is pressed
             at.button[0].click().run()
             assert_no_exception(at)
+    for worker in threading.enumerate():
+        if worker.name == "lab-comparison":
+            worker.join()
+    assert "compare" in runs, "the lab's comparison ran"
     assert outside == [], f"model steps outside the door: {sorted(set(outside))}"
     # the guard saw the pages run the model (a test that saw no run would prove nothing)
     assert {"run", "layer_forward", "forward_from_word_vectors", "train"} <= set(runs)

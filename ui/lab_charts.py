@@ -9,9 +9,11 @@ from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
+from core import lab
 from core.lab import TrainingRun
-from ui.charts import attention_heatmap, label_margin, token_ticks
+from ui.charts import QUALITATIVE_COLOURS, attention_heatmap, label_margin, token_ticks
 from ui.escape import literal
 
 LOSS_COLOUR = "#636EFA"  # plotly's blue, readable on light and dark
@@ -51,7 +53,8 @@ def loss_curve(run: TrainingRun, index: int) -> go.Figure:
             "height": 340,
             "margin": {"l": 60, "r": 60, "t": 50, "b": 90},
             "xaxis": {"title": {"text": "training step"}, "range": [0, max(1, len(run.loss))]},
-            "yaxis": {"title": {"text": "loss (log)"}, "type": "log"},
+            # Powers of ten (10⁻⁴), not SI prefixes: plotly's default wrote 0.0001 as "100µ".
+            "yaxis": {"title": {"text": "loss (log)"}, "type": "log", "exponentformat": "power"},
             "yaxis2": {
                 "title": {"text": "weight on target"},
                 "overlaying": "y",
@@ -157,3 +160,138 @@ def bilinear_heatmap(run: TrainingRun, index: int) -> go.Figure:
             "yaxis": {**ticks, "title": {"text": "as a query"}, "autorange": "reversed"},
         },
     )
+
+
+RUN_COLOURS = QUALITATIVE_COLOURS[2:]
+
+
+# ---- runs side by side ---------------------------------------------------------------------------
+def run_label(settings: lab.Settings) -> str:
+    """A short name of a run's settings, e.g. "first, d_head 128, unscaled, seed 0"."""
+    parts = [settings.task, f"d_head {settings.d_head}", "scaled" if settings.scale else "unscaled"]
+    if settings.start_at_other_spread:
+        parts.append(f"started at the {'unscaled' if settings.scale else 'scaled'} spread")
+    if settings.loss != lab.Settings.loss:
+        parts.append("cross-entropy")
+    if settings.causal:
+        parts.append("causal")
+    if not settings.positions:
+        parts.append("no positions")
+    parts += [f"{settings.steps} steps", f"seed {settings.seed}"]
+    return ", ".join(parts)
+
+
+def wrapped(text: str, width: int = 34) -> str:
+    """A ", "-separated label as escaped lines of at most ~width characters (joined by plotly's
+    <br>): plotly never wraps a title, and a phone's figure is ~330 px wide."""
+    lines: list[str] = []
+    for part in text.split(", "):
+        if lines and len(lines[-1]) + len(part) + 2 <= width:
+            lines[-1] += ", " + part
+        else:
+            lines.append(part)
+    return ",<br>".join(literal(line) for line in lines)
+
+
+def runs_side_by_side(runs: Sequence[TrainingRun], names: Sequence[str]) -> go.Figure:
+    """Two panels over the training steps, one line per run: the held-out weight on the right
+    key, and the spread of the held-out scores (log axis). The legend names each run by its
+    number ("#1 …" in names); the hover gives its whole name."""
+    figure = make_subplots(
+        rows=2,
+        cols=1,
+        shared_xaxes=True,
+        vertical_spacing=0.12,
+        subplot_titles=("weight on the right key (held out)", "score spread (log)"),
+    )
+    for number, (run, name) in enumerate(zip(runs, names, strict=True)):
+        # Not blue and red, which the comparison below gives to scaled and unscaled heads.
+        colour = RUN_COLOURS[number % len(RUN_COLOURS)]
+        shown = literal(name)
+        number_only = literal(name.split(" ", 1)[0])  # "#1": the table beside says the rest
+        for row, values, hover in (
+            (1, np.round(run.eval_mass, 4), "weight on target %{y:.3f}"),
+            (2, np.round(run.score_spread, 3), "score spread %{y:.2f}"),
+        ):
+            figure.add_trace(
+                go.Scatter(
+                    x=run.snapshot_steps,
+                    y=values,
+                    name=f"run {number_only}",
+                    legendgroup=str(number),
+                    showlegend=row == 1,
+                    line={"color": colour},
+                    hovertemplate=f"{shown}<br>step %{{x}}<br>{hover}<extra></extra>",
+                ),
+                row=row,
+                col=1,
+            )
+    figure.update_yaxes(range=[0, 1.02], row=1, col=1)
+    figure.update_yaxes(type="log", exponentformat="power", row=2, col=1)
+    figure.update_xaxes(title_text="training step", row=2, col=1)
+    figure.update_layout(
+        height=520,
+        margin={"l": 60, "r": 10, "t": 40, "b": 40},
+        legend={"orientation": "h", "y": -0.15, "x": 0},
+    )
+    return figure
+
+
+def final_attention(run: TrainingRun, name: str) -> go.Figure:
+    """The probe's attention after a run's last step, titled by the run, small."""
+    labels = numbered(run.probe_tokens)
+    return attention_heatmap(run.probe_attention[-1], labels, labels, wrapped(name), height=400)
+
+
+# ---- the comparison of many seeds -------------------------------------------------------------
+START_STYLE = {  # colour by scale, dashes for a start at the other head's spread
+    lab.SCALED: ("#636EFA", "solid"),
+    lab.SCALED_WIDE: ("#636EFA", "dash"),
+    lab.UNSCALED: ("#EF553B", "solid"),
+    lab.UNSCALED_NARROW: ("#EF553B", "dash"),
+}
+
+
+def comparison_curves(comparison: lab.Comparison, task: str) -> go.Figure:
+    """One task's runs, per start: the median score spread over the seeds (log axis) and the
+    mean share of rows locked on a wrong key, at every snapshot."""
+    steps = comparison.snapshot_steps(task)
+    figure = make_subplots(
+        rows=2,
+        cols=1,
+        shared_xaxes=True,
+        vertical_spacing=0.12,
+        subplot_titles=(
+            "score spread, median over the seeds (log)",
+            "rows locked on a wrong key",
+        ),
+    )
+    for start in lab.STARTS:
+        colour, dash = START_STYLE[start]
+        for row, values, hover in (
+            (1, np.round(comparison.median_spread(task, start), 3), "spread %{y:.2f}"),
+            (2, np.round(comparison.mean_locked(task, start), 4), "rows locked %{y:.1%}"),
+        ):
+            figure.add_trace(
+                go.Scatter(
+                    x=steps,
+                    y=values,
+                    name=start.label,
+                    legendgroup=start.label,
+                    showlegend=row == 1,
+                    line={"color": colour, "dash": dash},
+                    hovertemplate=f"{start.label}<br>step %{{x}}<br>{hover}<extra></extra>",
+                ),
+                row=row,
+                col=1,
+            )
+    figure.update_yaxes(type="log", exponentformat="power", row=1, col=1)
+    figure.update_yaxes(range=[0, 1], tickformat=".0%", row=2, col=1)
+    figure.update_xaxes(title_text="training step", row=2, col=1)
+    figure.update_layout(
+        title={"text": f"{lab.TASKS[task].title}: d_head {comparison.d_head}"},
+        height=560,
+        margin={"l": 60, "r": 10, "t": 80, "b": 40},
+        legend={"orientation": "h", "y": -0.15, "x": 0},
+    )
+    return figure

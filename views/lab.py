@@ -7,15 +7,12 @@ from ui import lab_charts, lab_runs, widgets
 
 st.title("Lab · Watch attention being learned")
 st.markdown(
-    "Every other page shows attention that someone else trained. Here you train a head "
-    "yourself, from random numbers, in a second or two. Each task below has a right answer that "
-    "*is* an attention pattern: every token should put its weight on one particular other token. "
-    "Press **Train**, then move the step slider to watch the pattern, the loss and the head's "
-    "weights take shape."
+    "Every other page shows attention that someone else trained. Here you train one head "
+    "yourself, from random numbers. Each task has a right answer that *is* an attention "
+    "pattern: every token should put its weight on one particular other token. Choose, press "
+    "**Train**, then move the step slider to watch the pattern take shape."
 )
 
-# 1 ---------------------------------------------------------------------------------------------
-st.subheader("1 · The task and the model")
 TASK_HELP = {
     "previous": "Each token attends to the token just before it (the first token to itself). "
     "The words are random, so only position can say which key that is.",
@@ -26,33 +23,18 @@ TASK_HELP = {
     "(Real bracket matching, with repeated kinds, needs the nesting depth, which one layer "
     "reading raw embeddings cannot count.)",
 }
+
+# ---- the switches and Train, on the first screen ----------------------------------------------
 task_name = st.selectbox(
     "Task",
     list(lab.TASKS),
+    index=list(lab.TASKS).index("first"),  # learning takes a visible part of the default run
     format_func=lambda name: lab.TASKS[name].title,
     key="lab_task",
     bind="query-params",
 )
 task = lab.TASKS[task_name]
-st.markdown(TASK_HELP[task_name])
-# One formula per line: a 390 px phone cannot scroll a long one sideways comfortably.
-st.latex(r"x_i = E_{\text{tok}}[w_i] + E_{\text{pos}}[i]")
-st.latex(r"s_{ij} = \frac{(W_q x_i)\cdot(W_k x_j)}{\sqrt{d_{\text{head}}}}")
-st.latex(r"\alpha_i = \operatorname{softmax}(s_{i1}, \dots, s_{in})")
-st.markdown(
-    f"One head: a table of {len(task.vocabulary)} word vectors and one of {task.n_tokens} "
-    f"position vectors (width {lab.D_MODEL}), and the two matrices W_q and W_k. Nothing else: "
-    "the row of weights α_i *is* the prediction, so attention alone has to solve the task. "
-    "(A full layer would read the answer out through the values; leaving them out keeps any "
-    "other path from cheating.) Adam updates the parameters on a fresh batch of "
-    f"{lab.Settings.batch_size} random sequences per step. The loss compares each row with the "
-    "one-hot row y_i of its target key t(i):"
-)
-st.latex(r"L_{\text{squared}} = \frac{1}{n}\sum_i \sum_j (\alpha_{ij} - y_{ij})^2")
-st.latex(r"L_{\text{cross-entropy}} = -\frac{1}{n}\sum_i \log \alpha_{i,\,t(i)}")
-
-# 2 ---------------------------------------------------------------------------------------------
-st.subheader("2 · Switches")
+st.caption(TASK_HELP[task_name])
 left, middle, right = st.columns(3)
 d_head = left.select_slider(
     "d_head (width of queries and keys)",
@@ -62,22 +44,35 @@ d_head = left.select_slider(
     bind="query-params",
 )
 steps = middle.select_slider(
-    "Training steps", [100, 200, 300, 500], value=300, key="lab_steps", bind="query-params"
+    "Training steps", [100, 200, 300, 500], value=100, key="lab_steps", bind="query-params"
 )
 with right:
     seed = widgets.whole_number_input("Seed", 0, 9999, 0, key="lab_seed")
-left, middle, right = st.columns(3)
+left, right = st.columns(2)
 scale = left.toggle("Divide by √d_head", value=True, key="lab_scale", bind="query-params")
-causal = middle.toggle("Causal mask", value=False, key="lab_causal", bind="query-params")
-positions = right.toggle("Position vectors", value=True, key="lab_positions", bind="query-params")
-loss_name = st.radio(
-    "Loss",
-    ["squared", "cross_entropy"],
-    format_func={"squared": "squared error", "cross_entropy": "cross-entropy"}.get,
-    horizontal=True,
-    key="lab_loss",
+other_start = right.toggle(
+    "Start at the other head's score spread",
+    value=False,
+    key="lab_start",
     bind="query-params",
+    help="Rescale W_q and W_k at the start by d_head^(∓¼): an unscaled head then starts with "
+    "the score spread of a scaled one, and a scaled head with that of an unscaled one. "
+    "Section 4 explains why.",
 )
+with st.expander("More switches: mask, positions, loss"):
+    left, right = st.columns(2)
+    causal = left.toggle("Causal mask", value=False, key="lab_causal", bind="query-params")
+    positions = right.toggle(
+        "Position vectors", value=True, key="lab_positions", bind="query-params"
+    )
+    loss_name = st.radio(
+        "Loss",
+        ["squared", "cross_entropy"],
+        format_func={"squared": "squared error", "cross_entropy": "cross-entropy"}.get,
+        horizontal=True,
+        key="lab_loss",
+        bind="query-params",
+    )
 settings = lab.Settings(
     task=task_name,
     d_head=int(d_head),
@@ -87,18 +82,28 @@ settings = lab.Settings(
     loss=str(loss_name),
     seed=min(max(int(seed), 0), 9999),  # the URL may carry any number
     steps=min(int(steps), lab_runs.MAX_STEPS),
+    start_at_other_spread=bool(other_start),
 )
+HISTORY = 4  # runs kept side by side
+
+
+def remember(chosen: lab.Settings) -> None:
+    """Show this run, and keep it at the front of the runs compared side by side."""
+    st.session_state["lab_trained"] = chosen
+    earlier = [s for s in st.session_state.get("lab_history", []) if s != chosen]
+    st.session_state["lab_history"] = [chosen, *earlier][:HISTORY]
+
 
 # A copied link of a trained view carries lab_run=1 and opens on the same run: train it
 # (seeded, so identical). The URL is visitor input, but a run is bounded by the clamped settings.
 if "lab_trained" not in st.session_state and st.query_params.get("lab_run") == "1":
-    st.session_state["lab_trained"] = settings
+    remember(settings)
 
 
 def start_training(chosen: lab.Settings) -> None:
-    """Remember what to show; forget the old step, so the slider opens on the run's last step
+    """Remember the run; forget the old step, so the slider opens on the run's last step
     (a step kept from a longer run would point past the end)."""
-    st.session_state["lab_trained"] = chosen
+    remember(chosen)
     st.session_state.pop("lab_step", None)
 
 
@@ -110,106 +115,387 @@ st.button(
     args=(settings,),
 )
 
-if st.session_state.get("lab_trained") != settings:
-    st.query_params.pop("lab_run", None)
+shown_settings: lab.Settings | None = st.session_state.get("lab_trained")
+if shown_settings is None:
     st.info("Choose the switches, then press **Train**.", icon=":material/play_arrow:")
-    st.stop()
-st.query_params["lab_run"] = "1"  # the address now reopens this run
+elif shown_settings != settings:
+    st.query_params.pop("lab_run", None)
+    st.info(
+        "The switches changed: press **Train** to train them. Shown below, until then: "
+        f"{lab_charts.run_label(shown_settings)}.",
+        icon=":material/play_arrow:",
+    )
+else:
+    st.query_params["lab_run"] = "1"  # the address now reopens this run
 
-run = lab_runs.trained_run(settings)
+
+def watch_it_learn(shown: lab.Settings) -> None:
+    """Section 1: the shown run's numbers, its step slider and its pictures."""
+    run = lab_runs.trained_run(shown)
+    st.subheader("1 · Watch it learn")
+    columns = st.columns(4)
+    columns[0].metric("Weight on the right key", f"{run.eval_mass[-1]:.3f}")
+    columns[1].metric("Accuracy", f"{run.eval_accuracy[-1]:.1%}")
+    columns[2].metric("Score spread at step 0", f"{run.initial_score_std:.1f}")
+    columns[3].metric("Training time", f"{run.seconds:.2f} s")
+    st.caption(
+        f"{lab_charts.run_label(shown)}. After the last step, on {lab.N_EVAL_SEQUENCES} "
+        "held-out sequences: the mean weight each token puts on its target key, and the share "
+        "of tokens whose largest weight is on it (a tie does not count). The spread is the "
+        "standard deviation of the scores before training."
+        + (
+            f" The causal mask hides the target of {1 - run.reachable_share:.0%} of the tokens."
+            if run.reachable_share < 1
+            else ""
+        )
+    )
+    every = int(run.snapshot_steps[1] - run.snapshot_steps[0])
+    step = st.slider(
+        "Step", 0, shown.steps, shown.steps, step=every, key="lab_step", bind="query-params"
+    )
+    index = run.snapshot_index(int(step))
+    widgets.show_figure(lab_charts.loss_curve(run, index), "lab_loss_curve", filename="lab-loss")
+    left, right = st.columns(2)
+    with left:
+        widgets.show_figure(
+            lab_charts.probe_attention(run, index), "lab_attention", filename="lab-attention"
+        )
+    with right:
+        widgets.show_figure(lab_charts.target_attention(run), "lab_target", filename="lab-target")
+    st.markdown(
+        "Left: the weights of the probe sequence after the chosen step. Right: the answer. At "
+        "step 0 the weights come from random vectors: spread over several keys when the score "
+        "spread is small, often one bright cell per row on a wrong key when it is large (a "
+        "wide unscaled head). Training pulls each row's weight onto its target."
+    )
+    st.latex(r"s_{ij} = x_i^{\top}\, W_q^{\top} W_k\, x_j")
+    widgets.show_figure(
+        lab_charts.bilinear_heatmap(run, index), "lab_bilinear", filename="lab-wqwk"
+    )
+    st.markdown(
+        "A score is a bilinear form: the matrix W_qᵀW_k says how much each query direction "
+        "likes each key direction. Because x_i is a word vector plus a position vector, every "
+        "score is a sum of four entries of this map: word→word, word→position, position→word "
+        "and position→position (p0, p1, … are the position vectors). Blue: the query row pulls "
+        "weight towards the key row; red: away."
+    )
+
+
+def side_by_side(history: list[lab.Settings]) -> None:
+    """Section 2: the last few runs trained, their curves and final maps next to each other."""
+    st.subheader("2 · Your runs side by side")
+    if len(history) < 2:
+        st.caption(
+            "Train a second run (flip **Divide by √d_head**, say) and it appears here next to "
+            f"this one; the last {HISTORY} runs stay, whatever the switches say now."
+        )
+        return
+    runs = [lab_runs.trained_run(chosen) for chosen in history]
+    names = [
+        f"#{number} {lab_charts.run_label(chosen)}" for number, chosen in enumerate(history, 1)
+    ]
+    widgets.static_table(
+        {
+            "run (#1 is the latest)": names,
+            "weight on the right key": [float(run.eval_mass[-1]) for run in runs],
+            "accuracy": [float(run.eval_accuracy[-1]) for run in runs],
+            "score spread at the start": [run.initial_score_std for run in runs],
+            "score spread at the end": [float(run.score_spread[-1]) for run in runs],
+        },
+        {
+            "weight on the right key": 3,
+            "accuracy": 3,
+            "score spread at the start": 1,
+            "score spread at the end": 1,
+        },
+    )
+    widgets.show_figure(
+        lab_charts.runs_side_by_side(runs, names), "lab_side_by_side", filename="lab-runs"
+    )
+    columns = st.columns(min(len(runs), 2))
+    for number, (run, name) in enumerate(zip(runs, names, strict=True)):
+        with columns[number % len(columns)]:
+            widgets.show_figure(
+                lab_charts.final_attention(run, name),
+                f"lab_final_{number}",
+                filename=f"lab-run-{number + 1}",
+            )
+    st.caption(
+        "Top: the held-out weight on the right key after each step; below: the spread (standard "
+        "deviation) of the held-out scores, on a log axis. The maps show each run's probe "
+        "sequence after its last step."
+    )
+
+
+if shown_settings is not None:
+    watch_it_learn(shown_settings)
+    side_by_side(st.session_state.get("lab_history", [shown_settings]))
 
 # 3 ---------------------------------------------------------------------------------------------
-st.subheader("3 · Watch it learn")
-columns = st.columns(4)
-columns[0].metric("Weight on the right key", f"{run.eval_mass[-1]:.3f}")
-columns[1].metric("Accuracy", f"{run.eval_accuracy[-1]:.1%}")
-columns[2].metric("Score spread at step 0", f"{run.initial_score_std:.1f}")
-columns[3].metric("Training time", f"{run.seconds:.2f} s")
-st.caption(
-    f"After {settings.steps} steps, on {lab.N_EVAL_SEQUENCES} held-out sequences: the mean "
-    "weight each token puts on its target key, and the share of tokens whose largest weight is "
-    "on it (a tie does not count). The spread is the standard deviation of the scores before "
-    "training."
-    + (
-        f" The causal mask hides the target of {1 - run.reachable_share:.0%} of the tokens."
-        if run.reachable_share < 1
-        else ""
-    )
-)
-every = int(run.snapshot_steps[1] - run.snapshot_steps[0])
-step = st.slider(
-    "Step", 0, settings.steps, settings.steps, step=every, key="lab_step", bind="query-params"
-)
-index = run.snapshot_index(int(step))
-widgets.show_figure(lab_charts.loss_curve(run, index), "lab_loss_curve", filename="lab-loss")
-left, right = st.columns(2)
-with left:
-    widgets.show_figure(
-        lab_charts.probe_attention(run, index), "lab_attention", filename="lab-attention"
-    )
-with right:
-    widgets.show_figure(lab_charts.target_attention(run), "lab_target", filename="lab-target")
+st.subheader("3 · The model")
+st.latex(r"x_i = E_{\text{tok}}[w_i] + E_{\text{pos}}[i]")
+st.latex(r"s_{ij} = \frac{(W_q x_i)\cdot(W_k x_j)}{\sqrt{d_{\text{head}}}}")
+st.latex(r"\alpha_i = \operatorname{softmax}(s_{i1}, \dots, s_{in})")
 st.markdown(
-    "Left: the weights of the probe sequence after the chosen step. Right: the answer. At "
-    "step 0 the weights come from random vectors: spread over several keys in a scaled head, "
-    "often one bright cell per row on a wrong key in a wide unscaled one. Training pulls each "
-    "row's weight onto its target."
+    f"One head: a table of {len(task.vocabulary)} word vectors and one of {task.n_tokens} "
+    f"position vectors (width {lab.D_MODEL}), and the two matrices W_q and W_k. Nothing else: "
+    "the row of weights α_i *is* the prediction, so attention alone has to solve the task. "
+    "(A full layer would read the answer out through the values; leaving them out keeps any "
+    "other path from cheating.) Adam updates the parameters on a fresh batch of "
+    f"{lab.Settings.batch_size} random sequences per step, with a step size (learning rate) "
+    f"of {lab.Settings.learning_rate}. The loss compares each row with the one-hot row y_i of "
+    "its target key t(i):"
 )
-st.latex(r"s_{ij} = x_i^{\top}\, W_q^{\top} W_k\, x_j")
-widgets.show_figure(lab_charts.bilinear_heatmap(run, index), "lab_bilinear", filename="lab-wqwk")
-st.markdown(
-    "A score is a bilinear form: the matrix W_qᵀW_k says how much each query direction likes "
-    "each key direction. Because x_i is a word vector plus a position vector, every score is a "
-    "sum of four entries of this map: word→word, word→position, position→word and "
-    "position→position (p0, p1, … are the position vectors). Blue: the query row pulls weight "
-    "towards the key row; red: away."
-)
+st.latex(r"L_{\text{squared}} = \frac{1}{n}\sum_i \sum_j (\alpha_{ij} - y_{ij})^2")
+st.latex(r"L_{\text{cross-entropy}} = -\frac{1}{n}\sum_i \log \alpha_{i,\,t(i)}")
 
 # 4 ---------------------------------------------------------------------------------------------
-st.subheader("4 · Why divide by √d_head: the training-time argument")
+st.subheader("4 · Why divide by √d_head: many seeds, two explanations")
 st.markdown(
-    "Vaswani et al. (2017) scale scores by 1/√d_k because, at large d_k, dot products grow "
-    "large and push the softmax into regions where its gradient is tiny. That is a claim about "
-    "*training*, and here you can test it: a wide head (d_head 128) starts with score spreads "
-    "around 23 unscaled against about 2 scaled, so most rows begin almost one-hot, often on a "
-    "wrong key. What we measured here (10 seeds per cell, 300 steps, positions on, no mask; "
-    "`python bench/bench_lab.py --scaling` repeats it):"
+    "Vaswani et al. (2017) scale the scores by 1/√d_k because, at large d_k, dot products grow "
+    "large and push the softmax into regions where its gradient is tiny. Two readings of that "
+    "claim about training can be told apart here:\n"
+    "- **the start**: an unscaled wide head starts with a large score spread, so its rows "
+    "begin almost one-hot, often on a wrong key, and cannot get out;\n"
+    "- **the training**: Adam (Kingma & Ba, 2015) divides each update by a running size of its "
+    "gradient, so every entry of W_q and W_k moves by about the learning rate per step, "
+    "whatever the gradient. A score adds up d_head products of query and key entries: "
+    "without the 1/√d_head, the same steps move it about √d_head times as far, and rows can "
+    "saturate *during* training.\n\n"
+    "The switch **Start at the other head's score spread** separates them. It shrinks W_q and "
+    "W_k of an unscaled head by d_head^¼ at the start, so its scores start exactly as spread "
+    "as a scaled head's; on a scaled head it enlarges them by d_head^¼ instead. If the start "
+    "is the trouble, the shrunk unscaled head should do as well as a scaled one."
 )
-st.dataframe(
-    {
-        "loss, head": [
-            "squared, d_head 8, scaled",
-            "squared, d_head 8, unscaled",
-            "squared, d_head 128, scaled",
-            "squared, d_head 128, unscaled",
-            "cross-entropy, d_head 128, scaled",
-            "cross-entropy, d_head 128, unscaled",
-        ],
-        "previous": ["10/10", "10/10", "10/10", "6/10 (0.945)", "10/10", "10/10"],
-        "first": ["10/10", "10/10", "8/10 (0.994)", "0/10 (0.725)", "10/10", "10/10"],
-        "bracket": ["10/10", "10/10", "10/10", "9/10 (0.997)", "10/10", "10/10"],
-    },
-    hide_index=True,
+left, middle, right = st.columns(3)
+compare_d_head = left.select_slider(
+    "d_head of these runs",
+    list(lab_runs.COMPARISON_D_HEADS),
+    value=lab_runs.ComparisonChoice.d_head,
+    key="lab_cmp_d_head",
+    bind="query-params",
 )
+compare_steps = middle.select_slider(
+    "Steps of these runs",
+    list(lab_runs.COMPARISON_STEPS),
+    value=lab_runs.ComparisonChoice.steps,
+    key="lab_cmp_steps",
+    bind="query-params",
+)
+compare_loss = right.radio(
+    "Loss of these runs",
+    ["squared", "cross_entropy"],
+    format_func={"squared": "squared error", "cross_entropy": "cross-entropy"}.get,
+    key="lab_cmp_loss",
+    bind="query-params",
+)
+choice = lab_runs.ComparisonChoice(
+    d_head=int(compare_d_head), steps=int(compare_steps), loss=str(compare_loss)
+)
+seeds = lab_runs.COMPARISON_SEEDS
 st.caption(
-    "Runs solved (accuracy ≥ 99 % on held-out sequences); in brackets the mean weight on the "
-    "right key over all ten runs when some were not solved. At d_head 8 every run was solved "
-    "either way. Even scaled, two wide first-occurrence runs still had a few rows wrong after "
-    "300 steps (accuracy 96.5 % and 98.0 %)."
+    f"{choice.runs()} runs: {len(lab.STARTS)} ways to start × {seeds} seeds × the tasks "
+    f"{' and '.join(f'*{lab.TASKS[name].title}*' for name in lab_runs.COMPARISON_TASKS)}, other "
+    "switches at their defaults. They train side by side, once per server for each choice "
+    "here, in the background: the rest of the page works meanwhile."
 )
-st.markdown(
-    "With the squared error, the unscaled wide head does not just learn slower: some of its "
-    "rows stay stuck on a wrong key. Two failed previous-token runs that we followed ended with "
-    "exactly 0.9 of the weight on the right key, one position of ten pointing elsewhere, after "
-    "300 steps and again after 1000. First-occurrence runs (seeds 0–4) even got worse with "
-    "more steps: mean weight 0.75 after 300, 0.48 after 1000, as more rows locked onto a wrong "
-    "key. A locked row's softmax is saturated, its slope is nearly zero, and the squared error, "
-    "like the loss of a real layer that reaches α only through the values it mixes, has to "
-    "pass through that slope. With **cross-entropy** every run was solved, scaled or not: the "
-    "log undoes the softmax's exponential, so the gradient on the scores, α − y, stays large "
-    "however saturated the row is. The argument is about the slope of the softmax that the "
-    "gradient has to pass through, not about the size of the scores as such."
-)
+
+
+@st.fragment(run_every=1.0)
+def comparison_progress() -> None:
+    """While the comparison trains: its progress, redrawn every second; then the whole page."""
+    state = lab_runs.comparison_or_progress(choice)
+    if not isinstance(state, lab_runs.Progress) or state.error:
+        st.rerun()  # trained (or failed): the whole page draws what follows from it
+    st.progress(
+        state.fraction, text=f"Training {choice.runs()} runs side by side: {state.fraction:.0%}"
+    )
+
+
+def solved_sentence(solved: int, total: int) -> str:
+    return f"{solved} of {total}"
+
+
+def task_verdict(comparison: lab.Comparison, name: str) -> str:
+    """What the comparison shows on one task, each sentence chosen by the counts."""
+    verdict = comparison.verdict(name)
+    n = verdict.seeds
+    scaled, unscaled = verdict.scaled, verdict.unscaled
+    narrow, wide = verdict.unscaled_narrow, verdict.scaled_wide
+    sentences = [f"**{lab.TASKS[name].title}**:"]
+    if verdict.scale_helps:
+        sentences.append(
+            f"the scaled head solved clearly more often ({solved_sentence(scaled, n)} against "
+            f"{solved_sentence(unscaled, n)})."
+        )
+    elif verdict.scale_hurts:
+        sentences.append(
+            f"the unscaled head solved clearly more often ({solved_sentence(unscaled, n)} "
+            f"against {solved_sentence(scaled, n)})."
+        )
+    else:
+        gap = "solved equally often" if scaled == unscaled else "were not clearly apart"
+        sentences.append(
+            f"scaled and unscaled heads {gap} ({solved_sentence(scaled, n)} against "
+            f"{solved_sentence(unscaled, n)}): with {n} seeds, these runs do not show the scale "
+            "deciding the outcome here."
+        )
+    narrow_start = (
+        f"Started at the scaled spread, the unscaled head solved {solved_sentence(narrow, n)}"
+    )
+    if verdict.narrow_start_rescues:
+        behind = lab.clearly_more(scaled, narrow, n)
+        sentences.append(
+            f"{narrow_start}: clearly more than from its own start, so a narrow start rescued "
+            + ("it in part (still clearly fewer than the scaled head)." if behind else "it.")
+        )
+    else:
+        sentences.append(
+            f"{narrow_start}: not clearly more than from its own start"
+            + (", so a narrow start did not rescue it." if verdict.scale_helps else ".")
+        )
+    wide_start = (
+        f"Started at the unscaled spread, the scaled head solved {solved_sentence(wide, n)}"
+    )
+    if verdict.wide_start_hurts:
+        sentences.append(
+            f"{wide_start}: clearly fewer than from its own start, so a wide start cost it runs."
+        )
+    else:
+        sentences.append(
+            f"{wide_start}: not clearly fewer than from its own start, so it got out of a wide "
+            "start."
+        )
+    if verdict.story in ("start", "training", "both"):
+        sentences.append(
+            {
+                "start": "So on this task the starting spread explains the difference.",
+                "training": "So on this task the start does not explain the difference: what "
+                "is left is how training moves the scores.",
+                "both": "So on this task the start explains part of the difference, not all of it.",
+            }[verdict.story]
+        )
+    return " ".join(sentences)
+
+
+def mechanism(comparison: lab.Comparison, name: str) -> str:
+    """The training explanation, checked on one task: spread growth and locked rows, measured
+    on the unscaled head started at the scaled spread against the scaled head (same start)."""
+    title = lab.TASKS[name].title
+    steps = comparison.snapshot_steps(name)
+    first_interval = int(steps[1])
+    narrow_growth = comparison.early_growth(name, lab.UNSCALED_NARROW)
+    scaled_growth = comparison.early_growth(name, lab.SCALED)
+    ratio = comparison.growth_ratio(name)
+    faster = ratio >= 1.5  # a clear difference in speed, not noise around 1
+    sentence = (
+        f"**{title}**: from the same start, the unscaled head's median score spread grew by "
+        f"{narrow_growth:.1f} in the first {first_interval} steps, the scaled head's by "
+        f"{scaled_growth:.1f}"
+        + (
+            f", {ratio:.1f} times as much (√d_head = {comparison.d_head**0.5:.1f})."
+            if faster
+            else ": about as fast, so here the steps do not move unscaled scores further."
+        )
+    )
+    peak_narrow = comparison.peak_locked(name, lab.UNSCALED_NARROW)
+    peak_scaled = comparison.peak_locked(name, lab.SCALED)
+    final_narrow = float(comparison.mean_locked(name, lab.UNSCALED_NARROW)[-1])
+    if peak_narrow > 2 * peak_scaled and peak_narrow >= 0.01:
+        sentence += (
+            f" At worst {peak_narrow:.0%} of its rows had {lab.LOCKED_WEIGHT:.0%} or more of "
+            f"their weight on one wrong key, against {peak_scaled:.0%} for the scaled head"
+            + (
+                f"; {final_narrow:.0%} were still locked after the last step."
+                if final_narrow >= 0.5 * peak_narrow
+                else "; most of them came free again by the last step."
+            )
+        )
+    else:
+        sentence += " Its rows did not lock onto wrong keys more than the scaled head's did."
+    return sentence
+
+
+def comparison_results(comparison: lab.Comparison) -> None:
+    """The table, the verdicts per task, the mechanism per task, and the curves."""
+    n = comparison.seeds
+    widgets.static_table(
+        {
+            "start": [start.label for start in lab.STARTS],
+            **{
+                lab.TASKS[name].title: [
+                    f"{comparison.solved(name, start)} of {n} · "
+                    f"{comparison.mean_mass(name, start):.3f}"
+                    for start in lab.STARTS
+                ]
+                for name in comparison.tasks
+            },
+        },
+        {},
+    )
+    st.caption(
+        f"Runs solved of {n} (seeds {comparison.seed_list[0]} to {comparison.seed_list[-1]}): "
+        f"at least {lab.SOLVED_ACCURACY:.0%} of "
+        f"{lab.N_EVAL_SEQUENCES} held-out sequences' tokens right after step {comparison.steps}. "
+        "After the dot: the mean weight on the right key over the seeds. d_head "
+        f"{comparison.d_head}, {comparison.loss.replace('_', '-')} loss; training took "
+        f"{comparison.seconds:.0f} s on one thread of this server. Any cell is a run you can "
+        "watch: set the switches at the top to the same task, d_head, steps, start and seed, "
+        "and press Train."
+    )
+    st.markdown(
+        "“Clearly” below means the counts differ by more than chance would explain with "
+        f"{n} seeds (a one-sided Fisher exact test below {lab.CLEAR_P})."
+    )
+    for name in comparison.tasks:
+        st.markdown(task_verdict(comparison, name))
+    st.markdown("#### Does training move unscaled scores further?")
+    for name in comparison.tasks:
+        st.markdown(mechanism(comparison, name))
+    if comparison.loss == "squared":
+        st.markdown(
+            "A row with nearly all its weight on one key has a nearly flat softmax: the "
+            "squared error, like the loss of a real layer that reaches α only through the "
+            "values it mixes, passes its gradient through that slope, so a locked row gets "
+            "almost no push. The cross-entropy's log undoes the softmax's exponential: its "
+            "gradient on the scores, α − y, stays large however saturated the row is. Choose "
+            "**cross-entropy** above to train the same runs with it."
+        )
+    else:
+        all_solved = all(
+            comparison.solved(name, start) == n for name in comparison.tasks for start in lab.STARTS
+        )
+        st.markdown(
+            "With the cross-entropy the log undoes the softmax's exponential, so its gradient "
+            "on the scores, α − y, stays large however saturated a row is. "
+            + (
+                "Every run above was solved, scaled or not, from either start."
+                if all_solved
+                else "Not every run was solved even so: the table says which."
+            )
+        )
+    for name in comparison.tasks:
+        widgets.show_figure(
+            lab_charts.comparison_curves(comparison, name),
+            f"lab_comparison_{name}",
+            filename=f"lab-comparison-{name}",
+        )
+    st.caption(
+        "Solid: each head from its own start; dashed: from the other head's spread. Blue: "
+        "scaled, red: unscaled. Top: the standard deviation of the held-out scores, the median "
+        f"over the {n} seeds, on a log axis. Bottom: the share of held-out rows locked on a wrong "
+        f"key, with {lab.LOCKED_WEIGHT:.0%} or more of their weight on it, the mean over the "
+        "seeds."
+    )
+
+
+state = lab_runs.comparison_or_progress(choice)
+if not isinstance(state, lab_runs.Progress):
+    comparison_results(state)
+elif state.error:
+    st.warning(state.error)
+else:
+    comparison_progress()
 
 # 5 ---------------------------------------------------------------------------------------------
 st.subheader("5 · When a switch makes a task impossible")
@@ -222,9 +508,9 @@ st.markdown(
     "the row splits its weight evenly between them: right word, no way to prefer the earliest. "
     "The accuracy counts such a tie as a miss.\n"
     "- **Matching bracket with the causal mask.** An opening bracket's partner always comes "
-    "later, and the mask sets every later score to −∞: half of the tokens can put no weight "
-    "on their target at all. Those are left out of the loss (log 0 is −∞) and counted as "
-    "misses, so accuracy stops at 50 %. The closing brackets still learn.\n"
+    "later, and the mask sets every later score to −∞: the openers, half of the tokens, can "
+    "put no weight on their target at all. Those are left out of the loss (log 0 is −∞) and "
+    "counted as misses, so accuracy cannot pass one half. The closing brackets still learn.\n"
     "- **Matching bracket without positions** works: each kind appears once, so the partner "
     "is found by content alone. Look at W_qᵀW_k: the word→word block pairs ( with ) and [ with ]."
 )
