@@ -48,7 +48,7 @@ QUEUE_WAIT_S = 120.0  # a run that cannot get a slot within this long is told th
 # Memory the process needs beyond what a run states: figures being built and sent, Streamlit's
 # own buffers, and the library files it keeps mapped (resident_bytes counts anonymous memory
 # only). A run is admitted only if this much stays free after it.
-RESERVE_BYTES = 120 * MB
+RESERVE_BYTES = 80 * MB
 
 P = ParamSpec("P")
 R = TypeVar("R")
