@@ -70,7 +70,7 @@ navigation = st.navigation(PAGES)
 # torch's import takes ~1.3 s on a fresh server: let the browser fetch plotly.js meanwhile, unless
 # the page opened draws without it (the Overview's head is HTML: ui/html_heatmap.py).
 with preload.plotly_download(needed=navigation.url_path not in PLOTLY_FREE_PAGES):
-    from ui import door, state, widgets
+    from ui import door, predict, state, widgets
 # Freezing the imported modules before the first page is drawn keeps Streamlit's garbage
 # collection after every rerun cheap (ui/housekeeping.py).
 housekeeping.freeze_once_at_startup()
@@ -81,6 +81,7 @@ try:
         switches_page=navigation.url_path not in OWN_SWITCH_PAGES,
     )
     widgets.image_format_picker()
+    predict.visit(navigation.url_path)  # the session's progress through the path (ui/predict.py)
     navigation.run()
 except (door.ServerShort, MemoryError) as short:
     # ui/door.py refuses a run the server has no memory or slot for: the visitor reads why,
