@@ -3,7 +3,7 @@
 import streamlit as st
 
 from core import positional
-from ui import charts, derived, geometry_charts, models, state, widgets
+from ui import charts, derived, geometry_charts, models, predict, predict_answers, state, widgets
 from ui.numbers import signed
 
 inputs, model = state.page_context()
@@ -351,6 +351,12 @@ def word_order_section() -> None:
     # st.text, not st.code: plain text all the same, without the code highlighter's ~0.3 s of
     # browser work on a page load (bench/bench_browser.py)
     st.text(" ".join(results["with positions"].shuffled_tokens))
+    predict.ask_choice(
+        "pos_bag_of_words", predict_answers.shuffle_without_positions(results["positions removed"])
+    )
+    predict.ask_choice(
+        "pos_layer_changed", predict_answers.layer_most_changed(results["with positions"])
+    )
     diffs = {label: result.max_abs_diff_per_layer for label, result in results.items()}
     widgets.show_html_figure(
         geometry_charts.layer_diff_bars(
