@@ -7,7 +7,7 @@ A view asks one question with one call, right before the figure that shows the a
 The learner picks an option (nothing is picked at first); the feedback says right or wrong,
 names the model's answer, and gives the numbers and a one-line reason. The question is built
 from the live run (ui/predict_answers.py), so a new sentence, model or slider gives a new answer;
-a question whose prompt or options changed starts unanswered again.
+a question whose prompt, options or numbers changed starts unanswered again.
 
 Progress lives in st.session_state under one key (PROGRESS_KEY), for this session only (not in
 the URL): the pages visited (app.py calls visit() for every page it runs) and, per page, each
@@ -40,7 +40,7 @@ QUESTIONS: dict[str, tuple[str, ...]] = {
     "scaling_masking": ("sm_saturation", "sm_sharper"),
     "multi_head": ("mh_previous_head", "mh_most_moved"),
     "inside_layer": ("layer_share",),
-    "positional": ("pos_bag_of_words", "pos_layer_changed"),
+    "positional": ("pos_distance", "pos_bag_of_words"),
 }
 
 
@@ -74,7 +74,11 @@ def visit(url_path: str) -> None:
 
 def progress() -> dict[str, PageProgress]:
     """Per page (its url_path): visited, questions answered, answered right, questions asked."""
-    store = _store()
+    return summarize(_store())
+
+
+def summarize(store: dict) -> dict[str, PageProgress]:
+    """progress() of a session's record (the value under PROGRESS_KEY)."""
     pages = [*QUESTIONS, *(page for page in store["visited"] if page not in QUESTIONS)]
     result: dict[str, PageProgress] = {}
     for page in pages:
@@ -89,8 +93,9 @@ def progress() -> dict[str, PageProgress]:
 
 
 def _version(question: Question) -> str:
-    """What makes a question new to the learner: its prompt and its options."""
-    text = "\x1f".join((question.prompt, *question.options))
+    """What makes a question new to the learner: its prompt, its options and the numbers behind
+    its answer (a new seed or switch changes them, and the answer may change with them)."""
+    text = "\x1f".join((question.prompt, *question.options, question.numbers))
     return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
 
 

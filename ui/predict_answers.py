@@ -23,7 +23,7 @@ import numpy as np
 
 import core
 from core import by_hand, head_stats, learning, positional, scaling
-from ui import derived, state
+from ui import derived, door, state
 from ui.escape import literal
 
 MAX_OPTIONS = 8  # token choices offered at most: a phone shows them in two or three rows
@@ -443,18 +443,35 @@ def shuffle_without_positions(result: positional.PermutationResult) -> Question:
     )
 
 
-def layer_most_changed(result: positional.PermutationResult) -> Question:
-    """Positional, section 7: with position vectors, the layer whose attention the shuffle
-    changes most."""
-    gaps = result.max_abs_diff_per_layer  # (L,)
-    best = int(np.argmax(gaps))
-    return _numbered_question(
-        "With position vectors: in which layer will the shuffle change the attention most?",
-        "layer",
-        gaps,
-        lambda v: f"{v:.2f}",
-        largest=True,
-        reason=f"In layer {best} a weight moves by up to {gaps[best]:.2f}: the same pieces at new "
-        "places enter layer 0 as new vectors, and each layer reads what the one before made.",
-        numbers_title="largest change of a weight",
+@door.shared("the position tables' similarities")
+def distance_explains(model: core.BertEncoder, n_positions: int, kind: str) -> Question:
+    """Positional, section 4: of the binary code and the model's learned table, whose similarity
+    of two positions does their distance |p − q| explain better (R², first n_positions rows)?"""
+    tables = {  # (n_positions, width) each, as section 4 draws them
+        "the binary code (±1 bits)": positional.binary_encoding(n_positions, signed=True),
+        "the learned table": model.position_vectors()[:n_positions],
+    }
+    explained = np.array(
+        [
+            positional.explained_by_distance(positional.similarity_matrix(table, kind))
+            for table in tables.values()
+        ]
+    )
+    names = tuple(tables)
+    best = int(np.argmax(explained))
+    return Question(
+        f"The sinusoid's {kind} similarity is a function of distance alone (R² = 1). Of the "
+        f"other two, over {n_positions} positions, whose does distance |p − q| explain better?",
+        names,
+        frozenset(_best(explained, lambda v: f"{v:.2f}")),
+        f"Distance explains {explained[best]:.2f} of the spread of {names[best]}'s "
+        f"similarities: "
+        + (
+            "counting in binary puts neighbours such as 7 and 8 many bits apart."
+            if best == 1
+            else "how alike two learned rows are depends on more than their distance; nothing "
+            "in training asked for distance at all."
+        ),
+        "R²: "
+        + " · ".join(f"{name} {value:.2f}" for name, value in zip(names, explained, strict=True)),
     )

@@ -141,6 +141,7 @@ def near_positions_section() -> None:
         "learned": learned,
     }
     profiles = {}
+    predict.ask_choice("pos_distance", predict_answers.distance_explains(model, n_positions, kind))
     for column, (name, vectors) in zip(st.columns(3), encodings.items(), strict=True):
         similarity = positional.similarity_matrix(vectors, kind)
         profiles[name] = positional.distance_profile(similarity)[0]
@@ -353,9 +354,6 @@ def word_order_section() -> None:
     st.text(" ".join(results["with positions"].shuffled_tokens))
     predict.ask_choice(
         "pos_bag_of_words", predict_answers.shuffle_without_positions(results["positions removed"])
-    )
-    predict.ask_choice(
-        "pos_layer_changed", predict_answers.layer_most_changed(results["with positions"])
     )
     diffs = {label: result.max_abs_diff_per_layer for label, result in results.items()}
     widgets.show_html_figure(
