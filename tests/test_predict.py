@@ -36,7 +36,7 @@ MONEY = "I deposited money at the bank."
 def _labels(tokens: list[str] | tuple[str, ...], positions: set[int]) -> set[str]:
     """Options as a learner reads them: the piece, with its position when it occurs twice."""
     tokens = list(tokens)
-    return {tokens[j] if tokens.count(tokens[j]) == 1 else f"{tokens[j]} ({j})" for j in positions}
+    return {tokens[j] if tokens.count(tokens[j]) == 1 else f"{tokens[j]} · {j}" for j in positions}
 
 
 def _argmax(values: np.ndarray, allowed: list[int] | None = None) -> set[int]:
@@ -424,4 +424,6 @@ def test_a_hostile_models_pieces_stay_text_on_the_page(hostile_folder, local_fol
     at = widget.set_value(0).run()
     (verdict,) = _feedback(at)
     shown(verdict)
-    assert not [raw for raw in RAW_MARKUP if raw in verdict + widget.label], verdict
+    prompts = [e.value for e in at.markdown if e.value.startswith("**Predict, then see.**")]
+    assert len(prompts) == 1 and shown(prompts[0])
+    assert not [raw for raw in RAW_MARKUP if raw in verdict + prompts[0]], verdict

@@ -116,12 +116,16 @@ def ask_choice(key: str, question: Question | None) -> None:
         seen[widget_key] = version
     options = question.options
     with st.container(border=True):
+        st.markdown(f"**Predict, then see.** {question.prompt}")
         picked = st.pills(
-            f"**Predict, then see.** {question.prompt}",
+            # The widget's label is its aria-label as written: plain words, never the Markdown
+            # prompt above (a screen reader would read its asterisks and character references).
+            "Your prediction",
             range(len(options)),
             format_func=options.__getitem__,  # Markdown with visitor text escaped
             selection_mode="single",
             key=widget_key,
+            label_visibility="collapsed",
         )
         if picked is None:
             st.caption("Pick an answer; the figure below shows the model's own numbers.")

@@ -29,6 +29,7 @@ from ui.escape import literal
 MAX_OPTIONS = 8  # token choices offered at most: a phone shows them in two or three rows
 PIECE_CHARS = 40  # a longer piece (a custom tokenizer's) is shortened in an option
 SHOWN_NUMBERS = 5  # a row's largest weights named in the feedback
+ALL_NUMBERS_UP_TO = 8  # layers or heads up to this many: the feedback names every one
 
 
 @dataclass(frozen=True)
@@ -44,9 +45,9 @@ class Question:
 
 # ---- helpers -----------------------------------------------------------------------------------
 def _token_label(tokens: Sequence[str], position: int) -> str:
-    """A token as Markdown text: the piece itself, with its position when it occurs twice."""
+    """A token as Markdown text: the piece itself, "the · 5" (its position) when it occurs twice."""
     piece = literal(tokens[position], max_chars=PIECE_CHARS)  # a piece is text, never markup
-    return piece if list(tokens).count(tokens[position]) == 1 else f"{piece} ({position})"
+    return piece if list(tokens).count(tokens[position]) == 1 else f"{piece} · {position}"
 
 
 def _best(values: np.ndarray, shown: Callable[[float], str], largest: bool = True) -> set[int]:
@@ -128,7 +129,11 @@ def _numbered_question(
 ) -> Question:
     """Which of `noun` 0 … k−1 (a head, a layer) holds the largest (or smallest) value."""
     values = np.asarray(values, dtype=np.float64)
-    order = np.argsort(-values if largest else values, kind="stable")[:SHOWN_NUMBERS]
+    if len(values) <= ALL_NUMBERS_UP_TO:  # every one, in order: a learner reads them as a row
+        order = np.arange(len(values))
+    else:  # the strongest first
+        order = np.argsort(-values if largest else values, kind="stable")[:SHOWN_NUMBERS]
+        numbers_title += ", " + ("largest" if largest else "lowest") + " first"
     return Question(
         prompt=prompt,
         options=tuple(f"{noun} {k}" for k in range(len(values))),
@@ -283,10 +288,10 @@ def most_separating_head(through_heads: learning.SharedWordThroughHeads) -> Ques
         lambda v: f"{v:.3f}",
         largest=False,
         reason=f"Head {best}'s two outputs for {word} end at cosine {cosines[best]:.3f}, the "
-        f"lowest of the layer: its W_q and W_k mix each {word} with its own sentence most "
-        "differently. Page 1's formula, which has no W_q or W_k, leaves them at "
+        f"lowest of the layer: its W_q, W_k and W_v mix each {word} with its own "
+        "sentence most differently. Page 1's formula, which has no W_q or W_k, leaves them at "
         f"{through_heads.cosine_parameter_free:.3f}.",
-        numbers_title="cosine of the two outputs, lowest first",
+        numbers_title="cosine of the two outputs",
     )
 
 
