@@ -396,8 +396,9 @@ def most_moved_token(
     def reason(best: int) -> str:
         return (
             f"Its final vector's cosine to the full model's is {1 - moved[best]:.4f}, the lowest "
-            "of the sentence: everything after the removed heads is recomputed, so a token can "
-            "move through later layers even where the removed heads barely looked at it."
+            "of the sentence. Everything after the removed heads is recomputed, so their "
+            "absence reaches each token through every later layer, not only through their own "
+            "rows."
         )
 
     return _token_question(
