@@ -28,7 +28,7 @@ step = path.step_at(navigation.url_path)
 # torch's import takes ~1.3 s on a fresh server: let the browser fetch plotly.js meanwhile, unless
 # the page opened draws without it (the Overview's head is HTML: ui/html_heatmap.py).
 with preload.plotly_download(needed=navigation.url_path not in PLOTLY_FREE_PAGES):
-    from ui import door, model_map, state, widgets
+    from ui import door, model_map, predict, state, widgets
 # Freezing the imported modules before the first page is drawn keeps Streamlit's garbage
 # collection after every rerun cheap (ui/housekeeping.py).
 housekeeping.freeze_once_at_startup()
@@ -42,6 +42,7 @@ try:
     with st.sidebar:
         model_map.links_script()
     visited = path.visit(step)
+    predict.visit(navigation.url_path)  # the questions' progress (ui/predict.py)
     model_map.show_map(step, model, visited)  # where this page sits in the model
     navigation.run()
 except (door.ServerShort, MemoryError) as short:

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from core import by_hand
-from ui import course_charts, learning_charts, models, state, widgets
+from ui import course_charts, learning_charts, models, predict, predict_answers, state, widgets
 from ui.escape import literal
 
 _, model = state.page_context()
@@ -58,6 +58,7 @@ def four_features() -> None:
             r"{\sum_k e^{S_{ik}}} \\ y_i = \sum_j \alpha_{ij}\,x_j \end{gathered}"
         )
         row = 1 if len(words) > 1 else 0
+        predict.ask_choice("hand_strongest", predict_answers.toy_strongest_other(toy.words, row))
         # Small enough to print every number: HTML cells, so the first tab loads no plotly.js.
         first, second = st.columns(2)
         with first:

@@ -6,7 +6,7 @@ import streamlit as st
 
 import core
 from core import learning
-from ui import course_state, learning_charts, models, state, widgets
+from ui import course_state, learning_charts, models, predict, predict_answers, state, widgets
 from ui.escape import literal
 
 _, model = state.page_context()
@@ -111,6 +111,10 @@ st.markdown(
     "word's similarity with itself (its squared length), usually the largest in its row. S is "
     "symmetric, S_ij = S_ji, since x_i·x_j = x_j·x_i."
 )
+predict.ask_choice(
+    "ctx_strongest",
+    predict_answers.static_strongest_other(sentences["A"], results["A"], sentences["B"].tokens),
+)
 side_by_side(
     "xxt",
     {n: r.similarity for n, r in results.items()},
@@ -154,6 +158,7 @@ pair = learning.compare_shared_word(
     word, sentences["A"], results["A"], sentences["B"], results["B"]
 )
 shown_word = literal(word)  # a token is text, never markup
+predict.ask_choice("ctx_cosine", predict_answers.shared_word_cosine(pair))
 before, after = st.columns(2)
 before.metric(f"cosine of “{shown_word}”, A vs B, in X", f"{pair.cosine_before:.3f}")
 after.metric(

@@ -4,7 +4,7 @@ import streamlit as st
 
 import core
 from core import block
-from ui import course_charts, course_state, models, state, widgets
+from ui import course_charts, course_state, models, predict, predict_answers, state, widgets
 from ui.numbers import signed
 
 inputs, model = state.page_context()
@@ -54,6 +54,7 @@ trace = state.trace_or_stop(model, inputs)
 sizes = course_state.sublayer_sizes(model, trace)
 means = sizes.layer_means()  # (L,) each, averaged over the tokens
 mean_a, mean_f, share = means["attention_update"], means["ffn_update"], means["attention_share"]
+predict.ask_choice("layer_share", predict_answers.largest_attention_share(share))
 widgets.show_figure(
     course_charts.sublayer_figure(mean_a, mean_f, share, f"{name}: what each sublayer adds"),
     key="layer_sizes",

@@ -3,7 +3,16 @@
 import streamlit as st
 
 from core import head_roles, head_stats, heads, scaling
-from ui import course_charts, course_state, formulas, models, state, widgets
+from ui import (
+    course_charts,
+    course_state,
+    formulas,
+    models,
+    predict,
+    predict_answers,
+    state,
+    widgets,
+)
 from ui import mechanics_charts as mc
 from ui.escape import literal
 
@@ -111,6 +120,7 @@ def all_heads() -> None:
         + formulas.mask_row(inputs.causal)
         + r"\end{gathered}"
     )
+    predict.ask_choice("mh_previous_head", predict_answers.previous_token_head(trace, layer))
     widgets.show_figure(mc.heads_grid(trace.attentions[layer], trace.tokens, layer), "mh_grid")
     if trace.n_tokens > mc.GRID_MAX:
         st.caption(
@@ -352,6 +362,9 @@ def remove_heads() -> None:
         )
         cosines = scaling.layer_cosines(trace, ablated)  # (L + 1, n)
         moved = scaling.summarize_cosines(cosines[-1])  # the last row: final vectors
+        predict.ask_choice(
+            "mh_most_moved", predict_answers.most_moved_token(trace, ablated, removed)
+        )
         widgets.show_figure(
             mc.per_token_bars(
                 trace.tokens,

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from core import positional
-from ui import charts, derived, geometry_charts, models, state, widgets
+from ui import charts, derived, geometry_charts, models, predict, predict_answers, state, widgets
 from ui.numbers import signed
 
 inputs, model = state.page_context()
@@ -141,6 +141,7 @@ def near_positions_section() -> None:
         "learned": learned,
     }
     profiles = {}
+    predict.ask_choice("pos_distance", predict_answers.distance_explains(model, n_positions, kind))
     for column, (name, vectors) in zip(st.columns(3), encodings.items(), strict=True):
         similarity = positional.similarity_matrix(vectors, kind)
         profiles[name] = positional.distance_profile(similarity)[0]
@@ -351,6 +352,9 @@ def word_order_section() -> None:
     # st.text, not st.code: plain text all the same, without the code highlighter's ~0.3 s of
     # browser work on a page load (bench/bench_browser.py)
     st.text(" ".join(results["with positions"].shuffled_tokens))
+    predict.ask_choice(
+        "pos_bag_of_words", predict_answers.shuffle_without_positions(results["positions removed"])
+    )
     diffs = {label: result.max_abs_diff_per_layer for label, result in results.items()}
     widgets.show_html_figure(
         geometry_charts.layer_diff_bars(

@@ -3,7 +3,17 @@
 import streamlit as st
 
 from core import learning
-from ui import course_charts, course_state, formulas, learning_charts, models, state, widgets
+from ui import (
+    course_charts,
+    course_state,
+    formulas,
+    learning_charts,
+    models,
+    predict,
+    predict_answers,
+    state,
+    widgets,
+)
 from ui.escape import literal
 
 inputs, model = state.page_context()
@@ -144,6 +154,7 @@ def one_query() -> None:
         + (r"\frac{q_i \cdot k_j}{\sqrt{d_k}} \;\to\; " if inputs.scale else "")
         + r"\alpha_{ij}\\ \to\; o_i = \sum_j \alpha_{ij} v_j\end{gathered}"
     )
+    predict.ask_choice("qkv_strongest", predict_answers.strongest_key(result, tokens, query_index))
     widgets.show_figure(
         learning_charts.query_steps(
             row.dots, row.scores, row.weights, tokens, query_index, inputs.scale
@@ -250,6 +261,7 @@ def payoff() -> None:
     through_heads = course_state.shared_word_through_heads(
         model, "money bank grows", "river bank flows", "bank", 0
     )
+    predict.ask_choice("qkv_bank_head", predict_answers.most_separating_head(through_heads))
     widgets.show_figure(
         course_charts.head_cosines(
             through_heads.cosine_by_head,

@@ -4,7 +4,7 @@ import streamlit as st
 
 from core import head_stats, scaling
 from core.errors import EmptyInput
-from ui import course_state, models, state, widgets
+from ui import course_state, models, predict, predict_answers, state, widgets
 from ui import mechanics_charts as mc
 from ui.escape import literal
 
@@ -68,6 +68,7 @@ def saturation() -> None:
         key="sm_multiplier",
         bind="query-params",
     )
+    predict.ask_choice("sm_saturation", predict_answers.saturation_top_share(scores, multiplier))
     base, sharp = scaling.saturation(scores, [1.0, multiplier])
     widgets.show_figure(
         mc.saturation_figure(scores, base, sharp, multiplier, score_labels), "sm_saturation"
@@ -144,6 +145,10 @@ def switches() -> None:
         "Now the real model. The switches below act in **every** layer, so a change in layer 0 "
         f"feeds into all later layers. The reference is {model_label} as trained (scaled, no mask); the "
         "sidebar switches are not used on this page."
+    )
+    predict.ask_choice(
+        "sm_sharper",
+        predict_answers.sharper_without_scaling(model, inputs.text, inputs.pair, layer, head),
     )
     left, right = st.columns(2)
     scale_off = left.toggle(

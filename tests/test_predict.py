@@ -1,0 +1,429 @@
+"""Predict, then see: every learning page's questions, answered wrongly and rightly in AppTest.
+
+For each question the model's answer is recomputed here, independently of ui/ (numpy on the
+model's own run, or core), and the page must call exactly that option right and every other
+one wrong. Then the page's input changes (the sentence, a slider) and the answer must follow,
+and the session's progress (ui.predict.progress) must count what was answered.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytest
+from conftest import ROOT, assert_no_exception, run_page
+from shown import shown
+from test_browser_hostile_tokenizer import HOSTILE_PIECE
+from test_hostile_pieces_headless import (  # noqa: F401 (fixtures)
+    RAW_MARKUP,
+    hostile_folder,
+    local_folders,
+    run_on_hostile_model,
+)
+
+import core
+from core import block, by_hand, learning, positional, scaling
+from ui import predict, predict_answers
+
+RIVER = "The river bank flooded after the storm."
+MONEY = "I deposited money at the bank."
+
+
+# ---- independent answers: the model's own numbers, computed here --------------------------
+def _labels(tokens: list[str] | tuple[str, ...], positions: set[int]) -> set[str]:
+    """Options as a learner reads them: the piece, with its position when it occurs twice."""
+    tokens = list(tokens)
+    return {tokens[j] if tokens.count(tokens[j]) == 1 else f"{tokens[j]} · {j}" for j in positions}
+
+
+def _argmax(values: np.ndarray, allowed: list[int] | None = None) -> set[int]:
+    allowed = list(range(len(values))) if allowed is None else allowed
+    return {max(allowed, key=lambda j: values[j])}
+
+
+def _softmax(scores: np.ndarray) -> np.ndarray:
+    shifted = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return shifted / shifted.sum(axis=-1, keepdims=True)
+
+
+def _cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    return (a * b).sum(-1) / np.linalg.norm(a, axis=-1) / np.linalg.norm(b, axis=-1)
+
+
+def _entropy_bits(weights: np.ndarray) -> np.ndarray:
+    weights = np.asarray(weights, np.float64)
+    return -(weights * np.log2(np.where(weights > 0, weights, 1))).sum(-1)
+
+
+def hand_strongest(model, state: dict) -> set[str]:
+    words = [w.strip(".").lower() for w in state["hand_text"].split()][: by_hand.MAX_TOY_WORDS]
+    x = np.array([by_hand.TOY_VECTORS[w] for w in words], dtype=np.float64)  # (n, 4)
+    scores = x @ x.T  # softmax keeps their order: the largest score is the largest weight
+    return _labels(words, _argmax(scores[1], [j for j in range(len(words)) if j != 1]))
+
+
+def _static(model, text: str) -> tuple[tuple[str, ...], np.ndarray]:
+    sentence = learning.static_sentence(model, text)  # the table's rows, no [CLS]/[SEP]
+    return sentence.tokens, np.asarray(sentence.vectors, np.float64)
+
+
+def ctx_strongest(model, state: dict) -> set[str]:
+    tokens, x = _static(model, state["ctx_a"])
+    other, _ = _static(model, state["ctx_b"])
+    row = next(i for i, t in enumerate(tokens) if t in other)
+    scores = x @ x.T
+    return _labels(tokens, _argmax(scores[row], [j for j in range(len(tokens)) if j != row]))
+
+
+def ctx_cosine(model, state: dict) -> set[str]:
+    (tokens_a, x_a), (tokens_b, x_b) = (
+        _static(model, state["ctx_a"]),
+        _static(model, state["ctx_b"]),
+    )
+    word = next(t for t in tokens_a if t in tokens_b)
+    y_a, y_b = _softmax(x_a @ x_a.T) @ x_a, _softmax(x_b @ x_b.T) @ x_b
+    value = float(_cosine(y_a[tokens_a.index(word)], y_b[tokens_b.index(word)]))
+    return {label for label, low, high in predict_answers.COSINE_BUCKETS if low <= value < high}
+
+
+def qkv_strongest(model, state: dict) -> set[str]:
+    trace = model.run(state["text"])  # the trained head: the model's own attention
+    row = trace.attentions[state["layer"], state["head"], 1]  # Step 4's query: piece 1
+    return _labels(trace.tokens, _argmax(row))
+
+
+def qkv_bank_head(model, state: dict) -> set[str]:
+    cosines = []
+    runs = [model.run(text) for text in ("money bank grows", "river bank flows")]
+    outputs = [run.attentions[0] @ run.values[0] for run in runs]  # (H, n, d_head) each
+    at = [run.tokens.index("bank") for run in runs]
+    for head in range(model.n_heads):
+        cosines.append(_cosine(outputs[0][head, at[0]], outputs[1][head, at[1]]))
+    return {f"head {int(np.argmin(cosines))}"}
+
+
+def sm_saturation(model, state: dict) -> set[str]:
+    scores = scaling.random_scores(8)  # section 1's "8 random scores"
+    top = float(_softmax(state["sm_multiplier"] * np.asarray(scores, np.float64)).max())
+    return {label for label, low, high in predict_answers.SHARE_BUCKETS if low <= top < high}
+
+
+def sm_sharper(model, state: dict) -> set[str]:
+    layer, head = state["layer"], state["head"]
+    trained = _entropy_bits(model.run(state["text"]).attentions[layer, head]).mean()
+    unscaled = _entropy_bits(model.run(state["text"], scale=False).attentions[layer, head]).mean()
+    return {"sharper (lower entropy)" if unscaled < trained else "flatter (higher entropy)"}
+
+
+def mh_previous_head(model, state: dict) -> set[str]:
+    weights = model.run(state["text"]).attentions[state["layer"]]  # (H, n, n)
+    n = weights.shape[-1]
+    on_previous = np.array([weights[:, i, i - 1] for i in range(1, n)]).mean(axis=0)  # (H,)
+    return {f"head {int(np.argmax(on_previous))}"}
+
+
+def mh_most_moved(model, state: dict) -> set[str]:
+    full = model.run(state["text"])
+    removed = model.run(state["text"], ablate=frozenset((0, h) for h in range(model.n_heads)))
+    cosines = _cosine(full.hidden_states[-1], removed.hidden_states[-1])  # (n,)
+    return _labels(full.tokens, {int(np.argmin(cosines))})
+
+
+def layer_share(model, state: dict) -> set[str]:
+    sizes = block.sublayer_sizes(model, model.run(state["text"]))  # core: ‖a‖, ‖f‖ per token
+    share = (sizes.attention_update / (sizes.attention_update + sizes.ffn_update)).mean(axis=1)
+    return {f"layer {int(np.argmax(share))}"}
+
+
+def pos_distance(model, state: dict) -> set[str]:
+    n, kind = state["pos_length"], state["pos_sim"]
+    tables = {
+        "the binary code (±1 bits)": positional.binary_encoding(n, signed=True),
+        "the learned table": model.position_vectors()[:n],
+    }
+    explained = {
+        name: positional.explained_by_distance(positional.similarity_matrix(table, kind))
+        for name, table in tables.items()
+    }
+    return {max(explained, key=explained.get)}
+
+
+def pos_bag_of_words(model, state: dict) -> set[str]:
+    trace = model.run(state["text"])
+    result = positional.permutation_experiment(
+        model, trace.tokens, trace.input_ids, False, 0, True, 64, segments=trace.segments
+    )
+    return {"the same, up to rounding" if result.max_abs_diff < 1e-4 else "different"}
+
+
+@dataclass(frozen=True)
+class Case:
+    """One question: its page and key, the state of two visits, the model's answer to each."""
+
+    page: str
+    key: str
+    first: dict
+    second: dict | None  # None: the question reads nothing a visitor changes on the page
+    expected: Callable[[core.BertEncoder, dict], set[str]]
+    follows: bool = True  # the two states have different answers (checked: the test means it)
+    tab: dict = field(default_factory=dict)
+
+
+TRAINED = {"qkv_source": "trained head", "layer": 0, "head": 0}
+CASES = [
+    Case(
+        "views/by_hand.py",
+        "hand_strongest",
+        {"hand_text": "money bank grows"},
+        {"hand_text": "river bank grows"},
+        hand_strongest,
+    ),
+    Case(
+        "views/context.py",
+        "ctx_strongest",
+        {"ctx_a": "money bank grows", "ctx_b": "river bank flows"},
+        {"ctx_a": "the bank of the river", "ctx_b": "river bank flows"},
+        ctx_strongest,
+    ),
+    Case(
+        "views/context.py",
+        "ctx_cosine",
+        {"ctx_a": "money bank grows", "ctx_b": "river bank flows"},
+        {"ctx_a": "money bank grows", "ctx_b": "money bank grows"},
+        ctx_cosine,
+    ),
+    Case(
+        "views/qkv.py",
+        "qkv_strongest",
+        {"text": RIVER, **TRAINED},
+        {"text": MONEY, **TRAINED},
+        qkv_strongest,
+        tab={"qkv_section": "4 · One query"},
+    ),
+    Case(
+        "views/qkv.py",
+        "qkv_bank_head",
+        {"text": RIVER},
+        None,  # page 1's two fixed sentences
+        qkv_bank_head,
+        tab={"qkv_section": "7 · Payoff"},
+    ),
+    Case(
+        "views/scaling_masking.py",
+        "sm_saturation",
+        {"text": RIVER, "sm_multiplier": 10},
+        {"text": RIVER, "sm_multiplier": 1},
+        sm_saturation,
+    ),
+    Case(
+        "views/scaling_masking.py",
+        "sm_sharper",
+        {"text": RIVER, "layer": 0, "head": 0},
+        {"text": MONEY, "layer": 5, "head": 3},
+        sm_sharper,
+        follows=False,  # larger scores sharpen: on MiniLM every head tried does
+        tab={"sm_section": "3 · Switches"},
+    ),
+    Case(
+        "views/multi_head.py",
+        "mh_previous_head",
+        {"text": RIVER, "layer": 0},
+        {"text": MONEY, "layer": 2},
+        mh_previous_head,
+        tab={"mh_section": "1 · All heads"},
+    ),
+    Case(
+        "views/multi_head.py",
+        "mh_most_moved",
+        {"text": RIVER, "mh_ablate_layer": True},
+        {"text": MONEY, "mh_ablate_layer": True},
+        mh_most_moved,
+        tab={"mh_section": "4 · Remove heads"},
+    ),
+    Case("views/inside_layer.py", "layer_share", {"text": RIVER}, {"text": MONEY}, layer_share),
+    Case(
+        "views/positional.py",
+        "pos_distance",
+        {"pos_length": 100, "pos_sim": "cosine"},
+        {"pos_length": 8, "pos_sim": "dot"},
+        pos_distance,
+        tab={"pos_section": "4 · Near positions"},
+    ),
+    Case(
+        "views/positional.py",
+        "pos_bag_of_words",
+        {"text": RIVER},
+        {"text": MONEY},
+        pos_bag_of_words,
+        follows=False,  # without positions a shuffle changes nothing, on any sentence
+        tab={"pos_section": "7 · Word order"},
+    ),
+]
+
+
+# ---- driving a page -------------------------------------------------------------------------
+def _open(case: Case, state: dict):
+    at = run_page(case.page, text=state.get("text"))
+    for key, value in {**case.tab, **state}.items():
+        at.session_state[key] = value
+    return at.run()
+
+
+def _question(at, key: str):
+    (found,) = [w for w in at.button_group if w.key == predict.WIDGET_PREFIX + key]
+    return found
+
+
+def _options(widget) -> list[str]:
+    return [shown(option) for option in widget.options]  # as the browser decodes them
+
+
+def _feedback(at) -> list[str]:
+    """The verdicts on screen: every alert that starts with Right or Wrong."""
+    alerts = [element.value for kind in ("success", "warning") for element in at.get(kind)]
+    return [text for text in alerts if text.startswith(("**Right.**", "**Wrong.**"))]
+
+
+def _progress(at) -> dict:
+    return predict.summarize(at.session_state[predict.PROGRESS_KEY])
+
+
+def _page_of(case: Case) -> str:
+    return case.page.removeprefix("views/").removesuffix(".py")
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda case: case.key)
+def test_the_page_calls_the_models_answer_right_and_follows_its_input(model, case):
+    at = _open(case, case.first)
+    assert_no_exception(at)
+    widget = _question(at, case.key)
+    assert widget.value is None, "a question starts with nothing picked"
+    assert not _feedback(at), "no verdict before a pick"
+    options = _options(widget)
+    right = case.expected(model, case.first)
+    assert right <= set(options), f"the model's answer {right} is offered: {options}"
+    wrong = next(k for k, option in enumerate(options) if option not in right)
+
+    at = widget.set_value(wrong).run()  # 1. a wrong pick
+    (verdict,) = _feedback(at)
+    assert verdict.startswith("**Wrong.**"), verdict
+    assert any(f"“{label}”" in shown(verdict) for label in right), "it names the model's answer"
+    page = _page_of(case)
+    assert _progress(at)[page] | {"questions": 0} == {
+        "visited": True,
+        "answered": 1,
+        "right": 0,
+        "questions": 0,
+    }
+
+    at = _question(at, case.key).set_value(options.index(min(right))).run()  # 2. the right one
+    (verdict,) = _feedback(at)
+    assert verdict.startswith("**Right.**"), verdict
+    assert _progress(at)[page]["right"] == 0, "the first pick is the one that counts"
+
+    if case.second is None:
+        return
+    for key, value in case.second.items():  # 3. another sentence (or slider): a new question
+        at.session_state[key] = value
+    at.run()
+    assert_no_exception(at)
+    widget = _question(at, case.key)
+    assert widget.value is None and not _feedback(at), "a changed question starts unanswered"
+    new_right = case.expected(model, case.second)
+    assert (new_right != right) == case.follows, (right, new_right)
+    options = _options(widget)
+    at = widget.set_value(options.index(min(new_right))).run()
+    (verdict,) = _feedback(at)
+    assert verdict.startswith("**Right.**"), verdict
+    assert _progress(at)[page] == {
+        "visited": True,
+        "answered": 1,
+        "right": 1,
+        "questions": len(predict.QUESTIONS[page]),
+    }
+
+
+def test_every_view_asks_what_the_registry_lists():
+    """QUESTIONS (what a map counts) names exactly the keys each view passes to ask_choice."""
+    asked: dict[str, list[str]] = {}
+    for path in sorted((ROOT / "views").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "ask_choice":
+                asked.setdefault(path.stem, []).append(node.args[0].value)
+    assert {page: sorted(keys) for page, keys in asked.items()} == {
+        page: sorted(keys) for page, keys in predict.QUESTIONS.items()
+    }
+    assert {case.key for case in CASES} == {k for keys in predict.QUESTIONS.values() for k in keys}
+
+
+def test_progress_counts_pages_visited_in_the_session():
+    at = run_page("views/overview.py", text=RIVER)
+    for page in ("views/by_hand.py", "views/inside_layer.py"):
+        at.switch_page(page)
+        at.run()
+    assert_no_exception(at)
+    progress = _progress(at)
+    visited = {page for page, entry in progress.items() if entry["visited"]}
+    assert visited == {"", "by_hand", "inside_layer"}
+    assert set(predict.QUESTIONS) <= set(progress)
+    assert progress["context"] == {"visited": False, "answered": 0, "right": 0, "questions": 2}
+
+
+# ---- the builders on their own ----------------------------------------------------------------
+def test_a_long_row_offers_a_few_options_with_the_answer_among_them():
+    rng = np.random.default_rng(0)
+    tokens = tuple(f"w{k}" for k in range(40))
+    for _ in range(20):
+        values = rng.random(40)
+        query = int(rng.integers(40))
+        question = predict_answers._token_question(
+            "?", tokens, values, lambda best: "", "α", query=query, exclude={query}
+        )
+        offered = [int(option[1:]) for option in question.options]
+        assert len(offered) <= predict_answers.MAX_OPTIONS and offered == sorted(offered)
+        assert query not in offered
+        best = max((j for j in range(40) if j != query), key=lambda j: values[j])
+        assert {offered[k] for k in question.answers} == {best}
+
+
+def test_options_that_print_the_same_number_are_all_right():
+    values = np.array([0.1, 0.4121, 0.4119, 0.0761])  # 0.412 and 0.412 as printed
+    question = predict_answers._token_question("?", ("a", "b", "c", "d"), values, str, "α")
+    assert {question.options[k] for k in question.answers} == {"b", "c"}
+
+
+def test_pieces_in_options_are_text(model):
+    """A piece that looks like Markdown is escaped in the options, the prompt and the numbers."""
+    hostile = ("[CLS]", "[x](https://e.com)", "**b**", "![i](x)", "<b>x</b>", "[SEP]")
+    question = predict_answers._token_question(
+        "?", hostile, np.array([0.1, 0.3, 0.2, 0.15, 0.15, 0.1]), str, "α"
+    )
+    texts = [*question.options, question.numbers]
+    for text in texts:
+        for raw in ("](", "**", "<b>", "!["):
+            assert raw not in text, text
+    assert [shown(option) for option in question.options] == list(hostile)
+
+
+def test_a_hostile_models_pieces_stay_text_on_the_page(hostile_folder, local_folders):  # noqa: F811
+    """On a model whose unknown-word piece is HTML and Markdown, the options and the verdict
+    show it as the characters it is."""
+    at = run_on_hostile_model(
+        hostile_folder,
+        "views/multi_head.py",
+        {"mh_section": "4 · Remove heads", "mh_ablate_layer": True},
+    )
+    assert_no_exception(at)
+    widget = _question(at, "mh_most_moved")
+    options = _options(widget)  # shown() fails on any raw markup
+    assert any(HOSTILE_PIECE[: predict_answers.PIECE_CHARS - 1] in o for o in options), options
+    at = widget.set_value(0).run()
+    (verdict,) = _feedback(at)
+    shown(verdict)
+    prompts = [e.value for e in at.markdown if e.value.startswith("**Predict, then see.**")]
+    assert len(prompts) == 1 and shown(prompts[0])
+    assert not [raw for raw in RAW_MARKUP if raw in verdict + prompts[0]], verdict
