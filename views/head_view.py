@@ -45,7 +45,7 @@ if not paired:
 
 # 1 · Which heads, which lines.
 merge_words = inputs.word_level  # the sidebar's shared switch
-words_view = WordView(trace.tokens, merge_words)  # off: the same tokens, segments and weights
+words_view = WordView.of(trace, merge_words)  # off: the same tokens, segments and weights
 tokens = words_view.tokens(trace.tokens)
 segments = words_view.segments(trace.segments)
 n_shown = len(tokens)
