@@ -42,7 +42,7 @@ if renormalise:
         r"\alpha'_{ij} = \frac{\alpha_{ij}}{\sum_{k \notin \{\text{[CLS]},\text{[SEP]}\}} \alpha_{ik}}"
     )
 word_level = inputs.word_level  # the sidebar's shared switch: grid, up close and statistics
-words_view = WordView(tokens, word_level)
+words_view = WordView.of(trace, word_level)
 shown_tokens = words_view.tokens(tokens)  # the words when the switch is on
 n_shown = len(shown_tokens)
 unit = "words" if word_level else "tokens"
@@ -105,21 +105,38 @@ st.markdown(
 # merging, as in the grid above and the statistics below
 # what the switches changed, on a line of its own: beside the title it was wider than a phone
 title_notes = [
-    note for note, on in (("between words", word_level), ("without [CLS]/[SEP]", renormalise)) if on
+    note
+    for note, on in (
+        ("between words", word_level),
+        ("without [CLS]/[SEP]", renormalise),
+        (charts.MASKED_NOTE, trace.options.causal),  # a decoder's future: masked, not 0
+    )
+    if on
 ]
 title_suffix = f"<br><sup>{', '.join(title_notes)}</sup>" if title_notes else ""
 labels = widgets.numbered(shown_tokens)
 if in_browser:
     shown = derived.shown_attentions(trace, renormalise, word_level)
-    heatmap = charts.every_head_heatmap(shown, shown_tokens, layer, head, title_suffix)
+    heatmap = charts.every_head_heatmap(
+        shown, shown_tokens, layer, head, title_suffix, masked=trace.options.causal
+    )
     # In the browser the head may change after this run: the image's name cannot say which.
     widgets.show_figure(heatmap, key="hm_heatmap", filename="attention-head")
 else:
     head_weights = derived.shown_weights(  # one head: (n, n), or (w, w) between words
-        trace.attentions[layer, head], tokens, renormalise, word_level
+        trace.attentions[layer, head],
+        tokens,
+        renormalise,
+        word_level,
+        trace.piece_scheme,
+        trace.special,
     )
     heatmap = charts.attention_heatmap(
-        head_weights, shown_tokens, shown_tokens, charts.head_title(layer, head) + title_suffix
+        head_weights,
+        shown_tokens,
+        shown_tokens,
+        charts.head_title(layer, head) + title_suffix,
+        masked=trace.options.causal,
     )
     widgets.show_figure(heatmap, key="hm_heatmap", filename=f"attention-L{layer}-H{head}")
 if n_shown > charts.FITTED_SCALE_FROM:
@@ -238,12 +255,17 @@ try:
 except core.EmptyInput:
     st.info("Type a sentence in both boxes to compare a word they share.", icon="✍️")
 else:
-    shared = head_stats.shared_pieces(trace_a.tokens, trace_b.tokens)
+    shared = head_stats.shared_pieces(
+        trace_a.tokens, trace_b.tokens, trace_a.special, trace_b.special
+    )
     if not shared:
         st.info("The two sentences share no word piece: put one word in both.", icon="🔤")
     else:
         word = st.selectbox("Shared word piece", shared, key="hm_word", bind="query-params")
-        where = [trace_a.tokens.index(word), trace_b.tokens.index(word)]
+        where = [
+            head_stats.piece_index(trace_a.tokens, word) or 0,
+            head_stats.piece_index(trace_b.tokens, word) or 0,
+        ]
         tokens_ab = [trace_a.tokens, trace_b.tokens]
         titles = [f"sentence 1, query {where[0]}", f"sentence 2, query {where[1]}"]
 
