@@ -6,6 +6,7 @@ import streamlit as st
 
 from core import head_roles, head_stats
 from ui import charts, explorer_charts, exports, formulas, models, state, widgets
+from ui.escape import literal
 from ui.numbers import ranges
 from ui.word_level import WordView
 
@@ -219,7 +220,7 @@ if value_weighted:
         "A weight says where a head *looks*; this says what it *brings back*. A key with a big "
         "weight but a short value vector adds almost nothing to the query, and its line fades "
         "here. Kobayashi et al. (2020) found this for [SEP] and punctuation in BERT-base; in "
-        f"{model_label} try it on {head_roles.parking_spot(trace.attentions, tokens)}, where "
+        f"{model_label} try it on {literal(head_roles.parking_spot(trace.attentions, tokens, trace.special))}, where "
         "most parked weight goes on this input."
     )
 else:

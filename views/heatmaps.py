@@ -15,6 +15,7 @@ from ui import (
     state,
     widgets,
 )
+from ui.escape import literal
 from ui.word_level import WordView
 
 inputs, model = state.page_context()
@@ -173,21 +174,24 @@ st.markdown(
     "(2024) call a token that collects it an attention sink. Both are hypotheses about why. "
     "The switch at the top of the page hides those tokens so the rest of such a head shows."
 )
-cls_share, sep_share = head_roles.special_shares_by_layer(trace.attentions, tokens)
+cls_share, sep_share = head_roles.special_shares_by_layer(trace.attentions, tokens, trace.special)
+cls_name, sep_name = head_roles.sink_names(tokens, trace.special)  # [CLS], <s>, the first piece
 widgets.show_figure(
     course_charts.per_layer_lines(
-        {"on [CLS]": cls_share, "on [SEP]": sep_share},
-        f"{model_label}: weight on [CLS] and [SEP]",
+        {f"on {literal(cls_name)}": cls_share, f"on {literal(sep_name)}": sep_share},
+        f"{model_label}: weight on {literal(cls_name)} and {literal(sep_name)}",
         "mean weight, all heads",
     ),
     key="hm_sinks",
     filename="special-token-share",
 )
-spot = head_roles.parking_spot(trace.attentions, tokens)  # the one with more weight
+spot = head_roles.parking_spot(trace.attentions, tokens, trace.special)  # more weight
 st.caption(
-    f"In {model_label} on this input the parking spot is {spot}: by layer, word pieces give "
-    f"[CLS] {cls_share.min():.2f}–{cls_share.max():.2f} of their weight and [SEP] "
-    f"{sep_share.min():.2f}–{sep_share.max():.2f}. Clark et al. report [SEP] for BERT-base."
+    f"In {model_label} on this input the parking spot is {literal(spot)}: by layer, word pieces "
+    f"give {literal(cls_name)} {cls_share.min():.2f}–{cls_share.max():.2f} of their weight and "
+    f"{literal(sep_name)} {sep_share.min():.2f}–{sep_share.max():.2f}. Clark et al. report "
+    "[SEP] for BERT-base; Xiao et al. (2024) found language models park much weight on "
+    "their first pieces."
 )
 st.latex(r"H_i = -\sum_j \alpha_{ij}\log_2 \alpha_{ij}")
 stat_name = st.selectbox(

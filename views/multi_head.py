@@ -48,7 +48,10 @@ def why_several_heads() -> None:
     )
     # The two heads: the best previous- and next-token heads on this very sentence; with the
     # causal mask on (no next token to see) or under five pieces, the probe sentences' heads.
-    here = [head_roles.best_on_sentence(trace.attentions, trace.tokens, r) for r in ROLE_PAIR]
+    here = [
+        head_roles.best_on_sentence(trace.attentions, trace.tokens, r, trace.special)
+        for r in ROLE_PAIR
+    ]
     picked_here = not inputs.causal and trace.n_tokens >= 5 and None not in here
     probes = [roles.best(role) for role in ROLE_PAIR]
     (p_layer, p_head, _), (n_layer, n_head, _) = here if picked_here else probes
@@ -275,7 +278,8 @@ def value_weighted() -> None:
         "weight moves almost nothing. Kobayashi et al. (2020) found that in BERT-base much of the "
         "weight on [SEP] and punctuation comes with such short vectors; in "
         f"{model_label}, on this sentence, most parked weight lands on "
-        f"{head_roles.parking_spot(trace.attentions, trace.tokens)} (Attention heatmaps measures it). "
+        f"{literal(head_roles.parking_spot(trace.attentions, trace.tokens, trace.special))} "
+        "(Attention heatmaps measures it). "
         "The share rescales each row of contribution sizes to sum to 1, so it sits on the "
         "same scale as α."
     )
