@@ -200,3 +200,35 @@ def two_sentences(
                 )
             )
     return next_word.total_variation(*runs)
+
+
+def after_removing(
+    model: core.BertEncoder,
+    text: str,
+    removed: frozenset[tuple[int, int]] | set[tuple[int, int]],
+    key: str,
+) -> None:
+    """For a decoder: the next piece as trained beside the same run with `removed` heads gone
+    (one more run through the door); nothing for an encoder, which predicts no next piece."""
+    if not model.is_decoder or not removed:
+        return
+    try:
+        model.encode(text)
+    except core.EmptyInput:
+        return
+    trained = log_probs(model, text)
+    label = f"{len(removed)} head{'s' if len(removed) != 1 else ''} removed"
+    ablated = log_probs(model, text, ablate=tuple(sorted(removed)))
+    ids, grid = next_word.prediction_grid([trained, ablated], K)
+    runs = next_word.compare_runs(trained, {label: ablated}, K)
+    st.markdown(f"**What {models.label(model)} predicts next, with and without these heads**")
+    widgets.show_html_figure(
+        next_word_charts.switch_grid(
+            [run.label for run in runs],
+            _pieces(model, ids),
+            grid,
+            "The next piece, as trained and with the heads removed",
+            name=f"{key}_next",
+        )
+    )
+    st.markdown(_verdict(model, Panel(runs, ids, grid)))

@@ -54,13 +54,15 @@ def two_sentences() -> None:
     )
     if inputs.pair and not pair:
         st.caption("The second sentence holds no readable word piece, so it is left out.")
-    if pair and model.is_decoder:
+    if model.is_decoder:
         st.info(
             f"{model_label} is a decoder: it was trained to predict the next word piece, not to "
             "make one vector of a sentence, so a cosine of its averaged states is no answer it "
-            "learned to give. Its counterpart: what each sentence makes it predict next.",
+            "learned to give. Its counterpart: what each sentence makes it predict next"
+            + ("." if pair else " (add a second sentence in the sidebar to compare two)."),
             icon="➡️",
         )
+    if pair and model.is_decoder:
         distance = next_word.two_sentences(
             model, inputs.text, pair, scale=inputs.scale, causal=inputs.causal, key="ex_next"
         )
@@ -97,7 +99,7 @@ def two_sentences() -> None:
             f"{model.max_positions}. Turn off √d_k scaling in the sidebar to see how much the "
             "similarity depends on it."
         )
-    else:
+    elif not model.is_decoder:
         st.info(
             "Add a second sentence in the sidebar, or use an example pair above, to see their "
             "similarity. The rest of the page works on one sentence.",

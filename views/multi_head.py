@@ -3,7 +3,7 @@
 import streamlit as st
 
 from core import head_roles, head_stats, heads, scaling
-from ui import course_charts, course_state, formulas, models, state, widgets
+from ui import course_charts, course_state, formulas, models, next_word, state, widgets
 from ui import mechanics_charts as mc
 from ui.escape import literal
 
@@ -378,6 +378,7 @@ def remove_heads() -> None:
             f"Mean final cosine {moved.mean:.3f}; the token that moved most is "
             f"{literal(labels[moved.most_moved])} ({moved.lowest:.3f})."
         )
+        next_word.after_removing(model, inputs.text, removed, key="mh_ablation")  # decoders
 
 
 SECTIONS = {
