@@ -41,6 +41,7 @@ class InformationFlow:
     rolled: np.ndarray  # (L, n, n) attention rollout after every layer
     norm_rolled: np.ndarray  # (L, n, n) norm-based contributions rolled out
     flow: np.ndarray | None  # (n, n) top-layer attention flow, None above MAX_FLOW_PIECES
+    decoder: bool = False  # read the last position (it predicts the next piece), not the mean
 
     def flow_shares(self) -> np.ndarray | None:
         """(n, n) flow with each row divided by its sum, so it reads as shares like rollout.
@@ -53,15 +54,22 @@ class InformationFlow:
         return self.flow / self.flow.sum(axis=-1, keepdims=True)
 
     def scores(self) -> dict[str, np.ndarray]:
-        """method -> (n,) each input piece's share of the mean-pooled sentence vector."""
+        """method -> (n,) each input piece's share of the mean-pooled sentence vector; for a
+        decoder, of the last position's vector, the one that predicts the next piece."""
+        readout = _last_row if self.decoder else rollout.to_sentence
         scores = {
-            "attention": rollout.to_sentence(self.last_attention),
-            "rollout": rollout.to_sentence(self.rolled[-1]),
-            "norm": rollout.to_sentence(self.norm_rolled[-1]),
+            "attention": readout(self.last_attention),
+            "rollout": readout(self.rolled[-1]),
+            "norm": readout(self.norm_rolled[-1]),
         }
         if self.flow is not None:
-            scores["flow"] = rollout.to_sentence(self.flow_shares())
+            scores["flow"] = readout(self.flow_shares())
         return scores
+
+
+def _last_row(top: np.ndarray) -> np.ndarray:
+    """(n, n) top-layer mixing -> (n,) the last position's row: each input's share of it."""
+    return np.asarray(top[-1])
 
 
 def information_flow(model: BertEncoder, trace: Trace) -> InformationFlow:
@@ -73,6 +81,7 @@ def information_flow(model: BertEncoder, trace: Trace) -> InformationFlow:
         rolled=rollout.rollout(mixing).astype(np.float32),
         norm_rolled=rollout.contribution_rollout(model, trace).astype(np.float32),
         flow=rollout.attention_flow(mixing),
+        decoder=trace.is_decoder,
     )
 
 
@@ -146,11 +155,15 @@ def is_random(name: str) -> bool:
 
 
 def deletion_rankings(
-    scores: Mapping[str, np.ndarray], tokens: tuple[str, ...], n_random: int = RANDOM_ORDERS
+    scores: Mapping[str, np.ndarray],
+    tokens: tuple[str, ...],
+    n_random: int = RANDOM_ORDERS,
+    special: tuple[bool, ...] | None = None,
 ) -> dict[str, np.ndarray]:
     """method -> removable pieces, highest score first; plus n_random seeded random orders
-    (seeds 0 … n_random − 1), whose spread shows what removing pieces by chance does."""
-    allowed = saliency.removable(tokens)
+    (seeds 0 … n_random − 1), whose spread shows what removing pieces by chance does.
+    special: the Trace's mask of special pieces, which stay (saliency.removable)."""
+    allowed = saliency.removable(tokens, special)
     rankings = {name: saliency.ranking(values, allowed) for name, values in scores.items()}
     for seed in range(n_random):
         rankings[random_name(seed)] = saliency.random_ranking(allowed, seed)
@@ -295,6 +308,9 @@ def share_entropy(shares: np.ndarray) -> tuple[float, float]:
 ALMOST_EVEN = 0.95
 
 
-def special_share(scores: np.ndarray, tokens: tuple[str, ...]) -> float:
-    """The part of a share vector that sits on [CLS] and [SEP]."""
-    return float(np.asarray(scores)[~saliency.removable(tokens)].sum())
+def special_share(
+    scores: np.ndarray, tokens: tuple[str, ...], special: tuple[bool, ...] | None = None
+) -> float:
+    """The part of a share vector that sits on the special pieces ([CLS] and [SEP], <s>, …;
+    special: the Trace's mask, else BERT's two by their text)."""
+    return float(np.asarray(scores)[~saliency.removable(tokens, special)].sum())

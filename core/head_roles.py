@@ -40,25 +40,36 @@ ROLES = {
 }
 
 
-def role_weights(attn_weights: np.ndarray, tokens: Sequence[str]) -> dict[str, np.ndarray]:
+def real_positions(tokens: Sequence[str], special: Sequence[bool] | None = None) -> list[int]:
+    """The positions of real word pieces: not special (the Trace's mask; without one, positions
+    1 … n-2, between BERT's [CLS] and its last [SEP])."""
+    if special is not None and len(special) == len(tokens):
+        return [i for i, is_special in enumerate(special) if not is_special]
+    return list(range(1, len(tokens) - 1))
+
+
+def role_weights(
+    attn_weights: np.ndarray, tokens: Sequence[str], special: Sequence[bool] | None = None
+) -> dict[str, np.ndarray]:
     """(L, H, n, n) weights of one sentence -> per role, (L, H, rows) the role's weight per row.
 
-    Rows are real word pieces only (positions 1 … n-2, between [CLS] and the last [SEP]).
-    A role with no qualifying row in this sentence gets an empty last axis.
+    Rows are real word pieces only (real_positions: not special). "cls" is the weight on
+    position 0 ([CLS], a Llama's <s>, a GPT-2 text's first piece), from every real row after
+    it. A role with no qualifying row in this sentence gets an empty last axis.
     """
     weights = np.asarray(attn_weights, dtype=np.float64)
-    n = len(tokens)
-    real = range(1, n - 1)
+    real = real_positions(tokens, special)
+    is_real = set(real)
     same_rows = [i for i in real if any(tokens[j] == tokens[i] for j in real if j != i)]
+
+    def rows(values: list[np.ndarray]) -> np.ndarray:
+        return np.stack(values, axis=-1) if values else np.zeros(weights.shape[:2] + (0,))
+
     out = {
         # query i reads key i-1 / i+1; both must be real word pieces
-        "previous": np.stack([weights[..., i, i - 1] for i in real if i - 1 >= 1], axis=-1)
-        if n > 3
-        else np.zeros(weights.shape[:2] + (0,)),
-        "next": np.stack([weights[..., i, i + 1] for i in real if i + 1 <= n - 2], axis=-1)
-        if n > 3
-        else np.zeros(weights.shape[:2] + (0,)),
-        "cls": weights[..., 1 : n - 1, 0],  # (L, H, n - 2)
+        "previous": rows([weights[..., i, i - 1] for i in real if i - 1 in is_real]),
+        "next": rows([weights[..., i, i + 1] for i in real if i + 1 in is_real]),
+        "cls": rows([weights[..., i, 0] for i in real if i > 0]),  # (L, H, real rows after 0)
     }
     if same_rows:
         out["same_word"] = np.stack(
@@ -92,7 +103,7 @@ def role_scores(model: BertEncoder, sentences: Sequence[str] = PROBE_SENTENCES) 
     collected: dict[str, list[np.ndarray]] = {role: [] for role in ROLES}
     for sentence in sentences:
         trace = model.run(sentence)
-        for role, rows in role_weights(trace.attentions, trace.tokens).items():
+        for role, rows in role_weights(trace.attentions, trace.tokens, trace.special).items():
             collected[role].append(rows)
     means, counts = {}, {}
     for role, parts in collected.items():
@@ -102,16 +113,44 @@ def role_scores(model: BertEncoder, sentences: Sequence[str] = PROBE_SENTENCES) 
     return RoleScores(means, counts)
 
 
-def special_shares_by_layer(
-    attn_weights: np.ndarray, tokens: Sequence[str]
-) -> tuple[np.ndarray, np.ndarray]:
-    """(L, H, n, n) -> (L,), (L,): mean weight that real word pieces put on [CLS] and on [SEP].
+def _specials(tokens: Sequence[str], special: Sequence[bool] | None) -> np.ndarray:
+    """(n,) the Trace's mask of special pieces; without one, [CLS] and [SEP] by their text."""
+    if special is not None and len(special) == len(tokens):
+        return np.asarray(special, dtype=bool)
+    return np.array([t in ("[CLS]", "[SEP]") for t in tokens], dtype=bool)
 
-    Averaged over heads and over the query rows of real word pieces (not [CLS]/[SEP] asking).
+
+def _sink_columns(
+    tokens: Sequence[str], special: Sequence[bool] | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(n,) masks: the query rows of real word pieces after position 0, position 0 ([CLS], a
+    Llama's <s>, a GPT-2 text's first piece, which every later piece of a decoder can see),
+    and the other specials ([SEP], </s>)."""
+    specials = _specials(tokens, special)
+    first = np.arange(len(tokens)) == 0
+    return ~specials & ~first, first, specials & ~first
+
+
+def sink_names(tokens: Sequence[str], special: Sequence[bool] | None = None) -> tuple[str, str]:
+    """What special_shares_by_layer's two shares are about: position 0 ("[CLS]", "<s>", or
+    "the first piece" when it is a word) and the other specials ("[SEP]", or "the other
+    specials" when they differ)."""
+    specials = _specials(tokens, special)
+    first_name = tokens[0] if len(tokens) and specials[0] else "the first piece"
+    others = sorted({tokens[i] for i in range(1, len(tokens)) if specials[i]})
+    return first_name, others[0] if len(others) == 1 else "the other specials"
+
+
+def special_shares_by_layer(
+    attn_weights: np.ndarray, tokens: Sequence[str], special: Sequence[bool] | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """(L, H, n, n) -> (L,), (L,): mean weight that real word pieces put on the first piece
+    ([CLS], <s>, or a GPT-2 text's first piece) and on the other specials ([SEP]).
+
+    Averaged over heads and over the query rows of real word pieces after position 0.
+    special: the Trace's mask (sink_names says what the two shares are about).
     """
-    real = np.array([t not in ("[CLS]", "[SEP]") for t in tokens])  # (n,) query rows kept
-    is_cls = np.array([t == "[CLS]" for t in tokens])
-    is_sep = np.array([t == "[SEP]" for t in tokens])
+    real, is_cls, is_sep = _sink_columns(tokens, special)  # (n,) each
 
     def share(columns: np.ndarray) -> np.ndarray:
         # only the special columns are copied, (L, H, n, k), and summed in float64: a float64
@@ -122,10 +161,14 @@ def special_shares_by_layer(
     return share(is_cls), share(is_sep)
 
 
-def parking_spot(attn_weights: np.ndarray, tokens: Sequence[str]) -> str:
-    """ "[CLS]" or "[SEP]": the special token real word pieces give more weight, over all layers."""
-    cls, sep = special_shares_by_layer(attn_weights, tokens)
-    return "[CLS]" if cls.mean() >= sep.mean() else "[SEP]"
+def parking_spot(
+    attn_weights: np.ndarray, tokens: Sequence[str], special: Sequence[bool] | None = None
+) -> str:
+    """ "[CLS]" or "[SEP]" (sink_names' two names): where real word pieces park more weight,
+    over all layers."""
+    cls, sep = special_shares_by_layer(attn_weights, tokens, special)
+    first_name, other_name = sink_names(tokens, special)
+    return first_name if cls.mean() >= sep.mean() or not sep.size else other_name
 
 
 @dataclass(frozen=True)
@@ -138,8 +181,8 @@ class RepeatExample:
     weight: float  # α[second, first] in the chosen head
     n_tokens: int  # the sentence's pieces: an even spread gives every key 1 / n_tokens
     to_itself: float  # α[second, second]
-    to_cls: float  # α[second, 0]
-    to_sep: float  # α[second, every [SEP]] summed
+    to_cls: float  # α[second, 0]: [CLS], <s>, or a decoder's first piece
+    to_sep: float  # α[second, every [SEP]] summed (every special after position 0)
 
 
 def repeat_example(
@@ -148,12 +191,14 @@ def repeat_example(
     """The first word piece that occurs twice in `sentence`, read by `layer`/`head`; None if none."""
     trace = model.run(sentence)
     tokens = trace.tokens
-    for second in range(2, len(tokens) - 1):
-        for first in range(1, second):
-            if tokens[first] == tokens[second] and tokens[first] not in ("[CLS]", "[SEP]"):
+    real = real_positions(tokens, trace.special)
+    _, _, other_specials = _sink_columns(tokens, trace.special)
+    for second in real:
+        for first in (i for i in real if i < second):
+            if tokens[first] == tokens[second]:
                 weight = float(trace.attentions[layer, head, second, first])
                 row = np.asarray(trace.attentions[layer, head, second], dtype=np.float64)
-                seps = [j for j, t in enumerate(tokens) if t == "[SEP]"]
+                seps = np.flatnonzero(other_specials)  # [SEP], </s>: none for a decoder
                 return RepeatExample(
                     tokens[first], first, second, weight, len(tokens),
                     to_itself=float(row[second]), to_cls=float(row[0]),
@@ -164,11 +209,14 @@ def repeat_example(
 
 # ---- the roles on one sentence ------------------------------------------------------------------
 def best_on_sentence(
-    attn_weights: np.ndarray, tokens: Sequence[str], role: str
+    attn_weights: np.ndarray,
+    tokens: Sequence[str],
+    role: str,
+    special: Sequence[bool] | None = None,
 ) -> tuple[int, int, float] | None:
     """(layer, head, mean weight) of the head that plays `role` most strongly on this sentence
     alone (role_weights' rows); None when the sentence has no row for the role."""
-    rows = role_weights(attn_weights, tokens)[role]  # (L, H, rows)
+    rows = role_weights(attn_weights, tokens, special)[role]  # (L, H, rows)
     if rows.shape[-1] == 0:
         return None
     means = rows.mean(axis=-1)

@@ -17,7 +17,8 @@ import numpy as np
 
 from core.bert import BertEncoder, Trace
 from core.heads import value_weighted_norms, value_weighted_share
-from core.learning import shared_tokens
+from core.learning import piece_index as piece_index  # where a shared piece sits (views)
+from core.learning import piece_key, shared_tokens
 from core.text import CLS, SEP
 
 SPECIAL_TOKENS = frozenset({CLS, SEP})
@@ -34,8 +35,11 @@ def attention_of(source: Trace | np.ndarray) -> np.ndarray:
     return weights
 
 
-def special_mask(tokens: Sequence[str]) -> np.ndarray:
-    """(n,) bool: True where the token is [CLS] or [SEP]."""
+def special_mask(tokens: Sequence[str], special: Sequence[bool] | None = None) -> np.ndarray:
+    """(n,) bool: True where the token is special: the Trace's own mask when given ([CLS],
+    [SEP], <s>, </s>, …; none for GPT-2), else [CLS] or [SEP] by their text."""
+    if special is not None and len(special) == len(tokens):
+        return np.asarray(special, dtype=bool)
     return np.array([token in SPECIAL_TOKENS for token in tokens], dtype=bool)
 
 
@@ -107,23 +111,30 @@ def head_statistics(
     tokens: Sequence[str] | None = None,
     sink_threshold: float = SINK_THRESHOLD,
     hide_specials: bool = False,
+    special: Sequence[bool] | None = None,
 ) -> HeadStats:
     """Per-head averages over query rows of an (L, H, n, n) attention array (or a Trace).
 
-    hide_specials: the averages describe the weights with [CLS]/[SEP] hidden and each row
+    hide_specials: the averages describe the weights with the specials hidden and each row
     renormalised (without_specials), as the page shows them; the sink flag still comes from
     the weights as computed, since it says how much a head parks on those tokens.
+    special: (n,) which pieces are special (special_mask; a Trace's own by default). "On
+    [CLS]" is the weight on a special piece at position 0 (BERT's [CLS], a Llama's <s>), "on
+    [SEP]" the weight on the other specials.
     """
     weights = attention_of(source)
-    tokens = source.tokens if tokens is None and isinstance(source, Trace) else tokens
+    if isinstance(source, Trace):
+        tokens = source.tokens if tokens is None else tokens
+        special = source.special if special is None and tokens == source.tokens else special
     if tokens is None or len(tokens) != weights.shape[-1]:
         raise ValueError("need one token per row of the attention matrices")
     tokens = list(tokens)
-    is_cls = np.array([t == CLS for t in tokens])
-    is_sep = np.array([t == SEP for t in tokens])
+    specials = special_mask(tokens, special)  # (n,)
+    is_cls = specials & (np.arange(len(tokens)) == 0)
+    is_sep = specials & ~is_cls
     # Summing the key columns first leaves (L, H, n) per query; the mean over rows follows.
-    parked = (weights[..., is_cls | is_sep]).sum(axis=-1, dtype=np.float64).mean(axis=-1)
-    shown = without_specials(weights, tokens) if hide_specials else weights
+    parked = (weights[..., specials]).sum(axis=-1, dtype=np.float64).mean(axis=-1)
+    shown = without_specials(weights, tokens, special) if hide_specials else weights
     return HeadStats(
         # layer by layer: row_entropy's temporaries are two copies of what it reads
         entropy=np.stack([row_entropy(layer).mean(axis=-1) for layer in shown]),
@@ -137,13 +148,16 @@ def head_statistics(
     )
 
 
-def without_specials(attn_weights: np.ndarray, tokens: Sequence[str]) -> np.ndarray:
-    """(..., n, n): α with [CLS]/[SEP] columns dropped and each row rescaled to sum to 1.
+def without_specials(
+    attn_weights: np.ndarray, tokens: Sequence[str], special: Sequence[bool] | None = None
+) -> np.ndarray:
+    """(..., n, n): α with the specials' columns dropped and each row rescaled to sum to 1
+    (special: the Trace's mask, see special_mask; else [CLS]/[SEP] by their text).
 
     α'_ij = α_ij / Σ_{k not special} α_ik for ordinary keys j, 0 for special keys. A row whose
     whole weight sat on special tokens has nothing left to show and becomes all zeros.
     """
-    keep = ~special_mask(tokens)  # (n,) True = ordinary key
+    keep = ~special_mask(tokens, special)  # (n,) True = ordinary key
     weights = (attn_weights * keep).astype(np.float32, copy=False)  # one copy, over key columns
     rest = weights.sum(axis=-1, keepdims=True)  # (..., n, 1) weight left in each row
     # in place: a row with no weight left is all zeros already and stays so
@@ -299,20 +313,33 @@ def query_row(
 ) -> np.ndarray:
     """(n,): where one query looks in one head, optionally without [CLS]/[SEP] (see above)."""
     row = trace.attentions[layer, head, query]  # (n,)
-    return without_specials(row[None, :], trace.tokens)[0] if renormalise else row
+    return without_specials(row[None, :], trace.tokens, trace.special)[0] if renormalise else row
 
 
 def query_rows(trace: Trace, query: int, renormalise: bool = False) -> np.ndarray:
     """(L, H, n): where one query looks in every head; query_row for all layers and heads."""
     rows = trace.attentions[:, :, query, :]  # (L, H, n_q, n_k) -> (L, H, n_k)
-    return without_specials(rows, trace.tokens) if renormalise else rows
+    return without_specials(rows, trace.tokens, trace.special) if renormalise else rows
 
 
-def shared_pieces(tokens_a: Sequence[str], tokens_b: Sequence[str]) -> list[str]:
-    """Word pieces present in both sentences (no [CLS]/[SEP]), longest first.
+def shared_pieces(
+    tokens_a: Sequence[str],
+    tokens_b: Sequence[str],
+    special_a: Sequence[bool] | None = None,
+    special_b: Sequence[bool] | None = None,
+) -> list[str]:
+    """Word pieces present in both sentences (no specials; a BPE piece's leading space
+    ignored, core.learning.piece_key), longest first. special_a, special_b: the Traces' masks
+    of special pieces (<s>, </s>, …); without them [CLS]/[SEP] by their text.
 
     Longest first puts content words ("bank") before "the" and "." — usually the one to compare.
-    Ties keep the order of the first sentence.
+    Ties keep the order of the first sentence. Find a piece again with piece_index.
     """
-    shared = [t for t in shared_tokens(tokens_a, tokens_b) if t not in SPECIAL_TOKENS]
+    specials = {
+        piece_key(t)
+        for tokens, special in ((tokens_a, special_a), (tokens_b, special_b))
+        for t, is_special in zip(tokens, special_mask(tokens, special), strict=True)
+        if is_special
+    }
+    shared = [t for t in shared_tokens(tokens_a, tokens_b) if t not in specials]
     return sorted(shared, key=lambda token: -len(token.removeprefix("##")))  # a stable sort

@@ -54,9 +54,13 @@ def concatenated_heads(trace: Trace, layer: int) -> np.ndarray:
 
 
 def output_projection(model: BertEncoder, layer: int) -> tuple[np.ndarray, np.ndarray]:
-    """W_O (d_model, H * d_head) in torch's (out, in) layout and its bias b_O (d_model,)."""
+    """W_O (d_model, H * d_head) in torch's (out, in) layout and its bias b_O (d_model,):
+    zeros for a model without one (the Llama family)."""
     projection = model.attention_weights(layer).output
-    return projection.weight.detach().numpy(), projection.bias.detach().numpy()
+    weight = projection.weight.detach().numpy()
+    if projection.bias is None:
+        return weight, np.zeros(weight.shape[0], dtype=weight.dtype)
+    return weight, projection.bias.detach().numpy()
 
 
 def value_weighted_share(norms: np.ndarray) -> np.ndarray:

@@ -31,7 +31,7 @@ from core.attention import (
 from core.bert import BertEncoder
 from core.errors import EmptyInput
 from core.positional import cosine, shuffle_order
-from core.text import cap_text
+from core.text import SPACE_MARK, cap_text
 
 # ---------------------------------------------------------------------------------------------
 # Page 1: static vectors and parameter-free attention
@@ -83,10 +83,30 @@ def parameter_free(x: np.ndarray) -> ParameterFree:
     return ParameterFree(similarity.numpy(), attn_weights.numpy(), output.numpy())
 
 
+def piece_key(token: str) -> str:
+    """A piece as a word to match: byte-level BPE writes a word after a space with the space
+    ("␣bank") and the same word at the start of a text without it ("bank"); both are "bank"."""
+    return token.removeprefix(SPACE_MARK)
+
+
+def piece_index(tokens: Sequence[str], word: str) -> int | None:
+    """The first position whose piece is `word`, with or without BPE's leading space; None."""
+    key = piece_key(word)
+    return next((i for i, token in enumerate(tokens) if key and piece_key(token) == key), None)
+
+
 def shared_tokens(tokens_a: Sequence[str], tokens_b: Sequence[str]) -> list[str]:
-    """Word pieces present in both sentences, each once, in the order they first appear in A."""
-    in_b = set(tokens_b)
-    return list(dict.fromkeys(t for t in tokens_a if t in in_b))
+    """Word pieces present in both sentences (a leading space ignored: piece_key), each once,
+    in the order they first appear in A."""
+    in_b = {piece_key(t) for t in tokens_b}
+    return list(dict.fromkeys(piece_key(t) for t in tokens_a if piece_key(t) in in_b - {""}))
+
+
+def shared_piece(tokens_a: Sequence[str], tokens_b: Sequence[str], prefer: str) -> str | None:
+    """`prefer` if both sentences hold it as a piece, else their first shared piece, else None
+    (a tokenizer may cut the preferred word into pieces of its own)."""
+    shared = shared_tokens(tokens_a, tokens_b)
+    return prefer if piece_key(prefer) in shared else (shared[0] if shared else None)
 
 
 @dataclass(frozen=True)
@@ -107,6 +127,13 @@ class SharedWord:
         return self.cosine_after - self.cosine_before
 
 
+def _index_in_both(word: str, tokens_a: Sequence[str], tokens_b: Sequence[str]) -> tuple[int, int]:
+    i_a, i_b = piece_index(tokens_a, word), piece_index(tokens_b, word)
+    if i_a is None or i_b is None:
+        raise ValueError(f"{word!r} is not a word piece of both sentences")
+    return i_a, i_b
+
+
 def compare_shared_word(
     word: str,
     sentence_a: StaticSentence,
@@ -114,8 +141,9 @@ def compare_shared_word(
     sentence_b: StaticSentence,
     result_b: ParameterFree,
 ) -> SharedWord:
-    """The word's cosine across the two sentences before (X rows) and after (Y rows)."""
-    i_a, i_b = sentence_a.tokens.index(word), sentence_b.tokens.index(word)
+    """The word's cosine across the two sentences before (X rows) and after (Y rows); the word
+    is found by piece_index (ValueError if a sentence lacks it)."""
+    i_a, i_b = _index_in_both(word, sentence_a.tokens, sentence_b.tokens)
     return SharedWord(
         word=word,
         index_a=i_a,
@@ -141,7 +169,8 @@ def table_mean_length(model: BertEncoder) -> float:
 
 @torch.inference_mode()
 def layer_zero_sentence(model: BertEncoder, text: str) -> StaticSentence:
-    """Text -> its word pieces and the rows layer 0 reads for them, [CLS] and [SEP] left out.
+    """Text -> its word pieces and the rows layer 0 reads for them, specials ([CLS], [SEP], <s>)
+    left out.
 
     A row is LayerNorm(word row + position row + segment row): what the first layer of a run of
     the sentence reads (Trace.hidden_states[0]), cut to page 1's pieces. EmptyInput if none.
@@ -149,14 +178,19 @@ def layer_zero_sentence(model: BertEncoder, text: str) -> StaticSentence:
     text = cap_text(text)
     if not text.strip():
         raise EmptyInput("The sentence is empty.")
-    encoded = model.encode(text)  # [CLS] pieces [SEP], cut to the model's positions
-    if len(encoded.input_ids) <= 2:
+    encoded = model.encode(text)  # [CLS] pieces [SEP] (or the family's own), cut to positions
+    words = [i for i, special in enumerate(encoded.special) if not special]  # (n,) positions
+    if not words:
         raise EmptyInput("The sentence holds no readable characters.")
-    ids = torch.tensor(encoded.input_ids, dtype=torch.long)  # (n + 2,)
-    segments = torch.tensor(encoded.segments, dtype=torch.long)  # (n + 2,)
-    rows = model.embed(ids, segments)[1:-1]  # (n + 2, d_model) -> (n, d_model): specials off
+    ids = torch.tensor(encoded.input_ids, dtype=torch.long)  # (n + specials,)
+    segments = torch.tensor(encoded.segments, dtype=torch.long)  # (n + specials,)
+    rows = model.embed(ids, segments)[words]  # (n + specials, d_model) -> (n, d_model)
+    n_specials = len(encoded.input_ids) - len(words)
     return StaticSentence(
-        tuple(encoded.tokens[1:-1]), rows.numpy().copy(), encoded.n_pieces - 2, encoded.truncated
+        tuple(encoded.tokens[i] for i in words),
+        rows.numpy().copy(),
+        encoded.n_pieces - n_specials,
+        encoded.truncated,
     )
 
 
@@ -221,14 +255,14 @@ class LengthEffect:
 def length_effect(model: BertEncoder, text_a: str, text_b: str, word: str) -> LengthEffect | None:
     """Page 1's payoff on three kinds of row for the same two sentences and shared word.
 
-    Both sentences are cut to the pieces a run keeps (max_positions - 2), so every kind of row
-    holds the same pieces; None when `word` is not among them in both sentences.
+    Both sentences are cut to the pieces a run keeps (max_positions minus the specials), so
+    every kind of row holds the same pieces; None when `word` is not among them in both.
     """
     zero_a, zero_b = layer_zero_sentence(model, text_a), layer_zero_sentence(model, text_b)
-    keep = model.max_positions - 2  # a run's room besides [CLS] and [SEP]
+    keep = model.max_positions - model.tokenizer.n_specials[0]  # a run's room besides specials
     table_a = static_sentence(model, text_a, max_pieces=keep)
     table_b = static_sentence(model, text_b, max_pieces=keep)
-    if word not in table_a.tokens or word not in table_b.tokens:
+    if piece_index(table_a.tokens, word) is None or piece_index(table_b.tokens, word) is None:
         return None
     table = mix_at_length(table_a, table_b, word)
     zero = mix_at_length(zero_a, zero_b, word)
@@ -285,20 +319,23 @@ def head_projections(model: BertEncoder, layer: int, head: int) -> QKVProjection
     """The (d_model, d_head) slices of one trained head's W_q, W_k, W_v and their biases.
 
     Checkpoints store a projection as (out, in) = (H * d_head, d_model); head h owns output rows
-    h*d_head .. (h+1)*d_head - 1 (the same cut core.attention.split_heads makes).
+    h*d_head .. (h+1)*d_head - 1 (the same cut core.attention.split_heads makes). With grouped
+    key/value heads (the Llama family) query head h reads key/value head h // (H / H_kv).
+    A rotary model also turns q and k by position inside attention; these slices do not.
     """
     weights = model.attention_weights(layer)
-    rows = slice(head * model.d_head, (head + 1) * model.d_head)
+    kv_head = head // (model.n_heads // model.n_kv_heads)
 
-    def cut(projection) -> tuple[np.ndarray, np.ndarray]:
+    def cut(projection, at: int) -> tuple[np.ndarray, np.ndarray]:
+        rows = slice(at * model.d_head, (at + 1) * model.d_head)
         weight = projection.weight[rows].T  # (d_head, d_model) -> (d_model, d_head)
         bias = projection.bias[rows] if projection.bias is not None else torch.zeros(model.d_head)
         return weight.detach().numpy().copy(), bias.detach().numpy().copy()
 
     (w_q, b_q), (w_k, b_k), (w_v, b_v) = (
-        cut(weights.query),
-        cut(weights.key),
-        cut(weights.value),
+        cut(weights.query, head),
+        cut(weights.key, kv_head),
+        cut(weights.value, kv_head),
     )
     return QKVProjections(w_q, w_k, w_v, b_q, b_k, b_v)
 
@@ -491,7 +528,7 @@ def shared_word_through_heads(
     only difference between the parameter-free and the per-head numbers is W_q, W_k, W_v.
     """
     trace_a, trace_b = model.run(text_a), model.run(text_b)
-    i_a, i_b = trace_a.tokens.index(word), trace_b.tokens.index(word)
+    i_a, i_b = _index_in_both(word, trace_a.tokens, trace_b.tokens)
     x_a, x_b = trace_a.hidden_states[layer], trace_b.hidden_states[layer]  # (n_a|n_b, d_model)
     free_a, free_b = parameter_free(x_a), parameter_free(x_b)
     by_head = []

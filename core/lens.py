@@ -1,16 +1,25 @@
-"""The encoder lens: how early does each vector, and the sentence, settle on its final meaning?
+"""Lenses: how early does each vector, and the sentence, settle on its final meaning?
 
-A decoder's "logit lens" reads every layer through the output head. MiniLM has no output head,
-so the lens here compares every layer with the last one: each token's cosine to its own final
-vector, the mean-pooled layer state's cosine to the final sentence embedding, and (through the
-input word-piece table, which BERT also uses as its output table) the nearest word pieces of a
-token at every layer, via core.geometry.nearest_words.
+The encoder lens (MiniLM has no output head) compares every layer with the last one: each
+token's cosine to its own final vector, the mean-pooled layer state's cosine to the final
+sentence embedding, and (through the input word-piece table, which BERT also uses as its output
+table) the nearest word pieces of a token at every layer, via core.geometry.nearest_words.
+
+A decoder's logit lens (nostalgebraist, 2020) reads every layer's vector at one position through
+the model's own final norm and output head, as if the layers above were skipped: the next
+pieces that vector would predict. It is a reading of the stream, not what the model computes at
+that layer (the layers above do more than pass the vector on); the last layer's reading is the
+model's real prediction.
 """
 
 from __future__ import annotations
 
-import numpy as np
+from dataclasses import dataclass
 
+import numpy as np
+import torch
+
+from core.bert import BertEncoder
 from core.geometry import nearest_words
 from core.positional import cosine, unit_rows
 
@@ -48,3 +57,36 @@ def nearest_by_layer(
 ) -> tuple[np.ndarray, np.ndarray]:
     """(L + 1, k) ids and cosines of the word pieces nearest one token's vector at every state."""
     return nearest_words(hidden_states[:, token], unit_table, k, allowed)
+
+
+@dataclass(frozen=True)
+class LogitLens:
+    """A decoder's next-piece readings of one position at every state, embeddings to the top."""
+
+    position: int  # the Trace position read
+    ids: np.ndarray  # (L + 1, k) each state's k likeliest next pieces, likeliest first
+    probabilities: np.ndarray  # (L + 1, k) their probabilities
+    final_ids: np.ndarray  # (k,) the top state's k likeliest: the model's own prediction
+    final_probabilities: np.ndarray  # (L + 1, k) each state's probability of those pieces
+
+
+@torch.inference_mode()
+def logit_lens(
+    model: BertEncoder, hidden_states: np.ndarray, position: int, k: int = 5
+) -> LogitLens:
+    """(L + 1, n, d) states of a decoder's Trace -> the logit lens at one position.
+
+    State l is read as model.logits does the last one: final norm, then the output head, then a
+    softmax over the whole vocabulary (L + 1 rows of vocab scores, one position: small).
+    """
+    states = torch.from_numpy(np.array(hidden_states[:, position], dtype=np.float32))  # (L+1, d)
+    log_probs = torch.log_softmax(model.logits(states).double(), dim=-1)  # (L + 1, vocab)
+    top = log_probs.topk(min(k, log_probs.shape[-1]), dim=-1)  # (L + 1, k)
+    final_ids = top.indices[-1]  # (k,)
+    return LogitLens(
+        position=position,
+        ids=top.indices.numpy(),
+        probabilities=top.values.exp().numpy(),
+        final_ids=final_ids.numpy(),
+        final_probabilities=log_probs[:, final_ids].exp().numpy(),  # (L + 1, k)
+    )

@@ -504,3 +504,93 @@ def score_terms(word_rows: np.ndarray, position_rows: np.ndarray) -> ScoreTerms:
     p = np.asarray(position_rows, dtype=np.float64)
     cross = w @ p.T + p @ w.T  # (n, n): w_i·p_j + p_i·w_j
     return ScoreTerms(w @ w.T, p @ p.T, cross, (w + p) @ (w + p).T)
+
+
+# ---------------------------------------------------------------------------------------------
+# 8. Rotary positions (Su et al., 2021): the Llama family's scheme
+# ---------------------------------------------------------------------------------------------
+
+
+def rotary_frequencies(d_head: int, theta: float) -> np.ndarray:
+    """(d_head / 2,) θ_i = theta^(-2i/d_head): pair i turns θ_i radians per position."""
+    return theta ** (-np.arange(0, d_head, 2, dtype=np.float64) / d_head)
+
+
+def rotary_turn(vectors: np.ndarray, positions: np.ndarray, theta: float) -> np.ndarray:
+    """(n, d_head) vectors at (n,) positions -> each turned by its position, in float64.
+
+    Pair i is coordinates (i, i + d_head/2) (Llama's layout), turned by the angle p θ_i:
+    (a, b) -> (a cos − b sin, a sin + b cos). Written out here, apart from core.attention's
+    apply_rotary, so that it checks the model's turn rather than repeating it.
+    """
+    x = np.asarray(vectors, dtype=np.float64)
+    half = x.shape[-1] // 2
+    angles = np.asarray(positions, dtype=np.float64)[:, None] * rotary_frequencies(
+        x.shape[-1], theta
+    )  # (n, d_head / 2)
+    cos, sin = np.cos(angles), np.sin(angles)
+    first, second = x[..., :half], x[..., half:]
+    return np.concatenate([first * cos - second * sin, first * sin + second * cos], axis=-1)
+
+
+@dataclass(frozen=True)
+class RotaryCheck:
+    """One head's rotary positions, checked by numbers on a sentence's own queries and keys."""
+
+    layer: int
+    head: int
+    frequencies: np.ndarray  # (d_head / 2,) θ_i, radians per position of each pair
+    max_turn_error: float  # max |R_p q_p − the model's own turned q_p| (and the same for k)
+    shift: int  # s: every position moved s places on
+    max_shift_error: float  # max over p, r of |R_{p+s} q_p · R_{r+s} k_r − R_p q_p · R_r k_r|
+    scores: np.ndarray  # (n, n) R_p q_p · R_r k_r, before the √d_head: the head's own dot products
+
+
+@torch.inference_mode()
+def rotary_check(
+    model: BertEncoder, hidden_states: np.ndarray, queries: np.ndarray, keys: np.ndarray,
+    layer: int, head: int, shift: int,
+) -> RotaryCheck:  # fmt: skip
+    """Does the model turn q and k by position, and does a turned score depend only on p − r?
+
+    hidden_states (L + 1, n, d), queries and keys (L, H, n, d_head): a rotary model's Trace.
+    The head's unturned q and k are recomputed from what the layer reads (its first norm of
+    the layer input, then W_q and W_k); turned here in float64 (rotary_turn) they must equal
+    the Trace's turned ones; moved s positions on, every score must stay the same.
+    """
+    if model.arch.positions != "rotary":
+        raise ValueError(f"{model.name} has no rotary positions")
+    weights = model.attention_weights(layer)
+    x = model.attention_input(torch.from_numpy(np.array(hidden_states[layer])), layer)  # (n, d)
+    n, d_head = x.shape[0], model.d_head
+    kv_head = head // (model.n_heads // model.n_kv_heads)  # grouped keys: the head's group
+    query = weights.query(x)[:, head * d_head : (head + 1) * d_head].double().numpy()  # (n, d_h)
+    key = weights.key(x)[:, kv_head * d_head : (kv_head + 1) * d_head].double().numpy()
+    theta = model.dims.rope_theta
+    positions = np.arange(n)
+    turned_q, turned_k = rotary_turn(query, positions, theta), rotary_turn(key, positions, theta)
+    turn_error = max(
+        float(np.abs(turned_q - queries[layer, head]).max()),
+        float(np.abs(turned_k - keys[layer, head]).max()),
+    )
+    scores = turned_q @ turned_k.T  # (n, n)
+    moved = (
+        rotary_turn(query, positions + shift, theta) @ rotary_turn(key, positions + shift, theta).T
+    )
+    return RotaryCheck(
+        layer=layer,
+        head=head,
+        frequencies=rotary_frequencies(d_head, theta),
+        max_turn_error=turn_error,
+        shift=shift,
+        max_shift_error=float(np.abs(moved - scores).max()),
+        scores=scores,
+    )
+
+
+def rotary_encoding(n_positions: int, d_head: int, theta: float) -> np.ndarray:
+    """(n_positions, d_head) the angles a rotary model turns pair i by at position p, written as
+    [cos p θ_i …, sin p θ_i …]: row p · row q = Σ_i cos((p − q) θ_i), a function of p − q
+    alone, as for the sinusoid (the turn itself is rotary_turn)."""
+    angles = np.arange(n_positions, dtype=np.float64)[:, None] * rotary_frequencies(d_head, theta)
+    return np.concatenate([np.cos(angles), np.sin(angles)], axis=-1)

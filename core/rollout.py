@@ -16,6 +16,10 @@ mixes what every earlier layer mixed; three ways to follow that mixing through t
   (Modarressi et al., 2022, which also splits the second LayerNorm) and ALTI (Ferrando et al.,
   2022, contributions by distance rather than length); this is the plainest version of it.
 
+For a pre-norm layer (GPT-2, the Llama family) the norm sits before attention, so the sum
+x_i + attention goes on into the stream as it is and its split among the inputs is exact
+without a norm to decompose.
+
 Shapes: L layers, H heads, n tokens. A mixing matrix M (n, n) has M[i, j] = share of query
 position i's new vector that comes from position j; rows sum to 1.
 """
@@ -116,9 +120,23 @@ def attention_flow(mixing: np.ndarray, max_pieces: int = MAX_FLOW_PIECES) -> np.
 # ---- norm-based contributions (Kobayashi et al., 2020, 2021) -----------------------------------
 
 
-def _centre_and_scale(vectors: torch.Tensor, gamma: torch.Tensor) -> torch.Tensor:
-    """P(z) = γ ⊙ (z − mean(z)) over the last axis: LayerNorm's linear part, before ÷ σ."""
+def _centre_and_scale(vectors: torch.Tensor, gamma: torch.Tensor | None) -> torch.Tensor:
+    """P(z) = γ ⊙ (z − mean(z)) over the last axis: LayerNorm's linear part, before ÷ σ.
+
+    gamma None: no norm follows the sum (a pre-norm layer), P is the identity.
+    """
+    if gamma is None:
+        return vectors
     return gamma * (vectors - vectors.mean(dim=-1, keepdim=True))
+
+
+def _gamma_after_attention(model: BertEncoder, layer: int) -> torch.Tensor | None:
+    """(d,) γ of the LayerNorm that reads x + attention (post-norm: BERT, RoBERTa, DistilBERT);
+    None for a pre-norm layer (GPT-2, Llama), whose sum goes on into the stream unnormed: its
+    norm comes before attention, inside what each value already is."""
+    if model.arch.norm_position == "pre":
+        return None
+    return model.layers[layer].attn_norm[0].float()
 
 
 # P(W_Oʰ) of every layer, per model: it depends on the weights alone, so it is worked out once.
@@ -132,7 +150,7 @@ def _centred_output_projection(model: BertEncoder, layer: int) -> torch.Tensor:
     """(H, d_head, d) P(W_Oʰ): each head's slice of W_O with LayerNorm's linear part folded in."""
     per_layer = _CENTRED_OUTPUT.setdefault(model, {})
     if layer not in per_layer:  # two sessions may both work it out: the same numbers
-        gamma = model.layers[layer].attn_norm[0].float()  # (d,)
+        gamma = _gamma_after_attention(model, layer)  # (d,) or None
         w_o = torch.from_numpy(head_output_projection(model, layer))  # (H, d_head, d)
         per_layer[layer] = _centre_and_scale(w_o, gamma)
     return per_layer[layer]
@@ -181,7 +199,7 @@ def _contribution_norms(model: BertEncoder, trace: Trace, layers: range) -> np.n
     products = torch.empty(block, n_heads, n)  # (c, H, n_q): G_j α_ij for a block of c keys
     squared = torch.empty(len(layers), n, n)  # (layers, n_k, n_q): ‖P(z_ij)‖²
     for index, layer in enumerate(layers):
-        gamma = model.layers[layer].attn_norm[0].float()  # (d,)
+        gamma = _gamma_after_attention(model, layer)  # (d,) or None
         # ũ_j^h = v_j^h P(W_Oʰ): P is linear, so it is folded into W_O once per model
         centred_w_o = _centred_output_projection(model, layer)  # (H, d_head, d)
         values = _read_only(trace.values[layer])  # (H, n, d_head)
@@ -213,6 +231,7 @@ def layer_contributions(model: BertEncoder, trace: Trace, layer: int) -> np.ndar
     z_ij = Σ_h α_ij^h v_j^h W_Oʰ + [i = j]·x_i, and LN(Σ_j z_ij + b_O) = Σ_j P(z_ij)/σ_i + rest,
     where σ_i is the standard deviation LayerNorm divides row i by and the rest (b_O, β) belongs
     to no token. This is Kobayashi et al. (2021)'s "attention + residual + LayerNorm" split.
+    In a pre-norm layer (GPT-2, Llama) no norm follows the sum: P is the identity and σ_i = 1.
     """
     x = _read_only(trace.hidden_states[layer])  # (n, d): the layer's input
     alpha = _read_only(trace.attentions[layer])  # (H, n_q, n_k)
@@ -221,6 +240,8 @@ def layer_contributions(model: BertEncoder, trace: Trace, layer: int) -> np.ndar
     attention_out = model.attention_weights(layer).output(merge_heads(alpha @ values))  # (n, d)
     pre_norm = x + attention_out
     sigma = torch.sqrt(pre_norm.var(dim=-1, unbiased=False) + model.dims.layer_norm_eps)  # (n,)
+    if model.arch.norm_position == "pre":  # no norm after the sum: nothing divides the row
+        sigma = torch.ones_like(sigma)
     norms = _contribution_norms(model, trace, range(layer, layer + 1))[0]
     return norms / sigma[:, None].numpy()
 

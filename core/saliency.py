@@ -1,7 +1,8 @@
 """Gradient saliency, and the deletion test that checks any per-piece score.
 
 A target is one number computed from the input: the similarity of this sentence to another
-one, or how far its pooled vector reaches along its own final direction. Gradients say how the
+one, or how far its pooled vector reaches along its own final direction; for a decoder, the
+log-probability it gives one next word piece after the text (NextPieceTarget). Gradients say how the
 target would change if a word piece's vector moved a little (a local statement: true near this
 input only). Two ways to turn that into one score per word piece:
 
@@ -18,7 +19,7 @@ the shortened inputs are ones the model never saw in training: Hooker et al., 20
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,6 +36,7 @@ IG_STEPS = 32
 PASS_BYTES = 48 * 2**20
 SIMILARITY = "similarity"  # f(x) = cos(mean-pooled(x), e_other)
 EMBEDDING = "embedding"  # f(x) = mean-pooled(x) · ê_self, ê_self fixed at the real input
+NEXT_PIECE = "next_piece"  # f(x) = log p(piece | x) at the last position (decoders)
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,31 @@ def embedding_target(trace: Trace) -> Target:
     A cosine with itself would be 1 with a zero gradient; the unnormalised projection is not.
     """
     return Target(EMBEDDING, sentence_embedding(trace))
+
+
+@dataclass(frozen=True)
+class NextPieceTarget:
+    """A decoder's log-probability of one next word piece after the whole input.
+
+    f(x) = log softmax(head(FinalNorm(h_last)))[piece]: the last position is the one whose
+    vector predicts what follows the text; after a deletion, the last piece that remains.
+    """
+
+    model: BertEncoder
+    piece_id: int  # the vocabulary row of the next piece explained
+    kind: str = NEXT_PIECE
+
+    def __call__(self, last_hidden: torch.Tensor) -> torch.Tensor:
+        """(B, n, d_model) last hidden states -> (B,) log p(piece | input)."""
+        logits = self.model.logits(last_hidden[:, -1])  # (B, vocab)
+        return torch.log_softmax(logits, dim=-1)[:, self.piece_id]
+
+
+def next_piece_target(model: BertEncoder, piece_id: int) -> NextPieceTarget:
+    """Explain log p(piece | text) of a decoder (ValueError for an encoder: no head to read)."""
+    if not model.is_decoder:
+        raise ValueError("an encoder predicts no next word piece")
+    return NextPieceTarget(model, int(piece_id))
 
 
 def _inputs(model: BertEncoder, trace: Trace) -> tuple[torch.Tensor, torch.Tensor]:
@@ -172,8 +199,16 @@ def integrated_gradients(
 # ---- the deletion test ------------------------------------------------------------------------
 
 
-def removable(tokens: tuple[str, ...] | list[str]) -> np.ndarray:
-    """(n,) bool: True for the word pieces the deletion test may remove ([CLS]/[SEP] stay)."""
+def removable(
+    tokens: tuple[str, ...] | list[str], special: Sequence[bool] | None = None
+) -> np.ndarray:
+    """(n,) bool: True for the word pieces the deletion test may remove: specials stay.
+
+    special: (n,) the Trace's own mask ([CLS], </s>, <s>, …); without one, [CLS] and [SEP]
+    are the specials (BERT's, by their text).
+    """
+    if special is not None and len(special):
+        return ~np.asarray(special, dtype=bool)
     return np.array([t not in (CLS, SEP) for t in tokens], dtype=bool)
 
 
@@ -198,7 +233,8 @@ def deletion_curves(
     (say a cosine while the gradients explain the projection) would test the rankings on a
     question they were not made for. The pieces are dropped from the input (the rest move up a
     position), and the model runs again: k = 0 is the sentence itself. At each k, every distinct
-    set of removed pieces runs once, all of them in one batched pass.
+    set of removed pieces runs once, all of them in one batched pass. At least one piece must
+    remain (ValueError otherwise): an empty input has nothing to run.
     """
     word_vectors, segments = _inputs(model, trace)
     names = list(rankings)
@@ -212,6 +248,8 @@ def deletion_curves(
                 torch.tensor([p for p in range(n) if p not in gone], dtype=torch.long)
                 for gone in distinct
             ]
+            if min(len(rows) for rows in kept) == 0:
+                raise ValueError(f"removing {k} pieces leaves nothing to run")
             batch = torch.stack([word_vectors[rows] for rows in kept])  # (U, n − k, d)
             batch_segments = torch.stack([segments[rows] for rows in kept])  # (U, n − k)
             values = target(_forward(model, trace, batch, batch_segments)).numpy()  # (U,)
@@ -220,12 +258,15 @@ def deletion_curves(
 
 
 def leave_one_out(model: BertEncoder, trace: Trace, target: Target) -> np.ndarray:
-    """(n,) f(input) − f(input without piece j) per removable piece j; 0 for [CLS] and [SEP].
+    """(n,) f(input) − f(input without piece j) per removable piece j; 0 for the specials and
+    for a one-piece input (nothing would remain to run).
 
     The ablation importance rollout and flow were checked against (Abnar & Zuidema, 2020, who
     blanked out one input at a time): positive when removing the piece lowers f.
     """
-    positions = np.flatnonzero(removable(trace.tokens))
+    positions = np.flatnonzero(removable(trace.tokens, trace.special))
+    if trace.n_tokens < 2:
+        positions = positions[:0]
     singles = {str(p): np.array([p]) for p in positions}  # one "ranking" per piece
     curves = deletion_curves(model, trace, target, singles, k_max=1) if singles else {}
     drops = np.zeros(trace.n_tokens)

@@ -225,12 +225,20 @@ def cross_attention(
     """multi_head_attention(x_A, x_B) with `layer`'s weights; x = each sentence's layer input.
 
     Each sentence is first run through the model on its own, so x_A (n_a, d_model) and
-    x_B (n_b, d_model) are the vectors that enter `layer` in those runs.
+    x_B (n_b, d_model) are the vectors that enter `layer` in those runs (through the layer's
+    first norm in a pre-norm model, as its own attention reads them). Keys and values may be
+    shared by groups of query heads (the Llama family); no rotary turn: the two sentences'
+    positions are not one sequence.
     """
     x_query = torch.from_numpy(np.array(trace_a.hidden_states[layer]))  # (n_a, d_model)
     x_key_value = torch.from_numpy(np.array(trace_b.hidden_states[layer]))  # (n_b, d_model)
     result = multi_head_attention(
-        x_query, x_key_value, model.attention_weights(layer), model.n_heads, scale=scale
+        model.attention_input(x_query, layer),
+        model.attention_input(x_key_value, layer),
+        model.attention_weights(layer),
+        model.n_heads,
+        scale=scale,
+        n_kv_heads=model.n_kv_heads,
     )
     return CrossAttention(result.attn_weights.numpy(), result.output.numpy())
 

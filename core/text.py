@@ -175,11 +175,19 @@ class PieceTokenizer:
         self._tokenizer.no_truncation()
         self._lock = threading.Lock()
         self.wordpiece_specials = wordpiece_specials
-        self.alphabet = _alphabet(json.loads(self._tokenizer.to_str()))
+        config = json.loads(self._tokenizer.to_str())
+        self.alphabet = _alphabet(config)
         # word pieces are merged into words by "##" (WordPiece) or by a leading space (BPE)
         self.piece_scheme = "wordpiece" if self.alphabet == WORDPIECE else "bpe"
         added_tokens = self._tokenizer.get_added_tokens_decoder()  # id -> AddedToken
-        self.special_ids = frozenset(i for i, added in added_tokens.items() if added.special)
+        # The unknown piece ([UNK], <unk>) stands for text the vocabulary lacks: a piece of the
+        # text, not a special, whatever the tokenizer.json says (a deletion test may remove it,
+        # a page's words keep it).
+        unknown = (config.get("model") or {}).get("unk_token")
+        unknown_id = self._tokenizer.token_to_id(unknown) if isinstance(unknown, str) else None
+        self.special_ids = frozenset(
+            i for i, added in added_tokens.items() if added.special and i != unknown_id
+        )
         # an added piece is stored as plain text, not in the byte-level alphabet
         self._added_ids = frozenset(added_tokens)
         if wordpiece_specials:

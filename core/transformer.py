@@ -596,6 +596,13 @@ class Transformer:
         offset = self.arch.position_offset
         return _readonly(self.position_embeddings[offset : offset + self.max_positions])
 
+    def attention_input(self, x: torch.Tensor, layer: int) -> torch.Tensor:
+        """(..., n, d_model) a layer's input -> what its attention reads: x itself (post-norm)
+        or the layer's first norm of x (pre-norm: GPT-2, the Llama family)."""
+        if self.arch.norm_position == "pre":
+            return self._layer_norm(x, self.layers[layer].attn_norm)
+        return x
+
     def attention_weights(self, layer: int) -> AttentionWeights:
         """The four projections of one layer's attention (torch tensors; do not modify)."""
         return self.layers[layer].attention

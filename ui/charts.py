@@ -132,11 +132,14 @@ def attention_heatmap(
     zmax: float | None = 1.0,
     colorbar_title: str = "weight",
     height: int | None = None,
+    masked: bool = False,
 ) -> go.Figure:
     """Heatmap of an (n_q, n_k) matrix; rows are queries (top to bottom), columns are keys.
 
     Over more than FITTED_SCALE_FROM keys a weight of 1/n_k is nearly black on a 0-1 scale, so
     zmax=1.0 becomes the largest weight shown, and the title says so (as on every heatmap).
+    masked: the run had a causal mask: the keys after each query are drawn as hatched grey
+    cells that say "masked" (causal_overlay), not as weights of 0.
     """
     n_q, n_k = attn_weights.shape
     values = np.round(attn_weights.astype(np.float64), 4)  # 4 decimals: same picture, lighter JSON
@@ -186,7 +189,30 @@ def attention_heatmap(
         },
         "yaxis": {**y_ticks, "title": {"text": "query (attending)"}, "autorange": "reversed"},
     }
-    return go.Figure(data=[heatmap], layout=layout)
+    traces = [heatmap, causal_overlay(n_q, n_k)] if masked else [heatmap]
+    return go.Figure(data=traces, layout=layout)
+
+
+MASKED_GREY = "rgba(150, 150, 150, 0.92)"
+MASKED_NOTE = "grey: masked, later keys a query may not see"
+
+
+def causal_overlay(n_q: int, n_k: int) -> go.Heatmap:
+    """A grey layer over the cells a causal mask hides (key j after query i), hovering as
+    "masked": a decoder's future is not a weight of 0 that it chose, it is never looked at.
+    Drawn above the weights (a trace of its own), so a head switch in the browser, which
+    swaps trace 0's weights, leaves it in place."""
+    rows, columns = np.indices((n_q, n_k))
+    hidden = np.where(columns > rows, 1.0, np.nan)  # (n_q, n_k): 1 where masked, else a gap
+    return go.Heatmap(
+        z=hidden,
+        x=np.arange(n_k),
+        y=np.arange(n_q),
+        colorscale=[[0.0, MASKED_GREY], [1.0, MASKED_GREY]],
+        showscale=False,
+        hoverongaps=False,
+        hovertemplate="query %{y} → key %{x}: masked (causal)<extra></extra>",
+    )
 
 
 def fitted_scale(values: np.ndarray) -> tuple[float, str]:
@@ -233,6 +259,7 @@ def every_head_heatmap(
     layer: int,
     head: int,
     title_suffix: str = "",
+    masked: bool = False,
 ) -> go.Figure:
     """The heatmap of one head that carries every head's weights, to switch in the browser.
 
@@ -242,13 +269,16 @@ def every_head_heatmap(
     the figure's traces, which plotly would re-check on every redraw. widgets.HEAD_SWITCH_JS
     swaps a store into trace 0 when a slider moves.
     title_suffix: the code's own words after every head's title (never visitor text).
+    masked: a causal run: the hidden cells grey (attention_heatmap's causal_overlay).
     """
     n_layers, n_heads, n, _ = attentions.shape
 
     def title_of(at_layer: int, at_head: int) -> str:
         return head_title(at_layer, at_head) + title_suffix
 
-    fig = attention_heatmap(attentions[layer, head], tokens, tokens, title_of(layer, head))
+    fig = attention_heatmap(
+        attentions[layer, head], tokens, tokens, title_of(layer, head), masked=masked
+    )
     fig.data[0].meta = layer * n_heads + head  # the store trace 0 shows now
     stores = []
     for store_layer in range(n_layers):

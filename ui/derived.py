@@ -25,36 +25,61 @@ from ui import door
 
 # ---- Attention heatmaps ------------------------------------------------------------------------
 def _in_words(
-    weights: np.ndarray, tokens: Sequence[str], word_level: bool
-) -> tuple[np.ndarray, tuple[str, ...]]:
-    """(..., n, n) weights and their word pieces, or a (..., w, w) copy merged into words (keys
-    summed within a word, queries averaged) and the words."""
+    weights: np.ndarray,
+    tokens: Sequence[str],
+    word_level: bool,
+    scheme: str | None = None,
+    special: Sequence[bool] | None = None,
+) -> tuple[np.ndarray, tuple[str, ...], tuple[bool, ...] | None]:
+    """(..., n, n) weights, their word pieces and which are special, or a (..., w, w) copy
+    merged into words (keys summed within a word, queries averaged), the words and which are
+    special (a special piece is a word of its own). scheme, special: the Trace's own."""
+    special = tuple(bool(s) for s in special) if special else None
     if not word_level:
-        return weights, tuple(tokens)
-    groups = words.word_groups(tokens)
-    return words.merge_attention(weights, groups), tuple(words.word_labels(tokens, groups))
+        return weights, tuple(tokens), special
+    groups = words.word_groups(tokens, scheme, special)
+    merged_special = None if special is None else tuple(special[g[0]] for g in groups)
+    return (
+        words.merge_attention(weights, groups),
+        tuple(words.word_labels(tokens, groups, scheme)),
+        merged_special,
+    )
 
 
-def _attention_block(trace: core.Trace, word_level: bool) -> tuple[np.ndarray, tuple[str, ...]]:
-    """(L, H, n, n) weights and their word pieces, or (L, H, w, w) merged into words."""
-    return _in_words(trace.attentions, trace.tokens, word_level)
+def _attention_block(
+    trace: core.Trace, word_level: bool
+) -> tuple[np.ndarray, tuple[str, ...], tuple[bool, ...] | None]:
+    """(L, H, n, n) weights, word pieces and specials, or (L, H, w, w) merged into words."""
+    return _in_words(trace.attentions, trace.tokens, word_level, trace.piece_scheme, trace.special)
 
 
 def shown_weights(
-    weights: np.ndarray, tokens: Sequence[str], hide_specials: bool, word_level: bool
+    weights: np.ndarray,
+    tokens: Sequence[str],
+    hide_specials: bool,
+    word_level: bool,
+    scheme: str | None = None,
+    special: Sequence[bool] | None = None,
 ) -> np.ndarray:
     """(..., n, n) attention weights as the Attention heatmaps page draws them: merged into
     words (..., w, w) when word_level, then [CLS]/[SEP] hidden and rows renormalised if asked.
     The input itself when neither switch is on, else a copy."""
-    weights, tokens = _in_words(weights, tokens, word_level)
+    weights, tokens, special = _in_words(weights, tokens, word_level, scheme, special)
     if hide_specials:  # after merging: a word's pieces are summed first
-        weights = head_stats.without_specials(weights, tokens)
+        weights = head_stats.without_specials(weights, tokens, special)
     return weights
 
 
 def shown_attentions(trace: core.Trace, hide_specials: bool, word_level: bool) -> np.ndarray:
     """(L, H, n, n) every head of the Trace as shown (shown_weights); not cached."""
-    return shown_weights(trace.attentions, trace.tokens, hide_specials, word_level)
+    return shown_weights(
+        trace.attentions,
+        trace.tokens,
+        hide_specials,
+        word_level,
+        trace.piece_scheme,
+        trace.special,
+    )
 
 
 def _shown_copy_cost(trace: core.Trace, hide_specials: bool, word_level: bool) -> int:
@@ -77,8 +102,8 @@ def head_statistics(
     """Per-head statistics of the weights as shown: [CLS]/[SEP] hidden or not, pieces or words
     (then "self", "previous" and "next" mean the word itself and its neighbouring words); each
     field (L, H)."""
-    weights, tokens = _attention_block(trace, word_level)
-    return head_stats.head_statistics(weights, tokens, hide_specials=hide_specials)
+    weights, tokens, special = _attention_block(trace, word_level)
+    return head_stats.head_statistics(weights, tokens, hide_specials=hide_specials, special=special)
 
 
 # ---- Positional encoding -----------------------------------------------------------------------
@@ -105,4 +130,14 @@ def permutation_experiment(
         trace.options.scale,
         max_tokens,
         segments=trace.segments,
+    )
+
+
+@door.shared("the rotary check")
+def rotary_check(
+    model: core.BertEncoder, trace: core.Trace, layer: int, head: int, shift: int
+) -> positional.RotaryCheck:
+    """core.positional.rotary_check of one head on the Trace's sentence (a rotary model)."""
+    return positional.rotary_check(
+        model, trace.hidden_states, trace.queries, trace.keys, layer, head, shift
     )

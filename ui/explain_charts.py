@@ -315,3 +315,25 @@ def settling_figure(sentence: np.ndarray, title: str, y_title: str = "cos to fin
         },
     }
     return go.Figure(data=[line], layout=layout)
+
+
+def logit_lens_grid(
+    probabilities: np.ndarray, state_labels: Sequence[str], pieces: Sequence[str], name: str
+) -> html_heatmap.HtmlFigure:
+    """(L + 1, k) the probability each state's reading gives the model's final k likeliest next
+    pieces, as HTML cells with every probability written (Viridis from 0 to the largest)."""
+    values = np.asarray(probabilities, dtype=np.float64)
+    top = float(values.max()) if values.size and values.max() > 0 else 1.0
+    return html_heatmap.value_grid(
+        values,
+        list(state_labels),
+        list(pieces),
+        "Logit lens: the final prediction, read at every state",
+        scale=html_heatmap.VIRIDIS_SCALE,
+        value_range=(0.0, top),
+        decimals=2,
+        bar_title="p",
+        axis_titles=("state read", "next piece (the model's final top 5)"),
+        name=name,
+        fractions=True,
+    )

@@ -11,7 +11,8 @@ import streamlit as st
 
 import core
 from core import explain, lens, saliency, similarity
-from ui import door, state
+from core import next_word as core_next_word
+from ui import door, next_word, state
 
 MAX_GRADIENT_PIECES = 128  # above: no deletion test (11 re-runs of every method)
 DELETION_K = 10  # pieces removed at most by the deletion test
@@ -84,8 +85,15 @@ def ig_steps_for(n_tokens: int, wanted: int) -> int:
 
 
 def _target(
-    model_name: str, text: str, other: str | None, scale: bool, causal: bool
-) -> saliency.Target:
+    model_name: str,
+    text: str,
+    other: str | None,
+    scale: bool,
+    causal: bool,
+    next_piece: int | None = None,
+) -> saliency.Target | saliency.NextPieceTarget:
+    if next_piece is not None:  # a decoder: log p(next_piece | text)
+        return saliency.next_piece_target(state.load_model(model_name), next_piece)
     if other:
         return saliency.similarity_target(_trace(model_name, other, scale, causal))
     return saliency.embedding_target(_trace(model_name, text, scale, causal))
@@ -102,20 +110,34 @@ def _gradient_cost(model_name: str, text: str, steps: int, **_: object) -> int:
 
 @door.shared("the gradients", cost=_gradient_cost, spinner="Computing gradients …")
 def _gradients(
-    model_name: str, text: str, other: str | None, scale: bool, causal: bool, steps: int
+    model_name: str,
+    text: str,
+    other: str | None,
+    scale: bool,
+    causal: bool,
+    steps: int,
+    next_piece: int | None = None,
 ) -> explain.GradientScores:
     trace = _trace(model_name, text, scale, causal)
-    target = _target(model_name, text, other, scale, causal)
+    target = _target(model_name, text, other, scale, causal, next_piece)
     return explain.gradient_scores(state.load_model(model_name), trace, target, steps)
 
 
 def gradient_scores(
-    model: core.BertEncoder, text: str, other: str | None, inputs: state.Inputs, steps: int
+    model: core.BertEncoder,
+    text: str,
+    other: str | None,
+    inputs: state.Inputs,
+    steps: int,
+    next_piece: int | None = None,
 ) -> explain.GradientScores:
-    """Cached gradient × input and IG of cos(text, other), or of text's own embedding; the
-    steps are cut to the request's budget first (ig_steps_for)."""
+    """Cached gradient × input and IG of cos(text, other), or of text's own embedding, or (a
+    decoder, next_piece given) of log p(next_piece | text); the steps are cut to the request's
+    budget first (ig_steps_for)."""
     steps = ig_steps_for(door.pieces(model, text), steps)
-    return _gradients(model.name, text, other or None, inputs.scale, inputs.causal, steps)
+    return _gradients(
+        model.name, text, other or None, inputs.scale, inputs.causal, steps, next_piece
+    )
 
 
 def random_orders_for(n_tokens: int, n_methods: int) -> int:
@@ -147,9 +169,10 @@ def _deletion(
     causal: bool,
     orders: tuple[tuple[str, tuple[int, ...]], ...],
     k_max: int,
+    next_piece: int | None = None,
 ) -> dict[str, np.ndarray]:
     trace = _trace(model_name, text, scale, causal)
-    target = _target(model_name, text, other, scale, causal)  # the gradients' own f
+    target = _target(model_name, text, other, scale, causal, next_piece)  # the gradients' own f
     rankings = {name: np.array(order, dtype=np.int64) for name, order in orders}
     model = state.load_model(model_name)
     return saliency.deletion_curves(model, trace, target, rankings, k_max)
@@ -162,10 +185,13 @@ def deletion_curves(
     inputs: state.Inputs,
     rankings: dict[str, np.ndarray],
     k_max: int,
+    next_piece: int | None = None,
 ) -> dict[str, np.ndarray]:
     """Cached deletion curves: the gradients' target f after removing each ranking's top k."""
     orders = tuple((name, tuple(int(p) for p in order[:k_max])) for name, order in rankings.items())
-    return _deletion(model.name, text, other or None, inputs.scale, inputs.causal, orders, k_max)
+    return _deletion(
+        model.name, text, other or None, inputs.scale, inputs.causal, orders, k_max, next_piece
+    )
 
 
 # ---- rollout and flow against what removing a piece does (Abnar & Zuidema, 2020) -------------
@@ -181,9 +207,11 @@ def _leave_one_out_cost(model_name: str, text: str, **_: object) -> int:
     cost=_leave_one_out_cost,
     spinner="Removing one word piece at a time …",
 )
-def _leave_one_out(model_name: str, text: str, scale: bool, causal: bool) -> np.ndarray:
+def _leave_one_out(
+    model_name: str, text: str, scale: bool, causal: bool, next_piece: int | None = None
+) -> np.ndarray:
     trace = _trace(model_name, text, scale, causal)
-    target = saliency.embedding_target(trace)
+    target = _target(model_name, text, None, scale, causal, next_piece)
     return saliency.leave_one_out(state.load_model(model_name), trace, target)
 
 
@@ -191,12 +219,55 @@ def paper_check(
     model: core.BertEncoder, text: str, inputs: state.Inputs, flow: explain.InformationFlow
 ) -> explain.PaperCheck:
     """Raw last-layer attention, rollout and flow against removing each piece alone and
-    against integrated gradients, all of the sentence's own vector (the embedding target)."""
+    against integrated gradients, all of the sentence's own vector (the embedding target); for
+    a decoder, of the log-probability of its likeliest next piece (what its last vector is for).
+    """
     trace = sentence_trace(model, text, inputs)
-    removed = _leave_one_out(model.name, text, inputs.scale, inputs.causal)
-    gradients = gradient_scores(model, text, None, inputs, saliency.IG_STEPS)
+    piece = likeliest_next_piece(model, text, inputs)
+    removed = _leave_one_out(model.name, text, inputs.scale, inputs.causal, piece)
+    gradients = gradient_scores(model, text, None, inputs, saliency.IG_STEPS, piece)
     references = {"removal": removed, "integrated_gradients": gradients.integrated_gradients}
-    return explain.paper_check(flow.scores(), references, saliency.removable(trace.tokens))
+    allowed = saliency.removable(trace.tokens, trace.special)
+    return explain.paper_check(flow.scores(), references, allowed)
+
+
+# ---- a decoder's target: the next word piece ---------------------------------------------------
+NEXT_PIECE_CHOICES = 10  # the likeliest next pieces a learner may pick a target from
+
+
+def next_piece_choices(
+    model: core.BertEncoder, text: str, inputs: state.Inputs
+) -> list[tuple[int, float]]:
+    """A decoder's NEXT_PIECE_CHOICES likeliest next pieces after `text`, run with the sidebar's
+    switches (one cached run through the door): (vocabulary row, probability), likeliest first."""
+    log_probs = next_word.log_probs(model, text, scale=inputs.scale, causal=inputs.causal)
+    rows = core_next_word.top_k(log_probs, NEXT_PIECE_CHOICES)
+    return [(int(row), float(np.exp(np.float64(log_probs[row])))) for row in rows]
+
+
+def likeliest_next_piece(model: core.BertEncoder, text: str, inputs: state.Inputs) -> int | None:
+    """The vocabulary row of a decoder's likeliest next piece after `text`; None (the
+    sentence-vector target) for an encoder."""
+    if not model.is_decoder:
+        return None
+    return next_piece_choices(model, text, inputs)[0][0]
+
+
+def next_piece_picker(model: core.BertEncoder, text: str, inputs: state.Inputs, key: str) -> int:
+    """A decoder's target: a select box of the likeliest next pieces (the first by default);
+    its vocabulary row."""
+    choices = next_piece_choices(model, text, inputs)
+    probability = dict(choices)
+    rows = [row for row, _ in choices]
+    picked = st.selectbox(
+        "Next piece to explain",
+        rows,
+        format_func=lambda row: f"{model.tokenizer.token_of(row)}  (p {probability[row]:.3f})",
+        key=key,
+        help="The gradients and the deletion test explain log p(this piece | the sentence): "
+        "the model's likeliest next piece by default, or another of its ten likeliest.",
+    )
+    return int(picked if picked in probability else rows[0])
 
 
 # ---- the encoder lens ---------------------------------------------------------------------------
@@ -207,6 +278,18 @@ def nearest_by_layer(
     unit_table, allowed = state.vocabulary_view(model)  # the Embedding projections page's table
     ids, _ = lens.nearest_by_layer(trace.hidden_states, token, unit_table, allowed, k)
     return [[model.tokenizer.token_of(int(i)) for i in row] for row in ids]
+
+
+# ---- the logit lens (decoders) -----------------------------------------------------------------
+def _lens_cost(model: core.BertEncoder, **_: object) -> int:
+    # (L + 1, vocab) scores in float64, twice (the log-softmax beside them)
+    return 2 * 8 * (model.n_layers + 1) * model.dims.vocab_size
+
+
+@door.shared("the logit lens", cost=_lens_cost)
+def logit_lens(model: core.BertEncoder, trace: core.Trace, position: int) -> lens.LogitLens:
+    """core.lens.logit_lens of one position of a decoder's Trace, its five likeliest pieces."""
+    return lens.logit_lens(model, trace.hidden_states, position, k=5)
 
 
 # ---- similarity -------------------------------------------------------------------------------

@@ -58,6 +58,8 @@ VIRIDIS = (
     "#b5de2b",
     "#fde725",
 )
+# The same stops as a colour scale (position 0..1, colour), for value_grid
+VIRIDIS_SCALE = tuple((i / (len(VIRIDIS) - 1), colour) for i, colour in enumerate(VIRIDIS))
 # Markup built here, the one run-time HTML that widgets shows: a figure of this module, whose
 # visitor text (word pieces, words) goes through escape.literal() here, or a plotly figure's
 # stores (stores_element), whose whole JSON is escaped here as an attribute value (hostile text
@@ -179,6 +181,7 @@ def attention_grid(
     title_of: Callable[[int, int], str] = charts.head_title,
     note_of: Callable[[int, int], str] | None = None,
     name: str = "",
+    masked: bool = False,
 ) -> HtmlFigure:
     """The HTML figure of head (layer, head).
 
@@ -187,16 +190,22 @@ def attention_grid(
     head when every_head (the sliders then switch it in the browser), else the one shown.
     title_of(l, h), note_of(l, h): head h of layer l's title and the line under it, the code's
     own words (charts.head_title's by default, and no line). name: the figure's data-figure
-    attribute, by which tests find it, if given.
+    attribute, by which tests find it, if given. masked: the run had a causal mask: the keys
+    after each query are covered by hatched grey (masked_rows), not shown as weights of 0.
     """
     n_layers, n_heads, n, _ = attentions.shape
     shown_index = layer * n_heads + head
     carried = range(n_layers * n_heads) if every_head else [shown_index]
+
+    def note(index: int) -> str:
+        parts = [note_of(*divmod(index, n_heads)) if note_of else "", MASKED_NOTE if masked else ""]
+        return " · ".join(part for part in parts if part)
+
     stores = {
         index: _store(
             attentions.reshape(-1, n, n)[index],
             title_of(*divmod(index, n_heads)),
-            note_of(*divmod(index, n_heads)) if note_of else "",
+            note(index),
         )
         for index in carried  # (L·H, n, n): index l·H + h is head h of layer l
     }
@@ -234,6 +243,8 @@ def attention_grid(
             f'<img class="ae-cells" alt="attention weights: rows are queries, columns keys" '
             f'style="{place}" src="{image}">'
         )
+    if masked:
+        cells += masked_rows(n)
     cells += _colour_bar(n + 2, n, gradient, "weight", shown["top"], "0")
 
     store_json = json.dumps(stores, separators=(",", ":"))
@@ -255,6 +266,26 @@ def attention_grid(
         f'<div class="ae-readout" aria-live="polite">{READOUT_HINT}</div>'
         "</figure>"
     )
+
+
+MASKED_NOTE = "hatched: masked, later keys a query may not see"
+# Grey stripes over the weights' colours: the cells are there, a causal mask hides them.
+MASKED_STYLE = (
+    "background:repeating-linear-gradient(135deg,rgba(150,150,150,.92) 0 4px,"
+    "rgba(215,215,215,.92) 4px 7px)"
+)
+
+
+def masked_rows(n: int) -> list[str]:
+    """One hatched strip per query row over the keys after it (key j > query i), laid on the
+    grid's cells (row i + 2, columns i + 3 on: the labels take row 1 and column 1). They are
+    not cells (<i>), so the in-browser head switch repaints the weights under them and leaves
+    them in place; pointing at one says "masked"."""
+    return [
+        f'<span class="ae-masked" title="masked: a later key query {i} may not see" '
+        f'style="grid-row:{i + 2};grid-column:{i + 3} / span {n - 1 - i};{MASKED_STYLE}"></span>'
+        for i in range(n - 1)
+    ]
 
 
 READOUT_HINT = "Click or tap a cell: its query, key and weight show here."

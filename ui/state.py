@@ -41,8 +41,14 @@ class Inputs:
     pair: str | None
     model_name: str
     scale: bool
-    causal: bool
+    causal: bool  # the causal mask applies in this run (a decoder's, unless removed)
     word_level: bool = False  # a display switch: figures merge word pieces into words
+    causal_by_nature: bool = False  # the model was trained with the mask: a decoder
+
+    @property
+    def as_trained(self) -> bool:
+        """True when the switches run the model as it was trained (√d_k on, its own mask)."""
+        return self.scale and self.causal == self.causal_by_nature
 
 
 # ---- traces ----------------------------------------------------------------------------------
@@ -77,11 +83,13 @@ def trace(
     pair: str | None = None,
     *,
     scale: bool = True,
-    causal: bool = False,
+    causal: bool | None = None,
     positions: bool = True,
     ablate: frozenset | set | tuple = (),
 ) -> core.Trace:
-    """The cached Trace of a run (raises EmptyInput for empty text)."""
+    """The cached Trace of a run (raises EmptyInput for empty text). causal None is the model's
+    nature (a decoder's mask on, an encoder's off), one cache entry with the explicit value."""
+    causal = model.is_decoder if causal is None else bool(causal)
     return _cached_trace(
         model.name, text, pair or None, scale, causal, positions, tuple(sorted(ablate))
     )
@@ -118,14 +126,26 @@ def refetch(
 
 
 # ---- the sidebar ------------------------------------------------------------------------------
-def sidebar_inputs(word_level_page: bool = True, switches_page: bool = True) -> Inputs:
-    """Draw the shared sidebar (kept in the URL so a copied link reopens the same view).
+SCALE_HELP = (
+    "Off: softmax(QKᵀ) instead of softmax(QKᵀ/√d_k) in every layer. The weights were trained with "
+    "the scale, so off shows them on scores √d_k times larger than any they met in training, not "
+    "a model trained without it."
+)
+CAUSAL_HELP = (
+    "On: each token may attend only to itself and earlier tokens, in every layer. The model was "
+    "trained to read both ways, so this is an experiment on it, not a model trained to read left "
+    "to right."
+)
+UNMASK_HELP = (
+    "On: each token may attend to later tokens too, in every layer. A decoder was trained to read "
+    "only itself and what came before, so this is an experiment on it, off its training "
+    "distribution, not a model trained to read both ways."
+)
 
-    word_level_page: whether the page about to run draws word pieces (the switch is greyed
-    out elsewhere, not hidden, so its value survives a visit to another page).
-    switches_page: whether it runs the model with the √d_k and causal-mask switches (greyed
-    out the same way where it does not).
-    """
+
+def sidebar_text_and_model() -> tuple[str, str | None, str]:
+    """Draw the sidebar's text, second sentence and model picker (kept in the URL so a copied
+    link reopens the same view); the text cut to MAX_CHARS, the model's name."""
     with st.sidebar:
         text = st.text_area(
             "Sentence",
@@ -145,6 +165,23 @@ def sidebar_inputs(word_level_page: bool = True, switches_page: bool = True) -> 
         if len(text or "") >= MAX_CHARS or len(pair or "") >= MAX_CHARS:
             st.caption(f"Text is cut at {MAX_CHARS:,} characters.")
         model_name = models.model_picker()
+    # the browser's max_chars is advice; the server decides
+    return (text or "")[:MAX_CHARS], (pair or "")[:MAX_CHARS] or None, model_name
+
+
+def sidebar_switches(
+    model: core.BertEncoder, word_level_page: bool = True, switches_page: bool = True
+) -> tuple[bool, bool, bool]:
+    """Draw the switches for the loaded model: (scale, causal mask applies, word level).
+
+    An encoder's switch adds a causal mask (key `causal`); a decoder's removes its own (key
+    `unmask`): either way the switch off is the model as trained, and on is off-distribution.
+    word_level_page: whether the page about to run draws word pieces (the switch is greyed
+    out elsewhere, not hidden, so its value survives a visit to another page).
+    switches_page: whether it runs the model with the √d_k and causal-mask switches (greyed
+    out the same way where it does not).
+    """
+    with st.sidebar:
         st.markdown("**Switches for every layer**")
         if not switches_page:
             st.caption("Not used on this page: it has its own, or no model layers.")
@@ -154,43 +191,45 @@ def sidebar_inputs(word_level_page: bool = True, switches_page: bool = True) -> 
             key="scale",
             bind="query-params",
             disabled=not switches_page,
-            help="Off: softmax(QKᵀ) instead of softmax(QKᵀ/√d_k) in every layer. The weights were "
-            "trained with the scale, so off shows them on scores √d_k times larger than any they "
-            "met in training, not a model trained without it.",
+            help=SCALE_HELP,
         )
-        causal = st.toggle(
-            "Causal mask",
-            value=False,
-            key="causal",
-            bind="query-params",
-            disabled=not switches_page,
-            help="On: each token may attend only to itself and earlier tokens, in every layer. The "
-            "model was trained to read both ways, so this is an experiment on it, not a model "
-            "trained to read left to right.",
-        )
+        if model.is_decoder:
+            unmask = st.toggle(
+                "Remove the causal mask (off-distribution)",
+                value=False,
+                key="unmask",
+                bind="query-params",
+                disabled=not switches_page,
+                help=UNMASK_HELP,
+            )
+            causal = not unmask
+        else:
+            causal = st.toggle(
+                "Causal mask",
+                value=False,
+                key="causal",
+                bind="query-params",
+                disabled=not switches_page,
+                help=CAUSAL_HELP,
+            )
         st.markdown("**How to show it**")
         word_level = word_level_switch(disabled=not word_level_page)
-    return Inputs(
-        text=(text or "")[:MAX_CHARS],  # the browser's max_chars is advice; the server decides
-        pair=(pair or "")[:MAX_CHARS] or None,
-        model_name=model_name,
-        scale=bool(scale),
-        causal=bool(causal),
-        word_level=word_level,
-    )
+    return bool(scale), bool(causal), word_level
 
 
 def off_distribution_note(
     inputs: Inputs, model_label: str, scale: bool | None = None, causal: bool | None = None
 ) -> None:
-    """A warning wherever the model runs with √d_k scaling off or the causal mask on (the
-    sidebar's switches, or a page's own): the trained weights on inputs they never met, not a
-    model trained that way. Nothing when both are as trained."""
+    """A warning wherever the model runs with √d_k scaling off or its mask changed (an encoder's
+    added, a decoder's removed; the sidebar's switches, or a page's own): the trained weights on
+    inputs they never met, not a model trained that way. Nothing when both are as trained."""
     scale = inputs.scale if scale is None else scale
     causal = inputs.causal if causal is None else causal
+    nature = inputs.causal_by_nature
+    mask_change = "the causal mask is removed" if nature else "the causal mask is on"
     changed = [
         *(["√d_k scaling is off"] if not scale else []),
-        *(["the causal mask is on"] if causal else []),
+        *([mask_change] if causal != nature else []),
     ]
     if changed:
         st.warning(
@@ -213,9 +252,16 @@ _CONTEXT_KEY = "_page_context"
 def prepare_page_context(
     word_level_page: bool = True, switches_page: bool = True
 ) -> tuple[Inputs, core.BertEncoder]:
-    """app.py: draw the sidebar, load the model, and keep both for the page of this rerun."""
-    inputs = sidebar_inputs(word_level_page, switches_page)
-    model = models.active_model(inputs.model_name)
+    """app.py: draw the sidebar, load the model, and keep both for the page of this rerun.
+
+    The model is loaded between the picker and the switches: the mask switch says what it does
+    to this model (add a mask to an encoder, remove a decoder's)."""
+    text, pair, model_name = sidebar_text_and_model()
+    model = models.active_model(model_name)
+    scale, causal, word_level = sidebar_switches(model, word_level_page, switches_page)
+    inputs = Inputs(
+        text, pair, model_name, scale, causal, word_level, causal_by_nature=model.is_decoder
+    )
     st.session_state[_CONTEXT_KEY] = (inputs, model)
     return inputs, model
 

@@ -12,6 +12,7 @@ import numpy as np
 import streamlit as st
 
 from core import words
+from core.transformer import Trace
 
 WORD_LEVEL_HELP = (
     "Merge word pieces into words (Clark et al., 2019's convention, which bertviz follows): a "
@@ -37,12 +38,32 @@ def word_level_switch(disabled: bool = False) -> bool:
 
 
 class WordView:
-    """Word pieces -> words for one sentence, or an identity when the switch is off."""
+    """Word pieces -> words for one sentence, or an identity when the switch is off.
 
-    def __init__(self, tokens: tuple[str, ...] | list[str], on: bool) -> None:
+    scheme and special: how the tokenizer joins pieces ("wordpiece" or "bpe") and which pieces
+    are specials, as the Trace says (WordView.of); None: guessed from the pieces' look, which
+    one BPE word alone ("un", "believ", "able") cannot tell.
+    """
+
+    def __init__(
+        self,
+        tokens: tuple[str, ...] | list[str],
+        on: bool,
+        scheme: str | None = None,
+        special: tuple[bool, ...] | None = None,
+    ) -> None:
         self.on = on
-        self.groups = words.word_groups(tokens) if on else tuple((i,) for i in range(len(tokens)))
-        self.labels = words.word_labels(tokens, self.groups) if on else list(tokens)
+        self.groups = (
+            words.word_groups(tokens, scheme, special)
+            if on
+            else tuple((i,) for i in range(len(tokens)))
+        )
+        self.labels = words.word_labels(tokens, self.groups, scheme) if on else list(tokens)
+
+    @classmethod
+    def of(cls, trace: Trace, on: bool) -> WordView:
+        """The view of a Trace's pieces, with its own piece scheme and special pieces."""
+        return cls(trace.tokens, on, trace.piece_scheme, trace.special or None)
 
     def matrix(self, matrix: np.ndarray) -> np.ndarray:
         """(..., n, n) -> (..., w, w): keys summed, queries averaged (unchanged when off)."""

@@ -37,15 +37,18 @@ TARGETS = {
     "similarity": "its similarity to the other sentence",
     "embedding": "its own sentence vector",
 }
-target = middle.radio(
-    "Gradients explain",
-    list(TARGETS),
-    format_func=TARGETS.__getitem__,
-    key="xp_target",
-    bind="query-params",
-    disabled=not pair,
-    help="Needs a second sentence in the sidebar for the similarity.",
-)
+if model.is_decoder:  # a decoder's output is its next piece, not a sentence vector
+    target = "next piece"
+else:
+    target = middle.radio(
+        "Gradients explain",
+        list(TARGETS),
+        format_func=TARGETS.__getitem__,
+        key="xp_target",
+        bind="query-params",
+        disabled=not pair,
+        help="Needs a second sentence in the sidebar for the similarity.",
+    )
 steps = right.select_slider(
     "Integrated-gradient steps", [8, 16, 32, 64], 32, key="xp_steps", bind="query-params"
 )
@@ -56,16 +59,29 @@ other = (inputs.text if second else pair) if target == "similarity" else None
 trace = state.trace_or_stop(
     model, state.Inputs(text, None, model.name, inputs.scale, inputs.causal)
 )
+next_piece = None  # a decoder: the vocabulary row of the next piece explained
+if model.is_decoder:
+    with middle:
+        next_piece = explain_state.next_piece_picker(model, text, inputs, key="xp_next")
 wanted_steps = int(steps or 32)
 steps = explain_state.ig_steps_for(trace.n_tokens, wanted_steps)
 flow = explain_state.information_flow(model, text, inputs)
-gradients = explain_state.gradient_scores(model, text, other, inputs, steps)
+gradients = explain_state.gradient_scores(model, text, other, inputs, steps, next_piece)
 scores = explain.side_by_side(flow, gradients)
 labels = [explain.METHOD_LABELS[name] for name in scores]
-view = word_level.WordView(trace.tokens, merge_words)
+view = word_level.WordView.of(trace, merge_words)
 unit = "word" if merge_words else "word piece"
 
-if other:
+if next_piece is not None:
+    shown_piece = literal(model.tokenizer.token_of(next_piece))
+    st.markdown(
+        f"{models.label(model)} is a decoder: what it outputs is the next word piece, so the "
+        f"gradients explain **f = log p(“{shown_piece}” | this sentence)**, the "
+        "log-probability it gives that piece after the last one, read from the last position's "
+        "vector, and the deletion test below measures the same f. The attention-based scores "
+        "explain that last position's vector: each input piece's share of it."
+    )
+elif other:
     st.markdown(
         "The gradients explain **f = cos(this sentence, the other one)** with the other "
         "sentence's vector held fixed, and the deletion test below measures the same f. The "
@@ -142,11 +158,12 @@ st.caption(
 )
 
 # 3 · Agreement.
-allowed = saliency.removable(trace.tokens)
+allowed = saliency.removable(trace.tokens, trace.special)
 rho = explain.rank_agreement(scores, allowed)
 st.subheader("2 · Do the methods agree? Spearman's ρ")
 st.markdown(
-    "Rank the word pieces by each method ([CLS] and [SEP] left out) and correlate the ranks: "
+    "Rank the word pieces by each method (special pieces such as [CLS] and [SEP] left out) and "
+    "correlate the ranks: "
     "1 = same order, 0 = unrelated, −1 = reversed. Computed on word pieces."
 )
 widgets.show_html_figure(  # a few methods: HTML, every ρ written in
@@ -155,14 +172,20 @@ widgets.show_html_figure(  # a few methods: HTML, every ρ written in
 
 # 4 · Deletion.
 st.subheader("3 · The deletion test")
-if other:
+if next_piece is not None:
+    quantity, y_title = "the log-probability", f"log p(“{shown_piece}”)"
+    measured = f"log p(“{shown_piece}” | the shortened sentence) at its last piece"
+elif other:
     quantity, y_title = "the cosine", "cosine to the other sentence"
     measured = "the cosine of the shortened sentence's vector to the other sentence"
 else:
     quantity, y_title = "the projection", "h̄ · ê of the full sentence"  # phone-wide
     measured = "h̄ · ê, the shortened sentence's mean-pooled vector along the full sentence's ê"
 rankings = explain.deletion_rankings(
-    scores, trace.tokens, explain_state.random_orders_for(trace.n_tokens, len(scores))
+    scores,
+    trace.tokens,
+    explain_state.random_orders_for(trace.n_tokens, len(scores)),
+    special=trace.special,
 )
 n_orders = sum(explain.is_random(name) for name in rankings)
 st.markdown(
@@ -177,7 +200,8 @@ st.caption(
     "from the input being odd rather than from losing what mattered (Hooker et al., 2019, "
     "retrain the model on such inputs for that reason: ROAR)."
 )
-k_max = min(explain_state.DELETION_K, int(allowed.sum()))
+# at least one piece stays: a decoder without specials (GPT-2) would otherwise run on nothing
+k_max = min(explain_state.DELETION_K, int(allowed.sum()), trace.n_tokens - 1)
 curves = None
 if trace.n_tokens > explain_state.MAX_GRADIENT_PIECES:
     st.info(
@@ -188,7 +212,9 @@ if trace.n_tokens > explain_state.MAX_GRADIENT_PIECES:
 elif k_max == 0:
     st.info("There is no word piece to remove: type a sentence with words.", icon="✍️")
 else:
-    every_curve = explain_state.deletion_curves(model, text, other, inputs, rankings, k_max)
+    every_curve = explain_state.deletion_curves(
+        model, text, other, inputs, rankings, k_max, next_piece
+    )
     curves, chance = explain.split_chance(every_curve)
     named = {explain.METHOD_LABELS.get(name, name): values for name, values in curves.items()}
     fig = explain_charts.deletion_figure(

@@ -6,6 +6,7 @@ import streamlit as st
 
 from core import head_roles, head_stats
 from ui import charts, explorer_charts, exports, formulas, models, state, widgets
+from ui.escape import literal
 from ui.numbers import ranges
 from ui.word_level import WordView
 
@@ -45,7 +46,7 @@ if not paired:
 
 # 1 · Which heads, which lines.
 merge_words = inputs.word_level  # the sidebar's shared switch
-words_view = WordView(trace.tokens, merge_words)  # off: the same tokens, segments and weights
+words_view = WordView.of(trace, merge_words)  # off: the same tokens, segments and weights
 tokens = words_view.tokens(trace.tokens)
 segments = words_view.segments(trace.segments)
 n_shown = len(tokens)
@@ -219,7 +220,7 @@ if value_weighted:
         "A weight says where a head *looks*; this says what it *brings back*. A key with a big "
         "weight but a short value vector adds almost nothing to the query, and its line fades "
         "here. Kobayashi et al. (2020) found this for [SEP] and punctuation in BERT-base; in "
-        f"{model_label} try it on {head_roles.parking_spot(trace.attentions, tokens)}, where "
+        f"{model_label} try it on {literal(head_roles.parking_spot(trace.attentions, tokens, trace.special))}, where "
         "most parked weight goes on this input."
     )
 else:

@@ -15,6 +15,7 @@ from ui import (
     state,
     widgets,
 )
+from ui.escape import literal
 from ui.word_level import WordView
 
 inputs, model = state.page_context()
@@ -42,7 +43,7 @@ if renormalise:
         r"\alpha'_{ij} = \frac{\alpha_{ij}}{\sum_{k \notin \{\text{[CLS]},\text{[SEP]}\}} \alpha_{ik}}"
     )
 word_level = inputs.word_level  # the sidebar's shared switch: grid, up close and statistics
-words_view = WordView(tokens, word_level)
+words_view = WordView.of(trace, word_level)
 shown_tokens = words_view.tokens(tokens)  # the words when the switch is on
 n_shown = len(shown_tokens)
 unit = "words" if word_level else "tokens"
@@ -105,21 +106,38 @@ st.markdown(
 # merging, as in the grid above and the statistics below
 # what the switches changed, on a line of its own: beside the title it was wider than a phone
 title_notes = [
-    note for note, on in (("between words", word_level), ("without [CLS]/[SEP]", renormalise)) if on
+    note
+    for note, on in (
+        ("between words", word_level),
+        ("without [CLS]/[SEP]", renormalise),
+        (charts.MASKED_NOTE, trace.options.causal),  # a decoder's future: masked, not 0
+    )
+    if on
 ]
 title_suffix = f"<br><sup>{', '.join(title_notes)}</sup>" if title_notes else ""
 labels = widgets.numbered(shown_tokens)
 if in_browser:
     shown = derived.shown_attentions(trace, renormalise, word_level)
-    heatmap = charts.every_head_heatmap(shown, shown_tokens, layer, head, title_suffix)
+    heatmap = charts.every_head_heatmap(
+        shown, shown_tokens, layer, head, title_suffix, masked=trace.options.causal
+    )
     # In the browser the head may change after this run: the image's name cannot say which.
     widgets.show_figure(heatmap, key="hm_heatmap", filename="attention-head")
 else:
     head_weights = derived.shown_weights(  # one head: (n, n), or (w, w) between words
-        trace.attentions[layer, head], tokens, renormalise, word_level
+        trace.attentions[layer, head],
+        tokens,
+        renormalise,
+        word_level,
+        trace.piece_scheme,
+        trace.special,
     )
     heatmap = charts.attention_heatmap(
-        head_weights, shown_tokens, shown_tokens, charts.head_title(layer, head) + title_suffix
+        head_weights,
+        shown_tokens,
+        shown_tokens,
+        charts.head_title(layer, head) + title_suffix,
+        masked=trace.options.causal,
     )
     widgets.show_figure(heatmap, key="hm_heatmap", filename=f"attention-L{layer}-H{head}")
 if n_shown > charts.FITTED_SCALE_FROM:
@@ -156,21 +174,24 @@ st.markdown(
     "(2024) call a token that collects it an attention sink. Both are hypotheses about why. "
     "The switch at the top of the page hides those tokens so the rest of such a head shows."
 )
-cls_share, sep_share = head_roles.special_shares_by_layer(trace.attentions, tokens)
+cls_share, sep_share = head_roles.special_shares_by_layer(trace.attentions, tokens, trace.special)
+cls_name, sep_name = head_roles.sink_names(tokens, trace.special)  # [CLS], <s>, the first piece
 widgets.show_figure(
     course_charts.per_layer_lines(
-        {"on [CLS]": cls_share, "on [SEP]": sep_share},
-        f"{model_label}: weight on [CLS] and [SEP]",
+        {f"on {literal(cls_name)}": cls_share, f"on {literal(sep_name)}": sep_share},
+        f"{model_label}: weight on {literal(cls_name)} and {literal(sep_name)}",
         "mean weight, all heads",
     ),
     key="hm_sinks",
     filename="special-token-share",
 )
-spot = head_roles.parking_spot(trace.attentions, tokens)  # the one with more weight
+spot = head_roles.parking_spot(trace.attentions, tokens, trace.special)  # more weight
 st.caption(
-    f"In {model_label} on this input the parking spot is {spot}: by layer, word pieces give "
-    f"[CLS] {cls_share.min():.2f}–{cls_share.max():.2f} of their weight and [SEP] "
-    f"{sep_share.min():.2f}–{sep_share.max():.2f}. Clark et al. report [SEP] for BERT-base."
+    f"In {model_label} on this input the parking spot is {literal(spot)}: by layer, word pieces "
+    f"give {literal(cls_name)} {cls_share.min():.2f}–{cls_share.max():.2f} of their weight and "
+    f"{literal(sep_name)} {sep_share.min():.2f}–{sep_share.max():.2f}. Clark et al. report "
+    "[SEP] for BERT-base; Xiao et al. (2024) found language models park much weight on "
+    "their first pieces."
 )
 st.latex(r"H_i = -\sum_j \alpha_{ij}\log_2 \alpha_{ij}")
 stat_name = st.selectbox(
@@ -238,12 +259,17 @@ try:
 except core.EmptyInput:
     st.info("Type a sentence in both boxes to compare a word they share.", icon="✍️")
 else:
-    shared = head_stats.shared_pieces(trace_a.tokens, trace_b.tokens)
+    shared = head_stats.shared_pieces(
+        trace_a.tokens, trace_b.tokens, trace_a.special, trace_b.special
+    )
     if not shared:
         st.info("The two sentences share no word piece: put one word in both.", icon="🔤")
     else:
         word = st.selectbox("Shared word piece", shared, key="hm_word", bind="query-params")
-        where = [trace_a.tokens.index(word), trace_b.tokens.index(word)]
+        where = [
+            head_stats.piece_index(trace_a.tokens, word) or 0,
+            head_stats.piece_index(trace_b.tokens, word) or 0,
+        ]
         tokens_ab = [trace_a.tokens, trace_b.tokens]
         titles = [f"sentence 1, query {where[0]}", f"sentence 2, query {where[1]}"]
 

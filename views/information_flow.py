@@ -5,7 +5,7 @@ import streamlit as st
 
 import core
 from core import explain, lens, rollout, similarity
-from ui import explain_charts, explain_state, models, state, widgets, word_level
+from ui import explain_charts, explain_state, models, next_word, state, widgets, word_level
 from ui.escape import literal
 
 inputs, model = state.page_context()
@@ -54,15 +54,30 @@ def two_sentences() -> None:
     )
     if inputs.pair and not pair:
         st.caption("The second sentence holds no readable word piece, so it is left out.")
-    if pair:
+    if model.is_decoder:
+        st.info(
+            f"{model_label} is a decoder: it was trained to predict the next word piece, not to "
+            "make one vector of a sentence, so a cosine of its averaged states is no answer it "
+            "learned to give. Its counterpart: what each sentence makes it predict next"
+            + ("." if pair else " (add a second sentence in the sidebar to compare two)."),
+            icon="➡️",
+        )
+    if pair and model.is_decoder:
+        distance = next_word.two_sentences(
+            model, inputs.text, pair, scale=inputs.scale, causal=inputs.causal, key="ex_next"
+        )
+        st.caption(
+            f"Total variation distance between the two predictions, over the whole vocabulary: "
+            f"{distance:.3f} (0: the same, 1: nothing in common). Each sentence runs on its own."
+        )
+    elif pair:
         similarity_now = explain_state.pair_similarity(
             model, inputs.text, pair, scale=inputs.scale, causal=inputs.causal
         )
-        default_switches = inputs.scale and not inputs.causal
         delta = None
-        if not default_switches:
+        if not inputs.as_trained:
             as_trained = explain_state.pair_similarity(
-                model, inputs.text, pair, scale=True, causal=False
+                model, inputs.text, pair, scale=True, causal=inputs.causal_by_nature
             )
             delta = f"{similarity_now - as_trained:+.4f} against the model as trained"
         st.metric(
@@ -84,7 +99,7 @@ def two_sentences() -> None:
             f"{model.max_positions}. Turn off √d_k scaling in the sidebar to see how much the "
             "similarity depends on it."
         )
-    else:
+    elif not model.is_decoder:
         st.info(
             "Add a second sentence in the sidebar, or use an example pair above, to see their "
             "similarity. The rest of the page works on one sentence.",
@@ -119,8 +134,12 @@ def attention_rollout() -> None:
 
     scores = flow.scores()
     shown = {explain.METHOD_LABELS[name]: view.scores(values) for name, values in scores.items()}
-    title = f"Each {unit[:-1]}'s share of the sentence vector"
-    y_title = "share of the mean-pooled top layer"
+    if trace.is_decoder:
+        title = f"Each {unit[:-1]}'s share of the last position's vector"
+        y_title = "share of the last position's top vector"
+    else:
+        title = f"Each {unit[:-1]}'s share of the sentence vector"
+        y_title = "share of the mean-pooled top layer"
     widgets.show_weight_bars(
         view.labels,
         shown,
@@ -136,13 +155,26 @@ def attention_rollout() -> None:
             f"{len(view.labels)} {unit}: a bar is narrower than a pixel here and every label is not "
             "drawn; point at the chart to read a bar, or take the CSV below."
         )
-    rollout_specials = explain.special_share(scores["rollout"], trace.tokens)
-    norm_specials = explain.special_share(scores["norm"], trace.tokens)
-    st.markdown(
-        f"The sentence vector is the mean of the top rows, so each input's share is the mean of its "
-        f"column. Here [CLS] and [SEP] hold **{rollout_specials:.0%}** of the sentence by rollout, "
-        f"**{norm_specials:.0%}** by norm rollout (section 4)."
+    rollout_specials = explain.special_share(scores["rollout"], trace.tokens, trace.special)
+    norm_specials = explain.special_share(scores["norm"], trace.tokens, trace.special)
+    specials = [literal(t) for t, s in zip(trace.tokens, trace.special, strict=True) if s]
+    held = (
+        f" Here the special pieces ({', '.join(dict.fromkeys(specials))}) hold "
+        f"**{rollout_specials:.0%}** of it by rollout, **{norm_specials:.0%}** by norm rollout "
+        "(section 4)."
+        if specials
+        else f" {model_label} adds no special pieces to this input."
     )
+    if trace.is_decoder:
+        st.markdown(
+            f"{model_label} is a decoder: the vector that matters is the last position's, which "
+            "predicts the next piece, so each input's share is its entry in the last row." + held
+        )
+    else:
+        st.markdown(
+            "The sentence vector is the mean of the top rows, so each input's share is the mean "
+            "of its column." + held
+        )
     widgets.download_matrix(
         [list(row) for row in zip(*shown.values(), strict=True)],
         widgets.numbered(view.labels),
@@ -188,9 +220,15 @@ def the_paper_and_this_sentence() -> None:
         "Abnar & Zuidema (2020) found that on the models they tested, rollout and flow ranked the "
         "input tokens closer than raw attention did to two measures of importance: what blanking "
         "out one input did to the output, and input gradients. The same comparison on this "
-        "sentence, for the mean-pooled sentence vector (theirs explained a classifier's output): "
-        "Spearman's ρ of each method's shares against removing each piece alone (removal) and "
-        "against integrated gradients (IG), [CLS] and [SEP] left out."
+        "sentence, "
+        + (
+            "for the log-probability of the likeliest next piece (the decoder's output), "
+            if trace.is_decoder
+            else "for the mean-pooled sentence vector "
+        )
+        + "(theirs explained a classifier's output): Spearman's ρ of each method's shares "
+        "against removing each piece alone (removal) and against integrated gradients (IG), "
+        "special pieces left out."
     )
     check = explain_state.paper_check(model, text, inputs, flow)
     reference_names = {
@@ -267,6 +305,61 @@ def norm_contributions() -> None:
         "LayerNorm of each layer; the feed-forward block and the second LayerNorm are treated as "
         "keeping each position's mixture (they work on one token at a time), and the biases b_O "
         "and β belong to no token."
+    )
+
+
+def logit_lens() -> None:
+    """5, for a decoder: every state read through the final norm and the output head."""
+    st.subheader("5 · The logit lens: what would each layer predict?")
+    st.markdown(
+        f"{model_label} reads its next piece off the last layer's vector: final norm, then the "
+        "output head, then softmax. The logit lens (nostalgebraist, 2020) reads every earlier "
+        "state the same way, as if the layers above were skipped. The last row is the model's "
+        "real prediction; the rows before it show when that prediction takes shape."
+    )
+    st.latex(r"p_l = \operatorname{softmax}\big(W_U\,\mathrm{Norm}_{\text{final}}(h_l)\big)")
+    position = widgets.token_picker(
+        "Position to read (its vector predicts the piece after it)",
+        trace.tokens,
+        trace.n_tokens - 1,
+        key="ex_lens_position",
+    )
+    reading = explain_state.logit_lens(model, trace, position)
+    states = ["embeddings", *[f"after layer {i}" for i in range(model.n_layers)]]
+    final_pieces = [model.tokenizer.token_of(int(i)) for i in reading.final_ids]
+    widgets.show_html_figure(
+        explain_charts.logit_lens_grid(
+            reading.final_probabilities, states, final_pieces, name="ex_logit_lens"
+        )
+    )
+    st.dataframe(
+        {
+            "state": states,
+            "its own likeliest next pieces": [
+                ", ".join(
+                    f"{model.tokenizer.token_of(int(i))} {p:.2f}"
+                    for i, p in zip(ids, probabilities, strict=True)
+                )
+                for ids, probabilities in zip(reading.ids, reading.probabilities, strict=True)
+            ],
+        },
+        hide_index=True,
+    )
+    settled = next(  # the first state from which the final first piece stays first
+        (
+            layer
+            for layer in range(len(states))
+            if all(row[0] == reading.final_ids[0] for row in reading.ids[layer:])
+        ),
+        len(states) - 1,
+    )
+    st.caption(
+        f"“{literal(final_pieces[0])}” is the reading's first piece from “{states[settled]}” on. "
+        "A reading, not the model's computation: an earlier state was never meant to be read "
+        "by the output head, and the layers above it do more than pass it on, so an early "
+        "reading can look wrong for a vector that is fine where it is (Belrose et al., 2023, "
+        "found the plain lens unreliable on some models' early layers and trained a 'tuned "
+        "lens' for them). The lens works on word pieces whatever the word-level switch says."
     )
 
 
@@ -357,7 +450,7 @@ trace = state.trace_or_stop(
     model, state.Inputs(text, None, model.name, inputs.scale, inputs.causal)
 )
 flow = explain_state.information_flow(model, text, inputs)
-view = word_level.WordView(trace.tokens, merge_words)
+view = word_level.WordView.of(trace, merge_words)
 unit = "words" if merge_words else "word pieces"
 
 layer = layer_column.slider(
@@ -370,7 +463,7 @@ SECTIONS = {
     "2 · Rollout": attention_rollout,
     "3 · Flow": attention_flow,
     "4 · Norms": norm_contributions,
-    "5 · Lens": encoder_lens,
+    "5 · Lens": logit_lens if model.is_decoder else encoder_lens,
 }
 # One section at a time, drawn only when its tab is open: all at once were six figures and a
 # table, ~2.2 s of a first visit's browser work and ~0.7 s on every new sentence (1.8x and

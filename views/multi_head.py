@@ -8,6 +8,7 @@ from ui import (
     course_state,
     formulas,
     models,
+    next_word,
     predict,
     predict_answers,
     state,
@@ -57,7 +58,10 @@ def why_several_heads() -> None:
     )
     # The two heads: the best previous- and next-token heads on this very sentence; with the
     # causal mask on (no next token to see) or under five pieces, the probe sentences' heads.
-    here = [head_roles.best_on_sentence(trace.attentions, trace.tokens, r) for r in ROLE_PAIR]
+    here = [
+        head_roles.best_on_sentence(trace.attentions, trace.tokens, r, trace.special)
+        for r in ROLE_PAIR
+    ]
     picked_here = not inputs.causal and trace.n_tokens >= 5 and None not in here
     probes = [roles.best(role) for role in ROLE_PAIR]
     (p_layer, p_head, _), (n_layer, n_head, _) = here if picked_here else probes
@@ -285,7 +289,8 @@ def value_weighted() -> None:
         "weight moves almost nothing. Kobayashi et al. (2020) found that in BERT-base much of the "
         "weight on [SEP] and punctuation comes with such short vectors; in "
         f"{model_label}, on this sentence, most parked weight lands on "
-        f"{head_roles.parking_spot(trace.attentions, trace.tokens)} (Attention heatmaps measures it). "
+        f"{literal(head_roles.parking_spot(trace.attentions, trace.tokens, trace.special))} "
+        "(Attention heatmaps measures it). "
         "The share rescales each row of contribution sizes to sum to 1, so it sits on the "
         "same scale as α."
     )
@@ -387,6 +392,7 @@ def remove_heads() -> None:
             f"Mean final cosine {moved.mean:.3f}; the token that moved most is "
             f"{literal(labels[moved.most_moved])} ({moved.lowest:.3f})."
         )
+        next_word.after_removing(model, inputs.text, removed, key="mh_ablation")  # decoders
 
 
 SECTIONS = {

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from ui import charts, formulas, html_heatmap, models, path, state, widgets
+from ui import charts, formulas, html_heatmap, models, next_word, path, state, widgets
 
 inputs, model = state.page_context()
 model_label = models.label(model)  # the model's name in the prose
@@ -55,8 +55,11 @@ with notes_col:
 # plotly.js. A near-square figure: a 32-token map reads better than a page-wide one.
 with chart_col:
     widgets.show_html_figure(
-        html_heatmap.attention_grid(trace.attentions, trace.tokens, layer, head, in_browser)
+        html_heatmap.attention_grid(
+            trace.attentions, trace.tokens, layer, head, in_browser, masked=trace.options.causal
+        )
     )
+next_word.panel(model, inputs.text, key="overview_next", heading="The next word")  # decoders
 
 st.subheader("2 · The word pieces")
 st.markdown(
@@ -103,7 +106,7 @@ st.markdown(
     "in the same order on this machine; another CPU or library version may differ in the last "
     "digits (about 1e-6)."
 )
-if inputs.scale and not inputs.causal:
+if inputs.as_trained:
     if st.button("Verify against transformers", icon=":material/verified:"):
         with st.spinner("Running transformers' BertModel (eager attention) …"):
             report = state.parity_report(model, trace)
@@ -114,8 +117,8 @@ if inputs.scale and not inputs.causal:
         )
 else:
     st.caption(
-        "The check compares the model as trained: switch scaling on and the causal mask off to "
-        "run it."
+        "The check compares the model as trained: set the sidebar's switches back (scaling on, "
+        "the model's own causal mask) to run it."
     )
 st.caption(
     "Sources: Vaswani et al. (2017), the Transformer; Devlin et al. (2019), BERT; Wang et al. "

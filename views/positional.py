@@ -23,6 +23,17 @@ st.markdown(
     "depends only on the position $p$. Other schemes put position inside attention instead: "
     "relative positions (Shaw et al., 2018) and rotary embeddings (Su et al., 2021)."
 )
+rotary = model.arch.positions == "rotary"  # the Llama family: no table, q and k are turned
+st.info(
+    (
+        f"{model_label} has rotary positions: no position vector is added; inside every head, "
+        "each query and key is turned by an angle that grows with its position (tab 3)."
+        if rotary
+        else f"{model_label} adds a learned position table (tab 3) to each word-piece vector"
+        + (", then a LayerNorm." if model.arch.embedding_norm else ", with no norm after it.")
+    ),
+    icon="📍",
+)
 
 st.caption(
     "Seven sections, one tab each. The two sliders size the encodings of tabs 1 to 5; tabs 6 and "
@@ -33,7 +44,7 @@ left, right = st.columns(2)
 n_positions = left.slider("Positions", 8, 512, 100, key="pos_length", bind="query-params")
 d_model = right.slider("d_model", 16, 512, 128, step=16, key="pos_dmodel", bind="query-params")
 sinusoid = positional.sinusoidal_encoding(n_positions, d_model)
-learned = model.position_vectors()[:n_positions]
+learned = None if rotary else model.position_vectors()[:n_positions]
 
 
 def sinusoid_section() -> None:
@@ -102,6 +113,61 @@ def binary_section() -> None:
         )
 
 
+def rotary_section() -> None:
+    """3 · A rotary model's own positions: q and k turned, checked on the sidebar sentence."""
+    st.subheader(f"3 · What {model_label} does instead: rotary positions")
+    st.latex(
+        r"\begin{gathered}R_p \begin{pmatrix}a_i\\ b_i\end{pmatrix} = "
+        r"\begin{pmatrix}\cos p\theta_i & -\sin p\theta_i\\ \sin p\theta_i & "
+        r"\cos p\theta_i\end{pmatrix}\begin{pmatrix}a_i\\ b_i\end{pmatrix},\quad "
+        r"\theta_i = \Theta^{-2i/d_{\text{head}}}\\ (R_p q)\cdot(R_r k) = q \cdot R_{r-p}\, k"
+        r"\end{gathered}"
+    )
+    with sentence_notice:
+        trace = state.trace_or_stop(model, inputs)
+    st.markdown(
+        f"{model_label} adds nothing to the word-piece vectors. Inside every head, each pair of "
+        "a query's and a key's coordinates is turned like the sinusoid's clock hands (tab 5), "
+        f"by p θ_i at position p, with Θ = {model.dims.rope_theta:,.0f} and d_head = "
+        f"{model.d_head}. A turned query meets a turned key through the difference of their "
+        "turns only, so a score depends on how far apart two tokens are, not on where they sit "
+        "(Su et al., 2021). Checked below on the sidebar sentence's own queries and keys."
+    )
+    left, middle, right = st.columns(3)
+    layer = left.slider("Layer", 0, model.n_layers - 1, 0, key="pos_rot_layer", bind="query-params")
+    head = middle.slider("Head", 0, model.n_heads - 1, 0, key="pos_rot_head", bind="query-params")
+    shift = right.slider(
+        "Move every token by s", 1, 64, 5, key="pos_rot_shift", bind="query-params"
+    )
+    layer, head = min(int(layer), model.n_layers - 1), min(int(head), model.n_heads - 1)
+    check = derived.rotary_check(model, trace, layer, head, int(shift))
+    st.markdown(
+        f"- The model's own turn: recomputing head {head}'s unturned q and k from what layer "
+        f"{layer} reads and turning them here, in float64, gives the model's turned ones to "
+        f"max |Δ| = **{check.max_turn_error:.1e}** (float32 rounding).\n"
+        f"- Move every one of the {trace.n_tokens} tokens {check.shift} places on: every score "
+        f"R_(p+s) q · R_(r+s) k stays what it was, to max |Δ| = **{check.max_shift_error:.1e}**. "
+        "A learned table promises nothing of the kind (tab 4 measures how far one follows "
+        "distance)."
+    )
+    widgets.show_figure(
+        geometry_charts.position_heatmap(
+            check.scores,
+            f"Layer {layer}, head {head}: turned q · turned k",
+            x_title="key position",
+            colorbar_title="q·k",
+            height=380,
+        ),
+        key="pos_rot_scores",
+        filename=f"rotary-scores-L{layer}-H{head}",
+    )
+    turns = 1 / (check.frequencies[[0, -1]] / (2 * 3.141592653589793))
+    st.caption(
+        f"Pair 0 turns {check.frequencies[0]:.2f} radian per position (a full turn every "
+        f"{turns[0]:.1f} positions); the last pair a full turn every {turns[1]:,.0f} positions."
+    )
+
+
 def learned_section() -> None:
     """3 · The model's learned table next to a sinusoid."""
     st.subheader(f"3 · What {model_label} learned instead")
@@ -138,7 +204,15 @@ def near_positions_section() -> None:
     encodings = {
         "sinusoidal": sinusoid,
         "binary (±1 bits)": positional.binary_encoding(n_positions, signed=True),
-        "learned": learned,
+        **(
+            {  # the angles the model turns by: its own position code
+                "rotary angles": positional.rotary_encoding(
+                    n_positions, model.d_head, model.dims.rope_theta
+                )
+            }
+            if rotary
+            else {"learned": learned}
+        ),
     }
     profiles = {}
     predict.ask_choice("pos_distance", predict_answers.distance_explains(model, n_positions, kind))
@@ -246,6 +320,14 @@ def adding_section() -> None:
         ],
         hide_index=True,
     )
+    if rotary:
+        st.info(
+            f"{model_label} adds no position vector to its word-piece vectors (rotary positions, "
+            "tab 3), so there is nothing to blur: word and position meet only inside each head, "
+            "as a turn of its queries and keys.",
+            icon="📍",
+        )
+        return
     tables = {
         "token · token": (model.word_vectors(), None),
         "position · position": (model.position_vectors(), None),
@@ -261,9 +343,10 @@ def adding_section() -> None:
     summary = {name: positional.spread(values) for name, values in real.items()}
     shared = positional.shared_component(model.position_vectors())
     # what remains once the shared direction is gone: cosines of the centred rows by distance
-    near_far = positional.distance_profile(
+    profile = positional.distance_profile(
         positional.similarity_matrix(positional.centred_rows(model.position_vectors()), "cosine")
-    )[0][[1, 10, 100]]
+    )[0]
+    near_far = profile[[min(d, len(profile) - 1) for d in (1, 10, 100)]]  # a short table: its end
     with sentence_notice:
         trace = state.trace_or_stop(model, inputs)
     st.markdown(
@@ -380,7 +463,7 @@ def word_order_section() -> None:
 SECTIONS = {
     "1 · Sinusoid": sinusoid_section,
     "2 · Binary": binary_section,
-    "3 · Learned": learned_section,
+    "3 · Learned": rotary_section if rotary else learned_section,  # a rotary model: its own turn
     "4 · Near positions": near_positions_section,
     "5 · Rotation": rotation_section,
     "6 · Adding": adding_section,

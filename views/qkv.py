@@ -55,6 +55,12 @@ else:
     projections = learning.head_projections(model, layer, head)
     x = trace.hidden_states[layer]
     where = f"X is what layer {layer} reads; W_q, W_k, W_v are the slices of head {head} (with their biases)"
+    if model.arch.positions == "rotary":  # the model turns q and k by position; this page not
+        where += (
+            f". {model_label} also turns every q and k by its position (rotary positions, see "
+            "Positional encoding) before the product: left out here, so these scores are not "
+            "quite the model's own"
+        )
 d_k = projections.d_k
 result = learning.qkv_attention(x, projections, scale=inputs.scale, causal=inputs.causal)
 switches = ("scores divided by √d_k" if inputs.scale else "scores not scaled") + (
@@ -81,8 +87,18 @@ def matrix_figure(matrix, title: str, key: str, square: bool = False, **args) ->
 page_one = learning.static_sentence(model, "money bank grows")
 page_one_result = learning.parameter_free(page_one.vectors)
 page_one_b = learning.static_sentence(model, "river bank flows")
+# "bank" unless this tokenizer cuts it into pieces of its own (then their first shared piece)
+page_one_word = learning.shared_piece(page_one.tokens, page_one_b.tokens, "bank") or "bank"
 page_one_payoff = learning.compare_shared_word(
-    "bank", page_one, page_one_result, page_one_b, learning.parameter_free(page_one_b.vectors)
+    page_one_word,
+    page_one,
+    page_one_result,
+    page_one_b,
+    learning.parameter_free(page_one_b.vectors),
+)
+money_index, bank_index = (
+    learning.piece_index(page_one.tokens, "money") or 0,
+    page_one_payoff.index_a,
 )
 
 
@@ -190,9 +206,9 @@ def not_symmetric() -> None:
     st.markdown(
         "**The softmax.** Each row of α is divided by its own sum, so even symmetric scores give "
         "asymmetric weights. Page 1's S = X Xᵀ is symmetric to the last bit, yet there "
-        f"α(money→bank) = {page_one_result.attn_weights[0, 1]:.3f} and "
-        f"α(bank→money) = {page_one_result.attn_weights[1, 0]:.3f}: the rows of *money* and "
-        "*bank* have different sums. "
+        f"α(money→bank) = {page_one_result.attn_weights[money_index, bank_index]:.3f} and "
+        f"α(bank→money) = {page_one_result.attn_weights[bank_index, money_index]:.3f}: the rows "
+        "of *money* and *bank* have different sums. "
         "**The projections.** With W_q ≠ W_k the scores themselves differ: query *i* meets key *j* "
         "through q_i·k_j, but *j* meets *i* through q_j·k_i. "
         f"Here **{token_i}** gives **{token_j}** a weight of {result.attn_weights[i, j]:.3f}, "
@@ -259,7 +275,7 @@ def payoff() -> None:
         "head of layer 0. The lower the cosine, the more the head tells the two banks apart."
     )
     through_heads = course_state.shared_word_through_heads(
-        model, "money bank grows", "river bank flows", "bank", 0
+        model, "money bank grows", "river bank flows", page_one_word, 0
     )
     predict.ask_choice("qkv_bank_head", predict_answers.most_separating_head(through_heads))
     widgets.show_figure(

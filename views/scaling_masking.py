@@ -27,7 +27,7 @@ st.markdown(
     "section 6 shows the padding mask that lets sentences of different lengths share a batch."
 )
 # The page compares against the model as trained, so its reference run ignores the sidebar switches.
-trace = state.trace_or_stop(model, inputs, scale=True, causal=False)
+trace = state.trace_or_stop(model, inputs, scale=True, causal=model.is_decoder)
 labels = widgets.numbered(trace.tokens)
 token_axes = (trace.tokens, trace.tokens)  # query and key labels of a self-attention heatmap
 st.caption(
@@ -132,9 +132,15 @@ def switches() -> None:
         "absorb the factor into W_Q and W_K. What the factor changes is training itself. Vaswani "
         "et al. (2017) argued for it because large scores saturate the softmax and shrink its "
         "gradients, and unscaled training is less stable: the Lab trains small heads both ways "
-        "from the same seeds, so you can compare how the runs go. The causal mask is "
-        f"off-distribution in the same way: {model_label} is a bidirectional encoder, trained "
-        "with every token seeing every other."
+        "from the same seeds, so you can compare how the runs go. The causal-mask switch is "
+        "off-distribution in the same way: "
+        + (
+            f"{model_label} is a decoder, trained with the mask, so the switch removes it and "
+            "lets every token see the tokens after it, which it never did in training."
+            if model.is_decoder
+            else f"{model_label} is a bidirectional encoder, trained with every token seeing "
+            "every other, so the switch adds a mask it never had."
+        )
     )
     st.page_link(
         "views/lab.py",
@@ -143,8 +149,9 @@ def switches() -> None:
     )
     st.markdown(
         "Now the real model. The switches below act in **every** layer, so a change in layer 0 "
-        f"feeds into all later layers. The reference is {model_label} as trained (scaled, no mask); the "
-        "sidebar switches are not used on this page."
+        f"feeds into all later layers. The reference is {model_label} as trained (scaled, "
+        + ("its own causal mask" if model.is_decoder else "no mask")
+        + "); the sidebar switches are not used on this page."
     )
     predict.ask_choice(
         "sm_sharper",
@@ -154,14 +161,23 @@ def switches() -> None:
     scale_off = left.toggle(
         "Turn off 1/√d_k scaling", value=False, key="sm_scale_off", bind="query-params"
     )
-    causal_on = right.toggle(
-        "Turn on the causal mask", value=False, key="sm_causal", bind="query-params"
+    mask_switched = right.toggle(
+        "Remove the causal mask" if model.is_decoder else "Turn on the causal mask",
+        value=False,
+        key="sm_causal",
+        bind="query-params",
     )
-    if not (scale_off or causal_on):
+    causal_on = mask_switched != model.is_decoder  # the mask the variant runs with
+    if not (scale_off or mask_switched):
         st.info("Turn on at least one switch to compare a changed model with the model as trained.")
     else:
         variant_name = " + ".join(
-            name for name, on in (("no scaling", scale_off), ("causal", causal_on)) if on
+            name
+            for name, on in (
+                ("no scaling", scale_off),
+                ("mask removed" if model.is_decoder else "causal", mask_switched),
+            )
+            if on
         )
         variant = state.trace(
             model, inputs.text, inputs.pair, scale=not scale_off, causal=causal_on
@@ -230,6 +246,11 @@ def causal_mask() -> None:
         "writes text one piece at a time must. The future scores are replaced by −∞ before the "
         "softmax, and the exponential turns them into exact zeros. Here the mask is applied to "
         f"the scores of layer {layer}, head {head} of the trained run."
+        + (
+            f" {model_label} is a decoder: this is the mask it was trained with, in every layer."
+            if model.is_decoder
+            else ""
+        )
     )
     masked_scores, masked_weights = scaling.causal_view(trace, layer, head, max_tokens=40)
     shown = masked_scores.shape[0]

@@ -1,0 +1,174 @@
+"""Every page and every tab with a tiny random decoder loaded (GPT-2, the Llama family).
+
+The checkpoints are built here (tests/tiny_families.py) and loaded as a local user would: a
+folder typed into the model picker, with ATTENTION_EXPLORER_LOCAL_FOLDERS=1 and the Load button
+pressed. Each page must draw without an exception, and where a page shows what only an encoder
+has (a sentence vector, a learned table) it must say in one line what it shows for a decoder.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+from conftest import ROOT, assert_no_exception, drawn_figures, each_tab, page_paths, run_page
+from shown import sent_array
+from streamlit.testing.v1 import AppTest
+from tiny_families import write_tiny_family
+
+TEXT = "the river bank flows past the old mill, and money grows in the bank."
+DECODERS = ("gpt2", "llama")
+
+
+@pytest.fixture(scope="module")
+def decoder_folders(tmp_path_factory):
+    """family -> a tiny random checkpoint folder, built once for the module."""
+    return {
+        family: write_tiny_family(tmp_path_factory.mktemp(family) / "model", family, seed=7)
+        for family in DECODERS
+    }
+
+
+@pytest.fixture()
+def local_folders(monkeypatch):
+    from ui import models
+
+    monkeypatch.setenv("ATTENTION_EXPLORER_LOCAL_FOLDERS", "1")
+    models.policy.clear()
+    yield
+    models.policy.clear()
+
+
+def run_on(folder, page: str, state: dict[str, object] | None = None) -> AppTest:
+    """app.py on `page` with the folder's model loaded (as after its Load button)."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
+    at.session_state["model"] = "other"
+    at.session_state["custom_model"] = str(folder)
+    at.session_state["_confirmed_custom_model"] = str(folder)  # what the Load button sets
+    at.session_state["text"] = TEXT
+    for key, value in (state or {}).items():
+        at.session_state[key] = value
+    at.run()
+    if page != page_paths()[0]:
+        at.switch_page(page)
+        at.run()
+    return at
+
+
+def texts(at: AppTest) -> str:
+    kinds = ("markdown", "caption", "info", "warning", "subheader", "latex")
+    return " ".join(str(element.value) for kind in kinds for element in at.get(kind))
+
+
+def assert_decoder_loaded(at: AppTest) -> None:
+    assert not [e.value for e in at.error], "the decoder was not loaded"
+    labels = [toggle.label for toggle in at.sidebar.toggle]
+    assert "Remove the causal mask (off-distribution)" in labels and "Causal mask" not in labels
+
+
+# A line each page says for a decoder where it would show what only an encoder has (or what
+# the decoder adds): (page, tab key and label or None, phrase).
+DECODER_NOTES = [
+    ("views/overview.py", None, "and what each switch does to that prediction"),
+    ("views/information_flow.py", None, "is a decoder: it was trained to predict the next"),
+    ("views/information_flow.py", ("ex_section", "2 · Rollout"), "the last position"),
+    ("views/information_flow.py", ("ex_section", "5 · Lens"), "The logit lens"),
+    ("views/explanations.py", None, "is a decoder: what it outputs is the next word piece"),
+    ("views/scaling_masking.py", ("sm_section", "3 · Switches"), "trained with the mask"),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", DECODERS)
+def test_every_page_and_tab_draws_with_a_decoder(decoder_folders, local_folders, family):
+    seen = 0
+    for page in page_paths():
+        for at in each_tab(run_on(decoder_folders[family], page), page):
+            assert_no_exception(at)
+            seen += 1
+        assert_decoder_loaded(at)
+    assert seen > len(page_paths())  # the tabs were opened, not only the pages
+
+
+@pytest.mark.parametrize("family", DECODERS)
+@pytest.mark.parametrize("page, tab, phrase", DECODER_NOTES)
+def test_a_page_says_what_it_shows_for_a_decoder(
+    decoder_folders, local_folders, family, page, tab, phrase
+):
+    state = {tab[0]: tab[1]} if tab else {}
+    at = run_on(decoder_folders[family], page, state)
+    assert_no_exception(at)
+    assert_decoder_loaded(at)
+    assert phrase in texts(at), f"{page}: no line for a decoder"
+
+
+def test_the_positional_page_shows_the_models_own_scheme(decoder_folders, local_folders):
+    gpt2 = run_on(decoder_folders["gpt2"], "views/positional.py")
+    assert "adds a learned position table" in texts(gpt2)
+    llama = run_on(decoder_folders["llama"], "views/positional.py", {"pos_section": "3 · Learned"})
+    assert_no_exception(llama)
+    shown = texts(llama)
+    assert "has rotary positions" in shown and "rotary positions" in shown
+    # both checks are written with their measured errors, and both are rounding-sized
+    errors = [float(e) for e in re.findall(r"max \|Δ\| = \*\*([0-9.e+-]+)\*\*", shown)]
+    assert len(errors) == 2 and max(errors) < 1e-4, errors
+
+
+def test_heatmaps_draw_the_causal_triangle_as_masked(decoder_folders, local_folders):
+    at = run_on(decoder_folders["gpt2"], "views/heatmaps.py")
+    assert_no_exception(at)
+    chart = next(c for c in at.get("plotly_chart") if c.key == "hm_heatmap")
+    figure = json.loads(chart.proto.spec)
+    weights, overlay = figure["data"][0], figure["data"][1]
+    assert overlay["hovertemplate"].startswith("query %{y} → key %{x}: masked")
+    hidden = sent_array(overlay["z"])  # (n, n): 1 above the diagonal, a gap elsewhere
+    n = hidden.shape[0]
+    assert np.array_equal(np.isfinite(hidden), np.triu(np.ones((n, n), dtype=bool), k=1))
+    assert sent_array(weights["z"]).shape == (n, n)
+
+
+def test_the_overview_draws_the_next_word_panel_and_the_masked_triangle(
+    decoder_folders, local_folders
+):
+    at = run_on(decoder_folders["llama"], "views/overview.py")
+    assert_no_exception(at)
+    assert {"overview_next_trained", "overview_next_switches"} <= drawn_figures(at)
+    grid = next(e.proto.body for e in at.get("html") if 'class="ae-heatmap' in e.proto.body)
+    assert "ae-masked" in grid  # the hatched strips over the hidden keys
+
+
+def test_an_encoder_says_why_it_has_no_next_word_panel():
+    at = run_page(page_paths()[0])
+    assert_no_exception(at)
+    assert "is an encoder: it reads the text both ways" in texts(at)
+    assert not {"overview_next_trained", "overview_next_switches"} & drawn_figures(at)
+    labels = [toggle.label for toggle in at.sidebar.toggle]
+    assert "Causal mask" in labels and "Remove the causal mask (off-distribution)" not in labels
+
+
+def test_the_sidebar_switch_removes_a_decoders_own_mask(decoder_folders, local_folders):
+    folder = decoder_folders["gpt2"]
+    as_trained = run_on(folder, "views/information_flow.py")
+    inputs, _ = as_trained.session_state["_page_context"]
+    assert inputs.causal and inputs.causal_by_nature and inputs.as_trained
+    assert not [w.value for w in as_trained.warning if "training" in w.value]
+    removed = run_on(folder, "views/information_flow.py", {"unmask": True})
+    assert_no_exception(removed)
+    inputs, _ = removed.session_state["_page_context"]
+    assert not inputs.causal and not inputs.as_trained
+    assert any("The causal mask is removed" in w.value for w in removed.warning)
+
+
+def test_removing_heads_of_a_decoder_shows_the_next_piece_with_and_without_them(
+    decoder_folders, local_folders
+):
+    at = run_on(
+        decoder_folders["llama"],
+        "views/multi_head.py",
+        {"mh_section": "4 · Remove heads", "mh_ablate_layer": True},
+    )
+    assert_no_exception(at)
+    assert "mh_ablation_next" in drawn_figures(at)
+    assert "with and without these heads" in texts(at)
