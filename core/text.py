@@ -271,6 +271,27 @@ class PieceTokenizer:
             tokens, input_ids, tuple(segments), n_pieces > max_positions, n_pieces, special
         )
 
+    def encode_ids(self, input_ids: tuple[int, ...] | list[int], max_positions: int) -> Encoded:
+        """The model's input for ids already chosen (a probe of random pieces, say): read as they
+        are, no specials added, one sentence (segment 0). The ids must be rows of the vocabulary
+        and fit max_positions: an id sequence is built by code, so a wrong one is a bug to raise."""
+        ids = tuple(int(token_id) for token_id in input_ids)
+        if not ids:
+            raise EmptyInput("No word pieces to run.")
+        if len(ids) > max_positions:
+            raise ValueError(f"{len(ids)} pieces given, the model reads at most {max_positions}")
+        vocab_size = self._tokenizer.get_vocab_size(with_added_tokens=True)
+        if min(ids) < 0 or max(ids) >= vocab_size:
+            raise ValueError(f"every id must be a vocabulary row, 0 … {vocab_size - 1}")
+        return Encoded(
+            tokens=tuple(self.token_of(token_id) for token_id in ids),
+            input_ids=ids,
+            segments=(0,) * len(ids),
+            truncated=False,
+            n_pieces=len(ids),
+            special=tuple(token_id in self.special_ids for token_id in ids),
+        )
+
     def _bert_input(
         self,
         first: Encoding,
