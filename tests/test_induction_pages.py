@@ -14,6 +14,7 @@ import pytest
 from tiny_families import write_tiny_family
 
 import core
+from core import induction
 
 PARITY_TEXTS = ("the bank of the river", "Time flies like an arrow; fruit flies like a banana!")
 
@@ -62,3 +63,44 @@ def test_run_ids_refuses_ids_it_cannot_read(model):
         model.run_ids([101, model.dims.vocab_size, 102])
     with pytest.raises(ValueError, match="at most"):
         model.run_ids([1000] * (model.max_positions + 1))
+
+
+# ---- found: the scores of a loaded model ------------------------------------------------------
+def test_found_sequences_repeat_ordinary_pieces_inside_the_template(model, tiny_gpt2):
+    for each, start, end in ((model, ("[CLS]",), ("[SEP]",)), (tiny_gpt2, (), ())):
+        sequences = induction.found_sequences(each)
+        assert len(sequences) == induction.FOUND_SEQUENCES
+        for sequence in sequences:
+            layout, ids = sequence.layout, [int(i) for i in sequence.input_ids]
+            tokens = [each.tokenizer.token_of(i) for i in ids]
+            assert tuple(tokens[: layout.start]) == start
+            assert tuple(tokens[layout.end :]) == end
+            first = ids[layout.start : layout.second_start]
+            assert first == ids[layout.second_start : layout.end]
+            assert len(set(first)) == len(first), "each piece once per copy"
+            assert not set(first) & each.tokenizer.special_ids
+        assert len({tuple(s.input_ids) for s in sequences}) == len(sequences), "seeds differ"
+
+
+def test_found_scores_match_a_loop_over_each_sequences_ids(model, tiny_gpt2):
+    from test_induction import reference_scores
+
+    for each in (model, tiny_gpt2):
+        found = induction.found_scores(each)
+        previous, inductive = [], []
+        for sequence in induction.found_sequences(each):
+            trace = each.run_ids(sequence.input_ids)
+            ids = [int(i) for i in sequence.input_ids]
+            last_repeat = sequence.layout.end  # the [SEP] after the repeat is no repeat
+            prev, ind = reference_scores(
+                trace.attentions[..., :last_repeat, :last_repeat], ids[:last_repeat],
+                sequence.layout.start,
+            )  # fmt: skip
+            previous.append(prev)
+            inductive.append(ind)
+        np.testing.assert_allclose(
+            found.scores.previous_token, np.mean(previous, axis=0), atol=1e-6
+        )
+        np.testing.assert_allclose(found.scores.induction, np.mean(inductive, axis=0), atol=1e-6)
+        assert found.scores.induction.shape == (each.n_layers, each.n_heads)
+        assert found.n_tokens == len(induction.found_sequences(each)[0].input_ids)
