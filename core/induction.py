@@ -117,6 +117,10 @@ class HeadScores:
         """(L, H) the scores of one kind: "previous_token" or "induction"."""
         return {"previous_token": self.previous_token, "induction": self.induction}[kind]
 
+    def at_least(self, kind: str, bar: float) -> list[tuple[int, int]]:
+        """(layer, head) of every head whose score of that kind is ≥ bar, in layer order."""
+        return [(int(layer), int(head)) for layer, head in np.argwhere(self.grid(kind) >= bar)]
+
     def best(self, kind: str) -> tuple[int, int, float]:
         """(layer, head, score) of the head with the highest score of that kind."""
         grid = self.grid(kind)
@@ -193,6 +197,17 @@ class FoundScores:
     n_tokens: int  # n of every sequence: specials + 2 T
     start_tokens: tuple[str, ...]  # the specials before the first copy ("[CLS]", "<s>" or none)
     end_tokens: tuple[str, ...]  # the specials after the second copy ("[SEP]" or none)
+    even_spread: tuple[float, float]  # (previous-token, induction) score of a head that spreads
+    # every row evenly over the keys it may see: what a score is worth before it means anything
+
+
+def even_spread_scores(layout: RepeatLayout, n_tokens: int, causal: bool) -> tuple[float, float]:
+    """(previous-token, induction) score of a head whose row i is uniform over its keys: 1/n for
+    an encoder, 1/(i + 1) under a causal mask."""
+    keys_seen = np.arange(1, n_tokens + 1) if causal else np.full(n_tokens, n_tokens)  # (n,)
+    block = np.tril(np.ones((n_tokens, n_tokens))) if causal else np.ones((n_tokens, n_tokens))
+    block = block / keys_seen[:, None]  # (n, n): rows sum to 1
+    return float(previous_token_scores(block, layout)), float(induction_scores(block, layout))
 
 
 def found_sequences(
@@ -236,6 +251,7 @@ def found_scores(
         end_tokens=tuple(
             model.tokenizer.token_of(int(i)) for i in first.input_ids[start + 2 * length :]
         ),
+        even_spread=even_spread_scores(first.layout, len(first.input_ids), model.is_decoder),
     )
 
 

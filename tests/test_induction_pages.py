@@ -11,6 +11,7 @@ import dataclasses
 
 import numpy as np
 import pytest
+from conftest import ROOT
 from tiny_families import write_tiny_family
 
 import core
@@ -104,3 +105,84 @@ def test_found_scores_match_a_loop_over_each_sequences_ids(model, tiny_gpt2):
         np.testing.assert_allclose(found.scores.induction, np.mean(inductive, axis=0), atol=1e-6)
         assert found.scores.induction.shape == (each.n_layers, each.n_heads)
         assert found.n_tokens == len(induction.found_sequences(each)[0].input_ids)
+
+
+def test_even_spread_is_the_mean_of_one_over_the_keys_seen():
+    layout = induction.RepeatLayout(start=1, segment_length=3)  # [B] a b c a b c, n = 7
+    previous, inductive = induction.even_spread_scores(layout, 7, causal=True)
+    assert previous == pytest.approx(np.mean([1 / (i + 1) for i in range(2, 7)]))
+    assert inductive == pytest.approx(np.mean([1 / (i + 1) for i in range(4, 7)]))
+    assert induction.even_spread_scores(layout, 7, causal=False) == pytest.approx((1 / 7, 1 / 7))
+
+
+# ---- found: the grid on 4 · Multi-head attention ---------------------------------------------
+HEADS_PAGE = "views/multi_head.py"
+ALL_HEADS = {"mh_section": "1 · All heads"}
+
+
+@pytest.fixture()
+def local_folders(monkeypatch):
+    from ui import models
+
+    monkeypatch.setenv("ATTENTION_EXPLORER_LOCAL_FOLDERS", "1")
+    models.policy.clear()
+    yield
+    models.policy.clear()
+
+
+def grid_cells(at, key: str) -> tuple[np.ndarray, np.ndarray]:
+    """The two heatmaps' (L, H) values as the browser receives them."""
+    import json
+
+    from shown import sent_array
+
+    chart = next(c for c in at.get("plotly_chart") if c.key == key)
+    heatmaps = [t for t in json.loads(chart.proto.spec)["data"] if t["type"] == "heatmap"]
+    return tuple(sent_array(t["z"]) for t in heatmaps)
+
+
+def induction_texts(at) -> str:
+    return " ".join(
+        e.value
+        for kind in ("markdown", "caption")
+        for e in at.get(kind)
+        if "induction" in e.value or "Olsson" in e.value
+    )
+
+
+def test_multi_head_page_shows_minilms_grid_and_says_it_is_an_encoder(model):
+    from conftest import assert_no_exception, run_page
+
+    at = run_page(HEADS_PAGE, query=ALL_HEADS)
+    assert_no_exception(at)
+    previous, inductive = grid_cells(at, "mh_induction_grid")
+    found = induction.found_scores(model)
+    np.testing.assert_allclose(previous, np.round(found.scores.previous_token, 3))
+    np.testing.assert_allclose(inductive, np.round(found.scores.induction, 3))
+    text = induction_texts(at)
+    layer, head, _ = found.scores.best("previous_token")
+    assert f"strongest previous-token head is L{layer} H{head}" in text
+    assert "is an encoder" in text and "is a decoder" not in text
+
+
+def test_multi_head_page_shows_a_tiny_gpt2s_grid(tmp_path, local_folders):
+    from conftest import assert_no_exception
+    from streamlit.testing.v1 import AppTest
+
+    folder = write_tiny_family(tmp_path / "gpt2", "gpt2", seed=3)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.session_state["model"] = "other"
+    at.session_state["custom_model"] = str(folder)
+    at.session_state["_confirmed_custom_model"] = str(folder)  # what the Load button sets
+    at.session_state["text"] = "the river bank flows past the old mill"
+    at.session_state["mh_section"] = "1 · All heads"
+    at.run()
+    at.switch_page(HEADS_PAGE)
+    at.run()
+    assert_no_exception(at)
+    assert not [e.value for e in at.error], "the tiny model was not loaded"
+    previous, inductive = grid_cells(at, "mh_induction_grid")
+    found = induction.found_scores(core.load_folder(folder))
+    assert previous.shape == (3, 4)
+    np.testing.assert_allclose(inductive, np.round(found.scores.induction, 3))
+    assert "is a decoder" in induction_texts(at)
