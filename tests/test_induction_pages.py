@@ -186,3 +186,54 @@ def test_multi_head_page_shows_a_tiny_gpt2s_grid(tmp_path, local_folders):
     assert previous.shape == (3, 4)
     np.testing.assert_allclose(inductive, np.round(found.scores.induction, 3))
     assert "is a decoder" in induction_texts(at)
+
+
+# ---- learned: the lab's second experiment ------------------------------------------------------
+LAB = "views/lab.py"
+
+
+def test_lab_trains_both_runs_scrubs_and_says_what_the_numbers_say():
+    """On the defaults, as a visitor: Train (2 layers), scrub, Train with 1 layer."""
+    from conftest import assert_no_exception, drawn_figures, run_page
+
+    from ui import induction_charts, induction_state
+
+    at = run_page(LAB, timeout=600)
+    assert_no_exception(at)
+    assert not {"ind_loss", "ind_grid", "ind_one_grid"} & drawn_figures(at), "nothing trained yet"
+    at.button(key="ind_train_two").click().run()
+    assert_no_exception(at)
+    assert {"ind_loss", "ind_previous_curves", "ind_induction_curves", "ind_grid"} <= (
+        drawn_figures(at)
+    )
+    # the page's run, from the door's cache (this process's): what it trained is what it shows;
+    # tests/test_induction.py checks training itself against independent computations
+    two = induction_state.trained_run(induction.InductionSettings(n_layers=2))
+    final = two.scores_at(-1)
+    np.testing.assert_allclose(grid_cells(at, "ind_grid")[1], np.round(final.induction, 3))
+    story = " ".join(e.value for e in at.markdown if "Training " in e.value)
+    assert f"Training stopped after {two.steps} steps" in story  # the defaults solve it
+    (layer, head), step = min(two.crossings(0.5).items(), key=lambda item: item[1])
+    assert f"{induction_charts.head_name(layer, head)} was the first head" in story
+    assert f"at step {step}" in story
+    fall = two.fall()
+    assert ("a phase change" in story) == (fall.steps <= two.steps / 4)
+
+    early = int(two.snapshot_steps[2])
+    at.slider(key="ind_step").set_value(early).run()
+    assert_no_exception(at)
+    np.testing.assert_allclose(
+        grid_cells(at, "ind_grid")[1], np.round(two.scores_at(2).induction, 3)
+    )
+    assert not (grid_cells(at, "ind_grid")[1] >= 0.5).any(), "no induction head that early"
+
+    at.button(key="ind_train_one").click().run()
+    assert_no_exception(at)
+    assert {"ind_one_loss", "ind_one_grid", "ind_grid"} <= drawn_figures(at)
+    one = induction_state.trained_run(induction.InductionSettings(n_layers=1))
+    one_best = one.scores_at(-1).best("induction")[2]
+    assert one_best < 0.5 and one.solved_at is None, "the claim the page makes"
+    one_story = " ".join(e.value for e in at.markdown if "With one layer" in e.value)
+    assert f"Its best induction score is {one_best:.2f}" in one_story
+    assert "no head finds the word after the earlier copy" in one_story
+    assert at.query_params["ind_run"] == "21"
