@@ -682,7 +682,8 @@ def two_layer_story(run: induction.InductionRun) -> str:
             f"In layer 0, {previous[0]}'s previous-token score reached {bar:g} at step "
             f"{previous[1]}, {order} the first induction head: "
             + (
-                "the two kinds of head grow together, each making the other more useful."
+                "the two kinds of head grew together, as a circuit whose parts are of use only "
+                "with each other."
                 if order != "before"
                 else "the head that layer 1 reads came first."
             )
@@ -763,19 +764,17 @@ def two_layer_section(run: induction.InductionRun) -> None:
         "only part trained. Purple: the first copy. Red dotted lines: a head's induction "
         "score on the held-out sequences reaches the bar. Green: the step chosen above."
     )
-    left, right = st.columns(2)
-    with left:
-        widgets.show_figure(
-            induction_charts.score_curves(run, "previous_token", step),
-            "ind_previous_curves",
-            filename="induction-previous-token",
-        )
-    with right:
-        widgets.show_figure(
-            induction_charts.score_curves(run, "induction", step),
-            "ind_induction_curves",
-            filename="induction-scores",
-        )
+    # one above the other: each has eight heads in its legend and a long title
+    widgets.show_figure(
+        induction_charts.score_curves(run, "previous_token", step),
+        "ind_previous_curves",
+        filename="induction-previous-token",
+    )
+    widgets.show_figure(
+        induction_charts.score_curves(run, "induction", step),
+        "ind_induction_curves",
+        filename="induction-scores",
+    )
     widgets.show_figure(
         induction_charts.score_grid(
             run.scores_at(index), f"Every head's two scores after step {run.snapshot_steps[index]}"
@@ -793,17 +792,14 @@ def two_layer_section(run: induction.InductionRun) -> None:
 def one_layer_section(one: induction.InductionRun, two: induction.InductionRun | None) -> None:
     st.subheader("One layer: the same run without a layer to read from")
     st.markdown(one_layer_story(one, two))
-    left, right = st.columns(2)
-    with left:
-        widgets.show_figure(
-            induction_charts.loss_curves(one), "ind_one_loss", filename="induction-1-layer-loss"
-        )
-    with right:
-        widgets.show_figure(
-            induction_charts.score_grid(one.scores_at(-1), "One layer, after the last step"),
-            "ind_one_grid",
-            filename="induction-1-layer-grid",
-        )
+    widgets.show_figure(
+        induction_charts.loss_curves(one), "ind_one_loss", filename="induction-1-layer-loss"
+    )
+    widgets.show_figure(
+        induction_charts.score_grid(one.scores_at(-1), "One layer, after the last step"),
+        "ind_one_grid",
+        filename="induction-1-layer-grid",
+    )
 
 
 if not induction_trained:
