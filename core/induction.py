@@ -34,6 +34,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -41,6 +42,9 @@ from torch.nn import functional as F
 
 from core.attention import apply_mask, attention_scores, causal_mask, masked_softmax
 from core.lab import Adam
+
+if TYPE_CHECKING:
+    from core.transformer import Transformer
 
 # ---------------------------------------------------------------------------------------------
 # Found: the two scores of every head, from an attention block and where the copies sit
@@ -113,6 +117,10 @@ class HeadScores:
         """(L, H) the scores of one kind: "previous_token" or "induction"."""
         return {"previous_token": self.previous_token, "induction": self.induction}[kind]
 
+    def at_least(self, kind: str, bar: float) -> list[tuple[int, int]]:
+        """(layer, head) of every head whose score of that kind is ≥ bar, in layer order."""
+        return [(int(layer), int(head)) for layer, head in np.argwhere(self.grid(kind) >= bar)]
+
     def best(self, kind: str) -> tuple[int, int, float]:
         """(layer, head, score) of the head with the highest score of that kind."""
         grid = self.grid(kind)
@@ -171,6 +179,80 @@ def repeated_sequence(
     head = [] if bos_id is None else [bos_id]
     input_ids = np.concatenate([np.asarray(head, dtype=np.int64), segment, segment])
     return RepeatedSequence(input_ids, RepeatLayout(start=len(head), segment_length=segment_length))
+
+
+# Measured on a loaded model: a few repeated sequences of its ordinary word pieces, wrapped in the
+# specials its tokenizer puts around any text, each head's scores averaged over the sequences.
+FOUND_SEGMENT_LENGTH = 25  # T: enough rows per score to average, short enough for any model
+FOUND_SEQUENCES = 4  # seeds 0 … 3: one random draw alone can favour a head by chance
+
+
+@dataclass(frozen=True)
+class FoundScores:
+    """Every head's two scores on a model, and the sequences they were measured on."""
+
+    scores: HeadScores  # (L, H) each, averaged over the sequences
+    n_sequences: int
+    segment_length: int  # T
+    n_tokens: int  # n of every sequence: specials + 2 T
+    start_tokens: tuple[str, ...]  # the specials before the first copy ("[CLS]", "<s>" or none)
+    end_tokens: tuple[str, ...]  # the specials after the second copy ("[SEP]" or none)
+    even_spread: tuple[float, float]  # (previous-token, induction) score of a head that spreads
+    # every row evenly over the keys it may see: what a score is worth before it means anything
+
+
+def even_spread_scores(layout: RepeatLayout, n_tokens: int, causal: bool) -> tuple[float, float]:
+    """(previous-token, induction) score of a head whose row i is uniform over its keys: 1/n for
+    an encoder, 1/(i + 1) under a causal mask."""
+    keys_seen = np.arange(1, n_tokens + 1) if causal else np.full(n_tokens, n_tokens)  # (n,)
+    block = np.tril(np.ones((n_tokens, n_tokens))) if causal else np.ones((n_tokens, n_tokens))
+    block = block / keys_seen[:, None]  # (n, n): rows sum to 1
+    return float(previous_token_scores(block, layout)), float(induction_scores(block, layout))
+
+
+def found_sequences(
+    model: Transformer,
+    n_sequences: int = FOUND_SEQUENCES,
+    segment_length: int = FOUND_SEGMENT_LENGTH,
+) -> list[RepeatedSequence]:
+    """Seeded repeated sequences of the model's ordinary pieces (no specials, no added pieces),
+    each as its tokenizer would frame a text: [CLS] r r [SEP] for BERT, r r for GPT-2."""
+    start_ids, end_ids = model.tokenizer.template_ids()
+    candidates = [i for i in model.tokenizer.plain_ids() if i < model.dims.vocab_size]
+    room = (model.max_positions - len(start_ids) - len(end_ids)) // 2
+    length = min(segment_length, room, len(candidates))
+    sequences = []
+    for seed in range(n_sequences):
+        repeat = repeated_sequence(candidates, length, seed)  # segment segment, no BOS
+        input_ids = np.concatenate(
+            [np.asarray(start_ids, np.int64), repeat.input_ids, np.asarray(end_ids, np.int64)]
+        )
+        sequences.append(RepeatedSequence(input_ids, RepeatLayout(len(start_ids), length)))
+    return sequences
+
+
+def found_scores(
+    model: Transformer,
+    n_sequences: int = FOUND_SEQUENCES,
+    segment_length: int = FOUND_SEGMENT_LENGTH,
+) -> FoundScores:
+    """Run the model (as trained: its own mask, scaled) on every found sequence and average each
+    head's previous-token and induction scores over them."""
+    sequences = found_sequences(model, n_sequences, segment_length)
+    blocks = [model.run_ids(sequence.input_ids).attentions for sequence in sequences]
+    first = sequences[0]
+    start, length = first.layout.start, first.layout.segment_length
+    return FoundScores(
+        scores=mean_head_scores(blocks, [sequence.layout for sequence in sequences]),
+        n_sequences=len(sequences),
+        segment_length=length,
+        n_tokens=len(first.input_ids),
+        start_tokens=tuple(model.tokenizer.token_of(int(i)) for i in first.input_ids[:start]),
+        end_tokens=tuple(
+            model.tokenizer.token_of(int(i)) for i in first.input_ids[start + 2 * length :]
+        ),
+        even_spread=even_spread_scores(first.layout, len(first.input_ids), model.is_decoder),
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -420,15 +502,54 @@ class InductionRun:
         """Both scores of every head at one snapshot."""
         return HeadScores(self.previous_token[index], self.induction[index])
 
-    def crossings(self, threshold: float = 0.5) -> dict[tuple[int, int], int]:
-        """(layer, head) -> the first snapshot step where its induction score is ≥ threshold,
-        for every head that gets there."""
+    def crossings(
+        self, threshold: float = 0.5, kind: str = "induction"
+    ) -> dict[tuple[int, int], int]:
+        """(layer, head) -> the first snapshot step where its score of that kind ("induction" or
+        "previous_token") is ≥ threshold, for every head that gets there."""
+        over_run = self.induction if kind == "induction" else self.previous_token  # (k, L, H)
         found = {}
-        for layer, head in np.ndindex(*self.induction.shape[1:]):
-            above = np.flatnonzero(self.induction[:, layer, head] >= threshold)
+        for layer, head in np.ndindex(*over_run.shape[1:]):
+            above = np.flatnonzero(over_run[:, layer, head] >= threshold)
             if len(above):
                 found[(layer, head)] = int(self.snapshot_steps[above[0]])
         return found
+
+    def snapshot_index(self, step: int) -> int:
+        """The last snapshot taken at or before `step` updates."""
+        return max(0, int(np.searchsorted(self.snapshot_steps, step, side="right")) - 1)
+
+    def fall(self, begun: float = 0.2, done: float = 0.8) -> LossFall | None:
+        """How fast the probe's repeated-half loss fell below a uniform guess: the last snapshot
+        before it had made `begun` of its way from ln V down to its final value, and the first
+        where it had made `done` of it. None when the final loss is not below ln V."""
+        chance, losses = self.settings.chance_loss, self.probe_repeated_loss  # (k,)
+        final = float(losses[-1])
+        if final >= chance:
+            return None
+        start = int(np.argmax(losses < chance - begun * (chance - final)))
+        end = int(np.argmax(losses < chance - done * (chance - final)))
+        before = max(start - 1, 0)
+        return LossFall(
+            int(self.snapshot_steps[before]),
+            float(losses[before]),
+            int(self.snapshot_steps[end]),
+            float(losses[end]),
+        )
+
+
+@dataclass(frozen=True)
+class LossFall:
+    """The stretch of a run in which the held-out repeated-half loss fell most of its way."""
+
+    from_step: int
+    from_loss: float  # nats, held-out repeated half
+    to_step: int
+    to_loss: float
+
+    @property
+    def steps(self) -> int:
+        return self.to_step - self.from_step
 
 
 def train_induction(

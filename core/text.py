@@ -279,6 +279,49 @@ class PieceTokenizer:
             tokens, input_ids, tuple(segments), n_pieces > max_positions, n_pieces, special
         )
 
+    @property
+    def vocab_size(self) -> int:
+        """Rows the tokenizer can write, added pieces included."""
+        return self._tokenizer.get_vocab_size(with_added_tokens=True)
+
+    def plain_ids(self) -> list[int]:
+        """Every vocabulary row that is neither a special nor an added piece: what a random
+        sequence of ordinary word pieces draws from."""
+        excluded = self.special_ids | self._added_ids
+        return [token_id for token_id in range(self.vocab_size) if token_id not in excluded]
+
+    def template_ids(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """The specials the family's template puts before and after any one text: ([CLS],),
+        ([SEP],) for BERT; (<s>,), (</s>,) for RoBERTa; (), () for GPT-2."""
+        _, pieces = self.pieces("the")
+        if not pieces:
+            return (), ()
+        ids = list(self.encode("the", None, MAX_PIECES).input_ids)
+        for before in range(len(ids) - len(pieces) + 1):
+            if ids[before : before + len(pieces)] == pieces:
+                return tuple(ids[:before]), tuple(ids[before + len(pieces) :])
+        return (), ()
+
+    def encode_ids(self, input_ids: tuple[int, ...] | list[int], max_positions: int) -> Encoded:
+        """The model's input for ids already chosen (a probe of random pieces, say): read as they
+        are, no specials added, one sentence (segment 0). The ids must be rows of the vocabulary
+        and fit max_positions: an id sequence is built by code, so a wrong one is a bug to raise."""
+        ids = tuple(int(token_id) for token_id in input_ids)
+        if not ids:
+            raise EmptyInput("No word pieces to run.")
+        if len(ids) > max_positions:
+            raise ValueError(f"{len(ids)} pieces given, the model reads at most {max_positions}")
+        if min(ids) < 0 or max(ids) >= self.vocab_size:
+            raise ValueError(f"every id must be a vocabulary row, 0 … {self.vocab_size - 1}")
+        return Encoded(
+            tokens=tuple(self.token_of(token_id) for token_id in ids),
+            input_ids=ids,
+            segments=(0,) * len(ids),
+            truncated=False,
+            n_pieces=len(ids),
+            special=tuple(token_id in self.special_ids for token_id in ids),
+        )
+
     def _bert_input(
         self,
         first: Encoding,

@@ -9,11 +9,11 @@ W_down (SiLU(W_gate h) ⊙ W_up h); positions are a learned table added to the i
 turns of every query and key inside attention; a decoder masks the future (causal by nature) and
 reads its next word piece from the last vector through a final norm and the output head.
 
-There is one forward path. run() (a Trace for the pages, in inference mode) and
-forward_from_word_vectors() (batched, differentiable, for gradients) both go through
-embed_vectors() and layer_forward(); so the switches of a run (√d_head scaling, the causal mask,
-removed heads, removed positions) act in every layer and their effect reaches the final vectors,
-the same way in both.
+There is one forward path. run() and run_ids() (a Trace for the pages, from text or from chosen
+word-piece ids, in inference mode, both through _trace()) and forward_from_word_vectors()
+(batched, differentiable, for gradients) all go through embed_vectors() and layer_forward(); so
+the switches of a run (√d_head scaling, the causal mask, removed heads, removed positions) act in
+every layer and their effect reaches the final vectors, the same way in all of them.
 """
 
 from __future__ import annotations
@@ -491,7 +491,30 @@ class Transformer:
         False on a decoder removes its mask, an experiment off its training distribution.
         """
         options = self.options(scale, causal, positions, ablate)
-        encoded = self.encode(text, pair)
+        return self._trace(self.encode(text, pair), options)
+
+    @torch.inference_mode()
+    def run_ids(
+        self,
+        input_ids: tuple[int, ...] | list[int] | np.ndarray,
+        *,
+        scale: bool = True,
+        causal: bool | None = None,
+        positions: bool = True,
+        ablate: frozenset[tuple[int, int]] | set | tuple = frozenset(),
+    ) -> Trace:
+        """run() on word-piece ids chosen by code (no text, no specials added): the same path.
+
+        For inputs no text produces, such as a repeated sequence of random pieces; one sentence.
+        """
+        options = self.options(scale, causal, positions, ablate)
+        encoded = self.tokenizer.encode_ids(
+            tuple(np.asarray(input_ids).tolist()), self.max_positions
+        )
+        return self._trace(encoded, options)
+
+    def _trace(self, encoded: Encoded, options: RunOptions) -> Trace:
+        """Every layer on one encoded input, everything kept: the Trace of run() and run_ids()."""
         input_ids = torch.tensor(encoded.input_ids, dtype=torch.long)  # (n,)
         segments = torch.tensor(encoded.segments, dtype=torch.long)  # (n,)
         n = input_ids.shape[0]

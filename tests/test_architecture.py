@@ -47,6 +47,7 @@ MODEL_STEPS = frozenset(
         "top_pieces",
         "next_pieces",
         "train",
+        "train_induction",  # the lab's induction experiment: a decoder trained from scratch
     }
 )
 

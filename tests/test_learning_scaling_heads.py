@@ -362,7 +362,11 @@ def test_scaling_page_long_input_says_what_it_draws():
 # Every figure of the multi-head page, by the tab that draws it (views/multi_head.py, SECTIONS).
 HEADS_FIGURES = {
     "Why several heads": {"mh_two_mixtures"},
-    "1 · All heads": {"mh_grid", *(f"mh_role_{role}" for role in head_roles.ROLES)},
+    "1 · All heads": {
+        "mh_grid",
+        "mh_induction_grid",
+        *(f"mh_role_{role}" for role in head_roles.ROLES),
+    },
     "2 · Back to one vector": {"mh_head_output", "mh_concat", "mh_w_o"},
     "3 · Looking vs moving": {"mh_raw", "mh_share", "mh_disagreement", "mh_gap"},
     "4 · Remove heads": set(),  # nothing is removed until the visitor asks

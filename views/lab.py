@@ -2,8 +2,8 @@
 
 import streamlit as st
 
-from core import lab
-from ui import lab_charts, lab_runs, widgets
+from core import induction, lab
+from ui import induction_charts, induction_state, lab_charts, lab_runs, widgets
 
 st.title("Lab · Watch attention being learned")
 st.markdown(
@@ -514,3 +514,301 @@ st.markdown(
     "- **Matching bracket without positions** works: each kind appears once, so the partner "
     "is found by content alone. Look at W_qᵀW_k: the word→word block pairs ( with ) and [ with ]."
 )
+
+# =============================================================================================
+# A second experiment: induction heads, learned (core/induction.py, ui/induction_state.py)
+# =============================================================================================
+st.divider()
+st.header("Second experiment · Induction heads, learned")
+induction_defaults = induction.InductionSettings()
+st.markdown(
+    "The heads above solve a task whose answer is one fixed pattern. An **induction head** "
+    "does something more general: when the current word appeared earlier, it looks at the "
+    "word that came *after* that earlier occurrence and copies it, so “… Harry Potter … "
+    "Harry” gets “Potter” next. Olsson et al. (2022) found such heads in every transformer "
+    "language model they studied with two or more layers, and tied them to in-context "
+    "learning. Here you train a small decoder from random numbers and watch one form."
+)
+st.markdown(
+    f"**The task.** Every sequence has {induction_defaults.n_tokens} words from a vocabulary "
+    f"of {induction_defaults.vocab_size}: a few random words, then a random segment, then the "
+    "same segment again, then random filler. The segment's length "
+    f"({induction_defaults.shortest_segment} to {induction_defaults.longest_segment} words) "
+    "and the number of words before it (none to "
+    f"{induction_defaults.longest_prefix}) are drawn afresh for every sequence. That is the "
+    "point: the distance back to the answer changes every time, so a head that always looks "
+    "a fixed number of places back cannot predict the repeat. It has to find the earlier "
+    "copy of the current word by what it is, not where it is.\n\n"
+    "**The loss** is the next-word cross-entropy on the second copy only. The words before "
+    "it are random, and nothing can predict a random word better than an even guess over the "
+    "vocabulary: training on them would add noise and no signal. Their loss is still "
+    "measured and drawn.\n\n"
+    "**The model** is a decoder with attention and nothing else: word and position "
+    f"vectors (width {induction_defaults.d_model}), {induction_defaults.n_heads} heads per "
+    "layer adding their output to the running vector of each word, and a read-out to the "
+    "vocabulary. Elhage et al. (2021) explain why an induction head takes two layers. A "
+    "**previous-token head** in layer 0 writes into every word's vector “the word before me "
+    "was a”. A head in layer 1 whose query is the current word a then finds, through its "
+    "keys, the position marked “the word before me was a”: the word after the earlier a. "
+    "Its keys read what the layer-0 head wrote (K-composition). With one layer there is no "
+    "earlier head to read from."
+)
+left, middle, right = st.columns([1, 1, 1])
+with left:
+    induction_seed = widgets.whole_number_input("Seed", 0, 9999, 0, key="ind_seed")
+induction_seed = min(max(int(induction_seed), 0), 9999)  # the URL may carry any number
+
+
+def induction_settings(n_layers: int) -> induction.InductionSettings:
+    return induction.InductionSettings(n_layers=n_layers, seed=induction_seed)
+
+
+def train_induction_run(n_layers: int) -> None:
+    """Remember which runs to show; the slider opens on the new run's last step."""
+    trained = dict(st.session_state.get("ind_trained", {}))
+    trained[n_layers] = induction_settings(n_layers)
+    st.session_state["ind_trained"] = trained
+    if n_layers == 2:
+        st.session_state.pop("ind_step", None)
+
+
+# A copied link carries ind_run=2, 1 or 21 and opens on the same runs (seeded: identical).
+if "ind_trained" not in st.session_state:
+    linked = str(st.query_params.get("ind_run", ""))[:2]
+    for n_layers in (2, 1):
+        if str(n_layers) in linked:
+            train_induction_run(n_layers)
+
+middle.button(
+    "Train (2 layers)",
+    type="primary",
+    icon=":material/play_arrow:",
+    on_click=train_induction_run,
+    args=(2,),
+    key="ind_train_two",
+)
+right.button(
+    "Train with 1 layer",
+    icon=":material/compare_arrows:",
+    on_click=train_induction_run,
+    args=(1,),
+    key="ind_train_one",
+)
+st.caption(
+    f"Training stops once the held-out loss on the repeat is below "
+    f"{induction_defaults.solved_loss} nats, or after {induction_defaults.max_steps} steps. "
+    "Each step is one Adam update on a fresh batch of "
+    f"{induction_defaults.batch_size} sequences, learning rate "
+    f"{induction_defaults.learning_rate}."
+)
+induction_trained: dict[int, induction.InductionSettings] = {
+    n_layers: chosen
+    for n_layers, chosen in st.session_state.get("ind_trained", {}).items()
+    if chosen == induction_settings(n_layers)
+}
+if induction_trained:
+    st.query_params["ind_run"] = "".join(str(n) for n in sorted(induction_trained, reverse=True))
+else:
+    st.query_params.pop("ind_run", None)
+
+
+def first_crossing(crossings: dict[tuple[int, int], int]) -> tuple[str, int] | None:
+    """The head that reached the bar first, and its step."""
+    if not crossings:
+        return None
+    (layer, head), step = min(crossings.items(), key=lambda item: item[1])
+    return induction_charts.head_name(layer, head), step
+
+
+def two_layer_story(run: induction.InductionRun) -> str:
+    """What the two-layer run did, every sentence chosen by its numbers."""
+    settings, bar = run.settings, induction_charts.CROSSING_BAR
+    sentences = []
+    if run.solved_at is not None:
+        sentences.append(
+            f"Training stopped after {run.steps} steps, when the held-out loss on the repeat "
+            f"fell below {settings.solved_loss} nats."
+        )
+    else:
+        sentences.append(
+            f"Training ran all {run.steps} steps; the held-out loss on the repeat ended at "
+            f"{run.probe_repeated_loss[-1]:.2f} nats, above the {settings.solved_loss} that "
+            "counts as solved."
+        )
+    fall = run.fall()
+    if fall is not None and fall.steps <= run.steps / 4:
+        sentences.append(
+            f"It did not fall evenly: from step {fall.from_step} ({fall.from_loss:.2f} nats) "
+            f"to step {fall.to_step} ({fall.to_loss:.2f}) it made most of its way down from a "
+            f"uniform guess, in {fall.steps} of the run's steps: a phase change."
+        )
+    elif fall is not None:
+        sentences.append(
+            f"It fell gradually: from {fall.from_loss:.2f} nats at step {fall.from_step} to "
+            f"{fall.to_loss:.2f} at step {fall.to_step}, no sudden drop."
+        )
+    inductive = first_crossing(run.crossings(bar, "induction"))
+    previous = first_crossing(
+        {at: step for at, step in run.crossings(bar, "previous_token").items() if at[0] == 0}
+    )
+    final = run.scores_at(-1)
+    last_layer = settings.n_layers - 1
+    induction_heads = [
+        induction_charts.head_name(*at) for at in final.at_least("induction", bar) if at[0]
+    ]
+    if inductive is not None:
+        sentences.append(
+            f"{inductive[0]} was the first head whose induction score reached {bar:g}, at step "
+            f"{inductive[1]}; after the last step, "
+            + (
+                f"{len(induction_heads)} head{'s' if len(induction_heads) != 1 else ''} of "
+                f"layer {last_layer} score {bar:g} or more ({', '.join(induction_heads)})."
+                if induction_heads
+                else f"no head of layer {last_layer} is above {bar:g}."
+            )
+        )
+    else:
+        sentences.append(f"No head's induction score reached {bar:g}.")
+    prev_layer, prev_head, prev_score = final.best("previous_token")
+    if previous is not None and inductive is not None:
+        order = (
+            "before"
+            if previous[1] < inductive[1]
+            else "at the same measurement as"
+            if previous[1] == inductive[1]
+            else "after"
+        )
+        sentences.append(
+            f"In layer 0, {previous[0]}'s previous-token score reached {bar:g} at step "
+            f"{previous[1]}, {order} the first induction head: "
+            + (
+                "the two kinds of head grew together, as a circuit whose parts are of use only "
+                "with each other."
+                if order != "before"
+                else "the head that layer 1 reads came first."
+            )
+        )
+    elif prev_layer == 0:
+        sentences.append(
+            f"The strongest previous-token head is {induction_charts.head_name(0, prev_head)} "
+            f"({prev_score:.2f} after the last step): part of the job can be spread over "
+            "several layer-0 heads."
+        )
+    first_half = float(run.probe_first_half_loss[-1])
+    if first_half > settings.chance_loss:
+        sentences.append(
+            f"The first copy's held-out loss ended at {first_half:.2f} nats, worse than a "
+            f"uniform guess ({settings.chance_loss:.2f}). No word of the first copy appeared "
+            "before, yet the heads still look back and the model predicts, with confidence, "
+            "a word it copied from earlier: wrong, and wrong costs more than an even guess. "
+            "Nothing punishes it, since the loss trains the repeat only."
+        )
+    else:
+        sentences.append(
+            f"The first copy's held-out loss ended at {first_half:.2f} nats, against "
+            f"{settings.chance_loss:.2f} for a uniform guess."
+        )
+    return " ".join(sentences)
+
+
+def one_layer_story(one: induction.InductionRun, two: induction.InductionRun | None) -> str:
+    """What the one-layer run did, beside the two-layer run when there is one."""
+    settings, bar = one.settings, induction_charts.CROSSING_BAR
+    loss = float(one.probe_repeated_loss[-1])
+    layer, head, best = one.scores_at(-1).best("induction")
+    sentences = [
+        f"With one layer, after {one.steps} steps, the held-out loss on the repeat is "
+        f"{loss:.2f} nats"
+        + (
+            f" (two layers: {float(two.probe_repeated_loss[-1]):.2f} after {two.steps} steps)."
+            if two is not None
+            else "."
+        ),
+        f"Its best induction score is {best:.2f} ({induction_charts.head_name(layer, head)})"
+        + (
+            f", below {bar:g}: no head finds the word after the earlier copy."
+            if best < bar
+            else f", at or above {bar:g}: a head found the answer without a layer to read from."
+        ),
+    ]
+    if loss < settings.chance_loss:
+        sentences.append(
+            f"It still beats a uniform guess ({settings.chance_loss:.2f}): one layer can learn "
+            "that the next word is probably one already seen in the sequence, and spread its "
+            "bet over those, without knowing which of them comes next."
+        )
+    return " ".join(sentences)
+
+
+def two_layer_section(run: induction.InductionRun) -> None:
+    st.subheader("Two layers: watch the induction head form")
+    columns = st.columns(4)
+    columns[0].metric("Steps trained", f"{run.steps}")
+    columns[1].metric("Loss on the repeat", f"{run.probe_repeated_loss[-1]:.2f}")
+    layer, head, best = run.scores_at(-1).best("induction")
+    columns[2].metric(
+        f"Best induction score ({induction_charts.head_name(layer, head)})", f"{best:.2f}"
+    )
+    columns[3].metric("Training time", f"{run.seconds:.1f} s")
+    st.markdown(two_layer_story(run))
+    every = int(run.settings.snapshot_every)
+    last = int(run.snapshot_steps[-1])
+    step = st.slider("Step", 0, last, last, step=every, key="ind_step", bind="query-params")
+    step = min(max(int(step), 0), last)  # the URL may carry any number
+    index = run.snapshot_index(step)
+    widgets.show_figure(
+        induction_charts.loss_curves(run, step), "ind_loss", filename="induction-loss"
+    )
+    st.caption(
+        "Loss on the training batch before each update, on a log axis. Blue: the repeat, the "
+        "only part trained. Purple: the first copy. Red dotted lines: a head's induction "
+        "score on the held-out sequences reaches the bar. Green: the step chosen above."
+    )
+    # one above the other: each has eight heads in its legend and a long title
+    widgets.show_figure(
+        induction_charts.score_curves(run, "previous_token", step),
+        "ind_previous_curves",
+        filename="induction-previous-token",
+    )
+    widgets.show_figure(
+        induction_charts.score_curves(run, "induction", step),
+        "ind_induction_curves",
+        filename="induction-scores",
+    )
+    widgets.show_figure(
+        induction_charts.score_grid(
+            run.scores_at(index), f"Every head's two scores after step {run.snapshot_steps[index]}"
+        ),
+        "ind_grid",
+        filename="induction-grid",
+    )
+    st.caption(
+        "Scores on held-out sequences of the same task, measured as on the Multi-head "
+        "attention page: dotted lines and the top row are layer 0, solid lines and the bottom "
+        "row layer 1. The framed cell is each grid's best head."
+    )
+
+
+def one_layer_section(one: induction.InductionRun, two: induction.InductionRun | None) -> None:
+    st.subheader("One layer: the same run without a layer to read from")
+    st.markdown(one_layer_story(one, two))
+    widgets.show_figure(
+        induction_charts.loss_curves(one), "ind_one_loss", filename="induction-1-layer-loss"
+    )
+    widgets.show_figure(
+        induction_charts.score_grid(one.scores_at(-1), "One layer, after the last step"),
+        "ind_one_grid",
+        filename="induction-1-layer-grid",
+    )
+
+
+if not induction_trained:
+    st.info(
+        "Press **Train (2 layers)**, then **Train with 1 layer** to compare.",
+        icon=":material/play_arrow:",
+    )
+two_layers = induction_state.trained_run(induction_trained[2]) if 2 in induction_trained else None
+if two_layers is not None:
+    two_layer_section(two_layers)
+if 1 in induction_trained:
+    one_layer_section(induction_state.trained_run(induction_trained[1]), two_layers)

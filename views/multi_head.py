@@ -2,11 +2,13 @@
 
 import streamlit as st
 
-from core import head_roles, head_stats, heads, scaling
+from core import head_roles, head_stats, heads, induction, scaling
 from ui import (
     course_charts,
     course_state,
     formulas,
+    induction_charts,
+    induction_state,
     models,
     next_word,
     predict,
@@ -201,6 +203,78 @@ def all_heads() -> None:
         "mh_probes",
         lambda: st.dataframe({"sentence": list(course_state.probe_sentences())}, hide_index=True),
     )
+    induction_heads_found()
+
+
+def framing(found: induction.FoundScores) -> str:
+    """How the tokenizer frames the repeated sequence, in words."""
+    before = " ".join(literal(t) for t in found.start_tokens)
+    after = " ".join(literal(t) for t in found.end_tokens)
+    if before and after:
+        return f"{before} before the first copy, {after} after the second"
+    if before or after:
+        return f"{before} before the first copy" if before else f"{after} after the second copy"
+    return "nothing around it, so the first copy starts at position 0"
+
+
+def induction_heads_found() -> None:
+    """Previous-token and induction scores of every head, on repeated random pieces."""
+    st.subheader("Previous-token and induction heads, on repeated random pieces")
+    found = induction_state.measured_scores(model)
+    length, n_sequences = found.segment_length, found.n_sequences
+    st.markdown(
+        "Olsson et al. (2022) find two jobs with a sequence that makes sense only through its "
+        f"repeat: {length} word pieces drawn at random from {model_label}'s vocabulary (no "
+        f"specials), then the same {length} pieces again. A head's **previous-token score** is "
+        "the mean weight a piece gives the piece just before it. Its **induction score** is the "
+        "mean weight a piece of the second copy gives the piece that followed its first "
+        "occurrence: the piece that comes next this time too. A head that looks there and "
+        "copies what it finds can predict the rest of the repeat, which random pieces allow in "
+        f"no other way. Each score is the mean over {n_sequences} such sequences, framed as "
+        f"{model_label}'s tokenizer frames any text: {framing(found)}."
+    )
+    st.latex(
+        r"\text{prev}(h) = \operatorname{mean}_{i}\ \alpha^{h}_{i,\,i-1},\qquad "
+        r"\text{induction}(h) = \operatorname{mean}_{i \in \text{2nd copy}}\ "
+        r"\alpha^{h}_{i,\,i-T+1}"
+    )
+    widgets.show_figure(
+        induction_charts.score_grid(found.scores, "Every head, two scores"),
+        "mh_induction_grid",
+    )
+    scores, bar = found.scores, induction_charts.CROSSING_BAR
+    prev_layer_best, prev_head_best, prev_best = scores.best("previous_token")
+    ind_layer, ind_head, ind_best = scores.best("induction")
+    even_previous, even_induction = found.even_spread
+    inductive = [induction_charts.head_name(*at) for at in scores.at_least("induction", bar)]
+    verdict = (
+        f"{len(inductive)} head{'s' if len(inductive) != 1 else ''} "
+        f"({', '.join(inductive)}) give the next piece {bar:g} of their weight or more: "
+        "induction heads by that bar."
+        if inductive
+        else f"No head gives the next piece {bar:g} of its weight: by that bar, {model_label} "
+        "shows no induction head on these sequences."
+    )
+    st.markdown(
+        f"The strongest previous-token head is L{prev_layer_best} H{prev_head_best} "
+        f"({prev_best:.2f}), the strongest induction head L{ind_layer} H{ind_head} "
+        f"({ind_best:.2f}). A head that spread every row evenly over the pieces it may see "
+        f"would score {even_previous:.2f} and {even_induction:.2f}. {verdict}"
+    )
+    if model.is_decoder:
+        st.caption(
+            f"{model_label} is a decoder: each piece sees only the pieces before it, as in the "
+            "models Olsson et al. (2022) measured. The Lab trains a two-layer decoder from "
+            "scratch and shows these heads forming."
+        )
+    else:
+        st.caption(
+            "Olsson et al. (2022) defined both scores for decoders, which see only earlier "
+            "pieces and must predict the next one: looking at the piece after the earlier copy "
+            f"is how a head predicts it. {model_label} is an encoder, sees both ways and "
+            "predicts no next piece, so here the scores only say where a head looks. The Lab "
+            "trains a two-layer decoder and shows both heads forming."
+        )
 
 
 def back_to_one_vector() -> None:
