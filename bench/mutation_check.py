@@ -47,9 +47,11 @@ FAST_TESTS = [
 # Tests that drive a whole page through AppTest: they need app.py and views/, which the copy
 # does not hold, and they check what a page shows rather than the math (browser tests: -m).
 PAGE_TESTS = [
-    "tests/test_lab.py::test_page_trains_and_scrubs",
+    "tests/test_lab.py::test_page_trains_scrubs_and_keeps_earlier_runs",
     "tests/test_lab.py::test_a_copied_link_reopens_the_same_run",
     "tests/test_lab.py::test_hostile_link_values_are_clamped_or_ignored",
+    "tests/test_lab.py::test_the_comparison_prose_says_what_the_counts_show",
+    "tests/test_lab.py::test_the_comparison_shows_its_progress_or_its_trouble",
     "tests/test_course.py::test_by_hand_page_shows_numbers_a_learner_can_check",
     "tests/test_course.py::test_inside_layer_page_measures_both_sublayers",
     "tests/test_course.py::test_new_pages_survive_bad_input",
@@ -1467,32 +1469,32 @@ MUTANTS = [
     # ---- lab.py --------------------------------------------------------------------------------
     M(
         "lab.py",
-        "    if settings.positions:\n        n = tokens.shape[1]",
-        "    if not settings.positions:\n        n = tokens.shape[1]",
-        "lab: position switch inverted",
+        "    if not stack.shared.positions:\n        return tokens",
+        "    if stack.shared.positions:\n        return tokens",
+        "lab: position switch inverted in the score lookup",
     ),
     M(
         "lab.py",
-        "key = x @ params.w_key.T  # (B, n, d_head)",
-        "key = x @ params.w_query.T  # (B, n, d_head)",
+        "return (params.w_query.transpose(1, 2) @ params.w_key) * factors",
+        "return (params.w_query.transpose(1, 2) @ params.w_query) * factors",
         "lab: keys through W_q",
     ),
     M(
         "lab.py",
-        "per_query = ((attn_weights - wanted) ** 2).sum(dim=2)",
-        "per_query = ((attn_weights - wanted) ** 2).mean(dim=2)",
+        "per_query = ((attn_weights - wanted) ** 2).sum(dim=-1)  # (R, B, n)",
+        "per_query = ((attn_weights - wanted) ** 2).mean(dim=-1)  # (R, B, n)",
         "squared loss: mean over keys, not sum",
     ),
     M(
         "lab.py",
-        "return per_query[reachable(targets, settings.causal)].mean()",
-        "return per_query.mean()",
+        "counted = per_query.where(visible, 0.0)",
+        "counted = per_query",
         "loss counts the queries whose target is hidden",
     ),
     M(
         "lab.py",
-        "return targets <= torch.arange(targets.shape[1])",
-        "return targets < torch.arange(targets.shape[1])",
+        "return targets <= torch.arange(targets.shape[-1])",
+        "return targets < torch.arange(targets.shape[-1])",
         "reachable: a query may not see itself",
     ),
     M(
@@ -1503,9 +1505,9 @@ MUTANTS = [
     ),
     M(
         "lab.py",
-        "return form * params.w_query.shape[0] ** -0.5 if settings.scale else form",
-        "return form * params.w_query.shape[0] ** 0.5 if settings.scale else form",
-        "bilinear form: × √d_head (exponent sign)",
+        "factors = [d_head**-0.5 if settings.scale else 1.0 for settings in self.runs]",
+        "factors = [d_head**0.5 if settings.scale else 1.0 for settings in self.runs]",
+        "score factor: × √d_head (exponent sign)",
     ),
     M(
         "lab.py",

@@ -135,6 +135,20 @@ def readable_piece(piece: str, alphabet: str) -> str:
     return piece
 
 
+def _lowercases(normalizer: dict | None) -> bool:
+    """Whether a tokenizer.json's normalizer lowercases text (an uncased model's does)."""
+    if not normalizer:
+        return False
+    kind = normalizer.get("type")
+    if kind == "Lowercase":
+        return True
+    if kind == "BertNormalizer":
+        return bool(normalizer.get("lowercase", True))
+    if kind == "Sequence":
+        return any(_lowercases(part) for part in normalizer.get("normalizers", []))
+    return False
+
+
 def _alphabet(config: dict) -> str:
     """Which alphabet a tokenizer.json writes its pieces in, from its model and decoder."""
     model = config.get("model") or {}
@@ -177,6 +191,7 @@ class PieceTokenizer:
         self.wordpiece_specials = wordpiece_specials
         config = json.loads(self._tokenizer.to_str())
         self.alphabet = _alphabet(config)
+        self.lowercases = _lowercases(config.get("normalizer"))  # "Bank" is cut as "bank"
         # word pieces are merged into words by "##" (WordPiece) or by a leading space (BPE)
         self.piece_scheme = "wordpiece" if self.alphabet == WORDPIECE else "bpe"
         added_tokens = self._tokenizer.get_added_tokens_decoder()  # id -> AddedToken

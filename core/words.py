@@ -7,8 +7,8 @@ family) marks the other end: a piece that starts a word after a space carries th
 ("␣un", "believ", "able"). Punctuation is a word of its own in both, as BERT's own splitting
 makes it, and so is every special piece ([CLS], [SEP], <s>, <|endoftext|>).
 
-To show a word-level picture (the convention of Clark et al., 2019, "What does BERT look at?",
-which bertviz follows: bertviz #23/#40):
+To show a word-level picture, as Clark et al. (2019), "What does BERT look at?", did it (and as
+asked of bertviz in its issues #23 and #40):
 - an attention matrix sums the keys of a word (a word receives what its pieces receive) and
   averages its queries (a word's row is the mean of its pieces' rows, so rows still sum to 1);
 - a per-piece score (a share, a saliency) is summed over the word's pieces.

@@ -46,7 +46,9 @@ MODEL_STEPS = frozenset(
         "logits",  # a decoder's readout: final norm and output head over the vocabulary
         "top_pieces",
         "next_pieces",
-        "train",
+        "train",  # the lab's training loop, and its two entry points (core/lab.py)
+        "train_one",
+        "compare",
         "train_induction",  # the lab's induction experiment: a decoder trained from scratch
     }
 )

@@ -91,6 +91,20 @@ def test_segments_and_tokens(tiny_dir):
     assert trace.input_ids.tolist() == [2, 5, 7, 6, 9, 3, 8, 10, 3]  # rows of TINY_VOCAB
 
 
+def test_the_tokenizer_says_whether_it_lowercases(model):
+    """The bundled MiniLM's tokenizer.json lowercases (BertNormalizer); a normalizer without
+    lowercasing, or none, does not."""
+    from core.text import _lowercases
+
+    assert model.tokenizer.lowercases
+    assert model.tokenizer.encode("Bank", None, 8).tokens[1] == "bank"
+    assert not _lowercases(None) and not _lowercases({"type": "NFC"})
+    assert not _lowercases({"type": "BertNormalizer", "lowercase": False})
+    assert _lowercases(
+        {"type": "Sequence", "normalizers": [{"type": "NFD"}, {"type": "Lowercase"}]}
+    )
+
+
 def test_positions_beyond_the_table_are_cut(tiny_dir):
     model = core.load_folder(tiny_dir)
     trace = model.run("the bank " * 20)

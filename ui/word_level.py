@@ -15,8 +15,7 @@ from core import words
 from core.transformer import Trace
 
 WORD_LEVEL_HELP = (
-    "Merge word pieces into words (Clark et al., 2019's convention, which bertviz follows): a "
-    "word's column is the sum of its "
+    "Merge word pieces into words as Clark et al. (2019) did: a word's column is the sum of its "
     "pieces' columns, its row the mean of their rows, so rows still sum to 1; a per-piece score "
     "is summed over the word. Off: every figure shows word pieces exactly as before. Used by "
     "Attention heatmaps, Head view and the two Explain pages."

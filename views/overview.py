@@ -19,6 +19,7 @@ st.markdown(
 path.start_button()
 
 trace = state.trace_or_stop(model, inputs)
+state.off_distribution_note(inputs, model_label)  # the sidebar's switches act on this head
 
 # The head comes first: it is what a visitor comes for, and it reaches the browser sooner.
 st.subheader("1 · One attention head")
@@ -63,9 +64,11 @@ next_word.panel(model, inputs.text, key="overview_next", heading="The next word"
 
 st.subheader("2 · The word pieces")
 st.markdown(
-    f"BERT cuts text into pieces from a fixed vocabulary of {model.dims.vocab_size:,} "
-    "entries — a rare word becomes several pieces, and every piece after its first is "
-    "marked `##` — and wraps them in `[CLS]` … `[SEP]`. This input is "
+    f"{model_label} uses BERT's WordPiece scheme with a fixed vocabulary of "
+    f"{model.dims.vocab_size:,} entries"
+    + (" and lowercases the text first" if model.tokenizer.lowercases else "")
+    + ": a rare word becomes several pieces, and every piece after its first is "
+    "marked `##`; the pieces are wrapped in `[CLS]` … `[SEP]`. This input is "
     f"**{trace.n_tokens} word pieces**. Each piece, numbered from 0, is one row and one column "
     "of every attention matrix in this app."
 )
