@@ -146,8 +146,8 @@ def switches() -> None:
         "sidebar switches are not used on this page."
     )
     left, right = st.columns(2)
-    scale_off = left.toggle(
-        "Turn off 1/√d_k scaling", value=False, key="sm_scale_off", bind="query-params"
+    scale_off = left.toggle(  # on at first: the section opens on a comparison, not a request
+        "Turn off 1/√d_k scaling", value=True, key="sm_scale_off", bind="query-params"
     )
     causal_on = right.toggle(
         "Turn on the causal mask", value=False, key="sm_causal", bind="query-params"
