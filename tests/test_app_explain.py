@@ -45,11 +45,11 @@ def test_flow_page_shows_the_similarity_of_the_pair(model):
     assert not at.metric[0].delta  # default switches: nothing to compare with
     flow_tab = titles(open_tab(at, "ex_section", "3 · Flow"))
     assert "Attention flow to the top layer, each row ÷ its sum" in flow_tab
-    layers = next(
-        s for s in chart_specs(at) if s["layout"]["title"]["text"].startswith("cos(A, B)")
-    )
-    assert layers["layout"]["yaxis"]["title"]["text"] == "cos(A, B)"
-    assert array(layers["data"][0]["y"])[-1] == pytest.approx(expected, abs=1e-4)
+    # one bar per hidden state, the last one the final embeddings' cosine (three decimals)
+    layers = html_figures(at)["ex_pair_layers"]
+    assert layers["title"] == "cos(A, B) of the mean-pooled states"
+    assert layers["rows"] == ["embedding output"] + [f"after layer {k}" for k in range(6)]
+    assert bar_series(layers)["cos(A, B)"][-1] == pytest.approx(expected, abs=5e-4)
     # scaling off: the similarity moves and the page says by how much
     at.toggle(key="scale").set_value(False).run()
     assert_no_exception(at)
@@ -81,11 +81,19 @@ def test_flow_page_draws_one_tab_at_a_time():
     assert "banana" in lens and "arrow" not in lens
 
 
-def test_flow_page_example_pair_and_layer_slider():
+def test_flow_page_example_pair_and_layer_slider(model):
     at = run_page(FLOW, text="A single sentence.")
     assert_no_exception(at)
-    assert at.info, "without a pair the page says how to get one"
-    at.selectbox(key="ex_pair").set_value(1).run()
+    # without a pair, section 1 opens on the example pair chosen above it, computed live
+    for index in (0, 1):
+        at.selectbox(key="ex_pair").set_value(index).run()
+        _, first, second = similarity.EXAMPLE_PAIRS[index]
+        expected = similarity.sentence_similarity(model.run(first), model.run(second))
+        assert at.metric[0].label == "Cosine similarity of the example pair"
+        assert float(at.metric[0].value) == pytest.approx(expected, abs=1e-4)
+        layers = bar_series(html_figures(at)["ex_pair_layers"])["cos(A, B)"]
+        assert layers[-1] == pytest.approx(expected, abs=5e-4)
+        assert any(first in shown(caption.value) for caption in at.caption[:1])
     at.button(key="ex_use_pair").click().run()
     assert_no_exception(at)
     assert at.session_state["pair"] == similarity.EXAMPLE_PAIRS[1][2]
