@@ -383,8 +383,8 @@ def test_word_view_off_is_the_identity():
 
 
 def up_close(at) -> dict:
-    """The heatmaps page's one-head heatmap spec."""
-    return next(s for s in chart_specs(at) if "attention weights" in s["layout"]["title"]["text"])
+    """The heatmaps page's one-head heatmap (HTML, the Overview's figure) as read."""
+    return html_figures(at)["hm_heatmap"]
 
 
 def test_heatmaps_word_level_merges_and_off_is_unchanged(model):
@@ -394,13 +394,16 @@ def test_heatmaps_word_level_merges_and_off_is_unchanged(model):
     at.toggle(key="words").set_value(True).run()
     assert_no_exception(at)
     merged = up_close(at)
-    assert merged["layout"]["title"]["text"].endswith("<br><sup>between words</sup>")
+    assert merged["note"] == "between words"
     trace = model.run(text)
     groups = words.word_groups(trace.tokens)
-    z = array(merged["data"][0]["z"])
-    assert z.shape == (len(groups), len(groups)) < (trace.n_tokens, trace.n_tokens)
+    assert len(merged["rows"]) == len(groups) < trace.n_tokens
+    assert merged["rows"] == [
+        "".join(trace.tokens[k].removeprefix("##") for k in group) for group in groups
+    ]
+    drawn = np.reshape(merged["numbers"], (len(groups), len(groups)))
     expected = words.merge_attention(np.asarray(trace.attentions[0, 0], dtype=float), groups)
-    np.testing.assert_allclose(z, expected, atol=1e-4)  # the figure rounds to 4 decimals
+    np.testing.assert_allclose(drawn, expected, atol=0.0051)  # the cells print 2 decimals
     at.toggle(key="words").set_value(False).run()
     assert up_close(at) == before
 

@@ -382,22 +382,6 @@ def press_until(page, label: str, title: str, shown_js: str) -> None:
     assert page.evaluate("() => document.activeElement.ariaLabel") == label
 
 
-# A page's every-head plotly heatmap (charts.every_head_heatmap, the one whose meta counts
-# pieces): its title as drawn.
-SHOWN_HEAD_JS = """
-() => {
-  const gd = [...document.querySelectorAll('.js-plotly-plot')]
-    .find(g => g.layout && g.layout.meta && g.layout.meta.pieces);
-  return gd && gd._fullLayout ? {title: gd._fullLayout.title.text} : null;
-}
-"""
-
-
-def press_until_titled(page, label: str, title: str) -> None:
-    """press_until() on a page's every-head plotly heatmap (Attention heatmaps)."""
-    press_until(page, label, title, SHOWN_HEAD_JS)
-
-
 def press_until_grid_titled(page, label: str, title: str) -> None:
     """press_until() on the Overview's HTML heatmap."""
     press_until(page, label, title, GRID_SHOWN_JS)
@@ -457,17 +441,20 @@ def test_overview_switches_layer_and_head_in_the_browser(browser, server, text):
 
 
 # Attention heatmaps' three figures that follow the sliders: the model view's frame (shape 0),
-# the up-close heatmap, and the shared word's rows in two sentences (section 4).
+# the up-close heatmap (the Overview's HTML grid: title, note and every cell's number), and the
+# shared word's rows in two sentences (section 4).
 HEATMAPS_SHOWN_JS = """
 () => {
   const plots = [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')];
   const having = key => plots.find(g => g.layout && g.layout.meta && key in g.layout.meta);
-  const grid = having('frame'), heatmap = having('pieces'), rows = having('bar_lengths');
-  if (!grid || !heatmap || !rows || !heatmap._fullData || !rows._fullData) return null;
+  const grid = having('frame'), rows = having('bar_lengths');
+  const heatmap = document.querySelector('[data-testid="stMain"] .ae-heatmap');
+  if (!grid || !heatmap || !rows || !rows._fullData) return null;
   const frame = grid._fullLayout.shapes[0];
   return {frame: [frame.x0, frame.x1, frame.y0, frame.y1],
-          title: heatmap._fullLayout.title.text,
-          weights: Array.from(heatmap._fullData[0].z, row => Array.from(row)),
+          title: heatmap.querySelector('.ae-title').textContent,
+          note: heatmap.querySelector('.ae-note').textContent,
+          weights: [...heatmap.querySelectorAll('.ae-grid i')].map(cell => cell.textContent),
           rowsTitle: rows._fullLayout.title.text,
           bars: rows._fullData.map(bars => Array.from(bars.y))};
 }
@@ -487,9 +474,10 @@ def test_attention_heatmaps_switch_frame_heatmap_and_rows_in_the_browser(browser
         page.runs.wait_settled(mark, start_timeout_ms=60_000)
         page.wait_for_function(f"({HEATMAPS_SHOWN_JS})() !== null")
         opened = page.evaluate(HEATMAPS_SHOWN_JS)
-        assert "Layer 0, head 0: attention weights<br><sup>without [CLS]/[SEP]" in opened["title"]
-        press_until_titled(page, "Head", "Layer 0, head 1:")
-        press_until_titled(page, "Layer", "Layer 1, head 1:")
+        assert opened["title"] == "Layer 0, head 0: attention weights"
+        assert opened["note"] == "without [CLS]/[SEP]" and opened["weights"]
+        press_until(page, "Head", "Layer 0, head 1:", HEATMAPS_SHOWN_JS)
+        press_until(page, "Layer", "Layer 1, head 1:", HEATMAPS_SHOWN_JS)
         switched = page.evaluate(HEATMAPS_SHOWN_JS)
         assert shown(without_bold(switched["rowsTitle"])).endswith("looks: layer 1, head 1")
         assert switched["frame"] != opened["frame"] and switched["bars"] != opened["bars"]
@@ -503,8 +491,7 @@ def test_attention_heatmaps_switch_frame_heatmap_and_rows_in_the_browser(browser
         assert drawn["frame"] == pytest.approx(switched["frame"], abs=1e-9)
         for key in ("title", "rowsTitle"):
             assert without_bold(drawn[key]) == without_bold(switched[key])
-        for served, shown_row in zip(drawn["weights"], switched["weights"], strict=True):
-            assert shown_row == pytest.approx(served, abs=1e-6)
+        assert drawn["weights"] == switched["weights"]  # every cell's printed number
         for served, shown_bars in zip(drawn["bars"], switched["bars"], strict=True):
             assert shown_bars == pytest.approx(served, abs=1e-6)
     finally:

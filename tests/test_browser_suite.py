@@ -549,5 +549,6 @@ def test_clicking_a_head_in_the_model_view_grid_selects_it(tab):
     sliders = {name: main_slider(tab, name).first.input_value() for name in ("Layer", "Head")}
     assert sliders == {"Layer": "4", "Head": "9"}
     assert {"layer": "4", "head": "9"}.items() <= query_of(tab.page.url).items()
-    titles = tab.page.locator(".gtitle").all_text_contents()  # svg: no innerText
+    # the up-close heatmap (HTML) follows: its title as drawn
+    titles = tab.page.locator("[data-testid='stMain'] .ae-heatmap .ae-title").all_text_contents()
     assert any(t.startswith("Layer 4, head 9") for t in titles), titles

@@ -13,7 +13,7 @@ from conftest import BAD_INPUTS, assert_no_exception, run_page
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
-from shown import STORES_ELEMENT, sent_array, sent_figures, shown
+from shown import STORES_ELEMENT, html_figures, sent_array, sent_figures, shown
 
 from core import head_stats
 from ui import explorer_charts, exports
@@ -471,16 +471,31 @@ def line_ends(spec: dict) -> set[tuple[int, int]]:
     }
 
 
-def test_heatmaps_follow_layer_and_head_and_compare_bank():
-    at = run_page(HEATMAPS, text="The bank raised its rates.")
+def test_heatmaps_follow_layer_and_head_and_compare_bank(model):
+    text = "The bank raised its rates."
+    at = run_page(HEATMAPS, text=text)
     at.slider(key="layer").set_value(4).run()
     at.slider(key="head").set_value(7).run()
     assert_no_exception(at)
-    assert "Layer 4, head 7: attention weights" in titles(at)
+    # one head up close: the Overview's square HTML grid, every cell numbered (≤ 12 pieces)
+    close = html_figures(at)["hm_heatmap"]
+    assert close["kind"] == "ae-heatmap" and not close["image"]
+    assert close["title"] == "Layer 4, head 7: attention weights" and close["note"] == ""
+    trace = model.run(text)
+    assert close["rows"] == close["columns"] == list(trace.tokens)
+    np.testing.assert_allclose(
+        np.reshape(close["numbers"], (trace.n_tokens, trace.n_tokens)),
+        trace.attentions[4, 7],
+        atol=0.0051,  # two decimals
+    )
     assert at.selectbox(key="hm_word").value == "bank"
     assert any("“bank”" in title for title in titles(at))
     at.toggle(key="hm_renorm").set_value(True).run()
-    assert "Layer 4, head 7: attention weights<br><sup>without [CLS]/[SEP]</sup>" in titles(at)
+    close = html_figures(at)["hm_heatmap"]
+    assert (close["title"], close["note"]) == (
+        "Layer 4, head 7: attention weights",
+        "without [CLS]/[SEP]",
+    )
 
 
 def unpacked_rows(packed: str, cols: int) -> list[list[float]]:
@@ -493,7 +508,8 @@ def unpacked_rows(packed: str, cols: int) -> list[list[float]]:
 
 
 def every_head_figures(at) -> dict[str, dict]:
-    """The Attention heatmaps page's figures that switch heads in the browser, by kind."""
+    """The Attention heatmaps page's figures that switch heads in the browser, by kind: the
+    plotly grid and section 4's rows, and the up-close HTML heatmap as html_figures reads it."""
     kinds = {}
     for spec in chart_specs(at):
         meta = spec["layout"].get("meta") or {}
@@ -501,8 +517,7 @@ def every_head_figures(at) -> dict[str, dict]:
             kinds["grid"] = spec
         elif "bar_lengths" in meta:
             kinds["rows"] = spec
-        elif "pieces" in meta:
-            kinds["heatmap"] = spec
+    kinds["heatmap"] = html_figures(at)["hm_heatmap"]
     return kinds
 
 
@@ -547,19 +562,19 @@ def test_heatmaps_send_every_head_as_the_server_draws_it():
         at.slider(key="head").set_value(head).run()
         drawn = every_head_figures(at)
         index = layer * n_heads + head
-        for kind in ("grid", "heatmap", "rows"):
+        for kind in ("grid", "rows"):
             assert drawn[kind]["data"][0]["meta"] == index  # what the browser script checks
 
-        heatmap = drawn["heatmap"]
-        store = sent["heatmap"]["layout"]["meta"]["heads"][index]
-        assert store["title"] == heatmap["layout"]["title"]["text"]
+        heatmap = drawn["heatmap"]  # the HTML grid the server drew for (layer, head)
+        store = sent["heatmap"]["heads"][str(index)]
         assert (
-            f"Layer {layer}, head {head}: attention weights"
-            "<br><sup>between words, without [CLS]/[SEP]</sup>" in store["title"]
+            store["title"] == heatmap["title"] == f"Layer {layer}, head {head}: attention weights"
         )
-        z = sent_array(heatmap["data"][0]["z"])
-        np.testing.assert_array_equal(unpacked_rows(store["weights"], len(z)), z)
-        assert store["zmax"] == heatmap["data"][0]["zmax"]
+        assert store["note"] == heatmap["note"] == "between words, without [CLS]/[SEP]"
+        n = len(heatmap["rows"])
+        drawn_weights = np.reshape(heatmap["numbers"], (n, n))  # two decimals per cell
+        stored = np.asarray(unpacked_rows(store["weights"], n))
+        np.testing.assert_allclose(stored, drawn_weights, atol=0.0051)
 
         rows = drawn["rows"]
         store = sent["rows"]["layout"]["meta"]["heads"][index]
@@ -569,9 +584,38 @@ def test_heatmaps_send_every_head_as_the_server_draws_it():
         for packed, y in zip(store["bars"], bars, strict=True):
             np.testing.assert_array_equal(unpacked_rows(packed, len(y))[0], y)
         if (layer, head) == (2, 5):  # the numbers themselves, written out with loops
-            np.testing.assert_allclose(z, words_without_specials(text, layer, head), atol=6e-5)
-    # the server's own drawing at (5, H - 1) differs from (0, 0): the stores are not all alike
-    assert not np.array_equal(sent_array(sent["heatmap"]["data"][0]["z"]), z)
+            np.testing.assert_allclose(stored, words_without_specials(text, layer, head), atol=6e-5)
+    # the stores are not all alike: the last head shown differs from head (0, 0)
+    assert not np.array_equal(unpacked_rows(sent["heatmap"]["heads"]["0"]["weights"], n), stored)
+
+
+def test_heatmaps_up_close_through_the_server_and_at_length(model, monkeypatch):
+    """A model too large to switch in the browser: the up-close grid carries the sliders' head
+    alone; past 12 pieces it is one image, its colours Viridis over the head's own weights."""
+    from ui import charts, html_heatmap
+
+    text = " ".join(["The river bank was quiet after the storm."] * 2)  # 20 pieces
+    monkeypatch.setattr(charts, "SWITCH_IN_BROWSER_UP_TO_WEIGHTS", 0)
+    at = run_page(HEATMAPS, text=text)
+    at.slider(key="layer").set_value(3).run()
+    at.slider(key="head").set_value(2).run()
+    assert_no_exception(at)
+    close = html_figures(at)["hm_heatmap"]
+    n_heads = model.n_heads
+    assert list(close["heads"]) == [str(3 * n_heads + 2)]  # the one head shown, nothing else
+    assert close["image"] is False and close["title"] == "Layer 3, head 2: attention weights"
+    trace = model.run(text)
+    weights = np.asarray(unpacked_rows(close["heads"][str(3 * n_heads + 2)]["weights"], 20))
+    np.testing.assert_allclose(weights, trace.attentions[3, 2], atol=6e-5)
+    (body,) = [e.proto.body for e in at.get("html") if 'data-figure="hm_heatmap"' in e.proto.body]
+    pixels = re.search(r'class="ae-cells"[^>]*src="data:image/png;base64,([^"]+)"', body).group(1)
+    from PIL import Image
+
+    image = np.asarray(Image.open(io.BytesIO(base64.b64decode(pixels))).convert("RGB"))
+    assert image.shape == (20, 20, 3)  # one pixel per cell
+    zmax = float(close["heads"][str(3 * n_heads + 2)]["zmax"])
+    expected = html_heatmap.cell_rgb(np.round(trace.attentions[3, 2].astype(np.float64), 4), zmax)
+    np.testing.assert_array_equal(image, expected)
 
 
 def test_hostile_sentences_reach_the_stores_beside_a_figure_as_text_only():
@@ -583,7 +627,7 @@ def test_hostile_sentences_reach_the_stores_beside_a_figure_as_text_only():
     bodies = [
         body for body in (e.proto.body for e in at.get("html")) if 'class="ae-stores"' in body
     ]
-    assert len(bodies) == 2  # the heatmap's and section 4's
+    assert len(bodies) == 1  # section 4's (the up-close heatmap is HTML, its stores inside)
     for body in bodies:
         assert STORES_ELEMENT.fullmatch(body), body[:200]  # one div, its JSON escaped
     rows = next(s for s in sent_figures(at) if "bar_lengths" in (s["layout"].get("meta") or {}))

@@ -194,11 +194,11 @@ def attention_grid(
     carried = range(n_layers * n_heads) if every_head else [shown_index]
     stores = {
         index: _store(
-            attentions.reshape(-1, n, n)[index],
+            attentions[divmod(index, n_heads)],  # index l·H + h is head h of layer l: (n, n)
             title_of(*divmod(index, n_heads)),
             note_of(*divmod(index, n_heads)) if note_of else "",
         )
-        for index in carried  # (L·H, n, n): index l·H + h is head h of layer l
+        for index in carried
     }
     shown = stores[shown_index]
     weights = np.round(attentions[layer, head].astype(np.float64), 4)  # (n_q, n_k) as stored
@@ -255,6 +255,24 @@ def attention_grid(
         f'<div class="ae-readout" aria-live="polite">{READOUT_HINT}</div>'
         "</figure>"
     )
+
+
+def one_head_grid(
+    weights: np.ndarray,
+    tokens: Sequence[str],
+    layer: int,
+    head: int,
+    n_layers: int,
+    n_heads: int,
+    note_of: Callable[[int, int], str] | None = None,
+    name: str = "",
+) -> HtmlFigure:
+    """attention_grid of head (layer, head) of a model of n_layers × n_heads, from that head's
+    (n, n) weights alone: for inputs too long to carry every head (the sliders then rerun)."""
+    # (L, H, n, n) of strides (0, 0, ·, ·): a view of the one head, of which only
+    # [layer, head] is read, so no L·H copies are made
+    every = np.broadcast_to(weights, (n_layers, n_heads, *np.shape(weights)))
+    return attention_grid(every, tokens, layer, head, False, note_of=note_of, name=name)
 
 
 READOUT_HINT = "Click or tap a cell: its query, key and weight show here."

@@ -11,6 +11,7 @@ from ui import (
     explorer_charts,
     exports,
     formulas,
+    html_heatmap,
     models,
     state,
     widgets,
@@ -70,8 +71,7 @@ st.caption("Click a head in the grid, or choose it here (the grid's red frame fo
 # redraw the up-close heatmap and section 4 in the browser, with no server round trip.
 in_browser = charts.switches_in_browser(model.n_layers, model.n_heads, n_shown)
 layer, head = widgets.layer_head_picker(model, in_browser=in_browser)
-if in_browser:
-    widgets.head_switch()
+widgets.head_switch()  # the sliders in the browser, and the up-close heatmap's cell readout
 thumbs = derived.thumbnails(trace, renormalise, word_level)  # cached: reads every head
 with grid_slot:
     pooled = thumbs.shape[-1] < n_shown
@@ -101,27 +101,40 @@ st.markdown(
     "Cell (*i*, *j*) is how much query *i* takes from key *j*; each row sums to 1. Point at a "
     "cell to read both tokens and the weight."
 )
-# (L, H, n, n), or (L, H, w, w) when the word-level switch is on; [CLS]/[SEP] are hidden after
-# merging, as in the grid above and the statistics below
-# what the switches changed, on a line of its own: beside the title it was wider than a phone
-title_notes = [
+# what the switches changed, on a line under the title
+title_note = ", ".join(
     note for note, on in (("between words", word_level), ("without [CLS]/[SEP]", renormalise)) if on
-]
-title_suffix = f"<br><sup>{', '.join(title_notes)}</sup>" if title_notes else ""
+)
+
+
+def note_of(_layer: int, _head: int) -> str:
+    """The line under every head's title: the switches, the same for each head."""
+    return title_note
+
+
 labels = widgets.numbered(shown_tokens)
-if in_browser:
+# The Overview's figure (HTML cells, numbered up to 12 pieces, one image past that): one look
+# for one head across the app, and no plotly heatmap to draw.
+if in_browser:  # (L, H, n, n), or (L, H, w, w) between words, [CLS]/[SEP] hidden after merging
     shown = derived.shown_attentions(trace, renormalise, word_level)
-    heatmap = charts.every_head_heatmap(shown, shown_tokens, layer, head, title_suffix)
-    # In the browser the head may change after this run: the image's name cannot say which.
-    widgets.show_figure(heatmap, key="hm_heatmap", filename="attention-head")
+    heatmap = html_heatmap.attention_grid(
+        shown, shown_tokens, layer, head, True, note_of=note_of, name="hm_heatmap"
+    )
 else:
     head_weights = derived.shown_weights(  # one head: (n, n), or (w, w) between words
         trace.attentions[layer, head], tokens, renormalise, word_level
     )
-    heatmap = charts.attention_heatmap(
-        head_weights, shown_tokens, shown_tokens, charts.head_title(layer, head) + title_suffix
+    heatmap = html_heatmap.one_head_grid(
+        head_weights,
+        shown_tokens,
+        layer,
+        head,
+        model.n_layers,
+        model.n_heads,
+        note_of,
+        name="hm_heatmap",
     )
-    widgets.show_figure(heatmap, key="hm_heatmap", filename=f"attention-L{layer}-H{head}")
+widgets.show_html_figure(heatmap)
 if n_shown > charts.FITTED_SCALE_FROM:
     st.caption(
         f"Over {n_shown} {unit} a typical weight is about 1/{n_shown}: the colour "
