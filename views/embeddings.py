@@ -9,20 +9,23 @@ from ui.escape import literal
 inputs, model = state.page_context()
 MAX_TEXT_CHARS = 20_000
 MAX_FOLLOW = 12  # occurrences of the chosen word that get a label, a path and a table column
-DEFAULT_SENTENCES = "\n".join(
-    [
-        "I sat on the bank of the river and watched the water.",
-        "The bank raised its interest rates again.",
-        "We pulled the canoe up onto the muddy bank.",
-        "She paid the cheque in at the bank on Monday.",
-        "She bears the pain without a word.",
-        "Two bears crossed the road near the forest.",
-        "The monitor on my desk keeps flickering.",
-        "Nurses monitor the patient through the night.",
-        "Fruit flies like a banana.",
-        "The pilot flies to Paris every week.",
-    ]
+# The page's own example sentences, each with the sense of its ambiguous word that it was
+# written for: the figures label and colour that word's points by it.
+EXAMPLES = (
+    ("I sat on the bank of the river and watched the water.", "river"),
+    ("The bank raised its interest rates again.", "money"),
+    ("We pulled the canoe up onto the muddy bank.", "river"),
+    ("She paid the cheque in at the bank on Monday.", "money"),
+    ("She bears the pain without a word.", "endures"),
+    ("Two bears crossed the road near the forest.", "animal"),
+    ("The monitor on my desk keeps flickering.", "screen"),
+    ("Nurses monitor the patient through the night.", "watch over"),
+    ("Fruit flies like a banana.", "insects"),
+    ("The pilot flies to Paris every week.", "travels"),
 )
+# the same for the sidebar's example sentences, which the page adds at the end
+SENSES = {**dict(EXAMPLES), "Time flies like an arrow.": "time passes"}
+DEFAULT_SENTENCES = "\n".join(sentence for sentence, _ in EXAMPLES)
 
 st.title("Embedding projections")
 st.markdown(
@@ -58,11 +61,15 @@ if points.n_points == 0:
     st.stop()
 
 
+senses = [SENSES.get(sentence) for sentence in points.sentences]  # None: not one of the page's
+
+
 def sentence_table() -> None:
     st.dataframe(
         {
             "#": [f"s{s + 1}" for s in range(len(points.sentences))],
             "sentence": list(points.sentences),
+            "sense": [sense or "" for sense in senses],
             "word pieces": geometry.sentence_sizes(points),
         },
         hide_index=True,
@@ -128,8 +135,10 @@ def before_and_after() -> None:
             f"{geometry.tsne_perplexity(shown.n_points):.0f} (clamped below the number of points)."
         )
     st.markdown(
-        f"Left: the static vectors (rows of the word-piece table): every *{shown_word}* is the same point. "
-        f"Right: the same tokens, {state_name}, one point per occurrence. Colour = sentence."
+        f"Left: the static vectors (rows of the word-piece table): every *{shown_word}* is the same "
+        f"point. Right: the same tokens, {state_name}, one star per occurrence, coloured and "
+        "labelled by the sense its sentence was written for (a sentence of your own by its "
+        "number). Grey: every other token."
     )
     left, right = st.columns(2)
     with left:
@@ -142,6 +151,8 @@ def before_and_after() -> None:
             chosen,
             "Static (context-free)",
             method,
+            senses,
+            one_point=True,
         )
         widgets.show_figure(fig, key="emb_static", filename="static-projection")
     with right:
@@ -154,8 +165,37 @@ def before_and_after() -> None:
             chosen,
             f"Contextual, {state_name}",
             method,
+            senses,
         )
         widgets.show_figure(fig, key="emb_context", filename=f"contextual-projection-state{layer}")
+    sense_split()
+
+
+def sense_split() -> None:
+    """The split at a glance: cosines between occurrences of one sense and of two, by stage."""
+    occurrence_senses = [senses[shown.sentence[i]] for i in chosen]
+    split = geometry.sense_split(geometry.cosine_by_layer(shown, chosen), occurrence_senses)
+    stages = ["static"] + [charts.state_name(index) for index in range(model.n_layers + 1)]
+    if not split.measured:
+        st.caption(
+            f"The split by sense needs two occurrences of '{shown_word}' with one sense and one "
+            "with another, in the page's example sentences."
+        )
+        return
+    widgets.show_weight_bars(
+        stages,
+        {"same sense": split.same, "other sense": split.other},
+        f"'{shown_word}': how alike two occurrences are",
+        key="emb_senses",
+        y_title="mean cosine between two occurrences",
+        filename="sense-split",
+        decimals=3,
+    )
+    st.caption(
+        f"{state_name[0].upper()}{state_name[1:]}, two occurrences with the same sense have a "
+        f"mean cosine of {split.same[layer + 1]:.3f}, two with different senses "
+        f"{split.other[layer + 1]:.3f}; in the static table both are 1, one row."
+    )
 
 
 def path_through_layers() -> None:
@@ -176,6 +216,7 @@ def path_through_layers() -> None:
         shown.sentences,
         layer,
         f"'{shown_word}', states 0 … {model.n_layers}",
+        senses,
     )
     widgets.show_figure(fig, key="emb_paths", filename="trajectories")
 
@@ -189,7 +230,7 @@ def nearest_words() -> None:
     unit_table, allowed = state.vocabulary_view(model)
     ids, cosines = geometry.nearest_by_stage(shown, chosen, unit_table, allowed)
     stages = ["static"] + [charts.state_name(index) for index in range(model.n_layers + 1)]
-    labels = [f"s{shown.sentence[i] + 1} · {shown.tokens[i]}" for i in chosen]
+    labels = geometry_charts.occurrence_labels(chosen, shown.tokens, shown.sentence, senses)
     # A static table, not st.dataframe: its cells wrap on a phone instead of being cut at the
     # right edge, and it has no toolbar to float over the formula above.
     st.table(
@@ -207,7 +248,7 @@ def occurrences_alike() -> None:
     """Section 4: cosines between the occurrences, at one state and over all of them."""
     st.subheader(f"4 · How alike are the occurrences of '{shown_word}'?")
     tables = geometry.cosine_by_layer(shown, chosen)
-    labels = [f"s{shown.sentence[i] + 1} · {shown.tokens[i]}" for i in chosen]
+    labels = geometry_charts.occurrence_labels(chosen, shown.tokens, shown.sentence, senses)
     left, right = st.columns(2)
     with left:
         # tables[0] is the static table, tables[s + 1] hidden state s
