@@ -171,8 +171,22 @@ def _html_calls(tree: ast.Module) -> list[ast.Call]:
     ]
 
 
+def _is_script_file(value: ast.expr | None) -> bool:
+    """scripts.script_element("<a literal file name>"): a fixed .js file of the repository
+    (ui/scripts.py reads it from ui/js/), no more built at run time than a literal is."""
+    return (
+        isinstance(value, ast.Call)
+        and _called(value) == ("scripts", "script_element")
+        and len(value.args) == 1
+        and not value.keywords
+        and isinstance(value.args[0], ast.Constant)
+        and isinstance(value.args[0].value, str)
+    )
+
+
 def _module_string_constants(tree: ast.Module) -> set[str]:
-    """Names only ever assigned a plain string literal (no f-string, no concatenation).
+    """Names only ever assigned a plain string literal (no f-string, no concatenation), or a
+    script read from a fixed file (_is_script_file).
 
     Every assignment in the module counts: a name given a literal once and something built at
     run time elsewhere (a function's `global`, a later line) is not a constant.
@@ -186,10 +200,9 @@ def _module_string_constants(tree: ast.Module) -> set[str]:
             if not isinstance(target, ast.Name):
                 continue
             value = getattr(node, "value", None)
-            is_literal = (
-                isinstance(node, ast.Assign)
-                and isinstance(value, ast.Constant)
-                and isinstance(value.value, str)
+            is_literal = isinstance(node, ast.Assign) and (
+                (isinstance(value, ast.Constant) and isinstance(value.value, str))
+                or _is_script_file(value)
             )
             (literal if is_literal else other).add(target.id)
     return literal - other
@@ -402,6 +415,11 @@ def test_the_html_rule_can_fail():
     )
     reassigned = ast.parse('X_JS = "<script></script>"\nX_JS = f"<script>{name}</script>"\n')
     assert "X_JS" not in _module_string_constants(reassigned)
+    read = ast.parse(
+        'A_JS = scripts.script_element("a.js")\nB_JS = scripts.script_element(name)\n'
+        'C_JS = scripts.script_element("c.js") + name\nD_JS = other.script_element("d.js")\n'
+    )
+    assert _module_string_constants(read) == {"A_JS"}
     first, second, third = _html_calls(script)
     assert _allowed_keywords(first, "X_JS")
     assert not _allowed_keywords(second, "CSS") and not _allowed_keywords(third, "X_JS")
