@@ -117,24 +117,27 @@ labels = widgets.numbered(shown_tokens)
 # for one head across the app, and no plotly heatmap to draw.
 if in_browser:  # (L, H, n, n), or (L, H, w, w) between words, [CLS]/[SEP] hidden after merging
     shown = derived.shown_attentions(trace, renormalise, word_level)
-    heatmap = html_heatmap.attention_grid(
-        shown, shown_tokens, layer, head, True, note_of=note_of, name="hm_heatmap"
+    widgets.show_html_figure(
+        html_heatmap.attention_grid(
+            shown, shown_tokens, layer, head, True, note_of=note_of, name="hm_heatmap"
+        )
     )
 else:
     head_weights = derived.shown_weights(  # one head: (n, n), or (w, w) between words
         trace.attentions[layer, head], tokens, renormalise, word_level
     )
-    heatmap = html_heatmap.one_head_grid(
-        head_weights,
-        shown_tokens,
-        layer,
-        head,
-        model.n_layers,
-        model.n_heads,
-        note_of,
-        name="hm_heatmap",
+    widgets.show_html_figure(
+        html_heatmap.one_head_grid(
+            head_weights,
+            shown_tokens,
+            layer,
+            head,
+            model.n_layers,
+            model.n_heads,
+            note_of,
+            name="hm_heatmap",
+        )
     )
-widgets.show_html_figure(heatmap)
 if n_shown > charts.FITTED_SCALE_FROM:
     st.caption(
         f"Over {n_shown} {unit} a typical weight is about 1/{n_shown}: the colour "
