@@ -429,8 +429,8 @@ def test_embeddings_page_labels_bank_by_sense_and_measures_the_split(model):
     )
     stars = {t["name"]: t for t in context["data"] if t.get("mode") == "markers+text"}
     assert set(stars) == {"bank · river", "bank · money"}
-    for name, trace in stars.items():
-        assert [shown(label) for label in trace["text"]] == [name.split(" · ")[1]] * 2
+    for name, trace in stars.items():  # one label per sense, on its first point
+        assert [shown(label) for label in trace["text"]] == [name.split(" · ")[1], ""]
     assert [t["name"] for t in context["data"]][0] == "other tokens"  # one grey trace, first
     # the static table: every bank one point, its word written once
     static = next(json.loads(c.proto.spec) for c in at.get("plotly_chart") if c.key == "emb_static")
@@ -460,6 +460,28 @@ def test_embeddings_page_labels_bank_by_sense_and_measures_the_split(model):
     assert same[-1] > other[-1]  # after the last layer the senses have split
     captions = " ".join(c.value for c in at.caption)
     assert f"same sense have a mean cosine of {same[-1]:.3f}" in captions
+
+
+def test_sentence_table_numbers_the_sentences_their_senses_and_pieces():
+    """The sentences' table, in the fold above the figures (sent with the page, a static
+    table): number, sentence, the sense the page wrote it for ("—" for the visitor's own), and
+    its word pieces without [CLS] and [SEP], counted by transformers' tokenizer."""
+    from transformers import AutoTokenizer
+
+    import core
+
+    lines = ["The river bank flooded.", "She paid the cheque in at the bank on Monday."]
+    at = run_page("views/embeddings.py")
+    at.toggle(key="emb_sidebar").set_value(False)
+    at.text_area(key="emb_sentences").set_value("\n".join(lines)).run()
+    assert_no_exception(at)
+    (table,) = [t.value for t in at.table if "word pieces" in t.value.columns]
+    hf = AutoTokenizer.from_pretrained(str(core.load_model().model_dir))
+    assert list(table["#"]) == ["s1", "s2"]
+    assert [shown(sentence) for sentence in table["sentence"]] == lines
+    assert list(table["sense"]) == ["—", "money"]
+    assert [int(k) for k in table["word pieces"]] == [len(hf.tokenize(line)) for line in lines]
+    assert not at.dataframe  # no scrolling grid's script for a folded detail
 
 
 def test_embeddings_page_options():

@@ -326,10 +326,10 @@ def projection_figure(
     for rank, (name, hue) in enumerate(colours.items()):
         rows = np.array([i for i in chosen if names[sentence[i]] == name], dtype=np.int64)
         word = literal(tokens[rows[0]])
-        if one_point:  # every occurrence is the same point: the word once, on the first group
-            text = [word if rank == 0 and k == 0 else "" for k in range(len(rows))]
-        else:
-            text = [name] * len(rows)
+        # one label per group, on its first point: a sense's points lie close together, and
+        # labels on each piled up (the hover names every point)
+        label = word if one_point else name
+        text = [label if k == 0 and (rank == 0 or not one_point) else "" for k in range(len(rows))]
         fig.add_trace(
             _scatter(
                 coords[rows],

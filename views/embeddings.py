@@ -30,27 +30,31 @@ DEFAULT_SENTENCES = "\n".join(sentence for sentence, _ in EXAMPLES)
 st.title("Embedding projections")
 st.markdown(
     "A word piece starts as one row of the vocabulary table: *bank* is the same row by the "
-    "river and at the counter. The embedding step adds a position and a segment vector (then "
-    "LayerNorm); in every layer attention mixes in what the other tokens carry and a "
-    "feed-forward network reworks each token, so after a few layers "
-    "each *bank* sits somewhere different. Below, many sentences at "
-    "once, their tokens squeezed from "
-    f"{model.d_model} dimensions into a picture."
+    "river and at the counter. Layer by layer, attention mixes in what the other tokens carry "
+    "and a feed-forward network reworks each token, so each *bank* ends up somewhere different. "
+    f"Below, the tokens of many sentences, squeezed from {model.d_model} dimensions into a "
+    "picture."
 )
-text = st.text_area(
-    "Sentences, one per line",
-    value=DEFAULT_SENTENCES,
-    key="emb_sentences",
-    bind="query-params",
-    height=190,
-    max_chars=MAX_TEXT_CHARS,
-)
-with_sidebar = st.toggle("Add the sidebar sentence", True, key="emb_sidebar", bind="query-params")
+# The sentences fold away above the figures (an expander, always sent: a text box that is not
+# drawn would lose its value); the figures come first.
+sentences_box = st.expander("The sentences, and the sense each was written for: read or edit")
+with sentences_box:
+    text = st.text_area(
+        "Sentences, one per line",
+        value=DEFAULT_SENTENCES,
+        key="emb_sentences",
+        bind="query-params",
+        height=190,
+        max_chars=MAX_TEXT_CHARS,
+    )
+    with_sidebar = st.toggle(
+        "Add the sidebar sentence", True, key="emb_sidebar", bind="query-params"
+    )
 # The box's lines first, so line k of the box is sentence sk; the sidebar sentence comes last.
 lines = (text or "")[:MAX_TEXT_CHARS] + (("\n" + inputs.text) if with_sidebar else "")
 sentences, notes = geometry.split_sentences(lines)
 if not sentences:
-    st.info("Type one or more sentences above, one per line.", icon="✍️")
+    st.info("Type one or more sentences in the box above, one per line.", icon="✍️")
     st.stop()
 points, skipped = state.point_set(model, tuple(sentences), scale=inputs.scale, causal=inputs.causal)
 state.off_distribution_note(inputs, models.label(model))  # the sidebar's switches act here
@@ -60,27 +64,17 @@ if points.n_points == 0:
     st.info("None of the lines holds a readable word piece. Try ordinary words.", icon="✍️")
     st.stop()
 
-
 senses = [SENSES.get(sentence) for sentence in points.sentences]  # None: not one of the page's
-
-
-def sentence_table() -> None:
-    st.dataframe(
+with sentences_box:  # a static table: no scrolling grid's script to load for a folded detail
+    widgets.static_table(
         {
             "#": [f"s{s + 1}" for s in range(len(points.sentences))],
             "sentence": list(points.sentences),
-            "sense": [sense or "" for sense in senses],
+            "sense": [sense or "—" for sense in senses],
             "word pieces": geometry.sentence_sizes(points),
         },
-        hide_index=True,
+        decimals={},
     )
-
-
-widgets.folded(
-    f"The {len(points.sentences)} sentences, numbered as in the legends",
-    "emb_sentence_table",
-    sentence_table,
-)
 counts = geometry.word_counts(points)
 words = sorted(counts, key=lambda w: (-counts[w][0], -counts[w][1], w))
 c1, c2, c3, c4 = st.columns([2, 2, 1, 1])
