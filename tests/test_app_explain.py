@@ -16,11 +16,11 @@ from conftest import (
     open_tab,
     run_page,
 )
-from shown import bar_series, html_figures, shown
+from shown import bar_series, html_figures, model_view_tiles, shown
 from shown import sent_array as array
 
 from core import explain, saliency, similarity, words
-from ui import explain_charts
+from ui import explain_charts, html_heatmap
 
 FLOW = "views/information_flow.py"
 EXPLANATIONS = "views/explanations.py"
@@ -427,14 +427,17 @@ def test_heatmaps_word_level_reaches_the_grid_and_the_statistics(model):
     groups = words.word_groups(trace.tokens)
     w = len(groups)
     attentions = np.asarray(trace.attentions, dtype=float)
-    grid = next(s for s in chart_specs(at) if s["layout"]["title"]["text"].startswith("All "))
-    assert "between words" in grid["layout"]["title"]["text"]
-    canvas = array(grid["data"][0]["z"])
-    step = w + max(1, w // 8)  # thumbnails w wide, separated by NaN gaps
+    grid = next(e.proto.body for e in at.get("html") if 'data-figure="hm_grid"' in e.proto.body)
+    assert "between words" in grid
+    tiles = model_view_tiles(grid)  # each head's image, painted on one scale
+    merged = np.array(
+        [[merged_by_loops(attentions[lyr, hd], groups) for hd in range(12)] for lyr in range(6)]
+    )
+    zmax = float(np.round(merged, 3).max())
     for layer, head in [(0, 0), (2, 7), (5, 11)]:
-        thumb = canvas[layer * step : layer * step + w, head * step : head * step + w]
-        expected = merged_by_loops(attentions[layer, head], groups)
-        np.testing.assert_allclose(thumb, expected, atol=1e-3)  # the grid rounds to 3 decimals
+        assert tiles[layer, head]["pixels"].shape == (w, w, 3)
+        expected = html_heatmap.cell_rgb(np.round(merged[layer, head], 3), zmax)
+        np.testing.assert_allclose(tiles[layer, head]["pixels"], expected, atol=2)
     # entropy per head: the mean over word rows of -Σ p log2 p, computed here from the merge
     stats = next(
         s for s in chart_specs(at) if s["layout"]["title"]["text"].startswith("Mean row entropy")
@@ -445,9 +448,9 @@ def test_heatmaps_word_level_reaches_the_grid_and_the_statistics(model):
         bits = [-sum(p * np.log2(p) for p in row if p > 0) for row in rows]
         assert shown_entropy[layer, head] == pytest.approx(np.mean(bits), abs=2e-3)
     at.toggle(key="words").set_value(False).run()
-    pieces = next(s for s in chart_specs(at) if s["layout"]["title"]["text"].startswith("All "))
+    pieces = next(e.proto.body for e in at.get("html") if 'data-figure="hm_grid"' in e.proto.body)
     n = trace.n_tokens
-    np.testing.assert_allclose(array(pieces["data"][0]["z"])[:n, :n], attentions[0, 0], atol=1e-3)
+    assert model_view_tiles(pieces)[0, 0]["pixels"].shape == (n, n, 3)  # pieces again
 
 
 def test_word_level_switch_is_shared_and_greyed_out_where_unused():

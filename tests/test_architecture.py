@@ -283,7 +283,14 @@ def _calls_named(tree: ast.AST, name: str) -> list[ast.Call]:
 
 # ui/html_heatmap.py's builders of an HtmlFigure, each tested in tests/test_html_heatmap.py
 # one_head_grid: attention_grid of one head's weights (tests/test_html_heatmap.py)
-HTML_BUILDERS = {"attention_grid", "one_head_grid", "value_grid", "value_strip", "bar_rows"}
+HTML_BUILDERS = {
+    "attention_grid",
+    "one_head_grid",
+    "model_view",
+    "value_grid",
+    "value_strip",
+    "bar_rows",
+}
 
 
 def _called(node: ast.expr) -> tuple[str, str] | None:

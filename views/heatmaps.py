@@ -12,6 +12,7 @@ from ui import (
     exports,
     formulas,
     html_heatmap,
+    model_view,
     models,
     state,
     widgets,
@@ -51,40 +52,33 @@ unit = "words" if word_level else "tokens"
 # 1 · The model view: every head, small.
 st.subheader("1 · Every head at once")
 st.markdown(
-    "Rows of the grid are layers (input side at the top), columns are heads. Vertical stripes are "
-    "heads that send every query to the same few keys; a bright diagonal is a head that looks at "
-    "the token itself, a line just beside it at a neighbour."
+    "Each row of the grid is a layer, input side at the top (on a phone a layer takes two "
+    "rows), and each tile a head, labelled H0, H1, …. Vertical stripes are heads that send "
+    "every query to the same few keys; a bright diagonal is a head that looks at the token "
+    "itself, a line just beside it at a neighbour."
 )
-
-
-def pick_clicked_head() -> None:
-    """Clicking (or tapping) a thumbnail moves the two sliders to that head."""
-    points = st.session_state["hm_grid"].selection.points
-    if points:  # the click targets are numbered layer by layer: index = layer · H + head
-        layer_clicked, head_clicked = divmod(int(points[0]["point_index"]), model.n_heads)
-        st.session_state["layer"], st.session_state["head"] = layer_clicked, head_clicked
-
-
 grid_slot = st.container()
-st.caption("Click a head in the grid, or choose it here (the grid's red frame follows):")
+st.caption("Click or tap a head in the grid, or choose it here (the grid's red frame follows):")
 # Up to ~128 pieces every head travels with the page: the sliders move the grid's frame and
 # redraw the up-close heatmap and section 4 in the browser, with no server round trip.
 in_browser = charts.switches_in_browser(model.n_layers, model.n_heads, n_shown)
 layer, head = widgets.layer_head_picker(model, in_browser=in_browser)
 widgets.head_switch()  # the sliders in the browser, and the up-close heatmap's cell readout
+model_view.install()  # the grid's frame follows the sliders; a click on a head moves them
 thumbs = derived.thumbnails(trace, renormalise, word_level)  # cached: reads every head
 with grid_slot:
     pooled = thumbs.shape[-1] < n_shown
-    grid = explorer_charts.model_view_grid(
-        thumbs,
-        selected=(layer, head),
-        title=f"All {model.n_layers} × {model.n_heads} heads"
-        + (" between words" if word_level else "")
-        + (f" (each pooled to {thumbs.shape[-1]} × {thumbs.shape[-1]})" if pooled else ""),
-        frame_follows_sliders=in_browser,
-    )
-    widgets.show_figure(
-        grid, key="hm_grid", filename="attention-model-view", on_select=pick_clicked_head
+    # HTML, one small image per head: no plotly.js for the page's first figure, and tiles
+    # that reflow to six a row on a phone
+    widgets.show_html_figure(
+        html_heatmap.model_view(
+            thumbs,
+            (layer, head),
+            f"All {model.n_layers} × {model.n_heads} heads"
+            + (" between words" if word_level else "")
+            + (f" (each pooled to {thumbs.shape[-1]} × {thumbs.shape[-1]})" if pooled else ""),
+            name="hm_grid",
+        )
     )
     if pooled:
         block = head_stats.block_size(n_shown)
