@@ -115,8 +115,8 @@ if shown.n_points < points.n_total:
     )
 method_key = "tsne" if method == "t-SNE" else "pca"
 st.caption(
-    "Five sections, one tab each. Every tab follows the word piece chosen here; tabs 1, 2, 4 and "
-    "5 show the chosen hidden state; Projection applies to tab 1 and View to tabs 1 and 2."
+    "Every tab follows the word piece chosen here; tabs 1, 2, 4 and 5 show the chosen hidden "
+    "state; Projection applies to tab 1, View to tabs 1 and 2."
 )
 
 
@@ -128,13 +128,7 @@ def before_and_after() -> None:
             f"t-SNE keeps near neighbours near but distorts distances; perplexity "
             f"{geometry.tsne_perplexity(shown.n_points):.0f} (clamped below the number of points)."
         )
-    st.markdown(
-        f"Left: the static vectors (rows of the word-piece table): every *{shown_word}* is the same "
-        f"point. Right: the same tokens, {state_name}, one star per occurrence, coloured and "
-        "labelled by the sense its sentence was written for (a sentence of your own by its "
-        "number). Grey: every other token."
-    )
-    left, right = st.columns(2)
+    left, right = st.columns(2)  # the figures first, what they show under them
     with left:
         coords = state.projection(shown.static, method_key, n_components, ids=shown.token_ids)
         fig = geometry_charts.projection_figure(
@@ -162,6 +156,12 @@ def before_and_after() -> None:
             senses,
         )
         widgets.show_figure(fig, key="emb_context", filename=f"contextual-projection-state{layer}")
+    st.markdown(
+        f"Left: the static vectors (rows of the word-piece table): every *{shown_word}* is the same "
+        f"point. Right: the same tokens, {state_name}, one star per occurrence, coloured and "
+        "labelled by the sense its sentence was written for (a sentence of your own by its "
+        "number). Grey: every other token."
+    )
     sense_split()
 
 
