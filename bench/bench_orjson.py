@@ -32,12 +32,13 @@ def figures() -> dict[str, object]:
     trace = core.load_model().run(TEXT)  # cut to 512 word pieces
     assert trace.n_tokens == 512
     tokens = trace.tokens
+    stats = head_stats.head_statistics(trace)
     return {
         "attention heatmap 512 × 512": charts.attention_heatmap(
             trace.attentions[2, 3], tokens, tokens, "t", zmax=None
         ),
-        "model view, 6 × 12 thumbnails": explorer_charts.model_view_grid(
-            head_stats.thumbnails(trace.attentions), selected=(2, 3), title="t"
+        "head statistics, 6 × 12": explorer_charts.head_stat_grid(
+            stats.entropy, stats.sink, "t", "bits"
         ),
         "hidden states 512 × 384": charts.matrix_heatmap(
             trace.hidden_states[-1], tokens, "hidden states", "dimension"

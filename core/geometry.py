@@ -251,6 +251,37 @@ def cosine_by_layer(points: PointSet, indices: np.ndarray) -> np.ndarray:
     return np.stack(tables)
 
 
+@dataclass(frozen=True)
+class SenseSplit:
+    """Mean cosine between occurrences of one word, over pairs of the same sense and over pairs
+    of different senses, at each stage of a cosine_by_layer table; NaN where no such pair is."""
+
+    same: np.ndarray  # (S,)
+    other: np.ndarray  # (S,)
+
+    @property
+    def measured(self) -> bool:
+        """Whether both kinds of pair exist (a word seen in one sense only has no split)."""
+        return not (np.isnan(self.same).all() or np.isnan(self.other).all())
+
+
+def sense_split(tables: np.ndarray, senses: Sequence[str | None]) -> SenseSplit:
+    """(S, k, k) cosine tables of k occurrences, each occurrence's sense (None: unknown, left
+    out) -> SenseSplit. Occurrences of one sense drift apart less than occurrences of two when
+    the context has told the model which sense it is."""
+    known = np.array([sense is not None for sense in senses], dtype=bool)  # (k,)
+    labels = np.array([sense or "" for sense in senses], dtype=object)  # (k,)
+    pairs = np.triu(np.outer(known, known), k=1)  # (k, k) each pair of known senses once
+    alike = labels[:, None] == labels[None, :]  # (k, k)
+
+    def mean_over(chosen: np.ndarray) -> np.ndarray:
+        if not chosen.any():
+            return np.full(tables.shape[0], np.nan)
+        return tables[:, chosen].mean(axis=-1)  # (S, pairs) -> (S,)
+
+    return SenseSplit(same=mean_over(pairs & alike), other=mean_over(pairs & ~alike))
+
+
 def mean_off_diagonal(tables: np.ndarray) -> np.ndarray:
     """(..., k, k) -> (...): mean of every table's entries off the diagonal (NaN if k < 2)."""
     k = tables.shape[-1]

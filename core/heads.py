@@ -44,6 +44,15 @@ def head_outputs(trace: Trace, layer: int) -> np.ndarray:
     return trace.attentions[layer] @ trace.values[layer]  # (H, n, n) @ (H, n, d_head)
 
 
+def head_write_lengths(model: BertEncoder, trace: Trace, layer: int) -> np.ndarray:
+    """(H,): mean over tokens of ‖head_h · W_Oʰ‖, the length of what each head adds to a
+    token's vector (bias aside). A head that writes long vectors moves the tokens most."""
+    written = torch.from_numpy(head_outputs(trace, layer)) @ torch.from_numpy(
+        head_output_projection(model, layer)
+    )  # (H, n, d_head) @ (H, d_head, d_model) -> (H, n, d_model)
+    return np.linalg.norm(written.numpy(), axis=-1).mean(axis=-1)  # (H, n) -> (H,)
+
+
 # ---- multi-head anatomy (the "Multi-head attention" page) -----------------------------------
 
 

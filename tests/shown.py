@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import base64
 import html
+import io
 import json
 import re
 from html.parser import HTMLParser
 
 import numpy as np
+from PIL import Image
 
 _RAW_MARKUP = re.compile(r"<|>|&(?!#\d+;)")
 
@@ -151,3 +153,18 @@ def bar_series(figure: dict) -> dict[str, np.ndarray]:
     names = figure["series"]
     numbers = np.asarray(figure["numbers"]).reshape(len(figure["rows"]), len(names))
     return {name: numbers[:, k] for k, name in enumerate(names)}
+
+
+def model_view_tiles(markup: str) -> dict[tuple[int, int], dict]:
+    """html_heatmap.model_view's tiles by (layer, head): framed or not, and the pixels of the
+    tile's image (m, m, 3)."""
+    tiles = {}
+    for match in re.finditer(
+        r'<span class="ae-mv-tile( ae-mv-on)?" data-layer="(\d+)" data-head="(\d+)"[^>]*>'
+        r'<img alt="[^"]*" src="data:image/png;base64,([^"]+)">',
+        markup,
+    ):
+        framed, layer, head, png = match.groups()
+        pixels = np.asarray(Image.open(io.BytesIO(base64.b64decode(png))).convert("RGB"))
+        tiles[int(layer), int(head)] = {"framed": bool(framed), "pixels": pixels}
+    return tiles

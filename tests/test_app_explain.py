@@ -16,11 +16,11 @@ from conftest import (
     open_tab,
     run_page,
 )
-from shown import bar_series, html_figures, shown
+from shown import bar_series, html_figures, model_view_tiles, shown
 from shown import sent_array as array
 
 from core import explain, saliency, similarity, words
-from ui import explain_charts
+from ui import explain_charts, html_heatmap
 
 FLOW = "views/information_flow.py"
 EXPLANATIONS = "views/explanations.py"
@@ -45,11 +45,11 @@ def test_flow_page_shows_the_similarity_of_the_pair(model):
     assert not at.metric[0].delta  # default switches: nothing to compare with
     flow_tab = titles(open_tab(at, "ex_section", "3 · Flow"))
     assert "Attention flow to the top layer, each row ÷ its sum" in flow_tab
-    layers = next(
-        s for s in chart_specs(at) if s["layout"]["title"]["text"].startswith("cos(A, B)")
-    )
-    assert layers["layout"]["yaxis"]["title"]["text"] == "cos(A, B)"
-    assert array(layers["data"][0]["y"])[-1] == pytest.approx(expected, abs=1e-4)
+    # one bar per hidden state, the last one the final embeddings' cosine (three decimals)
+    layers = html_figures(at)["ex_pair_layers"]
+    assert layers["title"] == "cos(A, B) of the mean-pooled states"
+    assert layers["rows"] == ["embedding output"] + [f"after layer {k}" for k in range(6)]
+    assert bar_series(layers)["cos(A, B)"][-1] == pytest.approx(expected, abs=5e-4)
     # scaling off: the similarity moves and the page says by how much
     at.toggle(key="scale").set_value(False).run()
     assert_no_exception(at)
@@ -81,11 +81,19 @@ def test_flow_page_draws_one_tab_at_a_time():
     assert "banana" in lens and "arrow" not in lens
 
 
-def test_flow_page_example_pair_and_layer_slider():
+def test_flow_page_example_pair_and_layer_slider(model):
     at = run_page(FLOW, text="A single sentence.")
     assert_no_exception(at)
-    assert at.info, "without a pair the page says how to get one"
-    at.selectbox(key="ex_pair").set_value(1).run()
+    # without a pair, section 1 opens on the example pair chosen above it, computed live
+    for index in (0, 1):
+        at.selectbox(key="ex_pair").set_value(index).run()
+        _, first, second = similarity.EXAMPLE_PAIRS[index]
+        expected = similarity.sentence_similarity(model.run(first), model.run(second))
+        assert at.metric[0].label == "Cosine similarity of the example pair"
+        assert float(at.metric[0].value) == pytest.approx(expected, abs=1e-4)
+        layers = bar_series(html_figures(at)["ex_pair_layers"])["cos(A, B)"]
+        assert layers[-1] == pytest.approx(expected, abs=5e-4)
+        assert any(first in shown(caption.value) for caption in at.caption[:1])
     at.button(key="ex_use_pair").click().run()
     assert_no_exception(at)
     assert at.session_state["pair"] == similarity.EXAMPLE_PAIRS[1][2]
@@ -375,8 +383,8 @@ def test_word_view_off_is_the_identity():
 
 
 def up_close(at) -> dict:
-    """The heatmaps page's one-head heatmap spec."""
-    return next(s for s in chart_specs(at) if "attention weights" in s["layout"]["title"]["text"])
+    """The heatmaps page's one-head heatmap (HTML, the Overview's figure) as read."""
+    return html_figures(at)["hm_heatmap"]
 
 
 def test_heatmaps_word_level_merges_and_off_is_unchanged(model):
@@ -386,13 +394,16 @@ def test_heatmaps_word_level_merges_and_off_is_unchanged(model):
     at.toggle(key="words").set_value(True).run()
     assert_no_exception(at)
     merged = up_close(at)
-    assert merged["layout"]["title"]["text"].endswith("<br><sup>between words</sup>")
+    assert merged["note"] == "between words"
     trace = model.run(text)
     groups = words.word_groups(trace.tokens)
-    z = array(merged["data"][0]["z"])
-    assert z.shape == (len(groups), len(groups)) < (trace.n_tokens, trace.n_tokens)
+    assert len(merged["rows"]) == len(groups) < trace.n_tokens
+    assert merged["rows"] == [
+        "".join(trace.tokens[k].removeprefix("##") for k in group) for group in groups
+    ]
+    drawn = np.reshape(merged["numbers"], (len(groups), len(groups)))
     expected = words.merge_attention(np.asarray(trace.attentions[0, 0], dtype=float), groups)
-    np.testing.assert_allclose(z, expected, atol=1e-4)  # the figure rounds to 4 decimals
+    np.testing.assert_allclose(drawn, expected, atol=0.0051)  # the cells print 2 decimals
     at.toggle(key="words").set_value(False).run()
     assert up_close(at) == before
 
@@ -416,14 +427,17 @@ def test_heatmaps_word_level_reaches_the_grid_and_the_statistics(model):
     groups = words.word_groups(trace.tokens)
     w = len(groups)
     attentions = np.asarray(trace.attentions, dtype=float)
-    grid = next(s for s in chart_specs(at) if s["layout"]["title"]["text"].startswith("All "))
-    assert "between words" in grid["layout"]["title"]["text"]
-    canvas = array(grid["data"][0]["z"])
-    step = w + max(1, w // 8)  # thumbnails w wide, separated by NaN gaps
+    grid = next(e.proto.body for e in at.get("html") if 'data-figure="hm_grid"' in e.proto.body)
+    assert "between words" in grid
+    tiles = model_view_tiles(grid)  # each head's image, painted on one scale
+    merged = np.array(
+        [[merged_by_loops(attentions[lyr, hd], groups) for hd in range(12)] for lyr in range(6)]
+    )
+    zmax = float(np.round(merged, 3).max())
     for layer, head in [(0, 0), (2, 7), (5, 11)]:
-        thumb = canvas[layer * step : layer * step + w, head * step : head * step + w]
-        expected = merged_by_loops(attentions[layer, head], groups)
-        np.testing.assert_allclose(thumb, expected, atol=1e-3)  # the grid rounds to 3 decimals
+        assert tiles[layer, head]["pixels"].shape == (w, w, 3)
+        expected = html_heatmap.cell_rgb(np.round(merged[layer, head], 3), zmax)
+        np.testing.assert_allclose(tiles[layer, head]["pixels"], expected, atol=2)
     # entropy per head: the mean over word rows of -Σ p log2 p, computed here from the merge
     stats = next(
         s for s in chart_specs(at) if s["layout"]["title"]["text"].startswith("Mean row entropy")
@@ -434,9 +448,9 @@ def test_heatmaps_word_level_reaches_the_grid_and_the_statistics(model):
         bits = [-sum(p * np.log2(p) for p in row if p > 0) for row in rows]
         assert shown_entropy[layer, head] == pytest.approx(np.mean(bits), abs=2e-3)
     at.toggle(key="words").set_value(False).run()
-    pieces = next(s for s in chart_specs(at) if s["layout"]["title"]["text"].startswith("All "))
+    pieces = next(e.proto.body for e in at.get("html") if 'data-figure="hm_grid"' in e.proto.body)
     n = trace.n_tokens
-    np.testing.assert_allclose(array(pieces["data"][0]["z"])[:n, :n], attentions[0, 0], atol=1e-3)
+    assert model_view_tiles(pieces)[0, 0]["pixels"].shape == (n, n, 3)  # pieces again
 
 
 def test_word_level_switch_is_shared_and_greyed_out_where_unused():

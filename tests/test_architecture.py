@@ -285,7 +285,15 @@ def _calls_named(tree: ast.AST, name: str) -> list[ast.Call]:
 
 
 # ui/html_heatmap.py's builders of an HtmlFigure, each tested in tests/test_html_heatmap.py
-HTML_BUILDERS = {"attention_grid", "value_grid", "value_strip", "bar_rows"}
+# one_head_grid: attention_grid of one head's weights (tests/test_html_heatmap.py)
+HTML_BUILDERS = {
+    "attention_grid",
+    "one_head_grid",
+    "model_view",
+    "value_grid",
+    "value_strip",
+    "bar_rows",
+}
 # The modules that make an HtmlFigure, escaping every text in it: ui/html_heatmap.py
 # (tests/test_html_heatmap.py) and the model map's and course progress's ui/model_map_chart.py
 # (tests/test_model_map.py), which ui/model_map.py shows as it is.

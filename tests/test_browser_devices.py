@@ -382,22 +382,6 @@ def press_until(page, label: str, title: str, shown_js: str) -> None:
     assert page.evaluate("() => document.activeElement.ariaLabel") == label
 
 
-# A page's every-head plotly heatmap (charts.every_head_heatmap, the one whose meta counts
-# pieces): its title as drawn.
-SHOWN_HEAD_JS = """
-() => {
-  const gd = [...document.querySelectorAll('.js-plotly-plot')]
-    .find(g => g.layout && g.layout.meta && g.layout.meta.pieces);
-  return gd && gd._fullLayout ? {title: gd._fullLayout.title.text} : null;
-}
-"""
-
-
-def press_until_titled(page, label: str, title: str) -> None:
-    """press_until() on a page's every-head plotly heatmap (Attention heatmaps)."""
-    press_until(page, label, title, SHOWN_HEAD_JS)
-
-
 def press_until_grid_titled(page, label: str, title: str) -> None:
     """press_until() on the Overview's HTML heatmap."""
     press_until(page, label, title, GRID_SHOWN_JS)
@@ -456,18 +440,33 @@ def test_overview_switches_layer_and_head_in_the_browser(browser, server, text):
         context.close()
 
 
-# Attention heatmaps' three figures that follow the sliders: the model view's frame (shape 0),
-# the up-close heatmap, and the shared word's rows in two sentences (section 4).
+# Attention heatmaps' three figures that follow the sliders: the model view's framed tile (HTML,
+# its layer and head), the up-close heatmap (the Overview's HTML grid: title, note and every
+# cell's number), and the shared word's rows in two sentences (section 4).
 HEATMAPS_SHOWN_JS = """
 () => {
   const plots = [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')];
   const having = key => plots.find(g => g.layout && g.layout.meta && key in g.layout.meta);
-  const grid = having('frame'), heatmap = having('pieces'), rows = having('bar_lengths');
-  if (!grid || !heatmap || !rows || !heatmap._fullData || !rows._fullData) return null;
-  const frame = grid._fullLayout.shapes[0];
-  return {frame: [frame.x0, frame.x1, frame.y0, frame.y1],
-          title: heatmap._fullLayout.title.text,
-          weights: Array.from(heatmap._fullData[0].z, row => Array.from(row)),
+  const rows = having('bar_lengths');
+  const heatmap = document.querySelector('[data-testid="stMain"] .ae-heatmap');
+  const framed = [...document.querySelectorAll('[data-testid="stMain"] .ae-mv-tile.ae-mv-on')];
+  if (framed.length !== 1 || !heatmap || !rows || !rows._fullData) return null;
+  // past 12 pieces the cells are one image: its pixels as decoded (null until they are)
+  const image = heatmap.querySelector('img.ae-cells');
+  let pixels = [];
+  if (image) {
+    if (!image.complete || !image.naturalWidth) return null;
+    const canvas = document.createElement('canvas');
+    canvas.width = image.naturalWidth; canvas.height = image.naturalHeight;
+    canvas.getContext('2d').drawImage(image, 0, 0);
+    pixels = Array.from(canvas.getContext('2d')
+      .getImageData(0, 0, canvas.width, canvas.height).data);
+  }
+  return {frame: [Number(framed[0].dataset.layer), Number(framed[0].dataset.head)],
+          title: heatmap.querySelector('.ae-title').textContent,
+          note: heatmap.querySelector('.ae-note').textContent,
+          weights: [...heatmap.querySelectorAll('.ae-grid i')].map(cell => cell.textContent)
+            .concat(pixels),
           rowsTitle: rows._fullLayout.title.text,
           bars: rows._fullData.map(bars => Array.from(bars.y))};
 }
@@ -487,9 +486,10 @@ def test_attention_heatmaps_switch_frame_heatmap_and_rows_in_the_browser(browser
         page.runs.wait_settled(mark, start_timeout_ms=60_000)
         page.wait_for_function(f"({HEATMAPS_SHOWN_JS})() !== null")
         opened = page.evaluate(HEATMAPS_SHOWN_JS)
-        assert "Layer 0, head 0: attention weights<br><sup>without [CLS]/[SEP]" in opened["title"]
-        press_until_titled(page, "Head", "Layer 0, head 1:")
-        press_until_titled(page, "Layer", "Layer 1, head 1:")
+        assert opened["title"] == "Layer 0, head 0: attention weights"
+        assert opened["note"] == "without [CLS]/[SEP]" and opened["weights"]
+        press_until(page, "Head", "Layer 0, head 1:", HEATMAPS_SHOWN_JS)
+        press_until(page, "Layer", "Layer 1, head 1:", HEATMAPS_SHOWN_JS)
         switched = page.evaluate(HEATMAPS_SHOWN_JS)
         assert shown(without_bold(switched["rowsTitle"])).endswith("looks: layer 1, head 1")
         assert switched["frame"] != opened["frame"] and switched["bars"] != opened["bars"]
@@ -500,11 +500,11 @@ def test_attention_heatmaps_switch_frame_heatmap_and_rows_in_the_browser(browser
         page.runs.wait_settled(mark, start_timeout_ms=60_000)
         page.wait_for_function(f"({HEATMAPS_SHOWN_JS})() !== null")
         drawn = page.evaluate(HEATMAPS_SHOWN_JS)
-        assert drawn["frame"] == pytest.approx(switched["frame"], abs=1e-9)
+        assert drawn["frame"] == switched["frame"] == [1, 1]
         for key in ("title", "rowsTitle"):
             assert without_bold(drawn[key]) == without_bold(switched[key])
-        for served, shown_row in zip(drawn["weights"], switched["weights"], strict=True):
-            assert shown_row == pytest.approx(served, abs=1e-6)
+        # every cell's printed number, or every pixel of the cells' image
+        assert drawn["weights"] == switched["weights"]
         for served, shown_bars in zip(drawn["bars"], switched["bars"], strict=True):
             assert shown_bars == pytest.approx(served, abs=1e-6)
     finally:
@@ -528,5 +528,102 @@ def test_menu_switches_a_dark_system_to_light_and_back(browser, server):
             page.keyboard.press("Escape")  # the menu stays open after a choice
             page.locator('[data-testid="stMainMenuPopover"]').wait_for(state="hidden")
         assert not page_exceptions(page)
+    finally:
+        context.close()
+
+
+# ---- issue 36 §5: phones and keyboards ---------------------------------------------------------
+def test_a_phone_sees_where_to_type_on_the_overview(browser, server):
+    """On a 390 px phone the sidebar is folded away, and the Overview shows the sentence box in
+    the page instead (ui/state.py, sentence_box_in_page); a sentence typed there is the one the
+    heatmap draws. A desktop, with the sidebar open, sees one box only: the sidebar's."""
+    overview = next(p for p in PAGES if p.default)
+    page, context = open_page(browser, server, overview, **PHONE_DARK)
+    try:
+        box = page.locator("[data-testid='stMain'] .st-key-page_sentence textarea")
+        assert box.is_visible() and box.bounding_box()["y"] < PHONE["height"]  # first screen
+        sidebar_box = page.locator('[data-testid="stSidebar"] textarea').first.bounding_box()
+        assert sidebar_box["x"] + sidebar_box["width"] <= 0  # folded away, off the screen
+        mark = page.runs.mark()
+        box.fill("Fruit flies like a banana.")
+        box.evaluate("e => e.blur()")  # a phone has no Ctrl+Enter: leaving the box commits
+        page.runs.wait_settled(mark, start_timeout_ms=30_000)
+        page.wait_for_function(
+            "() => [...document.querySelectorAll('.ae-heatmap .ae-query')]"
+            ".some(e => e.textContent === 'banana')"
+        )
+        assert "text=Fruit" in page.url  # the sidebar's sentence, and so the link's
+    finally:
+        context.close()
+    page, context = open_page(browser, server, overview, viewport={"width": 1280, "height": 900})
+    try:
+        assert not page.locator(".st-key-page_sentence textarea").is_visible()
+    finally:
+        context.close()
+
+
+def test_the_model_view_tiles_are_a_finger_wide_on_a_phone(browser, server):
+    """Attention heatmaps' model view on a phone: six heads a row, each tile at least 40 px
+    wide, none past the screen's edge."""
+    heatmaps = next(p for p in PAGES if Path(p.path).stem == "heatmaps")
+    page, context = open_page(browser, server, heatmaps, **PHONE_DARK)
+    try:
+        tiles = page.evaluate(
+            "() => [...document.querySelectorAll('.ae-model-view .ae-mv-tile img')]"
+            ".map(e => { const r = e.getBoundingClientRect(); return [r.left, r.right, r.width]; })"
+        )
+        assert len(tiles) == 6 * 12
+        assert min(width for _, _, width in tiles) >= 40
+        assert max(right for _, right, _ in tiles) <= PHONE["width"]
+        assert len({round(left) for left, _, _ in tiles}) == 6  # six columns
+    finally:
+        context.close()
+
+
+# The outline a focused element draws, and the background of the current page's link.
+FOCUS_STYLE_JS = """
+() => {
+  const style = getComputedStyle(document.activeElement);
+  const current = document.querySelector('[data-testid="stSidebarNav"] a[aria-current="page"]');
+  return {tag: document.activeElement.tagName, outline: style.outlineStyle,
+          width: parseFloat(style.outlineWidth), colour: style.outlineColor,
+          currentOutline: current ? getComputedStyle(current).outlineStyle : null};
+}
+"""
+
+
+def test_keyboard_focus_on_a_sidebar_link_is_an_outline(browser, server):
+    """Tab to a sidebar link: it draws a solid outline at least 2 px wide, which the current
+    page's link (a grey fill) does not have."""
+    overview = next(p for p in PAGES if p.default)
+    page, context = open_page(browser, server, overview, viewport={"width": 1280, "height": 900})
+    try:
+        links = page.locator('[data-testid="stSidebarNav"] a')
+        links.nth(1).focus()
+        page.keyboard.press("Tab")  # focus by keyboard: :focus-visible
+        focused = page.evaluate(FOCUS_STYLE_JS)
+        assert focused["tag"] == "A"
+        assert focused["outline"] == "solid" and focused["width"] >= 2, focused
+        assert focused["currentOutline"] != "solid"
+    finally:
+        context.close()
+
+
+def test_a_long_text_keeps_its_last_line_clear_of_the_counter(browser, server):
+    """The sidebar's box with a long text, scrolled to its end: its last line of text ends above
+    the "1956/20000" counter Streamlit writes inside the box's bottom edge."""
+    overview = next(p for p in PAGES if p.default)
+    page, context = open_page(browser, server, overview, viewport={"width": 1280, "height": 900})
+    try:
+        box = page.locator('[data-testid="stSidebar"] textarea').first
+        box.fill(("The river bank was quiet after the storm. " * 50)[:1956])
+        box.evaluate("e => { e.focus(); e.scrollTop = e.scrollHeight; }")
+        counter = page.locator('[data-testid="stSidebar"] [data-testid="InputInstructions"]').first
+        counter.wait_for()
+        assert "1956/" in counter.text_content()
+        gap = box.evaluate(
+            "e => { const s = getComputedStyle(e); return parseFloat(s.paddingBottom); }"
+        )
+        assert gap >= counter.bounding_box()["height"]  # the last line sits above the counter
     finally:
         context.close()

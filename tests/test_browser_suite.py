@@ -35,7 +35,7 @@ from browser import (
     wait_drawn,
     wait_figures_changed,
     wait_for_figure,
-    wait_plots_fit,
+    wait_idle,
 )
 
 pytestmark = pytest.mark.browser
@@ -512,42 +512,24 @@ def test_hostile_text_typed_into_every_text_input(tab, app_page):
             assert message.count(), f"{where}: unreadable text must get a clear message"
 
 
-# Where a (layer, head) thumbnail's centre lies on screen, from plotly's own axis mapping.
-THUMBNAIL_CENTRE_JS = """
-([title, layer, head]) => {
-  const plot = [...document.querySelectorAll('.js-plotly-plot')]
-    .find(g => g._fullLayout && (g._fullLayout.title.text || '').includes(title));
-  const target = plot._fullData.find(t => t.type === 'scatter');  // arrays decoded from base64
-  let i = 0;
-  while (!(target.customdata[i][0] === layer && target.customdata[i][1] === head)) i++;
-  const full = plot._fullLayout;
-  const box = plot.getBoundingClientRect();
-  return {
-    x: box.left + full._size.l + full.xaxis.d2p(target.x[i]),
-    y: box.top + full._size.t + full.yaxis.d2p(target.y[i]),
-  };
-}
-"""
-
-
 def test_clicking_a_head_in_the_model_view_grid_selects_it(tab):
-    """A click on a thumbnail moves both sliders to that head and the link keeps it."""
+    """A click on a head's tile moves both sliders to that head (as arrow keys would), the
+    frame and the up-close heatmap follow, and the link keeps it."""
     heatmaps = next(p for p in PAGES if p.path == "views/heatmaps.py")
     tab.open(heatmaps)
+    tile = tab.page.locator(
+        "[data-testid='stMain'] .ae-model-view .ae-mv-tile[data-layer='4'][data-head='9']"
+    )
+    tile.scroll_into_view_if_needed()
+    tile.click()
     tab.page.wait_for_function(
-        "() => [...document.querySelectorAll('.js-plotly-plot')].some(g => g._fullLayout &&"
-        " (g._fullLayout.title.text || '').includes('All '))"
+        "() => document.querySelector('.ae-mv-tile.ae-mv-on')?.dataset.head === '9'"
+        " && document.querySelector('.ae-mv-tile.ae-mv-on')?.dataset.layer === '4'"
     )
-    grid = tab.page.locator(".js-plotly-plot", has_text="All 6").first
-    grid.scroll_into_view_if_needed()
-    wait_plots_fit(tab.page)  # plotly's resize after scrolling into view
-    point = tab.page.evaluate(THUMBNAIL_CENTRE_JS, ["All ", 4, 9])
-    assert tab.act(lambda: tab.page.mouse.click(point["x"], point["y"])), (
-        "the click changed nothing"
-    )
+    wait_idle(tab.page)
     tab.assert_healthy("after clicking a head")
     sliders = {name: main_slider(tab, name).first.input_value() for name in ("Layer", "Head")}
     assert sliders == {"Layer": "4", "Head": "9"}
     assert {"layer": "4", "head": "9"}.items() <= query_of(tab.page.url).items()
-    titles = tab.page.locator(".gtitle").all_text_contents()  # svg: no innerText
+    titles = tab.page.locator("[data-testid='stMain'] .ae-heatmap .ae-title").all_text_contents()
     assert any(t.startswith("Layer 4, head 9") for t in titles), titles

@@ -369,3 +369,21 @@ def test_permutation_grid_carries_every_heads_weights_and_difference(tiny):
             delta = np.abs(original[layer, head] - result.unshuffled[layer, head]).max()
             assert store["title"] == f"with positions: shuffled, put back (L{layer} H{head})"
             assert store["note"] == f"max |Δ| to the original: {delta:.1e}"
+
+
+def test_sense_split_averages_pairs_by_sense_and_leaves_unknown_senses_out():
+    # 4 occurrences: two river, one money, one of unknown sense; one stage
+    table = np.array(
+        [
+            [1.0, 0.9, 0.5, 0.1],
+            [0.9, 1.0, 0.7, 0.2],
+            [0.5, 0.7, 1.0, 0.3],
+            [0.1, 0.2, 0.3, 1.0],
+        ]
+    )[None]  # (1, 4, 4)
+    split = geometry.sense_split(table, ["river", "river", "money", None])
+    np.testing.assert_allclose(split.same, [0.9])  # the one river-river pair
+    np.testing.assert_allclose(split.other, [(0.5 + 0.7) / 2])  # river-money pairs
+    assert split.measured
+    lonely = geometry.sense_split(table, ["river", "money", None, None])  # no same-sense pair
+    assert np.isnan(lonely.same).all() and not lonely.measured

@@ -13,7 +13,15 @@ from conftest import BAD_INPUTS, assert_no_exception, run_page
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
-from shown import STORES_ELEMENT, sent_array, sent_figures, shown
+from PIL import Image
+from shown import (
+    STORES_ELEMENT,
+    html_figures,
+    model_view_tiles,
+    sent_array,
+    sent_figures,
+    shown,
+)
 
 from core import head_stats
 from ui import explorer_charts, exports
@@ -128,39 +136,29 @@ def test_thumbnails_of_a_512_token_input_are_downsampled(model):
     thumbs = head_stats.thumbnails(trace)
     assert thumbs.shape[:2] == (model.n_layers, model.n_heads)
     assert thumbs.shape[-1] <= head_stats.THUMBNAIL_SIDE
-    fig = explorer_charts.model_view_grid(thumbs, (0, 0), "grid")
-    z = np.array(fig.data[0].z, dtype=float)
-    heatmaps = [t for t in fig.data if t.type == "heatmap"]
-    assert len(heatmaps) == 1, "the whole grid is one heatmap trace"
-    gap = max(1, thumbs.shape[-1] // 8)
-    assert z.shape == (
-        model.n_layers * (thumbs.shape[-1] + gap) - gap,
-        model.n_heads * (thumbs.shape[-1] + gap) - gap,
-    )
-    assert z.size < 0.02 * trace.attentions.size  # 50 times fewer values than L·H·n²
-    # sent as float32, half the bytes, and still the weights to the three decimals it shows
-    sent = json.loads(fig.to_json())["data"][0]["z"]
-    assert sent["dtype"] == "f4"
-    canvas = explorer_charts.stitch_grid(thumbs, gap)
-    np.testing.assert_allclose(sent_array(sent), np.round(canvas, 3), atol=5e-8, equal_nan=True)
+    assert thumbs.size < 0.02 * trace.attentions.size  # 50 times fewer values than L·H·n²
 
 
-def test_model_view_grid_places_each_head_in_its_cell():
-    thumbs = random_attention(2, 3, 4)
-    z = explorer_charts.stitch_grid(thumbs, gap=1)
-    np.testing.assert_allclose(z[5:9, 10:14], thumbs[1, 2])  # layer 1, head 2: step 5
-    assert np.isnan(z[4]).all() and np.isnan(z[:, 4]).all()  # the gaps
+def test_model_view_is_each_heads_own_image_on_one_colour_scale():
+    """Every head one tile, in layer-by-layer order, its image the head's thumbnail painted
+    Viridis from 0 to the largest weight of all; only the selected head is framed; on a phone a
+    row holds at most six heads (--phone-heads), split evenly."""
+    from ui import html_heatmap
 
-
-def test_model_view_grid_click_targets_sit_on_their_own_head():
     thumbs = random_attention(3, 4, 5, seed=2)  # (L, H, m, m)
-    fig = explorer_charts.model_view_grid(thumbs, (1, 2), "grid")
-    targets = next(t for t in fig.data if t.type == "scatter")
-    canvas = np.array(fig.data[0].z, dtype=float)
-    assert len(targets.x) == 3 * 4
-    for x, y, (layer, head) in zip(targets.x, targets.y, targets.customdata, strict=True):
-        # the centre cell of the thumbnail under the point is that head's centre cell
-        assert canvas[int(y), int(x)] == pytest.approx(thumbs[layer, head, 2, 2], abs=1e-3)
+    markup = html_heatmap.model_view(thumbs, (1, 2), "All 3 × 4 heads", name="grid")
+    tiles = model_view_tiles(markup)
+    assert list(tiles) == [(layer, head) for layer in range(3) for head in range(4)]
+    assert [key for key, tile in tiles.items() if tile["framed"]] == [(1, 2)]
+    zmax = float(np.round(thumbs.astype(np.float64), 3).max())
+    for (layer, head), tile in tiles.items():
+        expected = html_heatmap.cell_rgb(np.round(thumbs[layer, head].astype(np.float64), 3), zmax)
+        np.testing.assert_array_equal(tile["pixels"], expected)
+    assert '--heads:4;--phone-heads:4"' in markup
+    twelve = html_heatmap.model_view(random_attention(1, 12, 2), (0, 0), "t")
+    assert '--heads:12;--phone-heads:6"' in twelve  # two rows of six on a phone
+    sixteen = html_heatmap.model_view(random_attention(1, 16, 2), (0, 0), "t")
+    assert '--phone-heads:6"' in sixteen  # three rows: 6, 6, 4
 
 
 # ---- head view -------------------------------------------------------------------------------
@@ -439,6 +437,36 @@ def test_head_view_draws_the_pair_and_filters_blocks():
     assert "‖α·v·W_O‖" in titles(at)[0]
 
 
+def test_head_view_keeping_a_token_adds_no_element_and_the_figure_comes_first():
+    """Every control of the head view is there before a token is kept (its "Its lines" radio
+    greyed): keeping one changes the radio's state, not the page's elements, so nothing above
+    or beside the figure moves. The figure is the page's first element after its intro."""
+    at = run_page(HEAD_VIEW, text="Time flies like an arrow.")
+
+    def widget_keys(at) -> list[str]:
+        return [
+            w.key
+            for kind in ("slider", "multiselect", "selectbox", "radio", "toggle")
+            for w in at.get(kind)
+        ]
+
+    assert at.radio(key="hv_side").disabled
+    before = widget_keys(at)
+    at.selectbox(key="hv_token").set_value(2).run()
+    assert_no_exception(at)
+    assert not at.radio(key="hv_side").disabled
+    assert widget_keys(at) == before
+    assert {query for query, _ in line_ends(chart_specs(at)[0])} == {2}
+    # the figure and its controls share the page's first row of columns
+    figure_column = at.columns[0]
+    assert [c.key for c in figure_column.get("plotly_chart")] == ["hv_figure"]
+    assert {"layer", "head", "hv_heads", "hv_token", "hv_side"} <= {
+        w.key
+        for kind in ("slider", "multiselect", "selectbox", "radio")
+        for w in at.columns[1].get(kind)
+    }
+
+
 def test_head_view_through_the_server_draws_the_chosen_heads_lines(model, monkeypatch):
     """A model too large to switch in the browser: the page draws only the sliders' head, and
     its lines and count are those of head_view_lines on that layer, computed here."""
@@ -471,16 +499,31 @@ def line_ends(spec: dict) -> set[tuple[int, int]]:
     }
 
 
-def test_heatmaps_follow_layer_and_head_and_compare_bank():
-    at = run_page(HEATMAPS, text="The bank raised its rates.")
+def test_heatmaps_follow_layer_and_head_and_compare_bank(model):
+    text = "The bank raised its rates."
+    at = run_page(HEATMAPS, text=text)
     at.slider(key="layer").set_value(4).run()
     at.slider(key="head").set_value(7).run()
     assert_no_exception(at)
-    assert "Layer 4, head 7: attention weights" in titles(at)
+    # one head up close: the Overview's square HTML grid, every cell numbered (≤ 12 pieces)
+    close = html_figures(at)["hm_heatmap"]
+    assert close["kind"] == "ae-heatmap" and not close["image"]
+    assert close["title"] == "Layer 4, head 7: attention weights" and close["note"] == ""
+    trace = model.run(text)
+    assert close["rows"] == close["columns"] == list(trace.tokens)
+    np.testing.assert_allclose(
+        np.reshape(close["numbers"], (trace.n_tokens, trace.n_tokens)),
+        trace.attentions[4, 7],
+        atol=0.0051,  # two decimals
+    )
     assert at.selectbox(key="hm_word").value == "bank"
     assert any("“bank”" in title for title in titles(at))
     at.toggle(key="hm_renorm").set_value(True).run()
-    assert "Layer 4, head 7: attention weights<br><sup>without [CLS]/[SEP]</sup>" in titles(at)
+    close = html_figures(at)["hm_heatmap"]
+    assert (close["title"], close["note"]) == (
+        "Layer 4, head 7: attention weights",
+        "without [CLS]/[SEP]",
+    )
 
 
 def unpacked_rows(packed: str, cols: int) -> list[list[float]]:
@@ -493,16 +536,18 @@ def unpacked_rows(packed: str, cols: int) -> list[list[float]]:
 
 
 def every_head_figures(at) -> dict[str, dict]:
-    """The Attention heatmaps page's figures that switch heads in the browser, by kind."""
+    """The Attention heatmaps page's figures that follow the sliders, by kind: section 4's
+    plotly rows, the up-close HTML heatmap as html_figures reads it, and the HTML model view's
+    markup."""
     kinds = {}
     for spec in chart_specs(at):
         meta = spec["layout"].get("meta") or {}
-        if "frame" in meta:
-            kinds["grid"] = spec
-        elif "bar_lengths" in meta:
+        if "bar_lengths" in meta:
             kinds["rows"] = spec
-        elif "pieces" in meta:
-            kinds["heatmap"] = spec
+    kinds["heatmap"] = html_figures(at)["hm_heatmap"]
+    (kinds["grid"],) = [
+        e.proto.body for e in at.get("html") if 'data-figure="hm_grid"' in e.proto.body
+    ]
     return kinds
 
 
@@ -541,25 +586,26 @@ def test_heatmaps_send_every_head_as_the_server_draws_it():
     assert_no_exception(at)
     sent = every_head_figures(at)  # as sent with the sliders at layer 0, head 0
     assert set(sent) == {"grid", "heatmap", "rows"}
-    n_heads = sent["grid"]["layout"]["meta"]["every_head_of"]
+    n_heads = int(re.search(r'data-every-head-of="(\d+)"', sent["grid"]).group(1))
     for layer, head in ((0, 0), (2, 5), (5, n_heads - 1)):
         at.slider(key="layer").set_value(layer)
         at.slider(key="head").set_value(head).run()
         drawn = every_head_figures(at)
         index = layer * n_heads + head
-        for kind in ("grid", "heatmap", "rows"):
-            assert drawn[kind]["data"][0]["meta"] == index  # what the browser script checks
+        assert drawn["rows"]["data"][0]["meta"] == index  # what the browser script checks
+        framed = [key for key, tile in model_view_tiles(drawn["grid"]).items() if tile["framed"]]
+        assert framed == [(layer, head)] and f'data-shown="{index}"' in drawn["grid"]
 
-        heatmap = drawn["heatmap"]
-        store = sent["heatmap"]["layout"]["meta"]["heads"][index]
-        assert store["title"] == heatmap["layout"]["title"]["text"]
+        heatmap = drawn["heatmap"]  # the HTML grid the server drew for (layer, head)
+        store = sent["heatmap"]["heads"][str(index)]
         assert (
-            f"Layer {layer}, head {head}: attention weights"
-            "<br><sup>between words, without [CLS]/[SEP]</sup>" in store["title"]
+            store["title"] == heatmap["title"] == f"Layer {layer}, head {head}: attention weights"
         )
-        z = sent_array(heatmap["data"][0]["z"])
-        np.testing.assert_array_equal(unpacked_rows(store["weights"], len(z)), z)
-        assert store["zmax"] == heatmap["data"][0]["zmax"]
+        assert store["note"] == heatmap["note"] == "between words, without [CLS]/[SEP]"
+        n = len(heatmap["rows"])
+        drawn_weights = np.reshape(heatmap["numbers"], (n, n))  # two decimals per cell
+        stored = np.asarray(unpacked_rows(store["weights"], n))
+        np.testing.assert_allclose(stored, drawn_weights, atol=0.0051)
 
         rows = drawn["rows"]
         store = sent["rows"]["layout"]["meta"]["heads"][index]
@@ -569,9 +615,36 @@ def test_heatmaps_send_every_head_as_the_server_draws_it():
         for packed, y in zip(store["bars"], bars, strict=True):
             np.testing.assert_array_equal(unpacked_rows(packed, len(y))[0], y)
         if (layer, head) == (2, 5):  # the numbers themselves, written out with loops
-            np.testing.assert_allclose(z, words_without_specials(text, layer, head), atol=6e-5)
-    # the server's own drawing at (5, H - 1) differs from (0, 0): the stores are not all alike
-    assert not np.array_equal(sent_array(sent["heatmap"]["data"][0]["z"]), z)
+            np.testing.assert_allclose(stored, words_without_specials(text, layer, head), atol=6e-5)
+    # the stores are not all alike: the last head shown differs from head (0, 0)
+    assert not np.array_equal(unpacked_rows(sent["heatmap"]["heads"]["0"]["weights"], n), stored)
+
+
+def test_heatmaps_up_close_through_the_server_and_at_length(model, monkeypatch):
+    """A model too large to switch in the browser: the up-close grid carries the sliders' head
+    alone; past 12 pieces it is one image, its colours Viridis over the head's own weights."""
+    from ui import charts, html_heatmap
+
+    text = " ".join(["The river bank was quiet after the storm."] * 2)  # 20 pieces
+    monkeypatch.setattr(charts, "SWITCH_IN_BROWSER_UP_TO_WEIGHTS", 0)
+    at = run_page(HEATMAPS, text=text)
+    at.slider(key="layer").set_value(3).run()
+    at.slider(key="head").set_value(2).run()
+    assert_no_exception(at)
+    close = html_figures(at)["hm_heatmap"]
+    n_heads = model.n_heads
+    assert list(close["heads"]) == [str(3 * n_heads + 2)]  # the one head shown, nothing else
+    assert close["image"] is False and close["title"] == "Layer 3, head 2: attention weights"
+    trace = model.run(text)
+    weights = np.asarray(unpacked_rows(close["heads"][str(3 * n_heads + 2)]["weights"], 20))
+    np.testing.assert_allclose(weights, trace.attentions[3, 2], atol=6e-5)
+    (body,) = [e.proto.body for e in at.get("html") if 'data-figure="hm_heatmap"' in e.proto.body]
+    pixels = re.search(r'class="ae-cells"[^>]*src="data:image/png;base64,([^"]+)"', body).group(1)
+    image = np.asarray(Image.open(io.BytesIO(base64.b64decode(pixels))).convert("RGB"))
+    assert image.shape == (20, 20, 3)  # one pixel per cell
+    zmax = float(close["heads"][str(3 * n_heads + 2)]["zmax"])
+    expected = html_heatmap.cell_rgb(np.round(trace.attentions[3, 2].astype(np.float64), 4), zmax)
+    np.testing.assert_array_equal(image, expected)
 
 
 def test_hostile_sentences_reach_the_stores_beside_a_figure_as_text_only():
@@ -583,7 +656,7 @@ def test_hostile_sentences_reach_the_stores_beside_a_figure_as_text_only():
     bodies = [
         body for body in (e.proto.body for e in at.get("html")) if 'class="ae-stores"' in body
     ]
-    assert len(bodies) == 2  # the heatmap's and section 4's
+    assert len(bodies) == 1  # section 4's (the up-close heatmap is HTML, its stores inside)
     for body in bodies:
         assert STORES_ELEMENT.fullmatch(body), body[:200]  # one div, its JSON escaped
     rows = next(s for s in sent_figures(at) if "bar_lengths" in (s["layout"].get("meta") or {}))
@@ -621,13 +694,28 @@ def test_pages_at_512_tokens_say_what_they_leave_out():
 
 
 # ---- the pages, in a real browser ------------------------------------------------------------
+# The head view's lines as drawn now: (query, key) of every line of every path shape.
+DRAWN_LINES_JS = """
+() => [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')]
+  .filter(gd => gd.layout && gd.layout.meta && gd.layout.meta.hover_lines)
+  .flatMap(gd => gd.layout.shapes.filter(shape => shape.visible !== false))
+  .flatMap(shape => [...shape.path.matchAll(/M0,(\\d+)L1,(\\d+)/g)])
+  .map(match => [Number(match[1]), Number(match[2])])
+"""
+
+
+def lines_on_screen(page) -> set[tuple[int, int]]:
+    return {tuple(line) for line in page.evaluate(DRAWN_LINES_JS)}
+
+
 @pytest.mark.browser
 def test_browser_both_pages_change_layer_and_head(server, browser):
     from browser import page_exceptions, wait_idle
 
     def figure_titles(page) -> list[str]:
-        return page.evaluate(  # SVG text has no innerText: read textContent
-            "() => [...document.querySelectorAll('.js-plotly-plot .gtitle')].map(e => e.textContent)"
+        return page.evaluate(  # SVG text has no innerText: read textContent; and HTML figures'
+            "() => [...document.querySelectorAll('.js-plotly-plot .gtitle, .ae-heatmap .ae-title')]"
+            ".map(e => e.textContent)"
         )
 
     url = server.url  # the shared server (conftest.py); browser: this module's
@@ -649,7 +737,7 @@ def test_browser_both_pages_change_layer_and_head(server, browser):
             sliders.nth(index).focus()
             page.keyboard.press("ArrowRight")
             page.wait_for_function(
-                "t => [...document.querySelectorAll('.js-plotly-plot .gtitle')]"
+                "t => [...document.querySelectorAll('.js-plotly-plot .gtitle, .ae-title')]"
                 ".some(e => e.textContent.startsWith(t))",
                 arg=title,
                 timeout=60_000,
@@ -659,12 +747,24 @@ def test_browser_both_pages_change_layer_and_head(server, browser):
         if path.startswith("/heatmaps"):  # section 4's figure switched too, from its own stores
             assert any(t.endswith("looks: layer 1, head 1") for t in figure_titles(page))
         assert page_exceptions(page) == []
-    # Clicking a token's dot on the left highlights it and keeps only its outgoing lines.
+    # Pointing at a token's dot on the left keeps only its outgoing lines, in the browser, and
+    # moves nothing; pointing away brings every line back.
+    figure = page.locator("[data-testid='stMain'] .js-plotly-plot").first
+    every_line, where = lines_on_screen(page), figure.bounding_box()
+    assert {query for query, _ in every_line} > {2}
     traces = page.locator(".js-plotly-plot .scatterlayer .trace")
     dot = traces.nth(traces.count() - 2).locator("path.point").nth(2)  # "flies", query side
     box = dot.bounding_box()
     x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
     page.mouse.move(x, y)  # plotly turns a hover followed by a click into a selection
+    page.wait_for_function(f"() => ({DRAWN_LINES_JS})().every(([q]) => q === 2)", timeout=10_000)
+    assert lines_on_screen(page) == {(q, k) for q, k in every_line if q == 2}
+    assert figure.bounding_box() == where
+    page.mouse.move(where["x"] + where["width"] + 40, y)  # off the figure
+    page.wait_for_function(f"n => ({DRAWN_LINES_JS})().length === n", arg=len(every_line))
+    # Clicking it keeps its lines through a run; every control was already there, so the
+    # figure stays where it was.
+    page.mouse.move(x, y)
     page.mouse.click(x, y)
     page.wait_for_function(
         "() => document.querySelector('.js-plotly-plot')?.textContent.includes('▶ flies')",
@@ -672,6 +772,7 @@ def test_browser_both_pages_change_layer_and_head(server, browser):
     )
     wait_idle(page, 60_000)
     assert "hv_token=2" in page.url
+    assert figure.bounding_box() == where
     # Without a second sentence the head view offers the example pair; one click loads it.
     page.get_by_role("button", name="Use “Time flies like an arrow.”").click()
     page.wait_for_function(

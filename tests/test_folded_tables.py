@@ -81,19 +81,3 @@ def test_probe_sentences_table_lists_the_probe_sentences():
     assert_no_exception(at)
     table = opened(at, "mh_probes")
     assert list(table["sentence"]) == list(course_state.probe_sentences())
-
-
-def test_sentence_table_numbers_the_sentences_and_counts_their_pieces():
-    from transformers import AutoTokenizer
-
-    lines = ["The river bank flooded.", "Unbelievably, she banked the cheque."]
-    at = run_page("views/embeddings.py")
-    at.toggle(key="emb_sidebar").set_value(False)
-    at.text_area(key="emb_sentences").set_value("\n".join(lines)).run()
-    assert_no_exception(at)
-    table = opened(at, "emb_sentence_table")
-    hf = AutoTokenizer.from_pretrained(str(core.load_model().model_dir))
-    assert list(table["#"]) == ["s1", "s2"]
-    assert list(table["sentence"]) == lines
-    # the points of each sentence: its word pieces without [CLS] and [SEP]
-    assert list(table["word pieces"]) == [len(hf.tokenize(line)) for line in lines]

@@ -236,6 +236,20 @@ def test_every_head_travels_in_the_figure_as_drawn():
     assert alone.figure_attrs["data-shown"] == "6"
 
 
+def test_one_head_grid_is_the_attention_grid_of_that_head_alone():
+    """one_head_grid(head's weights) draws what attention_grid draws from every head, for that
+    head only (a view of it stands in for the others, no copies), hostile tokens as text."""
+    n = len(HOSTILE)
+    attentions = attentions_of(n, seed=2)
+    whole = html_heatmap.attention_grid(attentions, HOSTILE, 1, 3, every_head=False, name="x")
+    alone = html_heatmap.one_head_grid(attentions[1, 3].copy(), HOSTILE, 1, 3, 2, 4, name="x")
+    assert alone == whole
+    figure = read(alone)
+    assert list(json.loads(figure.figure_attrs["data-heads"])) == [str(1 * 4 + 3)]
+    assert [c["text"] for c in figure.children if "ae-query" in c["class"]] == HOSTILE
+    assert "<img" not in alone
+
+
 class Elements(HTMLParser):
     """Every start tag with its attributes, and any text outside the tags."""
 

@@ -20,7 +20,7 @@ from conftest import (
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from shown import html_figures
+from shown import html_figures, sent_array
 from torch.nn import functional as F
 
 from core import head_roles, head_stats, heads, scaling
@@ -303,11 +303,12 @@ def _texts(at) -> str:
 
 
 # Every figure of the scaling page, by the tab that draws it (views/scaling_masking.py, SECTIONS);
-# the switches of section 3 start off (the model as trained), so it has nothing to compare yet.
+# section 3 opens with √d_k scaling off, compared with the model as trained.
+SCALING_COMPARED = {"sm_a", "sm_b", "sm_entropy_rows", "sm_final_cosine"}
 SCALING_FIGURES = {
     "1 · Saturation": {"sm_saturation", "sm_saturation_curve"},
     "2 · Why √d_k": {"sm_histograms", "sm_entropy_widths"},
-    "3 · Switches": {"sm_score_spread"},
+    "3 · Switches": {"sm_score_spread", *SCALING_COMPARED},
     "4 · Causal mask": {"sm_masked_scores", "sm_masked_weights"},
     "5 · Cross-attention": {"sm_cross"},
     "6 · Padding mask": {"sm_pad_on", "sm_pad_off"},
@@ -328,12 +329,18 @@ def test_scaling_page_draws_one_tab_at_a_time(model):
     bars = html_figures(at)["sm_score_spread"]
     assert bars["rows"] == [f"layer {layer}" for layer in range(len(spread))]
     np.testing.assert_allclose(bars["numbers"], spread, atol=0.005)
-    assert at.toggle(key="sm_scale_off").value is False
+    # it opens on a comparison: scaling off against the model as trained, the unscaled run's
+    # entropies as the encoder computes them
+    assert at.toggle(key="sm_scale_off").value is True
+    assert drawn_figures(at) == {"sm_score_spread", *SCALING_COMPARED}
+    unscaled = model.run(SENTENCE, scale=False).attentions[0, 0].astype(np.float64)  # (n, n)
+    entropy = -(unscaled * np.log2(np.where(unscaled > 0, unscaled, 1))).sum(axis=-1)
+    (rows,) = [c for c in at.get("plotly_chart") if c.key == "sm_entropy_rows"]
+    drawn = {bar["name"]: sent_array(bar["y"]) for bar in json.loads(rows.proto.spec)["data"]}
+    np.testing.assert_allclose(drawn["no scaling"], entropy, atol=1e-4)
+    at.toggle(key="sm_scale_off").set_value(False).run()  # both off: nothing to compare
     assert any("at least one switch" in info.value for info in at.info)
-    at.toggle(key="sm_scale_off").set_value(True).run()
-    assert_no_exception(at)
-    compared = {"sm_a", "sm_b", "sm_entropy_rows", "sm_final_cosine"}
-    assert drawn_figures(at) == {"sm_score_spread", *compared}
+    assert drawn_figures(at) == {"sm_score_spread"}
     at.toggle(key="sm_causal").set_value(True).run()
     assert_no_exception(at)
     assert "causal" in _texts(at)
@@ -353,8 +360,7 @@ def test_scaling_page_with_an_unreadable_second_sentence():
 
 def test_scaling_page_long_input_says_what_it_draws():
     at = run_page(SCALING_PAGE, text=LONG_TEXT, query={"sm_section": "3 · Switches"})
-    at.toggle(key="sm_scale_off").set_value(True).run()  # the comparison heatmaps average blocks
-    assert_no_exception(at)
+    assert_no_exception(at)  # scaling off from the start: the comparison heatmaps average blocks
     assert "average blocks" in _texts(at)
     assert "first 40 of 512" in _texts(open_tab(at, "sm_section", "4 · Causal mask"))
 
@@ -369,7 +375,8 @@ HEADS_FIGURES = {
     },
     "2 · Back to one vector": {"mh_head_output", "mh_concat", "mh_w_o"},
     "3 · Looking vs moving": {"mh_raw", "mh_share", "mh_disagreement", "mh_gap"},
-    "4 · Remove heads": set(),  # nothing is removed until the visitor asks
+    # nothing picked: the layer's head that writes the longest vectors is removed
+    "4 · Remove heads": {"mh_ablation_final", "mh_ablation_layers"},
 }
 
 
@@ -401,11 +408,28 @@ def test_two_heads_bars_are_html_for_a_sentence_and_plotly_past_html_bars_up_to(
     assert not any('class="ae-bars"' in e.proto.body for e in long.get("html"))
 
 
-def test_heads_page_draws_one_tab_at_a_time_and_ablates():
+def test_heads_page_draws_one_tab_at_a_time_and_ablates(model):
     at = run_page(HEADS_PAGE, text=SENTENCE)
     assert_no_exception(at)
     assert_each_tab_draws(at, HEADS_PAGE, HEADS_FIGURES)
-    assert any("Pick at least one head" in info.value for info in at.info)
+    # the last tab opened on a head removed: layer 0's longest writer, measured independently
+    # as the mean length of α V W_Oʰ over the tokens, with W_O read from the model's weights
+    trace = model.run(SENTENCE)
+    w_o = model.attention_weights(0).output.weight.detach().numpy().astype(np.float64)
+    per_head = w_o.T.reshape(model.n_heads, model.d_head, model.d_model)  # (H, d_head, d)
+    outputs = trace.attentions[0].astype(np.float64) @ trace.values[0]  # (H, n, d_head)
+    lengths = np.linalg.norm(outputs @ per_head, axis=-1).mean(axis=-1)  # (H,)
+    strongest = int(lengths.argmax())
+    assert f"layer 0's head {strongest} removed" in _texts(at)
+    specs = json.dumps([c.proto.spec for c in at.get("plotly_chart")], ensure_ascii=False)
+    assert f"Final vectors with L0 H{strongest} removed" in specs
+    ablated = model.run(SENTENCE, ablate=frozenset({(0, strongest)})).hidden_states[-1]
+    final = trace.hidden_states[-1].astype(np.float64)
+    cosine = (final * ablated).sum(-1) / np.linalg.norm(final, axis=-1)
+    cosine /= np.linalg.norm(ablated.astype(np.float64), axis=-1)
+    (bars,) = [c for c in at.get("plotly_chart") if c.key == "mh_ablation_final"]
+    drawn = sent_array(json.loads(bars.proto.spec)["data"][0]["y"])
+    np.testing.assert_allclose(drawn, 1 - cosine, atol=1e-4)
     at.toggle(key="mh_ablate_layer").set_value(True).run()
     assert_no_exception(at)
     assert "Mean final cosine" in _texts(at)

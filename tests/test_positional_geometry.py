@@ -306,7 +306,8 @@ def test_projection_figure_escapes_user_text():
     hovers = [h for trace in fig.data for h in trace.hovertext]
     for tag in ours:
         hovers = [h.replace(tag, "|") for h in hovers]
-    assert "|<b>x||" in [shown(h).split("s1 · ")[0] for h in hovers]
+    # the followed token's hover: the token as text, then its group (no sense known: "s1")
+    assert "|<b>x| · s1|" in [shown(h).split("s1 · <script>")[0] for h in hovers]
     assert all(shown(h).endswith("s1 · <script>alert(1)</script>") for h in hovers)
     assert "<script>" not in fig.to_json()
 
@@ -394,7 +395,7 @@ def test_positional_page_bad_input(name):
 
 # Every figure of Embedding projections, by the tab that draws it (views/embeddings.py, SECTIONS).
 EMBEDDING_FIGURES = {
-    "1 · Before and after": {"emb_static", "emb_context"},
+    "1 · Before and after": {"emb_static", "emb_context", "emb_senses"},
     "2 · Path": {"emb_paths"},
     "3 · Nearest words": set(),  # a table
     "4 · Occurrences": {"emb_cosine", "emb_cos_lines"},
@@ -414,6 +415,73 @@ def test_embeddings_page_draws_one_tab_at_a_time():
     table = next(frame.value for frame in at.table if "stage" in frame.value.columns)
     assert sum("bank" in column for column in table.columns) == 4
     assert table.iloc[0, 1].startswith("bank\u00a01.00")  # word and cosine never split
+
+
+def test_embeddings_page_labels_bank_by_sense_and_measures_the_split(model):
+    """The followed word's stars are one trace per sense, named and labelled by it (river,
+    money); the split's bars are the mean cosines of same-sense and cross-sense pairs of
+    occurrences, computed here from each example sentence run on its own."""
+    at = run_page("views/embeddings.py")
+    assert_no_exception(at)
+    assert at.selectbox(key="emb_word").value == "bank"
+    context = next(
+        json.loads(c.proto.spec) for c in at.get("plotly_chart") if c.key == "emb_context"
+    )
+    stars = {t["name"]: t for t in context["data"] if t.get("mode") == "markers+text"}
+    assert set(stars) == {"bank · river", "bank · money"}
+    for name, trace in stars.items():  # one label per sense, on its first point
+        assert [shown(label) for label in trace["text"]] == [name.split(" · ")[1], ""]
+    assert [t["name"] for t in context["data"]][0] == "other tokens"  # one grey trace, first
+    # the static table: every bank one point, its word written once
+    static = next(json.loads(c.proto.spec) for c in at.get("plotly_chart") if c.key == "emb_static")
+    texts = [
+        label for t in static["data"] if t.get("mode") == "markers+text" for label in t["text"]
+    ]
+    assert sorted(texts) == ["", "", "", "bank"]
+
+    senses = {"river": [], "money": []}
+    for sentence, sense in (
+        ("I sat on the bank of the river and watched the water.", "river"),
+        ("The bank raised its interest rates again.", "money"),
+        ("We pulled the canoe up onto the muddy bank.", "river"),
+        ("She paid the cheque in at the bank on Monday.", "money"),
+    ):
+        trace = model.run(sentence)
+        senses[sense].append(trace.hidden_states[:, trace.tokens.index("bank")].astype(np.float64))
+    unit = {
+        k: [v / np.linalg.norm(v, axis=-1, keepdims=True) for v in vs] for k, vs in senses.items()
+    }
+    pairs_alike = [unit["river"], unit["money"]]  # each: the two occurrences of one sense
+    same = np.mean([(first * second).sum(-1) for first, second in pairs_alike], axis=0)
+    other = np.mean([(a * b).sum(-1) for a in unit["river"] for b in unit["money"]], axis=0)
+    bars = bar_series(html_figures(at)["emb_senses"])
+    np.testing.assert_allclose(bars["same sense"], [1.0, *same], atol=6e-4)
+    np.testing.assert_allclose(bars["other sense"], [1.0, *other], atol=6e-4)
+    assert same[-1] > other[-1]  # after the last layer the senses have split
+    captions = " ".join(c.value for c in at.caption)
+    assert f"same sense have a mean cosine of {same[-1]:.3f}" in captions
+
+
+def test_sentence_table_numbers_the_sentences_their_senses_and_pieces():
+    """The sentences' table, in the fold above the figures (sent with the page, a static
+    table): number, sentence, the sense the page wrote it for ("—" for the visitor's own), and
+    its word pieces without [CLS] and [SEP], counted by transformers' tokenizer."""
+    from transformers import AutoTokenizer
+
+    import core
+
+    lines = ["The river bank flooded.", "She paid the cheque in at the bank on Monday."]
+    at = run_page("views/embeddings.py")
+    at.toggle(key="emb_sidebar").set_value(False)
+    at.text_area(key="emb_sentences").set_value("\n".join(lines)).run()
+    assert_no_exception(at)
+    (table,) = [t.value for t in at.table if "word pieces" in t.value.columns]
+    hf = AutoTokenizer.from_pretrained(str(core.load_model().model_dir))
+    assert list(table["#"]) == ["s1", "s2"]
+    assert [shown(sentence) for sentence in table["sentence"]] == lines
+    assert list(table["sense"]) == ["—", "money"]
+    assert [int(k) for k in table["word pieces"]] == [len(hf.tokenize(line)) for line in lines]
+    assert not at.dataframe  # no scrolling grid's script for a folded detail
 
 
 def test_embeddings_page_options():

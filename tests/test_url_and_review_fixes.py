@@ -274,19 +274,20 @@ def test_permutation_experiment_reads_a_pair_as_the_model_does(model):
     assert off.max_abs_diff < 1e-5, off.max_abs_diff_per_layer  # a bag of words per sentence
 
 
-# ---- §6: pages start from the model as it is ---------------------------------------------------
-def test_scaling_and_multi_head_pages_start_without_changes():
-    from conftest import run_page
+# ---- §6, then issue 36 §4: the experiments open on one change, drawn --------------------------
+def test_scaling_and_multi_head_pages_open_on_one_change():
+    from conftest import drawn_figures, run_page
 
     at = run_page("views/scaling_masking.py", query={"sm_section": "3 · Switches"})
     assert_no_exception(at)
-    assert at.toggle(key="sm_scale_off").value is False
+    assert at.toggle(key="sm_scale_off").value is True  # one switch, not both
     assert at.toggle(key="sm_causal").value is False
+    assert {"sm_a", "sm_b"} <= drawn_figures(at)
     at = run_page("views/multi_head.py", query={"mh_section": "4 · Remove heads"})
     assert_no_exception(at)
-    assert at.toggle(key="mh_ablate_layer").value is False
-    keys = [chart.proto.id for chart in at.get("plotly_chart")]
-    assert not any(key.endswith("mh_ablation_final") for key in keys)  # no ablated run drawn
+    assert at.toggle(key="mh_ablate_layer").value is False  # one head, not a whole layer
+    assert at.multiselect(key="mh_ablate").value == []
+    assert "mh_ablation_final" in drawn_figures(at)
 
 
 # ---- §6: the heavy derived results are cached --------------------------------------------------

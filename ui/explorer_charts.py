@@ -40,116 +40,6 @@ def head_colour(head: int) -> str:
 
 
 # ---- model view ------------------------------------------------------------------------------
-def stitch_grid(thumbs: np.ndarray, gap: int) -> np.ndarray:
-    """(L, H, m, m) -> (L·(m+gap) - gap, H·(m+gap) - gap): thumbnails on one canvas, NaN gaps."""
-    n_layers, n_heads, m, _ = thumbs.shape
-    step = m + gap
-    canvas = np.full((n_layers * step - gap, n_heads * step - gap), np.nan, dtype=np.float64)
-    for layer in range(n_layers):
-        for head in range(n_heads):
-            canvas[layer * step : layer * step + m, head * step : head * step + m] = thumbs[
-                layer, head
-            ]
-    return canvas
-
-
-def model_view_grid(
-    thumbs: np.ndarray,
-    selected: tuple[int, int] | None,
-    title: str,
-    zmax: float | None = None,
-    frame_follows_sliders: bool = False,
-) -> go.Figure:
-    """All heads at once: one heatmap trace holding every (m, m) thumbnail of thumbs (L, H, m, m).
-
-    One trace instead of L × H subplots keeps the figure small and quick to draw; NaN gaps
-    (drawn transparent) separate the thumbnails. The selected (layer, head) gets a frame.
-    A second, invisible trace puts one point on each thumbnail's centre: Streamlit reports
-    clicks on scatter points but not on heatmap cells (streamlit#8760), so that is what a click
-    or tap on a head selects (its customdata is [layer, head]).
-    frame_follows_sliders: layout.meta tells widgets.HEAD_SWITCH_JS where thumbnail l·H + h
-    lies, so the frame (shape 0) moves with the page's sliders in the browser.
-    """
-    n_layers, n_heads, m, _ = thumbs.shape
-    gap = max(1, m // 8)
-    step = m + gap
-    canvas = stitch_grid(thumbs, gap)
-    top = float(np.nanmax(canvas)) if zmax is None and canvas.size else zmax
-    centres = [i * step + (m - 1) / 2 for i in range(max(n_layers, n_heads))]
-    fig = go.Figure(
-        go.Heatmap(
-            # float32: plotly.py sends an array in its own dtype, and this is the largest figure
-            # of the app (72 thumbnails, ~1 MB as float64 at 32 pieces), which Streamlit's theme
-            # pass turns into a string and scans with ~40 colour rewrites on every draw. Read
-            # back, float32 gives the same three decimals (within 3e-8).
-            z=np.round(canvas, 3).astype(np.float32),
-            zmin=0.0,
-            zmax=top,
-            colorscale=COLORSCALE,
-            colorbar={"title": {"text": "weight"}},
-            hovertemplate="weight %{z:.3f}<extra></extra>",
-        )
-    )
-    if selected is not None:
-        layer, head = selected
-        # thumbnail (l, h) covers cells l·step .. l·step + m - 1 down and h·step .. across;
-        # the frame runs through the middle of the gaps around it
-        fig.add_shape(
-            type="rect",
-            x0=head * step - 0.5 - gap / 2,
-            x1=head * step + m - 0.5 + gap / 2,
-            y0=layer * step - 0.5 - gap / 2,
-            y1=layer * step + m - 0.5 + gap / 2,
-            line={"color": "#FF4B4B", "width": 3},
-        )
-        if frame_follows_sliders:
-            fig.data[0].meta = layer * n_heads + head  # the head the frame is on now
-            fig.layout.meta = {
-                "every_head_of": n_heads,
-                "frame": {"step": step, "size": m, "gap": gap},
-            }
-    layer_of, head_of = np.divmod(np.arange(n_layers * n_heads), n_heads)  # row-major heads
-    fig.add_trace(
-        go.Scatter(
-            x=head_of * step + (m - 1) / 2,  # each thumbnail's centre, in cells
-            y=layer_of * step + (m - 1) / 2,
-            customdata=np.stack([layer_of, head_of], axis=1),  # (L·H, 2)
-            mode="markers",
-            marker={"size": 24, "color": "rgba(0, 0, 0, 0)"},  # a click target, never drawn
-            hovertemplate="layer %{customdata[0]}, head %{customdata[1]}: click to enlarge"
-            "<extra></extra>",
-            showlegend=False,
-        )
-    )
-    fig.update_layout(
-        title={"text": title},
-        height=int(min(1500, 70 * n_layers + 100)),
-        margin={"l": 10, "r": 10, "t": 50, "b": 10},  # plotly grows b for the head labels
-        xaxis={
-            "tickmode": "array",
-            "tickvals": centres[:n_heads],
-            "ticktext": [f"H{h}" for h in range(n_heads)],
-            "title": {"text": "head"},
-            # below the grid: on a phone the labels turn upright, and above it they ran into
-            # the title
-            "side": "bottom",
-            "automargin": True,
-            "showgrid": False,
-            "zeroline": False,
-        },
-        yaxis={
-            "tickmode": "array",
-            "tickvals": centres[:n_layers],
-            "ticktext": [f"L{layer}" for layer in range(n_layers)],
-            "title": {"text": "layer"},
-            "autorange": "reversed",
-            "showgrid": False,
-            "zeroline": False,
-        },
-    )
-    return fig
-
-
 # ---- statistics ------------------------------------------------------------------------------
 def head_stat_grid(
     stat: np.ndarray, sink: np.ndarray, title: str, colorbar_title: str, zmax: float | None = None
@@ -178,6 +68,9 @@ def head_stat_grid(
             y=sink_layer - 0.3,
             mode="markers",
             marker={"symbol": "circle", "size": 7, "color": "#FF4B4B"},
+            # a dot on the last head reaches past the plot's right edge on a phone (~19 px a
+            # cell): drawn whole over the margin instead of cut there
+            cliponaxis=False,
             name="sink head: ≥ half its weight on [CLS] and [SEP]",
             showlegend=True,  # plotly hides a lone legend entry; this one explains the dots
             hoverinfo="skip",
@@ -275,6 +168,7 @@ def every_head_compare_rows(
     for bars in fig.data:
         bars.meta = layer * n_heads + head
     fig.layout.meta = {
+        "hover_lines": True,  # ui/head_view_hover.js keeps a pointed token's lines
         "every_head_of": n_heads,
         "steps": WEIGHT_STEPS,
         "bar_lengths": [r.shape[-1] for r in rows],
@@ -435,6 +329,7 @@ def head_view_figure(
         shapes += _line_shapes(lines, head, used.tolist())
     fig.layout.shapes = shapes  # at once: add_shape validates the whole list on every call
     _add_token_columns(fig, lines.window, tokens, segments, len(set(heads)), title, highlight)
+    fig.layout.meta = {"hover_lines": True}  # ui/head_view_hover.js keeps a token's lines
     return fig
 
 
@@ -495,6 +390,7 @@ def every_head_view_figure(
     )
     start, _ = lines.window
     fig.layout.meta = {
+        "hover_lines": True,  # ui/head_view_hover.js keeps a pointed token's lines
         "every_head_of": n_heads,
         "shown": layer * n_heads + head,  # the head drawn; HEAD_SWITCH_JS updates it
         "head_view": {

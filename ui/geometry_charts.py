@@ -21,8 +21,8 @@ from ui.charts import (
 )
 from ui.escape import literal
 
-SENTENCE_COLOURS = QUALITATIVE_COLOURS[:10]  # after ten sentences, the marker shape changes
-SYMBOLS_2D = ("circle", "square", "diamond", "triangle-up")  # a 2nd cycle of colours changes shape
+SENTENCE_COLOURS = QUALITATIVE_COLOURS[:10]
+SYMBOLS_2D = ("circle", "square", "diamond", "triangle-up")
 SYMBOLS_3D = ("circle", "square", "diamond", "cross")
 FAINT = "rgba(150, 150, 150, 0.35)"  # background points: visible in both themes, never dominant
 MAX_HEATMAP_ROWS = 128  # position heatmaps show at most this many rows (every k-th beyond)
@@ -35,10 +35,6 @@ def sentence_label(index: int, sentence: str, max_chars: int = SENTENCE_LABEL_CH
     """'s1 · I sat on the bank …' (escaped, shortened) for legends and hovers."""
     short = sentence if len(sentence) <= max_chars else sentence[: max_chars - 1] + "…"
     return f"s{index + 1} · {literal(short)}"
-
-
-def colour(index: int) -> str:
-    return SENTENCE_COLOURS[index % len(SENTENCE_COLOURS)]
 
 
 def _layout(fig: go.Figure, title: str, height: int) -> go.Figure:
@@ -255,6 +251,40 @@ def _axes(fig: go.Figure, n_components: int, method: str) -> None:
         fig.update_yaxes(title_text=names[1])
 
 
+def sense_names(n_sentences: int, senses: Sequence[str | None] | None) -> list[str]:
+    """Each sentence's group as the figures name it (escaped): the sense its sentence was written
+    for, or its number ('s7') where the page knows none."""
+    senses = senses or [None] * n_sentences
+    return [literal(sense) if sense else f"s{s + 1}" for s, sense in enumerate(senses)]
+
+
+def group_colours(names: Sequence[str]) -> dict[str, str]:
+    """One colour per distinct name, in order of first appearance."""
+    distinct = list(dict.fromkeys(names))
+    return {
+        name: QUALITATIVE_COLOURS[k % len(QUALITATIVE_COLOURS)] for k, name in enumerate(distinct)
+    }
+
+
+def occurrence_labels(
+    chosen: np.ndarray,
+    tokens: Sequence[str],
+    sentence: np.ndarray,
+    senses: Sequence[str | None] | None,
+) -> list[str]:
+    """'bank · river (s1)' for each chosen point (escaped): its word, its sentence's sense and
+    the sentence's number (two river banks stay apart)."""
+    names = sense_names(int(sentence.max()) + 1 if len(sentence) else 0, senses)
+    labels = []
+    for i in np.asarray(chosen, dtype=np.int64):
+        s = int(sentence[i])
+        known = names[s] != f"s{s + 1}"
+        labels.append(
+            f"{literal(tokens[i])} · " + (f"{names[s]} (s{s + 1})" if known else f"s{s + 1}")
+        )
+    return labels
+
+
 def projection_figure(
     coords: np.ndarray,
     tokens: Sequence[str],
@@ -263,43 +293,63 @@ def projection_figure(
     highlight: np.ndarray,
     title: str,
     method: str = "PCA",
+    senses: Sequence[str | None] | None = None,
+    one_point: bool = False,
     height: int = 520,
 ) -> go.Figure:
-    """Every token as a point (m, 2|3), coloured by sentence; highlighted points big and labelled."""
+    """Every token as a point (m, 2|3). The highlighted ones (one word's occurrences) are big,
+    coloured and labelled by their sentence's sense (or number), one legend entry per sense;
+    every other token is one faint trace for orientation (its hover names the sentence).
+
+    senses: per sentence, the sense it was written for, or None. one_point: the highlighted
+    points coincide (the static table): the word is written once, not once per occurrence.
+    """
     fig = go.Figure()
     is_highlight = np.zeros(len(tokens), dtype=bool)
     is_highlight[np.asarray(highlight, dtype=np.int64)] = True
     labels = [sentence_label(s, text) for s, text in enumerate(sentences)]
-    short = [f"s{s + 1}" for s in range(len(sentences))]  # the page lists the sentences by number
-    for s in np.unique(sentence):
-        for big in (False, True):
-            rows = np.flatnonzero((sentence == s) & (is_highlight == big))
-            if rows.size == 0:
-                continue
-            hover = [f"<b>{literal(tokens[i])}</b><br>{labels[s]}" for i in rows]
-            symbol = SYMBOLS_2D[(s // len(SENTENCE_COLOURS)) % len(SYMBOLS_2D)]
-            fig.add_trace(
-                _scatter(
-                    coords[rows],
-                    mode="markers+text" if big else "markers",
-                    text=[literal(tokens[i]) for i in rows] if big else None,
-                    textposition="top center",
-                    hovertext=hover,
-                    hoverinfo="text",
-                    name=short[s],
-                    legendgroup=f"s{s}",
-                    showlegend=not big or not np.any((sentence == s) & ~is_highlight),
-                    marker={
-                        "size": 15 if big else 7,
-                        "color": colour(int(s)),
-                        "symbol": "star" if big and coords.shape[1] == 2 else symbol,
-                        "opacity": 1.0 if big else 0.55,
-                        "line": {"width": 1, "color": "rgba(40,40,40,0.8)"}
-                        if big
-                        else {"width": 0},
-                    },
-                )
+    names = sense_names(len(sentences), senses)
+    rest = np.flatnonzero(~is_highlight)
+    if rest.size:
+        fig.add_trace(
+            _scatter(
+                coords[rest],
+                mode="markers",
+                marker={"size": 6, "color": FAINT},
+                hovertext=[f"{literal(tokens[i])}<br>{labels[sentence[i]]}" for i in rest],
+                hoverinfo="text",
+                name="other tokens",
             )
+        )
+    chosen = np.asarray(highlight, dtype=np.int64)
+    colours = group_colours([names[sentence[i]] for i in chosen])
+    for rank, (name, hue) in enumerate(colours.items()):
+        rows = np.array([i for i in chosen if names[sentence[i]] == name], dtype=np.int64)
+        word = literal(tokens[rows[0]])
+        # one label per group, on its first point: a sense's points lie close together, and
+        # labels on each piled up (the hover names every point)
+        label = word if one_point else name
+        text = [label if k == 0 and (rank == 0 or not one_point) else "" for k in range(len(rows))]
+        fig.add_trace(
+            _scatter(
+                coords[rows],
+                mode="markers+text",
+                text=text,
+                textposition="top center",
+                textfont={"color": hue, "size": 13},
+                hovertext=[
+                    f"<b>{literal(tokens[i])}</b> · {name}<br>{labels[sentence[i]]}" for i in rows
+                ],
+                hoverinfo="text",
+                name=f"{word} · {name}",
+                marker={
+                    "size": 15,
+                    "color": hue,
+                    "symbol": "star" if coords.shape[1] == 2 else "diamond",
+                    "line": {"width": 1, "color": "rgba(40,40,40,0.8)"},
+                },
+            )
+        )
     _axes(fig, coords.shape[1], method)
     _layout(fig, title, height)
     fig.update_layout(legend=LEGEND_BELOW)
@@ -314,11 +364,16 @@ def trajectory_figure(
     sentences: Sequence[str],
     background_layer: int,
     title: str,
+    senses: Sequence[str | None] | None = None,
     height: int = 560,
 ) -> go.Figure:
-    """(L + 1, m, 2|3) shared-plane coordinates: the chosen points' paths over layers 0..L."""
+    """(L + 1, m, 2|3) shared-plane coordinates: the chosen points' paths over layers 0..L,
+    coloured by their sentence's sense (or number), as projection_figure colours them."""
     n_states, _, n_components = coords.shape
     labels = [sentence_label(s, text) for s, text in enumerate(sentences)]
+    names = sense_names(len(sentences), senses)
+    colours = group_colours([names[sentence[i]] for i in np.asarray(chosen, dtype=np.int64)])
+    path_names = occurrence_labels(chosen, tokens, sentence, senses)
     fig = go.Figure()
     background = coords[background_layer]  # (m, c) every token at one layer, for orientation
     fig.add_trace(
@@ -333,6 +388,7 @@ def trajectory_figure(
     )
     for rank, i in enumerate(np.asarray(chosen, dtype=np.int64)):
         s = int(sentence[i])
+        hue = colours[names[s]]
         path = coords[:, i]  # (L + 1, c)
         # Occurrences of one word start close together and often end close together too, so
         # state numbers on every path piled up: only the first path is numbered (hover tells
@@ -344,14 +400,14 @@ def trajectory_figure(
                 mode="lines+markers+text",
                 text=numbers,
                 textposition="top center",
-                line={"color": colour(s), "width": 3},
-                marker={"size": 8, "color": colour(s)},
+                line={"color": hue, "width": 3},
+                marker={"size": 8, "color": hue},
                 hovertext=[
-                    f"<b>{literal(tokens[i])}</b>, {state_name(h)}<br>{labels[s]}"
+                    f"<b>{literal(tokens[i])}</b> · {names[s]}, {state_name(h)}<br>{labels[s]}"
                     for h in range(n_states)
                 ],
                 hoverinfo="text",
-                name=f"{literal(tokens[i])} in s{s + 1}",
+                name=path_names[rank],
             )
         )
     _axes(fig, n_components, "PCA")

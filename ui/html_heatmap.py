@@ -203,11 +203,11 @@ def attention_grid(
 
     stores = {
         index: _store(
-            attentions.reshape(-1, n, n)[index],
+            attentions[divmod(index, n_heads)],  # index l·H + h is head h of layer l: (n, n)
             title_of(*divmod(index, n_heads)),
             note(index),
         )
-        for index in carried  # (L·H, n, n): index l·H + h is head h of layer l
+        for index in carried
     }
     shown = stores[shown_index]
     weights = np.round(attentions[layer, head].astype(np.float64), 4)  # (n_q, n_k) as stored
@@ -286,6 +286,77 @@ def masked_rows(n: int) -> list[str]:
         f'style="grid-row:{i + 2};grid-column:{i + 3} / span {n - 1 - i};{MASKED_STYLE}"></span>'
         for i in range(n - 1)
     ]
+
+
+def one_head_grid(
+    weights: np.ndarray,
+    tokens: Sequence[str],
+    layer: int,
+    head: int,
+    n_layers: int,
+    n_heads: int,
+    note_of: Callable[[int, int], str] | None = None,
+    name: str = "",
+    masked: bool = False,
+) -> HtmlFigure:
+    """attention_grid of head (layer, head) of a model of n_layers × n_heads, from that head's
+    (n, n) weights alone: for inputs too long to carry every head (the sliders then rerun)."""
+    # (L, H, n, n) of strides (0, 0, ·, ·): a view of the one head, of which only
+    # [layer, head] is read, so no L·H copies are made
+    every = np.broadcast_to(weights, (n_layers, n_heads, *np.shape(weights)))
+    return attention_grid(
+        every, tokens, layer, head, False, note_of=note_of, name=name, masked=masked
+    )
+
+
+def model_view(
+    thumbs: np.ndarray, selected: tuple[int, int], title: str, note: str = "", name: str = ""
+) -> HtmlFigure:
+    """Every head at once (bertviz's model view): thumbs (L, H, m, m), each head one image of
+    m × m pixels, Viridis from 0 to the largest weight shown, labelled H h, the selected head
+    framed. A layer's heads sit in a row of their own: H of them on a wide screen, at most six
+    on a phone, where a tile is then a finger wide (the styles reflow them; ~14 px tiles in a
+    plotly grid were too small to tap). ui/js/model_view.js moves the frame with the page's
+    sliders and turns a click or tap on a head into slider moves. title, note: the code's own
+    words; no visitor text reaches this figure.
+    """
+    n_layers, n_heads, m, _ = thumbs.shape
+    shown = np.nan_to_num(np.round(np.asarray(thumbs, dtype=np.float64), 3))  # (L, H, m, m)
+    zmax = float(shown.max()) if shown.size and shown.max() > 0 else 1.0
+    per_phone_row = -(-n_heads // -(-n_heads // 6))  # H split into equal rows of at most 6
+    rows = []
+    for layer in range(n_layers):
+        tiles = []
+        for head in range(n_heads):
+            framed = " ae-mv-on" if (layer, head) == tuple(selected) else ""
+            image = png_data_uri(cell_rgb(shown[layer, head], zmax))
+            tiles.append(
+                f'<span class="ae-mv-tile{framed}" data-layer="{layer}" data-head="{head}" '
+                f'title="layer {layer}, head {head}">'
+                f'<img alt="layer {layer}, head {head}" src="{image}">'
+                f'<span class="ae-mv-h">H{head}</span></span>'
+            )
+        rows.append(
+            f'<div class="ae-mv-layer"><span class="ae-mv-l">L{layer}</span>'
+            f'<div class="ae-mv-tiles" style="--heads:{n_heads};--phone-heads:{per_phone_row}">'
+            f"{''.join(tiles)}</div></div>"
+        )
+    gradient = ", ".join(VIRIDIS)
+    legend = (
+        '<div class="ae-mv-scale"><span>weight 0</span>'
+        f'<span class="ae-mv-ramp" style="background:linear-gradient(to right, {gradient})">'
+        f"</span><span>{zmax:.3g}</span></div>"
+    )
+    layer_of, head_of = selected
+    attributes = (
+        f'data-figure="{escape(name, quote=True)}" ' if name else ""
+    ) + f'data-every-head-of="{n_heads}" data-shown="{layer_of * n_heads + head_of}"'
+    return HtmlFigure(
+        f'<figure class="ae-model-view" {attributes}>'
+        f'<figcaption><b class="ae-title">{escape(title)}</b>'
+        f'<span class="ae-note">{escape(note)}</span></figcaption>'
+        f"{''.join(rows)}{legend}</figure>"
+    )
 
 
 READOUT_HINT = "Click or tap a cell: its query, key and weight show here."

@@ -59,8 +59,19 @@ _TOUCH_TOOLBAR_CSS = """<style>
   [data-testid="stTable"] th, [data-testid="stTable"] td { padding: 0.25rem 0.3rem; }
 }
 /* An every-head figure's stores (widgets.stores_aside) are data, not content: their element
-   takes no room, so no gap of the page's layout opens under the figure. */
+   takes no room, so no gap of the page's layout opens under the figure. A script's element
+   (the head switch, the head view's hover) neither. */
 [data-testid="stElementContainer"]:has(> [data-testid="stHtml"] > .ae-stores) { display: none; }
+[data-testid="stElementContainer"]:has(> [data-testid="stHtml"] > script:only-child) {
+  display: none; }
+/* state.sentence_box_in_page: shown only where Streamlit folds the sidebar away (its "md"
+   breakpoint, 768 px), so a phone visitor sees where to type. */
+@media (min-width: 768px) { .st-key-page_sentence { display: none; } }
+/* A text box writes "Press Ctrl+Enter to apply · 1956/20000" inside its bottom edge: room
+   under the last line, so the two never overlap. */
+[data-testid="stTextArea"] textarea { padding-bottom: 1.7rem; }
+/* Keyboard focus on a sidebar link: an outline, where the current page has a grey fill. */
+[data-testid="stSidebarNav"] a:focus-visible { outline: 3px solid #1c83e1; outline-offset: 1px; }
 </style>"""
 
 # The styles of every HTML figure (ui/html_heatmap.py builds their markup, with none of its own).
@@ -152,6 +163,28 @@ _HTML_FIGURE_CSS = """<style>
 .ae-marked { font-weight: 700; }
 .ae-group-end { margin-bottom: 0.35rem; }  /* a little air between one label's bars and the next */
 .ae-bars .ae-axis-key { text-align: left; opacity: 0.8; margin-top: 0.3rem; }
+/* model_view: one row of tiles per layer, H to a row, at most six on a phone (a finger wide);
+   the chosen head framed in the page's red. */
+.ae-model-view { margin: 0 0 0.5rem 0; max-width: 48rem; font-size: 11px; line-height: 1.2; }
+.ae-model-view figcaption { font-size: 14px; margin-bottom: 0.4rem; }
+.ae-model-view .ae-note { display: block; font-size: 11px; opacity: 0.8; }
+.ae-model-view .ae-note:empty { display: none; }
+.ae-mv-layer { display: grid; grid-template-columns: 1.8rem minmax(0, 1fr); align-items: center;
+  margin-bottom: 0.35rem; }
+.ae-mv-l { opacity: 0.8; }
+.ae-mv-tiles { display: grid; grid-template-columns: repeat(var(--heads), minmax(0, 1fr));
+  gap: 4px; }
+.ae-mv-tile { display: flex; flex-direction: column; align-items: center; cursor: pointer; }
+.ae-mv-tile img { width: 100%; aspect-ratio: 1; display: block; image-rendering: pixelated; }
+.ae-mv-tile.ae-mv-on img { outline: 3px solid #FF4B4B; outline-offset: 1px; }
+.ae-mv-h { font-size: 10px; opacity: 0.7; }
+.ae-mv-scale { display: flex; align-items: center; gap: 0.4rem; margin: 0.2rem 0 0 1.8rem; }
+.ae-mv-ramp { width: 8rem; height: 0.6rem; }
+@media (max-width: 640px) {
+  .ae-mv-tiles { grid-template-columns: repeat(var(--phone-heads), minmax(0, 1fr)); gap: 6px; }
+  /* a layer's two rows of tiles: its name at the top, more air before the next layer */
+  .ae-mv-layer { align-items: start; margin-bottom: 0.9rem; }
+}
 </style>"""
 
 

@@ -272,6 +272,32 @@ def page_context() -> tuple[Inputs, core.BertEncoder]:
     return context if context is not None else prepare_page_context()
 
 
+# ---- the sentence box in the page, for narrow screens ------------------------------------------
+# Below 768 px Streamlit folds the sidebar away behind an unlabelled arrow, and a phone visitor
+# would not find where to type. This box sits in the page, shown only at those widths by
+# PAGE_SENTENCE_CSS, and writes into the sidebar's own box (key "text"): one sentence, one URL.
+PAGE_SENTENCE_KEY = "text_in_page"
+
+
+def _to_the_sidebar() -> None:
+    """Callback: the page's box was edited; the sidebar's box takes its text (before the run)."""
+    st.session_state["text"] = st.session_state[PAGE_SENTENCE_KEY]
+
+
+def sentence_box_in_page(inputs: Inputs) -> None:
+    """The sidebar's sentence box again, in the page, for screens where the sidebar is folded
+    (hidden elsewhere by its container's class, st-key-page_sentence)."""
+    st.session_state[PAGE_SENTENCE_KEY] = inputs.text  # what the sidebar holds this run
+    with st.container(key="page_sentence"):
+        st.text_area(
+            "Your sentence (the sidebar's, here while the sidebar is folded)",
+            key=PAGE_SENTENCE_KEY,
+            max_chars=MAX_CHARS,
+            height=80,
+            on_change=_to_the_sidebar,
+        )
+
+
 # ---- the reference check ----------------------------------------------------------------------
 # Loading transformers' reference model of MiniLM added 157 MB of RSS here (2026-11): its own
 # copy of the weights (~90 MB) and ~67 MB of transformers' modeling code.

@@ -9,45 +9,52 @@ from ui.escape import literal
 inputs, model = state.page_context()
 MAX_TEXT_CHARS = 20_000
 MAX_FOLLOW = 12  # occurrences of the chosen word that get a label, a path and a table column
-DEFAULT_SENTENCES = "\n".join(
-    [
-        "I sat on the bank of the river and watched the water.",
-        "The bank raised its interest rates again.",
-        "We pulled the canoe up onto the muddy bank.",
-        "She paid the cheque in at the bank on Monday.",
-        "She bears the pain without a word.",
-        "Two bears crossed the road near the forest.",
-        "The monitor on my desk keeps flickering.",
-        "Nurses monitor the patient through the night.",
-        "Fruit flies like a banana.",
-        "The pilot flies to Paris every week.",
-    ]
+# The page's own example sentences, each with the sense of its ambiguous word that it was
+# written for: the figures label and colour that word's points by it.
+EXAMPLES = (
+    ("I sat on the bank of the river and watched the water.", "river"),
+    ("The bank raised its interest rates again.", "money"),
+    ("We pulled the canoe up onto the muddy bank.", "river"),
+    ("She paid the cheque in at the bank on Monday.", "money"),
+    ("She bears the pain without a word.", "endures"),
+    ("Two bears crossed the road near the forest.", "animal"),
+    ("The monitor on my desk keeps flickering.", "screen"),
+    ("Nurses monitor the patient through the night.", "watch over"),
+    ("Fruit flies like a banana.", "insects"),
+    ("The pilot flies to Paris every week.", "travels"),
 )
+# the same for the sidebar's example sentences, which the page adds at the end
+SENSES = {**dict(EXAMPLES), "Time flies like an arrow.": "time passes"}
+DEFAULT_SENTENCES = "\n".join(sentence for sentence, _ in EXAMPLES)
 
 st.title("Embedding projections")
 st.markdown(
     "A word piece starts as one row of the vocabulary table: *bank* is the same row by the "
-    "river and at the counter. The embedding step adds a position and a segment vector (then "
-    "LayerNorm); in every layer attention mixes in what the other tokens carry and a "
-    "feed-forward network reworks each token, so after a few layers "
-    "each *bank* sits somewhere different. Below, many sentences at "
-    "once, their tokens squeezed from "
-    f"{model.d_model} dimensions into a picture."
+    "river and at the counter. Layer by layer, attention mixes in what the other tokens carry "
+    "and a feed-forward network reworks each token, so each *bank* ends up somewhere different. "
+    f"Below, the tokens of many sentences, squeezed from {model.d_model} dimensions into a "
+    "picture."
 )
-text = st.text_area(
-    "Sentences, one per line",
-    value=DEFAULT_SENTENCES,
-    key="emb_sentences",
-    bind="query-params",
-    height=190,
-    max_chars=MAX_TEXT_CHARS,
-)
-with_sidebar = st.toggle("Add the sidebar sentence", True, key="emb_sidebar", bind="query-params")
+# The sentences fold away above the figures (an expander, always sent: a text box that is not
+# drawn would lose its value); the figures come first.
+sentences_box = st.expander("The sentences, and the sense each was written for: read or edit")
+with sentences_box:
+    text = st.text_area(
+        "Sentences, one per line",
+        value=DEFAULT_SENTENCES,
+        key="emb_sentences",
+        bind="query-params",
+        height=190,
+        max_chars=MAX_TEXT_CHARS,
+    )
+    with_sidebar = st.toggle(
+        "Add the sidebar sentence", True, key="emb_sidebar", bind="query-params"
+    )
 # The box's lines first, so line k of the box is sentence sk; the sidebar sentence comes last.
 lines = (text or "")[:MAX_TEXT_CHARS] + (("\n" + inputs.text) if with_sidebar else "")
 sentences, notes = geometry.split_sentences(lines)
 if not sentences:
-    st.info("Type one or more sentences above, one per line.", icon="✍️")
+    st.info("Type one or more sentences in the box above, one per line.", icon="✍️")
     st.stop()
 points, skipped = state.point_set(model, tuple(sentences), scale=inputs.scale, causal=inputs.causal)
 state.off_distribution_note(inputs, models.label(model))  # the sidebar's switches act here
@@ -57,23 +64,17 @@ if points.n_points == 0:
     st.info("None of the lines holds a readable word piece. Try ordinary words.", icon="✍️")
     st.stop()
 
-
-def sentence_table() -> None:
-    st.dataframe(
+senses = [SENSES.get(sentence) for sentence in points.sentences]  # None: not one of the page's
+with sentences_box:  # a static table: no scrolling grid's script to load for a folded detail
+    widgets.static_table(
         {
             "#": [f"s{s + 1}" for s in range(len(points.sentences))],
             "sentence": list(points.sentences),
+            "sense": [sense or "—" for sense in senses],
             "word pieces": geometry.sentence_sizes(points),
         },
-        hide_index=True,
+        decimals={},
     )
-
-
-widgets.folded(
-    f"The {len(points.sentences)} sentences, numbered as in the legends",
-    "emb_sentence_table",
-    sentence_table,
-)
 counts = geometry.word_counts(points)
 words = sorted(counts, key=lambda w: (-counts[w][0], -counts[w][1], w))
 c1, c2, c3, c4 = st.columns([2, 2, 1, 1])
@@ -114,8 +115,8 @@ if shown.n_points < points.n_total:
     )
 method_key = "tsne" if method == "t-SNE" else "pca"
 st.caption(
-    "Five sections, one tab each. Every tab follows the word piece chosen here; tabs 1, 2, 4 and "
-    "5 show the chosen hidden state; Projection applies to tab 1 and View to tabs 1 and 2."
+    "Every tab follows the word piece chosen here; tabs 1, 2, 4 and 5 show the chosen hidden "
+    "state; Projection applies to tab 1, View to tabs 1 and 2."
 )
 
 
@@ -127,11 +128,7 @@ def before_and_after() -> None:
             f"t-SNE keeps near neighbours near but distorts distances; perplexity "
             f"{geometry.tsne_perplexity(shown.n_points):.0f} (clamped below the number of points)."
         )
-    st.markdown(
-        f"Left: the static vectors (rows of the word-piece table): every *{shown_word}* is the same point. "
-        f"Right: the same tokens, {state_name}, one point per occurrence. Colour = sentence."
-    )
-    left, right = st.columns(2)
+    left, right = st.columns(2)  # the figures first, what they show under them
     with left:
         coords = state.projection(shown.static, method_key, n_components, ids=shown.token_ids)
         fig = geometry_charts.projection_figure(
@@ -142,6 +139,8 @@ def before_and_after() -> None:
             chosen,
             "Static (context-free)",
             method,
+            senses,
+            one_point=True,
         )
         widgets.show_figure(fig, key="emb_static", filename="static-projection")
     with right:
@@ -154,8 +153,43 @@ def before_and_after() -> None:
             chosen,
             f"Contextual, {state_name}",
             method,
+            senses,
         )
         widgets.show_figure(fig, key="emb_context", filename=f"contextual-projection-state{layer}")
+    st.markdown(
+        f"Left: the static vectors (rows of the word-piece table): every *{shown_word}* is the same "
+        f"point. Right: the same tokens, {state_name}, one star per occurrence, coloured and "
+        "labelled by the sense its sentence was written for (a sentence of your own by its "
+        "number). Grey: every other token."
+    )
+    sense_split()
+
+
+def sense_split() -> None:
+    """The split at a glance: cosines between occurrences of one sense and of two, by stage."""
+    occurrence_senses = [senses[shown.sentence[i]] for i in chosen]
+    split = geometry.sense_split(geometry.cosine_by_layer(shown, chosen), occurrence_senses)
+    stages = ["static"] + [charts.state_name(index) for index in range(model.n_layers + 1)]
+    if not split.measured:
+        st.caption(
+            f"The split by sense needs two occurrences of '{shown_word}' with one sense and one "
+            "with another, in the page's example sentences."
+        )
+        return
+    widgets.show_weight_bars(
+        stages,
+        {"same sense": split.same, "other sense": split.other},
+        f"'{shown_word}': how alike two occurrences are",
+        key="emb_senses",
+        y_title="mean cosine between two occurrences",
+        filename="sense-split",
+        decimals=3,
+    )
+    st.caption(
+        f"{state_name[0].upper()}{state_name[1:]}, two occurrences with the same sense have a "
+        f"mean cosine of {split.same[layer + 1]:.3f}, two with different senses "
+        f"{split.other[layer + 1]:.3f}; in the static table both are 1, one row."
+    )
 
 
 def path_through_layers() -> None:
@@ -176,6 +210,7 @@ def path_through_layers() -> None:
         shown.sentences,
         layer,
         f"'{shown_word}', states 0 … {model.n_layers}",
+        senses,
     )
     widgets.show_figure(fig, key="emb_paths", filename="trajectories")
 
@@ -189,7 +224,7 @@ def nearest_words() -> None:
     unit_table, allowed = state.vocabulary_view(model)
     ids, cosines = geometry.nearest_by_stage(shown, chosen, unit_table, allowed)
     stages = ["static"] + [charts.state_name(index) for index in range(model.n_layers + 1)]
-    labels = [f"s{shown.sentence[i] + 1} · {shown.tokens[i]}" for i in chosen]
+    labels = geometry_charts.occurrence_labels(chosen, shown.tokens, shown.sentence, senses)
     # A static table, not st.dataframe: its cells wrap on a phone instead of being cut at the
     # right edge, and it has no toolbar to float over the formula above.
     st.table(
@@ -207,7 +242,7 @@ def occurrences_alike() -> None:
     """Section 4: cosines between the occurrences, at one state and over all of them."""
     st.subheader(f"4 · How alike are the occurrences of '{shown_word}'?")
     tables = geometry.cosine_by_layer(shown, chosen)
-    labels = [f"s{shown.sentence[i] + 1} · {shown.tokens[i]}" for i in chosen]
+    labels = geometry_charts.occurrence_labels(chosen, shown.tokens, shown.sentence, senses)
     left, right = st.columns(2)
     with left:
         # tables[0] is the static table, tables[s + 1] hidden state s

@@ -5,7 +5,16 @@ from collections.abc import Sequence
 import streamlit as st
 
 from core import head_roles, head_stats
-from ui import charts, explorer_charts, exports, formulas, models, state, widgets
+from ui import (
+    charts,
+    explorer_charts,
+    exports,
+    formulas,
+    head_view_hover,
+    models,
+    state,
+    widgets,
+)
 from ui.escape import literal
 from ui.numbers import ranges
 from ui.word_level import WordView
@@ -17,110 +26,97 @@ model_label = models.label(model)  # the model's name in the prose
 
 st.title("Head view")
 st.markdown(
-    "The same weights as a heatmap row, drawn as strings: every token appears twice, as a "
-    "query on the left and as a key on the right, and a line joins them, more opaque the larger "
-    "the weight (its square root, below). A row of the heatmap becomes a fan of lines out of one left token. "
-    "Several heads of one layer can share the picture, each in its own colour."
+    "Every token appears twice, as a query on the left and as a key on the right, and a line "
+    "joins them, more opaque the larger the weight: one row of a heatmap becomes a fan of lines "
+    "out of one left token. Point at a token to see only its lines."
 )
 
 trace = state.trace_or_stop(model, inputs)
 tokens = trace.tokens
 paired = head_stats.has_pair(trace.segments)
 
-if not paired:
-    st.info(
-        "BERT was pre-trained on sentence pairs (Devlin et al., 2019), and Clark et al. (2019) "
-        "found BERT-base heads that read across the boundary. Sentence-embedding models such as "
-        "all-MiniLM-L6-v2 were then fine-tuned with each sentence encoded on its own, so what "
-        "they do across a pair is inherited, not trained for. Add a second sentence in the "
-        "sidebar, or load the classic pair where "
-        "*flies* is first a verb, then a noun.",
-        icon=":material/call_split:",  # an emoji kite rendered as a box on some systems
-    )
-    st.button(
-        "Use “Time flies like an arrow.” / “Fruit flies like a banana.”",
-        on_click=state.use_example_pair,
-        icon=":material/compare_arrows:",
-        key="hv_example",
-    )
-
-# 1 · Which heads, which lines.
+# 1 · Which heads, which lines: the figure on the left, its controls beside it (below it on a
+# phone). The controls come first in the script, since the figure reads them, but a click on a
+# token changes nothing above or beside the figure: every control is there from the start.
 merge_words = inputs.word_level  # the sidebar's shared switch
 words_view = WordView.of(trace, merge_words)  # off: the same tokens, segments and weights
 tokens = words_view.tokens(trace.tokens)
 segments = words_view.segments(trace.segments)
 n_shown = len(tokens)
+figure_column, controls = st.columns([3, 2], gap="medium")
 # At most WINDOW tokens are drawn: every head's lines travel with the page, and the Layer and
 # Head sliders redraw the figure in the browser, with no server round trip.
 in_browser = charts.switches_in_browser(model.n_layers, model.n_heads, min(n_shown, WINDOW))
-layer, head = widgets.layer_head_picker(model, in_browser=in_browser)
-if in_browser:
-    widgets.head_switch()
-more = st.multiselect(
-    "Draw more heads of this layer (the Head slider's head is always drawn)",
-    list(range(model.n_heads)),
-    key="hv_heads",
-    bind="query-params",
-    format_func=lambda h: f"head {h}",
-)
-heads = sorted({head, *more})
-left, middle, right = st.columns([1, 1.5, 1.2])
-value_weighted = left.toggle(
-    "Value-weighted",
-    key="hv_value",
-    bind="query-params",
-    help="Opacity = how much of each key actually moves into the query, ‖α·v·W_O‖, as a "
-    "share of the row, instead of the weight α.",
-)
-stretch = left.toggle(
-    "Stretch opacity",
-    value=trace.n_tokens > WINDOW,
-    key="hv_stretch",
-    bind="query-params",
-    help="Make each head's strongest line drawn fully opaque. Over hundreds of tokens weights "
-    "are small (about 1/n) and would be invisible otherwise; on by default for long inputs.",
-)
-pair_filter = middle.radio(
-    "Sentence blocks (query → key)",
-    head_stats.PAIR_FILTERS,
-    horizontal=True,
-    key="hv_pair",
-    bind="query-params",
-    disabled=not paired,
-    help="A = first sentence (with [CLS] and its [SEP]), B = second sentence.",
-)
-start = 0
-if n_shown > WINDOW:
-    start = st.slider(
-        f"First token drawn (a window of {WINDOW} of the {n_shown} tokens)",
-        0,
-        n_shown - WINDOW,
-        0,
-        key="hv_start",
+with controls:
+    layer, head = widgets.layer_head_picker(model, in_browser=in_browser)
+    widgets.head_switch()  # the sliders in the browser (a script: it takes no room)
+    head_view_hover.install()  # pointing at a token keeps its lines (a script, no room)
+    more = st.multiselect(
+        "Draw more heads of this layer (the Head slider's head is always drawn)",
+        list(range(model.n_heads)),
+        key="hv_heads",
         bind="query-params",
+        format_func=lambda h: f"head {h}",
     )
-window = head_stats.window_around(n_shown, start, WINDOW)
-focus = right.selectbox(
-    "Highlight a token",
-    [None, *range(*window)],
-    format_func=lambda i: "— none —" if i is None else f"{i}: {tokens[i]}",
-    key="hv_token",
-    bind="query-params",
-)
-side = "query"
-if focus is not None:
-    side = right.radio(
+    start = 0
+    if n_shown > WINDOW:
+        start = st.slider(
+            f"First token drawn (a window of {WINDOW} of the {n_shown} tokens)",
+            0,
+            n_shown - WINDOW,
+            0,
+            key="hv_start",
+            bind="query-params",
+        )
+    window = head_stats.window_around(n_shown, start, WINDOW)
+    pick, side_column = st.columns([3, 2])
+    focus = pick.selectbox(
+        "Keep one token's lines",
+        [None, *range(*window)],
+        format_func=lambda i: "— every token —" if i is None else f"{i}: {tokens[i]}",
+        key="hv_token",
+        bind="query-params",
+        help="Or click the token's dot in the figure.",
+    )
+    side = side_column.radio(  # always there, greyed until a token is kept: nothing moves
         "Its lines",
         ["query", "key"],
-        format_func={"query": "what it reads (out)", "key": "who reads it (in)"}.__getitem__,
-        horizontal=True,
+        format_func={"query": "out (it reads)", "key": "in (read by)"}.__getitem__,
         key="hv_side",
         bind="query-params",
+        disabled=focus is None,
     )
+    pair_filter = st.radio(
+        "Sentence blocks (query → key)",
+        head_stats.PAIR_FILTERS,
+        horizontal=True,
+        key="hv_pair",
+        bind="query-params",
+        disabled=not paired,
+        help="A = first sentence (with [CLS] and its [SEP]), B = second sentence.",
+    )
+    value_weighted = st.toggle(
+        "Value-weighted",
+        key="hv_value",
+        bind="query-params",
+        help="Opacity = how much of each key actually moves into the query, ‖α·v·W_O‖, as a "
+        "share of the row, instead of the weight α.",
+    )
+    stretch = st.toggle(
+        "Stretch opacity",
+        value=trace.n_tokens > WINDOW,
+        key="hv_stretch",
+        bind="query-params",
+        help="Make each head's strongest line drawn fully opaque. Over hundreds of tokens "
+        "weights are small (about 1/n) and would be invisible otherwise; on by default for "
+        "long inputs.",
+    )
+heads = sorted({head, *more})
+side = side if focus is not None else "query"
 
 
 def pick_clicked_token() -> None:
-    """Clicking a token's dot highlights it: left column = what it reads, right = who reads it."""
+    """Clicking a token's dot keeps its lines: left column = what it reads, right = who reads it."""
     points = st.session_state["hv_figure"].selection.points
     if points:
         st.session_state["hv_token"] = int(points[0]["y"])
@@ -184,7 +180,8 @@ else:
         lines, tokens, segments, heads, title_of(layer, head), highlight=focus
     )
     filename = f"head-view-L{layer}"
-widgets.show_figure(fig, key="hv_figure", filename=filename, on_select=pick_clicked_token)
+with figure_column:
+    widgets.show_figure(fig, key="hv_figure", filename=filename, on_select=pick_clicked_token)
 if in_browser:  # counts of this run's head would go stale when a slider moves
     notes = [f"lines under {explorer_charts.MIN_LINE_WEIGHT:.1%} weight are left out as clutter"]
 else:
@@ -202,14 +199,35 @@ if window != (0, n_shown):
         "between them: move the window with the slider"
     )
 caption_notes = "; ".join(notes)
-st.caption(
+figure_column.caption(
     caption_notes[0].upper()
     + caption_notes[1:]
     + ". Opacity is the square root of the weight, so faint weights stay visible: 0.25 is drawn "
     "half opaque, 0.04 at 0.2. "
     + ("Blue dots mark sentence A, orange dots sentence B. " if paired else "")
-    + "Click a head in the legend to hide it; click a token's dot to highlight its lines."
+    + "Point at a token's dot to see only its lines, click it to keep them; click a head in "
+    "the legend to hide it."
 )
+st.markdown(
+    "Several heads of one layer can share the picture, each in its own colour: add them with "
+    "*Draw more heads*. The formula of a line's opacity is below."
+)
+if not paired:
+    st.info(
+        "BERT was pre-trained on sentence pairs (Devlin et al., 2019), and Clark et al. (2019) "
+        "found BERT-base heads that read across the boundary. Sentence-embedding models such as "
+        "all-MiniLM-L6-v2 were then fine-tuned with each sentence encoded on its own, so what "
+        "they do across a pair is inherited, not trained for. Add a second sentence in the "
+        "sidebar, or load the classic pair where "
+        "*flies* is first a verb, then a noun.",
+        icon=":material/call_split:",  # an emoji kite rendered as a box on some systems
+    )
+    st.button(
+        "Use “Time flies like an arrow.” / “Fruit flies like a banana.”",
+        on_click=state.use_example_pair,
+        icon=":material/compare_arrows:",
+        key="hv_example",
+    )
 
 if value_weighted:
     st.latex(

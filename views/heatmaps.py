@@ -11,6 +11,8 @@ from ui import (
     explorer_charts,
     exports,
     formulas,
+    html_heatmap,
+    model_view,
     models,
     state,
     widgets,
@@ -51,41 +53,33 @@ unit = "words" if word_level else "tokens"
 # 1 · The model view: every head, small.
 st.subheader("1 · Every head at once")
 st.markdown(
-    "Rows of the grid are layers (input side at the top), columns are heads. Vertical stripes are "
-    "heads that send every query to the same few keys; a bright diagonal is a head that looks at "
-    "the token itself, a line just beside it at a neighbour."
+    "Each row of the grid is a layer, input side at the top (on a phone a layer takes two "
+    "rows), and each tile a head, labelled H0, H1, …. Vertical stripes are heads that send "
+    "every query to the same few keys; a bright diagonal is a head that looks at the token "
+    "itself, a line just beside it at a neighbour."
 )
-
-
-def pick_clicked_head() -> None:
-    """Clicking (or tapping) a thumbnail moves the two sliders to that head."""
-    points = st.session_state["hm_grid"].selection.points
-    if points:  # the click targets are numbered layer by layer: index = layer · H + head
-        layer_clicked, head_clicked = divmod(int(points[0]["point_index"]), model.n_heads)
-        st.session_state["layer"], st.session_state["head"] = layer_clicked, head_clicked
-
-
 grid_slot = st.container()
-st.caption("Click a head in the grid, or choose it here (the grid's red frame follows):")
+st.caption("Click or tap a head in the grid, or choose it here (the grid's red frame follows):")
 # Up to ~128 pieces every head travels with the page: the sliders move the grid's frame and
 # redraw the up-close heatmap and section 4 in the browser, with no server round trip.
 in_browser = charts.switches_in_browser(model.n_layers, model.n_heads, n_shown)
 layer, head = widgets.layer_head_picker(model, in_browser=in_browser)
-if in_browser:
-    widgets.head_switch()
+widgets.head_switch()  # the sliders in the browser, and the up-close heatmap's cell readout
+model_view.install()  # the grid's frame follows the sliders; a click on a head moves them
 thumbs = derived.thumbnails(trace, renormalise, word_level)  # cached: reads every head
 with grid_slot:
     pooled = thumbs.shape[-1] < n_shown
-    grid = explorer_charts.model_view_grid(
-        thumbs,
-        selected=(layer, head),
-        title=f"All {model.n_layers} × {model.n_heads} heads"
-        + (" between words" if word_level else "")
-        + (f" (each pooled to {thumbs.shape[-1]} × {thumbs.shape[-1]})" if pooled else ""),
-        frame_follows_sliders=in_browser,
-    )
-    widgets.show_figure(
-        grid, key="hm_grid", filename="attention-model-view", on_select=pick_clicked_head
+    # HTML, one small image per head: no plotly.js for the page's first figure, and tiles
+    # that reflow to six a row on a phone
+    widgets.show_html_figure(
+        html_heatmap.model_view(
+            thumbs,
+            (layer, head),
+            f"All {model.n_layers} × {model.n_heads} heads"
+            + (" between words" if word_level else "")
+            + (f" (each pooled to {thumbs.shape[-1]} × {thumbs.shape[-1]})" if pooled else ""),
+            name="hm_grid",
+        )
     )
     if pooled:
         block = head_stats.block_size(n_shown)
@@ -102,27 +96,34 @@ st.markdown(
     "Cell (*i*, *j*) is how much query *i* takes from key *j*; each row sums to 1. Point at a "
     "cell to read both tokens and the weight."
 )
-# (L, H, n, n), or (L, H, w, w) when the word-level switch is on; [CLS]/[SEP] are hidden after
-# merging, as in the grid above and the statistics below
-# what the switches changed, on a line of its own: beside the title it was wider than a phone
-title_notes = [
-    note
-    for note, on in (
-        ("between words", word_level),
-        ("without [CLS]/[SEP]", renormalise),
-        (charts.MASKED_NOTE, trace.options.causal),  # a decoder's future: masked, not 0
-    )
-    if on
-]
-title_suffix = f"<br><sup>{', '.join(title_notes)}</sup>" if title_notes else ""
+# what the switches changed, on a line under the title
+title_note = ", ".join(
+    note for note, on in (("between words", word_level), ("without [CLS]/[SEP]", renormalise)) if on
+)
+
+
+def note_of(_layer: int, _head: int) -> str:
+    """The line under every head's title: the switches, the same for each head."""
+    return title_note
+
+
 labels = widgets.numbered(shown_tokens)
-if in_browser:
+# The Overview's figure (HTML cells, numbered up to 12 pieces, one image past that): one look
+# for one head across the app, and no plotly heatmap to draw.
+if in_browser:  # (L, H, n, n), or (L, H, w, w) between words, [CLS]/[SEP] hidden after merging
     shown = derived.shown_attentions(trace, renormalise, word_level)
-    heatmap = charts.every_head_heatmap(
-        shown, shown_tokens, layer, head, title_suffix, masked=trace.options.causal
+    widgets.show_html_figure(
+        html_heatmap.attention_grid(
+            shown,
+            shown_tokens,
+            layer,
+            head,
+            True,
+            note_of=note_of,
+            name="hm_heatmap",
+            masked=trace.options.causal,
+        )
     )
-    # In the browser the head may change after this run: the image's name cannot say which.
-    widgets.show_figure(heatmap, key="hm_heatmap", filename="attention-head")
 else:
     head_weights = derived.shown_weights(  # one head: (n, n), or (w, w) between words
         trace.attentions[layer, head],
@@ -132,14 +133,19 @@ else:
         trace.piece_scheme,
         trace.special,
     )
-    heatmap = charts.attention_heatmap(
-        head_weights,
-        shown_tokens,
-        shown_tokens,
-        charts.head_title(layer, head) + title_suffix,
-        masked=trace.options.causal,
+    widgets.show_html_figure(
+        html_heatmap.one_head_grid(
+            head_weights,
+            shown_tokens,
+            layer,
+            head,
+            model.n_layers,
+            model.n_heads,
+            note_of,
+            name="hm_heatmap",
+            masked=trace.options.causal,
+        )
     )
-    widgets.show_figure(heatmap, key="hm_heatmap", filename=f"attention-L{layer}-H{head}")
 if n_shown > charts.FITTED_SCALE_FROM:
     st.caption(
         f"Over {n_shown} {unit} a typical weight is about 1/{n_shown}: the colour "

@@ -5,7 +5,7 @@ import streamlit as st
 
 import core
 from core import explain, lens, rollout, similarity
-from ui import explain_charts, explain_state, models, next_word, state, widgets, word_level
+from ui import charts, explain_charts, explain_state, models, next_word, state, widgets, word_level
 from ui.escape import literal
 
 inputs, model = state.page_context()
@@ -54,57 +54,67 @@ def two_sentences() -> None:
     )
     if inputs.pair and not pair:
         st.caption("The second sentence holds no readable word piece, so it is left out.")
+    # Without a second sentence in the sidebar the section shows the example pair chosen above,
+    # so it opens on a number and its curve rather than on a request.
+    _, example_first, example_second = similarity.EXAMPLE_PAIRS[example]
+    first, second = (inputs.text, pair) if pair else (example_first, example_second)
+    whose = "the sidebar's two sentences" if pair else "the example pair"
     if model.is_decoder:
         st.info(
             f"{model_label} is a decoder: it was trained to predict the next word piece, not to "
             "make one vector of a sentence, so a cosine of its averaged states is no answer it "
-            "learned to give. Its counterpart: what each sentence makes it predict next"
-            + ("." if pair else " (add a second sentence in the sidebar to compare two)."),
+            f"learned to give. Its counterpart: what each of {whose} makes it predict next.",
             icon="➡️",
         )
-    if pair and model.is_decoder:
         distance = next_word.two_sentences(
-            model, inputs.text, pair, scale=inputs.scale, causal=inputs.causal, key="ex_next"
+            model, first, second, scale=inputs.scale, causal=inputs.causal, key="ex_next"
         )
         st.caption(
             f"Total variation distance between the two predictions, over the whole vocabulary: "
             f"{distance:.3f} (0: the same, 1: nothing in common). Each sentence runs on its own."
         )
-    elif pair:
-        similarity_now = explain_state.pair_similarity(
-            model, inputs.text, pair, scale=inputs.scale, causal=inputs.causal
+        return
+    similarity_now = explain_state.pair_similarity(
+        model, first, second, scale=inputs.scale, causal=inputs.causal
+    )
+    delta = None
+    if not inputs.as_trained:
+        as_trained = explain_state.pair_similarity(
+            model, first, second, scale=True, causal=inputs.causal_by_nature
         )
-        delta = None
-        if not inputs.as_trained:
-            as_trained = explain_state.pair_similarity(
-                model, inputs.text, pair, scale=True, causal=inputs.causal_by_nature
-            )
-            delta = f"{similarity_now - as_trained:+.4f} against the model as trained"
-        st.metric(
-            "Cosine similarity of the sidebar's two sentences", f"{similarity_now:.4f}", delta
-        )
-        by_layer = lens.similarity_by_layer(
-            explain_state.sentence_trace(model, inputs.text, inputs).hidden_states,
-            explain_state.sentence_trace(model, pair, inputs).hidden_states,
-        )
-        fig = explain_charts.settling_figure(
-            by_layer, "cos(A, B) of the mean-pooled states", "cos(A, B)"
-        )
-        widgets.show_figure(fig, key="ex_pair_layers", filename="similarity-by-layer")
+        delta = f"{similarity_now - as_trained:+.4f} against the model as trained"
+    st.metric(f"Cosine similarity of {whose}", f"{similarity_now:.4f}", delta)
+    by_layer = lens.similarity_by_layer(
+        explain_state.sentence_trace(model, first, inputs).hidden_states,
+        explain_state.sentence_trace(model, second, inputs).hidden_states,
+    )
+    # one bar per state, as HTML: the section is on every tab, and needs no plotly.js (a
+    # negative cosine goes to plotly's line, whose axis reaches below 0)
+    title = "cos(A, B) of the mean-pooled states"
+    widgets.show_weight_bars(
+        [charts.state_name(s) for s in range(len(by_layer))],
+        {"cos(A, B)": by_layer},
+        title,
+        key="ex_pair_layers",
+        y_title="cos(A, B)",
+        filename="similarity-by-layer",
+        plotly_figure=lambda: explain_charts.settling_figure(by_layer, title, "cos(A, B)"),
+        decimals=3,
+    )
+    if not pair:
         st.caption(
-            "Each sentence runs through the model on its own, as in training (not as one "
-            "[CLS] A [SEP] B [SEP] input). With the default switches this number equals "
-            "sentence-transformers' `encode()` of the same model to 1e-5 (tests/test_explain.py); "
-            "sentence-transformers cuts inputs at 256 word pieces, this page reads up to "
-            f"{model.max_positions}. Turn off √d_k scaling in the sidebar to see how much the "
-            "similarity depends on it."
+            f"The sidebar holds one sentence, so this is the example pair: “{literal(first)}” and "
+            f"“{literal(second)}”. “Use this pair” puts it in the sidebar, where the rest of the "
+            "page reads it too; the sections below work on the sidebar's first sentence."
         )
-    elif not model.is_decoder:
-        st.info(
-            "Add a second sentence in the sidebar, or use an example pair above, to see their "
-            "similarity. The rest of the page works on one sentence.",
-            icon="✍️",
-        )
+    st.caption(
+        "Each sentence runs through the model on its own, as in training (not as one "
+        "[CLS] A [SEP] B [SEP] input). With the default switches this number equals "
+        "sentence-transformers' `encode()` of the same model to 1e-5 (tests/test_explain.py); "
+        "sentence-transformers cuts inputs at 256 word pieces, this page reads up to "
+        f"{model.max_positions}. Turn off √d_k scaling in the sidebar to see how much the "
+        "similarity depends on it."
+    )
 
 
 def attention_rollout() -> None:

@@ -403,6 +403,14 @@ def value_weighted() -> None:
     st.dataframe(heads.disagreement_table(attn_weights[head], share[head], labels), hide_index=True)
 
 
+def removed_name(removed: set[tuple[int, int]]) -> str:
+    """'L2 H5' for one removed head, else '3 heads' (a figure's title, phone-wide)."""
+    if len(removed) == 1:
+        ((removed_layer, removed_head),) = removed
+        return f"L{removed_layer} H{removed_head}"
+    return f"{len(removed)} heads"
+
+
 def remove_heads() -> None:
     """4 · Ablation: zero heads inside the forward pass and measure how far tokens move."""
     st.subheader("4 · Remove heads and watch the output change")
@@ -413,7 +421,7 @@ def remove_heads() -> None:
     )
     everything = st.toggle(
         f"Remove all {model.n_heads} heads of layer {layer}",
-        value=False,  # the page starts from the model as it is: no extra forward pass
+        value=False,  # the section starts from one head removed, not a whole layer
         key="mh_ablate_layer",
         bind="query-params",
     )
@@ -429,44 +437,52 @@ def remove_heads() -> None:
     if everything:
         removed |= {(layer, h) for h in range(model.n_heads)}
     if not removed:
-        st.info("Pick at least one head to remove.")
-    else:
-        ablated = state.trace(
-            model,
-            inputs.text,
-            inputs.pair,
-            scale=inputs.scale,
-            causal=inputs.causal,
-            ablate=frozenset(removed),
-        )
-        cosines = scaling.layer_cosines(trace, ablated)  # (L + 1, n)
-        moved = scaling.summarize_cosines(cosines[-1])  # the last row: final vectors
-        predict.ask_choice(
-            "mh_most_moved", predict_answers.most_moved_token(trace, ablated, removed)
-        )
-        widgets.show_figure(
-            mc.per_token_bars(
-                trace.tokens,
-                {"1 − cosine": scaling.how_far_moved(cosines[-1])},
-                f"Final vectors with {len(removed)} head{'s' if len(removed) != 1 else ''} removed",
-                "1 − cosine to the full model's final vector",
-            ),
-            "mh_ablation_final",
-        )
-        widgets.show_figure(
-            mc.layer_cosine_heatmap(
-                cosines, trace.tokens, "Cosine to the full model after every layer"
-            ),
-            "mh_ablation_layers",
-        )
+        # Nothing picked: the section opens on the layer's strongest writer removed, measured
+        # on this sentence, instead of on an empty page.
+        write_lengths = heads.head_write_lengths(model, trace, layer)  # (H,)
+        strongest = int(write_lengths.argmax())
+        removed = {(layer, strongest)}
         st.caption(
-            f"Bars: 0 means the token's final vector did not turn at all; the taller the bar, the "
-            f"more removing the heads changed it. In the heatmap, rows above the first removed "
-            f"layer stay at cosine 1: nothing has changed yet. "
-            f"Mean final cosine {moved.mean:.3f}; the token that moved most is "
-            f"{literal(labels[moved.most_moved])} ({moved.lowest:.3f})."
+            f"Nothing picked yet, so this shows layer {layer}'s head {strongest} removed: on this "
+            f"sentence it writes the longest vectors into the tokens, ‖head · W_Oʰ‖ = "
+            f"{write_lengths[strongest]:.2f} on average (the layer's heads: "
+            f"{write_lengths.min():.2f} to {write_lengths.max():.2f}). Pick heads above to "
+            "choose your own."
         )
-        next_word.after_removing(model, inputs.text, removed, key="mh_ablation")  # decoders
+    ablated = state.trace(
+        model,
+        inputs.text,
+        inputs.pair,
+        scale=inputs.scale,
+        causal=inputs.causal,
+        ablate=frozenset(removed),
+    )
+    cosines = scaling.layer_cosines(trace, ablated)  # (L + 1, n)
+    moved = scaling.summarize_cosines(cosines[-1])  # the last row: final vectors
+    predict.ask_choice("mh_most_moved", predict_answers.most_moved_token(trace, ablated, removed))
+    widgets.show_figure(
+        mc.per_token_bars(
+            trace.tokens,
+            {"1 − cosine": scaling.how_far_moved(cosines[-1])},
+            f"Final vectors with {removed_name(removed)} removed",
+            "1 − cosine to the full model's final vector",
+        ),
+        "mh_ablation_final",
+    )
+    widgets.show_figure(
+        mc.layer_cosine_heatmap(
+            cosines, trace.tokens, "Cosine to the full model after every layer"
+        ),
+        "mh_ablation_layers",
+    )
+    st.caption(
+        f"Bars: 0 means the token's final vector did not turn at all; the taller the bar, the "
+        f"more removing the heads changed it. In the heatmap, rows above the first removed "
+        f"layer stay at cosine 1: nothing has changed yet. "
+        f"Mean final cosine {moved.mean:.3f}; the token that moved most is "
+        f"{literal(labels[moved.most_moved])} ({moved.lowest:.3f})."
+    )
+    next_word.after_removing(model, inputs.text, removed, key="mh_ablation")  # decoders
 
 
 SECTIONS = {

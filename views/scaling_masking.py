@@ -158,8 +158,8 @@ def switches() -> None:
         predict_answers.sharper_without_scaling(model, inputs.text, inputs.pair, layer, head),
     )
     left, right = st.columns(2)
-    scale_off = left.toggle(
-        "Turn off 1/√d_k scaling", value=False, key="sm_scale_off", bind="query-params"
+    scale_off = left.toggle(  # on at first: the section opens on a comparison, not a request
+        "Turn off 1/√d_k scaling", value=True, key="sm_scale_off", bind="query-params"
     )
     mask_switched = right.toggle(
         "Remove the causal mask" if model.is_decoder else "Turn on the causal mask",
