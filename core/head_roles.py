@@ -140,6 +140,9 @@ class RepeatExample:
     to_itself: float  # α[second, second]
     to_cls: float  # α[second, 0]
     to_sep: float  # α[second, every [SEP]] summed
+    top_key: int  # the key the later occurrence gives its largest weight (argmax of its row)
+    top_piece: str  # that key's piece
+    top_weight: float  # α[second, top_key]
 
 
 def repeat_example(
@@ -154,10 +157,12 @@ def repeat_example(
                 weight = float(trace.attentions[layer, head, second, first])
                 row = np.asarray(trace.attentions[layer, head, second], dtype=np.float64)
                 seps = [j for j, t in enumerate(tokens) if t == "[SEP]"]
+                top_key = int(np.argmax(row))
                 return RepeatExample(
                     tokens[first], first, second, weight, len(tokens),
                     to_itself=float(row[second]), to_cls=float(row[0]),
                     to_sep=float(row[seps].sum()),
+                    top_key=top_key, top_piece=tokens[top_key], top_weight=float(row[top_key]),
                 )  # fmt: skip
     return None
 
