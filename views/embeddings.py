@@ -24,7 +24,7 @@ DEFAULT_SENTENCES = "\n".join(
     ]
 )
 
-st.title("Embedding projections")
+st.title("8 · Embedding projections")
 st.markdown(
     "A word piece starts as one row of the vocabulary table: *bank* is the same row by the "
     "river and at the counter. The embedding step adds a position and a segment vector (then "
