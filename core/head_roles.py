@@ -183,6 +183,9 @@ class RepeatExample:
     to_itself: float  # α[second, second]
     to_cls: float  # α[second, 0]: [CLS], <s>, or a decoder's first piece
     to_sep: float  # α[second, every [SEP]] summed (every special after position 0)
+    top_key: int  # the key the later occurrence gives its largest weight (argmax of its row)
+    top_piece: str  # that key's piece
+    top_weight: float  # α[second, top_key]
 
 
 def repeat_example(
@@ -199,10 +202,12 @@ def repeat_example(
                 weight = float(trace.attentions[layer, head, second, first])
                 row = np.asarray(trace.attentions[layer, head, second], dtype=np.float64)
                 seps = np.flatnonzero(other_specials)  # [SEP], </s>: none for a decoder
+                top_key = int(np.argmax(row))
                 return RepeatExample(
                     tokens[first], first, second, weight, len(tokens),
                     to_itself=float(row[second]), to_cls=float(row[0]),
                     to_sep=float(row[seps].sum()),
+                    top_key=top_key, top_piece=tokens[top_key], top_weight=float(row[top_key]),
                 )  # fmt: skip
     return None
 

@@ -191,6 +191,21 @@ def distance_profile(similarity: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return means, spreads
 
 
+SLOW_DRIFT = 0.9  # a dimension whose neighbouring positions correlate above this drifts slowly
+
+
+def lag_one_correlations(table: np.ndarray) -> np.ndarray:
+    """(n, d) position vectors -> (d,): per dimension, the correlation of its value at position
+    p with its value at p + 1, over p = 0 … n − 2. Near 1: it drifts slowly with position; near
+    0 or below: it jumps from one position to the next. 0 for a dimension constant there."""
+    table = np.asarray(table, dtype=np.float64)
+    here = table[:-1] - table[:-1].mean(axis=0)  # (n - 1, d)
+    after = table[1:] - table[1:].mean(axis=0)
+    norms = np.sqrt((here**2).sum(axis=0) * (after**2).sum(axis=0))  # (d,)
+    products = (here * after).sum(axis=0)
+    return np.divide(products, norms, out=np.zeros_like(products), where=norms > 0)
+
+
 def explained_by_distance(similarity: np.ndarray) -> float:
     """R² of predicting similarity[p, q] (p ≠ q) by the mean over all pairs at distance |p - q|.
 

@@ -180,7 +180,8 @@ def test_explanations_page_every_method_agreement_and_deletion(model):
     texts = " ".join(m.value for m in [*at.markdown, *at.caption])
     assert "Jain & Wallace (2019)" in texts and "Wiegreffe & Pinter (2019)" in texts
     assert "BiLSTM" in texts and "10 seeded random orders" in texts
-    assert "DeYoung et al., 2020" in texts and "Hooker et al., 2019" in texts
+    assert "DeYoung et al., 2020" in texts and "Hooker et al. (2019), evaluating image" in texts
+    assert "gradient-based and leave-one-out importance" in texts
     assert "GlobEnc (Modarressi et al., 2022)" in texts and "ALTI (Ferrando et al., 2022)" in texts
     for wrong in ("which one is right", "should beat it", "the most faithful method"):
         assert wrong not in texts

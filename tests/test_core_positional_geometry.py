@@ -122,6 +122,21 @@ def test_similarities_and_distance_profile_by_loops():
     assert positional.explained_by_distance(sim) == pytest.approx(r2)
 
 
+def test_lag_one_correlations_are_pearson_of_neighbouring_positions():
+    rng = np.random.default_rng(4)
+    table = rng.normal(size=(12, 5)).cumsum(axis=0)  # random walks: slow drift
+    table[:, 1] = rng.normal(size=12)  # noise: no drift
+    table[:, 3] = 2.0  # constant: no correlation to speak of
+    found = positional.lag_one_correlations(table)
+    for d in (0, 1, 2, 4):
+        pairs = [(table[p, d], table[p + 1, d]) for p in range(11)]
+        expected = np.corrcoef(np.array(pairs).T)[0, 1]
+        assert found[d] == pytest.approx(expected)
+    assert found[3] == 0.0
+    smooth = np.sin(np.linspace(0, 1, 50))[:, None]  # a slow curve drifts slowly
+    assert positional.lag_one_correlations(smooth)[0] > positional.SLOW_DRIFT
+
+
 def test_random_cosines_and_spread():
     dots = positional.random_unit_dot_products(50, n_pairs=3000, seed=1)
     assert np.all(np.abs(dots) <= 1.0) and abs(dots.mean()) < 0.01

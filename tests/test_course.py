@@ -3,6 +3,7 @@ as computed facts, and the new and changed pages running with the corrected sent
 
 from __future__ import annotations
 
+import html
 import itertools
 import math
 import re
@@ -283,6 +284,9 @@ def test_repeat_example_reads_the_weight_between_two_occurrences(model):
     assert example.to_itself == pytest.approx(float(row[second]))
     assert example.to_cls == pytest.approx(float(row[0]))
     assert example.to_sep == pytest.approx(float(row[trace.n_tokens - 1]))  # one sentence
+    top_key = max(range(trace.n_tokens), key=lambda j: row[j])
+    assert (example.top_key, example.top_piece) == (top_key, trace.tokens[top_key])
+    assert example.top_weight == pytest.approx(float(row[top_key]))
     assert head_roles.repeat_example(model, "No word repeats here.", 0, 8) is None
 
 
@@ -612,7 +616,7 @@ def test_changed_pages_state_the_corrected_claims():
     scaling_page = run_page("views/scaling_masking.py", text=SENTENCE)
     assert_no_exception(scaling_page)
     texts = _texts(open_tab(scaling_page, "sm_section", "5 · Cross-attention"))
-    assert "BERT has no cross-attention" in texts
+    assert "MiniLM-L6, like BERT, has no cross-attention" in texts.replace("&#45;", "-")
     assert "BERT as trained" not in texts and "inside BERT" not in texts
     texts = _texts(open_tab(scaling_page, "sm_section", "3 · Switches"))
     assert "not 1" in texts and "BERT as trained" not in texts
@@ -674,15 +678,29 @@ def test_named_heads_show_their_role_on_the_example_they_are_shown_with(model):
 
     texts = _texts(open_tab(heads, "mh_section", "1 · All heads"))
     assert "noun" not in texts and "verb." not in texts
-    same_layer, _, _ = head_roles.role_scores(model).best("same_word")
+    same_layer, same_head, _ = head_roles.role_scores(model).best("same_word")
     assert ("Layer 0 sees only each piece's row" in texts) == (same_layer == 0)
+    # the "same-word head" is said to give the repeat its largest weight only when it does
+    probe = head_roles.PROBE_SENTENCES[2]
+    row = model.run(probe).attentions[same_layer, same_head]
+    repeat = head_roles.repeat_example(model, probe, same_layer, same_head)
+    top_key = int(np.argmax(row[repeat.second]))
+    if top_key == repeat.first:
+        assert "That is the largest weight in its row." in texts
+    else:
+        top_piece = model.run(probe).tokens[top_key]
+        assert f"Its largest weight here goes to {top_piece}" in html.unescape(texts)
+    # an even spread over the probe sentences' rows, from their lengths, not a typed 10 %
+    lengths = [model.run(sentence).n_tokens for sentence in head_roles.PROBE_SENTENCES]
+    assert f"{1 / max(lengths):.0%} to {1 / min(lengths):.0%}" in texts and "10 %" not in texts
 
     scaling_page = open_tab(
         run_page("views/scaling_masking.py", text=SENTENCE), "sm_section", "3 · Switches"
     )
     texts = _texts(scaling_page)
     assert "would learn smaller W_Q and W_K" not in texts
-    assert "could absorb the factor" in texts and "unscaled training is less stable" in texts
+    assert "could absorb the factor" in texts and "unscaled training is less stable" not in texts
+    assert "Vaswani et al. (2017) suspect" in texts and "depends on the task" in texts
 
     overview = run_page("views/overview.py", text=SENTENCE)
     headings = " ".join(h.value for h in overview.subheader)

@@ -177,3 +177,20 @@ def test_overview_starts_the_course_near_the_top_and_every_page_has_previous_nex
     assert 'title="Overview (visited)"' in progress
     model_map = _figure(at, "model-map")
     assert re.search(r'class="ae-part ae-here[^"]*"[^>]*aria-current="page"', model_map)
+
+
+def test_every_page_title_is_its_title_on_the_path():
+    """A page's heading says what the sidebar and Previous/Next call it; the Overview's heading
+    names the app, the page every visit starts on."""
+    headings = {}
+    for step in path.STEPS[1:]:
+        tree = ast.parse((ROOT / step.file).read_text())
+        headings[step.file] = [
+            call.args[0].value
+            for call in ast.walk(tree)
+            if isinstance(call, ast.Call)
+            and getattr(call.func, "attr", None) == "title"
+            and call.args
+            and isinstance(call.args[0], ast.Constant)
+        ]
+    assert headings == {step.file: [step.title] for step in path.STEPS[1:]}

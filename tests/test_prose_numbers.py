@@ -56,14 +56,7 @@ ABBREVIATIONS = ("et al.", "e.g.", "i.e.", "cf.", "vs.")  # a full stop that end
 
 # Strings in pages owned by other changes under way; each one exactly as found, with its reason.
 # To be emptied when those changes are merged.
-ALLOWED: dict[str, str] = {
-    (
-        "The previous-token head L{…} H{…} gives the token before {…} of its weight on average; "
-        "the next-token head L{…} H{…}, {…} to the token after. An even spread over a sentence "
-        "of ten pieces would give each about 10 %. Set the sliders above the tabs to one of these "
-        "heads to see its whole pattern."
-    ): "views/multi_head.py: owned by another change (issue 35 §1, multi_head's prose)",
-}
+ALLOWED: dict[str, str] = {}
 
 
 def sentences(text: str) -> list[str]:

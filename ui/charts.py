@@ -317,6 +317,7 @@ def matrix_heatmap(
         zmid=0.0 if symmetric else None,
         zmin=-limit if limit else None,
         zmax=limit if limit else None,
+        colorbar={"title": {"text": "value"}},
         hovertemplate="row %{y}, column %{x}: %{z:.3f}<extra></extra>",
     )
     y_ticks = token_ticks(row_labels)

@@ -44,6 +44,12 @@ def probe_sentences() -> tuple[str, ...]:
     return head_roles.PROBE_SENTENCES
 
 
+def probe_lengths(model: core.BertEncoder) -> tuple[int, ...]:
+    """Word pieces of each probe sentence, specials included (tokenizing only: well under a
+    millisecond each): an even spread gives each key 1/n."""
+    return tuple(door.pieces(model, sentence) for sentence in head_roles.PROBE_SENTENCES)
+
+
 # ---- runs the course pages ask for beside the sidebar's Trace ------------------------------------
 PADDING_MAX_PIECES = 64  # the padding lesson reads the sidebar sentence's first 64 word pieces
 

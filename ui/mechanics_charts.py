@@ -462,6 +462,7 @@ def head_block_heatmap(
             zmin=-limit,
             zmax=limit,
             zmid=0.0,
+            colorbar={"title": {"text": "value"}},
             hovertemplate="row %{y}, column %{x}: %{z:.3f}<extra></extra>",
         )
     )

@@ -331,6 +331,7 @@ def show_matrix(
         )
     else:
         show_figure(learning_charts.token_matrix(matrix, tokens, title, x_title), key, filename)
+        st.caption("Blue above zero, red below, scaled to the largest |value| drawn.")
 
 
 def show_html_figure(figure: html_heatmap.HtmlFigure) -> None:

@@ -15,7 +15,8 @@ SENTENCE_CHARS = 2_000  # plenty for a sentence; the server cuts again (core.tex
 
 st.title("1 · Context from first principles")
 st.markdown(
-    "Before any layer runs, BERT turns each word piece into a row of its embedding table. That "
+    f"Before any layer runs, {model_label}, like BERT, turns each word piece into a row of its "
+    "embedding table. That "
     "row is fixed: *bank* gets exactly the same vector next to *money* as next to *river*. "
     "This page builds context with nothing but arithmetic on those rows, so you can see how far "
     "that alone goes. It uses its own two sentences (the sidebar sentence is used from page 2 on)."

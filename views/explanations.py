@@ -11,7 +11,7 @@ from ui.numbers import signed
 inputs, model = state.page_context()
 widgets.head_switch()  # the readout of the scores' image past 12 pieces
 
-st.title("Explanations side by side")
+st.title("10 · Explanations side by side")
 st.markdown(
     "Six answers to *which word pieces made this?*, on one sentence: three read the attention "
     "weights, one the lengths of what attention carries, two the gradients of the model. "
@@ -197,8 +197,9 @@ st.markdown(
 st.caption(
     "One faithfulness check among several (DeYoung et al., 2020, ERASER), not the judge: a "
     "shortened sentence is an input the model never saw in training, so part of a fall may come "
-    "from the input being odd rather than from losing what mattered (Hooker et al., 2019, "
-    "retrain the model on such inputs for that reason: ROAR)."
+    "from the input being odd rather than from losing what mattered. For that reason Hooker et "
+    "al. (2019), evaluating image classifiers, retrain the model on such inputs before they "
+    "measure (ROAR)."
 )
 # at least one piece stays: a decoder without specials (GPT-2) would otherwise run on nothing
 k_max = min(explain_state.DELETION_K, int(allowed.sum()), trace.n_tokens - 1)
@@ -234,7 +235,8 @@ rollout_vs_ig = rho[names.index("rollout"), names.index("integrated_gradients")]
 lesson = [
     "Jain & Wallace (2019) found, on recurrent (BiLSTM) text classifiers with an attention "
     "layer rather than on transformers, that attention weights often disagree with "
-    "gradient-based importance and that very different weights can give the same prediction: "
+    "gradient-based and leave-one-out importance and that very different weights can give the "
+    "same prediction: "
     "*attention is not explanation*. Wiegreffe & Pinter (2019) answered that this depends on "
     "what one asks of an explanation, and that attention is *a* signal, to be tested rather "
     "than trusted. On this sentence:",

@@ -4,6 +4,7 @@ from collections.abc import Sequence
 
 import streamlit as st
 
+import core
 from core import head_roles, head_stats
 from ui import (
     charts,
@@ -24,7 +25,7 @@ WINDOW = 64  # tokens drawn at most; longer inputs get a window slider
 inputs, model = state.page_context()
 model_label = models.label(model)  # the model's name in the prose
 
-st.title("Head view")
+st.title("7 · Head view")
 st.markdown(
     "Every token appears twice, as a query on the left and as a key on the right, and a line "
     "joins them, more opaque the larger the weight: one row of a heatmap becomes a fan of lines "
@@ -32,6 +33,7 @@ st.markdown(
 )
 
 trace = state.trace_or_stop(model, inputs)
+state.off_distribution_note(inputs, model_label)  # the sidebar's switches act on the lines here
 tokens = trace.tokens
 paired = head_stats.has_pair(trace.segments)
 
@@ -215,10 +217,15 @@ st.markdown(
 if not paired:
     st.info(
         "BERT was pre-trained on sentence pairs (Devlin et al., 2019), and Clark et al. (2019) "
-        "found BERT-base heads that read across the boundary. Sentence-embedding models such as "
-        "all-MiniLM-L6-v2 were then fine-tuned with each sentence encoded on its own, so what "
-        "they do across a pair is inherited, not trained for. Add a second sentence in the "
-        "sidebar, or load the classic pair where "
+        "found BERT-base heads that read across the boundary. "
+        + (
+            f"{model_label} was distilled from a BERT-style teacher (Wang et al., 2020) and then "
+            "fine-tuned one sentence at a time, so what it does across a pair was never trained "
+            "for. "
+            if model.name == core.BUNDLED
+            else f"Whether {model_label} was ever trained on pairs depends on how it was made. "
+        )
+        + "Add a second sentence in the sidebar, or load the classic pair where "
         "*flies* is first a verb, then a noun.",
         icon=":material/call_split:",  # an emoji kite rendered as a box on some systems
     )

@@ -23,7 +23,7 @@ from ui.word_level import WordView
 inputs, model = state.page_context()
 model_label = models.label(model)  # the model's name in the prose
 
-st.title("Attention heatmaps")
+st.title("6 · Attention heatmaps")
 st.markdown(
     f"{model_label} has {model.n_layers} layers of {model.n_heads} heads. Each head builds its own "
     "table of who-reads-whom for the sentence in the sidebar: one row per token asking "
@@ -32,6 +32,7 @@ st.markdown(
 )
 
 trace = state.trace_or_stop(model, inputs)
+state.off_distribution_note(inputs, model_label)  # the sidebar's switches act on every head here
 tokens = trace.tokens
 
 renormalise = st.toggle(
@@ -177,7 +178,8 @@ st.markdown(
     f"**{stats.n_sinks} of {model.n_layers * model.n_heads} heads** put at least half their "
     "weight on [CLS] and [SEP]. Clark et al. (2019) suggested that in BERT-base such weight "
     "may be a no-op, a place to park attention when a head has nothing to do; Xiao et al. "
-    "(2024) call a token that collects it an attention sink. Both are hypotheses about why. "
+    "(2024), who found such tokens in decoder language models, call a token that collects it "
+    "an attention sink. Both are hypotheses about why. "
     "The switch at the top of the page hides those tokens so the rest of such a head shows."
 )
 cls_share, sep_share = head_roles.special_shares_by_layer(trace.attentions, tokens, trace.special)

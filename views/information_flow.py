@@ -11,7 +11,7 @@ from ui.escape import literal
 inputs, model = state.page_context()
 model_label = models.label(model)  # the model's name in the prose
 
-st.title("Where does the meaning come from?")
+st.title("9 · Where the meaning comes from")
 st.markdown(
     "The bundled MiniLM (all-MiniLM-L6-v2) was trained to turn a sentence into one vector: "
     "average the top layer's token vectors, then scale the average to length 1. Two sentences "

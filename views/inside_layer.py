@@ -51,6 +51,7 @@ st.latex(
     r"\text{attention share}_i = \frac{\lVert a_i \rVert}{\lVert a_i \rVert + \lVert f_i \rVert}"
 )
 trace = state.trace_or_stop(model, inputs)
+state.off_distribution_note(inputs, name)  # the sidebar's switches act on every run here
 sizes = course_state.sublayer_sizes(model, trace)
 means = sizes.layer_means()  # (L,) each, averaged over the tokens
 mean_a, mean_f, share = means["attention_update"], means["ffn_update"], means["attention_share"]
@@ -103,14 +104,19 @@ st.markdown(
     "trainable."
 )
 st.latex(r"\frac{\partial\,(x + a(x))}{\partial x} = I + \frac{\partial a}{\partial x}")
+# How far apart the longest and shortest vectors are, before and after the LayerNorm.
+spread_before = sizes.ffn_sum.max() / sizes.ffn_sum.min()
+spread_after = sizes.output.max() / sizes.output.min()
 st.markdown(
     "**LayerNorm** (Ba, Kiros & Hinton, 2016) sets each token's "
     f"{model.d_model} numbers to mean 0 and variance 1, then applies a learned gain and shift. "
     "The sums it receives vary widely in size: on this sentence h + f is "
     f"{sizes.ffn_sum.min():.1f}–{sizes.ffn_sum.max():.1f} long, token by token and layer by "
     f"layer, and the same vectors after the LayerNorm are {sizes.output.min():.1f}–"
-    f"{sizes.output.max():.1f}. So the next layer's weights always meet inputs of one scale, "
-    "whatever came before, which steadies training. In this post-LayerNorm arrangement the "
+    f"{sizes.output.max():.1f}: the longest is {spread_after:.1f} times the shortest, against "
+    f"{spread_before:.1f} times before the norm. So the next layer's weights meet inputs in "
+    + ("a narrow band of lengths" if spread_after < spread_before / 2 else "a band of lengths")
+    + ", whatever came before, which steadies training. In this post-LayerNorm arrangement the "
     "norm sits on the residual path itself; Xiong et al. (2020) showed that this makes the "
     "gradients near the output large early in training, one reason such models need a slow "
     "start of the learning rate and later models normalise before each sublayer."
@@ -194,9 +200,10 @@ st.markdown(
     "output. That is how the text being written reads the text it translates; page 3, section "
     "5, tries the formula across two sentences. "
     + (
-        f"{name} is an encoder of BERT's shape, though it learned by imitating a larger "
-        "encoder's self-attention (Wang et al., 2020) and was then tuned for sentence "
-        "similarity, not by masked-word prediction itself."
+        f"{name} is an encoder of BERT's shape. It keeps every second layer of a 12-layer "
+        "MiniLM, which was distilled from a larger encoder's self-attention (Wang et al., 2020), "
+        "and was then fine-tuned with a contrastive loss for sentence similarity: it was never "
+        "trained by masked-word prediction."
         if model.name == core.BUNDLED
         else f"{name} is an encoder of BERT's shape."
     )
@@ -204,7 +211,5 @@ st.markdown(
 st.caption(
     "Sources: Vaswani et al. (2017) and Devlin et al. (2019) for the layer; He et al. (2016), "
     "residual connections; Ba, Kiros & Hinton (2016), LayerNorm; Xiong et al. (2020), where "
-    "LayerNorm sits; Geva et al. (2021), feed-forward layers as key–value memories; Kobayashi "
-    "et al. (2021), measuring attention together with the residual stream and LayerNorm; "
-    "Radford et al. (2018, 2019), GPT; Wang et al. (2020), MiniLM."
+    "LayerNorm sits; Radford et al. (2018, 2019), GPT; Wang et al. (2020), MiniLM."
 )

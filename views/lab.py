@@ -5,7 +5,7 @@ import streamlit as st
 from core import induction, lab
 from ui import induction_charts, induction_state, lab_charts, lab_runs, widgets
 
-st.title("Lab · Watch attention being learned")
+st.title("11 · Attention, learned")
 st.markdown(
     "Every other page shows attention that someone else trained. Here you train one head "
     "yourself, from random numbers. Each task has a right answer that *is* an attention "

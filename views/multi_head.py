@@ -27,12 +27,14 @@ model_label = models.label(model)  # the model's name in the prose
 
 st.title("4 · Multi-head attention")
 st.markdown(
-    f"A BERT layer does not run one attention pattern but {model.n_heads} of them side by side. "
+    f"A layer of {model_label}, like a layer of BERT, does not run one attention pattern but "
+    f"{model.n_heads} of them side by side. "
     f"Each head has its own W_Q, W_K, W_V that map a {model.d_model}-wide token vector to "
     f"{model.d_head}-wide queries, keys and values, so each can score a different relation. "
     "Their outputs are then glued together and mixed by one more matrix, W_O."
 )
 trace = state.trace_or_stop(model, inputs)
+state.off_distribution_note(inputs, model_label)  # the sidebar's switches act in every section
 labels = widgets.numbered(trace.tokens)
 token_axes = (trace.tokens, trace.tokens)  # query and key labels of a self-attention heatmap
 st.caption(
@@ -170,12 +172,15 @@ def all_heads() -> None:
                 ),
                 f"mh_role_{role}",
             )
+    probe_lengths = course_state.probe_lengths(model)  # pieces of each probe sentence
+    shortest, longest = min(probe_lengths), max(probe_lengths)
     st.markdown(
         f"The previous-token head L{prev_layer} H{prev_head} gives the token before "
         f"{prev_mean:.0%} of its weight on average; the next-token head L{next_layer} "
-        f"H{next_head}, {next_mean:.0%} to the token after. An even spread over a sentence of "
-        "ten pieces would give each about 10 %. Set the sliders above the tabs to one of these heads to "
-        "see its whole pattern."
+        f"H{next_head}, {next_mean:.0%} to the token after. An even spread gives each key 1/n "
+        f"of a row of n pieces: {1 / longest:.0%} to {1 / shortest:.0%} over the probe "
+        f"sentences' {shortest} to {longest} pieces. Set the sliders above the tabs to one of "
+        "these heads to see its whole pattern."
     )
     same_layer, same_head, _ = roles.best("same_word")
     repeat = course_state.repeat_example(
@@ -184,19 +189,30 @@ def all_heads() -> None:
     if repeat is not None:
         layer_zero = (
             " Layer 0 sees only each piece's row of the word-piece table plus its position and "
-            "segment vectors: both occurrences arrive as the same row at different places, so "
+            "segment vectors: both occurrences arrive as the same table row plus a different "
+            "position row, so "
             "this head matches the piece itself and cannot tell one sense, or one part of "
             "speech, from the other."
             if same_layer == 0
             else ""
         )
+        # "Same-word head" names the highest score over the probe sentences; on this sentence
+        # its largest weight may go elsewhere, and the prose says where.
+        largest = (
+            " That is the largest weight in its row."
+            if repeat.top_key == repeat.first
+            else f" Its largest weight here goes to {literal(repeat.top_piece)} (piece "
+            f"{repeat.top_key}), {repeat.top_weight:.2f}: its name comes from its average over "
+            "the probe sentences, not from where most of its weight goes."
+        )
         st.markdown(
-            f"In “{literal(course_state.probe_sentences()[2])}” the same-word head L{same_layer} "
-            f"H{same_head} lets the second *{literal(repeat.word)}* (piece {repeat.second}) give the "
-            f"first (piece {repeat.first}) {repeat.weight:.2f} of its weight, against "
-            f"1/{repeat.n_tokens} = {1 / repeat.n_tokens:.2f} for an even spread; it gives itself "
+            f"In “{literal(course_state.probe_sentences()[2])}”, L{same_layer} H{same_head}, the "
+            "head with the highest same-word score over the probe sentences, lets the second "
+            f"*{literal(repeat.word)}* (piece {repeat.second}) give the first (piece "
+            f"{repeat.first}) {repeat.weight:.2f} of its weight, against 1/{repeat.n_tokens} = "
+            f"{1 / repeat.n_tokens:.2f} for an even spread; it gives itself "
             f"{repeat.to_itself:.2f}, [CLS] {repeat.to_cls:.2f} and [SEP] {repeat.to_sep:.2f}."
-            f"{layer_zero}"
+            f"{largest}{layer_zero}"
         )
     widgets.folded(
         "Probe sentences",
@@ -324,6 +340,10 @@ def back_to_one_vector() -> None:
         widgets.download_matrix(
             concatenated, labels, range(width), f"concat-L{layer}", key="mh_csv"
         )
+    st.caption(
+        "Colours on this tab: blue above zero, red below, each figure scaled to its largest "
+        "|value|."
+    )
     if n > MAX_ROWS:
         st.caption(f"The two matrices above show the first {MAX_ROWS} of {n} tokens.")
     w_o_slices = heads.head_output_projection(model, layer)  # (H, d_head, d_model)
@@ -417,7 +437,9 @@ def remove_heads() -> None:
     st.markdown(
         "Removing a head sets its output to zero before W_O, in the model's own forward pass; "
         "everything after it is recomputed. The residual connection still carries each token's "
-        "vector past the layer, so even removing every head of a layer does not erase the tokens."
+        "vector past the layer, so even removing every head of a layer does not erase the tokens. "
+        f"{model_label} was never trained with a head missing: part of a change may come from the "
+        "unusual input the later layers then receive, not only from what the head did."
     )
     everything = st.toggle(
         f"Remove all {model.n_heads} heads of layer {layer}",

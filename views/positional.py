@@ -11,14 +11,14 @@ model_label = models.label(model)  # the model's name in the prose
 MAX_SHUFFLE_TOKENS = 64  # the permutation experiment uses at most this many word pieces
 MAX_RECOVERY_TOKENS = 32
 
-st.title("Positional encoding")
+st.title("2b · Positional encoding")
 # Sections 6 and 7 read the sidebar sentence; a notice that it was cut shows up here, at the
 # top, rather than far down where the sentence is first read.
 sentence_notice = st.container()
 st.markdown(
     "Attention scores are dot products between pairs of tokens. Swap two words and the same pairs "
-    "are still there, so attention by itself has no idea of order. BERT writes position into "
-    "each token's vector before the first layer: its input is "
+    f"are still there, so attention by itself has no idea of order. {model_label}, like BERT, "
+    "writes position into each token's vector before the first layer: its input is "
     "$x_p = \\mathrm{LayerNorm}(E_{\\text{token}} + E_{\\text{segment}} + P_p)$, where $P_p$ "
     "depends only on the position $p$. Other schemes put position inside attention instead: "
     "relative positions (Shaw et al., 2018) and rotary embeddings (Su et al., 2021)."
@@ -171,12 +171,15 @@ def rotary_section() -> None:
 def learned_section() -> None:
     """3 · The model's learned table next to a sinusoid."""
     st.subheader(f"3 · What {model_label} learned instead")
+    slow = positional.lag_one_correlations(learned) > positional.SLOW_DRIFT  # (d_model,)
     st.markdown(
         f"BERT-style models do not use the formula: {model_label} learned a table of "
         f"{model.dims.max_positions} position vectors "
         f"of {model.d_model} numbers during training. Below, its first {n_positions} rows next to a "
-        "sinusoid of the same width. Many learned dimensions drift slowly with position (the "
-        "vertical streaks), a few change faster, none is a clean wave. The colour scale stops at the "
+        f"sinusoid of the same width. {slow.mean():.0%} of the learned dimensions drift slowly "
+        f"over these positions (the vertical streaks: a value correlates above "
+        f"{positional.SLOW_DRIFT} with its value one position on), the others change faster, "
+        "none is a clean wave. The colour scale stops at the "
         "99th percentile so that one unusual row does not wash out the rest."
     )
     left, right = st.columns(2)
@@ -414,7 +417,9 @@ def word_order_section() -> None:
         "only within its own sentence) through all "
         "layers, then put the shuffled copy's attention rows and columns back in the original order. "
         "Without position vectors, every step treats tokens alike, so the two matrices agree to "
-        "rounding error: the model sees a bag of words. With them, they do not."
+        "rounding error: the model sees a bag of words. With them, they do not. "
+        f"{model_label} never ran without position vectors in training, so only whether the two "
+        "runs agree means something there, not the patterns themselves."
     )
     if trace.n_tokens < 4:
         st.info("Type at least two word pieces in the sidebar to have something to shuffle.")

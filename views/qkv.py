@@ -67,6 +67,8 @@ switches = ("scores divided by √d_k" if inputs.scale else "scores not scaled")
     ", causal mask on" if inputs.causal else ""
 )
 st.caption(f"{where}. Sidebar switches: {switches}.")
+if source != "random":  # random weights were never trained, so they have no inputs to leave
+    state.off_distribution_note(inputs, model_label)
 note = learning_charts.limit_note(len(tokens))
 if note:
     st.caption(note)

@@ -101,9 +101,18 @@ def why_root_dk() -> None:
     st.dataframe(scaling.width_table(experiments), hide_index=True)
     widgets.show_figure(mc.entropy_by_width_figure(experiments), "sm_entropy_widths")
     n_queries, n_keys = experiments[0].raw.shape
+    raw_entropies = [e.raw_entropy for e in experiments]  # widths in increasing order
+    falls = all(
+        later < earlier for earlier, later in zip(raw_entropies, raw_entropies[1:], strict=False)
+    )
+    widest = experiments[-1]
+    keys_worth = 2**widest.raw_entropy  # H bits: as spread as 2^H equally weighted keys
     st.caption(
-        f"{n_queries} random queries against {n_keys} random keys per width "
-        "(fixed seed). Unscaled, the entropy falls as d_k grows: each query locks onto one key."
+        f"{n_queries} random queries against {n_keys} random keys per width (fixed seed). "
+        + ("Unscaled, the entropy falls as d_k grows" if falls else "Unscaled, the entropy moves")
+        + f": at d_k = {widest.d_k} a row holds {widest.raw_entropy:.2f} bits, as spread as "
+        f"{keys_worth:.1f} equally weighted keys"
+        + (", so each query locks onto about one key." if keys_worth < 2 else ".")
     )
 
 
@@ -112,7 +121,9 @@ def switches() -> None:
     st.subheader(f"3 · Flip the switches inside {model_label}")
     spread = scaling.score_spread_by_layer(trace)  # (L,) std of the scaled scores per layer
     st.markdown(
-        "Section 2 describes random vectors, as at initialisation. Trained, "
+        "Section 2 assumes query and key entries that are independent with mean 0 and "
+        "variance 1, the assumption Vaswani et al. (2017, footnote 4) use to explain the factor. "
+        "Trained, "
         f"{model_label}'s scaled scores on the sidebar sentence have a standard deviation "
         f"of {spread.min():.1f}–{spread.max():.1f} depending on the layer, not 1: training sets "
         "its own spread."
@@ -130,10 +141,11 @@ def switches() -> None:
         'That shows the model on inputs it never met in training, not "the model without '
         'scaling". A model trained without the factor would not look like this: training could '
         "absorb the factor into W_Q and W_K. What the factor changes is training itself. Vaswani "
-        "et al. (2017) argued for it because large scores saturate the softmax and shrink its "
-        "gradients, and unscaled training is less stable: the Lab trains small heads both ways "
-        "from the same seeds, so you can compare how the runs go. The causal-mask switch is "
-        "off-distribution in the same way: "
+        "et al. (2017) suspect that for large d_k the dot products grow large and push the "
+        "softmax into regions where its gradients are extremely small, and scale to counteract "
+        "it. Whether an unscaled head trains worse depends on the task and on where it starts: "
+        "the Lab trains small heads both ways from the same seeds, so you can compare how the "
+        "runs go. The causal-mask switch is off-distribution in the same way: "
         + (
             f"{model_label} is a decoder, trained with the mask, so the switch removes it and "
             "lets every token see the tokens after it, which it never did in training."
@@ -287,7 +299,8 @@ def cross_attention() -> None:
         "queries come from sentence A (the sidebar sentence) and the keys and values from "
         f"sentence B, through the same function and the real weights of layer {layer}. Each "
         f"sentence is first run through {model_label} alone, so both enter the layer as the "
-        "model would see them. BERT has no cross-attention: these are a self-attention layer's "
+        f"model would see them. {model_label}, like BERT, has no cross-attention: these are a "
+        "self-attention layer's "
         "W_Q, W_K and W_V, reused for a job they were never trained for. In the original "
         "Transformer (Vaswani et al., 2017) every decoder layer has its own trained cross-attention "
         "weights, with queries from the decoder and keys and values from the encoder's final "
