@@ -525,9 +525,10 @@ st.markdown(
     "The heads above solve a task whose answer is one fixed pattern. An **induction head** "
     "does something more general: when the current word appeared earlier, it looks at the "
     "word that came *after* that earlier occurrence and copies it, so “… Harry Potter … "
-    "Harry” gets “Potter” next. Olsson et al. (2022) found such heads in every transformer "
-    "language model they studied with two or more layers, and tied them to in-context "
-    "learning. Here you train a small decoder from random numbers and watch one form."
+    "Harry” gets “Potter” next. Olsson et al. (2022) found such heads forming, in a sudden "
+    "change early in training, in the language models of two or more layers they studied, "
+    "and argued that they account for much of in-context learning. Here you train a small "
+    "decoder from random numbers and watch one form."
 )
 st.markdown(
     f"**The task.** Every sequence has {induction_defaults.n_tokens} words from a vocabulary "
