@@ -117,7 +117,7 @@ def test_even_spread_is_the_mean_of_one_over_the_keys_seen():
 
 # ---- found: the grid on 4 · Multi-head attention ---------------------------------------------
 HEADS_PAGE = "views/multi_head.py"
-ALL_HEADS = {"mh_section": "1 · All heads"}
+ALL_HEADS = {"mh_section": "5 · Induction heads"}
 
 
 @pytest.fixture()
@@ -175,7 +175,7 @@ def test_multi_head_page_shows_a_tiny_gpt2s_grid(tmp_path, local_folders):
     at.session_state["custom_model"] = str(folder)
     at.session_state["_confirmed_custom_model"] = str(folder)  # what the Load button sets
     at.session_state["text"] = "the river bank flows past the old mill"
-    at.session_state["mh_section"] = "1 · All heads"
+    at.session_state["mh_section"] = "5 · Induction heads"
     at.run()
     at.switch_page(HEADS_PAGE)
     at.run()

@@ -370,13 +370,13 @@ HEADS_FIGURES = {
     "Why several heads": {"mh_two_mixtures"},
     "1 · All heads": {
         "mh_grid",
-        "mh_induction_grid",
         *(f"mh_role_{role}" for role in head_roles.ROLES),
     },
     "2 · Back to one vector": {"mh_head_output", "mh_concat", "mh_w_o"},
     "3 · Looking vs moving": {"mh_raw", "mh_share", "mh_disagreement", "mh_gap"},
     # nothing picked: the layer's head that writes the longest vectors is removed
     "4 · Remove heads": {"mh_ablation_final", "mh_ablation_layers"},
+    "5 · Induction heads": {"mh_induction_grid"},
 }
 
 
@@ -412,7 +412,8 @@ def test_heads_page_draws_one_tab_at_a_time_and_ablates(model):
     at = run_page(HEADS_PAGE, text=SENTENCE)
     assert_no_exception(at)
     assert_each_tab_draws(at, HEADS_PAGE, HEADS_FIGURES)
-    # the last tab opened on a head removed: layer 0's longest writer, measured independently
+    at = open_tab(at, "mh_section", "4 · Remove heads")
+    # the tab opens on a head removed: layer 0's longest writer, measured independently
     # as the mean length of α V W_Oʰ over the tokens, with W_O read from the model's weights
     trace = model.run(SENTENCE)
     w_o = model.attention_weights(0).output.weight.detach().numpy().astype(np.float64)

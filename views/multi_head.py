@@ -219,7 +219,6 @@ def all_heads() -> None:
         "mh_probes",
         lambda: st.dataframe({"sentence": list(course_state.probe_sentences())}, hide_index=True),
     )
-    induction_heads_found()
 
 
 def framing(found: induction.FoundScores) -> str:
@@ -513,6 +512,7 @@ SECTIONS = {
     "2 · Back to one vector": back_to_one_vector,
     "3 · Looking vs moving": value_weighted,
     "4 · Remove heads": remove_heads,
+    "5 · Induction heads": induction_heads_found,  # a tab of its own: tab 1 holds five figures
 }
 # One section at a time, drawn only when its tab is open: all of them at once were 13 figures,
 # ~3.1 s of a first visit's browser work and ~1.1 s on every new sentence (2.5x and 4.2x the
