@@ -106,7 +106,12 @@ CONTROLS_JS = """
   return found;
 }
 """
-SKIPPED = {("stSelectbox", "Model")}
+SKIPPED = {
+    ("stSelectbox", "Model"),
+    # the sidebar's sentence box repeated in the page for phones (ui/state.py), hidden on a wide
+    # screen; the sidebar's own box is the one bound to the link
+    ("stTextArea", "Your sentence (the sidebar's, here while the sidebar is folded)"),
+}
 SIDEBAR_CONTROLS = (  # (URL key, label)
     ("pair", "Second sentence (optional)"),
     ("scale", "Scale scores by 1/√d_k"),
