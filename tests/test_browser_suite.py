@@ -190,7 +190,10 @@ def main_text_fields(page: object, expected: bool = False) -> list[object]:
     main = page.locator('[data-testid="stMain"]')
     for summary in main.locator("details:not([open]) > summary").all():
         summary.click()  # expanding is client-side: no rerun
-    fields = main.locator('[data-testid="stTextInput"] input, [data-testid="stTextArea"] textarea')
+    # the phone's copy of the sidebar's sentence box (ui/state.py) is hidden on a wide screen
+    fields = main.locator(
+        ':is([data-testid="stTextInput"] input, [data-testid="stTextArea"] textarea):visible'
+    )
     if expected:
         try:
             fields.first.wait_for(timeout=30_000)
