@@ -8,13 +8,11 @@ has (a sentence vector, a learned table) it must say in one line what it shows f
 
 from __future__ import annotations
 
-import json
 import re
 
 import numpy as np
 import pytest
 from conftest import ROOT, assert_no_exception, drawn_figures, each_tab, page_paths, run_page
-from shown import sent_array
 from streamlit.testing.v1 import AppTest
 from tiny_families import write_tiny_family
 
@@ -117,16 +115,24 @@ def test_the_positional_page_shows_the_models_own_scheme(decoder_folders, local_
 
 
 def test_heatmaps_draw_the_causal_triangle_as_masked(decoder_folders, local_folders):
+    """The head's grid (HTML cells) lays one hatched strip per query row over exactly the keys
+    after it: key j > query i, the strict upper triangle, and nothing on or below the diagonal."""
     at = run_on(decoder_folders["gpt2"], "views/heatmaps.py")
     assert_no_exception(at)
-    chart = next(c for c in at.get("plotly_chart") if c.key == "hm_heatmap")
-    figure = json.loads(chart.proto.spec)
-    weights, overlay = figure["data"][0], figure["data"][1]
-    assert overlay["hovertemplate"].startswith("query %{y} → key %{x}: masked")
-    hidden = sent_array(overlay["z"])  # (n, n): 1 above the diagonal, a gap elsewhere
-    n = hidden.shape[0]
-    assert np.array_equal(np.isfinite(hidden), np.triu(np.ones((n, n), dtype=bool), k=1))
-    assert sent_array(weights["z"]).shape == (n, n)
+    grid = next(e.proto.body for e in at.get("html") if 'data-figure="hm_heatmap"' in e.proto.body)
+    n = int(re.search(r'data-pieces="(\d+)"', grid).group(1))  # the grid's n × n cells
+    assert n >= 3  # precondition: a triangle to see
+    # (row r, column c): query r - 2 and key c - 2, the labels taking row 1 and column 1
+    strips = [
+        (int(row) - 2, int(column) - 2, int(span))  # (query, first key hidden, how many)
+        for row, column, span in re.findall(
+            r'class="ae-masked"[^>]*grid-row:(\d+);grid-column:(\d+) / span (\d+)', grid
+        )
+    ]
+    hidden = np.zeros((n, n), dtype=bool)
+    for query, first_key, count in strips:
+        hidden[query, first_key : first_key + count] = True
+    assert np.array_equal(hidden, np.triu(np.ones((n, n), dtype=bool), k=1))
 
 
 def test_the_overview_draws_the_next_word_panel_and_the_masked_triangle(

@@ -14,8 +14,10 @@ from shown import shown
 from streamlit.testing.v1 import AppTest
 from test_browser_hostile_tokenizer import HOSTILE_PIECE, hostile_tokenizer_model
 
+from core.text import SPACE_MARK
+
 SENTENCE = "☃ ⅎ ☃ ⅎ ☃ ⅎ ☃ ⅎ bank"  # eight unknown characters: eight hostile pieces
-RAW_MARKUP = ("[x](https://example.com", "<img src=x", "**b**")  # parts of HOSTILE_PIECE
+RAW_MARKUP = ("[x](https://example.com", "<img", "**b**")  # parts of HOSTILE_PIECE
 
 
 @pytest.fixture(scope="module")
@@ -68,6 +70,9 @@ def test_the_token_that_moved_most_is_shown_as_text(hostile_folder, local_folder
     named = [t for t in texts if "the token that moved most is" in t]
     assert len(named) == 1, "the caption that names a token is drawn"
     most_moved = shown(named[0]).split("the token that moved most is ")[1]
-    assert HOSTILE_PIECE in most_moved, f"precondition: it names a hostile piece ({most_moved})"
+    as_shown = HOSTILE_PIECE.replace(
+        " ", SPACE_MARK
+    )  # an added piece shows its spaces (core/text.py)
+    assert as_shown in most_moved, f"precondition: it names a hostile piece ({most_moved})"
     leaked = [t for t in texts if any(raw in t for raw in RAW_MARKUP)]
     assert not leaked, f"a word piece reached Markdown as markup: {leaked[0][:200]}"

@@ -868,7 +868,7 @@ def test_lab_trains_in_chromium(server, browser):
     page = browser.new_page(viewport={"width": 1300, "height": 1600})
     page.goto(f"{url}/lab")
     wait_for_app(page)
-    page.get_by_role("button", name="Train").click()
+    page.get_by_role("button", name="Train", exact=True).click()
     wait_for_figure(page, 90_000)
     wait_for_app(page)
     assert not page_exceptions(page)

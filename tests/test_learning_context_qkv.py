@@ -441,7 +441,7 @@ def test_both_pages_draw_in_chromium(server, browser):
     page.goto(url)
     wait_for_app(page)
     for title, (n_plots, n_grids) in expected.items():
-        page.get_by_role("link", name=title).click()
+        page.get_by_test_id("stSidebarNavItems").get_by_role("link", name=title).click()
         page.get_by_role("heading", name=title).wait_for(timeout=60_000)
         wait_for_app(page)
         # plotly.js draws each chart after the script has finished: wait for all of them

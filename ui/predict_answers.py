@@ -203,7 +203,9 @@ def static_strongest_other(
     if len(tokens) < 2:
         return None
     shared = learning.shared_tokens(tokens, other_tokens)
-    row = tokens.index(shared[0]) if shared else len(tokens) // 2
+    # shared pieces are keys without a byte-level BPE's leading space: found by piece_index
+    row = learning.piece_index(tokens, shared[0]) if shared else None
+    row = len(tokens) // 2 if row is None else row
     word = _token_label(tokens, row)
 
     def reason(best: int) -> str:

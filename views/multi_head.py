@@ -249,9 +249,10 @@ def induction_heads_found() -> None:
         f"{model_label}'s tokenizer frames any text: {framing(found)}."
     )
     st.latex(
-        r"\text{prev}(h) = \operatorname{mean}_{i}\ \alpha^{h}_{i,\,i-1},\qquad "
+        # two lines: side by side they are wider than a phone
+        r"\begin{gathered}\text{prev}(h) = \operatorname{mean}_{i}\ \alpha^{h}_{i,\,i-1},\\ "
         r"\text{induction}(h) = \operatorname{mean}_{i \in \text{2nd copy}}\ "
-        r"\alpha^{h}_{i,\,i-T+1}"
+        r"\alpha^{h}_{i,\,i-T+1}\end{gathered}"
     )
     widgets.show_figure(
         induction_charts.score_grid(found.scores, "Every head, two scores"),
