@@ -6,7 +6,6 @@ import core
 from core import head_roles, head_stats, positional
 from ui import (
     charts,
-    course_charts,
     derived,
     explorer_charts,
     exports,
@@ -167,13 +166,12 @@ st.markdown(
     "The switch at the top of the page hides those tokens so the rest of such a head shows."
 )
 cls_share, sep_share = head_roles.special_shares_by_layer(trace.attentions, tokens)
-widgets.show_figure(
-    course_charts.per_layer_lines(
-        {"on [CLS]": cls_share, "on [SEP]": sep_share},
-        f"{model_label}: weight on [CLS] and [SEP]",
-        "mean weight, all heads",
-    ),
+widgets.show_weight_bars(  # two bars a layer, as HTML: one plotly figure fewer to draw
+    [f"layer {layer_index}" for layer_index in range(model.n_layers)],
+    {"on [CLS]": cls_share, "on [SEP]": sep_share},
+    f"{model_label}: weight on [CLS] and [SEP]",
     key="hm_sinks",
+    y_title="mean weight, all heads",
     filename="special-token-share",
 )
 spot = head_roles.parking_spot(trace.attentions, tokens)  # the one with more weight
