@@ -6,6 +6,7 @@ import core
 from core import head_roles, head_stats, positional
 from ui import (
     charts,
+    course_charts,
     derived,
     explorer_charts,
     exports,
