@@ -54,6 +54,11 @@ BUTTON_SELECTOR = "[data-testid='stMain'] [data-testid='stButton']"
 # scores), so there is no latency to time; the run says so.
 SCRUB_WAIT_MS = 15_000
 SETTLE_MS = 500  # trailing work after the run (plotly's resize, fonts) is part of the cost
+# True once every plotly chart of the page has drawn its svg (none: true at once).
+EVERY_CHART_DRAWN_JS = """
+() => [...document.querySelectorAll('[data-testid="stPlotlyChart"]')]
+  .every(chart => chart.querySelector('.main-svg'))
+"""
 
 # ArrowRight on a focused slider -> the first animation frame after a figure has been redrawn
 # (plotly's "plotly_afterplot", which both a new figure from the server and a switch in the
@@ -115,6 +120,9 @@ class Tab:
     def settle(self, mark: int, start_timeout_ms: int = 4_000) -> None:
         self.runs.wait_settled(mark, timeout_ms=300_000, start_timeout_ms=start_timeout_ms)
         self.page.wait_for_selector(self.drawn, timeout=300_000)
+        # every plotly chart drawn too: a page whose first figure is HTML would otherwise be
+        # counted before plotly.js has loaded and drawn the rest
+        self.page.wait_for_function(EVERY_CHART_DRAWN_JS, timeout=300_000, polling=50)
         self.page.wait_for_timeout(SETTLE_MS)
 
     def load(self, url: str) -> float:

@@ -94,6 +94,9 @@ CONTROLS_JS = """
   const found = [];
   for (const kind of kinds) {
     document.querySelectorAll(`[data-testid="${kind}"]`).forEach(el => {
+      // not drawn at this width (the Overview's sentence box for narrow screens): no visitor
+      // here can change it
+      if (!el.checkVisibility()) return;
       const label = (el.querySelector('[data-testid="stWidgetLabel"]') || el).innerText.trim()
         .split('\\n')[0];
       const inSidebar = !!el.closest('[data-testid="stSidebar"]');

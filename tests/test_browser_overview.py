@@ -83,21 +83,22 @@ def test_heatmap_margins_fit_their_labels_so_plotly_draws_once(server, browser):
 
     plotly's automargin widens a margin (and draws the figure again) only when something does
     not fit, so the drawn margins equal the requested ones exactly when the estimate was enough.
-    Measured on Attention heatmaps' up-close head, charts.attention_heatmap's figure.
+    Measured on 3 · Scaling and masking's section 3 (open with √d_k off), whose two heatmaps
+    are charts.attention_heatmap's figure of the sidebar sentence.
     """
     url = server.url  # the shared server (conftest.py); browser: this module's
     page = browser.new_page(viewport={"width": 1300, "height": 1600})
-    page.goto(f"{url}/heatmaps?text={quote(WIDE_LABELS_TEXT)}")
+    section = quote("3 · Switches")
+    page.goto(f"{url}/scaling_masking?sm_section={section}&text={quote(WIDE_LABELS_TEXT)}")
     wait_for_app(page)
-    page.wait_for_function(
-        "() => [...document.querySelectorAll('.js-plotly-plot')].some(gd => gd.layout && "
-        "gd.layout.meta && gd.layout.meta.pieces && gd.querySelector('.xtick text'))",
-        timeout=60_000,
+    find = (
+        "[...document.querySelectorAll('.js-plotly-plot')].find(gd => gd.layout && "
+        "(gd.layout.title.text || '').includes('as trained') && gd.querySelector('.xtick text'))"
     )
+    page.wait_for_function(f"() => !!{find}", timeout=60_000)
     wait_idle(page)
     requested, drawn, labels = page.evaluate(
-        "() => { const gd = [...document.querySelectorAll('.js-plotly-plot')]"
-        ".find(g => g.layout && g.layout.meta && g.layout.meta.pieces);"
+        f"() => {{ const gd = {find};"
         " return [gd.layout.margin, gd._fullLayout._size,"
         " [...gd.querySelectorAll('.xtick text')].map(t => t.textContent)]; }"
     )

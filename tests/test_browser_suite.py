@@ -190,9 +190,11 @@ def main_text_fields(page: object, expected: bool = False) -> list[object]:
     main = page.locator('[data-testid="stMain"]')
     for summary in main.locator("details:not([open]) > summary").all():
         summary.click()  # expanding is client-side: no rerun
-    # the phone's copy of the sidebar's sentence box (ui/state.py) is hidden on a wide screen
+    # Not the phone's copy of the sidebar's sentence box (ui/state.py, in .st-key-page_sentence): it is
+    # the sidebar's box in another place, hidden on a wide screen and shown on a phone.
     fields = main.locator(
-        ':is([data-testid="stTextInput"] input, [data-testid="stTextArea"] textarea):visible'
+        ':is([data-testid="stTextInput"] input, [data-testid="stTextArea"] textarea)'
+        ":not(.st-key-page_sentence *)"
     )
     if expected:
         try:

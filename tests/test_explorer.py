@@ -16,6 +16,7 @@ from hypothesis.extra.numpy import arrays
 from PIL import Image
 from shown import (
     STORES_ELEMENT,
+    bar_series,
     html_figures,
     model_view_tiles,
     sent_array,
@@ -533,6 +534,31 @@ def unpacked_rows(packed: str, cols: int) -> list[list[float]]:
 
     counts = np.frombuffer(base64.b64decode(packed), dtype="<u2").astype(np.float64)
     return (counts.reshape(-1, cols) / 10_000).tolist()
+
+
+def test_heatmaps_special_token_bars_are_each_layers_mean_over_heads_and_word_rows(model):
+    """Section 3's bars: per layer, the weight real word pieces give [CLS] and [SEP], averaged
+    over every head and every word-piece row, written out with loops."""
+    text = "The bank raised its rates."
+    at = run_page(HEATMAPS, text=text)
+    assert_no_exception(at)
+    bars = html_figures(at)["hm_sinks"]
+    assert bars["rows"] == [f"layer {k}" for k in range(model.n_layers)]
+    trace = model.run(text)
+    rows = [i for i, t in enumerate(trace.tokens) if t not in ("[CLS]", "[SEP]")]
+    for name, piece in (("on [CLS]", "[CLS]"), ("on [SEP]", "[SEP]")):
+        keys = [j for j, t in enumerate(trace.tokens) if t == piece]
+        expected = [
+            np.mean(
+                [
+                    sum(float(trace.attentions[layer, head, i, j]) for j in keys)
+                    for head in range(model.n_heads)
+                    for i in rows
+                ]
+            )
+            for layer in range(model.n_layers)
+        ]
+        np.testing.assert_allclose(bar_series(bars)[name], expected, atol=0.0051)
 
 
 def every_head_figures(at) -> dict[str, dict]:

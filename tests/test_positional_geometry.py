@@ -399,7 +399,7 @@ EMBEDDING_FIGURES = {
     "2 · Path": {"emb_paths"},
     "3 · Nearest words": set(),  # a table
     "4 · Occurrences": {"emb_cosine", "emb_cos_lines"},
-    "5 · √d_k switch": set(),  # a figure once the switch is flipped
+    "5 · √d_k switch": {"emb_compare_fig"},  # the comparison, switched on from the start
 }
 
 
@@ -488,7 +488,7 @@ def test_embeddings_page_options():
     at = run_page("views/embeddings.py", query={"emb_section": "5 · √d_k switch"})
     at.radio(key="emb_method").set_value("t-SNE")
     at.radio(key="emb_view").set_value("3D")
-    at.toggle(key="emb_compare").set_value(True)
+    assert at.toggle(key="emb_compare").value is True  # the section opens on its comparison
     at.selectbox(key="emb_word").set_value("monitor")
     at.run()
     assert_no_exception(at)
@@ -532,7 +532,9 @@ def test_embeddings_page_shows_a_markup_word_piece_as_text():
     assert len(followed) == 2 and all(shown(t).count("'<'") == 1 for t in followed)
     for spec in specs:
         shown(spec["layout"].get("title", {}).get("text", ""))  # no raw "<" in any title
-    lines = specs[-1]["data"]  # tab 4's cosine lines
+    (lines,) = [  # tab 4's cosine lines
+        spec["data"] for spec in specs if spec["layout"]["title"]["text"] == "Before → after"
+    ]
     assert [shown(trace["name"]) for trace in lines] == ["mean over pairs of '<'"]
 
 

@@ -226,28 +226,6 @@ def role_grid(grid: np.ndarray, best: tuple[int, int], title: str) -> go.Figure:
     )
 
 
-def per_layer_lines(series: Mapping[str, np.ndarray], title: str, y_title: str) -> go.Figure:
-    """One line per series over the layers 0 … L-1."""
-    figure = go.Figure()
-    colours = charts.QUALITATIVE_COLOURS
-    for k, (name, values) in enumerate(series.items()):
-        values = np.asarray(values, dtype=np.float64)
-        figure.add_scatter(
-            x=np.arange(len(values)),
-            y=np.round(values, 3),
-            name=literal(name),
-            mode="lines+markers",
-            line={"color": colours[k % len(colours)]},
-        )
-    return _layout(
-        figure,
-        title,
-        xaxis={"title": {"text": "layer"}, "dtick": 1},
-        yaxis={"title": {"text": y_title}, "rangemode": "tozero"},
-        legend={"orientation": "h", "y": -0.25},
-    )
-
-
 def head_cosines(
     cosines: np.ndarray, reference: float, reference_name: str, title: str
 ) -> go.Figure:

@@ -335,8 +335,10 @@ def projection_figure(
                 coords[rows],
                 mode="markers+text",
                 text=text,
-                textposition="top center",
-                textfont={"color": hue, "size": 13},
+                # two senses' labels, above one group and below the next, stay apart when the
+                # groups lie close; the static table's one word keeps the theme's text colour
+                textposition="bottom center" if rank % 2 else "top center",
+                textfont={"size": 13, **({} if one_point else {"color": hue})},
                 hovertext=[
                     f"<b>{literal(tokens[i])}</b> · {name}<br>{labels[sentence[i]]}" for i in rows
                 ],

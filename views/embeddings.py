@@ -279,8 +279,8 @@ def scaling_switch() -> None:
         f"two runs then has √d_k off: {models.label(model)} on scores √d_k times larger than any "
         "it met in training, not a model trained without the factor."
     )
-    if st.toggle(
-        "Compare with the scaling switch flipped", False, key="emb_compare", bind="query-params"
+    if st.toggle(  # on at first: the section opens on the comparison it is about
+        "Compare with the scaling switch flipped", True, key="emb_compare", bind="query-params"
     ):
         other, _ = state.point_set(
             model, tuple(sentences), scale=not inputs.scale, causal=inputs.causal

@@ -184,13 +184,17 @@ st.markdown(
 )
 cls_share, sep_share = head_roles.special_shares_by_layer(trace.attentions, tokens, trace.special)
 cls_name, sep_name = head_roles.sink_names(tokens, trace.special)  # [CLS], <s>, the first piece
-widgets.show_figure(
-    course_charts.per_layer_lines(
+widgets.show_weight_bars(  # two bars a layer, as HTML: one plotly figure fewer to draw
+    [f"layer {layer_index}" for layer_index in range(model.n_layers)],
+    {f"on {cls_name}": cls_share, f"on {sep_name}": sep_share},  # escaped by the HTML bars
+    f"{model_label}: weight on {literal(cls_name)} and {literal(sep_name)}",
+    plotly_figure=lambda: course_charts.per_layer_lines(  # a deep model: one line per sink
         {f"on {literal(cls_name)}": cls_share, f"on {literal(sep_name)}": sep_share},
         f"{model_label}: weight on {literal(cls_name)} and {literal(sep_name)}",
         "mean weight, all heads",
     ),
     key="hm_sinks",
+    y_title="mean weight, all heads",
     filename="special-token-share",
 )
 spot = head_roles.parking_spot(trace.attentions, tokens, trace.special)  # more weight
