@@ -218,7 +218,10 @@ def near_positions_section() -> None:
         ),
     }
     profiles = {}
-    predict.ask_choice("pos_distance", predict_answers.distance_explains(model, n_positions, kind))
+    if not rotary:  # the question compares the model's learned table, which rotary lacks
+        predict.ask_choice(
+            "pos_distance", predict_answers.distance_explains(model, n_positions, kind)
+        )
     for column, (name, vectors) in zip(st.columns(3), encodings.items(), strict=True):
         similarity = positional.similarity_matrix(vectors, kind)
         profiles[name] = positional.distance_profile(similarity)[0]
