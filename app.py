@@ -45,6 +45,8 @@ try:
     predict.visit(navigation.url_path)  # the questions' progress (ui/predict.py)
     model_map.show_map(step, model, visited)  # where this page sits in the model
     navigation.run()
+except state.PageEnds:
+    pass  # the page said why it ends early (ui/state.py): the way on is drawn below
 except (door.ServerShort, MemoryError) as short:
     # ui/door.py refuses a run the server has no memory or slot for: the visitor reads why,
     # and every other visitor's page goes on.
@@ -63,7 +65,7 @@ except Exception:
         icon="⚠️",
     )
 
-# Previous and Next on every page, and the course so far (after a page that stopped early, as
-# on an empty sentence, Streamlit draws nothing more: the map and the sidebar still lead on).
+# Previous and Next on every page, and the course so far: also after a page that ended early
+# (state.PageEnds, as on an empty sentence) or was refused by the door.
 path.previous_next(step)
 model_map.show_progress(step, path.visited())

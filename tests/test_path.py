@@ -194,3 +194,18 @@ def test_every_page_title_is_its_title_on_the_path():
             and isinstance(call.args[0], ast.Constant)
         ]
     assert headings == {step.file: [step.title] for step in path.STEPS[1:]}
+
+
+def test_a_page_that_ends_early_still_leads_on():
+    """An empty sentence ends Attention heatmaps after its message (state.PageEnds), and
+    Previous/Next still follow."""
+    at = run_page("views/heatmaps.py", text="   ")
+    assert_no_exception(at)
+    assert [i.value for i in at.info], "the page says why it ends"
+    index = path.STEPS.index(path.step_of("views/heatmaps.py"))
+    before, after = path.STEPS[index - 1], path.STEPS[index + 1]
+    assert _page_links(at)[-2:] == [
+        (f"Previous: {before.title}", path.url_path(before)),
+        (f"Next: {after.title}", path.url_path(after)),
+    ]
+    assert not at.get("plotly_chart"), "nothing after the message"

@@ -36,12 +36,12 @@ def sentence_trace(model: core.BertEncoder, text: str, inputs: state.Inputs) -> 
 
 
 def stop_unless_readable(model: core.BertEncoder, inputs: state.Inputs) -> None:
-    """A message and st.stop() when the sidebar's first sentence holds no readable word piece."""
+    """A message and state.end_page() when the sidebar's first sentence holds no readable word piece."""
     try:
         sentence_trace(model, inputs.text, inputs)
     except core.EmptyInput as err:
         st.info(f"{err} Enter a sentence in the sidebar to begin.", icon="✍️")
-        st.stop()
+        state.end_page()
 
 
 def readable_pair(model: core.BertEncoder, inputs: state.Inputs) -> str | None:

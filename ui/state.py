@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NoReturn
 
 import streamlit as st
 import torch
@@ -31,6 +32,18 @@ torch.set_num_threads(1)
 
 DEFAULT_TEXT = "Time flies like an arrow."
 EXAMPLE_PAIR = ("Time flies like an arrow.", "Fruit flies like a banana.")
+
+
+class PageEnds(Exception):  # noqa: N818 (a signal, not an error)
+    """A page has said why it cannot go on (no sentence, nothing shared to compare).
+
+    app.py catches it: the page ends there, and Previous/Next and the progress still follow.
+    st.stop() would end the whole script run, and with it the way on to the next page."""
+
+
+def end_page() -> NoReturn:
+    """End the page here, after its message (PageEnds)."""
+    raise PageEnds
 
 
 @dataclass(frozen=True)
@@ -96,13 +109,13 @@ def trace(
 
 
 def trace_or_stop(model: core.BertEncoder, inputs: Inputs, **switches: object) -> core.Trace:
-    """The Trace of the sidebar's text with its switches; on bad input, a message and st.stop()."""
+    """The Trace of the sidebar's text with its switches; on bad input, a message and end_page()."""
     options = {"scale": inputs.scale, "causal": inputs.causal, **switches}
     try:
         result = trace(model, inputs.text, inputs.pair, **options)  # type: ignore[arg-type]
     except core.EmptyInput as err:
         st.info(f"{err} Enter a sentence in the sidebar to begin.", icon="✍️")
-        st.stop()
+        end_page()
     if result.truncated:
         st.warning(
             f"The input has {result.n_pieces} word pieces; {models.label(model)} reads at most "

@@ -39,7 +39,7 @@ for name, text in (("A", text_a), ("B", text_b)):
     except core.EmptyInput as err:
         st.info(f"Sentence {name}: {err} Type a few words that share one word with the other.")
 if len(sentences) < 2:
-    st.stop()
+    state.end_page()
 for name, sentence in sentences.items():
     if sentence.truncated:
         st.warning(
@@ -149,7 +149,7 @@ if not shared:
         "Put one word into both (e.g. *bank*).",
         icon="🔍",
     )
-    st.stop()
+    state.end_page()
 word = (
     st.selectbox("Shared word piece", shared, key="ctx_word", bind="query-params")
     if len(shared) > 1

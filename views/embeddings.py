@@ -55,14 +55,14 @@ lines = (text or "")[:MAX_TEXT_CHARS] + (("\n" + inputs.text) if with_sidebar el
 sentences, notes = geometry.split_sentences(lines)
 if not sentences:
     st.info("Type one or more sentences in the box above, one per line.", icon="✍️")
-    st.stop()
+    state.end_page()
 points, skipped = state.point_set(model, tuple(sentences), scale=inputs.scale, causal=inputs.causal)
 state.off_distribution_note(inputs, models.label(model))  # the sidebar's switches act here
 for note in [*notes, *skipped]:
     st.caption(note)
 if points.n_points == 0:
     st.info("None of the lines holds a readable word piece. Try ordinary words.", icon="✍️")
-    st.stop()
+    state.end_page()
 
 senses = [SENSES.get(sentence) for sentence in points.sentences]  # None: not one of the page's
 with sentences_box:  # a static table: no scrolling grid's script to load for a folded detail
