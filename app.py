@@ -18,6 +18,9 @@ WORD_LEVEL_PAGES = {"heatmaps", "head_view", "information_flow", "explanations"}
 # The pages that never run the model with the sidebar's √d_k and causal-mask switches (a toy, the
 # static vectors, the page's own switches); there the two are greyed out, keeping their values.
 OWN_SWITCH_PAGES = {"by_hand", "context", "scaling_masking", "lab"}
+# The pages with sentences of their own (a toy's words, two boxes, the lab's sequences): there
+# the sidebar's sentence boxes are greyed out the same way.
+OWN_TEXT_PAGES = {"by_hand", "context", "lab"}
 # The pages that draw without plotly, at any length ("" is the Overview's path).
 PLOTLY_FREE_PAGES = {""}
 
@@ -37,6 +40,7 @@ try:
     _, model = state.prepare_page_context(
         word_level_page=navigation.url_path in WORD_LEVEL_PAGES,
         switches_page=navigation.url_path not in OWN_SWITCH_PAGES,
+        text_page=navigation.url_path not in OWN_TEXT_PAGES,
     )
     widgets.image_format_picker()
     with st.sidebar:

@@ -14,6 +14,7 @@ from conftest import (
     drawn_figures,
     each_tab,
     open_tab,
+    page_paths,
     run_page,
 )
 from shown import bar_series, html_figures, model_view_tiles, shown
@@ -488,6 +489,28 @@ def test_layer_switches_are_greyed_out_where_a_page_has_its_own():
         assert any("Not used on this page" in c.value for c in at.sidebar.caption), page
     at.switch_page("views/heatmaps.py").run()
     assert not at.toggle(key="causal").disabled and at.toggle(key="causal").value is True
+
+
+def test_sentence_boxes_are_greyed_out_exactly_where_a_page_has_its_own():
+    """A page that never reads the sidebar's sentences (no trace_or_stop, no inputs.text or
+    inputs.pair in its source) greys both boxes out with a line saying why; they keep the text
+    for the next page, and every other page leaves them open."""
+    from streamlit.testing.v1 import AppTest
+
+    text = "The river bank was muddy."
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.session_state["text"] = text
+    at.run()
+    for page in page_paths():
+        source = (ROOT / page).read_text()
+        reads = any(word in source for word in ("trace_or_stop(", "inputs.text", "inputs.pair"))
+        at.switch_page(page).run()
+        assert_no_exception(at)
+        boxes = (at.sidebar.text_area(key="text"), at.sidebar.text_input(key="pair"))
+        assert [box.disabled for box in boxes] == [not reads] * 2, page
+        assert boxes[0].value == text, page
+        note = any("it has its own sentences" in c.value for c in at.sidebar.caption)
+        assert note == (not reads), page
 
 
 def test_head_view_word_level_draws_words_and_off_is_unchanged():

@@ -156,10 +156,19 @@ UNMASK_HELP = (
 )
 
 
-def sidebar_text_and_model() -> tuple[str, str | None, str]:
+OWN_TEXT_NOTE = "Not used on this page: it has its own sentences, in the page."
+
+
+def sidebar_text_and_model(text_page: bool = True) -> tuple[str, str | None, str]:
     """Draw the sidebar's text, second sentence and model picker (kept in the URL so a copied
-    link reopens the same view); the text cut to MAX_CHARS, the model's name."""
+    link reopens the same view); the text cut to MAX_CHARS, the model's name.
+
+    text_page: whether the page about to run reads the sidebar's sentences. Where it has its
+    own, both boxes are greyed out with a line saying so, as the switches are, and keep their
+    text for the next page."""
     with st.sidebar:
+        if not text_page:
+            st.caption(OWN_TEXT_NOTE)
         text = st.text_area(
             "Sentence",
             value=DEFAULT_TEXT,
@@ -167,6 +176,7 @@ def sidebar_text_and_model() -> tuple[str, str | None, str]:
             bind="query-params",
             max_chars=MAX_CHARS,
             height=100,
+            disabled=not text_page,
         )
         pair = st.text_input(
             "Second sentence (optional)",
@@ -174,6 +184,7 @@ def sidebar_text_and_model() -> tuple[str, str | None, str]:
             bind="query-params",
             max_chars=MAX_CHARS,
             placeholder="e.g. " + EXAMPLE_PAIR[1],
+            disabled=not text_page,
         )
         if len(text or "") >= MAX_CHARS or len(pair or "") >= MAX_CHARS:
             st.caption(f"Text is cut at {MAX_CHARS:,} characters.")
@@ -263,13 +274,13 @@ _CONTEXT_KEY = "_page_context"
 
 
 def prepare_page_context(
-    word_level_page: bool = True, switches_page: bool = True
+    word_level_page: bool = True, switches_page: bool = True, text_page: bool = True
 ) -> tuple[Inputs, core.BertEncoder]:
     """app.py: draw the sidebar, load the model, and keep both for the page of this rerun.
 
     The model is loaded between the picker and the switches: the mask switch says what it does
     to this model (add a mask to an encoder, remove a decoder's)."""
-    text, pair, model_name = sidebar_text_and_model()
+    text, pair, model_name = sidebar_text_and_model(text_page)
     model = models.active_model(model_name)
     scale, causal, word_level = sidebar_switches(model, word_level_page, switches_page)
     inputs = Inputs(
