@@ -59,7 +59,7 @@ def markdown_texts(at: AppTest) -> list[str]:
     "page, state",
     [
         ("views/multi_head.py", {"mh_section": "4 · Remove heads", "mh_ablate_layer": True}),
-        ("views/scaling_masking.py", {"sm_section": "3 · Switches", "sm_scale_off": True}),
+        ("views/scaling_masking.py", {"sm_section": "3 · Switches", "sm_scale": False}),
     ],
 )
 def test_the_token_that_moved_most_is_shown_as_text(hostile_folder, local_folders, page, state):

@@ -331,14 +331,14 @@ def test_scaling_page_draws_one_tab_at_a_time(model):
     np.testing.assert_allclose(bars["numbers"], spread, atol=0.005)
     # it opens on a comparison: scaling off against the model as trained, the unscaled run's
     # entropies as the encoder computes them
-    assert at.toggle(key="sm_scale_off").value is True
+    assert at.toggle(key="sm_scale").value is False  # scaling off
     assert drawn_figures(at) == {"sm_score_spread", *SCALING_COMPARED}
     unscaled = model.run(SENTENCE, scale=False).attentions[0, 0].astype(np.float64)  # (n, n)
     entropy = -(unscaled * np.log2(np.where(unscaled > 0, unscaled, 1))).sum(axis=-1)
     (rows,) = [c for c in at.get("plotly_chart") if c.key == "sm_entropy_rows"]
     drawn = {bar["name"]: sent_array(bar["y"]) for bar in json.loads(rows.proto.spec)["data"]}
     np.testing.assert_allclose(drawn["no scaling"], entropy, atol=1e-4)
-    at.toggle(key="sm_scale_off").set_value(False).run()  # both off: nothing to compare
+    at.toggle(key="sm_scale").set_value(True).run()  # both as trained: nothing to compare
     assert any("at least one switch" in info.value for info in at.info)
     assert drawn_figures(at) == {"sm_score_spread"}
     at.toggle(key="sm_causal").set_value(True).run()

@@ -280,7 +280,7 @@ def test_scaling_and_multi_head_pages_open_on_one_change():
 
     at = run_page("views/scaling_masking.py", query={"sm_section": "3 · Switches"})
     assert_no_exception(at)
-    assert at.toggle(key="sm_scale_off").value is True  # one switch, not both
+    assert at.toggle(key="sm_scale").value is False  # one switch changed, not both
     assert at.toggle(key="sm_causal").value is False
     assert {"sm_a", "sm_b"} <= drawn_figures(at)
     at = run_page("views/multi_head.py", query={"mh_section": "4 · Remove heads"})

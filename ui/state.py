@@ -139,6 +139,11 @@ def refetch(
 
 
 # ---- the sidebar ------------------------------------------------------------------------------
+# The switches' one wording, used by the sidebar and by the pages with switches of their own (3 ·
+# Scaling's comparison, the lab): on means the same thing wherever a learner meets it.
+SCALE_LABEL = "Scale scores by 1/√d_k"
+CAUSAL_LABEL = "Causal mask"
+UNMASK_LABEL = "Remove the causal mask (off-distribution)"
 SCALE_HELP = (
     "Off: softmax(QKᵀ) instead of softmax(QKᵀ/√d_k) in every layer. The weights were trained with "
     "the scale, so off shows them on scores √d_k times larger than any they met in training, not "
@@ -208,9 +213,11 @@ def sidebar_switches(
     with st.sidebar:
         st.markdown("**Switches for every layer**")
         if not switches_page:
-            st.caption("Not used on this page: it has its own, or no model layers.")
+            st.caption(
+                "Not used on this page: it has its own switches, in the page, or no model layers."
+            )
         scale = st.toggle(
-            "Scale scores by 1/√d_k",
+            SCALE_LABEL,
             value=True,
             key="scale",
             bind="query-params",
@@ -219,7 +226,7 @@ def sidebar_switches(
         )
         if model.is_decoder:
             unmask = st.toggle(
-                "Remove the causal mask (off-distribution)",
+                UNMASK_LABEL,
                 value=False,
                 key="unmask",
                 bind="query-params",
@@ -229,7 +236,7 @@ def sidebar_switches(
             causal = not unmask
         else:
             causal = st.toggle(
-                "Causal mask",
+                CAUSAL_LABEL,
                 value=False,
                 key="causal",
                 bind="query-params",

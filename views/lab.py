@@ -4,6 +4,7 @@ import streamlit as st
 
 from core import induction, lab
 from ui import induction_charts, induction_state, lab_charts, lab_runs, widgets
+from ui.state import CAUSAL_LABEL, SCALE_LABEL
 
 st.title("11 · Attention, learned")
 st.markdown(
@@ -49,7 +50,9 @@ steps = middle.select_slider(
 with right:
     seed = widgets.whole_number_input("Seed", 0, 9999, 0, key="lab_seed")
 left, right = st.columns(2)
-scale = left.toggle("Divide by √d_head", value=True, key="lab_scale", bind="query-params")
+scale = left.toggle(  # the sidebar's wording: d_k, a query's and a key's width, is d_head here
+    SCALE_LABEL, value=True, key="lab_scale", bind="query-params"
+)
 other_start = right.toggle(
     "Start at the other head's score spread",
     value=False,
@@ -61,7 +64,7 @@ other_start = right.toggle(
 )
 with st.expander("More switches: mask, positions, loss"):
     left, right = st.columns(2)
-    causal = left.toggle("Causal mask", value=False, key="lab_causal", bind="query-params")
+    causal = left.toggle(CAUSAL_LABEL, value=False, key="lab_causal", bind="query-params")
     positions = right.toggle(
         "Position vectors", value=True, key="lab_positions", bind="query-params"
     )
@@ -186,7 +189,7 @@ def side_by_side(history: list[lab.Settings]) -> None:
     st.subheader("2 · Your runs side by side")
     if len(history) < 2:
         st.caption(
-            "Train a second run (flip **Divide by √d_head**, say) and it appears here next to "
+            "Train a second run (flip **Scale scores by 1/√d_k**, say) and it appears here next to "
             f"this one; the last {HISTORY} runs stay, whatever the switches say now."
         )
         return

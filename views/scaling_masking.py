@@ -170,18 +170,21 @@ def switches() -> None:
         predict_answers.sharper_without_scaling(model, inputs.text, inputs.pair, layer, head),
     )
     left, right = st.columns(2)
-    scale_off = left.toggle(  # on at first: the section opens on a comparison, not a request
-        "Turn off 1/√d_k scaling", value=True, key="sm_scale_off", bind="query-params"
-    )
+    # The sidebar's wording, for the changed model; scaling off at first, so the section opens
+    # on a comparison, not a request.
+    scale_off = not left.toggle(state.SCALE_LABEL, value=False, key="sm_scale", bind="query-params")
     mask_switched = right.toggle(
-        "Remove the causal mask" if model.is_decoder else "Turn on the causal mask",
+        state.UNMASK_LABEL if model.is_decoder else state.CAUSAL_LABEL,
         value=False,
         key="sm_causal",
         bind="query-params",
     )
     causal_on = mask_switched != model.is_decoder  # the mask the variant runs with
     if not (scale_off or mask_switched):
-        st.info("Turn on at least one switch to compare a changed model with the model as trained.")
+        st.info(
+            "Change at least one switch from the model as trained (scaling off, or the mask "
+            "changed) to compare the two."
+        )
     else:
         variant_name = " + ".join(
             name
