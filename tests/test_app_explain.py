@@ -98,7 +98,7 @@ def test_flow_page_example_pair_and_layer_slider(model):
     at.button(key="ex_use_pair").click().run()
     assert_no_exception(at)
     assert at.session_state["pair"] == similarity.EXAMPLE_PAIRS[1][2]
-    at.slider(key="ex_layer").set_value(2).run()  # above the tabs: it reaches tabs 2 and 4
+    at.slider(key="ex_layer").set_value(2).run()  # inside tab 2, and tab 4 keeps its place
     assert "Attention rollout after layer 2" in titles(open_tab(at, "ex_section", "2 · Rollout"))
     assert "Norm rollout after layer 2" in titles(open_tab(at, "ex_section", "4 · Norms"))
 

@@ -440,12 +440,17 @@ def test_heads_page_draws_one_tab_at_a_time_and_ablates(model):
     assert "2 heads removed" in json.dumps(
         [c.proto.spec for c in at.get("plotly_chart")], ensure_ascii=False
     )
-    # the Layer and Head sliders above the tabs reach every tab: head 3 of layer 2 in tab 3
+    # each tab draws its own Layer and Head sliders, and they keep their place from tab to tab:
+    # set in tab 2, head 3 of layer 2 in tab 3; tab 4's Layer slider alone, on layer 2 too
+    open_tab(at, "mh_section", "2 · Back to one vector")
     at.slider(key="layer").set_value(2).run()
     at.slider(key="head").set_value(3).run()
     open_tab(at, "mh_section", "3 · Looking vs moving")
     titles = json.dumps([c.proto.spec for c in at.get("plotly_chart")], ensure_ascii=False)
     assert "L2 H3: α" in titles
+    open_tab(at, "mh_section", "4 · Remove heads")
+    assert at.slider(key="layer").value == 2
+    assert "head" not in {slider.key for slider in at.slider}  # a layer's heads, not one
 
 
 def test_heads_page_long_input_says_what_it_draws():

@@ -233,8 +233,22 @@ def _fitted_scale(values: np.ndarray, title: str) -> tuple[float, str]:
 
 def state_name(state: int) -> str:
     """Hidden state s as every page names it: 0 is the embedding output, and s ≥ 1 is the
-    output of layer s − 1 (layers are numbered from 0, as on the sliders)."""
+    output of layer s − 1 (layers are numbered from 0, as on the sliders). The app never shows
+    the number s itself: a learner reads "after layer 5", the layer's own number."""
     return "embedding output" if state == 0 else f"after layer {state - 1}"
+
+
+# An axis over hidden states, short enough for a phone: "emb", then each layer's own number.
+STATE_AXIS_TITLE = "after layer (emb: the embedding output)"
+
+
+def state_axis(n_states: int) -> dict[str, object]:
+    """Tick values 0 … n_states − 1 labelled emb, 0, 1, …: state s is "after layer s − 1"."""
+    return {
+        "tickvals": list(range(n_states)),
+        "ticktext": ["emb", *(str(layer) for layer in range(n_states - 1))],
+        "title": {"text": STATE_AXIS_TITLE},
+    }
 
 
 def head_title(layer: int, head: int) -> str:

@@ -19,6 +19,8 @@ from ui.charts import (
     QUALITATIVE_COLOURS,
     attention_heatmap,
     label_margin,
+    state_axis,
+    state_name,
     token_ticks,
 )
 from ui.escape import literal
@@ -252,19 +254,20 @@ def lens_heatmap(settling: np.ndarray, tokens: Sequence[str], title: str) -> go.
     custom = None
     if hover:
         custom = np.broadcast_to(np.asarray(hover, dtype=object)[None, :], (n_states, n))
+    states = [state_name(state) for state in range(n_states)]  # "after layer 2", as every page
     heatmap = go.Heatmap(
         z=np.round(np.asarray(settling, dtype=np.float64), 4),
         x=np.arange(n),
-        y=np.arange(n_states),
+        y=states,
         zmin=-1.0 if settling.min() < 0 else 0.0,
         zmax=1.0,
         colorscale=COLORSCALE,
         colorbar={"title": {"text": "cos"}},
         customdata=custom,
         hovertemplate=(
-            "state %{y}, %{x}: <b>%{customdata}</b><br>cos %{z:.3f}<extra></extra>"
+            "%{y}, %{x}: <b>%{customdata}</b><br>cos %{z:.3f}<extra></extra>"
             if hover
-            else "state %{y}, piece %{x}: cos %{z:.3f}<extra></extra>"
+            else "%{y}, piece %{x}: cos %{z:.3f}<extra></extra>"
         ),
     )
     ticks = _token_axis(tokens)
@@ -272,17 +275,13 @@ def lens_heatmap(settling: np.ndarray, tokens: Sequence[str], title: str) -> go.
         "title": {"text": title},
         "height": 340,
         "margin": {
-            "l": 80,
+            "l": label_margin(states, title=False),
             "r": 10,
             "t": 50,
             "b": label_margin([tokens[i] for i in ticks["tickvals"]], angle=-60, title=False),
         },
         "xaxis": ticks,
-        "yaxis": {
-            "title": {"text": "state (0 = embeddings)"},
-            "dtick": 1,
-            "autorange": "reversed",
-        },
+        "yaxis": {"autorange": "reversed"},  # the embedding output on top
     }
     return go.Figure(data=[heatmap], layout=layout)
 
@@ -297,17 +296,14 @@ def settling_figure(sentence: np.ndarray, title: str, y_title: str = "cos to fin
         text=[signed(v, 2, plus="") for v in values],
         textposition="top center",
         cliponaxis=False,  # a label over a cosine of 1 was cut in half at the plot's top
-        hovertemplate="state %{x}: cos %{y:.4f}<extra></extra>",
+        hovertemplate="after layer %{x}: cos %{y:.4f}<extra></extra>",
         line={"color": QUALITATIVE_COLOURS[0]},
     )
     layout = {
         "title": {"text": title},
         "height": 300,
         "margin": {"l": 70, "r": 10, "t": 50, "b": 50},
-        "xaxis": {
-            "title": {"text": "state: 0 = embeddings, s = after layer s − 1"},
-            "dtick": 1,
-        },
+        "xaxis": state_axis(len(values)),
         "yaxis": {
             "title": {"text": y_title},
             # from 0, or a little below a negative cosine: its marker sat on the axis, cut in half

@@ -16,6 +16,7 @@ from core.positional import PermutationResult
 from ui import html_heatmap
 from ui.charts import (
     QUALITATIVE_COLOURS,
+    STATE_AXIS_TITLE,
     annotate_heatmap,
     state_name,
 )
@@ -512,9 +513,10 @@ def layer_lines(
     title: str,
     y_title: str,
     height: int = 320,
-    x_title: str = "state: 0 = embeddings, s = after layer s − 1",  # fits a phone
+    x_title: str = STATE_AXIS_TITLE,
 ) -> go.Figure:
-    """Lines over the stages static, 0, 1, …, L (x is numeric with the stage names as ticks)."""
+    """Lines over the stages: the static table, then the hidden states (x is numeric with the
+    stage names as ticks: "static", "emb", then each layer's number, as charts.state_axis)."""
     fig = go.Figure()
     x = np.arange(len(x_labels))
     for name, series in values.items():

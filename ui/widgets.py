@@ -53,15 +53,7 @@ def layer_head_picker(
     left, right = st.columns(2) if columns else (st.container(), st.container())
     on_change = "ignore" if in_browser else "rerun"
     with left:
-        layer = st.slider(
-            "Layer",
-            0,
-            model.n_layers - 1,
-            0,
-            key=f"{key_prefix}layer",
-            bind="query-params",
-            on_change=on_change,
-        )
+        layer = layer_slider(model, key_prefix, on_change)
     with right:
         head = st.slider(
             "Head",
@@ -73,7 +65,22 @@ def layer_head_picker(
             on_change=on_change,
         )
     # The URL may carry numbers from a larger model: clamp instead of failing.
-    return min(int(layer), model.n_layers - 1), min(int(head), model.n_heads - 1)
+    return layer, min(int(head), model.n_heads - 1)
+
+
+def layer_slider(model: core.BertEncoder, key_prefix: str = "", on_change: str = "rerun") -> int:
+    """The Layer slider alone (bound to the URL, counted from 0), for a section that shows every
+    head of one layer; the same key as layer_head_picker's, so the two share the layer."""
+    layer = st.slider(
+        "Layer",
+        0,
+        model.n_layers - 1,
+        0,
+        key=f"{key_prefix}layer",
+        bind="query-params",
+        on_change=on_change,
+    )
+    return min(int(layer), model.n_layers - 1)  # a larger model's number in the URL: clamped
 
 
 # When a Layer or Head slider on the page changes value, show the matching head in every figure

@@ -86,14 +86,14 @@ word = c1.selectbox(
     key="emb_word",
     bind="query-params",
 )
-layer = c2.slider(  # a hidden state: 0 … L, where state s is the output of layer s − 1
-    "Hidden state (0 = embedding output)",
-    0,
-    model.n_layers,
-    model.n_layers,
+layer = c2.select_slider(  # a hidden state: 0 … L, named as every page names it
+    "Token vectors",
+    list(range(model.n_layers + 1)),
+    value=model.n_layers,
+    format_func=charts.state_name,  # "embedding output", "after layer 0", …
     key="emb_layer",
     bind="query-params",
-    help="State s is what layer s − 1 hands on; layers are numbered from 0, as on every page.",
+    help="Layers are numbered from 0, as on every page: “after layer 5” is the last of six.",
 )
 state_name = charts.state_name(layer)
 shown_word = literal(word)  # a word piece of the visitor's text: shown, never read as markup
@@ -198,8 +198,9 @@ def path_through_layers() -> None:
     st.markdown(
         "All layers share one PCA plane here, so a step in the picture is the projection of a real "
         "change of the vector onto that plane (moves across the plane do not show). Much of the motion is shared by every token (the whole cloud drifts from layer to "
-        "layer); the gaps between the coloured paths are what the context adds. State 0 already "
-        f"differs between sentences: position vectors were added. Grey: every token, {state_name}."
+        "layer); the gaps between the coloured paths are what the context adds. The embedding output "
+        "already differs between sentences: position vectors were added. Grey: every token, "
+        f"{state_name}."
     )
     paths = state.trajectory_projection(shown.hidden, n_components)
     fig = geometry_charts.trajectory_figure(
@@ -255,11 +256,14 @@ def occurrences_alike() -> None:
         # raw word: layer_lines escapes its legend names itself
         means = {f"mean over pairs of '{word}'": geometry.mean_off_diagonal(tables)}
         fig = geometry_charts.layer_lines(
-            means, ["static", *map(str, range(model.n_layers + 1))], "Before → after", "cosine"
+            means,
+            ["static", *charts.state_axis(model.n_layers + 1)["ticktext"]],
+            "Before → after",
+            "cosine",
         )
         widgets.show_figure(fig, key="emb_cos_lines", filename="cosine-by-layer")
     st.markdown(
-        "In the static table every pair has cosine 1: one row. The embedding output (state 0) "
+        "In the static table every pair has cosine 1: one row. The embedding output (emb) "
         "already differs a little, since each occurrence has its own position; through the layers "
         "the occurrences mostly separate further (not always steadily: follow the line), and occurrences with the same sense tend to stay closer than occurrences across "
         "senses (with the default sentences: the two river banks, the two money banks)."

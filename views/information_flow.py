@@ -128,6 +128,7 @@ def attention_rollout() -> None:
     )
     st.latex(r"\hat A_l = \tfrac12\Big(\tfrac1H\sum_h A_l^h + I\Big)\ \text{(rows renormalised)}")
     st.latex(r"R_l = \hat A_l\, R_{l-1},\qquad R_0 = \hat A_0")
+    layer = rollout_layer()
     widgets.show_mixing(
         view.matrix(flow.rolled[layer]),
         view.labels,
@@ -302,6 +303,7 @@ def norm_contributions() -> None:
         r"c_{ij} = \frac{\big\lVert \gamma \odot \mathrm{centre}\big(\sum_h \alpha^h_{ij}\, "
         r"v^h_j W_O^h + [i{=}j]\,x_i\big)\big\rVert}{\sigma_i}"
     )
+    layer = rollout_layer()
     widgets.show_mixing(
         view.matrix(flow.norm_rolled[layer]),
         view.labels,
@@ -443,10 +445,9 @@ def encoder_lens() -> None:
 two_sentences()  # drawn whole, above the tabs: the number the tabs explain
 st.caption(
     "Sections 2 to 5, one tab each, follow the sentence picked here; the rollouts of tabs 2 and "
-    "4 stop after the layer picked here."
+    "4 stop after the layer picked inside them."
 )
-follow_column, layer_column = st.columns(2)
-followed = follow_column.radio(
+followed = st.radio(
     "Sentence to follow",
     ["first", "second"],
     horizontal=True,
@@ -463,10 +464,18 @@ flow = explain_state.information_flow(model, text, inputs)
 view = word_level.WordView.of(trace, merge_words)
 unit = "words" if merge_words else "word pieces"
 
-layer = layer_column.slider(
-    "After layer", 0, model.n_layers - 1, model.n_layers - 1, key="ex_layer", bind="query-params"
-)
-layer = min(int(layer), model.n_layers - 1)
+
+def rollout_layer() -> int:
+    """The layer a rollout stops after: a slider inside the tab it drives (2 and 4 share it)."""
+    layer = st.slider(
+        "After layer",
+        0,
+        model.n_layers - 1,
+        model.n_layers - 1,
+        key="ex_layer",
+        bind="query-params",
+    )
+    return min(int(layer), model.n_layers - 1)  # a larger model's number in the URL: clamped
 
 
 SECTIONS = {

@@ -38,11 +38,11 @@ state.off_distribution_note(inputs, model_label)  # the sidebar's switches act i
 labels = widgets.numbered(trace.tokens)
 token_axes = (trace.tokens, trace.tokens)  # query and key labels of a self-attention heatmap
 st.caption(
-    "Five sections, one tab each. The Layer slider picks the layer of sections 1 to 4, the Head "
-    "slider the head of sections 2 and 3. “Why several heads” picks its two heads by measuring "
-    "every head on the sidebar sentence; section 1 names heads measured on fixed probe sentences."
+    "Five sections, one tab each. Sections 1 to 4 have a Layer slider inside their tab (2 and 3 a "
+    "Head slider too), which keeps its place from tab to tab. “Why several heads” picks its two "
+    "heads by measuring every head on the sidebar sentence; section 1 names heads measured on "
+    "fixed probe sentences."
 )
-layer, head = widgets.layer_head_picker(model)  # the layer of sections 1-4, the head of 2 and 3
 roles = course_state.role_scores(model)  # the named heads, measured once per model
 (prev_layer, prev_head, prev_mean), (next_layer, next_head, next_mean) = (
     roles.best("previous"),
@@ -120,6 +120,7 @@ def why_several_heads() -> None:
 
 def all_heads() -> None:
     """1 · Every head of the picked layer, and the heads a measurement names."""
+    layer = widgets.layer_slider(model)  # every head of one layer: no Head slider here
     st.subheader(f"1 · All {model.n_heads} heads of layer {layer}")
     st.latex(  # written from the sidebar's switches, as the grid below was computed
         r"\begin{gathered}"
@@ -133,7 +134,7 @@ def all_heads() -> None:
     if trace.n_tokens > mc.GRID_MAX:
         st.caption(
             f"{trace.n_tokens} tokens: each small map averages blocks of "
-            f"{head_stats.block_size(trace.n_tokens, mc.GRID_MAX)} tokens. Pick a head with the sliders above the tabs to see it in full."
+            f"{head_stats.block_size(trace.n_tokens, mc.GRID_MAX)} tokens. Attention heatmaps draws any one head in full."
         )
     st.markdown(
         "Same sentence, same layer, different patterns. Look for a line just below the diagonal "
@@ -179,8 +180,8 @@ def all_heads() -> None:
         f"{prev_mean:.0%} of its weight on average; the next-token head L{next_layer} "
         f"H{next_head}, {next_mean:.0%} to the token after. An even spread gives each key 1/n "
         f"of a row of n pieces: {1 / longest:.0%} to {1 / shortest:.0%} over the probe "
-        f"sentences' {shortest} to {longest} pieces. Set the sliders above the tabs to one of "
-        "these heads to see its whole pattern."
+        f"sentences' {shortest} to {longest} pieces. Set the Layer slider above to either head's "
+        "layer to see its whole pattern in the grid."
     )
     same_layer, same_head, _ = roles.best("same_word")
     repeat = course_state.repeat_example(
@@ -296,6 +297,7 @@ def induction_heads_found() -> None:
 def back_to_one_vector() -> None:
     """2 · Concatenating the heads and W_O: back to one d_model vector per token."""
     st.subheader("2 · From heads back to one vector per token")
+    layer, head = widgets.layer_head_picker(model)
     st.latex(
         r"\begin{gathered}\operatorname{MultiHead}(X)=\big[\text{head}_0\,\|\,\cdots\,\|\,"
         r"\text{head}_{H-1}\big]\,W_O^\top + b_O\\ =\sum_h \text{head}_h\,W_O^{h} + b_O"
@@ -372,6 +374,7 @@ def back_to_one_vector() -> None:
 def value_weighted() -> None:
     """3 · Raw α against the value-weighted share ‖α v W_O‖."""
     st.subheader("3 · Looking is not moving: the value-weighted view")
+    layer, head = widgets.layer_head_picker(model)
     st.latex(
         r"\lVert \alpha_{ij}\, v_j W_O^{h} \rVert = \alpha_{ij}\,\lVert v_j W_O^{h}\rVert,"
         r"\qquad \text{share}_{ij} = \frac{\lVert \alpha_{ij} v_j W_O^{h}\rVert}"
@@ -434,6 +437,7 @@ def removed_name(removed: set[tuple[int, int]]) -> str:
 def remove_heads() -> None:
     """4 · Ablation: zero heads inside the forward pass and measure how far tokens move."""
     st.subheader("4 · Remove heads and watch the output change")
+    layer = widgets.layer_slider(model)  # the layer whose heads the lists below start from
     st.markdown(
         "Removing a head sets its output to zero before W_O, in the model's own forward pass; "
         "everything after it is recomputed. The residual connection still carries each token's "

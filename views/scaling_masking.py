@@ -31,10 +31,14 @@ trace = state.trace_or_stop(model, inputs, scale=True, causal=model.is_decoder)
 labels = widgets.numbered(trace.tokens)
 token_axes = (trace.tokens, trace.tokens)  # query and key labels of a self-attention heatmap
 st.caption(
-    "Six sections, one tab each. The layer and head below are the ones sections 3 to 6 show, "
-    "and section 1 when its scores come from the sentence."
+    "Six sections, one tab each. A section that shows one head has its Layer and Head sliders "
+    "inside its tab; they keep their place from tab to tab."
 )
-layer, head = widgets.layer_head_picker(model)
+
+
+def pick_head() -> tuple[int, int]:
+    """The layer and head a section shows: its sliders, drawn inside the tab they drive."""
+    return widgets.layer_head_picker(model)
 
 
 def saturation() -> None:
@@ -56,6 +60,7 @@ def saturation() -> None:
         bind="query-params",
     )
     if source == "sentence":
+        layer, head = pick_head()
         query = widgets.token_picker("Query token", trace.tokens, 0, key="sm_query")
         scores, score_labels = trace.head_scores(layer, head)[query], labels
     else:
@@ -165,6 +170,7 @@ def switches() -> None:
         + ("its own causal mask" if model.is_decoder else "no mask")
         + "); the sidebar switches are not used on this page."
     )
+    layer, head = pick_head()
     predict.ask_choice(
         "sm_sharper",
         predict_answers.sharper_without_scaling(model, inputs.text, inputs.pair, layer, head),
@@ -252,6 +258,7 @@ def switches() -> None:
 def causal_mask() -> None:
     """Section 4: −∞ above the diagonal becomes exact zeros after softmax."""
     st.subheader("4 · The causal mask itself")
+    layer, head = pick_head()
     st.latex(
         r"\tilde s_{ij}=\begin{cases}s_{ij} & j\le i\\ -\infty & j>i\end{cases}"
         r"\qquad e^{-\infty}=0\ \Rightarrow\ \alpha_{ij}=0\ \text{for}\ j>i"
@@ -297,6 +304,7 @@ def cross_attention() -> None:
         r"\frac{(X_A W_Q)(X_B W_K)^\top}{\sqrt{d_k}}\right) X_B W_V\end{gathered}"
     )
     other = inputs.pair or state.EXAMPLE_PAIR[1]
+    layer, head = pick_head()
     st.markdown(
         "Nothing in the formula requires queries and keys to come from the same text. Here the "
         "queries come from sentence A (the sidebar sentence) and the keys and values from "
@@ -350,6 +358,7 @@ def padding_mask() -> None:
         "causal mask removes the future. Below, the sidebar sentence with [PAD] pieces appended, "
         "run through every layer with and without the mask."
     )
+    layer, head = pick_head()
     n_pad = st.slider("[PAD] pieces appended", 1, 16, 4, key="sm_pads", bind="query-params")
     try:
         runs = {
