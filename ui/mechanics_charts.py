@@ -16,6 +16,7 @@ from plotly.subplots import make_subplots
 from core.head_stats import block_size
 from core.scaling import DotProducts
 from ui.charts import COLORSCALE, attention_heatmap, matrix_heatmap, token_ticks
+from ui.escape import literal
 
 # Two series colours that read on both the light and the dark theme.
 DEFAULT_COLOUR = "#4C78A8"  # blue: BERT as trained
@@ -300,7 +301,9 @@ def per_token_bars(
                 y=lean(values),
                 name=name,
                 marker_color=colours[index % len(colours)],
-                customdata=np.asarray(tokens, dtype=object),
+                customdata=np.asarray(
+                    [literal(t) for t in tokens], dtype=object
+                ),  # hover: HTML-ish
                 hovertemplate="%{x}: <b>%{customdata}</b><br>%{y:.3f}<extra>" + name + "</extra>",
             )
             for index, (name, values) in enumerate(series.items())
