@@ -1,11 +1,14 @@
 """A custom model whose tokenizer holds markup: its word pieces are shown as text on every page.
 
-A visitor can load any BERT folder or hub id (behind the Load button), and its tokenizer.json
-decides the strings every figure and sentence on the page quotes. Here the bundled model's
-unknown-word piece is renamed to HTML and Markdown, so each character the vocabulary does not
-know (☃, ⅎ) becomes that string in the Trace. One visitor loads the model and opens every tab
-and expander of every page (browser.open_every_tab, the tour of bench/load_test.py and
-bench/memory_tour.py): the pieces stay text on each, no link, image, bold or formula made of them.
+A visitor can load any folder or hub id (behind the Load button), and its tokenizer.json decides
+the strings every figure and sentence on the page quotes. Two such models:
+- the bundled MiniLM with its unknown-word piece renamed to HTML and Markdown, so each character
+  the vocabulary does not know (☃, ⅎ) becomes that string in the Trace;
+- a tiny random GPT-2 (tests/tiny_families.py) whose tokenizer holds the same string as an added
+  piece: a decoder, loaded from a local folder as a user would.
+In chromium, one visitor loads the GPT-2 and opens every page: each draws without an error, as
+a decoder, and the pieces stay text, no link, image, bold or formula made of them. Every tab of
+every page is checked headless on MiniLM (tests/test_hostile_pieces_headless.py).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from browser import (
 )
 from test_browser_hostile_urls import LOAD_BUTTON, OTHER, assert_nothing_leaks
 from test_browser_suite import new_tab
+from tiny_families import write_tiny_family
 
 PAGES = app_pages()
 HOSTILE_PIECE = '<img src=x onerror="window.__x=1">[x](https://example.com/t)**b**$y$'
@@ -70,57 +74,39 @@ def test_the_hostile_piece_reaches_the_trace(tmp_path):
     assert tokens.count(HOSTILE_PIECE.replace(" ", core.text.SPACE_MARK)) == 2, tokens
 
 
-# Every page as it opens, in a real browser: split into parts that the test workers share, each
-# loading the model in a session of its own. Every tab of every page is checked headless, in
-# seconds (tests/test_hostile_pieces_headless.py: what each tab sends the browser); the tour of
-# all ~50 tabs here took ~7 min of chromium.
-PARTS = 2
-
-
-def pages_of_part(part: int) -> list:
-    """Every PARTS-th page from `part`, the Overview last in the part that has it (a visitor
-    comes back to it with the model loaded)."""
-    order = [*PAGES[1:], PAGES[0]]
-    return order[part::PARTS]
-
-
-def test_the_parts_cover_every_page_once():
-    covered = [page.path for part in range(PARTS) for page in pages_of_part(part)]
-    assert sorted(covered) == sorted(page.path for page in PAGES)
+# A decoder's sentence: the added piece twice, between words the tiny tokenizer was trained on.
+DECODER_SENTENCE = f"the river bank {HOSTILE_PIECE} flows past the old mill {HOSTILE_PIECE}."
+DECODER_SWITCH = "Remove the causal mask (off-distribution)"  # the sidebar's, for a decoder
 
 
 @pytest.mark.browser
-@pytest.mark.parametrize("part", range(PARTS))
-def test_every_page_shows_the_hostile_pieces_as_text(tmp_path, part):
-    folder = hostile_tokenizer_model(tmp_path / "model")
-    pages = pages_of_part(part)
+def test_every_page_draws_a_decoder_with_hostile_pieces_as_text(tmp_path):
+    """Issue 37's browser pass and this file's: a tiny GPT-2 from a local folder, every page
+    opened by the navigation (the loaded model lives in the session), the way a visitor goes."""
+    folder = write_tiny_family(tmp_path / "model", "gpt2", seed=3, extra_pieces=(HOSTILE_PIECE,))
     with served_app(extra_env=LOCAL_USER_ENV) as server, chromium() as browser:
         tab, context = new_tab(browser, server)
         try:
-            query = {"model": OTHER, "custom_model": str(folder), "text": SENTENCE}
+            query = {"model": OTHER, "custom_model": str(folder), "text": DECODER_SENTENCE}
             tab.goto(f"{server.url}/?{urllib.parse.urlencode(query)}")
-            wait_for_figure(tab.page)
             tab.act(lambda: tab.page.locator(LOAD_BUTTON).click())
-            wait_for_figure(tab.page)
-            assert tab.page.locator(LOAD_BUTTON).count() == 0, "the model was not loaded"
             liveness = Liveness(server)
             seen = []
-
-            def check(where: str) -> None:
-                # (the training lab draws nothing before Train: a figure or a message)
-                assert_nothing_leaks(tab, f"{where} with a hostile tokenizer")
-                made = tab.page.evaluate(PIECE_MARKUP_JS)
-                assert not made, f"{where}: a hostile piece became markup: {made}"
-                assert tab.page.locator(LOAD_BUTTON).count() == 0, f"{where}: the model was dropped"
-                seen.append(where)
-
-            # by the navigation, not by URL: the loaded model lives in this session
-            for app_page in pages:
+            for app_page in [*PAGES[1:], PAGES[0]]:  # the Overview last: back with the model
                 mark = tab.runs.mark()
                 open_nav_link(tab.page, app_page.title)
                 settle(tab.page, tab.runs, mark, liveness, expect_run=True, what=app_page.title)
-                check(app_page.title)
-            assert len(seen) == len(pages), seen
+                where = f"{app_page.title} with a hostile decoder"
+                assert_nothing_leaks(tab, where)
+                made = tab.page.evaluate(PIECE_MARKUP_JS)
+                assert not made, f"{where}: a hostile piece became markup: {made}"
+                assert tab.page.locator(LOAD_BUTTON).count() == 0, f"{where}: the model was dropped"
+                # the sidebar's mask switch is a decoder's: the model on the page is the GPT-2
+                assert tab.page.get_by_role("switch", name=DECODER_SWITCH).count() == 1, where
+                seen.append(app_page.title)
+            assert len(seen) == len(PAGES)
+            # the piece reached the pages (as text): the Overview quotes the sentence's pieces
+            assert "onerror" in tab.page.locator('[data-testid="stMain"]').inner_text()
         finally:
             context.close()
 

@@ -43,10 +43,14 @@ def wordpiece_tokenizer_json(path: Path) -> int:
     return tokenizer.get_vocab_size()
 
 
-def byte_level_tokenizer_json(path: Path, specials: list[str], roberta: bool = False) -> int:
+def byte_level_tokenizer_json(
+    path: Path, specials: list[str], roberta: bool = False, extra_pieces: tuple[str, ...] = ()
+) -> int:
     """A byte-level BPE tokenizer.json (GPT-2's alphabet) trained on CORPUS; its vocab size.
 
     roberta: <s> A </s></s> B </s> added by the template, as roberta-base's file does.
+    extra_pieces: added tokens, each one piece wherever a text holds it (a hostile tokenizer's
+    HTML and Markdown piece, tests/test_browser_hostile_tokenizer.py).
     """
     from tokenizers import ByteLevelBPETokenizer, processors
 
@@ -60,6 +64,7 @@ def byte_level_tokenizer_json(path: Path, specials: list[str], roberta: bool = F
         )
     else:
         tokenizer._tokenizer.post_processor = processors.ByteLevel(trim_offsets=False)
+    tokenizer.add_tokens(list(extra_pieces))
     tokenizer.save(str(path / "tokenizer.json"))
     return tokenizer.get_vocab_size()
 
@@ -169,12 +174,14 @@ def write_tiny_family(
     d_head: int | None = None,
     tied: bool = True,
     llama_tokenizer: str = "sentencepiece",
+    extra_pieces: tuple[str, ...] = (),
 ) -> Path:
     """A random tiny checkpoint of `family` with its tokenizer, saved in the hub layout at `path`.
 
     Llama: n_kv_heads key/value heads for n_heads query heads, d_head (None: d_model / n_heads);
     tied or separate output head;
     llama_tokenizer "sentencepiece" (Llama 2's ▁ and byte fallback) or "byte_level" (SmolLM2).
+    extra_pieces: added tokens of a GPT-2's tokenizer (byte_level_tokenizer_json).
     """
     path.mkdir(parents=True, exist_ok=True)
     if family in ("bert", "distilbert"):
@@ -184,7 +191,9 @@ def write_tiny_family(
             path, ["<s>", "<pad>", "</s>", "<unk>", "<mask>"], roberta=True
         )
     elif family == "gpt2" or llama_tokenizer == "byte_level":
-        vocab_size = byte_level_tokenizer_json(path, ["<|endoftext|>", "<|im_start|>"])
+        vocab_size = byte_level_tokenizer_json(
+            path, ["<|endoftext|>", "<|im_start|>"], extra_pieces=extra_pieces
+        )
     else:
         vocab_size = sentencepiece_tokenizer_json(path)
     sizes = {
