@@ -178,3 +178,15 @@ def test_removing_heads_of_a_decoder_shows_the_next_piece_with_and_without_them(
     assert_no_exception(at)
     assert "mh_ablation_next" in drawn_figures(at)
     assert "with and without these heads" in texts(at)
+
+
+@pytest.mark.parametrize(
+    "family, framing", [("gpt2", "adds no special piece"), ("llama", "before the first piece")]
+)
+def test_the_overview_says_how_this_tokenizer_marks_and_frames_pieces(
+    decoder_folders, local_folders, family, framing
+):
+    """Not BERT's ## and [CLS] … [SEP]: the loaded model's own scheme, read from its Trace."""
+    shown_text = texts(run_on(decoder_folders[family], "views/overview.py"))
+    assert "carries the space before it, shown here as ␣" in shown_text
+    assert framing in shown_text and "##" not in shown_text and "CLS" not in shown_text

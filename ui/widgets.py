@@ -383,6 +383,29 @@ def _table_cell(value: object, places: int | None) -> object:
     return f"{value:.{places}f}"
 
 
+def piece_scheme_note(trace: core.Trace) -> str:
+    """Two sentences, read from the Trace, on how this model marks its pieces (WordPiece's ##,
+    or a byte-level or SentencePiece space) and which special pieces its tokenizer adds."""
+    if trace.piece_scheme == "wordpiece":
+        marks = "Every piece after a word's first is marked `##`."
+    else:
+        marks = (
+            "A piece that starts a new word carries the space before it, shown here as "
+            f"{core.text.SPACE_MARK}."
+        )
+    first, last = (literal(trace.tokens[i]) for i in (0, -1))
+    starts, ends = bool(trace.special[0]), bool(trace.special[-1]) and trace.n_tokens > 1
+    if starts and ends:
+        framing = f"The tokenizer wraps the pieces in {first} … {last}."
+    elif starts:
+        framing = f"The tokenizer puts {first} before the first piece."
+    elif ends:
+        framing = f"The tokenizer puts {last} after the last piece."
+    else:
+        framing = "The tokenizer adds no special piece."
+    return f"{marks} {framing}"
+
+
 def numbered(tokens: Sequence[str]) -> list[str]:
     """'3:bank' style labels so repeated tokens stay distinct in CSV headers."""
     return [f"{i}:{t}" for i, t in enumerate(tokens)]

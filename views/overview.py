@@ -13,7 +13,7 @@ st.markdown(
     "A transformer starts from one fixed vector per word piece and, layer by layer, lets every "
     "token look at every other token and mix in what it finds, then reworks each token on its "
     "own in a feed-forward network. This app runs that process on "
-    f"the real weights of a BERT-family model ({model_label} on screen) with its own, "
+    f"the real weights of a trained model ({model_label} on screen) with its own, "
     "readable implementation and shows each number it computes. "
     "Type a sentence in the sidebar; every page that reads a sentence follows it."
 )
@@ -65,13 +65,13 @@ next_word.panel(model, inputs.text, key="overview_next", heading="The next word"
 
 st.subheader("2 · The word pieces")
 st.markdown(
-    f"{model_label} uses BERT's WordPiece scheme with a fixed vocabulary of "
+    f"{model_label} cuts text into pieces from a fixed vocabulary of "
     f"{model.dims.vocab_size:,} entries"
     + (" and lowercases the text first" if model.tokenizer.lowercases else "")
-    + ": a rare word becomes several pieces, and every piece after its first is "
-    "marked `##`; the pieces are wrapped in `[CLS]` … `[SEP]`. This input is "
-    f"**{trace.n_tokens} word pieces**. Each piece, numbered from 0, is one row and one column "
-    "of every attention matrix in this app."
+    + ": a common word is one piece, a rare word several. "
+    + widgets.piece_scheme_note(trace)
+    + f" This input is **{trace.n_tokens} word pieces**. Each piece, numbered from 0, is one row "
+    "and one column of every attention matrix in this app."
 )
 
 
