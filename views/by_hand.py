@@ -3,7 +3,16 @@
 import streamlit as st
 
 from core import by_hand
-from ui import course_charts, learning_charts, models, predict, predict_answers, state, widgets
+from ui import (
+    course_charts,
+    learning_charts,
+    models,
+    predict,
+    predict_answers,
+    state,
+    terms,
+    widgets,
+)
 from ui.escape import literal
 
 _, model = state.page_context()
@@ -145,7 +154,8 @@ def soft_lookup() -> None:
     )
     st.caption(
         "Keys and values are the toy vectors themselves. c = 0 returns the plain average of all values; a large c approaches the hard lookup. "
-        "In a transformer c is 1/√d_k, and training sets how far apart the scores are."
+        "In a transformer c is 1/√d_k, and training sets how far apart the scores are.",
+        help=terms.ahead("√d_k"),
     )
 
 
@@ -196,7 +206,8 @@ def cost() -> None:
     st.markdown(
         f"The score matrix has one entry per pair of tokens. For {name}'s sizes "
         f"(d_model = {model.d_model}, {model.n_heads} heads, feed-forward width {model.dims.d_ff}) "
-        "one layer needs these multiply-adds:"
+        "one layer needs these multiply-adds:",
+        help=terms.ahead("layer", "head", "Q, K, V", "W_O", "d_ff"),
     )
     st.latex(
         r"\underbrace{4\,n\,d^2}_{W_Q, W_K, W_V, W_O} + \underbrace{2\,n^2 d}_{QK^\top,\ \alpha V}"

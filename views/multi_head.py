@@ -14,6 +14,7 @@ from ui import (
     predict,
     predict_answers,
     state,
+    terms,
     widgets,
 )
 from ui import mechanics_charts as mc
@@ -31,7 +32,8 @@ st.markdown(
     f"{model.n_heads} of them side by side. "
     f"Each head has its own W_Q, W_K, W_V that map a {model.d_model}-wide token vector to "
     f"{model.d_head}-wide queries, keys and values, so each can score a different relation. "
-    "Their outputs are then glued together and mixed by one more matrix, W_O."
+    "Their outputs are then glued together and mixed by one more matrix, W_O.",
+    help=terms.ahead("W_O", "layer"),
 )
 trace = state.trace_or_stop(model, inputs)
 state.off_distribution_note(inputs, model_label)  # the sidebar's switches act in every section
@@ -88,7 +90,8 @@ def why_several_heads() -> None:
         "The previous- and next-token heads with the highest role score on this sentence, shown "
         "on the token where both roles hold best"
         if picked_here
-        else "Two heads found by the measurement in section 1 (on fixed probe sentences), here on "
+        else "Two heads found by the measurement of tab 1 · All heads (on fixed probe sentences), "
+        "here on "
         "the sidebar sentence"
     )
     prev_held, prev_rows = head_roles.role_holds(previous_weights, "previous")
@@ -443,7 +446,8 @@ def remove_heads() -> None:
         "everything after it is recomputed. The residual connection still carries each token's "
         "vector past the layer, so even removing every head of a layer does not erase the tokens. "
         f"{model_label} was never trained with a head missing: part of a change may come from the "
-        "unusual input the later layers then receive, not only from what the head did."
+        "unusual input the later layers then receive, not only from what the head did.",
+        help=terms.ahead("residual connection"),
     )
     everything = st.toggle(
         f"Remove all {model.n_heads} heads of layer {layer}",

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from ui import charts, formulas, html_heatmap, models, next_word, path, state, widgets
+from ui import charts, formulas, html_heatmap, models, next_word, path, state, terms, widgets
 
 inputs, model = state.page_context()
 model_label = models.label(model)  # the model's name in the prose
@@ -32,7 +32,8 @@ with notes_col:
     )
     st.markdown(
         "Row *i* is where token *i* looks: its weights over all tokens sum to 1. "
-        "Switches in the sidebar (scaling, causal mask) act inside every layer of the model."
+        "Switches in the sidebar (scaling, causal mask) act inside every layer of the model.",
+        help=terms.ahead("Q, K, V", "√d_k", "causal mask", "head", "layer"),
     )
     # Up to ~128 pieces every head travels with the page, and the sliders switch the heatmap in
     # the browser without a server round trip.
@@ -102,7 +103,7 @@ st.markdown(
 
 st.subheader(f"4 · Is this really {model_label}?")
 st.markdown(
-    "Every figure comes from this project's own encoder. The check below runs the same word "
+    "Every figure comes from this project's own implementation. The check below runs the same word "
     "pieces through the reference implementation in `transformers` (BertModel, eager "
     "attention), loaded from the same weight file, and compares every layer. It verifies the "
     "**implementation** — the arithmetic of every step — not the weights, which both sides "

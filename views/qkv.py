@@ -12,6 +12,7 @@ from ui import (
     predict,
     predict_answers,
     state,
+    terms,
     widgets,
 )
 from ui.escape import literal
@@ -66,7 +67,10 @@ result = learning.qkv_attention(x, projections, scale=inputs.scale, causal=input
 switches = ("scores divided by √d_k" if inputs.scale else "scores not scaled") + (
     ", causal mask on" if inputs.causal else ""
 )
-st.caption(f"{where}. Sidebar switches: {switches}.")
+st.caption(
+    f"{where}. Sidebar switches: {switches}.",
+    help=terms.ahead("layer", "head", "√d_k", "causal mask"),
+)
 if source != "random":  # random weights were never trained, so they have no inputs to leave
     state.off_distribution_note(inputs, model_label)
 note = learning_charts.limit_note(len(tokens))

@@ -4,7 +4,7 @@ import streamlit as st
 
 from core import head_stats, scaling
 from core.errors import EmptyInput
-from ui import course_state, models, predict, predict_answers, state, widgets
+from ui import course_state, models, predict, predict_answers, state, terms, widgets
 from ui import mechanics_charts as mc
 from ui.escape import literal
 
@@ -316,7 +316,8 @@ def cross_attention() -> None:
         "Transformer (Vaswani et al., 2017) every decoder layer has its own trained cross-attention "
         "weights, with queries from the decoder and keys and values from the encoder's final "
         "output. "
-        + ("" if inputs.pair else "The sidebar has no second sentence, so B is an example.")
+        + ("" if inputs.pair else "The sidebar has no second sentence, so B is an example."),
+        help=terms.ahead("encoder, decoder"),
     )
     try:
         trace_a = state.trace(model, inputs.text)
