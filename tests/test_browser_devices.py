@@ -487,7 +487,7 @@ def test_attention_heatmaps_switch_frame_heatmap_and_rows_in_the_browser(browser
         page.wait_for_function(f"({HEATMAPS_SHOWN_JS})() !== null")
         opened = page.evaluate(HEATMAPS_SHOWN_JS)
         assert opened["title"] == "Layer 0, head 0: attention weights"
-        assert opened["note"] == "without [CLS]/[SEP]" and opened["weights"]
+        assert opened["note"] == "without special pieces" and opened["weights"]
         press_until(page, "Head", "Layer 0, head 1:", HEATMAPS_SHOWN_JS)
         press_until(page, "Layer", "Layer 1, head 1:", HEATMAPS_SHOWN_JS)
         switched = page.evaluate(HEATMAPS_SHOWN_JS)

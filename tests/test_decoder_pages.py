@@ -190,3 +190,17 @@ def test_the_overview_says_how_this_tokenizer_marks_and_frames_pieces(
     shown_text = texts(run_on(decoder_folders[family], "views/overview.py"))
     assert "carries the space before it, shown here as ␣" in shown_text
     assert framing in shown_text and "##" not in shown_text and "CLS" not in shown_text
+
+
+def test_heatmaps_speak_of_this_models_special_pieces(decoder_folders, local_folders):
+    """GPT-2's tokenizer adds no special piece: the hide switch is greyed out and says why, and
+    the sink sentence says so instead of counting heads on [CLS] and [SEP]; a Llama's <s> is
+    the one piece named."""
+    gpt2 = run_on(decoder_folders["gpt2"], "views/heatmaps.py")
+    switch = gpt2.toggle(key="hm_renorm")
+    assert switch.disabled and "adds no special pieces" in switch.help
+    shown = texts(gpt2)
+    assert "adds no special pieces, so no head can park" in shown and "CLS" not in shown
+    llama = run_on(decoder_folders["llama"], "views/heatmaps.py")
+    assert not llama.toggle(key="hm_renorm").disabled
+    assert "half their weight on &#60;s&#62;." in texts(llama)

@@ -523,7 +523,7 @@ def test_heatmaps_follow_layer_and_head_and_compare_bank(model):
     close = html_figures(at)["hm_heatmap"]
     assert (close["title"], close["note"]) == (
         "Layer 4, head 7: attention weights",
-        "without [CLS]/[SEP]",
+        "without special pieces",
     )
 
 
@@ -627,7 +627,7 @@ def test_heatmaps_send_every_head_as_the_server_draws_it():
         assert (
             store["title"] == heatmap["title"] == f"Layer {layer}, head {head}: attention weights"
         )
-        assert store["note"] == heatmap["note"] == "between words, without [CLS]/[SEP]"
+        assert store["note"] == heatmap["note"] == "between words, without special pieces"
         n = len(heatmap["rows"])
         drawn_weights = np.reshape(heatmap["numbers"], (n, n))  # two decimals per cell
         stored = np.asarray(unpacked_rows(store["weights"], n))

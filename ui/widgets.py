@@ -406,6 +406,18 @@ def piece_scheme_note(trace: core.Trace) -> str:
     return f"{marks} {framing}"
 
 
+def special_pieces_phrase(trace: core.Trace) -> str:
+    """The special pieces this Trace holds, each once and escaped for Markdown: "[CLS] and
+    [SEP]" for MiniLM, "<s>" for a Llama, "" for GPT-2, whose tokenizer adds none."""
+    names = list(
+        dict.fromkeys(
+            t for t, is_special in zip(trace.tokens, trace.special, strict=True) if is_special
+        )
+    )
+    shown = [literal(name, max_chars=40) for name in names]
+    return " and ".join(shown) if len(shown) <= 2 else ", ".join(shown[:-1]) + " and " + shown[-1]
+
+
 def numbered(tokens: Sequence[str]) -> list[str]:
     """'3:bank' style labels so repeated tokens stay distinct in CSV headers."""
     return [f"{i}:{t}" for i, t in enumerate(tokens)]

@@ -35,16 +35,18 @@ trace = state.trace_or_stop(model, inputs)
 state.off_distribution_note(inputs, model_label)  # the sidebar's switches act on every head here
 tokens = trace.tokens
 
+specials = widgets.special_pieces_phrase(trace)  # "[CLS] and [SEP]"; "" where none are added
 renormalise = st.toggle(
-    "Hide [CLS] and [SEP], renormalise the rest",
+    "Hide the special pieces, renormalise the rest",
     key="hm_renorm",
     bind="query-params",
-    help="Drops the special tokens' columns and rescales each row to sum to 1 over the others.",
-)
+    help=f"Drops the columns of {specials} and rescales each row to sum to 1 over the others."
+    if specials
+    else f"{model_label}'s tokenizer adds no special pieces: there is nothing to hide.",
+    disabled=not specials,
+) and bool(specials)
 if renormalise:
-    st.latex(
-        r"\alpha'_{ij} = \frac{\alpha_{ij}}{\sum_{k \notin \{\text{[CLS]},\text{[SEP]}\}} \alpha_{ik}}"
-    )
+    st.latex(r"\alpha'_{ij} = \frac{\alpha_{ij}}{\sum_{k \text{ not special}} \alpha_{ik}}")
 word_level = inputs.word_level  # the sidebar's shared switch: grid, up close and statistics
 words_view = WordView.of(trace, word_level)
 shown_tokens = words_view.tokens(tokens)  # the words when the switch is on
@@ -99,7 +101,9 @@ st.markdown(
 )
 # what the switches changed, on a line under the title
 title_note = ", ".join(
-    note for note, on in (("between words", word_level), ("without [CLS]/[SEP]", renormalise)) if on
+    note
+    for note, on in (("between words", word_level), ("without special pieces", renormalise))
+    if on
 )
 
 
@@ -175,12 +179,22 @@ st.markdown(
     "commits to one key and reaches log₂ n bits when it spreads evenly over n keys"
     + (" (with the causal mask, row i has only i + 1 keys to spread over)" if inputs.causal else "")
     + ". "
-    f"**{stats.n_sinks} of {model.n_layers * model.n_heads} heads** put at least half their "
-    "weight on [CLS] and [SEP]. Clark et al. (2019) suggested that in BERT-base such weight "
+    + (
+        f"**{stats.n_sinks} of {model.n_layers * model.n_heads} heads** put at least half their "
+        f"weight on {specials}. "
+        if specials
+        else f"{model_label}'s tokenizer adds no special pieces, so no head can park its weight "
+        "on one; the bars below show how much the first piece takes. "
+    )
+    + "Clark et al. (2019) suggested that in BERT-base such weight "
     "may be a no-op, a place to park attention when a head has nothing to do; Xiao et al. "
     "(2024), who found such tokens in decoder language models, call a token that collects it "
     "an attention sink. Both are hypotheses about why. "
-    "The switch at the top of the page hides those tokens so the rest of such a head shows."
+    + (
+        "The switch at the top of the page hides those tokens so the rest of such a head shows."
+        if specials
+        else ""
+    )
 )
 cls_share, sep_share = head_roles.special_shares_by_layer(trace.attentions, tokens, trace.special)
 cls_name, sep_name = head_roles.sink_names(tokens, trace.special)  # [CLS], <s>, the first piece
@@ -224,8 +238,8 @@ stat_grid = explorer_charts.head_stat_grid(
 widgets.show_figure(stat_grid, key="hm_stats", filename=f"head-{stat_name}")
 if renormalise:
     st.caption(
-        "[CLS] and [SEP] are hidden: the statistics describe the renormalised weights, so the "
-        "shares on [CLS] and [SEP] are 0. Which heads count as sinks still follows the weights "
+        f"{specials} are hidden: the statistics describe the renormalised weights, so the "
+        f"shares on {specials} are 0. Which heads count as sinks still follows the weights "
         "as computed."
     )
 widgets.folded(
