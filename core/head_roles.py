@@ -232,25 +232,38 @@ def best_on_sentence(
 ROLE_KEY = {"previous": -1, "next": +1}  # the key a neighbour role points at: i − 1 or i + 1
 
 
-def role_holds(head_weights: np.ndarray, role: str) -> tuple[int, int]:
+def _real_rows(special: Sequence[bool], steps: Sequence[int]) -> list[int]:
+    """Rows i that are a real word piece and whose neighbours i + step, for every step, are real
+    word pieces too ([CLS] and [SEP] are not; a GPT-2 text has no specials, so its ends count)."""
+    n = len(special)
+    real = [not s for s in special]
+    return [
+        i
+        for i in range(n)
+        if real[i] and all(0 <= i + step < n and real[i + step] for step in steps)
+    ]
+
+
+def role_holds(head_weights: np.ndarray, role: str, special: Sequence[bool]) -> tuple[int, int]:
     """(rows whose largest weight is on the role's neighbour, rows that have that neighbour as
-    a real word piece) for one head's (n, n) weights and role "previous" or "next"."""
+    a real word piece) for one head's (n, n) weights, role "previous" or "next", and the
+    Trace's (n,) special mask."""
     weights = np.asarray(head_weights)
-    n = len(weights)
     step = ROLE_KEY[role]
-    rows = [i for i in range(1, n - 1) if 1 <= i + step <= n - 2]
+    rows = _real_rows(special, [step])
     held = sum(int(np.argmax(weights[i])) == i + step for i in rows)
     return held, len(rows)
 
 
-def neighbour_focus(previous_head: np.ndarray, next_head: np.ndarray) -> int | None:
+def neighbour_focus(
+    previous_head: np.ndarray, next_head: np.ndarray, special: Sequence[bool]
+) -> int | None:
     """The query row both neighbour roles show best: argmax over rows i whose neighbours i − 1
     and i + 1 are real word pieces of min(previous_head[i, i − 1], next_head[i, i + 1]).
 
-    Both arguments are one head's (n, n) weights. None when no row has two real neighbours
-    (fewer than five pieces, [CLS] and [SEP] included)."""
-    n = len(previous_head)
-    rows = list(range(2, n - 2))
+    Both heads are one head's (n, n) weights; special the Trace's (n,) mask. None when no row
+    has two real neighbours (under five pieces with [CLS] and [SEP], three without specials)."""
+    rows = _real_rows(special, [-1, 1])
     if not rows:
         return None
     both = [min(float(previous_head[i, i - 1]), float(next_head[i, i + 1])) for i in rows]

@@ -293,6 +293,7 @@ def test_repeat_example_reads_the_weight_between_two_occurrences(model):
 def test_roles_on_one_sentence_equal_explicit_loops():
     rng = np.random.default_rng(3)
     tokens = ["[CLS]", "a", "b", "c", "d", "e", "[SEP]"]
+    special = [True, False, False, False, False, False, True]
     raw = rng.random((2, 3, 7, 7))
     weights = raw / raw.sum(-1, keepdims=True)
     weights[1, 2, 1:6] = 0.0
@@ -313,18 +314,25 @@ def test_roles_on_one_sentence_equal_explicit_loops():
             a = weights[layer, head]
             rows = [i for i in range(1, 6) if 1 <= i + step <= 5]
             held = sum(max(range(7), key=lambda j: a[i, j]) == i + step for i in rows)
-            assert head_roles.role_holds(a, role) == (held, len(rows))
-    assert head_roles.role_holds(weights[1, 2], "next") == (4, 4)
+            assert head_roles.role_holds(a, role, special) == (held, len(rows))
+    assert head_roles.role_holds(weights[1, 2], "next", special) == (4, 4)
+    # without specials (a GPT-2 text) the ends are real pieces: row 0 has a next neighbour
+    plain = [False] * 7
+    a = weights[1, 2]
+    held = sum(max(range(7), key=lambda j: a[i, j]) == i + 1 for i in range(6))
+    assert head_roles.role_holds(a, "next", plain) == (held, 6)
     # the focus row: both neighbours real, the larger of the two roles' smaller weight
     prev, nxt = weights[0, 0], weights[1, 2]
     candidates = {i: min(prev[i, i - 1], nxt[i, i + 1]) for i in range(2, 5)}
-    assert head_roles.neighbour_focus(prev, nxt) == max(candidates, key=candidates.get)
-    assert head_roles.neighbour_focus(prev[:4, :4], nxt[:4, :4]) is None
+    assert head_roles.neighbour_focus(prev, nxt, special) == max(candidates, key=candidates.get)
+    assert head_roles.neighbour_focus(prev[:4, :4], nxt[:4, :4], special[:3] + [True]) is None
+    candidates = {i: min(prev[i, i - 1], nxt[i, i + 1]) for i in range(1, 6)}  # no specials
+    assert head_roles.neighbour_focus(prev, nxt, plain) == max(candidates, key=candidates.get)
     # one head strong early, the other late: the row both hold is the middle one, not an end
     early, late = np.full((7, 7), 0.05), np.full((7, 7), 0.05)
     for i, (before, after) in zip((2, 3, 4), ((0.9, 0.1), (0.5, 0.5), (0.1, 0.9)), strict=True):
         early[i, i - 1], late[i, i + 1] = before, after
-    assert head_roles.neighbour_focus(early, late) == 3
+    assert head_roles.neighbour_focus(early, late, special) == 3
 
 
 def test_minilm_parks_attention_on_cls_not_sep(model):

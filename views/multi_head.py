@@ -73,7 +73,7 @@ def why_several_heads() -> None:
     (p_layer, p_head, _), (n_layer, n_head, _) = here if picked_here else probes
     previous_weights = trace.attentions[p_layer, p_head]  # (n, n)
     next_weights = trace.attentions[n_layer, n_head]
-    focus = head_roles.neighbour_focus(previous_weights, next_weights)
+    focus = head_roles.neighbour_focus(previous_weights, next_weights, trace.special)
     focus = min(2, trace.n_tokens - 2) if focus is None else focus
     focus_trace_rows = {
         f"L{p_layer} H{p_head} (previous-token head)": previous_weights[focus],
@@ -94,8 +94,8 @@ def why_several_heads() -> None:
         "here on "
         "the sidebar sentence"
     )
-    prev_held, prev_rows = head_roles.role_holds(previous_weights, "previous")
-    next_held, next_rows = head_roles.role_holds(next_weights, "next")
+    prev_held, prev_rows = head_roles.role_holds(previous_weights, "previous", trace.special)
+    next_held, next_rows = head_roles.role_holds(next_weights, "next", trace.special)
     how_often = (
         f" Over the whole sentence, the token before is the largest weight of L{p_layer} "
         f"H{p_head}'s row in {prev_held} of {prev_rows} rows, the token after that of L{n_layer} "
