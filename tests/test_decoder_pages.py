@@ -204,3 +204,17 @@ def test_heatmaps_speak_of_this_models_special_pieces(decoder_folders, local_fol
     llama = run_on(decoder_folders["llama"], "views/heatmaps.py")
     assert not llama.toggle(key="hm_renorm").disabled
     assert "half their weight on &#60;s&#62;." in texts(llama)
+
+
+@pytest.mark.parametrize("family", ["roberta", "distilbert"])
+def test_every_page_draws_with_the_other_encoders(tmp_path_factory, local_folders, family):
+    """RoBERTa (<s> … </s>, byte-level pieces, positions offset by the padding index) and
+    DistilBERT (no segments) from local folders: every page as it opens draws without an
+    exception and keeps the encoder's switch (the causal mask is added, not removed)."""
+    folder = write_tiny_family(tmp_path_factory.mktemp(family) / "model", family, seed=5)
+    for page in page_paths():
+        at = run_on(folder, page)
+        assert_no_exception(at)
+        assert not [e.value for e in at.error], f"{page}: the {family} model was not loaded"
+        labels = [toggle.label for toggle in at.sidebar.toggle]
+        assert "Causal mask" in labels, f"{page}: not an encoder's switch"
