@@ -32,6 +32,9 @@ def head_name(layer: int, head: int) -> str:
     return f"L{layer} H{head}"
 
 
+GRID_TITLES = {"previous_token": "previous token", "induction": "induction"}
+
+
 def score_grid(scores: HeadScores, title: str = "Every head's two scores") -> go.Figure:
     """Two layer × head heatmaps side by side, previous-token and induction, both on 0 … 1,
     with every cell's score written on it and each grid's best head framed."""
@@ -40,7 +43,9 @@ def score_grid(scores: HeadScores, title: str = "Every head's two scores") -> go
     figure = make_subplots(
         rows=1,
         cols=2,
-        subplot_titles=[SCORE_NAMES[kind] for kind in kinds],
+        # short: on a 390 px phone each grid is ~150 px wide, and "previous-token score" ran
+        # into "induction score" (the colour bar says "score")
+        subplot_titles=[GRID_TITLES[kind] for kind in kinds],
         horizontal_spacing=0.08,
     )
     compact = n_heads >= COMPACT_FROM_HEADS
@@ -73,6 +78,7 @@ def score_grid(scores: HeadScores, title: str = "Every head's two scores") -> go
             row=1,
             col=col,
         )
+    figure.update_annotations(font_size=12)  # the subplot titles
     figure.update_xaxes(title_text="head", dtick=1, range=[-0.5, n_heads - 0.5])
     figure.update_yaxes(dtick=1, autorange="reversed")  # layer 0 on top, as data flows down
     figure.update_yaxes(title_text="layer", row=1, col=1)
