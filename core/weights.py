@@ -453,7 +453,10 @@ def load_weights(model_dir: Path, dims: ModelDims) -> dict[str, torch.Tensor]:
     name_map = NAME_MAPS[family]
     raw = _read_tensors(model_dir)
     tensors: dict[str, torch.Tensor] = {}
-    for hf_name, tensor in raw.items():
+    # Popped one by one: a transposed (Conv1D) or converted copy replaces its source at once,
+    # so loading GPT-2 never holds the checkpoint twice (~500 MB for GPT-2 small).
+    for hf_name in list(raw):
+        tensor = raw.pop(hf_name)
         own_name = hf_to_own_name(hf_name, family)
         if own_name is None:
             continue
