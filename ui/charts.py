@@ -267,50 +267,6 @@ def packed_weights(weights: np.ndarray) -> str:
     return base64.b64encode(steps.tobytes()).decode("ascii")
 
 
-def every_head_heatmap(
-    attentions: np.ndarray,
-    tokens: Sequence[str],
-    layer: int,
-    head: int,
-    title_suffix: str = "",
-    masked: bool = False,
-) -> go.Figure:
-    """The heatmap of one head that carries every head's weights, to switch in the browser.
-
-    attentions: (L, H, n, n). The figure is attention_heatmap's for (layer, head). Its
-    layout.meta also holds, for head h of layer l at index l·H + h, the head's title, the top of
-    its colour scale and its weights as they are drawn (packed_weights). The stores stay out of
-    the figure's traces, which plotly would re-check on every redraw. widgets.HEAD_SWITCH_JS
-    swaps a store into trace 0 when a slider moves.
-    title_suffix: the code's own words after every head's title (never visitor text).
-    masked: a causal run: the hidden cells grey (attention_heatmap's causal_overlay).
-    """
-    n_layers, n_heads, n, _ = attentions.shape
-
-    def title_of(at_layer: int, at_head: int) -> str:
-        return head_title(at_layer, at_head) + title_suffix
-
-    fig = attention_heatmap(
-        attentions[layer, head], tokens, tokens, title_of(layer, head), masked=masked
-    )
-    fig.data[0].meta = layer * n_heads + head  # the store trace 0 shows now
-    stores = []
-    for store_layer in range(n_layers):
-        for store_head in range(n_heads):
-            weights = attentions[store_layer, store_head]  # (n, n)
-            zmax, title = _fitted_scale(
-                np.round(weights.astype(np.float64), 4), title_of(store_layer, store_head)
-            )
-            stores.append({"title": title, "zmax": zmax, "weights": packed_weights(weights)})
-    fig.layout.meta = {
-        "every_head_of": n_heads,
-        "pieces": n,
-        "steps": WEIGHT_STEPS,
-        "heads": stores,
-    }
-    return fig
-
-
 def matrix_heatmap(
     matrix: np.ndarray,
     row_labels: Sequence[str],

@@ -9,8 +9,8 @@ bars needs none of it, so the first screens of most pages are drawn here:
   grid of coloured cells the browser lays out like text, each with its weight; past that, one
   image of n × n pixels. It says what charts.attention_heatmap says: the same title and
   fitted-scale note, the same Viridis colours on the same 0..zmax range, queries down the side
-  and keys along the top. Up to ~128 pieces it also carries every head (as
-  charts.every_head_heatmap does), so widgets.HEAD_SWITCH_JS can show another head without a
+  and keys along the top. Up to ~128 pieces it also carries every head, so
+  widgets.HEAD_SWITCH_JS can show another head without a
   server round trip; it repaints the cells with the same stops (VIRIDIS) and the same
   arithmetic as cell_rgb() below. The same script names the cell under the pointer (hover) and
   writes a clicked or tapped cell under the figure (phones have no hover).
@@ -370,8 +370,7 @@ STORES_CLASS = "ae-stores"
 def stores_element(stores: list[dict]) -> tuple[str, HtmlFigure]:
     """(id, markup): a hidden element whose data-heads holds a plotly figure's stores as JSON.
 
-    stores: an every-head figure's layout.meta["heads"] (charts.every_head_heatmap and the
-    explorer's every-head figures): their titles are the code's own words or escape.literal()'s
+    stores: an every-head figure's layout.meta["heads"] (the explorer's every-head figures): their titles are the code's own words or escape.literal()'s
     text, the rest numbers and base64. The JSON is escaped as an attribute value, so nothing in
     it is read as markup. The id is a hash of the stores: a figure names the stores it was drawn
     with, and never meets another sentence's.

@@ -45,7 +45,7 @@ def layer_head_picker(
     """Two sliders (bound to the URL) choosing a layer and a head, both counted from 0.
 
     in_browser: moving them reruns nothing. The page shows a figure that carries every head
-    (charts.every_head_heatmap, explorer_charts.every_head_view_figure, or
+    (explorer_charts.every_head_view_figure, or
     html_heatmap.attention_grid with every_head) and calls
     head_switch() (and shows nothing else that depends on the head); Streamlit still writes
     the new values to the URL and hands them to the next run.
@@ -84,7 +84,7 @@ def layer_slider(model: core.BertEncoder, key_prefix: str = "", on_change: str =
 
 
 # When a Layer or Head slider on the page changes value, show the matching head in every figure
-# that carries all heads: an every-head heatmap (charts.every_head_heatmap), a query's rows in
+# that carries all heads: a query's rows in
 # two sentences (explorer_charts.every_head_compare_rows), the model view's frame
 # (explorer_charts.model_view_grid), the Head view's lines (explorer_charts.every_head_view_figure)
 # and the Overview's HTML heatmap (html_heatmap.attention_grid, which the script also gives a

@@ -112,10 +112,6 @@
       window.Plotly.update(gd, {y: y, meta: traces.map(() => index)}, boldTitle(store.title), traces);
       return;
     }
-    // charts.every_head_heatmap: the head's weights and colour scale in trace 0
-    const weights = unpack(store.weights, meta.pieces, meta.pieces, meta.steps);
-    window.Plotly.update(gd, {z: [weights], zmax: [store.zmax], meta: [index]},
-      boldTitle(store.title), [0]);
   };
   const showChosenHead = () => {
     const main = document.querySelector('[data-testid="stMain"]');
