@@ -267,6 +267,28 @@ def packed_weights(weights: np.ndarray) -> str:
     return base64.b64encode(steps.tobytes()).decode("ascii")
 
 
+def frame_cell(
+    figure: go.Figure,
+    layer: int,
+    head: int,
+    colour: str,
+    row: int | None = None,
+    col: int | None = None,
+) -> None:
+    """Outline the cell (layer, head) of a layer × head grid drawn on numeric axes (x = head,
+    y = layer), in a subplot's own axes when row and col are given."""
+    figure.add_shape(
+        type="rect",
+        x0=head - 0.5,
+        x1=head + 0.5,
+        y0=layer - 0.5,
+        y1=layer + 0.5,
+        line={"color": colour, "width": 3},
+        row=row,
+        col=col,
+    )
+
+
 def matrix_heatmap(
     matrix: np.ndarray,
     row_labels: Sequence[str],

@@ -209,14 +209,7 @@ def role_grid(grid: np.ndarray, best: tuple[int, int], title: str) -> go.Figure:
         )
     )
     layer, head = best
-    figure.add_shape(
-        type="rect",
-        x0=head - 0.5,
-        x1=head + 0.5,
-        y0=layer - 0.5,
-        y1=layer + 0.5,
-        line={"color": HARD, "width": 3},
-    )
+    charts.frame_cell(figure, layer, head, HARD)
     return _layout(
         figure,
         title,

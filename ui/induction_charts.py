@@ -68,16 +68,7 @@ def score_grid(scores: HeadScores, title: str = "Every head's two scores") -> go
             charts.cell_numbers(grid, charts.COLORSCALE, 0.0, 1.0, compact=compact), row=1, col=col
         )
         layer, head, _ = scores.best(kind)
-        figure.add_shape(
-            type="rect",
-            x0=head - 0.5,
-            x1=head + 0.5,
-            y0=layer - 0.5,
-            y1=layer + 0.5,
-            line={"color": CROSSING_COLOUR, "width": 3},
-            row=1,
-            col=col,
-        )
+        charts.frame_cell(figure, layer, head, CROSSING_COLOUR, row=1, col=col)
     figure.update_annotations(font_size=12)  # the subplot titles
     figure.update_xaxes(title_text="head", dtick=1, range=[-0.5, n_heads - 0.5])
     figure.update_yaxes(dtick=1, autorange="reversed")  # layer 0 on top, as data flows down

@@ -10,13 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import streamlit as st
-
 import core
 from core import induction
-from ui import door
-
-PROGRESS_UPDATES = 20  # progress-bar messages per run: enough to see it move, few to send
+from ui import door, lab_runs
 
 
 def _training_cost(settings: induction.InductionSettings) -> int:
@@ -30,16 +26,9 @@ def trained_run(settings: induction.InductionSettings) -> induction.InductionRun
     The bar counts towards settings.max_steps; a run that is solved earlier stops there.
     """
     layers = "layer" if settings.n_layers == 1 else "layers"
-    bar = st.progress(0.0, text=f"Training {settings.n_layers} {layers} …")
-    every = max(1, settings.max_steps // PROGRESS_UPDATES)
-
-    def report(done: int, total: int) -> None:
-        if done % every == 0 or done == total:
-            bar.progress(done / total, text=f"Training: step {done} of at most {total}")
-
-    run = induction.train_induction(settings, on_step=report)
-    bar.empty()
-    return run
+    first_text = f"Training {settings.n_layers} {layers} …"
+    with lab_runs.training_bar(first_text, settings.max_steps, of="of at most") as report:
+        return induction.train_induction(settings, on_step=report)
 
 
 @door.shared("the induction scores")
