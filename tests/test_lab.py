@@ -752,7 +752,9 @@ def test_the_comparison_prose_says_what_the_counts_show(monkeypatch, small_compa
 
     counts = {"previous": (12, 12, 12, 12), "first": (12, 0, 0, 12)}
     shown_comparison = synthetic_comparison(small_comparison_on_the_page, counts)
-    monkeypatch.setattr(lab_runs, "comparison_or_progress", lambda choice: shown_comparison)
+    monkeypatch.setattr(
+        lab_runs, "comparison_or_progress", lambda choice, start=True: shown_comparison
+    )
     at = run_page(LAB)
     assert_no_exception(at)
     text = page_text(at)
@@ -811,7 +813,9 @@ def test_the_comparison_shows_its_progress_or_its_trouble(monkeypatch):
     from ui import lab_runs
 
     monkeypatch.setattr(
-        lab_runs, "comparison_or_progress", lambda choice: lab_runs.Progress(done=150, total=600)
+        lab_runs,
+        "comparison_or_progress",
+        lambda choice, start=True: lab_runs.Progress(done=150, total=600),
     )
     at = run_page(LAB)
     assert_no_exception(at)
@@ -820,10 +824,32 @@ def test_the_comparison_shows_its_progress_or_its_trouble(monkeypatch):
     monkeypatch.setattr(
         lab_runs,
         "comparison_or_progress",
-        lambda choice: lab_runs.Progress(error="The server is busy."),
+        lambda choice, start=True: lab_runs.Progress(error="The server is busy."),
     )
     at = run_page(LAB)
     assert [warning.value for warning in at.warning] == ["The server is busy."]
+
+
+def test_the_page_trains_the_comparison_only_when_asked(monkeypatch):
+    """A visit shows a button, not a background run; pressing it starts the training."""
+    import threading
+
+    from ui import lab_runs
+
+    monkeypatch.setattr(lab_runs, "COMPARISON_SEEDS", 1)
+    monkeypatch.setattr(lab_runs, "_jobs", {})
+    at = run_page(LAB, query={"lab_cmp_d_head": "8"})
+    assert_no_exception(at)
+    assert not at.get("progress") and not [
+        t for t in threading.enumerate() if t.name == "lab-comparison"
+    ]
+    assert "Nobody has trained these runs" in page_text(at)
+    at.button(key="lab_cmp_start").click().run()
+    assert_no_exception(at)
+    workers = [t for t in threading.enumerate() if t.name == "lab-comparison"]
+    assert len(workers) == 1 and at.get("progress"), "pressed: it trains, with its progress"
+    for worker in workers:
+        worker.join()
 
 
 def test_the_comparison_trains_once_in_the_background(monkeypatch):
@@ -836,8 +862,10 @@ def test_the_comparison_trains_once_in_the_background(monkeypatch):
     monkeypatch.setattr(lab_runs, "_jobs", {})
     choice = lab_runs.ComparisonChoice(d_head=8, steps=300)
     door.forget_all()
+    assert lab_runs.comparison_or_progress(choice, start=False) is None, "nobody asked yet"
+    assert not [t for t in threading.enumerate() if t.name == "lab-comparison"]
     first = lab_runs.comparison_or_progress(choice)
-    again = lab_runs.comparison_or_progress(choice)
+    again = lab_runs.comparison_or_progress(choice, start=False)
     assert isinstance(first, lab_runs.Progress) and again is first
     workers = [t for t in threading.enumerate() if t.name == "lab-comparison"]
     assert len(workers) == 1

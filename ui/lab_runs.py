@@ -124,10 +124,13 @@ _jobs: dict[ComparisonChoice, Progress] = {}  # the latest attempt for each choi
 _jobs_lock = threading.Lock()
 
 
-def comparison_or_progress(choice: ComparisonChoice) -> lab.Comparison | Progress:
+def comparison_or_progress(
+    choice: ComparisonChoice, start: bool = True
+) -> lab.Comparison | Progress | None:
     """The comparison if it is trained and cached; otherwise how far its training is, started
     in the background if no one has started it (or the last attempt failed, or the cache has
-    since let the result go)."""
+    since let the result go). start=False: None instead of starting it (the page waits for a
+    visitor to ask: ~12 s of a core that a public server should not spend on every visit)."""
     with _jobs_lock:
         progress = _jobs.get(choice)
         if progress is not None and progress.result is not None:
@@ -137,6 +140,8 @@ def comparison_or_progress(choice: ComparisonChoice) -> lab.Comparison | Progres
             progress = None  # left the cache: train it again
         if progress is not None and progress.error is None:
             return progress  # under way
+        if not start:
+            return None
         progress = _jobs[choice] = Progress(total=len(COMPARISON_TASKS) * choice.steps)
     worker = threading.Thread(
         target=_train_comparison, args=(choice, progress), name="lab-comparison", daemon=True

@@ -299,8 +299,8 @@ seeds = lab_runs.COMPARISON_SEEDS
 st.caption(
     f"{choice.runs()} runs: {len(lab.STARTS)} ways to start × {seeds} seeds × the tasks "
     f"{' and '.join(f'*{lab.TASKS[name].title}*' for name in lab_runs.COMPARISON_TASKS)}, other "
-    "switches at their defaults. They train side by side, once per server for each choice "
-    "here, in the background: the rest of the page works meanwhile."
+    "switches at their defaults. They train side by side when asked, once per server for each "
+    "choice here, in the background: the rest of the page works meanwhile."
 )
 
 
@@ -492,8 +492,14 @@ def comparison_results(comparison: lab.Comparison) -> None:
     )
 
 
-state = lab_runs.comparison_or_progress(choice)
-if not isinstance(state, lab_runs.Progress):
+state = lab_runs.comparison_or_progress(choice, start=False)  # trained already, or under way
+if state is None and st.button(
+    f"Train the {choice.runs()} runs", key="lab_cmp_start", icon=":material/model_training:"
+):
+    state = lab_runs.comparison_or_progress(choice)
+if state is None:
+    st.caption("Nobody has trained these runs on this server yet.")
+elif not isinstance(state, lab_runs.Progress):
     comparison_results(state)
 elif state.error:
     st.warning(state.error)
