@@ -65,6 +65,8 @@ def test_every_page_and_tab_runs_the_model_only_through_the_door(guarded_runs, m
         if at.button and page.endswith("lab.py"):  # the lab trains when Train is pressed
             at.button[0].click().run()
             assert_no_exception(at)
+            at.button(key="lab_cmp_start").click().run()  # and its comparison when asked
+            assert_no_exception(at)
     for worker in threading.enumerate():
         if worker.name == "lab-comparison":
             worker.join()

@@ -40,7 +40,6 @@ COMPARISON_STEPS = (300, 1000)
 _log = logging.getLogger(__name__)
 
 
-@door.shared("training", cost=lambda settings: lab.stack_bytes([settings]))
 @contextmanager
 def training_bar(first_text: str, steps: int, of: str = "of") -> Iterator[StepReporter]:
     """A progress bar for one training run of at most `steps` steps, and the on_step callback
@@ -59,6 +58,7 @@ def training_bar(first_text: str, steps: int, of: str = "of") -> Iterator[StepRe
         bar.empty()
 
 
+@door.shared("training", cost=lambda settings: lab.stack_bytes([settings]))
 def trained_run(settings: lab.Settings) -> lab.TrainingRun:
     """The run for these settings, trained on a miss with a progress bar (a hit draws none)."""
     with training_bar(f"Training {settings.steps} steps …", settings.steps) as report:
