@@ -9,7 +9,7 @@ opened. Pages are discovered from app.py, so a new page is covered without touch
 from __future__ import annotations
 
 from pathlib import Path
-from urllib.parse import parse_qs, quote, urlparse
+from urllib.parse import parse_qs, quote, urlencode, urlparse
 
 import pytest
 from browser import (
@@ -124,8 +124,11 @@ async () => {
 """
 
 
-def open_page(browser, server, app_page: AppPage, **context_options) -> tuple[object, object]:
-    """A fresh context on one page, waited until its run is over and a figure is drawn."""
+def open_page(
+    browser, server, app_page: AppPage, query: str = "", **context_options
+) -> tuple[object, object]:
+    """A fresh context on one page (with this URL query), waited until its run is over and a
+    figure is drawn."""
     context = browser.new_context(**context_options)
     page = context.new_page()
     page.set_default_timeout(120_000)
@@ -133,7 +136,7 @@ def open_page(browser, server, app_page: AppPage, **context_options) -> tuple[ob
     page.on("pageerror", lambda error: errors.append(str(error)))
     runs = RunWatcher(page)
     mark = runs.mark()
-    page.goto(f"{server.url}/{app_page.url_path}")
+    page.goto(f"{server.url}/{app_page.url_path}{'?' + query if query else ''}")
     runs.wait_settled(mark, start_timeout_ms=120_000)
     # A figure, or what a page shows before one (a page may wait for a button or a message).
     page.wait_for_selector(f"{FIGURE_SELECTOR}, [data-testid='stAlert'], [data-testid='stButton']")
@@ -312,11 +315,15 @@ def test_keyboard_keeps_focus_on_a_slider_across_presses(browser, server):
 
     The first press used to rerun the page with one element fewer at the top (the one-off
     plotly preload), the frontend rebuilt every widget, and focus fell to the body. On a page
-    whose sliders rerun it: 4 · Multi-head attention (the Overview, Attention heatmaps and the
-    Head view switch heads in the browser, tested below and in test_explorer.py).
+    whose sliders rerun it: 4 · Multi-head attention, on the tab whose Layer and Head sliders
+    drive it (the Overview, Attention heatmaps and the Head view switch heads in the browser,
+    tested below and in test_explorer.py).
     """
     multi_head = next(p for p in PAGES if p.path == "views/multi_head.py")
-    page, context = open_page(browser, server, multi_head, viewport={"width": 1300, "height": 1200})
+    tab = urlencode({"mh_section": "2 · Back to one vector"})
+    page, context = open_page(
+        browser, server, multi_head, tab, viewport={"width": 1300, "height": 1200}
+    )
     try:
         runs = page.runs
         slider = page.locator(SLIDER_INPUT).first
