@@ -37,10 +37,11 @@ with preload.plotly_download(needed=navigation.url_path not in PLOTLY_FREE_PAGES
 housekeeping.freeze_once_at_startup()
 
 try:
-    _, model = state.prepare_page_context(
+    text_page = navigation.url_path not in OWN_TEXT_PAGES
+    inputs, model = state.prepare_page_context(
         word_level_page=navigation.url_path in WORD_LEVEL_PAGES,
         switches_page=navigation.url_path not in OWN_SWITCH_PAGES,
-        text_page=navigation.url_path not in OWN_TEXT_PAGES,
+        text_page=text_page,
     )
     widgets.image_format_picker()
     with st.sidebar:
@@ -48,6 +49,8 @@ try:
     visited = path.visit(step)
     predict.visit(navigation.url_path)  # the questions' progress (ui/predict.py)
     model_map.show_map(step, model, visited)  # where this page sits in the model
+    if text_page:  # a phone folds the sidebar away: where to type, at the top of the page
+        state.sentence_box_in_page(inputs)
     navigation.run()
 except state.PageEnds:
     pass  # the page said why it ends early (ui/state.py): the way on is drawn below

@@ -494,7 +494,8 @@ def test_layer_switches_are_greyed_out_where_a_page_has_its_own():
 def test_sentence_boxes_are_greyed_out_exactly_where_a_page_has_its_own():
     """A page that never reads the sidebar's sentences (no trace_or_stop, no inputs.text or
     inputs.pair in its source) greys both boxes out with a line saying why; they keep the text
-    for the next page, and every other page leaves them open."""
+    for the next page, and every other page leaves them open and repeats the sentence box in
+    the page for phones."""
     from streamlit.testing.v1 import AppTest
 
     text = "The river bank was muddy."
@@ -511,6 +512,9 @@ def test_sentence_boxes_are_greyed_out_exactly_where_a_page_has_its_own():
         assert boxes[0].value == text, page
         note = any("it has its own sentences" in c.value for c in at.sidebar.caption)
         assert note == (not reads), page
+        # the phone's copy of the box, at the top of the page, exactly where the sidebar's is read
+        in_page = [box for box in at.main.text_area if box.key == "text_in_page"]
+        assert [box.value for box in in_page] == ([text] if reads else []), page
 
 
 def test_head_view_word_level_draws_words_and_off_is_unchanged():

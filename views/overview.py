@@ -8,7 +8,6 @@ inputs, model = state.page_context()
 model_label = models.label(model)  # the model's name in the prose
 
 st.title("Attention Explorer")
-state.sentence_box_in_page(inputs)  # a phone folds the sidebar away: where to type, here
 st.markdown(
     "A transformer starts from one fixed vector per word piece and, layer by layer, lets every "
     "token look at every other token and mix in what it finds, then reworks each token on its "
