@@ -45,16 +45,25 @@ def test_a_term_is_taught_later_on_the_path_or_further_down_the_same_page(view, 
 def test_the_section_named_is_on_the_page_that_teaches_it(name):
     term = terms.TERMS[name]
     source = (ROOT / term.taught_in).read_text()
-    if term.where:
+    if term.where.startswith("section "):  # a numbered heading or tab: "3 · …"
         number = term.where.removeprefix("section ")
         assert re.search(rf'"{number} · ', source), f"{term.taught_in} has no section {number}"
+    elif term.where.startswith("in tab "):  # a tab's own label
+        assert f'"{term.where.removeprefix("in tab ")}"' in source, term.where
+
+
+def test_a_term_taught_further_down_the_page_is_not_a_link_to_itself():
+    here = terms.ahead("W_O", here="views/multi_head.py")
+    assert "Taught further down this page, in tab 2 · Back to one vector." in here
+    assert "](" not in here
+    assert "](multi_head)" in terms.ahead("W_O")
 
 
 def test_the_overview_shows_the_definitions_with_links():
     at = run_page("views/overview.py")
     assert_no_exception(at)
     helps = [m.proto.help for m in at.markdown if m.proto.help]
-    assert len(helps) == 1, helps
+    assert len(helps) == 3, helps  # the head, the word pieces ([CLS], [SEP]), the model line
     scaling = path.step_of("views/scaling_masking.py")
     assert "**√d_k**: d_k is the length of a query" in helps[0]
     assert f"Taught on [{scaling.title}](scaling_masking), section 2." in helps[0]

@@ -16,7 +16,7 @@ import streamlit as st
 
 import core
 from core import next_word
-from ui import door, models, next_word_charts, widgets
+from ui import door, models, next_word_charts, terms, widgets
 from ui.escape import literal
 from ui.models import load_model
 
@@ -130,8 +130,10 @@ def panel(model: core.BertEncoder, text: str, key: str, heading: str | None = No
     if not model.is_decoder:
         st.caption(
             f"{models.label(model)} is an encoder: it reads the text both ways and has no head "
-            "that predicts the next word piece, so the next-word panel needs a decoder (GPT-2, "
-            "the Llama family; Model in the sidebar)."
+            "that predicts the next word piece. Load a decoder (GPT-2, the Llama family; Model "
+            "in the sidebar) and this place shows its likeliest next pieces, and what each "
+            "switch does to them.",
+            help=terms.ahead("encoder, decoder"),
         )
         return
     try:

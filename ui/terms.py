@@ -47,7 +47,20 @@ TERMS: dict[str, Term] = {
         "The output matrix of a layer's attention: it maps the heads' joined outputs back to one "
         "d_model-wide vector per token.",
         "views/multi_head.py",
-        "section 2",
+        "in tab 2 · Back to one vector",
+    ),
+    "[CLS], [SEP]": Term(
+        "Pieces a BERT-style tokenizer adds: [CLS] before the text, [SEP] after each sentence. "
+        "They stand for no word, yet every token can attend to them, and in BERT many heads put "
+        "much of their weight there (Clark et al., 2019).",
+        "views/heatmaps.py",
+        "section 3",
+    ),
+    "d_model, d_head": Term(
+        "d_model is the length of every token's vector between layers; d_head the length of "
+        "one head's queries, keys and values (in most models d_model divided by the number of "
+        "heads).",
+        "views/multi_head.py",
     ),
     "layer": Term(
         "One attention step and one feed-forward step, each added to every token's vector. A "
@@ -74,16 +87,20 @@ TERMS: dict[str, Term] = {
 }
 
 
-def ahead(*names: str) -> str:
+def ahead(*names: str, here: str = "") -> str:
     """The `help` text of a paragraph that uses these terms before their page: one Markdown line
     per term, its definition and a link to where it is taught (relative: the app may be served
-    under a base path)."""
+    under a base path). here: the view file of the page asking; a term taught further down it
+    gets its section instead of a link back to the same page."""
     lines = []
     for name in names:
         term = TERMS[name]  # a KeyError here is a typo in a view
         step = path.step_of(term.taught_in)
         where = f", {term.where}" if term.where else ""
-        lines.append(
-            f"**{name}**: {term.definition} Taught on [{step.title}]({path.url_path(step)}){where}."
+        taught = (
+            f"Taught further down this page{where}."
+            if term.taught_in == here
+            else f"Taught on [{step.title}]({path.url_path(step)}){where}."
         )
+        lines.append(f"**{name}**: {term.definition} {taught}")
     return "\n\n".join(lines)

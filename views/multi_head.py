@@ -33,7 +33,7 @@ st.markdown(
     f"Each head has its own W_Q, W_K, W_V that map a {model.d_model}-wide token vector to "
     f"{model.d_head}-wide queries, keys and values, so each can score a different relation. "
     "Their outputs are then glued together and mixed by one more matrix, W_O.",
-    help=terms.ahead("W_O", "layer"),
+    help=terms.ahead("W_O", "layer", here="views/multi_head.py"),
 )
 trace = state.trace_or_stop(model, inputs)
 state.off_distribution_note(inputs, model_label)  # the sidebar's switches act in every section

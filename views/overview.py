@@ -71,7 +71,8 @@ st.markdown(
     + ": a common word is one piece, a rare word several. "
     + widgets.piece_scheme_note(trace)
     + f" This input is **{trace.n_tokens} word pieces**. Each piece, numbered from 0, is one row "
-    "and one column of every attention matrix in this app."
+    "and one column of every attention matrix in this app.",
+    help=terms.ahead("[CLS], [SEP]") if "[CLS]" in trace.tokens else None,
 )
 
 
@@ -97,7 +98,8 @@ dims = model.dims
 st.markdown(
     f"**{dims.n_layers}** layers · **{dims.n_heads}** heads per layer · "
     f"`d_model` **{dims.d_model}** · `d_head` **{dims.d_head}** · "
-    f"up to **{model.max_positions}** positions"
+    f"up to **{model.max_positions}** positions",
+    help=terms.ahead("layer", "head", "d_model, d_head"),
 )
 
 st.subheader(f"4 · Is this really {model_label}?")
