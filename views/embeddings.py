@@ -47,9 +47,10 @@ with sentences_box:
         height=190,
         max_chars=MAX_TEXT_CHARS,
     )
-    with_sidebar = st.toggle(
-        "Add the sidebar sentence", True, key="emb_sidebar", bind="query-params"
-    )
+# In sight, not in the folded box: a learner who typed a sentence looks for it here
+with_sidebar = st.toggle(
+    "Add your sentence (the sidebar's) to these", True, key="emb_sidebar", bind="query-params"
+)
 # The box's lines first, so line k of the box is sentence sk; the sidebar sentence comes last.
 lines = (text or "")[:MAX_TEXT_CHARS] + (("\n" + inputs.text) if with_sidebar else "")
 sentences, notes = geometry.split_sentences(lines)
