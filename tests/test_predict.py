@@ -323,6 +323,7 @@ def test_the_page_calls_the_models_answer_right_and_follows_its_input(model, cas
     (verdict,) = _feedback(at)
     assert verdict.startswith("**Right.**"), verdict
     assert _progress(at)[page]["right"] == 0, "the first pick is the one that counts"
+    assert "Your first pick is the one counted" in verdict, "and the verdict says so"
 
     if case.second is None:
         return

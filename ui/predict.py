@@ -5,7 +5,7 @@ A view asks one question with one call, right before the figure that shows the a
     predict.ask_choice("qkv_strongest", predict_answers.strongest_key(result, tokens, i))
 
 The learner picks an option (nothing is picked at first); the feedback says right or wrong,
-names the model's answer, and gives the numbers and a one-line reason. The question is built
+names the computed answer, and gives the numbers and a one-line reason. The question is built
 from the live run (ui/predict_answers.py), so a new sentence, model or slider gives a new answer;
 a question whose prompt, options or numbers changed starts unanswered again.
 
@@ -128,14 +128,17 @@ def ask_choice(key: str, question: Question | None) -> None:
             label_visibility="collapsed",
         )
         if picked is None:
-            st.caption("Pick an answer; the figure below shows the model's own numbers.")
+            st.caption("Pick an answer before you look at the figure below: it gives it away.")
             return
         right = picked in question.answers
         answers = store["answers"].setdefault(store["current"], {})
         if answers.get(key, {}).get("version") != version:  # the first pick is the one counted
             answers[key] = {"version": version, "right": right}
-        model_says = " or ".join(f"“{options[k]}”" for k in sorted(question.answers))
-        verdict = "**Right.**" if right else f"**Wrong.** The model's answer is {model_says}."
+        computed = " or ".join(f"“{options[k]}”" for k in sorted(question.answers))
+        # "computed", not "the model's": page 0's toy has no model, and the numbers are the answer
+        verdict = "**Right.**" if right else f"**Wrong.** The computed answer is {computed}."
+        if answers[key]["right"] != right:
+            verdict += " (Your first pick is the one counted in your progress.)"
         body = f"{verdict} {question.reason}  \n{question.numbers}"
         if right:
             st.success(body, icon=":material/check_circle:")
