@@ -55,17 +55,8 @@ def layer_head_picker(
     with left:
         layer = layer_slider(model, key_prefix, on_change)
     with right:
-        head = st.slider(
-            "Head",
-            0,
-            model.n_heads - 1,
-            0,
-            key=f"{key_prefix}head",
-            bind="query-params",
-            on_change=on_change,
-        )
-    # The URL may carry numbers from a larger model: clamp instead of failing.
-    return layer, min(int(head), model.n_heads - 1)
+        head = head_slider(model, key_prefix, on_change)
+    return layer, head
 
 
 def layer_slider(model: core.BertEncoder, key_prefix: str = "", on_change: str = "rerun") -> int:
@@ -81,6 +72,20 @@ def layer_slider(model: core.BertEncoder, key_prefix: str = "", on_change: str =
         on_change=on_change,
     )
     return min(int(layer), model.n_layers - 1)  # a larger model's number in the URL: clamped
+
+
+def head_slider(model: core.BertEncoder, key_prefix: str = "", on_change: str = "rerun") -> int:
+    """The Head slider alone (bound to the URL, counted from 0), layer_head_picker's."""
+    head = st.slider(
+        "Head",
+        0,
+        model.n_heads - 1,
+        0,
+        key=f"{key_prefix}head",
+        bind="query-params",
+        on_change=on_change,
+    )
+    return min(int(head), model.n_heads - 1)  # a larger model's number in the URL: clamped
 
 
 # When a Layer or Head slider on the page changes value, show the matching head in every figure

@@ -72,6 +72,30 @@ labels = [explain.METHOD_LABELS[name] for name in scores]
 view = word_level.WordView.of(trace, merge_words)
 unit = "word" if merge_words else "word piece"
 
+if flow.flow is None:
+    st.caption(
+        f"{trace.n_tokens} word pieces: attention flow is left out of every table and chart "
+        f"below, so five methods remain. It needs one maximum flow per pair of pieces and is "
+        f"computed up to {rollout.MAX_FLOW_PIECES} pieces (Where the meaning comes from, §3)."
+    )
+if steps < wanted_steps:
+    st.caption(
+        f"{trace.n_tokens} word pieces: integrated gradients runs {steps} of the {wanted_steps} "
+        "steps asked. Each step is a forward and a backward pass of the whole sentence, and one "
+        f"request may ask for at most {explain_state.GRADIENT_WORK:,} word pieces × steps."
+    )
+
+# 2 · The table and the picture: the figure first, then what it measures.
+st.subheader("1 · Every method, every " + unit)
+merged = {label: view.scores(scores[name]) for label, name in zip(labels, scores, strict=True)}
+widgets.show_scores_by_method(
+    merged,
+    view.labels,
+    f"Scores per {unit}, each row ÷ its max |score|",
+    unit,
+    key="xp_methods",
+    filename="explanations",
+)
 if next_piece is not None:
     shown_piece = literal(model.tokenizer.token_of(next_piece))
     st.markdown(
@@ -95,21 +119,6 @@ else:
         "it is scaled to 1; a cosine with itself would always be 1, with a zero gradient). The "
         "deletion test below measures the same f."
     )
-if flow.flow is None:
-    st.caption(
-        f"{trace.n_tokens} word pieces: attention flow is left out of every table and chart "
-        f"below, so five methods remain. It needs one maximum flow per pair of pieces and is "
-        f"computed up to {rollout.MAX_FLOW_PIECES} pieces (Where the meaning comes from, §3)."
-    )
-if steps < wanted_steps:
-    st.caption(
-        f"{trace.n_tokens} word pieces: integrated gradients runs {steps} of the {wanted_steps} "
-        "steps asked. Each step is a forward and a backward pass of the whole sentence, and one "
-        f"request may ask for at most {explain_state.GRADIENT_WORK:,} word pieces × steps."
-    )
-
-# 2 · The table and the picture.
-st.subheader("1 · Every method, every " + unit)
 st.latex(r"\text{grad}\times\text{input}_j = \frac{\partial f}{\partial x_j}\cdot x_j")
 st.latex(
     r"\text{IG}_j = x_j \cdot \frac{1}{m}\sum_{k=1}^{m} "
@@ -120,15 +129,6 @@ st.markdown(
     "put). Integrated gradients (Sundararajan et al., 2017) walks from an all-zero input to the "
     "real one and averages the gradient on the way; its scores add up to f(input) − f(zero): "
     f"here the sum is off by {gradients.ig_gap:+.4f} with {gradients.ig_steps} steps."
-)
-merged = {label: view.scores(scores[name]) for label, name in zip(labels, scores, strict=True)}
-widgets.show_scores_by_method(
-    merged,
-    view.labels,
-    f"Scores per {unit}, each row ÷ its max |score|",
-    unit,
-    key="xp_methods",
-    filename="explanations",
 )
 table = {
     unit: view.labels,

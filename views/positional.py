@@ -17,22 +17,28 @@ st.title("2b · Positional encoding")
 sentence_notice = st.container()
 st.markdown(
     "Attention scores are dot products between pairs of tokens. Swap two words and the same pairs "
-    f"are still there, so attention by itself has no idea of order. {model_label}, like BERT, "
-    "writes position into each token's vector before the first layer: its input is "
-    "$x_p = \\mathrm{LayerNorm}(E_{\\text{token}} + E_{\\text{segment}} + P_p)$, where $P_p$ "
+    "are still there, so attention by itself has no idea of order. BERT and GPT-2 write "
+    "position into each token's vector before the first layer, with a vector $P_p$ that "
     "depends only on the position $p$. Other schemes put position inside attention instead: "
     "relative positions (Shaw et al., 2018) and rotary embeddings (Su et al., 2021)."
 )
+# The loaded model's own input, term by term: a segment table and a norm only where it has them
+input_sum = (
+    "E_{\\text{token}}"
+    + (" + E_{\\text{segment}}" if model.dims.type_vocab_size else "")
+    + " + P_p"
+)
+input_formula = f"\\mathrm{{LayerNorm}}({input_sum})" if model.arch.embedding_norm else input_sum
 rotary = model.arch.positions == "rotary"  # the Llama family: no table, q and k are turned
 st.info(
     (
         f"{model_label} has rotary positions: no position vector is added; inside every head, "
         "each query and key is turned by an angle that grows with its position (tab 3)."
         if rotary
-        else f"{model_label} adds a learned position table (tab 3) to each word-piece vector"
-        + (", then a LayerNorm." if model.arch.embedding_norm else ", with no norm after it.")
+        else f"{model_label} adds a learned position table (tab 3) to each word-piece vector: "
+        f"its input is $x_p = {input_formula}$."
     ),
-    icon="📍",
+    icon=":material/location_on:",
 )
 
 st.caption(
@@ -331,7 +337,7 @@ def adding_section() -> None:
             f"{model_label} adds no position vector to its word-piece vectors (rotary positions, "
             "tab 3), so there is nothing to blur: word and position meet only inside each head, "
             "as a turn of its queries and keys.",
-            icon="📍",
+            icon=":material/location_on:",
         )
         return
     tables = {

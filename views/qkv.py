@@ -32,7 +32,9 @@ trace = state.trace_or_stop(model, inputs)
 tokens = trace.tokens
 labels = widgets.numbered(tokens)
 
-source = st.radio(
+# One row of controls, so the first step's matrices reach the first screen.
+source_column, size, seed_column = st.columns(3)
+source = source_column.radio(
     "Where W_q, W_k and W_v come from",
     ["random", "trained head"],  # plain options: they are what a shared link stores
     key="qkv_source",
@@ -41,7 +43,6 @@ source = st.radio(
     help=f"random: seeded draws, nothing learned. trained head: one head of {model_label}.",
 )
 if source == "random":
-    size, seed_column = st.columns(2)
     with size:
         d_k = st.slider(
             "d_k, width of queries, keys and values", 1, 64, 8, key="qkv_dk", bind="query-params"
@@ -52,7 +53,10 @@ if source == "random":
     x = trace.static
     where = f"X holds the static word-piece vectors, as on page 1 plus the rows of [CLS] and [SEP]; W entries are drawn from N(0, 1) with seed {int(seed)}"
 else:
-    layer, head = widgets.layer_head_picker(model)
+    with size:
+        layer = widgets.layer_slider(model)
+    with seed_column:
+        head = widgets.head_slider(model)
     projections = learning.head_projections(model, layer, head)
     x = trace.hidden_states[layer]
     where = f"X is what layer {layer} reads; W_q, W_k, W_v are the slices of head {head} (with their biases)"
@@ -68,7 +72,8 @@ switches = ("scores divided by √d_k" if inputs.scale else "scores not scaled")
     ", causal mask on" if inputs.causal else ""
 )
 st.caption(
-    f"{where}. Sidebar switches: {switches}.",
+    f"{where}. Sidebar switches: {switches}. Steps 1 to 6 and 8 use these W_q, W_k and W_v on "
+    "the sidebar's sentence; Step 7 runs two fixed sentences through every head of layer 0.",
     help=terms.ahead("layer", "head", "√d_k", "causal mask"),
 )
 if source != "random":  # random weights were never trained, so they have no inputs to leave
@@ -76,10 +81,6 @@ if source != "random":  # random weights were never trained, so they have no inp
 note = learning_charts.limit_note(len(tokens))
 if note:
     st.caption(note)
-st.caption(
-    "Eight steps, one tab each. Steps 1 to 6 and 8 use the W_q, W_k and W_v chosen above on the "
-    "sidebar's sentence; Step 7 runs two fixed sentences through every head of layer 0."
-)
 
 
 def matrix_figure(matrix, title: str, key: str, square: bool = False, **args) -> None:

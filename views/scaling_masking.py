@@ -24,16 +24,13 @@ st.markdown(
     "Two small details of the attention formula decide how sharp a head can look and what it "
     "may look at: the division by √d_k and the mask. This page measures both, first on random "
     "numbers, then inside the real model. Section 5 feeds a head two different sentences, and "
-    "section 6 shows the padding mask that lets sentences of different lengths share a batch."
+    "section 6 shows the padding mask that lets sentences of different lengths share a batch. "
+    "A section that shows one head has its Layer and Head sliders inside its tab."
 )
 # The page compares against the model as trained, so its reference run ignores the sidebar switches.
 trace = state.trace_or_stop(model, inputs, scale=True, causal=model.is_decoder)
 labels = widgets.numbered(trace.tokens)
 token_axes = (trace.tokens, trace.tokens)  # query and key labels of a self-attention heatmap
-st.caption(
-    "Six sections, one tab each. A section that shows one head has its Layer and Head sliders "
-    "inside its tab; they keep their place from tab to tab."
-)
 
 
 def pick_head() -> tuple[int, int]:
@@ -51,7 +48,8 @@ def saturation() -> None:
         "score takes almost all of the weight. The other keys then receive almost nothing, and "
         "almost no gradient either during training."
     )
-    source = st.radio(
+    source_column, multiplier_column = st.columns(2)  # one row: the figure sooner
+    source = source_column.radio(
         "Scores",
         ["random", "sentence"],
         format_func={"random": "8 random scores", "sentence": "a row of this head's scores"}.get,
@@ -66,7 +64,7 @@ def saturation() -> None:
     else:
         # numbers only: "key 0 … key 7" ran into each other on a phone (the axis says "key")
         scores, score_labels = scaling.random_scores(8), [str(j) for j in range(8)]
-    multiplier = st.select_slider(
+    multiplier = multiplier_column.select_slider(
         "Multiplier c",
         [0.5, 1, 2, 5, 10, 20, 50, 100],
         value=10,
