@@ -23,7 +23,7 @@ class Term:
 TERMS: dict[str, Term] = {
     "√d_k": Term(
         "d_k is the length of a query and of a key vector (d_head, the width of one head). "
-        "Scores are divided by √d_k so that they do not grow with that width.",
+        "Scores are divided by √d_k so that their typical size does not grow with that width.",
         "views/scaling_masking.py",
         "section 2",
     ),
