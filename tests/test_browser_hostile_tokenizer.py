@@ -24,14 +24,16 @@ from browser import (
     Liveness,
     app_pages,
     chromium,
-    open_nav_link,
     served_app,
     settle,
     wait_for_figure,
 )
 from test_browser_hostile_urls import LOAD_BUTTON, OTHER, assert_nothing_leaks
+from test_browser_path import NEXT_LINK, open_and_wait, url_path_of, visited_count
 from test_browser_suite import new_tab
 from tiny_families import write_tiny_family
+
+from ui import path
 
 PAGES = app_pages()
 HOSTILE_PIECE = '<img src=x onerror="window.__x=1">[x](https://example.com/t)**b**$y$'
@@ -80,33 +82,60 @@ DECODER_SWITCH = "Remove the causal mask (off-distribution)"  # the sidebar's, f
 
 
 @pytest.mark.browser
-def test_every_page_draws_a_decoder_with_hostile_pieces_as_text(tmp_path):
-    """Issue 37's browser pass and this file's: a tiny GPT-2 from a local folder, every page
-    opened by the navigation (the loaded model lives in the session), the way a visitor goes."""
+def test_next_walks_every_page_with_a_decoder_and_hostile_pieces_as_text(tmp_path):
+    """One visitor's course in chromium, three checks in one walk:
+    - issue 37's browser pass: a tiny GPT-2 from a local folder draws every page, as a decoder;
+    - this file's: its tokenizer's HTML and Markdown piece stays text on every page;
+    - the course's path (ui/path.py): the sidebar lists every page, Next from the Overview
+      visits each once, and the map keeps the session (every part ticked at the end; a click on
+      a part opens its page in the same session)."""
     folder = write_tiny_family(tmp_path / "model", "gpt2", seed=3, extra_pieces=(HOSTILE_PIECE,))
     with served_app(extra_env=LOCAL_USER_ENV) as server, chromium() as browser:
         tab, context = new_tab(browser, server)
         try:
+            page = tab.page
             query = {"model": OTHER, "custom_model": str(folder), "text": DECODER_SENTENCE}
             tab.goto(f"{server.url}/?{urllib.parse.urlencode(query)}")
-            tab.act(lambda: tab.page.locator(LOAD_BUTTON).click())
+            tab.act(lambda: page.locator(LOAD_BUTTON).click())
             liveness = Liveness(server)
-            seen = []
-            for app_page in [*PAGES[1:], PAGES[0]]:  # the Overview last: back with the model
-                mark = tab.runs.mark()
-                open_nav_link(tab.page, app_page.title)
-                settle(tab.page, tab.runs, mark, liveness, expect_run=True, what=app_page.title)
-                where = f"{app_page.title} with a hostile decoder"
+            # The sidebar lists every page, none folded away behind "View N more".
+            assert page.locator('[data-testid="stSidebarNavViewButton"]').count() == 0
+            navigation = page.locator('[data-testid="stSidebarNav"]')
+            for step in path.STEPS:
+                assert navigation.locator("a").filter(has_text=step.title).first.is_visible()
+
+            def check(title: str) -> None:
+                where = f"{title} with a hostile decoder"
                 assert_nothing_leaks(tab, where)
-                made = tab.page.evaluate(PIECE_MARKUP_JS)
+                made = page.evaluate(PIECE_MARKUP_JS)
                 assert not made, f"{where}: a hostile piece became markup: {made}"
-                assert tab.page.locator(LOAD_BUTTON).count() == 0, f"{where}: the model was dropped"
+                assert page.locator(LOAD_BUTTON).count() == 0, f"{where}: the model was dropped"
                 # the sidebar's mask switch is a decoder's: the model on the page is the GPT-2
-                assert tab.page.get_by_role("switch", name=DECODER_SWITCH).count() == 1, where
-                seen.append(app_page.title)
-            assert len(seen) == len(PAGES)
-            # the piece reached the pages (as text): the Overview quotes the sentence's pieces
-            assert "onerror" in tab.page.locator('[data-testid="stMain"]').inner_text()
+                assert page.get_by_role("switch", name=DECODER_SWITCH).count() == 1, where
+
+            check(path.STEPS[0].title)
+            # the piece reached the page (as text): the Overview quotes the sentence's pieces
+            assert "onerror" in page.locator('[data-testid="stMain"]').inner_text()
+            seen = [url_path_of(page)]
+            for after in path.STEPS[1:]:  # Next, page after page, in the path's order
+                mark = tab.runs.mark()
+                page.locator(NEXT_LINK).filter(has_text=f"Next: {after.title}").click()
+                settle(page, tab.runs, mark, liveness, expect_run=True, what=after.title)
+                check(after.title)
+                seen.append(url_path_of(page))
+            assert seen == [path.url_path(step) for step in path.STEPS]
+
+            # The last page's map: every part ticked, its own parts marked; a click on a part
+            # opens its page in this session, whose progress counts all 14 pages.
+            parts = page.locator('[data-figure="model-map"] .ae-part')
+            assert parts.count() == len(path.PART_KEYS)
+            ticked = page.locator('[data-figure="model-map"] .ae-part.ae-seen')
+            assert ticked.count() == parts.count()
+            here = page.locator('[data-figure="model-map"] .ae-part.ae-here')
+            assert here.count() == len(path.STEPS[-1].parts)
+            page.locator('[data-figure="model-map"] a.ae-part').filter(has_text="Q, K, V").click()
+            open_and_wait(page, "qkv")
+            assert visited_count(page) == f"{len(path.STEPS)} of {len(path.STEPS)} pages visited"
         finally:
             context.close()
 
