@@ -15,6 +15,7 @@ exactly; the model is used only for its tables and for the permutation experimen
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -22,6 +23,18 @@ import torch
 from core.bert import BertEncoder
 
 BASE = 10_000.0  # the sinusoid's base in "Attention is all you need"
+
+
+class Encodings(NamedTuple):
+    """The position codes a page compares, at one size: n_positions rows, the sinusoid
+    (n_positions, d_model), and a model's learned table's first n_positions rows (None for a
+    model with rotary positions, which has no table)."""
+
+    n_positions: int
+    d_model: int
+    sinusoid: np.ndarray
+    learned: np.ndarray | None
+
 
 # ---------------------------------------------------------------------------------------------
 # 1. Sinusoidal encoding

@@ -374,9 +374,14 @@ def test_positional_page_draws_one_tab_at_a_time():
             # and the bars per layer say the same, on a log scale: ~1e-7 against ~0.1 or more
             bars = bar_series(html_figures(at)["pos_perm_layers"])
             assert bars["positions removed"].max() < 1e-4 < 1e-2 < bars["with positions"].min()
-    # the sliders above the tabs size every tab's encodings: one change reaches tab 5 too
+    # each encoding tab draws the two sliders that size it, and they keep their place from tab
+    # to tab: set in tab 1, tab 5 follows; the sentence tabs have none
+    open_tab(at, "1 · Sinusoid")
     at.slider(key="pos_length").set_value(40).run()
+    open_tab(at, "7 · Word order")
+    assert "pos_length" not in {slider.key for slider in at.slider}
     open_tab(at, "5 · Rotation")
+    assert at.slider(key="pos_length").value == 40
     assert "p = 0 … 39" in " ".join(m.value for m in at.markdown)
 
 

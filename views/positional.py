@@ -41,21 +41,34 @@ st.info(
     icon=":material/location_on:",
 )
 
-st.caption(
-    "Seven sections, one tab each. The two sliders size the encodings of tabs 1 to 5; tabs 6 and "
-    "7 read the sentence in the sidebar."
-)
-# Shared by sections 1-5: how many positions, and how wide the sinusoid is.
-left, right = st.columns(2)
-n_positions = left.slider("Positions", 8, 512, 100, key="pos_length", bind="query-params")
-d_model = right.slider("d_model", 16, 512, 128, step=16, key="pos_dmodel", bind="query-params")
-sinusoid = positional.sinusoidal_encoding(n_positions, d_model)
-learned = None if rotary else model.position_vectors()[:n_positions]
+
+def sized_encodings() -> positional.Encodings:
+    """The two sliders that size the encodings, drawn inside the tab they drive (tabs 1 to 5
+    share their values, which the URL keeps)."""
+    left, right = st.columns(2)
+    n_positions = left.slider("Positions", 8, 512, 100, key="pos_length", bind="query-params")
+    d_model = right.slider("d_model", 16, 512, 128, step=16, key="pos_dmodel", bind="query-params")
+    return positional.Encodings(
+        n_positions,
+        d_model,
+        positional.sinusoidal_encoding(n_positions, d_model),
+        None if rotary else model.position_vectors()[:n_positions],
+    )
 
 
 def sinusoid_section() -> None:
     """1 · The sinusoid: a clock hand per pair of dimensions."""
     st.subheader("1 · The sinusoid")
+    n_positions, d_model, sinusoid, learned = sized_encodings()  # its sliders
+    # the encoding first, then how it is made
+    fig = geometry_charts.position_heatmap(
+        sinusoid, f"Sinusoidal encoding, {n_positions} × {d_model}"
+    )
+    widgets.show_figure(fig, key="pos_sinusoid", filename="sinusoidal-encoding")
+    if n_positions > geometry_charts.MAX_HEATMAP_ROWS:
+        st.caption(
+            f"The heatmap shows every {geometry_charts.thin_rows(n_positions)[1]}th position."
+        )
     st.latex(
         r"\begin{gathered}PE_{p,\,2i} = \sin(\omega_i\,p),\quad PE_{p,\,2i+1} = \cos(\omega_i\,p),"
         r"\\ \omega_i = 10000^{-2i/d_{\text{model}}}\end{gathered}"
@@ -65,14 +78,6 @@ def sinusoid_section() -> None:
         "per position, the last pair needs tens of thousands of positions for one turn. Together the "
         "hands give every position a distinct reading."
     )
-    fig = geometry_charts.position_heatmap(
-        sinusoid, f"Sinusoidal encoding, {n_positions} × {d_model}"
-    )
-    widgets.show_figure(fig, key="pos_sinusoid", filename="sinusoidal-encoding")
-    if n_positions > geometry_charts.MAX_HEATMAP_ROWS:
-        st.caption(
-            f"The heatmap shows every {geometry_charts.thin_rows(n_positions)[1]}th position."
-        )
     dims = st.multiselect(
         "Dimensions to draw as curves",
         list(range(d_model)),
@@ -87,6 +92,7 @@ def sinusoid_section() -> None:
 def binary_section() -> None:
     """2 · Binary counting, the discrete ancestor."""
     st.subheader("2 · Counting in binary: the discrete ancestor")
+    n_positions, d_model, sinusoid, learned = sized_encodings()  # its sliders
     ladder = positional.wavelengths(d_model)  # (d_model,) a sin/cos pair shares one wavelength
     wavelength_ratio, wavelength_range = ladder[0] / ladder[2], (ladder[0], ladder[-1])
     st.markdown(
@@ -177,6 +183,7 @@ def rotary_section() -> None:
 def learned_section() -> None:
     """3 · The model's learned table next to a sinusoid."""
     st.subheader(f"3 · What {model_label} learned instead")
+    n_positions, d_model, sinusoid, learned = sized_encodings()  # its sliders
     slow = positional.lag_one_correlations(learned) > positional.SLOW_DRIFT  # (d_model,)
     st.markdown(
         f"BERT-style models do not use the formula: {model_label} learned a table of "
@@ -203,6 +210,7 @@ def learned_section() -> None:
 def near_positions_section() -> None:
     """4 · Similarity of positions against their distance."""
     st.subheader("4 · Near positions look alike")
+    n_positions, d_model, sinusoid, learned = sized_encodings()  # its sliders
     kind = st.radio(
         "Similarity", ["cosine", "dot"], horizontal=True, key="pos_sim", bind="query-params"
     )
@@ -255,6 +263,7 @@ def near_positions_section() -> None:
 def rotation_section() -> None:
     """5 · A shift by k is a rotation; why sines need cosines."""
     st.subheader("5 · Moving k steps is a rotation")
+    n_positions, d_model, sinusoid, learned = sized_encodings()  # its sliders
     st.latex(
         r"\begin{pmatrix}\sin\omega_i(p{+}k)\\ \cos\omega_i(p{+}k)\end{pmatrix} = "
         r"\begin{pmatrix}\cos\omega_i k & \sin\omega_i k\\ -\sin\omega_i k & \cos\omega_i k\end{pmatrix}"

@@ -118,6 +118,12 @@ def three_projections() -> None:
         rf"X \in \mathbb{{R}}^{{n \times {model.d_model}}},\; W \in \mathbb{{R}}^{{{model.d_model} \times {d_k}}}"
         r"\end{gathered}"
     )
+    # the three matrices first: what the step makes, then what it means
+    for column, (matrix, name) in zip(
+        st.columns(3), [(result.query, "Q"), (result.key, "K"), (result.value, "V")], strict=True
+    ):
+        with column:
+            matrix_figure(matrix, name, name.lower())
     n = len(tokens)
     picks_itself_page_one = learning.rows_that_pick_themselves(
         learning.parameter_free(x).attn_weights
@@ -133,11 +139,6 @@ def three_projections() -> None:
         "does the same for what travels: a value need not carry the features its key was "
         "matched by."
     )
-    for column, (matrix, name) in zip(
-        st.columns(3), [(result.query, "Q"), (result.key, "K"), (result.value, "V")], strict=True
-    ):
-        with column:
-            matrix_figure(matrix, name, name.lower())
 
 
 def scores_and_weights() -> None:
