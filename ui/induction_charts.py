@@ -36,20 +36,19 @@ GRID_TITLES = {"previous_token": "previous token", "induction": "induction"}
 
 
 def score_grid(scores: HeadScores, title: str = "Every head's two scores") -> go.Figure:
-    """Two layer × head heatmaps side by side, previous-token and induction, both on 0 … 1,
-    with every cell's score written on it and each grid's best head framed."""
+    """Two layer × head heatmaps, previous-token above induction, both on 0 … 1, with every
+    cell's score written on it and each grid's best head framed. One above the other: side by
+    side on a 390 px phone, each grid had ~80 px for 12 heads and its numbers ran together."""
     n_layers, n_heads = scores.induction.shape
     kinds = ("previous_token", "induction")
     figure = make_subplots(
-        rows=1,
-        cols=2,
-        # short: on a 390 px phone each grid is ~150 px wide, and "previous-token score" ran
-        # into "induction score" (the colour bar says "score")
+        rows=2,
+        cols=1,
         subplot_titles=[GRID_TITLES[kind] for kind in kinds],
-        horizontal_spacing=0.08,
+        vertical_spacing=0.16,
     )
     compact = n_heads >= COMPACT_FROM_HEADS
-    for col, kind in enumerate(kinds, start=1):
+    for row, kind in enumerate(kinds, start=1):
         grid = np.round(scores.grid(kind).astype(np.float64), 3)
         figure.add_trace(
             go.Heatmap(
@@ -60,22 +59,23 @@ def score_grid(scores: HeadScores, title: str = "Every head's two scores") -> go
                 hovertemplate=f"layer %{{y}}, head %{{x}}<br>{SCORE_NAMES[kind]} %{{z:.3f}}"
                 "<extra></extra>",
             ),
-            row=1,
-            col=col,
+            row=row,
+            col=1,
         )
         # numeric axes: the cell (layer, head) sits at x = head, y = layer
         figure.add_trace(
-            charts.cell_numbers(grid, charts.COLORSCALE, 0.0, 1.0, compact=compact), row=1, col=col
+            charts.cell_numbers(grid, charts.COLORSCALE, 0.0, 1.0, compact=compact), row=row, col=1
         )
         layer, head, _ = scores.best(kind)
-        charts.frame_cell(figure, layer, head, CROSSING_COLOUR, row=1, col=col)
+        charts.frame_cell(figure, layer, head, CROSSING_COLOUR, row=row, col=1)
     figure.update_annotations(font_size=12)  # the subplot titles
-    figure.update_xaxes(title_text="head", dtick=1, range=[-0.5, n_heads - 0.5])
+    figure.update_xaxes(dtick=1, range=[-0.5, n_heads - 0.5])
+    figure.update_xaxes(title_text="head", row=2, col=1)  # once: above, it met the next title
     figure.update_yaxes(dtick=1, autorange="reversed")  # layer 0 on top, as data flows down
-    figure.update_yaxes(title_text="layer", row=1, col=1)
+    figure.update_yaxes(title_text="layer")
     figure.update_layout(
         title={"text": title},
-        height=max(260, 120 + 26 * n_layers),
+        height=max(380, 170 + 2 * 26 * n_layers),  # two grids of n_layers rows
         margin=MARGIN,
         coloraxis={
             "colorscale": charts.COLORSCALE,
