@@ -60,27 +60,38 @@ def layer_head_picker(
 
 
 def layer_slider(model: core.BertEncoder, key_prefix: str = "", on_change: str = "rerun") -> int:
-    """The Layer slider alone, for a section that shows every head of one layer; the same key
-    as layer_head_picker's, so the two share the layer."""
-    return _position_slider("Layer", model.n_layers, f"{key_prefix}layer", on_change)
+    """The Layer slider alone (bound to the URL, counted from 0), for a section that shows every
+    head of one layer; the same key as layer_head_picker's, so the two share the layer."""
+    layer = st.slider(
+        "Layer",
+        0,
+        model.n_layers - 1,
+        0,
+        key=f"{key_prefix}layer",
+        bind="query-params",
+        on_change=on_change,
+    )
+    return min(int(layer), model.n_layers - 1)  # a larger model's number in the URL: clamped
 
 
 def head_slider(model: core.BertEncoder, key_prefix: str = "", on_change: str = "rerun") -> int:
-    """The Head slider alone, layer_head_picker's."""
-    return _position_slider("Head", model.n_heads, f"{key_prefix}head", on_change)
-
-
-def _position_slider(label: str, count: int, key: str, on_change: str) -> int:
-    """A slider over 0 … count − 1, from 0, bound to the URL; a larger model's number in the URL
-    is clamped instead of failing."""
-    value = st.slider(label, 0, count - 1, 0, key=key, bind="query-params", on_change=on_change)
-    return min(int(value), count - 1)
+    """The Head slider alone (bound to the URL, counted from 0), layer_head_picker's."""
+    head = st.slider(
+        "Head",
+        0,
+        model.n_heads - 1,
+        0,
+        key=f"{key_prefix}head",
+        bind="query-params",
+        on_change=on_change,
+    )
+    return min(int(head), model.n_heads - 1)  # a larger model's number in the URL: clamped
 
 
 # When a Layer or Head slider on the page changes value, show the matching head in every figure
-# that carries all heads: a query's rows in two sentences (explorer_charts.every_head_compare_rows),
-# the model view's frame (explorer_charts.model_view_grid), the Head view's lines
-# (explorer_charts.every_head_view_figure)
+# that carries all heads: a query's rows in
+# two sentences (explorer_charts.every_head_compare_rows), the model view's frame
+# (explorer_charts.model_view_grid), the Head view's lines (explorer_charts.every_head_view_figure)
 # and the Overview's HTML heatmap (html_heatmap.attention_grid, which the script also gives a
 # hover and a click readout, as it does html_heatmap.value_grid's image of a larger matrix).
 # The script is ui/js/head_switch.js, a fixed file (ui/scripts.py): it reads numbers (the
