@@ -22,7 +22,7 @@ import plotly.io as pio  # noqa: E402
 
 import core  # noqa: E402
 from core import head_stats  # noqa: E402
-from ui import charts, explorer_charts  # noqa: E402
+from ui import charts, heatmaps_charts  # noqa: E402
 
 ROUNDS = 15
 TEXT = " ".join(["The river bank was quiet after the storm, and the boats stayed tied."] * 60)
@@ -37,7 +37,7 @@ def figures() -> dict[str, object]:
         "attention heatmap 512 × 512": charts.attention_heatmap(
             trace.attentions[2, 3], tokens, tokens, "t", zmax=None
         ),
-        "head statistics, 6 × 12": explorer_charts.head_stat_grid(
+        "head statistics, 6 × 12": heatmaps_charts.head_stat_grid(
             stats.entropy, stats.sink, "t", "bits"
         ),
         "hidden states 512 × 384": charts.matrix_heatmap(

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from core.bert import BertEncoder, Trace
-from core.heads import value_weighted_norms, value_weighted_share
-from core.learning import piece_index as piece_index  # where a shared piece sits (views)
-from core.learning import piece_key, shared_tokens
+from core.context import piece_index as piece_index  # where a shared piece sits views
+from core.context import piece_key, shared_tokens
+from core.multi_head import value_weighted_norms, value_weighted_share
 from core.text import CLS, SEP
 
 SPECIAL_TOKENS = frozenset({CLS, SEP})
@@ -329,7 +329,7 @@ def shared_pieces(
     special_b: Sequence[bool] | None = None,
 ) -> list[str]:
     """Word pieces present in both sentences (no specials; a BPE piece's leading space
-    ignored, core.learning.piece_key), longest first. special_a, special_b: the Traces' masks
+    ignored, core.context.piece_key), longest first. special_a, special_b: the Traces' masks
     of special pieces (<s>, </s>, …); without them [CLS]/[SEP] by their text.
 
     Longest first puts content words ("bank") before "the" and "." — usually the one to compare.

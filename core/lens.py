@@ -3,7 +3,7 @@
 The encoder lens (MiniLM has no output head) compares every layer with the last one: each
 token's cosine to its own final vector, the mean-pooled layer state's cosine to the final
 sentence embedding, and (through the input word-piece table, which BERT also uses as its output
-table) the nearest word pieces of a token at every layer, via core.geometry.nearest_words.
+table) the nearest word pieces of a token at every layer, via core.embeddings.nearest_words.
 
 A decoder's logit lens (nostalgebraist, 2020) reads every layer's vector at one position through
 the model's own final norm and output head, as if the layers above were skipped: the next
@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from core.bert import BertEncoder
-from core.geometry import nearest_words
+from core.embeddings import nearest_words
 from core.positional import cosine, unit_rows
 
 

@@ -36,7 +36,7 @@ from scipy.sparse.csgraph import maximum_flow
 
 from core.attention import merge_heads
 from core.bert import BertEncoder, Trace
-from core.heads import head_output_projection
+from core.multi_head import head_output_projection
 
 MAX_FLOW_PIECES = 40  # n² max-flows on a graph of (L + 1)·n nodes: 0.5–0.7 s at 40 on one core
 FLOW_RESOLUTION = 1_000_000  # scipy's max-flow wants integer capacities: shares × 10⁶

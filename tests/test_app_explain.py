@@ -20,8 +20,12 @@ from conftest import (
 from shown import bar_series, html_figures, model_view_tiles, shown
 from shown import sent_array as array
 
-from core import explain, saliency, similarity, words
-from ui import explain_charts, html_heatmap
+from core import explanations, information_flow, saliency, similarity, words
+from ui import (
+    explanations_charts,
+    explanations_runs,
+    html_heatmap,
+)
 
 FLOW = "views/information_flow.py"
 EXPLANATIONS = "views/explanations.py"
@@ -120,7 +124,7 @@ def test_word_level_switch_merges_pieces_and_off_changes_nothing():
 
 
 def test_flow_page_draws_a_long_sentence_as_an_image_and_plotly_bars():
-    """Past learning_charts.fits_a_grid the rollout is one image whose readout numbers are
+    """Past matrix_charts.fits_a_grid the rollout is one image whose readout numbers are
     rollout's rows (each sums to 1); past widgets.HTML_BARS_UP_TO the shares are plotly's
     grouped bars, whose arrays the shares sum to 1 in."""
     text = " ".join(["The river bank was quiet after the storm."] * 4)  # 38 word pieces
@@ -208,13 +212,12 @@ def test_explanations_page_every_method_agreement_and_deletion(model):
 
 
 def test_explanations_band_shrinks_to_the_budget_at_long_sentences():
-    from ui import explain_state
 
-    assert explain_state.random_orders_for(40, 6) == 10
-    assert explain_state.random_orders_for(128, 6) == explain_state.MIN_RANDOM_ORDERS
-    for n in range(8, explain_state.MAX_GRADIENT_PIECES + 1):
-        orders = explain_state.random_orders_for(n, 6)
-        assert orders == 10 or n * (6 + orders) <= explain_state.DELETION_WORK or orders == 3
+    assert explanations_runs.random_orders_for(40, 6) == 10
+    assert explanations_runs.random_orders_for(128, 6) == explanations_runs.MIN_RANDOM_ORDERS
+    for n in range(8, explanations_runs.MAX_GRADIENT_PIECES + 1):
+        orders = explanations_runs.random_orders_for(n, 6)
+        assert orders == 10 or n * (6 + orders) <= explanations_runs.DELETION_WORK or orders == 3
 
 
 def test_flow_page_sets_its_own_numbers_beside_abnar_and_zuidema(model):
@@ -224,7 +227,7 @@ def test_flow_page_sets_its_own_numbers_beside_abnar_and_zuidema(model):
     (table,) = at.dataframe
     shown_rho = table.value.set_index("method")
     trace = model.run(text)
-    flow = explain.information_flow(model, trace)
+    flow = information_flow.information_flow(model, trace)
     target = saliency.embedding_target(trace)
     allowed = saliency.removable(trace.tokens)
     from scipy.stats import spearmanr
@@ -240,7 +243,7 @@ def test_flow_page_sets_its_own_numbers_beside_abnar_and_zuidema(model):
         for name in ("attention", "rollout", "flow"):
             values = flow.scores()[name]
             rho[name] = spearmanr(values[allowed], reference[allowed]).statistic
-            label = explain.METHOD_LABELS[name]
+            label = explanations.METHOD_LABELS[name]
             assert shown_rho.loc[label, column] == pytest.approx(rho[name], abs=0.006), label
         for rolled in ("rollout", "flow"):
             comparisons += 1
@@ -253,7 +256,7 @@ def test_flow_page_sets_its_own_numbers_beside_abnar_and_zuidema(model):
         assert "goes the other way from the paper" in texts
     else:
         assert f"in {wins} of {comparisons} comparisons" in texts
-    bits, even = explain.share_entropy(flow.scores()["flow"])
+    bits, even = information_flow.share_entropy(flow.scores()["flow"])
     assert f"{bits:.2f} bits of the {even:.2f}" in texts
 
 
@@ -323,7 +326,7 @@ def test_pages_at_512_word_pieces_say_what_they_leave_out():
     explanations = run_page(EXPLANATIONS, text=text)
     assert_no_exception(explanations)
     assert any("Left out at 512 word pieces" in i.value for i in explanations.info)
-    # 512 pieces x 8 steps is the request's budget of 4,096 (explain_state.GRADIENT_WORK)
+    # 512 pieces x 8 steps is the request's budget of 4,096 (explanations_runs.GRADIENT_WORK)
     assert any(
         "integrated gradients runs 8 of the 32 steps asked" in c.value for c in explanations.caption
     )
@@ -334,7 +337,9 @@ def test_pages_at_512_word_pieces_say_what_they_leave_out():
 
 def test_methods_heatmap_scales_each_row_and_escapes_tokens():
     matrix = np.array([[0.5, 0.25, 0.25], [-2.0, 1.0, 0.0]])
-    fig = explain_charts.methods_heatmap(matrix, ["a", "b"], ["[CLS]", "<b>x</b>", "[SEP]"], "t")
+    fig = explanations_charts.methods_heatmap(
+        matrix, ["a", "b"], ["[CLS]", "<b>x</b>", "[SEP]"], "t"
+    )
     z = np.array(fig.data[0].z)
     np.testing.assert_allclose(z, [[1.0, 0.5, 0.5], [-1.0, 0.5, 0.0]])
     assert [shown(t) for t in fig.layout.xaxis.ticktext] == ["[CLS]", "<b>x</b>", "[SEP]"]
@@ -347,12 +352,14 @@ def test_methods_grid_scales_each_row_and_writes_tokens_as_text():
 
     tokens = ["[CLS]", "<b>x</b>", "[SEP]"]
     matrix = np.array([[0.5, 0.25, 0.25], [-2.0, 1.0, 0.0]])
-    grid = html_figures_of(explain_charts.methods_grid(matrix, ["a", "b"], tokens, "t", "w", "m"))
+    grid = html_figures_of(
+        explanations_charts.methods_grid(matrix, ["a", "b"], tokens, "t", "w", "m")
+    )
     assert grid["m"]["columns"] == tokens and grid["m"]["rows"] == ["a", "b"]
     np.testing.assert_allclose(grid["m"]["numbers"], [1.0, 0.5, 0.5, -1.0, 0.5, 0.0])
     wide = np.tile(matrix, 7)  # (2, 21): one image
     image = html_figures_of(
-        explain_charts.methods_grid(wide, ["a", "b"], tokens * 7, "t", "w", "m")
+        explanations_charts.methods_grid(wide, ["a", "b"], tokens * 7, "t", "w", "m")
     )
     assert image["m"]["image"]
     np.testing.assert_allclose(
@@ -362,7 +369,7 @@ def test_methods_grid_scales_each_row_and_writes_tokens_as_text():
 
 def test_agreement_grid_writes_every_rho_and_says_why_one_is_missing():
     rho = np.array([[1.0, -0.25, np.nan], [-0.25, 1.0, np.nan], [np.nan, np.nan, np.nan]])
-    html = explain_charts.agreement_grid(rho, ["a", "b", "flat"], "ρ", "r")
+    html = explanations_charts.agreement_grid(rho, ["a", "b", "flat"], "ρ", "r")
     from shown import html_figures_of
 
     numbers = html_figures_of(html)["r"]["numbers"]

@@ -134,9 +134,9 @@ def test_the_model_run_rule_can_fail():
     )
     assert {"padded_run", "deeper"} <= running and "weights" not in running
     page = (
-        "from core import padding\nfrom ui import state\nfrom ui import course_state as cs\n"
-        "a = padding.padded_run(model)\nb = cs.padded_run(model)\nc = model.run('x')\n"
-        "d = state.trace(model)\ne = deeper(model)\nf = padding.weights(model)\n"
+        "from core import scaling_masking\nfrom ui import state\nfrom ui import scaling_masking_runs as runs\n"
+        "a = scaling_masking.padded_run(model)\nb = runs.padded_run(model)\nc = model.run('x')\n"
+        "d = state.trace(model)\ne = deeper(model)\nf = scaling_masking.weights(model)\n"
     )
     assert [line.split(":")[0] for line in model_runs_in_page(page, running)] == [
         "line 4",
@@ -333,7 +333,7 @@ def _own_returns(function: ast.FunctionDef) -> list[ast.Return]:
 
 def _builder_wrappers(paths: list[Path]) -> frozenset[tuple[str, str]]:
     """(module, function) of the functions in ui/ whose every return is a builder call, e.g.
-    learning_charts.pair_grid: choosing a colour range, then html_heatmap.value_grid(...)."""
+    matrix_charts.pair_grid: choosing a colour range, then html_heatmap.value_grid(...)."""
     wrappers = set()
     for path in paths:
         for function in ast.parse(path.read_text()).body:
@@ -350,7 +350,7 @@ def test_html_figures_come_only_from_the_tested_builder():
     returns one), and no module but HTML_FIGURE_MAKERS makes an HtmlFigure (a NewType is not
     checked at run time)."""
     wrappers = _builder_wrappers(files("ui"))
-    assert ("learning_charts", "pair_grid") in wrappers  # the rule sees the wrappers in use
+    assert ("matrix_charts", "pair_grid") in wrappers  # the rule sees the wrappers in use
     for path in [*files("views"), *files("ui"), ROOT / "app.py"]:
         tree = ast.parse(path.read_text())
         for call in _calls_named(tree, "show_html_figure"):

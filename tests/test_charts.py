@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from shown import shown
 
-from ui import charts, widgets
+from ui import charts, embeddings_charts, widgets
 
 
 def test_repeated_tokens_keep_their_own_rows():
@@ -85,11 +85,10 @@ def test_long_heatmap_fits_its_colour_scale_and_says_so():
 def test_path_chart_numbers_every_state_once():
     """The first path numbers its states 0..L; the others are not numbered, so the numbers of
     paths that start (and often end) close together do not pile up."""
-    from ui import geometry_charts
 
     n_states, m = 7, 5
     coords = np.random.default_rng(0).normal(size=(n_states, m, 2))  # (L + 1, m, 2)
-    fig = geometry_charts.trajectory_figure(
+    fig = embeddings_charts.trajectory_figure(
         coords,
         np.array([1, 3, 4]),
         ["a", "bank", "c", "bank", "bank"],

@@ -15,6 +15,7 @@ import torch
 from tiny_bert import forward_loop, raw_tensors, write_tiny_bert
 
 import core
+from core import context, scaling_masking
 from core.weights import hf_to_own_name, load_weights, read_config
 
 TEXT, PAIR = "the river bank flows", "money grows"
@@ -114,7 +115,6 @@ def test_positions_beyond_the_table_are_cut(tiny_dir):
 def test_a_config_with_8192_positions_is_read_to_512_pieces_everywhere(tmp_path):
     """max_position_embeddings comes from the checkpoint: 8,192 would let a 20,000-character text
     through as 8,192 pieces, and the (L, H, n, n) block of a real model would need ~39 GB."""
-    from core import learning, padding
     from core.text import MAX_PIECES
 
     model = core.load_folder(write_tiny_bert(tmp_path / "long", max_positions=8192))
@@ -125,8 +125,11 @@ def test_a_config_with_8192_positions_is_read_to_512_pieces_everywhere(tmp_path)
     assert trace.n_tokens == 512 and trace.attentions.shape == (2, 2, 512, 512)
     assert model.encode(text, None).input_ids[-1] == model.tokenizer.sep_id
     assert model.position_vectors().shape == (512, 8)
-    assert padding.padded_run(model, "the bank", 10_000, masked=True).attentions.shape[-1] == 512
-    assert learning.static_sentence(model, text).vectors.shape == (512, 8)
+    assert (
+        scaling_masking.padded_run(model, "the bank", 10_000, masked=True).attentions.shape[-1]
+        == 512
+    )
+    assert context.static_sentence(model, text).vectors.shape == (512, 8)
     short = core.load_folder(write_tiny_bert(tmp_path / "short", max_positions=40))
     assert short.max_positions == 40 and short.run(text).n_tokens == 40  # the table, if smaller
 

@@ -1,4 +1,4 @@
-"""core.heads and core.head_stats against explicit loops over heads, queries and keys.
+"""core.multi_head and core.head_stats against explicit loops over heads, queries and keys.
 
 Attention arrays are random (rows of a softmax) or come from a tiny random BERT; W_O is read
 straight from its checkpoint file, so no reference here goes through core/.
@@ -13,7 +13,7 @@ import pytest
 from tiny_bert import raw_tensors, write_tiny_bert
 
 import core
-from core import head_stats, heads
+from core import head_stats, multi_head
 
 TOKENS = ["[CLS]", "the", "bank", "[SEP]", "of", "river", "[SEP]"]
 SEGMENTS = [0, 0, 0, 0, 1, 1, 1]
@@ -33,7 +33,7 @@ def tiny(tmp_path_factory):
     return model, model.run("the river bank flows", "money grows"), raw_tensors(path)
 
 
-# ---- core.heads ---------------------------------------------------------------------------------
+# ---- core.multi_head -----------------------------------------------------------------------------
 
 
 def test_transformed_values_and_value_weighted_norms_by_loops(tiny):
@@ -41,8 +41,8 @@ def test_transformed_values_and_value_weighted_norms_by_loops(tiny):
     for layer in range(model.n_layers):
         w_o = raw[f"encoder.layer.{layer}.attention.output.dense.weight"]  # (d_model, H·d_head)
         values, attn = trace.values[layer], trace.attentions[layer]
-        moved = heads.transformed_values(model, trace, layer)  # (H, n, d_model)
-        norms = heads.value_weighted_norms(model, trace, layer)  # (H, n, n)
+        moved = multi_head.transformed_values(model, trace, layer)  # (H, n, d_model)
+        norms = multi_head.value_weighted_norms(model, trace, layer)  # (H, n, n)
         for h in range(model.n_heads):
             for j in range(trace.n_tokens):
                 for o in range(model.d_model):  # output o reads column h·d_head + c for c < d_head
@@ -58,8 +58,8 @@ def test_transformed_values_and_value_weighted_norms_by_loops(tiny):
 def test_head_outputs_and_their_concatenation_by_loops(tiny):
     model, trace, _ = tiny
     layer, n = 1, trace.n_tokens
-    outputs = heads.head_outputs(trace, layer)  # (H, n, d_head)
-    concatenated = heads.concatenated_heads(trace, layer)  # (n, H·d_head)
+    outputs = multi_head.head_outputs(trace, layer)  # (H, n, d_head)
+    concatenated = multi_head.concatenated_heads(trace, layer)  # (n, H·d_head)
     attn, values = trace.attentions[layer], trace.values[layer]
     for h in range(model.n_heads):
         for i in range(n):
@@ -72,7 +72,7 @@ def test_head_outputs_and_their_concatenation_by_loops(tiny):
 def test_value_weighted_share_by_loop():
     norms = np.abs(np.random.default_rng(1).normal(size=(2, 4, 5)))
     norms[1, 2] = 0.0  # a row with nothing in it stays zero
-    share = heads.value_weighted_share(norms)
+    share = multi_head.value_weighted_share(norms)
     for h in range(2):
         for i in range(4):
             total = sum(norms[h, i])
@@ -83,7 +83,7 @@ def test_value_weighted_share_by_loop():
 def test_gap_and_top_disagreements_by_brute_force():
     attn = random_attention((3, 5, 5), seed=4)
     share = random_attention((3, 5, 5), seed=5)
-    gap = heads.raw_vs_weighted_gap(attn, share)
+    gap = multi_head.raw_vs_weighted_gap(attn, share)
     for h in range(3):
         per_query = [
             0.5 * sum(abs(attn[h, i, j] - share[h, i, j]) for j in range(5)) for i in range(5)
@@ -93,11 +93,11 @@ def test_gap_and_top_disagreements_by_brute_force():
         ((abs(attn[0, i, j] - share[0, i, j]), i, j) for i in range(5) for j in range(5)),
         reverse=True,
     )
-    top = heads.top_disagreements(attn[0], share[0], k=4)
+    top = multi_head.top_disagreements(attn[0], share[0], k=4)
     assert [(d.query, d.key) for d in top] == [(i, j) for _, i, j in pairs[:4]]
     assert [d.attn_weight for d in top] == [attn[0, i, j] for _, i, j in pairs[:4]]
     assert [d.weighted_share for d in top] == [share[0, i, j] for _, i, j in pairs[:4]]
-    rows = heads.disagreement_table(attn[0], share[0], list("abcde"), k=2)
+    rows = multi_head.disagreement_table(attn[0], share[0], list("abcde"), k=2)
     (_, i, j) = pairs[0]
     assert rows[0] == {
         "query": "abcde"[i],
@@ -237,7 +237,7 @@ def test_head_view_lines_by_brute_force(options):
 
 def test_head_view_weights_are_the_value_weighted_share(tiny):
     model, trace, _ = tiny
-    norms = heads.value_weighted_norms(model, trace, 1)
+    norms = multi_head.value_weighted_norms(model, trace, 1)
     shares = head_stats.head_view_weights(model, trace, 1, value_weighted=True)
     for h in range(model.n_heads):
         for i in range(trace.n_tokens):

@@ -17,7 +17,7 @@ import torch
 from tiny_bert import write_tiny_bert
 
 import core
-from core import heads, scaling
+from core import multi_head, scaling_masking
 
 ATOL = 2e-5
 
@@ -83,7 +83,7 @@ def assert_trace_matches_hooks(model, reference, text, pair=None) -> int:
         np.testing.assert_allclose(trace.attentions[layer], got["attentions"][layer], atol=ATOL)
         # The heads' outputs side by side: what W_O reads in transformers.
         np.testing.assert_allclose(
-            heads.concatenated_heads(trace, layer), got["concat"][layer], atol=ATOL
+            multi_head.concatenated_heads(trace, layer), got["concat"][layer], atol=ATOL
         )
         compared += 1
     for index, ref in enumerate(got["hidden_states"]):
@@ -133,13 +133,13 @@ def test_tiny_value_weighted_norms_and_w_o_slices(tiny):
     for layer in range(model.n_layers):
         expected = value_weighted_norms_by_hand(reference, got, layer, model.n_heads)
         np.testing.assert_allclose(
-            heads.value_weighted_norms(model, trace, layer), expected, rtol=1e-5, atol=1e-6
+            multi_head.value_weighted_norms(model, trace, layer), expected, rtol=1e-5, atol=1e-6
         )
         dense = reference.encoder.layer[layer].attention.output.dense
-        w_o, b_o = heads.output_projection(model, layer)
+        w_o, b_o = multi_head.output_projection(model, layer)
         np.testing.assert_array_equal(w_o, dense.weight.detach().numpy())
         np.testing.assert_array_equal(b_o, dense.bias.detach().numpy())
-        per_head_w_o = heads.head_output_projection(model, layer)  # (H, d_head, d_model)
+        per_head_w_o = multi_head.head_output_projection(model, layer)  # (H, d_head, d_model)
         for h in range(model.n_heads):
             for c in range(model.d_head):
                 np.testing.assert_array_equal(
@@ -152,7 +152,7 @@ def test_tiny_cross_attention_of_two_sentences(tiny):
     model, reference = tiny
     a, b = model.run("the river bank flows"), model.run("money grows a bank of time")
     layer = 1
-    cross = scaling.cross_attention(model, a, b, layer)
+    cross = scaling_masking.cross_attention(model, a, b, layer)
     self_attention = reference.encoder.layer[layer].attention.self
     x_a = torch.from_numpy(np.array(a.hidden_states[layer]))
     x_b = torch.from_numpy(np.array(b.hidden_states[layer]))
@@ -194,6 +194,6 @@ def test_minilm_value_weighted_norms(model, minilm_reference):
     for layer in layers:
         expected = value_weighted_norms_by_hand(minilm_reference, got, layer, model.n_heads)
         np.testing.assert_allclose(
-            heads.value_weighted_norms(model, trace, layer), expected, rtol=1e-4, atol=1e-5
+            multi_head.value_weighted_norms(model, trace, layer), expected, rtol=1e-4, atol=1e-5
         )
     assert len(got["attentions"]) == 6

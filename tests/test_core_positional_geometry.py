@@ -1,4 +1,4 @@
-"""core.positional, core.geometry and core.text against the formulas written out one entry at a time.
+"""core.positional, core.embeddings and core.text against the formulas written out one entry at a time.
 
 Position encodings follow "Attention is all you need" (Vaswani et al., 2017):
 PE(p, 2i) = sin(p / 10000^(2i/d)), PE(p, 2i+1) = cos(p / 10000^(2i/d)).
@@ -14,8 +14,9 @@ import pytest
 from tiny_bert import cosine_loop, write_tiny_bert
 
 import core
-from core import geometry, positional
+from core import embeddings, positional
 from core.text import truncate_longest_first
+from ui import positional_charts
 
 
 def pe_loop(n: int, d: int) -> np.ndarray:
@@ -210,7 +211,7 @@ def test_permutation_experiment_by_loops(tiny):
     assert capped.tokens == (*trace.tokens[:4], trace.tokens[-1])
 
 
-# ---- core.geometry ------------------------------------------------------------------------------
+# ---- core.embeddings ---------------------------------------------------------------------------
 
 
 def pca_by_svd(vectors: np.ndarray, k: int) -> np.ndarray:
@@ -228,26 +229,26 @@ def assert_same_up_to_sign(got: np.ndarray, expected: np.ndarray) -> None:
 def test_pca_projections_equal_the_svd():
     rng = np.random.default_rng(7)
     vectors = rng.normal(size=(9, 5)) * [5.0, 3.0, 2.0, 1.0, 0.5]
-    assert_same_up_to_sign(geometry.project(vectors, "pca", 2), pca_by_svd(vectors, 2))
+    assert_same_up_to_sign(embeddings.project(vectors, "pca", 2), pca_by_svd(vectors, 2))
     ids = np.array([3, 1, 3, 2, 1])
     rows = rng.normal(size=(5, 4))
     rows[2], rows[4] = rows[0], rows[1]  # equal ids, equal static rows
-    unique = geometry.project_unique(rows, ids)
+    unique = embeddings.project_unique(rows, ids)
     np.testing.assert_array_equal(unique[0], unique[2])
     assert_same_up_to_sign(unique[[1, 3, 0]], pca_by_svd(rows[[1, 3, 0]], 2))
     hidden = rng.normal(size=(3, 4, 6))
-    paths = geometry.trajectories(hidden)
+    paths = embeddings.trajectories(hidden)
     expected = pca_by_svd(hidden.reshape(12, 6), 2).reshape(3, 4, 2)  # one plane for all layers
     assert_same_up_to_sign(paths.reshape(12, 2), expected.reshape(12, 2))
-    plane = geometry.shared_plane(hidden[0], hidden[1])
+    plane = embeddings.shared_plane(hidden[0], hidden[1])
     both = pca_by_svd(np.concatenate([hidden[0], hidden[1]]), 2)
     assert_same_up_to_sign(np.concatenate([plane.coords_first, plane.coords_second]), both)
     for i in range(4):
         assert plane.cosines[i] == pytest.approx(cosine_loop(hidden[0, i], hidden[1, i]))
     assert plane.mean_cosine == pytest.approx(np.mean(plane.cosines))
-    assert geometry.project(vectors[:1], "pca").tolist() == [[0.0, 0.0]]
-    assert geometry.tsne_perplexity(10) == pytest.approx(3.0)
-    assert geometry.tsne_perplexity(1000) == geometry.TSNE_PERPLEXITY
+    assert embeddings.project(vectors[:1], "pca").tolist() == [[0.0, 0.0]]
+    assert embeddings.tsne_perplexity(10) == pytest.approx(3.0)
+    assert embeddings.tsne_perplexity(1000) == embeddings.TSNE_PERPLEXITY
 
 
 def test_cosine_tables_and_neighbours_by_loops():
@@ -259,20 +260,20 @@ def test_cosine_tables_and_neighbours_by_loops():
         for b in range(4):
             assert table[a, b] == pytest.approx(cosine_loop(vectors[a], vectors[b]))
     off = [table[a, b] for a in range(4) for b in range(4) if a != b]
-    np.testing.assert_allclose(geometry.mean_off_diagonal(tables), [np.mean(off)] * 2)
-    assert np.isnan(geometry.mean_off_diagonal(np.ones((1, 1))))
+    np.testing.assert_allclose(embeddings.mean_off_diagonal(tables), [np.mean(off)] * 2)
+    assert np.isnan(embeddings.mean_off_diagonal(np.ones((1, 1))))
     vocabulary = rng.normal(size=(12, 5))
     unit_table = positional.unit_rows(vocabulary)
     allowed = np.ones(12, dtype=bool)
     allowed[[2, 7]] = False
-    ids, cos = geometry.nearest_words(vectors, unit_table, k=3, allowed=allowed)
+    ids, cos = embeddings.nearest_words(vectors, unit_table, k=3, allowed=allowed)
     for q in range(4):
         ranked = sorted(
             (-cosine_loop(vectors[q], vocabulary[r]), r) for r in range(12) if allowed[r]
         )
         assert ids[q].tolist() == [r for _, r in ranked[:3]]
         np.testing.assert_allclose(cos[q], [-c for c, _ in ranked[:3]])
-    assert geometry.word_mask(["[PAD]", "bank", "[unused7]", "##s", "[x"]).tolist() == [
+    assert embeddings.word_mask(["[PAD]", "bank", "[unused7]", "##s", "[x"]).tolist() == [
         False,
         True,
         False,
@@ -284,7 +285,7 @@ def test_cosine_tables_and_neighbours_by_loops():
 def test_points_gathered_from_traces(tiny):
     sentences = ["the river bank flows", "money grows a bank"]
     traces = [tiny.run(s) for s in sentences]
-    points = geometry.gather_points(traces, sentences)
+    points = embeddings.gather_points(traces, sentences)
     expected = [
         (s, p)
         for s, t in enumerate(traces)
@@ -298,27 +299,27 @@ def test_points_gathered_from_traces(tiny):
         np.testing.assert_array_equal(points.static[m], traces[s].static[p])
         np.testing.assert_array_equal(points.hidden[:, m], traces[s].hidden_states[:, p])
         assert points.token_ids[m] == traces[s].input_ids[p]
-    bank = geometry.occurrences(points, "bank")
+    bank = embeddings.occurrences(points, "bank")
     assert bank.tolist() == [2, 7]
-    assert geometry.pick_occurrences(points, "bank", 1).tolist() == [2]
-    assert geometry.sentence_sizes(points) == [4, 4]
-    assert geometry.word_counts(points)["bank"] == (2, 2)
-    stages = geometry.stage_vectors(points, bank)
+    assert embeddings.pick_occurrences(points, "bank", 1).tolist() == [2]
+    assert embeddings.sentence_sizes(points) == [4, 4]
+    assert embeddings.word_counts(points)["bank"] == (2, 2)
+    stages = embeddings.stage_vectors(points, bank)
     np.testing.assert_array_equal(stages[0], points.static[bank])
     np.testing.assert_array_equal(stages[1:], points.hidden[:, bank])
-    layers = geometry.cosine_by_layer(points, bank)
+    layers = embeddings.cosine_by_layer(points, bank)
     assert layers.shape == (tiny.n_layers + 2, 2, 2)
     assert layers[0, 0, 1] == pytest.approx(1.0)  # the same row of the word-piece table
     assert layers[-1, 0, 1] == pytest.approx(
         cosine_loop(points.hidden[-1, 2], points.hidden[-1, 7])
     )
-    capped = geometry.cap_points(points, np.array([7]), cap=3)
+    capped = embeddings.cap_points(points, np.array([7]), cap=3)
     assert capped.n_points == 3 and 7 in [i for i in range(8) if points.tokens[i] in capped.tokens]
     assert "bank" in capped.tokens and capped.n_total == 8
     unit_table = positional.unit_rows(tiny.word_vectors())
-    ids, _ = geometry.nearest_by_stage(points, bank, unit_table, k=2)
+    ids, _ = embeddings.nearest_by_stage(points, bank, unit_table, k=2)
     assert ids.shape == (tiny.n_layers + 2, 2, 2) and (ids[0, :, 0] == 6).all()  # "bank" itself
-    sentences_in, notes = geometry.split_sentences(
+    sentences_in, notes = embeddings.split_sentences(
         "a\n\n b \n" + "x" * 20, max_sentences=2, max_chars=5
     )
     assert sentences_in == ["a", "b"] and len(notes) == 1
@@ -346,12 +347,12 @@ def test_truncate_longest_first_by_brute_force(a, b, budget):
 def test_pick_occurrences_round_robin_over_sentences(tiny):
     """Rank 0 of every sentence first (so each sense is present), then rank 1, …; indices sorted."""
     sentences = ["the bank of the river the", "money grows the"]
-    points = geometry.gather_points([tiny.run(s) for s in sentences], sentences)
-    the = geometry.occurrences(points, "the")
+    points = embeddings.gather_points([tiny.run(s) for s in sentences], sentences)
+    the = embeddings.occurrences(points, "the")
     assert the.tolist() == [0, 3, 5, 8]  # three in sentence 0, one in sentence 1
     expected_order = [0, 8, 3, 5]  # first of each sentence, then the second of sentence 0, …
     for limit in range(1, 5):
-        picked = geometry.pick_occurrences(points, "the", limit)
+        picked = embeddings.pick_occurrences(points, "the", limit)
         assert picked.tolist() == sorted(expected_order[:limit]), limit
 
 
@@ -363,12 +364,12 @@ def test_permutation_grid_carries_every_heads_weights_and_difference(tiny):
     import json
     import re
 
-    from ui import geometry_charts
-
     trace = tiny.run("the river bank flows money grows")
     ids = np.array(trace.input_ids)
     result = positional.permutation_experiment(tiny, trace.tokens, ids, True, seed=2)
-    markup = geometry_charts.permutation_grid(result, True, "with positions", 1, 0, every_head=True)
+    markup = positional_charts.permutation_grid(
+        result, True, "with positions", 1, 0, every_head=True
+    )
     n_heads, n = tiny.n_heads, len(ids)
     assert f'data-every-head-of="{n_heads}"' in markup
     assert f'data-shown="{1 * n_heads + 0}"' in markup
@@ -396,9 +397,9 @@ def test_sense_split_averages_pairs_by_sense_and_leaves_unknown_senses_out():
             [0.1, 0.2, 0.3, 1.0],
         ]
     )[None]  # (1, 4, 4)
-    split = geometry.sense_split(table, ["river", "river", "money", None])
+    split = embeddings.sense_split(table, ["river", "river", "money", None])
     np.testing.assert_allclose(split.same, [0.9])  # the one river-river pair
     np.testing.assert_allclose(split.other, [(0.5 + 0.7) / 2])  # river-money pairs
     assert split.measured
-    lonely = geometry.sense_split(table, ["river", "money", None, None])  # no same-sense pair
+    lonely = embeddings.sense_split(table, ["river", "money", None, None])  # no same-sense pair
     assert np.isnan(lonely.same).all() and not lonely.measured

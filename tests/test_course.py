@@ -22,7 +22,15 @@ from conftest import (
 )
 from torch.utils.flop_counter import FlopCounterMode
 
-from core import block, by_hand, head_roles, learning, padding, positional, scaling
+from core import (
+    by_hand,
+    context,
+    head_roles,
+    inside_layer,
+    positional,
+    qkv,
+    scaling_masking,
+)
 
 BY_HAND, INSIDE = "views/by_hand.py", "views/inside_layer.py"
 SENTENCE = "She sat on the bank of the river."
@@ -122,7 +130,7 @@ def test_break_even_length_is_where_the_square_terms_take_half(model):
 
 # ---- inside a layer -----------------------------------------------------------------------------
 def test_layer_stages_count_every_parameter_of_a_layer(model, reference):
-    stages = block.layer_stages(model, 2)
+    stages = inside_layer.layer_stages(model, 2)
     layer = reference.encoder.layer[2]
     assert sum(s.parameters for s in stages) == sum(p.numel() for p in layer.parameters())
     attention = sum(p.numel() for p in layer.attention.self.parameters())
@@ -155,7 +163,7 @@ def test_sublayer_sizes_match_transformers_hooks(model, reference):
         for hook in hooks:
             hook.remove()
     assert len(captured["a"]) == len(captured["f"]) == model.n_layers
-    sizes = block.sublayer_sizes(model, trace)
+    sizes = inside_layer.sublayer_sizes(model, trace)
     assert sizes.max_rebuild_error < 1e-4
     for layer in range(model.n_layers):
         for token in range(trace.n_tokens):
@@ -170,7 +178,7 @@ def test_sublayer_sizes_match_transformers_hooks(model, reference):
 
 def test_sublayer_sizes_rebuild_a_causal_run_with_a_removed_head(model):
     trace = model.run(SENTENCE, causal=True, ablate={(1, 3)})
-    sizes = block.sublayer_sizes(model, trace)
+    sizes = inside_layer.sublayer_sizes(model, trace)
     assert sizes.max_rebuild_error < 1e-4  # the run's own mask and ablation, recomputed
     # under the causal mask token 0 sees only itself: a_0 = W_O (its heads' values, joined) + b_O
     w_o = model.attention_weights(0).output
@@ -345,8 +353,8 @@ def test_minilm_parks_attention_on_cls_not_sep(model):
 # ---- padding mask ------------------------------------------------------------------------------
 def test_padding_mask_matches_transformers_attention_mask(model, reference):
     text = "The bank raised its rates."
-    masked = padding.padded_run(model, text, 5, masked=True)
-    unmasked = padding.padded_run(model, text, 5, masked=False)
+    masked = scaling_masking.padded_run(model, text, 5, masked=True)
+    unmasked = scaling_masking.padded_run(model, text, 5, masked=False)
     n = masked.n_real
     ids = torch.tensor([list(model.encode(text).input_ids) + [model.tokenizer.id_of("[PAD]")] * 5])
     attention_mask = torch.tensor([[1] * n + [0] * 5])
@@ -362,7 +370,7 @@ def test_padding_mask_matches_transformers_attention_mask(model, reference):
 
 def test_weight_on_pads_without_the_mask_equals_transformers_written_out(model, reference):
     text, n_pad = "The bank raised its rates.", 4
-    unmasked = padding.padded_run(model, text, n_pad, masked=False)
+    unmasked = scaling_masking.padded_run(model, text, n_pad, masked=False)
     n, total = unmasked.n_real, unmasked.n_real + n_pad
     ids = torch.tensor(
         [list(model.encode(text).input_ids) + [model.tokenizer.id_of("[PAD]")] * n_pad]
@@ -390,9 +398,9 @@ def test_weight_on_pads_without_the_mask_equals_transformers_written_out(model, 
 # ---- §1 errors as computed facts ----------------------------------------------------------------
 def test_page_one_scores_are_symmetric_and_its_weights_are_not(model):
     """§1: the row-wise softmax alone makes α asymmetric; S − Sᵀ is exactly 0 on page 1."""
-    sentence = learning.static_sentence(model, "money bank grows")
-    result = learning.parameter_free(sentence.vectors)
-    assert np.array_equal(learning.asymmetry(result.similarity), np.zeros((3, 3)))
+    sentence = context.static_sentence(model, "money bank grows")
+    result = context.parameter_free(sentence.vectors)
+    assert np.array_equal(qkv.asymmetry(result.similarity), np.zeros((3, 3)))
     money_bank, bank_money = result.attn_weights[0, 1], result.attn_weights[1, 0]
     assert money_bank == pytest.approx(0.237, abs=5e-4)  # measured on MiniLM
     assert bank_money == pytest.approx(0.225, abs=5e-4)
@@ -404,20 +412,20 @@ def test_page_one_scores_are_symmetric_and_its_weights_are_not(model):
 
 def test_projections_make_the_scores_themselves_asymmetric(model):
     x = model.run("money bank grows").hidden_states[0]
-    result = learning.qkv_attention(x, learning.random_projections(model.d_model, 8, 0))
-    assert np.abs(learning.asymmetry(result.dot)).max() > 1.0
-    same = learning.random_projections(model.d_model, 8, 0)
-    tied = learning.QKVProjections(
+    result = qkv.qkv_attention(x, qkv.random_projections(model.d_model, 8, 0))
+    assert np.abs(qkv.asymmetry(result.dot)).max() > 1.0
+    same = qkv.random_projections(model.d_model, 8, 0)
+    tied = qkv.QKVProjections(
         same.w_query, same.w_query, same.w_value, same.b_query, same.b_query, same.b_value
     )  # W_k = W_q: symmetric scores again
-    tied_result = learning.qkv_attention(x, tied)
-    np.testing.assert_allclose(learning.asymmetry(tied_result.dot), 0.0, atol=1e-3)
+    tied_result = qkv.qkv_attention(x, tied)
+    np.testing.assert_allclose(qkv.asymmetry(tied_result.dot), 0.0, atol=1e-3)
 
 
 def test_bilinear_form_equals_pairwise_loops(model):
     x = model.run("money bank grows").hidden_states[1]
-    projections = learning.random_projections(model.d_model, 4, 1)
-    form = learning.bilinear_form(x, projections)
+    projections = qkv.random_projections(model.d_model, 4, 1)
+    form = qkv.bilinear_form(x, projections)
     x64 = x.astype(np.float64)
     for i, j in itertools.product(range(len(x64)), repeat=2):
         q = x64[i] @ projections.w_query.astype(np.float64)
@@ -459,7 +467,7 @@ def test_switching_off_the_scale_multiplies_scores_by_sqrt_d_head(model):
 
 def test_trained_scaled_scores_do_not_have_unit_spread(model):
     trace = model.run(SENTENCE)
-    spread = scaling.score_spread_by_layer(trace)
+    spread = scaling_masking.score_spread_by_layer(trace)
     q, k = trace.queries.astype(np.float64), trace.keys.astype(np.float64)
     for layer in range(model.n_layers):
         values = [
@@ -520,9 +528,7 @@ def test_score_terms_split_the_dot_product_of_sums():
 
 
 def test_shared_word_through_heads_matches_the_encoder(model):
-    result = learning.shared_word_through_heads(
-        model, "money bank grows", "river bank flows", "bank"
-    )
+    result = qkv.shared_word_through_heads(model, "money bank grows", "river bank flows", "bank")
     a, b = model.run("money bank grows"), model.run("river bank flows")
     for head in range(model.n_heads):
         out_a = a.attentions[0, head] @ a.values[0, head]  # (n, d_head), from the encoder's run
@@ -720,7 +726,7 @@ def test_named_heads_show_their_role_on_the_example_they_are_shown_with(model):
 
 def test_padded_run_of_a_long_text_reads_its_first_pieces(model):
     text = " ".join(["The bank raised its rates."] * 40)  # ~280 pieces
-    run = padding.padded_run(model, text, 4, masked=True, max_real=64)
+    run = scaling_masking.padded_run(model, text, 4, masked=True, max_real=64)
     assert run.n_real == 64 and run.tokens[63] == "[SEP]" and run.tokens[64:] == ("[PAD]",) * 4
     assert run.attentions.shape == (model.n_layers, model.n_heads, 68, 68)
     assert run.attentions.dtype == np.float32

@@ -8,11 +8,13 @@ has (a sentence vector, a learned table) it must say in one line what it shows f
 
 from __future__ import annotations
 
+import json
 import re
 
 import numpy as np
 import pytest
 from conftest import ROOT, assert_no_exception, drawn_figures, each_tab, page_paths, run_page
+from shown import sent_array
 from streamlit.testing.v1 import AppTest
 from tiny_families import write_tiny_family
 
@@ -218,3 +220,29 @@ def test_every_page_draws_with_the_other_encoders(tmp_path_factory, local_folder
         assert not [e.value for e in at.error], f"{page}: the {family} model was not loaded"
         labels = [toggle.label for toggle in at.sidebar.toggle]
         assert "Causal mask" in labels, f"{page}: not an encoder's switch"
+
+
+def test_a_deep_models_sinks_are_drawn_as_lines(tmp_path_factory, local_folders):
+    """Past widgets.HTML_BARS_UP_TO layers (SmolLM2-135M has 30) Heatmaps draws the weight on
+    the first piece as one line over the layers: its points are the mean weight of every head
+    and query on that key, computed here from the page's own Trace by a loop."""
+    from ui import state, widgets
+
+    n_layers = widgets.HTML_BARS_UP_TO + 2
+    folder = write_tiny_family(
+        tmp_path_factory.mktemp("deep") / "model", "llama", seed=3, n_layers=n_layers,
+        d_model=16, n_heads=2, n_kv_heads=1, d_ff=16,
+    )  # fmt: skip
+    at = run_on(folder, "views/heatmaps.py")
+    assert_no_exception(at)
+    chart = next(chart for chart in at.get("plotly_chart") if chart.key == "hm_sinks")
+    lines = json.loads(chart.proto.spec)["data"]
+    first_line = sent_array(lines[0]["y"])
+    assert len(lines) == 2 and first_line.shape == (n_layers,)
+    assert lines[0]["name"] == "on &#60;s&#62;"  # the piece's name, escaped once
+    trace = state.trace(state.load_model(str(folder)), TEXT)
+    rows = [q for q in range(1, len(trace.tokens)) if not trace.special[q]]  # real pieces after 0
+    for layer in range(n_layers):
+        weights = trace.attentions[layer]  # (H, n, n)
+        on_first = [weights[h, q, 0] for h in range(weights.shape[0]) for q in rows]
+        assert abs(first_line[layer] - float(np.mean(on_first))) < 1e-3

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from ui import door
+from ui import door, explanations_runs
 
 WAIT_S = 30  # an upper bound for a thread to reach a point it is known to reach
 
@@ -321,10 +321,9 @@ def test_cgroup_limits_are_read_for_v1_and_v2(tmp_path):
     ("pieces", "wanted", "steps"), [(512, 32, 8), (128, 64, 32), (64, 64, 64), (20, 32, 32)]
 )
 def test_gradient_steps_are_cut_to_the_requests_budget(pieces, wanted, steps):
-    from ui import explain_state
 
-    assert explain_state.ig_steps_for(pieces, wanted) == steps
-    assert steps * pieces <= max(explain_state.GRADIENT_WORK, pieces)
+    assert explanations_runs.ig_steps_for(pieces, wanted) == steps
+    assert steps * pieces <= max(explanations_runs.GRADIENT_WORK, pieces)
 
 
 def test_a_projection_reads_sentences_up_to_its_budget(model):

@@ -18,7 +18,7 @@ import torch
 from tiny_bert import write_tiny_bert
 from torch.nn import functional as F
 
-from core import explain, lens, rollout, saliency, similarity, words
+from core import explanations, information_flow, lens, rollout, saliency, similarity, words
 from core.bert import BertEncoder
 from core.models import read_config
 from core.text import WordPieceTokenizer
@@ -369,7 +369,7 @@ def test_rank_agreement_equals_scipy_spearman():
     scores = {"a": rng.normal(size=9), "b": rng.normal(size=9), "c": np.arange(9.0) % 3}
     allowed = np.ones(9, dtype=bool)
     allowed[[0, 8]] = False
-    rho = explain.rank_agreement(scores, allowed)
+    rho = explanations.rank_agreement(scores, allowed)
     names = list(scores)
     for p, q in itertools.product(range(3), repeat=2):
         expected = spearmanr(scores[names[p]][allowed], scores[names[q]][allowed]).statistic
@@ -473,15 +473,15 @@ def test_leave_one_out_equals_one_removal_at_a_time_through_transformers(model, 
 
 def test_side_by_side_runs_every_method_and_drops_flow_above_its_limit(model):
     trace = model.run("Fruit flies like a banana.")
-    flow = explain.information_flow(model, trace)
-    gradients = explain.gradient_scores(model, trace, saliency.embedding_target(trace), 8)
-    scores = explain.side_by_side(flow, gradients)
-    assert list(scores) == list(explain.METHOD_LABELS)
+    flow = information_flow.information_flow(model, trace)
+    gradients = explanations.gradient_scores(model, trace, saliency.embedding_target(trace), 8)
+    scores = explanations.side_by_side(flow, gradients)
+    assert list(scores) == list(explanations.METHOD_LABELS)
     for name, values in scores.items():
         assert values.shape == (trace.n_tokens,) and np.isfinite(values).all(), name
     np.testing.assert_allclose(scores["rollout"].sum(), 1.0, rtol=1e-6)  # shares of the sentence
     long_trace = model.run("bank " * 60)
-    assert explain.information_flow(model, long_trace).flow is None
+    assert information_flow.information_flow(model, long_trace).flow is None
 
 
 def mean_of_rows(matrix: np.ndarray) -> list[float]:
@@ -506,7 +506,7 @@ def product_of_layers(mixing: list[np.ndarray]) -> np.ndarray:
 
 def test_information_flow_scores_equal_the_top_layer_shares_written_out(model):
     trace = model.run("Fruit flies like a banana.")
-    scores = explain.information_flow(model, trace).scores()
+    scores = information_flow.information_flow(model, trace).scores()
     n, n_heads = trace.n_tokens, model.n_heads
     weights = np.asarray(trace.attentions, dtype=np.float64)  # (L, H, n, n)
     # last-layer attention: the mean over heads of the top layer, then over its query rows
@@ -550,11 +550,11 @@ def test_information_flow_scores_equal_the_top_layer_shares_written_out(model):
 def test_mean_change_and_special_share_written_out():
     curve = np.array([0.9, 0.7, 0.5, 0.8])  # k = 0 … 3
     expected = ((0.7 - 0.9) + (0.5 - 0.9) + (0.8 - 0.9)) / 3
-    assert explain.mean_change(curve) == pytest.approx(expected)
-    assert explain.mean_change(np.array([0.4])) == 0.0
+    assert explanations.mean_change(curve) == pytest.approx(expected)
+    assert explanations.mean_change(np.array([0.4])) == 0.0
     tokens = ("[CLS]", "a", "b", "[SEP]", "c", "[SEP]")  # a pair: two [SEP]s
     shares = np.array([0.3, 0.1, 0.05, 0.2, 0.15, 0.2])
-    assert explain.special_share(shares, tokens) == pytest.approx(0.3 + 0.2 + 0.2)
+    assert information_flow.special_share(shares, tokens) == pytest.approx(0.3 + 0.2 + 0.2)
 
 
 # ---- 7. lens and words -----------------------------------------------------------------------
@@ -626,28 +626,28 @@ def test_word_merge_sums_keys_and_averages_queries():
 def test_fastest_falls_names_ties_and_counts_the_random_orders_beaten():
     chance = np.array([-0.05, -0.02, 0.01, -0.12])  # four random orders' mean changes
     # a clear winner, below zero and below every random order
-    verdict = explain.fastest_falls({"a": -0.30, "b": -0.10}, chance)
+    verdict = explanations.fastest_falls({"a": -0.30, "b": -0.10}, chance)
     assert (verdict.fastest, verdict.orders_beaten, verdict.beats_chance) == (["a"], 4, True)
     # "Dogs bark.": three methods remove the same pieces; all are named
     tied = {"a": -0.698, "b": -0.698, "c": -0.6981, "d": -0.5}
-    assert explain.fastest_falls(tied, chance).fastest == ["a", "b", "c"]
+    assert explanations.fastest_falls(tied, chance).fastest == ["a", "b", "c"]
     # inside the band: below three orders, not the lowest one
-    inside = explain.fastest_falls({"a": -0.1}, chance)
+    inside = explanations.fastest_falls({"a": -0.1}, chance)
     assert (inside.orders_beaten, inside.beats_chance) == (3, False)
     # within a tie of a random order does not beat it
-    assert explain.fastest_falls({"a": -0.1202}, chance).orders_beaten == 3
+    assert explanations.fastest_falls({"a": -0.1202}, chance).orders_beaten == 3
     # a rise is never a win, even when every random order rises more
-    rising = explain.fastest_falls({"a": 0.001}, np.array([0.05, 0.04]))
+    rising = explanations.fastest_falls({"a": 0.001}, np.array([0.05, 0.04]))
     assert (rising.orders_beaten, rising.beats_chance) == (2, False)
 
 
 def test_deletion_rankings_hold_every_method_and_seeded_random_orders():
     tokens = ("[CLS]", "a", "b", "c", "d", "[SEP]")
     scores = {"m": np.array([9.0, 1.0, 4.0, 3.0, 2.0, 9.0])}
-    rankings = explain.deletion_rankings(scores, tokens, n_random=5)
+    rankings = explanations.deletion_rankings(scores, tokens, n_random=5)
     assert rankings["m"].tolist() == [2, 3, 4, 1]
-    randoms = [name for name in rankings if explain.is_random(name)]
-    assert randoms == [explain.random_name(seed) for seed in range(5)]
+    randoms = [name for name in rankings if explanations.is_random(name)]
+    assert randoms == [explanations.random_name(seed) for seed in range(5)]
     for seed, name in enumerate(randoms):
         expected = np.random.default_rng(seed).permutation([1, 2, 3, 4])
         assert rankings[name].tolist() == expected.tolist()
@@ -655,7 +655,7 @@ def test_deletion_rankings_hold_every_method_and_seeded_random_orders():
         "m": np.array([1.0, 0.5]),
         **{n: np.array([1.0, 0.1 * i]) for i, n in enumerate(randoms)},
     }
-    methods, band = explain.split_chance(curves)
+    methods, band = explanations.split_chance(curves)
     assert list(methods) == ["m"] and band.curves.shape == (5, 2)
     np.testing.assert_allclose(band.low, [1.0, 0.0])
     np.testing.assert_allclose(band.high, [1.0, 0.4])
@@ -678,7 +678,7 @@ def test_paper_check_counts_where_rollout_and_flow_beat_raw_attention():
         "flow": np.array([0.5, 1.0, 1.0, 1.0, 1.0, 1.0, 0.5]),  # flat: ρ undefined
     }
     other = np.array([0.0, 1.0, 3.0, 2.0, 5.0, 4.0, 0.0])
-    check = explain.paper_check(scores, {"removal": importance, "ig": other}, allowed)
+    check = explanations.paper_check(scores, {"removal": importance, "ig": other}, allowed)
     for reference, values in (("removal", importance), ("ig", other)):
         for name in ("attention", "rollout"):
             expected = spearman_written_out(scores[name][allowed], values[allowed])
@@ -688,15 +688,15 @@ def test_paper_check_counts_where_rollout_and_flow_beat_raw_attention():
     # counts (undefined)
     assert (check.wins, check.comparisons) == (1, 2)
     assert not check.agrees and not check.disagrees
-    agreeing = explain.paper_check(scores, {"removal": importance}, allowed)
+    agreeing = explanations.paper_check(scores, {"removal": importance}, allowed)
     assert agreeing.agrees and (agreeing.wins, agreeing.comparisons) == (1, 1)
 
 
 def test_share_entropy_in_bits():
-    bits, even = explain.share_entropy(np.full(8, 1 / 8))
+    bits, even = information_flow.share_entropy(np.full(8, 1 / 8))
     assert bits == pytest.approx(3.0) and even == pytest.approx(3.0)
     shares = np.array([0.5, 0.25, 0.25, 0.0])
-    assert explain.share_entropy(shares) == (pytest.approx(1.5), pytest.approx(2.0))
+    assert information_flow.share_entropy(shares) == (pytest.approx(1.5), pytest.approx(2.0))
 
 
 def test_batch_plan_fits_the_bytes_and_checkpoints_only_when_one_input_would_not(model):
@@ -733,4 +733,4 @@ def test_checkpointed_gradients_equal_the_plain_ones(model):
 def test_average_ranks_equal_scipys(values):
     from scipy.stats import rankdata
 
-    np.testing.assert_array_equal(explain.average_ranks(np.array(values)), rankdata(values))
+    np.testing.assert_array_equal(explanations.average_ranks(np.array(values)), rankdata(values))

@@ -25,7 +25,7 @@ from shown import (
 )
 
 from core import head_stats
-from ui import explorer_charts, exports
+from ui import exports, head_view_charts, heatmaps_charts
 
 HEATMAPS = "views/heatmaps.py"
 HEAD_VIEW = "views/head_view.py"
@@ -179,8 +179,8 @@ def test_pair_filter_keeps_only_the_chosen_blocks(which):
 
 def path_lines(path: str) -> list[tuple[int, int]]:
     """(query, key) of each line of a head-view path: "M0,{query}L1,{key}" again and again,
-    queries at x = 0, keys at x = 1; explorer_charts.NO_LINES holds none."""
-    if path == explorer_charts.NO_LINES:
+    queries at x = 0, keys at x = 1; head_view_charts.NO_LINES holds none."""
+    if path == head_view_charts.NO_LINES:
         return []
     line = r"M0,(\d+)L1,(\d+)"
     assert re.fullmatch(f"(?:{line})+", path), path
@@ -196,19 +196,19 @@ def test_line_opacities_equal_the_weights_in_data_and_figure():
     np.testing.assert_array_equal(lines.opacity, lines.weight)
     np.testing.assert_array_equal(lines.weight, weights[lines.head, lines.query, lines.key])
 
-    fig = explorer_charts.head_view_figure(lines, tokens, PAIR_SEGMENTS, [0, 2], "t")
+    fig = head_view_charts.head_view_figure(lines, tokens, PAIR_SEGMENTS, [0, 2], "t")
     drawn = 0
     for shape in fig.layout.shapes:
         head = int(shape.legendgroup.split()[-1])
-        assert shape.line.color == explorer_charts.head_colour(head)
+        assert shape.line.color == head_view_charts.head_colour(head)
         for query, key in path_lines(shape.path):
             weight = weights[head, query, key]
             # Drawn at √weight (readable when weights are small), batched into buckets: each
             # line is within half a bucket of the square root of its weight.
-            assert abs(shape.opacity - weight**0.5) <= explorer_charts.OPACITY_STEP / 2 + 1e-9
+            assert abs(shape.opacity - weight**0.5) <= head_view_charts.OPACITY_STEP / 2 + 1e-9
             drawn += 1
     assert len(lines) == 2 * n * n
-    assert drawn == np.count_nonzero(lines.weight**0.5 >= explorer_charts.OPACITY_STEP / 2)
+    assert drawn == np.count_nonzero(lines.weight**0.5 >= head_view_charts.OPACITY_STEP / 2)
     assert 0 < drawn < len(lines)  # the faintest lines round to opacity 0 and are left out
     # one legend entry per head, whose click hides the shapes of its group
     assert [(t.name, t.legendgroup) for t in fig.data if t.mode == "lines"] == [
@@ -223,7 +223,7 @@ def drawn_lines(fig: dict, head: int) -> set[tuple[int, int, int]]:
     for shape in fig["layout"].get("shapes", []):
         if shape.get("legendgroup") != f"head {head}" or shape.get("visible") is False:
             continue
-        level = round(shape.get("opacity", 1.0) / explorer_charts.OPACITY_STEP)
+        level = round(shape.get("opacity", 1.0) / head_view_charts.OPACITY_STEP)
         found |= {(query, key, level) for query, key in path_lines(shape["path"])}
     return found
 
@@ -253,7 +253,7 @@ def test_every_head_view_figure_carries_each_heads_lines_as_drawn(stretch):
 
     def figure(layer: int, head: int, more: list[int]) -> dict:
         every_layer = [lines_of(at_layer, range(n_heads)) for at_layer in range(n_layers)]
-        return explorer_charts.every_head_view_figure(
+        return head_view_charts.every_head_view_figure(
             every_layer, n_heads, tokens, PAIR_SEGMENTS, layer, head, more, title_of
         ).to_dict()
 
@@ -261,25 +261,27 @@ def test_every_head_view_figure_carries_each_heads_lines_as_drawn(stretch):
     meta = fig["layout"]["meta"]
     for layer in range(n_layers):
         for head in range(n_heads):
-            alone = explorer_charts.head_view_figure(
+            alone = head_view_charts.head_view_figure(
                 lines_of(layer, [head]), tokens, PAIR_SEGMENTS, [head], "t"
             ).to_dict()
             index = layer * n_heads + head
             assert stored_lines(meta, index) == drawn_lines(alone, head), (layer, head)
             assert meta["heads"][index]["title"] == title_of(layer, head)
-    both = explorer_charts.head_view_figure(lines_of(1, [0, 2]), tokens, PAIR_SEGMENTS, [0, 2], "t")
+    both = head_view_charts.head_view_figure(
+        lines_of(1, [0, 2]), tokens, PAIR_SEGMENTS, [0, 2], "t"
+    )
     assert drawn_lines(fig, 2) and drawn_lines(fig, 0)
     for head in (0, 2):
         assert drawn_lines(fig, head) == drawn_lines(both.to_dict(), head)
     # a legend entry per group, the slider's head first, then the token columns; the groups'
     # shapes in fixed places, a level each
-    levels = explorer_charts.HEAD_VIEW_LEVELS
+    levels = head_view_charts.HEAD_VIEW_LEVELS
     assert [t.get("name") for t in fig["data"][:2]] == ["head 2", "head 0"]
     assert [t["mode"] for t in fig["data"][2:]] == ["markers+text"] * 2
     shapes = fig["layout"]["shapes"]
     assert len(shapes) == 2 * levels
     assert [s["legendgroup"] for s in shapes[::levels]] == ["head 2", "head 0"]
-    assert [round(s["opacity"] / explorer_charts.OPACITY_STEP) for s in shapes[:levels]] == list(
+    assert [round(s["opacity"] / head_view_charts.OPACITY_STEP) for s in shapes[:levels]] == list(
         range(1, levels + 1)
     )
     assert meta["shown"] == 1 * n_heads + 2  # the head drawn, as HEAD_SWITCH_JS reads it
@@ -341,7 +343,7 @@ def test_head_view_labels_are_escaped_text():
     tokens = ["[CLS]", "<b>", "&", "</script>", "[SEP]"]
     weights = random_attention(1, 1, len(tokens))[0]
     lines = head_stats.head_view_lines(weights, np.zeros(len(tokens), dtype=int), [0])
-    fig = explorer_charts.head_view_figure(lines, tokens, np.zeros(5, dtype=int), [0], "t", 1)
+    fig = head_view_charts.head_view_figure(lines, tokens, np.zeros(5, dtype=int), [0], "t", 1)
     labels = [t for trace in fig.data if trace.mode == "markers+text" for t in trace.text]
     assert "<b>▶ &#60;b&#62;</b>" in labels  # the highlighted token: our markup, its text escaped
     others = [shown(label) for label in labels if not label.startswith("<b>▶")]
@@ -356,7 +358,7 @@ def test_shared_pieces_put_content_words_first():
 
 
 def test_compare_rows_figure_marks_the_word():
-    fig = explorer_charts.compare_rows_figure(
+    fig = heatmaps_charts.compare_rows_figure(
         [np.array([0.5, 0.5]), np.array([0.2, 0.3, 0.5])],
         [["a", "<i>"], ["x", "y", "z"]],
         [1, 2],
@@ -373,7 +375,7 @@ def test_compare_rows_figure_marks_the_word():
 def test_head_stat_grid_marks_sink_heads():
     sink = np.array([[True, False, False], [False, False, True]])
     stat = np.array([[0.05, 0.5, 0.95], [0.62, 1.0, 0.3]])
-    fig = explorer_charts.head_stat_grid(stat, sink, "t", "share", zmax=1.0)
+    fig = heatmaps_charts.head_stat_grid(stat, sink, "t", "share", zmax=1.0)
     marked = next(t for t in fig.data if getattr(t, "mode", "") == "markers")
     rows, cols = np.round(np.array(marked.y) + 0.3), np.round(np.array(marked.x) - 0.36)
     assert sorted(zip(rows.tolist(), cols.tolist(), strict=True)) == [
@@ -842,7 +844,7 @@ def test_browser_head_view_switches_layer_and_head_in_the_browser(server, browse
             heads,
             min_opacity=0.025,  # the page's 2.5 %
         )
-        fig = explorer_charts.head_view_figure(lines, trace.tokens, trace.segments, heads, "t")
+        fig = head_view_charts.head_view_figure(lines, trace.tokens, trace.segments, heads, "t")
         return {
             (f"head {head}", level, q, k)
             for head in heads
@@ -868,9 +870,9 @@ def test_browser_head_view_switches_layer_and_head_in_the_browser(server, browse
                 arg=layer * n_heads + head,
                 timeout=30_000,
             )
-            title = page.evaluate(HEAD_VIEW_DRAWN_JS, explorer_charts.OPACITY_STEP)["title"]
+            title = page.evaluate(HEAD_VIEW_DRAWN_JS, head_view_charts.OPACITY_STEP)["title"]
             assert title.startswith(f"\x3cb>Layer {layer} · head"), title
-            drawn = page.evaluate(HEAD_VIEW_DRAWN_JS, explorer_charts.OPACITY_STEP)["lines"]
+            drawn = page.evaluate(HEAD_VIEW_DRAWN_JS, head_view_charts.OPACITY_STEP)["lines"]
             shown = {(name, level, int(q), int(k)) for name, level, q, k in drawn}
             assert len(shown) == len(drawn), "a line drawn twice"
             assert shown == server_lines(layer, sorted({head, *more})), (layer, head, more)

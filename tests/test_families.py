@@ -18,7 +18,7 @@ from tiny_families import load_reference, write_tiny_family
 from torch.nn import functional as F
 
 import core
-from core import words
+from core import inside_layer, words
 from core.models import policy_from_settings
 from core.reference import compare, reference_logits, reference_outputs
 from core.text import PieceTokenizer, readable_piece
@@ -522,7 +522,6 @@ SUBLAYER_MODULES = {
 
 @pytest.mark.parametrize("name", ["bert", "gpt2", "llama"])
 def test_sublayer_sizes_equal_transformers_own_intermediates(checkpoints, name):
-    from core import block
     from core.reference import _layer_modules
 
     family, model, folder = loaded(checkpoints, name)
@@ -550,7 +549,7 @@ def test_sublayer_sizes_equal_transformers_own_intermediates(checkpoints, name):
         reference(input_ids=ids)
     for handle in handles:
         handle.remove()
-    sizes = block.sublayer_sizes(model, trace)
+    sizes = inside_layer.sublayer_sizes(model, trace)
     assert sizes.max_rebuild_error < 1e-5 and len(seen) == 3 * N_LAYERS
     for layer in range(N_LAYERS):
         for role, ours in (("a", sizes.attention_update), ("h", sizes.mid_stream),

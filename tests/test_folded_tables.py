@@ -13,6 +13,7 @@ from conftest import assert_no_exception, open_tab, run_page
 from shown import html_figures
 
 import core
+from ui import multi_head_runs
 
 SENTENCE = "The bank raised its rates."
 PAIR = ("A man is playing a guitar.", "Someone plays an instrument.")
@@ -74,10 +75,9 @@ def test_explanation_scores_table_is_the_heatmaps_rows():
 
 
 def test_probe_sentences_table_lists_the_probe_sentences():
-    from ui import course_state
 
     at = run_page("views/multi_head.py", text=SENTENCE)
     open_tab(at, "mh_section", "1 · All heads")
     assert_no_exception(at)
     table = opened(at, "mh_probes")
-    assert list(table["sentence"]) == list(course_state.probe_sentences())
+    assert list(table["sentence"]) == list(multi_head_runs.probe_sentences())

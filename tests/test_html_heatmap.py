@@ -14,7 +14,7 @@ import numpy as np
 import plotly.colors
 import pytest
 
-from ui import charts, html_heatmap
+from ui import charts, html_heatmap, matrix_charts
 
 HOSTILE = ["[CLS]", "<img src=x onerror=alert(1)>", 'a"b', "&amp;", "**bold**", "[SEP]"]
 
@@ -564,22 +564,21 @@ def test_bar_rows_show_hostile_labels_and_series_names_as_text():
 def test_wide_grids_of_weights_write_two_decimals_as_fractions():
     """Past six columns one decimal would turn every small weight into 0.0: weights and shares
     are written as the Overview writes them ('.07'), other values with one decimal."""
-    from ui import learning_charts
 
     weights = np.full((2, 8), 0.07)
     weights[0, :2] = [0.125, 1.0]
     grid = read(
-        learning_charts.pair_grid(
+        matrix_charts.pair_grid(
             np.pad(weights, ((0, 6), (0, 0)), constant_values=0.07), list("abcdefgh"), "α", "w"
         )
     )
     cells = [c["text"] for c in grid.children if c["tag"] == "i"]
     assert cells[:3] == [".13", "1.0", ".07"]  # 0.125 rounds half up, as number_text does
     scores = read(
-        learning_charts.pair_grid(np.full((8, 8), 0.07) * 20, list("abcdefgh"), "S", "s", zmax=None)
+        matrix_charts.pair_grid(np.full((8, 8), 0.07) * 20, list("abcdefgh"), "S", "s", zmax=None)
     )
     assert {c["text"] for c in scores.children if c["tag"] == "i"} == {"1.4"}
-    few = read(learning_charts.pair_grid(np.full((3, 3), 0.07), list("abc"), "α", "w"))
+    few = read(matrix_charts.pair_grid(np.full((3, 3), 0.07), list("abc"), "α", "w"))
     assert {c["text"] for c in few.children if c["tag"] == "i"} == {"0.07"}
 
 

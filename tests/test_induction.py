@@ -17,7 +17,7 @@ import torch
 from shown import sent_array
 
 from core import induction
-from ui import door, induction_charts, induction_state
+from ui import door, induction_charts, induction_runs
 
 torch.set_num_threads(1)  # the page trains on one thread; determinism is checked on the same
 
@@ -425,8 +425,8 @@ def fresh_door():
 
 def test_a_training_run_is_cached_read_only(fresh_door):
     short = dataclasses.replace(SETTINGS, max_steps=6)
-    run = induction_state.trained_run(short)
-    assert induction_state.trained_run(short) is run  # the second visitor trains nothing
+    run = induction_runs.trained_run(short)
+    assert induction_runs.trained_run(short) is run  # the second visitor trains nothing
     np.testing.assert_array_equal(run.repeated_loss, induction.train_induction(short).repeated_loss)
     assert not run.induction.flags.writeable
     assert induction.training_bytes(short) > 10 * door.nbytes(run)  # training holds the most
@@ -435,11 +435,11 @@ def test_a_training_run_is_cached_read_only(fresh_door):
 def test_found_scores_of_a_trace(fresh_door, model):
     trace = model.run("a b c d e a b c d e")  # [CLS] a b c d e a b c d e [SEP]
     layout = induction.RepeatLayout(start=1, segment_length=5)
-    scores = induction_state.found_scores(trace, layout)
+    scores = induction_runs.found_scores(trace, layout)
     want = reference_scores(
         np.asarray(trace.attentions, dtype=np.float64), list(trace.input_ids[:-1]), 1
     )
     np.testing.assert_allclose((scores.previous_token, scores.induction), want, rtol=1e-6)
-    assert induction_state.found_scores(trace, layout) is scores
-    mean = induction_state.mean_found_scores([trace, trace], [layout, layout])
+    assert induction_runs.found_scores(trace, layout) is scores
+    mean = induction_runs.mean_found_scores([trace, trace], [layout, layout])
     np.testing.assert_allclose(mean.induction, scores.induction)

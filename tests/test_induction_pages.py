@@ -16,6 +16,7 @@ from tiny_families import write_tiny_family
 
 import core
 from core import induction
+from ui import induction_runs
 
 PARITY_TEXTS = ("the bank of the river", "Time flies like an arrow; fruit flies like a banana!")
 
@@ -196,7 +197,7 @@ def test_lab_trains_both_runs_scrubs_and_says_what_the_numbers_say():
     """On the defaults, as a visitor: Train (2 layers), scrub, Train with 1 layer."""
     from conftest import assert_no_exception, drawn_figures, run_page
 
-    from ui import induction_charts, induction_state
+    from ui import induction_charts
 
     at = run_page(LAB, timeout=600)
     assert_no_exception(at)
@@ -208,7 +209,7 @@ def test_lab_trains_both_runs_scrubs_and_says_what_the_numbers_say():
     )
     # the page's run, from the door's cache (this process's): what it trained is what it shows;
     # tests/test_induction.py checks training itself against independent computations
-    two = induction_state.trained_run(induction.InductionSettings(n_layers=2))
+    two = induction_runs.trained_run(induction.InductionSettings(n_layers=2))
     final = two.scores_at(-1)
     np.testing.assert_allclose(grid_cells(at, "ind_grid")[1], np.round(final.induction, 3))
     story = " ".join(e.value for e in at.markdown if "Training " in e.value)
@@ -230,7 +231,7 @@ def test_lab_trains_both_runs_scrubs_and_says_what_the_numbers_say():
     at.button(key="ind_train_one").click().run()
     assert_no_exception(at)
     assert {"ind_one_loss", "ind_one_grid", "ind_grid"} <= drawn_figures(at)
-    one = induction_state.trained_run(induction.InductionSettings(n_layers=1))
+    one = induction_runs.trained_run(induction.InductionSettings(n_layers=1))
     one_best = one.scores_at(-1).best("induction")[2]
     assert one_best < 0.5 and one.solved_at is None, "the claim the page makes"
     one_story = " ".join(e.value for e in at.markdown if "With one layer" in e.value)

@@ -1,4 +1,4 @@
-"""Learning path pages 1 and 2: the math in core.learning, their figures, and both pages running."""
+"""Learning path pages 1 and 2: the math in core.context and core.qkv, their figures, and both pages running."""
 
 from __future__ import annotations
 
@@ -24,8 +24,8 @@ from hypothesis.extra.numpy import arrays
 from shown import html_figures, shown
 
 import core
-from core import learning
-from ui import learning_charts
+from core import context, positional, qkv
+from ui import matrix_charts, qkv_charts
 
 CONTEXT, QKV = "views/context.py", "views/qkv.py"
 DEFAULT_SENTENCE = "Time flies like an arrow."
@@ -33,7 +33,7 @@ DEFAULT_SENTENCE = "Time flies like an arrow."
 
 # ---- page 1: static vectors and parameter-free attention ---------------------------------------
 def test_static_rows_are_rows_of_the_word_piece_table(model):
-    sentence = learning.static_sentence(model, "money bank grows")
+    sentence = context.static_sentence(model, "money bank grows")
     assert sentence.tokens == ("money", "bank", "grows")
     ids = [model.tokenizer.id_of(t) for t in sentence.tokens]
     np.testing.assert_array_equal(sentence.vectors, model.word_vectors()[ids])
@@ -44,11 +44,11 @@ def test_static_rows_are_rows_of_the_word_piece_table(model):
 @pytest.mark.parametrize("text", ["", "   \n\t ", "\x00\x01\x07", None])
 def test_static_sentence_rejects_text_without_words(model, text):
     with pytest.raises(core.EmptyInput):
-        learning.static_sentence(model, text)
+        context.static_sentence(model, text)
 
 
 def test_static_sentence_is_cut_to_the_model_positions(model):
-    sentence = learning.static_sentence(model, LONG_TEXT)
+    sentence = context.static_sentence(model, LONG_TEXT)
     assert sentence.truncated
     assert sentence.n_pieces == 2000  # the server keeps 20,000 characters: 2,000 words
     assert len(sentence.tokens) == sentence.vectors.shape[0] == model.max_positions
@@ -56,11 +56,11 @@ def test_static_sentence_is_cut_to_the_model_positions(model):
 
 def test_shared_word_is_identical_before_and_different_after(model):
     """The page's payoff: cosine 1 between the static rows, clearly below 1 after mixing."""
-    a = learning.static_sentence(model, "money bank grows")
-    b = learning.static_sentence(model, "river bank flows")
-    assert learning.shared_tokens(a.tokens, b.tokens) == ["bank"]
-    pair = learning.compare_shared_word(
-        "bank", a, learning.parameter_free(a.vectors), b, learning.parameter_free(b.vectors)
+    a = context.static_sentence(model, "money bank grows")
+    b = context.static_sentence(model, "river bank flows")
+    assert context.shared_tokens(a.tokens, b.tokens) == ["bank"]
+    pair = context.compare_shared_word(
+        "bank", a, context.parameter_free(a.vectors), b, context.parameter_free(b.vectors)
     )
     assert (pair.index_a, pair.index_b) == (1, 1)
     assert pair.cosine_before == pytest.approx(1.0, abs=1e-12)
@@ -73,7 +73,7 @@ def test_shared_word_is_identical_before_and_different_after(model):
 def test_parameter_free_is_softmax_of_x_xt_times_x():
     rng = np.random.default_rng(0)
     x = rng.normal(size=(5, 7)).astype(np.float32)
-    result = learning.parameter_free(x)
+    result = context.parameter_free(x)
     x64 = x.astype(np.float64)
     similarity = x64 @ x64.T
     weights = np.exp(similarity - similarity.max(axis=1, keepdims=True))
@@ -93,7 +93,7 @@ def test_parameter_free_is_softmax_of_x_xt_times_x():
 )
 def test_parameter_free_rows_are_weighted_averages(x):
     """Every row of Y lies inside the box spanned by the rows of X; weights are a distribution."""
-    result = learning.parameter_free(x)
+    result = context.parameter_free(x)
     np.testing.assert_allclose(result.attn_weights.sum(axis=1), 1.0, atol=1e-5)
     assert (result.attn_weights >= 0).all()
     np.testing.assert_allclose(result.similarity, result.similarity.T, atol=1e-4)
@@ -102,22 +102,22 @@ def test_parameter_free_rows_are_weighted_averages(x):
 
 
 def test_shared_tokens_keep_first_appearance_order_once():
-    assert learning.shared_tokens(["a", "b", "a", "c"], ["c", "a", "x"]) == ["a", "c"]
-    assert learning.shared_tokens(["a"], ["b"]) == []
+    assert context.shared_tokens(["a", "b", "a", "c"], ["c", "a", "x"]) == ["a", "c"]
+    assert context.shared_tokens(["a"], ["b"]) == []
 
 
 def test_cosine_of_a_zero_vector_is_zero_not_nan():
-    assert learning.cosine(np.zeros(3), np.ones(3)) == 0.0
-    assert learning.cosine(np.array([1.0, 0.0]), np.array([-2.0, 0.0])) == pytest.approx(-1.0)
+    assert positional.cosine(np.zeros(3), np.ones(3)) == 0.0
+    assert positional.cosine(np.array([1.0, 0.0]), np.array([-2.0, 0.0])) == pytest.approx(-1.0)
 
 
 # ---- page 2: queries, keys and values ----------------------------------------------------------
 def test_random_projections_have_the_chosen_width_and_follow_the_seed():
-    first = learning.random_projections(384, 16, seed=3)
+    first = qkv.random_projections(384, 16, seed=3)
     assert first.w_query.shape == first.w_key.shape == first.w_value.shape == (384, 16)
     assert first.d_k == 16
-    np.testing.assert_array_equal(first.w_key, learning.random_projections(384, 16, 3).w_key)
-    assert not np.allclose(first.w_key, learning.random_projections(384, 16, 4).w_key)
+    np.testing.assert_array_equal(first.w_key, qkv.random_projections(384, 16, 3).w_key)
+    assert not np.allclose(first.w_key, qkv.random_projections(384, 16, 4).w_key)
     assert not np.allclose(first.w_query, first.w_key)  # three different matrices
 
 
@@ -127,11 +127,9 @@ def test_random_projections_have_the_chosen_width_and_follow_the_seed():
 def test_a_head_recomputed_by_hand_equals_the_encoder(model, layer, head, scale, causal):
     """Q, K, V, scores and weights of the page's head equal those inside the model's run."""
     trace = model.run("The river bank flooded after the storm.", scale=scale, causal=causal)
-    projections = learning.head_projections(model, layer, head)
+    projections = qkv.head_projections(model, layer, head)
     assert projections.w_query.shape == (model.d_model, model.d_head)
-    result = learning.qkv_attention(
-        trace.hidden_states[layer], projections, scale=scale, causal=causal
-    )
+    result = qkv.qkv_attention(trace.hidden_states[layer], projections, scale=scale, causal=causal)
     close = {"rtol": 1e-4, "atol": 1e-5}
     torch.testing.assert_close(result.query, np.array(trace.queries[layer, head]), **close)
     torch.testing.assert_close(result.key, np.array(trace.keys[layer, head]), **close)
@@ -145,8 +143,8 @@ def test_a_head_recomputed_by_hand_equals_the_encoder(model, layer, head, scale,
 def test_qkv_shapes_scaling_and_causal_mask(model):
     trace = model.run(DEFAULT_SENTENCE)
     n = trace.n_tokens
-    projections = learning.random_projections(model.d_model, 5, seed=0)
-    result = learning.qkv_attention(trace.static, projections, scale=True, causal=True)
+    projections = qkv.random_projections(model.d_model, 5, seed=0)
+    result = qkv.qkv_attention(trace.static, projections, scale=True, causal=True)
     assert result.query.shape == result.key.shape == result.value.shape == (n, 5)
     assert result.dot.shape == result.scores.shape == result.attn_weights.shape == (n, n)
     assert result.output.shape == (n, 5)
@@ -159,9 +157,9 @@ def test_qkv_shapes_scaling_and_causal_mask(model):
 
 def test_following_one_query_rebuilds_its_output_row(model):
     trace = model.run(DEFAULT_SENTENCE)
-    result = learning.qkv_attention(trace.static, learning.random_projections(model.d_model, 8, 1))
+    result = qkv.qkv_attention(trace.static, qkv.random_projections(model.d_model, 8, 1))
     for i in range(trace.n_tokens):
-        row = learning.follow_query(result, i)
+        row = qkv.follow_query(result, i)
         assert row.products.shape == (trace.n_tokens, 8)
         np.testing.assert_allclose(row.products.sum(axis=1), result.dot[i], rtol=1e-4, atol=1e-5)
         np.testing.assert_allclose(row.dots / np.sqrt(8), row.scores, rtol=1e-4, atol=1e-5)
@@ -173,16 +171,12 @@ def test_following_one_query_rebuilds_its_output_row(model):
 def test_attention_is_asymmetric_on_the_example(model, source):
     trace = model.run(DEFAULT_SENTENCE)
     if source == "random":
-        result = learning.qkv_attention(
-            trace.static, learning.random_projections(model.d_model, 8, 0)
-        )
+        result = qkv.qkv_attention(trace.static, qkv.random_projections(model.d_model, 8, 0))
     else:
-        result = learning.qkv_attention(
-            trace.hidden_states[2], learning.head_projections(model, 2, 3)
-        )
-    difference = learning.asymmetry(result.attn_weights)
+        result = qkv.qkv_attention(trace.hidden_states[2], qkv.head_projections(model, 2, 3))
+    difference = qkv.asymmetry(result.attn_weights)
     np.testing.assert_allclose(difference, -difference.T)
-    i, j = learning.most_asymmetric_pair(result.attn_weights)
+    i, j = qkv.most_asymmetric_pair(result.attn_weights)
     assert i != j
     assert result.attn_weights[i, j] - result.attn_weights[j, i] == pytest.approx(difference.max())
     assert difference.max() > 0.1  # measured 0.96 (random, seed 0) on this sentence
@@ -190,7 +184,7 @@ def test_attention_is_asymmetric_on_the_example(model, source):
 
 def test_symmetric_weights_have_no_asymmetry():
     weights = np.full((4, 4), 0.25, dtype=np.float32)
-    assert not learning.asymmetry(weights).any()
+    assert not qkv.asymmetry(weights).any()
 
 
 # ---- figures -----------------------------------------------------------------------------------
@@ -198,19 +192,19 @@ def test_long_inputs_are_cut_in_the_figure_not_in_the_title():
     n = 300
     tokens = [f"t{i}" for i in range(n)]
     weights = np.full((n, n), 1.0 / n, dtype=np.float32)
-    fig = learning_charts.pair_matrix(weights, tokens, "weights")
-    assert np.asarray(fig.data[0].z).shape == (learning_charts.DRAW_LIMIT,) * 2
+    fig = matrix_charts.pair_matrix(weights, tokens, "weights")
+    assert np.asarray(fig.data[0].z).shape == (matrix_charts.DRAW_LIMIT,) * 2
     assert "(300 × 300)" in fig.layout.title.text
-    assert "first 48" in learning_charts.limit_note(n)
-    assert learning_charts.limit_note(10) is None
-    wide = learning_charts.token_matrix(np.zeros((n, 384), np.float32), tokens, "X", "dimension")
-    assert np.asarray(wide.data[0].z).size <= learning_charts.CELL_BUDGET
+    assert "first 48" in matrix_charts.limit_note(n)
+    assert matrix_charts.limit_note(10) is None
+    wide = matrix_charts.token_matrix(np.zeros((n, 384), np.float32), tokens, "X", "dimension")
+    assert np.asarray(wide.data[0].z).size <= matrix_charts.CELL_BUDGET
     assert wide.layout.title.text == "X (300 × 384) · first 16 rows drawn"
 
 
 def test_masked_scores_become_gaps_and_small_matrices_show_their_numbers():
     scores = np.array([[0.5, -np.inf], [0.1, 0.2]], dtype=np.float32)
-    fig = learning_charts.pair_matrix(scores, ["a", "b"], "scores", zmax=None)
+    fig = matrix_charts.pair_matrix(scores, ["a", "b"], "scores", zmax=None)
     z = np.asarray(fig.data[0].z, dtype=np.float64)
     assert np.isnan(z[0, 1]) and z[1, 1] == pytest.approx(0.2)
     numbers = fig.data[1]  # a text layer: each finite cell's value, none on the masked gap
@@ -221,7 +215,7 @@ def test_masked_scores_become_gaps_and_small_matrices_show_their_numbers():
 
 def test_tokens_are_shown_as_text_not_markup():
     weights = np.array([0.5, 0.5], dtype=np.float32)
-    fig = learning_charts.query_steps(weights, weights, weights, ["<b>", "&"], 0, scaled=True)
+    fig = qkv_charts.query_steps(weights, weights, weights, ["<b>", "&"], 0, scaled=True)
     assert "“<b>”" in shown(fig.layout.title.text)
     assert [shown(label) for label in fig.data[0].customdata] == ["<b>", "&"]
 
@@ -229,7 +223,7 @@ def test_tokens_are_shown_as_text_not_markup():
 def test_query_steps_draw_three_bar_rows_on_numeric_axes():
     tokens = ["[CLS]", "the", "the", "[SEP]"]  # a repeated token must keep its own bar
     values = np.array([0.1, 0.2, 0.3, 0.4], dtype=np.float32)
-    fig = learning_charts.query_steps(values, values, values, tokens, 1, scaled=True)
+    fig = qkv_charts.query_steps(values, values, values, tokens, 1, scaled=True)
     assert [shown(t) for t in fig.layout.xaxis3.ticktext] == tokens
     assert list(fig.data[0].x) == [0, 1, 2, 3]
 
@@ -264,7 +258,7 @@ def test_context_page_writes_the_numbers_of_its_matrices_and_bars(model):
     them, against the products worked out here from the word-piece table's rows."""
     at = run_page(CONTEXT)
     figures = html_figures(at)
-    x = learning.static_sentence(model, "money bank grows").vectors.astype(np.float64)  # (3, d)
+    x = context.static_sentence(model, "money bank grows").vectors.astype(np.float64)  # (3, d)
     scores = x @ x.T  # (3, 3)
     weights = np.exp(scores - scores.max(axis=1, keepdims=True))
     weights /= weights.sum(axis=1, keepdims=True)
@@ -349,7 +343,7 @@ def test_qkv_page_writes_the_numbers_a_learner_can_check(model):
     against X W_q and softmax(Q Kᵀ/√d_k) worked out here from the seeded random W (d_k = 8)."""
     at = run_page(QKV, text=DEFAULT_SENTENCE)
     x = model.run(DEFAULT_SENTENCE).static.astype(np.float64)  # (n, d) with [CLS] and [SEP]
-    projections = learning.random_projections(model.d_model, 8, seed=0)
+    projections = qkv.random_projections(model.d_model, 8, seed=0)
     query = x @ projections.w_query.astype(np.float64)  # (n, 8)
     key = x @ projections.w_key.astype(np.float64)
     scores = query @ key.T / np.sqrt(8)  # (n, n)
@@ -366,10 +360,10 @@ def test_qkv_page_writes_the_numbers_a_learner_can_check(model):
 
 
 def test_qkv_matrices_are_html_up_to_48_tokens_numbers_written_up_to_twelve(model):
-    """learning_charts' edges: a sentence of 12 word pieces gets HTML grids with every number
+    """matrix_charts' edges: a sentence of 12 word pieces gets HTML grids with every number
     written in; one of 13 a grid of one image, whose readout numbers are Q = X W_q worked out
     here; one of 49 plotly heatmaps of the first 48 (DRAW_LIMIT), as the page's note says."""
-    projections = learning.random_projections(model.d_model, 8, seed=0)
+    projections = qkv.random_projections(model.d_model, 8, seed=0)
     for n_pieces, kind in ((12, "written"), (13, "image"), (49, "plotly")):
         text = " ".join(["bank"] * (n_pieces - 2))  # [CLS], n − 2 words, [SEP]
         assert model.run(text).n_tokens == n_pieces
@@ -470,9 +464,9 @@ def test_a_tap_on_a_long_sentences_query_image_names_the_cell(server, browser, m
     text = "the river bank flooded again after the long storm and the quiet night ended"
     tokens = model.run(text).tokens
     x = model.run(text).static.astype(np.float64)  # (n, d) with [CLS] and [SEP]
-    query = x @ learning.random_projections(model.d_model, 8, seed=0).w_query.astype(np.float64)
+    query = x @ qkv.random_projections(model.d_model, 8, seed=0).w_query.astype(np.float64)
     n = len(tokens)
-    assert n > learning_charts.ANNOTATE_UP_TO
+    assert n > matrix_charts.ANNOTATE_UP_TO
     context = browser.new_context(viewport={"width": 390, "height": 844}, has_touch=True)
     page = context.new_page()
     try:

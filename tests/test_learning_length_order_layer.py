@@ -22,7 +22,7 @@ import torch
 from conftest import BAD_INPUTS, assert_no_exception, run_page
 from shown import html_figures
 
-from core import block, learning, positional
+from core import context, inside_layer, positional, qkv
 
 CONTEXT, QKV, INSIDE = "views/context.py", "views/qkv.py", "views/inside_layer.py"
 A, B = "money bank grows", "river bank flows"
@@ -64,12 +64,12 @@ def _embedding_rows(model, ids, positions: bool = True) -> np.ndarray:
 def test_table_mean_length_is_the_mean_row_norm(model):
     table = model.word_embeddings.double()
     expected = float(table.norm(dim=1).mean())
-    assert learning.table_mean_length(model) == pytest.approx(expected, rel=1e-9)
+    assert context.table_mean_length(model) == pytest.approx(expected, rel=1e-9)
     assert 1.0 < expected < 1.15  # the issue measured ≈ 1.07 on MiniLM
 
 
 def test_layer_zero_rows_are_what_the_first_layer_reads(model):
-    sentence = learning.layer_zero_sentence(model, A)
+    sentence = context.layer_zero_sentence(model, A)
     trace = model.run(A)
     assert sentence.tokens == trace.tokens[1:-1] == ("money", "bank", "grows")
     np.testing.assert_allclose(sentence.vectors, trace.hidden_states[0][1:-1], atol=1e-6)
@@ -79,14 +79,14 @@ def test_layer_zero_rows_are_what_the_first_layer_reads(model):
 
 def test_self_leads_are_the_margin_of_each_rows_own_score():
     scores = np.array([[5.0, 2.0, 4.5], [1.0, 3.0, 0.0], [0.0, 9.0, 2.0]])
-    np.testing.assert_allclose(learning.self_leads(scores), [0.5, 2.0, -7.0])
-    assert learning.self_leads(np.array([[2.0]])).tolist() == [np.inf]  # nothing to beat
+    np.testing.assert_allclose(context.self_leads(scores), [0.5, 2.0, -7.0])
+    assert context.self_leads(np.array([[2.0]])).tolist() == [np.inf]  # nothing to beat
 
 
 def test_the_payoff_needs_short_rows(model):
     """Table rows: the neighbours keep a share and the two banks part. Layer-0 rows and table
     rows stretched to their length: softmax(X Xᵀ) is the identity and the cosine stays 1."""
-    effect = learning.length_effect(model, A, B, "bank")
+    effect = context.length_effect(model, A, B, "bank")
     table = model.word_vectors().astype(np.float64)
     ids_a, ids_b = (model.tokenizer.pieces(text)[1] for text in (A, B))
     cls, sep = model.tokenizer.id_of("[CLS]"), model.tokenizer.id_of("[SEP]")
@@ -124,8 +124,8 @@ def test_the_payoff_needs_short_rows(model):
 
 def test_the_length_lesson_is_none_when_the_run_drops_the_word(model):
     text = "x " * 510 + "bank"  # bank is piece 511: page 1 keeps it, a run keeps 510 pieces
-    assert "bank" in learning.static_sentence(model, text).tokens
-    assert learning.length_effect(model, text, B, "bank") is None
+    assert "bank" in context.static_sentence(model, text).tokens
+    assert context.length_effect(model, text, B, "bank") is None
 
 
 def test_context_page_shows_the_length_lesson_with_live_numbers(model):
@@ -165,14 +165,14 @@ def test_context_page_says_when_the_run_drops_the_shared_word():
 # ---- page 2: three jobs, three matrices; all at once, blind to order ----------------------------
 def test_rows_that_pick_themselves_count_the_argmax_on_the_diagonal():
     weights = np.array([[0.6, 0.4, 0.0], [0.7, 0.2, 0.1], [0.1, 0.1, 0.8]])
-    assert learning.rows_that_pick_themselves(weights) == 2
+    assert qkv.rows_that_pick_themselves(weights) == 2
 
 
 def test_qkv_page_counts_the_rows_whose_own_key_wins(model):
     at = run_page(QKV, text=SENTENCE)
     assert_no_exception(at)
     x = model.run(SENTENCE).static.astype(np.float64)  # (n, d): what Steps 1-6 read
-    projections = learning.random_projections(model.d_model, 8, seed=0)
+    projections = qkv.random_projections(model.d_model, 8, seed=0)
     query, key = x @ projections.w_query, x @ projections.w_key
     head = _softmax_rows(query @ key.T / np.sqrt(8))
     page_one = _softmax_rows(x @ x.T)
@@ -189,11 +189,11 @@ def test_qkv_page_counts_the_rows_whose_own_key_wins(model):
 def test_a_head_is_blind_to_order_until_positions_are_added(model, source):
     trace = model.run(SENTENCE)
     projections = (
-        learning.random_projections(model.d_model, 8, seed=0)
+        qkv.random_projections(model.d_model, 8, seed=0)
         if source == "random"
-        else learning.head_projections(model, 2, 5)
+        else qkv.head_projections(model, 2, 5)
     )
-    test = learning.order_test(
+    test = qkv.order_test(
         model, trace.input_ids, trace.segments, trace.tokens, projections, scale=True
     )
     order = positional.shuffle_order(trace.n_tokens, 0, trace.segments)
@@ -271,7 +271,7 @@ def test_sublayer_sizes_before_and_after_each_norm_match_transformers(model, ref
         for hook in hooks:
             hook.remove()
     assert all(len(tensors) == model.n_layers for tensors in seen.values())
-    sizes = block.sublayer_sizes(model, trace)
+    sizes = inside_layer.sublayer_sizes(model, trace)
     for layer in range(model.n_layers):
         x = trace.hidden_states[layer].astype(np.float64)
         sum_a = seen["sum_a"][layer]
@@ -299,7 +299,7 @@ def test_activation_floor_is_the_lowest_gelu_output(model):
         x * 0.5 * (1 + math.erf(x / math.sqrt(2))) for x in (-1 + k * 1e-5 for k in range(50_001))
     )
     assert model.dims.activation == "gelu"
-    assert block.activation_floor(model) == pytest.approx(lowest, abs=1e-7)
+    assert inside_layer.activation_floor(model) == pytest.approx(lowest, abs=1e-7)
     assert round(lowest, 2) == -0.17
 
 
@@ -312,9 +312,9 @@ def test_weight_on_later_tokens_equals_explicit_loops(model):
         for head in range(3):
             for i in range(5):
                 total += sum(float(weights[layer, head, i, j]) for j in range(i + 1, 5))
-    assert block.weight_on_later_tokens(weights) == pytest.approx(total / 30, rel=1e-6)
-    assert block.weight_on_later_tokens(model.run(SENTENCE, causal=True).attentions) == 0.0
-    assert block.weight_on_later_tokens(model.run(SENTENCE).attentions) > 0.05
+    assert inside_layer.weight_on_later_tokens(weights) == pytest.approx(total / 30, rel=1e-6)
+    assert inside_layer.weight_on_later_tokens(model.run(SENTENCE, causal=True).attentions) == 0.0
+    assert inside_layer.weight_on_later_tokens(model.run(SENTENCE).attentions) > 0.05
 
 
 def test_inside_layer_page_explains_the_stream_the_norm_and_the_bend(model):
@@ -322,7 +322,7 @@ def test_inside_layer_page_explains_the_stream_the_norm_and_the_bend(model):
     assert_no_exception(at)
     texts = _texts(at)
     trace = model.run(SENTENCE)
-    sizes = block.sublayer_sizes(model, trace)
+    sizes = inside_layer.sublayer_sizes(model, trace)
     kept = sizes.kept_direction.mean(axis=1)
     assert f"cosine(x, x + a) = {kept.min():.2f}–{kept.max():.2f}" in texts
     assert f"h + f is {sizes.ffn_sum.min():.1f}–{sizes.ffn_sum.max():.1f} long" in texts

@@ -23,8 +23,8 @@ from hypothesis import strategies as st
 from shown import html_figures, sent_array
 from torch.nn import functional as F
 
-from core import head_roles, head_stats, heads, scaling
-from ui import mechanics_charts as mc
+from core import head_roles, head_stats, multi_head, scaling_masking
+from ui import multi_head_charts, scaling_masking_charts
 
 SENTENCE = "The river bank flooded after the storm."
 SCALING_PAGE = "views/scaling_masking.py"
@@ -42,7 +42,7 @@ def trace(model):
 @pytest.mark.parametrize("d_k", [4, 32, 256, 1024])
 @pytest.mark.parametrize("seed", [0, 1])
 def test_scaled_dot_products_have_variance_near_one(d_k, seed):
-    products = scaling.random_dot_products(d_k, seed=seed)
+    products = scaling_masking.random_dot_products(d_k, seed=seed)
     assert products.raw.shape == products.scaled.shape == (256, 256)
     # The sample variance scatters by ~0.06 at d_k = 4 and ~0.01 at d_k = 256 (20 seeds).
     assert 0.8 < products.scaled_variance < 1.2, products.scaled_variance
@@ -50,17 +50,17 @@ def test_scaled_dot_products_have_variance_near_one(d_k, seed):
 
 @pytest.mark.parametrize("d_k", [4, 32, 256, 1024])
 def test_unscaled_dot_products_have_variance_near_d_k(d_k):
-    products = scaling.random_dot_products(d_k)
+    products = scaling_masking.random_dot_products(d_k)
     assert 0.8 < products.raw_variance / d_k < 1.2, products.raw_variance
     np.testing.assert_allclose(products.scaled, products.raw / np.sqrt(d_k), rtol=1e-12)
 
 
 def test_unscaled_softmax_rows_lose_entropy_as_d_k_grows():
-    entropy = {d: scaling.random_dot_products(d).raw_entropy for d in (4, 32, 256)}
+    entropy = {d: scaling_masking.random_dot_products(d).raw_entropy for d in (4, 32, 256)}
     assert entropy[4] > entropy[32] > entropy[256]
     assert entropy[256] < 1.0  # nearly one-hot: a 256-key row could hold 8 bits
     for d in (4, 32, 256):  # scaled rows keep most of the 8 bits at every width
-        assert scaling.random_dot_products(d).scaled_entropy > 7.0
+        assert scaling_masking.random_dot_products(d).scaled_entropy > 7.0
 
 
 # ---- softmax saturation and entropy ------------------------------------------------------------
@@ -73,7 +73,7 @@ distinct_scores = st.lists(
 @given(distinct_scores)
 @settings(max_examples=60, deadline=None)
 def test_saturation_goes_one_hot_as_the_multiplier_grows(scores):
-    weights = scaling.saturation(scores, scaling.MULTIPLIERS)  # (m, n)
+    weights = scaling_masking.saturation(scores, scaling_masking.MULTIPLIERS)  # (m, n)
     np.testing.assert_allclose(weights.sum(axis=1), 1.0, atol=1e-12)
     largest = weights.max(axis=1)
     assert np.all(np.diff(largest) >= -1e-12), "the top weight never shrinks as c grows"
@@ -105,7 +105,7 @@ def test_row_entropy_limits():
 
 
 def test_causal_view_masks_the_future_exactly(trace):
-    masked_scores, attn_weights = scaling.causal_view(trace, layer=2, head=5)
+    masked_scores, attn_weights = scaling_masking.causal_view(trace, layer=2, head=5)
     n = trace.n_tokens
     above = np.triu(np.ones((n, n), dtype=bool), k=1)
     assert np.isneginf(masked_scores[above]).all()
@@ -122,16 +122,16 @@ def test_causal_view_masks_the_future_exactly(trace):
 
 
 def test_causal_corner_is_exact(trace):
-    full_scores, full_weights = scaling.causal_view(trace, 1, 3)
-    corner_scores, corner_weights = scaling.causal_view(trace, 1, 3, max_tokens=4)
+    full_scores, full_weights = scaling_masking.causal_view(trace, 1, 3)
+    corner_scores, corner_weights = scaling_masking.causal_view(trace, 1, 3, max_tokens=4)
     assert corner_weights.shape == (4, 4)
     np.testing.assert_array_equal(corner_scores, full_scores[:4, :4])
     np.testing.assert_allclose(corner_weights, full_weights[:4, :4], atol=1e-7)
 
 
 def test_masked_scores_figure_sends_no_infinity(trace):
-    masked_scores, _ = scaling.causal_view(trace, 0, 0)
-    fig = mc.masked_scores_heatmap(masked_scores, trace.tokens, "masked")
+    masked_scores, _ = scaling_masking.causal_view(trace, 0, 0)
+    fig = scaling_masking_charts.masked_scores_heatmap(masked_scores, trace.tokens, "masked")
     z = np.asarray(fig.data[0].z, dtype=np.float64)
     assert np.isnan(z[np.isneginf(masked_scores)]).all()
     assert "Infinity" not in pio.to_json(fig)
@@ -142,45 +142,45 @@ def test_masked_scores_figure_sends_no_infinity(trace):
 
 
 def test_compare_runs(model, trace):
-    same = scaling.compare_runs(trace, trace, 3, 1)
+    same = scaling_masking.compare_runs(trace, trace, 3, 1)
     np.testing.assert_allclose(same.final_cosine, 1.0, atol=1e-6)
     np.testing.assert_array_equal(same.default_entropy, same.variant_entropy)
 
-    summary = scaling.summarize_cosines(np.array([0.9, 0.2, 0.7]))
+    summary = scaling_masking.summarize_cosines(np.array([0.9, 0.2, 0.7]))
     assert (summary.most_moved, summary.lowest) == (1, 0.2)
     assert summary.mean == pytest.approx(0.6)
 
-    unscaled = scaling.compare_runs(trace, model.run(SENTENCE, scale=False), 3, 1)
+    unscaled = scaling_masking.compare_runs(trace, model.run(SENTENCE, scale=False), 3, 1)
     assert unscaled.final_cosine.shape == (trace.n_tokens,)
     assert unscaled.final_cosine.min() < 0.99  # removing √d_k in every layer moves the vectors
     # Larger scores give sharper rows: mean entropy drops in the unscaled run.
     assert unscaled.variant_entropy.mean() < unscaled.default_entropy.mean()
 
-    causal = scaling.compare_runs(trace, model.run(SENTENCE, causal=True), 0, 0)
+    causal = scaling_masking.compare_runs(trace, model.run(SENTENCE, causal=True), 0, 0)
     # Row i of a causal head spreads over at most i + 1 keys.
     bound = np.log2(np.arange(1, trace.n_tokens + 1))
     assert np.all(causal.variant_entropy <= bound + 1e-9)
 
 
 def test_layer_cosines_and_token_check(model, trace):
-    cosines = scaling.layer_cosines(trace, model.run(SENTENCE, causal=True))
+    cosines = scaling_masking.layer_cosines(trace, model.run(SENTENCE, causal=True))
     assert cosines.shape == (model.n_layers + 1, trace.n_tokens)
     np.testing.assert_allclose(cosines[0], 1.0, atol=1e-6)  # the embeddings ignore the mask
     with pytest.raises(ValueError, match="different word pieces"):
-        scaling.final_cosine(trace, model.run("Something else entirely."))
+        scaling_masking.final_cosine(trace, model.run("Something else entirely."))
 
 
 # ---- cross-attention ----------------------------------------------------------------------------
 
 
 def test_cross_attention_with_itself_is_self_attention(model, trace):
-    cross = scaling.cross_attention(model, trace, trace, layer=3)
+    cross = scaling_masking.cross_attention(model, trace, trace, layer=3)
     np.testing.assert_allclose(cross.attn_weights, trace.attentions[3], atol=1e-6)
 
 
 def test_cross_attention_shapes_and_rows(model, trace):
     other = model.run("Fruit flies like a banana.")
-    cross = scaling.cross_attention(model, trace, other, layer=2)
+    cross = scaling_masking.cross_attention(model, trace, other, layer=2)
     n_a, n_b = trace.n_tokens, other.n_tokens
     assert n_a != n_b
     assert cross.attn_weights.shape == (model.n_heads, n_a, n_b)
@@ -198,11 +198,11 @@ def _layer_input(trace, layer: int) -> torch.Tensor:
 def test_concatenation_through_w_o_is_the_attention_output(model, trace):
     layer = 4
     _, attention = model.layer_forward(_layer_input(trace, layer), layer, None, True, None)
-    w_o, b_o = heads.output_projection(model, layer)
-    concatenated = heads.concatenated_heads(trace, layer)
+    w_o, b_o = multi_head.output_projection(model, layer)
+    concatenated = multi_head.concatenated_heads(trace, layer)
     assert concatenated.shape == (trace.n_tokens, model.n_heads * model.d_head)
     # Column block h of the concatenation is head h's output.
-    np.testing.assert_array_equal(concatenated[:, 32:64], heads.head_outputs(trace, layer)[1])
+    np.testing.assert_array_equal(concatenated[:, 32:64], multi_head.head_outputs(trace, layer)[1])
     np.testing.assert_allclose(concatenated @ w_o.T + b_o, attention.output.numpy(), atol=2e-5)
 
 
@@ -210,7 +210,7 @@ def test_ablating_every_head_leaves_only_the_bias(model, trace):
     layer = 2
     x = _layer_input(trace, layer)
     _, attention = model.layer_forward(x, layer, None, True, torch.zeros(model.n_heads))
-    _, b_o = heads.output_projection(model, layer)
+    _, b_o = multi_head.output_projection(model, layer)
     np.testing.assert_allclose(
         attention.output.numpy(), np.broadcast_to(b_o, (trace.n_tokens, model.d_model)), atol=1e-7
     )
@@ -238,7 +238,7 @@ def test_ablating_every_head_of_a_layer_leaves_the_residual_path(model, trace):
 def test_value_weighted_share_and_gap(model, trace):
     layer = 3
     attn_weights = trace.attentions[layer]
-    share = heads.value_weighted_share(heads.value_weighted_norms(model, trace, layer))
+    share = multi_head.value_weighted_share(multi_head.value_weighted_norms(model, trace, layer))
     np.testing.assert_allclose(share.sum(-1), 1.0, atol=1e-5)
     # Rows summing to 1 holds by construction; the values must be Kobayashi et al.'s (2020)
     # ‖α_ij v_j W_Oʰ‖ / Σ_k ‖α_ik v_k W_Oʰ‖, with W_Oʰ = the columns of W_O that read head h.
@@ -249,10 +249,10 @@ def test_value_weighted_share_and_gap(model, trace):
         for i in range(trace.n_tokens):
             norms = [attn_weights[head, i, j] * moved[j] for j in range(trace.n_tokens)]
             np.testing.assert_allclose(share[head, i], np.array(norms) / sum(norms), rtol=1e-4)
-    gap = heads.raw_vs_weighted_gap(attn_weights, share)
+    gap = multi_head.raw_vs_weighted_gap(attn_weights, share)
     assert gap.shape == (model.n_heads,) and np.all((gap >= 0) & (gap <= 1))
     assert gap.max() > 0.05  # on real weights the two views do disagree somewhere
-    top = heads.top_disagreements(attn_weights[0], share[0], k=4)
+    top = multi_head.top_disagreements(attn_weights[0], share[0], k=4)
     sizes = [abs(d.attn_weight - d.weighted_share) for d in top]
     assert sizes == sorted(sizes, reverse=True)
     assert sizes[0] == pytest.approx(np.abs(attn_weights[0] - share[0]).max(), abs=1e-6)
@@ -260,7 +260,7 @@ def test_value_weighted_share_and_gap(model, trace):
 
 def test_value_weighted_share_of_a_zero_row_is_zero():
     norms = np.array([[0.0, 0.0], [1.0, 3.0]])
-    np.testing.assert_array_equal(heads.value_weighted_share(norms), [[0, 0], [0.25, 0.75]])
+    np.testing.assert_array_equal(multi_head.value_weighted_share(norms), [[0, 0], [0.25, 0.75]])
 
 
 # ---- figures for long inputs --------------------------------------------------------------------
@@ -268,15 +268,17 @@ def test_value_weighted_share_of_a_zero_row_is_zero():
 
 def test_block_average_keeps_the_mean():
     matrix = np.random.default_rng(0).random((300, 300))
-    reduced, row_step, col_step = mc.block_average(matrix, 128)
+    reduced, row_step, col_step = scaling_masking_charts.block_average(matrix, 128)
     assert (row_step, col_step) == (3, 3) and reduced.shape == (100, 100)
     assert reduced.mean() == pytest.approx(matrix.mean())
-    same, one, also_one = mc.block_average(matrix[:50, :50], 128)
+    same, one, also_one = scaling_masking_charts.block_average(matrix[:50, :50], 128)
     assert one == also_one == 1 and np.array_equal(same, matrix[:50, :50])
-    uneven, *steps = mc.block_average(matrix[:130, :130], 64)  # 130 = 3·43 + 1: short last block
+    uneven, *steps = scaling_masking_charts.block_average(
+        matrix[:130, :130], 64
+    )  # 130 = 3·43 + 1: short last block
     assert steps == [3, 3] and uneven.shape == (44, 44) and not np.isnan(uneven).any()
     # A long sentence against a short one: only the long axis is reduced.
-    wide, row_step, col_step = mc.block_average(matrix[:256, :9], 128)
+    wide, row_step, col_step = scaling_masking_charts.block_average(matrix[:256, :9], 128)
     assert (row_step, col_step) == (2, 1) and wide.shape == (128, 9)
     np.testing.assert_allclose(wide[:, 4], matrix[:256, 4].reshape(128, 2).mean(axis=1))
 
@@ -284,12 +286,14 @@ def test_block_average_keeps_the_mean():
 def test_long_input_figures_stay_small(model):
     long_trace = model.run(LONG_TEXT)
     assert long_trace.n_tokens == 512
-    fig = mc.reduced_heatmap(long_trace.attentions[0, 0], long_trace.tokens, long_trace.tokens, "t")
+    fig = scaling_masking_charts.reduced_heatmap(
+        long_trace.attentions[0, 0], long_trace.tokens, long_trace.tokens, "t"
+    )
     assert np.asarray(fig.data[0].z).shape == (128, 128)
     assert "4×4 block means" in fig.layout.title.text and fig.data[0].zmax is None
-    grid = mc.heads_grid(long_trace.attentions[0], long_trace.tokens, 0)
+    grid = multi_head_charts.heads_grid(long_trace.attentions[0], long_trace.tokens, 0)
     assert len(grid.data) == model.n_heads
-    assert all(np.asarray(trace.z).shape[0] <= mc.GRID_MAX for trace in grid.data)
+    assert all(np.asarray(trace.z).shape[0] <= multi_head_charts.GRID_MAX for trace in grid.data)
     assert len(pio.to_json(grid)) < 400_000
 
 

@@ -1,4 +1,4 @@
-"""core.positional, core.geometry, their figures, and the two pages that show them."""
+"""core.positional, core.embeddings, their figures, and the two pages that show them."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from shown import bar_series, html_figures, shown
 
-from core import geometry, positional
-from ui import geometry_charts
+from core import embeddings, positional
+from ui import embeddings_charts, positional_charts
 
 # ---- sinusoidal encoding -----------------------------------------------------------------------
 
@@ -180,7 +180,7 @@ def test_pca_of_a_flat_point_set_keeps_its_distances():
     flat = rng.standard_normal((30, 2)) * [5.0, 1.0]  # a plane with a known long axis
     basis = np.linalg.qr(rng.standard_normal((6, 2)))[0].T  # (2, 6) orthonormal rows
     points = flat @ basis + 3.0  # the plane placed inside 6 dimensions, shifted
-    coords = geometry.project(points, "pca", 2)
+    coords = embeddings.project(points, "pca", 2)
 
     def distances(x):
         return np.linalg.norm(x[:, None] - x[None, :], axis=-1)
@@ -192,7 +192,7 @@ def test_pca_of_a_flat_point_set_keeps_its_distances():
 def test_pca_of_points_on_a_line():
     t = np.linspace(-2, 2, 9)
     direction = np.array([3.0, 4.0, 0.0]) / 5.0
-    coords = geometry.project(t[:, None] * direction, "pca", 2)
+    coords = embeddings.project(t[:, None] * direction, "pca", 2)
     np.testing.assert_allclose(np.abs(coords[:, 0]), np.abs(t), atol=1e-9)
     np.testing.assert_allclose(coords[:, 1], 0.0, atol=1e-9)
 
@@ -202,9 +202,9 @@ def test_pca_of_points_on_a_line():
 def test_projection_of_few_points_never_fails(m, method):
     vectors = np.random.default_rng(m).standard_normal((m, 16))
     for n_components in (2, 3):
-        coords = geometry.project(vectors, method, n_components)
+        coords = embeddings.project(vectors, method, n_components)
         assert coords.shape == (m, n_components) and np.all(np.isfinite(coords))
-    assert geometry.tsne_perplexity(m) < max(m, 2)
+    assert embeddings.tsne_perplexity(m) < max(m, 2)
 
 
 def test_equal_static_vectors_project_to_one_point():
@@ -212,7 +212,7 @@ def test_equal_static_vectors_project_to_one_point():
     table = rng.standard_normal((10, 8))
     ids = np.array([1, 4, 1, 7, 4, 2, 1, 9])
     for method in ("pca", "tsne"):
-        coords = geometry.project_unique(table[ids], ids, method)
+        coords = embeddings.project_unique(table[ids], ids, method)
         np.testing.assert_array_equal(coords[0], coords[2])
         np.testing.assert_array_equal(coords[0], coords[6])
         assert not np.array_equal(coords[0], coords[1])
@@ -221,7 +221,7 @@ def test_equal_static_vectors_project_to_one_point():
 def test_trajectories_share_one_plane():
     rng = np.random.default_rng(0)
     hidden = np.repeat(rng.standard_normal((1, 12, 10)), 4, axis=0)  # the same vectors at 4 stages
-    coords = geometry.trajectories(hidden, 2)
+    coords = embeddings.trajectories(hidden, 2)
     assert coords.shape == (4, 12, 2)
     np.testing.assert_allclose(coords[0], coords[3], atol=1e-12)
 
@@ -230,7 +230,7 @@ def test_nearest_vocabulary_words_start_with_the_word_itself(model):
     unit_table = positional.unit_rows(model.word_vectors()).astype(np.float32)
     for word in ("bank", "river", "monitor", "the"):
         row = model.tokenizer.id_of(word)
-        ids, cosines = geometry.nearest_words(model.word_vectors()[row], unit_table, k=5)
+        ids, cosines = embeddings.nearest_words(model.word_vectors()[row], unit_table, k=5)
         assert ids[0, 0] == row, [model.tokenizer.token_of(i) for i in ids[0]]
         assert cosines[0, 0] == pytest.approx(1.0, abs=1e-5)
         assert np.all(np.diff(cosines[0]) <= 0)
@@ -238,9 +238,9 @@ def test_nearest_vocabulary_words_start_with_the_word_itself(model):
 
 def test_nearest_words_respect_the_allowed_mask():
     table = positional.unit_rows(np.eye(4)[[0, 1, 2, 3, 0]] + 0.01)
-    ids, _ = geometry.nearest_words(table[0], table, k=2, allowed=np.array([0, 1, 1, 1, 1], bool))
+    ids, _ = embeddings.nearest_words(table[0], table, k=2, allowed=np.array([0, 1, 1, 1, 1], bool))
     assert 0 not in ids[0] and ids[0, 0] == 4
-    assert geometry.word_mask(["[PAD]", "bank", "[unused3]", "[", "##s"]).tolist() == [
+    assert embeddings.word_mask(["[PAD]", "bank", "[unused3]", "[", "##s"]).tolist() == [
         False,
         True,
         False,
@@ -250,44 +250,44 @@ def test_nearest_words_respect_the_allowed_mask():
 
 
 def _points(model, sentences):
-    return geometry.gather_points([model.run(s) for s in sentences], sentences)
+    return embeddings.gather_points([model.run(s) for s in sentences], sentences)
 
 
 def test_points_cosines_and_capping(model):
     sentences = ["the bank of the river", "the bank lends money", "a bank"]
     points = _points(model, sentences)
     assert "[CLS]" not in points.tokens and points.n_points == 12  # "lends" = lend ##s
-    chosen = geometry.occurrences(points, "bank")
+    chosen = embeddings.occurrences(points, "bank")
     assert len(chosen) == 3
-    tables = geometry.cosine_by_layer(points, chosen)
+    tables = embeddings.cosine_by_layer(points, chosen)
     assert tables.shape == (model.n_layers + 2, 3, 3)
     np.testing.assert_allclose(tables[0], 1.0, atol=1e-6)  # one static vector for every "bank"
-    assert geometry.mean_off_diagonal(tables)[-1] < 0.99  # context pulled them apart
-    capped = geometry.cap_points(points, chosen, cap=5)
+    assert embeddings.mean_off_diagonal(tables)[-1] < 0.99  # context pulled them apart
+    capped = embeddings.cap_points(points, chosen, cap=5)
     assert capped.n_points == 5 and capped.n_total == 12
-    assert len(geometry.occurrences(capped, "bank")) == 3
-    ids, cosines = geometry.nearest_by_stage(
+    assert len(embeddings.occurrences(capped, "bank")) == 3
+    ids, cosines = embeddings.nearest_by_stage(
         points, chosen, positional.unit_rows(model.word_vectors())
     )
     assert ids.shape == (model.n_layers + 2, 3, 5)
     assert np.all(ids[0, :, 0] == model.tokenizer.id_of("bank"))
-    assert geometry.word_counts(points)["bank"] == (3, 3)
-    np.testing.assert_array_equal(geometry.pick_occurrences(points, "bank", 2), chosen[:2])
-    np.testing.assert_array_equal(geometry.pick_occurrences(points, "the", 2), [0, 5])
+    assert embeddings.word_counts(points)["bank"] == (3, 3)
+    np.testing.assert_array_equal(embeddings.pick_occurrences(points, "bank", 2), chosen[:2])
+    np.testing.assert_array_equal(embeddings.pick_occurrences(points, "the", 2), [0, 5])
 
 
 def test_split_sentences_caps_lines_and_length():
     text = "\n".join(["one"] * 20 + [""] * 3)
-    sentences, notes = geometry.split_sentences(text, max_sentences=5)
+    sentences, notes = embeddings.split_sentences(text, max_sentences=5)
     assert sentences == ["one"] * 5 and notes
-    sentences, notes = geometry.split_sentences("x" * 50, max_chars=10)
+    sentences, notes = embeddings.split_sentences("x" * 50, max_chars=10)
     assert sentences == ["x" * 10] and notes
-    assert geometry.split_sentences(" \n\t\n") == ([], [])
+    assert embeddings.split_sentences(" \n\t\n") == ([], [])
 
 
 def test_shared_plane_of_identical_vectors():
     vectors = np.random.default_rng(0).standard_normal((7, 12))
-    comparison = geometry.shared_plane(vectors, vectors)
+    comparison = embeddings.shared_plane(vectors, vectors)
     np.testing.assert_allclose(comparison.coords_first, comparison.coords_second)
     assert comparison.mean_cosine == pytest.approx(1.0)
 
@@ -297,7 +297,7 @@ def test_shared_plane_of_identical_vectors():
 
 def test_projection_figure_escapes_user_text():
     coords = np.zeros((2, 2))
-    fig = geometry_charts.projection_figure(
+    fig = embeddings_charts.projection_figure(
         coords, ["<b>x", "ok"], np.array([0, 0]), ["<script>alert(1)</script>"], np.array([0]), "t"
     )
     spec = fig.to_json()
@@ -313,8 +313,8 @@ def test_projection_figure_escapes_user_text():
 
 
 def test_position_heatmap_thins_long_inputs():
-    fig = geometry_charts.position_heatmap(positional.sinusoidal_encoding(512, 64), "t")
-    assert len(fig.data[0].y) <= geometry_charts.MAX_HEATMAP_ROWS
+    fig = positional_charts.position_heatmap(positional.sinusoidal_encoding(512, 64), "t")
+    assert len(fig.data[0].y) <= positional_charts.MAX_HEATMAP_ROWS
     assert fig.data[0].y[0] == 0
 
 

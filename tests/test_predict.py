@@ -24,7 +24,13 @@ from test_hostile_pieces_headless import (  # noqa: F401 (fixtures)
 )
 
 import core
-from core import block, by_hand, learning, positional, scaling
+from core import (
+    by_hand,
+    context,
+    inside_layer,
+    positional,
+    scaling_masking,
+)
 from ui import predict, predict_answers
 
 RIVER = "The river bank flooded after the storm."
@@ -66,7 +72,7 @@ def hand_strongest(model, state: dict) -> set[str]:
 
 
 def _static(model, text: str) -> tuple[tuple[str, ...], np.ndarray]:
-    sentence = learning.static_sentence(model, text)  # the table's rows, no [CLS]/[SEP]
+    sentence = context.static_sentence(model, text)  # the table's rows, no [CLS]/[SEP]
     return sentence.tokens, np.asarray(sentence.vectors, np.float64)
 
 
@@ -106,7 +112,7 @@ def qkv_bank_head(model, state: dict) -> set[str]:
 
 
 def sm_saturation(model, state: dict) -> set[str]:
-    scores = scaling.random_scores(8)  # section 1's "8 random scores"
+    scores = scaling_masking.random_scores(8)  # section 1's "8 random scores"
     top = float(_softmax(state["sm_multiplier"] * np.asarray(scores, np.float64)).max())
     return {label for label, low, high in predict_answers.SHARE_BUCKETS if low <= top < high}
 
@@ -133,7 +139,7 @@ def mh_most_moved(model, state: dict) -> set[str]:
 
 
 def layer_share(model, state: dict) -> set[str]:
-    sizes = block.sublayer_sizes(model, model.run(state["text"]))  # core: ‖a‖, ‖f‖ per token
+    sizes = inside_layer.sublayer_sizes(model, model.run(state["text"]))  # core: ‖a‖, ‖f‖ per token
     share = (sizes.attention_update / (sizes.attention_update + sizes.ffn_update)).mean(axis=1)
     return {f"layer {int(np.argmax(share))}"}
 

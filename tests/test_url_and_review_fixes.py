@@ -23,6 +23,7 @@ from conftest import (
 from shown import sent_array as decoded
 
 from core import head_stats, positional
+from ui import heatmaps_runs, positional_runs
 
 SPECIALS = ("[CLS]", "[SEP]")
 
@@ -292,19 +293,18 @@ def test_scaling_and_multi_head_pages_open_on_one_change():
 
 # ---- §6: the heavy derived results are cached --------------------------------------------------
 def test_derived_results_are_cached_per_trace_and_switch(model):
-    from ui import derived
 
     first = model.run("The bank by the river.")
     again = model.run("The bank by the river.")  # a new Trace object, the same run
     unscaled = model.run("The bank by the river.", scale=False)
-    stats = derived.head_statistics(first, True)
-    assert derived.head_statistics(again, True) is stats  # a cache hit, no recomputation
-    assert derived.head_statistics(first, False) is not stats
-    assert not np.allclose(derived.head_statistics(unscaled, True).entropy, stats.entropy)
+    stats = heatmaps_runs.head_statistics(first, True)
+    assert heatmaps_runs.head_statistics(again, True) is stats  # a cache hit, no recomputation
+    assert heatmaps_runs.head_statistics(first, False) is not stats
+    assert not np.allclose(heatmaps_runs.head_statistics(unscaled, True).entropy, stats.entropy)
     np.testing.assert_allclose(
         stats.entropy, head_stats.head_statistics(first, hide_specials=True).entropy
     )
-    thumbs = derived.thumbnails(first, True)
-    assert derived.thumbnails(again, True) is thumbs and not thumbs.flags.writeable
-    permuted = derived.permutation_experiment(model, first, True, 3, 64)
-    assert derived.permutation_experiment(model, again, True, 3, 64) is permuted
+    thumbs = heatmaps_runs.thumbnails(first, True)
+    assert heatmaps_runs.thumbnails(again, True) is thumbs and not thumbs.flags.writeable
+    permuted = positional_runs.permutation_experiment(model, first, True, 3, 64)
+    assert positional_runs.permutation_experiment(model, again, True, 3, 64) is permuted

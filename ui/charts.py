@@ -35,6 +35,29 @@ QUALITATIVE_COLOURS = (
 )  # fmt: skip
 
 
+# The lessons' small figures (bars, lines, grids on the learning path) share one frame.
+SOFT, HARD = "#636EFA", "#EF553B"  # plotly's blue and red: readable on light and dark
+LESSON_MARGIN = {"l": 10, "r": 10, "t": 50, "b": 10}
+LABELLED_BARS = 12  # bars that still get their value printed on them
+
+
+def lesson_layout(figure: go.Figure, title: str, height: int = 340, **axes: object) -> go.Figure:
+    """A lesson figure's title, height and margins; axes: more layout (xaxis=…, barmode=…)."""
+    figure.update_layout(title={"text": title}, height=height, margin=LESSON_MARGIN, **axes)
+    return figure
+
+
+def plain_layout(figure: go.Figure, title: str, height: int) -> go.Figure:
+    """The title, height, margins and legend of the positional and embedding figures."""
+    figure.update_layout(
+        title={"text": title},
+        height=height,
+        margin={"l": 10, "r": 10, "t": 60, "b": 10},
+        legend={"font": {"size": 11}},
+    )
+    return figure
+
+
 def token_ticks(tokens: Sequence[str], max_labels: int = MAX_TICK_LABELS) -> dict:
     """Axis settings that label positions 0..n-1 with their tokens (thinned for long inputs)."""
     n = len(tokens)

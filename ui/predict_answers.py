@@ -22,8 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 
 import core
-from core import by_hand, head_stats, learning, positional, scaling
-from ui import derived, door, state
+from core import by_hand, context, head_stats, positional, qkv, scaling_masking
+from ui import door, heatmaps_runs, state
 from ui.escape import literal
 
 MAX_OPTIONS = 8  # token choices offered at most: a phone shows them in two or three rows
@@ -192,8 +192,8 @@ def toy_strongest_other(words: Sequence[str], row: int) -> Question | None:
 
 # ---- page 1: static vectors --------------------------------------------------------------------
 def static_strongest_other(
-    sentence: learning.StaticSentence,
-    result: learning.ParameterFree,
+    sentence: context.StaticSentence,
+    result: context.ParameterFree,
     other_tokens: Sequence[str],
 ) -> Question | None:
     """Page 1: in softmax(X Xᵀ) of the sentence, besides itself, which piece takes the largest
@@ -202,9 +202,9 @@ def static_strongest_other(
     tokens = sentence.tokens
     if len(tokens) < 2:
         return None
-    shared = learning.shared_tokens(tokens, other_tokens)
+    shared = context.shared_tokens(tokens, other_tokens)
     # shared pieces are keys without a byte-level BPE's leading space: found by piece_index
-    row = learning.piece_index(tokens, shared[0]) if shared else None
+    row = context.piece_index(tokens, shared[0]) if shared else None
     row = len(tokens) // 2 if row is None else row
     word = _token_label(tokens, row)
 
@@ -234,7 +234,7 @@ COSINE_BUCKETS = (
 )
 
 
-def shared_word_cosine(pair: learning.SharedWord) -> Question:
+def shared_word_cosine(pair: context.SharedWord) -> Question:
     """Page 1: how alike the shared word's two rows of Y are (cosine), in three ranges."""
     word = literal(pair.word)
     return _bucket_question(
@@ -250,7 +250,7 @@ def shared_word_cosine(pair: learning.SharedWord) -> Question:
 
 
 # ---- page 2: queries, keys and values ----------------------------------------------------------
-def strongest_key(result: learning.QKVResult, tokens: Sequence[str], query: int) -> Question:
+def strongest_key(result: qkv.QKVResult, tokens: Sequence[str], query: int) -> Question:
     """Page 2, step 4: which key the query's row of α weights most, with the page's W_q, W_k."""
     word = _token_label(tokens, query)
     scaled = "q·k/√d_k" if result.scale else "q·k"
@@ -277,7 +277,7 @@ def strongest_key(result: learning.QKVResult, tokens: Sequence[str], query: int)
     )
 
 
-def most_separating_head(through_heads: learning.SharedWordThroughHeads) -> Question:
+def most_separating_head(through_heads: qkv.SharedWordThroughHeads) -> Question:
     """Page 2, step 7: which head of the layer leaves the shared word's two rows least alike."""
     cosines = through_heads.cosine_by_head  # (H,)
     best = int(np.argmin(cosines))
@@ -307,7 +307,9 @@ SHARE_BUCKETS = (
 
 def saturation_top_share(scores: np.ndarray, multiplier: float) -> Question:
     """Page 3, section 1: the weight softmax(c·s) gives the largest score, in three ranges."""
-    base, sharp = scaling.saturation(scores, [1.0, multiplier])  # (n,) weights at c = 1 and c
+    base, sharp = scaling_masking.saturation(
+        scores, [1.0, multiplier]
+    )  # (n,) weights at c = 1 and c
     ordered = np.sort(np.asarray(scores, dtype=np.float64))[::-1]
     gap = ordered[0] - ordered[1] if len(ordered) > 1 else math.inf
     return _bucket_question(
@@ -363,7 +365,7 @@ def sharper_without_scaling(
 # ---- page 4: heads -----------------------------------------------------------------------------
 def previous_token_head(trace: core.Trace, layer: int) -> Question:
     """Page 4, section 1: which head of the layer gives the token before the most weight."""
-    on_previous = derived.head_statistics(trace, False).on_previous[layer]  # (H,)
+    on_previous = heatmaps_runs.head_statistics(trace, False).on_previous[layer]  # (H,)
     best = int(np.argmax(on_previous))
     return _numbered_question(
         f"Which head of layer {layer} looks most at the token just before, on this sentence?",
@@ -393,7 +395,9 @@ def most_moved_token(
 ) -> Question:
     """Page 4, section 4: which token's final vector turns most when the heads are removed."""
     removed = _heads_named(removed, ablated.attentions.shape[1])
-    moved = scaling.how_far_moved(scaling.layer_cosines(trace, ablated)[-1])  # (n,) 1 − cosine
+    moved = scaling_masking.how_far_moved(
+        scaling_masking.layer_cosines(trace, ablated)[-1]
+    )  # (n,) 1 − cosine
 
     def reason(best: int) -> str:
         return (

@@ -385,7 +385,7 @@ def _cached_points(
     model_name: str, sentences: tuple[str, ...], scale: bool, causal: bool
 ) -> tuple[object, tuple[str, ...]]:
     # One PointSet per (sentences, switches): moving a slider must not rerun a dozen Traces.
-    from core.geometry import TraceRows, gather_points
+    from core.embeddings import TraceRows, gather_points
 
     model = load_model(model_name)
     sentences, notes = within_projection_budget(model, sentences)
@@ -406,15 +406,15 @@ def _cached_points(
 def point_set(
     model: core.BertEncoder, sentences: tuple[str, ...], *, scale: bool, causal: bool
 ) -> tuple[object, tuple[str, ...]]:
-    """Cached core.geometry.PointSet of several sentences' Traces, and notes on lines left out
+    """Cached core.embeddings.PointSet of several sentences' Traces, and notes on lines left out
     (past PROJECTION_PIECES, unreadable, or cut to the model's positions)."""
     return _cached_points(model.name, tuple(sentences), scale, causal)
 
 
 @door.shared("a projection", spinner="Projecting …")
 def projection(vectors: object, method: str, n_components: int, ids: object = None) -> object:
-    """Cached core.geometry projection of (m, d) vectors (t-SNE takes seconds)."""
-    from core.geometry import project, project_unique
+    """Cached core.embeddings projection of (m, d) vectors (t-SNE takes seconds)."""
+    from core.embeddings import project, project_unique
 
     if ids is not None:
         return project_unique(vectors, ids, method, n_components)
@@ -423,15 +423,15 @@ def projection(vectors: object, method: str, n_components: int, ids: object = No
 
 @door.shared("a projection")
 def trajectory_projection(hidden: object, n_components: int) -> object:
-    """Cached core.geometry.trajectories: (L + 1, m, d) -> (L + 1, m, c) in one PCA plane."""
-    from core.geometry import trajectories
+    """Cached core.embeddings.trajectories: (L + 1, m, d) -> (L + 1, m, c) in one PCA plane."""
+    from core.embeddings import trajectories
 
     return trajectories(hidden, n_components)
 
 
 @door.shared("the word-piece table")
 def _vocabulary_view(model_name: str) -> tuple[object, object]:
-    from core.geometry import word_mask
+    from core.embeddings import word_mask
     from core.positional import unit_rows
 
     model = load_model(model_name)

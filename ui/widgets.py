@@ -12,7 +12,15 @@ import plotly.io as pio
 import streamlit as st
 
 import core
-from ui import charts, course_charts, explain_charts, html_heatmap, learning_charts, scripts
+from ui import (
+    by_hand_charts,
+    charts,
+    explanations_charts,
+    html_heatmap,
+    information_flow_charts,
+    matrix_charts,
+    scripts,
+)
 from ui.escape import literal
 
 # Plotly's default for numeric axes, "hide past div", hides a tick label that would stick out of
@@ -45,7 +53,7 @@ def layer_head_picker(
     """Two sliders (bound to the URL) choosing a layer and a head, both counted from 0.
 
     in_browser: moving them reruns nothing. The page shows a figure that carries every head
-    (explorer_charts.every_head_view_figure, or
+    (head_view_charts.every_head_view_figure, or
     html_heatmap.attention_grid with every_head) and calls
     head_switch() (and shows nothing else that depends on the head); Streamlit still writes
     the new values to the URL and hands them to the next run.
@@ -90,8 +98,8 @@ def head_slider(model: core.BertEncoder, key_prefix: str = "", on_change: str = 
 
 # When a Layer or Head slider on the page changes value, show the matching head in every figure
 # that carries all heads: a query's rows in
-# two sentences (explorer_charts.every_head_compare_rows), the model view's frame
-# (explorer_charts.model_view_grid), the Head view's lines (explorer_charts.every_head_view_figure)
+# two sentences (heatmaps_charts.every_head_compare_rows), the model view's frame
+# (html_heatmap.model_view), the Head view's lines (head_view_charts.every_head_view_figure)
 # and the Overview's HTML heatmap (html_heatmap.attention_grid, which the script also gives a
 # hover and a click readout, as it does html_heatmap.value_grid's image of a larger matrix).
 # The script is ui/js/head_switch.js, a fixed file (ui/scripts.py): it reads numbers (the
@@ -208,7 +216,7 @@ def show_weight_bars(
     decimals: int = 2,
 ) -> None:
     """Each label's weights or shares, one bar per series: HTML rows for a few labels, else
-    plotly's grouped bars, plotly_figure() or course_charts.weight_bars. The same colours (in
+    plotly's grouped bars, plotly_figure() or by_hand_charts.weight_bars. The same colours (in
     series order), numbers and title either way. A negative value goes to plotly too: its bars
     grow down from zero. decimals: of the HTML bars' numbers."""
     values = [np.asarray(v, dtype=np.float64) for v in series.values()]
@@ -225,7 +233,7 @@ def show_weight_bars(
     elif plotly_figure is not None:
         show_figure(plotly_figure(), key, filename)
     else:
-        show_figure(course_charts.weight_bars(labels, series, title, y_title), key, filename)
+        show_figure(by_hand_charts.weight_bars(labels, series, title, y_title), key, filename)
 
 
 def show_shared_word(
@@ -236,7 +244,7 @@ def show_shared_word(
 ) -> None:
     """Where a word shared by two sentences looks in each (sentence -> (its softmax row, its
     tokens, the word's position)): two HTML bar charts side by side while both sentences have
-    at most HTML_BARS_UP_TO tokens (keys key_A and key_B), else learning_charts'
+    at most HTML_BARS_UP_TO tokens (keys key_A and key_B), else matrix_charts'
     shared_word_weights in plotly (key)."""
     (weights_a, tokens_a, index_a), (weights_b, tokens_b, index_b) = rows.values()
     if max(len(tokens_a), len(tokens_b)) <= HTML_BARS_UP_TO:
@@ -246,7 +254,7 @@ def show_shared_word(
         ):
             with column:
                 show_html_figure(
-                    learning_charts.shared_word_bars(
+                    matrix_charts.shared_word_bars(
                         word,
                         weights,
                         tokens,
@@ -257,7 +265,7 @@ def show_shared_word(
                     )
                 )
     else:
-        figure = learning_charts.shared_word_weights(
+        figure = matrix_charts.shared_word_weights(
             word, weights_a, tokens_a, index_a, weights_b, tokens_b, index_b
         )
         show_figure(figure, key, filename)
@@ -268,11 +276,11 @@ def show_mixing(
 ) -> None:
     """An (n, n) rollout, flow or norm mixing matrix (row i: a position after the layer, column
     j: an input piece): HTML cells with their shares written in while small
-    (learning_charts.fits_a_grid), one image of them up to fits_an_image, else
-    explain_charts.mixing_heatmap. Viridis over the shares' own range either way."""
-    if learning_charts.fits_an_image(matrix):
+    (matrix_charts.fits_a_grid), one image of them up to fits_an_image, else
+    information_flow_charts.mixing_heatmap. Viridis over the shares' own range either way."""
+    if matrix_charts.fits_an_image(matrix):
         show_html_figure(
-            learning_charts.pair_grid(
+            matrix_charts.pair_grid(
                 matrix,
                 labels,
                 title,
@@ -284,7 +292,9 @@ def show_mixing(
             )
         )
     else:
-        show_figure(explain_charts.mixing_heatmap(matrix, labels, title, unit=unit), key, filename)
+        show_figure(
+            information_flow_charts.mixing_heatmap(matrix, labels, title, unit=unit), key, filename
+        )
 
 
 def show_scores_by_method(
@@ -296,16 +306,16 @@ def show_scores_by_method(
     filename: str,
 ) -> None:
     """Explanation scores (method label -> (n,) scores), a row per method scaled to its largest
-    |score|: HTML up to learning_charts.fits_an_image (numbers written in, then one image),
-    else explain_charts.methods_heatmap in plotly."""
+    |score|: HTML up to matrix_charts.fits_an_image (numbers written in, then one image),
+    else explanations_charts.methods_heatmap in plotly."""
     method_labels = list(scores)
     matrix = np.array([scores[label] for label in method_labels])  # (methods, n)
-    if learning_charts.fits_an_image(matrix):
+    if matrix_charts.fits_an_image(matrix):
         show_html_figure(
-            explain_charts.methods_grid(matrix, method_labels, tokens, title, unit, key)
+            explanations_charts.methods_grid(matrix, method_labels, tokens, title, unit, key)
         )
     else:
-        figure = explain_charts.methods_heatmap(matrix, method_labels, tokens, title)
+        figure = explanations_charts.methods_heatmap(matrix, method_labels, tokens, title)
         show_figure(figure, key, filename)
 
 
@@ -322,27 +332,27 @@ def show_matrix(
 ) -> None:
     """A token-by-token (square) or token-by-dimension matrix, as HTML where it fits, so that
     a page of such matrices loads no plotly.js: cells with every number in them while it is
-    small (learning_charts.fits_a_grid); a few tokens' wide vectors (up to 12 rows of 384) as
+    small (matrix_charts.fits_a_grid); a few tokens' wide vectors (up to 12 rows of 384) as
     one image (fits_a_strip); else, up to DRAW_LIMIT tokens and 128 columns, one image of the
-    cells with a readout (fits_an_image). Past those, learning_charts' plotly heatmap, which
+    cells with a readout (fits_an_image). Past those, matrix_charts' plotly heatmap, which
     zooms and draws the first DRAW_LIMIT tokens, as the page's limit_note says. zmax,
     colorbar_title: a square matrix's colour scale, as pair_matrix takes them."""
     pair_scale = {"zmax": zmax, "colorbar_title": colorbar_title}
-    written = learning_charts.fits_a_grid(matrix)
-    whole = learning_charts.fits_an_image(matrix, max_rows=learning_charts.DRAW_LIMIT)
+    written = matrix_charts.fits_a_grid(matrix)
+    whole = matrix_charts.fits_an_image(matrix, max_rows=matrix_charts.DRAW_LIMIT)
     if square and whole:
-        show_html_figure(learning_charts.pair_grid(matrix, tokens, title, name=key, **pair_scale))
+        show_html_figure(matrix_charts.pair_grid(matrix, tokens, title, name=key, **pair_scale))
     elif square:
-        show_figure(learning_charts.pair_matrix(matrix, tokens, title, **pair_scale), key, filename)
-    elif not written and learning_charts.fits_a_strip(matrix):  # a few tokens' wide vectors
-        show_html_figure(learning_charts.token_strip(matrix, tokens, title, key, x_title))
+        show_figure(matrix_charts.pair_matrix(matrix, tokens, title, **pair_scale), key, filename)
+    elif not written and matrix_charts.fits_a_strip(matrix):  # a few tokens' wide vectors
+        show_html_figure(matrix_charts.token_strip(matrix, tokens, title, key, x_title))
     elif whole:
         columns = [str(k) for k in range(matrix.shape[1])]
         show_html_figure(
-            learning_charts.token_grid(matrix, tokens, columns, title, name=key, x_title=x_title)
+            matrix_charts.token_grid(matrix, tokens, columns, title, name=key, x_title=x_title)
         )
     else:
-        show_figure(learning_charts.token_matrix(matrix, tokens, title, x_title), key, filename)
+        show_figure(matrix_charts.token_matrix(matrix, tokens, title, x_title), key, filename)
         st.caption("Blue above zero, red below, scaled to the largest |value| drawn.")
 
 

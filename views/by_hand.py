@@ -4,8 +4,8 @@ import streamlit as st
 
 from core import by_hand
 from ui import (
-    course_charts,
-    learning_charts,
+    by_hand_charts,
+    matrix_charts,
     models,
     predict,
     predict_answers,
@@ -72,7 +72,7 @@ def four_features() -> None:
         first, second = st.columns(2)
         with first:
             widgets.show_html_figure(
-                learning_charts.pair_grid(
+                matrix_charts.pair_grid(
                     result.scores,
                     toy.words,
                     "S = X Xᵀ",
@@ -84,7 +84,7 @@ def four_features() -> None:
             )
         with second:
             widgets.show_html_figure(
-                learning_charts.pair_grid(
+                matrix_charts.pair_grid(
                     result.attn_weights, toy.words, "α = softmax of each row", name="hand_weights"
                 )
             )
@@ -102,7 +102,7 @@ def four_features() -> None:
             "Every weight is positive and the row adds up to 1 (up to rounding in the last digit)."
         )
         widgets.show_html_figure(
-            learning_charts.token_grid(
+            matrix_charts.token_grid(
                 result.output, toy.words, by_hand.TOY_FEATURES, "Y = α X", name="hand_output"
             )
         )
@@ -216,7 +216,7 @@ def cost() -> None:
     lengths = [8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096]
     costs = [by_hand.layer_cost(n, model.d_model, model.n_heads, model.dims.d_ff) for n in lengths]
     widgets.show_figure(
-        course_charts.cost_figure(
+        by_hand_charts.cost_figure(
             lengths,
             {
                 "projections (∝ n)": [c.projections for c in costs],

@@ -5,8 +5,17 @@ import math
 import streamlit as st
 
 import core
-from core import learning
-from ui import course_state, learning_charts, models, predict, predict_answers, state, widgets
+from core import context
+from ui import (
+    context_charts,
+    context_runs,
+    matrix_charts,
+    models,
+    predict,
+    predict_answers,
+    state,
+    widgets,
+)
 from ui.escape import literal
 
 _, model = state.page_context()
@@ -32,10 +41,10 @@ with right:
         "Sentence B", "river bank flows", key="ctx_b", bind="query-params", max_chars=SENTENCE_CHARS
     )
 
-sentences: dict[str, learning.StaticSentence] = {}
+sentences: dict[str, context.StaticSentence] = {}
 for name, text in (("A", text_a), ("B", text_b)):
     try:
-        sentences[name] = learning.static_sentence(model, text or "")
+        sentences[name] = context.static_sentence(model, text or "")
     except core.EmptyInput as err:
         st.info(f"Sentence {name}: {err} Type a few words that share one word with the other.")
 if len(sentences) < 2:
@@ -47,10 +56,10 @@ for name, sentence in sentences.items():
             f"{len(sentence.tokens)} are used.",
             icon="✂️",
         )
-    note = learning_charts.limit_note(len(sentence.tokens))
+    note = matrix_charts.limit_note(len(sentence.tokens))
     if note:
         st.caption(f"Sentence {name}: {note}")
-results = {name: learning.parameter_free(s.vectors) for name, s in sentences.items()}
+results = {name: context.parameter_free(s.vectors) for name, s in sentences.items()}
 
 
 def _span(low: float, high: float, places: int) -> str:
@@ -142,7 +151,7 @@ st.markdown(
 side_by_side("y", {n: r.output for n, r in results.items()}, "Y", square=False)
 
 st.subheader("The payoff: the same word, two vectors")
-shared = learning.shared_tokens(sentences["A"].tokens, sentences["B"].tokens)
+shared = context.shared_tokens(sentences["A"].tokens, sentences["B"].tokens)
 if not shared:
     st.warning(
         "The two sentences share no word piece, so there is nothing to compare. "
@@ -155,9 +164,7 @@ word = (
     if len(shared) > 1
     else shared[0]
 )
-pair = learning.compare_shared_word(
-    word, sentences["A"], results["A"], sentences["B"], results["B"]
-)
+pair = context.compare_shared_word(word, sentences["A"], results["A"], sentences["B"], results["B"])
 shown_word = literal(word)  # a token is text, never markup
 predict.ask_choice("ctx_cosine", predict_answers.shared_word_cosine(pair))
 before, after = st.columns(2)
@@ -183,7 +190,7 @@ widgets.show_shared_word(
 )
 
 st.subheader("Why this works here: the vectors are short")
-length = course_state.length_effect(model, text_a or "", text_b or "", word)
+length = context_runs.length_effect(model, text_a or "", text_b or "", word)
 if length is None:
     st.caption(
         f"“{shown_word}” lies beyond the {model.max_positions - 2} word pieces a run keeps, so "
@@ -242,7 +249,7 @@ else:
     tokens_a = sentences["A"].tokens
     if len(tokens_a) <= widgets.HTML_BARS_UP_TO:
         widgets.show_html_figure(
-            learning_charts.weights_by_length(
+            context_charts.weights_by_length(
                 word,
                 tokens_a,
                 {

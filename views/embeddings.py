@@ -2,8 +2,8 @@
 
 import streamlit as st
 
-from core import geometry
-from ui import charts, geometry_charts, models, state, widgets
+from core import embeddings
+from ui import charts, embeddings_charts, models, state, widgets
 from ui.escape import literal
 
 inputs, model = state.page_context()
@@ -53,7 +53,7 @@ with_sidebar = st.toggle(
 )
 # The box's lines first, so line k of the box is sentence sk; the sidebar sentence comes last.
 lines = (text or "")[:MAX_TEXT_CHARS] + (("\n" + inputs.text) if with_sidebar else "")
-sentences, notes = geometry.split_sentences(lines)
+sentences, notes = embeddings.split_sentences(lines)
 if not sentences:
     st.info("Type one or more sentences in the box above, one per line.", icon="✍️")
     state.end_page()
@@ -72,11 +72,11 @@ with sentences_box:  # a static table: no scrolling grid's script to load for a 
             "#": [f"s{s + 1}" for s in range(len(points.sentences))],
             "sentence": list(points.sentences),
             "sense": [sense or "—" for sense in senses],
-            "word pieces": geometry.sentence_sizes(points),
+            "word pieces": embeddings.sentence_sizes(points),
         },
         decimals={},
     )
-counts = geometry.word_counts(points)
+counts = embeddings.word_counts(points)
 words = sorted(counts, key=lambda w: (-counts[w][0], -counts[w][1], w))
 c1, c2, c3, c4 = st.columns([2, 2, 1, 1])
 word = c1.selectbox(
@@ -101,9 +101,9 @@ shown_word = literal(word)  # a word piece of the visitor's text: shown, never r
 method = c3.radio("Projection", ["PCA", "t-SNE"], key="emb_method", bind="query-params")
 n_dims = c4.radio("View", ["2D", "3D"], key="emb_view", bind="query-params")
 n_components = 3 if n_dims == "3D" else 2
-followed = geometry.pick_occurrences(points, word, MAX_FOLLOW)  # indices into all points
-shown = geometry.cap_points(points, followed)
-chosen = geometry.pick_occurrences(shown, word, MAX_FOLLOW)  # the same tokens, inside `shown`
+followed = embeddings.pick_occurrences(points, word, MAX_FOLLOW)  # indices into all points
+shown = embeddings.cap_points(points, followed)
+chosen = embeddings.pick_occurrences(shown, word, MAX_FOLLOW)  # the same tokens, inside `shown`
 if counts[word][1] > MAX_FOLLOW:
     st.caption(
         f"'{shown_word}' occurs {counts[word][1]} times; {MAX_FOLLOW} of them, spread over the "
@@ -127,12 +127,12 @@ def before_and_after() -> None:
     if method_key == "tsne":
         st.caption(
             f"t-SNE keeps near neighbours near but distorts distances; perplexity "
-            f"{geometry.tsne_perplexity(shown.n_points):.0f} (clamped below the number of points)."
+            f"{embeddings.tsne_perplexity(shown.n_points):.0f} (clamped below the number of points)."
         )
     left, right = st.columns(2)  # the figures first, what they show under them
     with left:
         coords = state.projection(shown.static, method_key, n_components, ids=shown.token_ids)
-        fig = geometry_charts.projection_figure(
+        fig = embeddings_charts.projection_figure(
             coords,
             shown.tokens,
             shown.sentence,
@@ -146,7 +146,7 @@ def before_and_after() -> None:
         widgets.show_figure(fig, key="emb_static", filename="static-projection")
     with right:
         coords = state.projection(shown.hidden[layer], method_key, n_components)
-        fig = geometry_charts.projection_figure(
+        fig = embeddings_charts.projection_figure(
             coords,
             shown.tokens,
             shown.sentence,
@@ -169,7 +169,7 @@ def before_and_after() -> None:
 def sense_split() -> None:
     """The split at a glance: cosines between occurrences of one sense and of two, by stage."""
     occurrence_senses = [senses[shown.sentence[i]] for i in chosen]
-    split = geometry.sense_split(geometry.cosine_by_layer(shown, chosen), occurrence_senses)
+    split = embeddings.sense_split(embeddings.cosine_by_layer(shown, chosen), occurrence_senses)
     stages = ["static"] + [charts.state_name(index) for index in range(model.n_layers + 1)]
     if not split.measured:
         st.caption(
@@ -204,7 +204,7 @@ def path_through_layers() -> None:
         f"{state_name}."
     )
     paths = state.trajectory_projection(shown.hidden, n_components)
-    fig = geometry_charts.trajectory_figure(
+    fig = embeddings_charts.trajectory_figure(
         paths,
         chosen,
         shown.tokens,
@@ -224,13 +224,13 @@ def nearest_words() -> None:
         r"\text{neighbours}(h) = \operatorname{top}_5\; \cos(h, W_v),\ v \in \text{vocabulary}"
     )
     unit_table, allowed = state.vocabulary_view(model)
-    ids, cosines = geometry.nearest_by_stage(shown, chosen, unit_table, allowed)
+    ids, cosines = embeddings.nearest_by_stage(shown, chosen, unit_table, allowed)
     stages = ["static"] + [charts.state_name(index) for index in range(model.n_layers + 1)]
-    labels = geometry_charts.occurrence_labels(chosen, shown.tokens, shown.sentence, senses)
+    labels = embeddings_charts.occurrence_labels(chosen, shown.tokens, shown.sentence, senses)
     # A static table, not st.dataframe: its cells wrap on a phone instead of being cut at the
     # right edge, and it has no toolbar to float over the formula above.
     st.table(
-        geometry_charts.neighbour_table(ids, cosines, model.tokenizer, stages, labels),
+        embeddings_charts.neighbour_table(ids, cosines, model.tokenizer, stages, labels),
         hide_index=True,
     )
     st.caption(
@@ -243,20 +243,20 @@ def nearest_words() -> None:
 def occurrences_alike() -> None:
     """Section 4: cosines between the occurrences, at one state and over all of them."""
     st.subheader(f"4 · How alike are the occurrences of '{shown_word}'?")
-    tables = geometry.cosine_by_layer(shown, chosen)
-    labels = geometry_charts.occurrence_labels(chosen, shown.tokens, shown.sentence, senses)
+    tables = embeddings.cosine_by_layer(shown, chosen)
+    labels = embeddings_charts.occurrence_labels(chosen, shown.tokens, shown.sentence, senses)
     left, right = st.columns(2)
     with left:
         # tables[0] is the static table, tables[s + 1] hidden state s
-        fig = geometry_charts.cosine_heatmap(tables[layer + 1], labels, f"Cosine, {state_name}")
+        fig = embeddings_charts.cosine_heatmap(tables[layer + 1], labels, f"Cosine, {state_name}")
         widgets.show_figure(fig, key="emb_cosine", filename=f"cosine-state{layer}")
         widgets.download_matrix(
             tables[layer + 1], labels, labels, f"cosine-{word}-state{layer}", key="emb_csv"
         )
     with right:
         # raw word: layer_lines escapes its legend names itself
-        means = {f"mean over pairs of '{word}'": geometry.mean_off_diagonal(tables)}
-        fig = geometry_charts.layer_lines(
+        means = {f"mean over pairs of '{word}'": embeddings.mean_off_diagonal(tables)}
+        fig = embeddings_charts.layer_lines(
             means,
             ["static", *charts.state_axis(model.n_layers + 1)["ticktext"]],
             "Before → after",
@@ -290,13 +290,13 @@ def scaling_switch() -> None:
         other, _ = state.point_set(
             model, tuple(sentences), scale=not inputs.scale, causal=inputs.causal
         )
-        other_shown = geometry.cap_points(other, followed)  # same seed, same sample
+        other_shown = embeddings.cap_points(other, followed)  # same seed, same sample
         names = (
             f"√d_k {'on' if inputs.scale else 'off'} (sidebar)",
             f"√d_k {'off' if inputs.scale else 'on'}",
         )
-        comparison = geometry.shared_plane(shown.hidden[layer], other_shown.hidden[layer])
-        fig = geometry_charts.comparison_figure(
+        comparison = embeddings.shared_plane(shown.hidden[layer], other_shown.hidden[layer])
+        fig = embeddings_charts.comparison_figure(
             comparison.coords_first,
             comparison.coords_second,
             chosen,

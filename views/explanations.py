@@ -3,8 +3,16 @@ their rank agreement, the deletion test, and the "is attention explanation?" les
 
 import streamlit as st
 
-from core import explain, rollout, saliency
-from ui import explain_charts, explain_state, models, state, widgets, word_level
+from core import explanations, rollout, saliency
+from ui import (
+    explanations_charts,
+    explanations_runs,
+    information_flow_runs,
+    models,
+    state,
+    widgets,
+    word_level,
+)
 from ui.escape import literal
 from ui.numbers import signed
 
@@ -19,11 +27,11 @@ st.markdown(
     "tracks what the model uses on this sentence; it is not the final judge."
 )
 
-explain_state.stop_unless_readable(model, inputs)
+information_flow_runs.stop_unless_readable(model, inputs)
 state.off_distribution_note(inputs, models.label(model))  # the sidebar's switches act here
 
 # 1 · What to explain.
-pair = explain_state.readable_pair(model, inputs)  # None when empty or unreadable
+pair = information_flow_runs.readable_pair(model, inputs)  # None when empty or unreadable
 left, middle, right = st.columns([1.2, 1.6, 1])
 followed = left.radio(
     "Sentence to explain",
@@ -62,13 +70,13 @@ trace = state.trace_or_stop(
 next_piece = None  # a decoder: the vocabulary row of the next piece explained
 if model.is_decoder:
     with middle:
-        next_piece = explain_state.next_piece_picker(model, text, inputs, key="xp_next")
+        next_piece = explanations_runs.next_piece_picker(model, text, inputs, key="xp_next")
 wanted_steps = int(steps or 32)
-steps = explain_state.ig_steps_for(trace.n_tokens, wanted_steps)
-flow = explain_state.information_flow(model, text, inputs)
-gradients = explain_state.gradient_scores(model, text, other, inputs, steps, next_piece)
-scores = explain.side_by_side(flow, gradients)
-labels = [explain.METHOD_LABELS[name] for name in scores]
+steps = explanations_runs.ig_steps_for(trace.n_tokens, wanted_steps)
+flow = information_flow_runs.information_flow(model, text, inputs)
+gradients = explanations_runs.gradient_scores(model, text, other, inputs, steps, next_piece)
+scores = explanations.side_by_side(flow, gradients)
+labels = [explanations.METHOD_LABELS[name] for name in scores]
 view = word_level.WordView.of(trace, merge_words)
 unit = "word" if merge_words else "word piece"
 
@@ -82,7 +90,7 @@ if steps < wanted_steps:
     st.caption(
         f"{trace.n_tokens} word pieces: integrated gradients runs {steps} of the {wanted_steps} "
         "steps asked. Each step is a forward and a backward pass of the whole sentence, and one "
-        f"request may ask for at most {explain_state.GRADIENT_WORK:,} word pieces × steps."
+        f"request may ask for at most {explanations_runs.GRADIENT_WORK:,} word pieces × steps."
     )
 
 # 2 · The table and the picture: the figure first, then what it measures.
@@ -159,7 +167,7 @@ st.caption(
 
 # 3 · Agreement.
 allowed = saliency.removable(trace.tokens, trace.special)
-rho = explain.rank_agreement(scores, allowed)
+rho = explanations.rank_agreement(scores, allowed)
 st.subheader("2 · Do the methods agree? Spearman's ρ")
 st.markdown(
     "Rank the word pieces by each method (special pieces such as [CLS] and [SEP] left out) and "
@@ -167,7 +175,7 @@ st.markdown(
     "1 = same order, 0 = unrelated, −1 = reversed. Computed on word pieces."
 )
 widgets.show_html_figure(  # a few methods: HTML, every ρ written in
-    explain_charts.agreement_grid(rho, labels, "Rank agreement between methods", name="xp_rho")
+    explanations_charts.agreement_grid(rho, labels, "Rank agreement between methods", name="xp_rho")
 )
 
 # 4 · Deletion.
@@ -181,13 +189,13 @@ elif other:
 else:
     quantity, y_title = "the projection", "h̄ · ê of the full sentence"  # phone-wide
     measured = "h̄ · ê, the shortened sentence's mean-pooled vector along the full sentence's ê"
-rankings = explain.deletion_rankings(
+rankings = explanations.deletion_rankings(
     scores,
     trace.tokens,
-    explain_state.random_orders_for(trace.n_tokens, len(scores)),
+    explanations_runs.random_orders_for(trace.n_tokens, len(scores)),
     special=trace.special,
 )
-n_orders = sum(explain.is_random(name) for name in rankings)
+n_orders = sum(explanations.is_random(name) for name in rankings)
 st.markdown(
     f"Remove each method's top *k* word pieces from the input, run the model again and measure "
     f"{measured}: the same f the gradients explain. A method that found what the model uses "
@@ -202,23 +210,23 @@ st.caption(
     "measure (ROAR)."
 )
 # at least one piece stays: a decoder without specials (GPT-2) would otherwise run on nothing
-k_max = min(explain_state.DELETION_K, int(allowed.sum()), trace.n_tokens - 1)
+k_max = min(explanations_runs.DELETION_K, int(allowed.sum()), trace.n_tokens - 1)
 curves = None
-if trace.n_tokens > explain_state.MAX_GRADIENT_PIECES:
+if trace.n_tokens > explanations_runs.MAX_GRADIENT_PIECES:
     st.info(
-        f"Left out at {trace.n_tokens} word pieces (up to {explain_state.MAX_GRADIENT_PIECES}): "
+        f"Left out at {trace.n_tokens} word pieces (up to {explanations_runs.MAX_GRADIENT_PIECES}): "
         f"{k_max + 1} re-runs of every method would take the server tens of seconds.",
         icon="🛑",
     )
 elif k_max == 0:
     st.info("There is no word piece to remove: type a sentence with words.", icon="✍️")
 else:
-    every_curve = explain_state.deletion_curves(
+    every_curve = explanations_runs.deletion_curves(
         model, text, other, inputs, rankings, k_max, next_piece
     )
-    curves, chance = explain.split_chance(every_curve)
-    named = {explain.METHOD_LABELS.get(name, name): values for name, values in curves.items()}
-    fig = explain_charts.deletion_figure(
+    curves, chance = explanations.split_chance(every_curve)
+    named = {explanations.METHOD_LABELS.get(name, name): values for name, values in curves.items()}
+    fig = explanations_charts.deletion_figure(
         named,
         (chance.low, chance.mean, chance.high),
         n_orders,
@@ -245,15 +253,15 @@ lesson = [
     f"{signed(rollout_vs_ig, 2, plus='')};",
 ]
 if curves is not None:
-    changes = {name: explain.mean_change(values) for name, values in curves.items()}
+    changes = {name: explanations.mean_change(values) for name, values in curves.items()}
     chance_changes = chance.changes
-    verdict = explain.fastest_falls(changes, chance_changes)
+    verdict = explanations.fastest_falls(changes, chance_changes)
     fastest = verdict.fastest
-    named = [f"**{explain.METHOD_LABELS.get(n, n)}**" for n in fastest]
+    named = [f"**{explanations.METHOD_LABELS.get(n, n)}**" for n in fastest]
     fastest_names = named[0] if len(named) == 1 else ", ".join(named[:-1]) + " and " + named[-1]
     several = len(fastest) > 1
     others = ", ".join(
-        f"{explain.METHOD_LABELS.get(name, name)} {signed(change)}"
+        f"{explanations.METHOD_LABELS.get(name, name)} {signed(change)}"
         for name, change in changes.items()
         if name not in fastest
     )
@@ -288,7 +296,7 @@ if curves is not None:
             + f" Try a paraphrase pair{longer}, or √d_k scaling off in the sidebar, and see "
             "whether the order holds.",
         ]
-    elif verdict.lowest >= -explain.TIE:
+    elif verdict.lowest >= -explanations.TIE:
         lesson += [
             f"- no method lowers {quantity}: the lowest curve{'s' if several else ''}, "
             f"{fastest_names}, {'move' if several else 'moves'} it {moved}{tied} (the others: "

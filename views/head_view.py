@@ -8,9 +8,9 @@ import core
 from core import head_roles, head_stats
 from ui import (
     charts,
-    explorer_charts,
     exports,
     formulas,
+    head_view_charts,
     head_view_hover,
     models,
     state,
@@ -145,7 +145,7 @@ def layer_lines(at_layer: int, of_heads: Sequence[int]) -> head_stats.HeadViewLi
         of_heads,
         pair=pair_filter if paired else "All",
         window=window,
-        min_opacity=explorer_charts.MIN_LINE_WEIGHT,
+        min_opacity=head_view_charts.MIN_LINE_WEIGHT,
         token=focus,
         token_side=side,
         stretch=stretch,
@@ -164,7 +164,7 @@ def title_of(at_layer: int, at_head: int) -> str:
 
 if in_browser:
     every_head = range(model.n_heads)
-    fig = explorer_charts.every_head_view_figure(
+    fig = head_view_charts.every_head_view_figure(
         [layer_lines(at_layer, every_head) for at_layer in range(model.n_layers)],
         model.n_heads,
         tokens,
@@ -178,19 +178,19 @@ if in_browser:
     filename = "head-view"  # the head on screen may change in the browser after this run
 else:
     lines = layer_lines(layer, heads)
-    fig = explorer_charts.head_view_figure(
+    fig = head_view_charts.head_view_figure(
         lines, tokens, segments, heads, title_of(layer, head), highlight=focus
     )
     filename = f"head-view-L{layer}"
 with figure_column:
     widgets.show_figure(fig, key="hv_figure", filename=filename, on_select=pick_clicked_token)
 if in_browser:  # counts of this run's head would go stale when a slider moves
-    notes = [f"lines under {explorer_charts.MIN_LINE_WEIGHT:.1%} weight are left out as clutter"]
+    notes = [f"lines under {head_view_charts.MIN_LINE_WEIGHT:.1%} weight are left out as clutter"]
 else:
     notes = [f"lines drawn: {len(lines):,}"]
     if lines.dropped_light:
         notes.append(
-            f"lines under {explorer_charts.MIN_LINE_WEIGHT:.1%} weight left out as clutter: "
+            f"lines under {head_view_charts.MIN_LINE_WEIGHT:.1%} weight left out as clutter: "
             f"{lines.dropped_light:,}"
         )
 if stretch:

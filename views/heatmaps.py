@@ -6,11 +6,10 @@ import core
 from core import head_roles, head_stats, positional
 from ui import (
     charts,
-    course_charts,
-    derived,
-    explorer_charts,
     exports,
     formulas,
+    heatmaps_charts,
+    heatmaps_runs,
     html_heatmap,
     model_view,
     models,
@@ -69,7 +68,7 @@ in_browser = charts.switches_in_browser(model.n_layers, model.n_heads, n_shown)
 layer, head = widgets.layer_head_picker(model, in_browser=in_browser)
 widgets.head_switch()  # the sliders in the browser, and the up-close heatmap's cell readout
 model_view.install()  # the grid's frame follows the sliders; a click on a head moves them
-thumbs = derived.thumbnails(trace, renormalise, word_level)  # cached: reads every head
+thumbs = heatmaps_runs.thumbnails(trace, renormalise, word_level)  # cached: reads every head
 with grid_slot:
     pooled = thumbs.shape[-1] < n_shown
     # HTML, one small image per head: no plotly.js for the page's first figure, and tiles
@@ -116,7 +115,7 @@ labels = widgets.numbered(shown_tokens)
 # The Overview's figure (HTML cells, numbered up to 12 pieces, one image past that): one look
 # for one head across the app, and no plotly heatmap to draw.
 if in_browser:  # (L, H, n, n), or (L, H, w, w) between words, [CLS]/[SEP] hidden after merging
-    shown = derived.shown_attentions(trace, renormalise, word_level)
+    shown = heatmaps_runs.shown_attentions(trace, renormalise, word_level)
     widgets.show_html_figure(
         html_heatmap.attention_grid(
             shown,
@@ -130,7 +129,7 @@ if in_browser:  # (L, H, n, n), or (L, H, w, w) between words, [CLS]/[SEP] hidde
         )
     )
 else:
-    head_weights = derived.shown_weights(  # one head: (n, n), or (w, w) between words
+    head_weights = heatmaps_runs.shown_weights(  # one head: (n, n), or (w, w) between words
         trace.attentions[layer, head],
         tokens,
         renormalise,
@@ -159,7 +158,7 @@ if n_shown > charts.FITTED_SCALE_FROM:
 if in_browser:
     fetch = state.refetch(model, inputs)
     widgets.download_every_head(
-        lambda: derived.shown_attentions(fetch(), renormalise, word_level),
+        lambda: heatmaps_runs.shown_attentions(fetch(), renormalise, word_level),
         labels,
         "attention-all-heads",
         key="hm_csv",
@@ -171,7 +170,7 @@ else:
 
 # 3 · What each head does on average.
 st.subheader("3 · Per-head statistics")
-stats = derived.head_statistics(trace, renormalise, word_level)  # of the weights as shown
+stats = heatmaps_runs.head_statistics(trace, renormalise, word_level)  # of the weights as shown
 st.markdown(
     f"Averages over the {n_shown} query rows of this input"
     + (" (one per word; self, previous and next are words too)" if word_level else "")
@@ -202,8 +201,8 @@ widgets.show_weight_bars(  # two bars a layer, as HTML: one plotly figure fewer 
     [f"layer {layer_index}" for layer_index in range(model.n_layers)],
     {f"on {cls_name}": cls_share, f"on {sep_name}": sep_share},  # escaped by the HTML bars
     f"{model_label}: weight on {literal(cls_name)} and {literal(sep_name)}",
-    plotly_figure=lambda: course_charts.per_layer_lines(  # a deep model: one line per sink
-        {f"on {literal(cls_name)}": cls_share, f"on {literal(sep_name)}": sep_share},
+    plotly_figure=lambda: heatmaps_charts.per_layer_lines(  # a deep model: one line per sink
+        {f"on {cls_name}": cls_share, f"on {sep_name}": sep_share},  # escaped by the figure
         f"{model_label}: weight on {literal(cls_name)} and {literal(sep_name)}",
         "mean weight, all heads",
     ),
@@ -228,7 +227,7 @@ stat_name = st.selectbox(
     bind="query-params",
 )
 stat_label = head_stats.STAT_LABELS[stat_name]
-stat_grid = explorer_charts.head_stat_grid(
+stat_grid = heatmaps_charts.head_stat_grid(
     stats.stat(stat_name),
     stats.sink,
     title=f"{stat_label.capitalize()} per head",
@@ -303,7 +302,7 @@ else:
             return f"Where “{word}” looks: layer {at_layer}, head {at_head}"
 
         if in_browser:  # every head's rows travel with the page, as the heatmap's do
-            compare = explorer_charts.every_head_compare_rows(
+            compare = heatmaps_charts.every_head_compare_rows(
                 [  # (L, H, n_s): the word's row in every head of each sentence
                     head_stats.query_rows(trace_a, where[0], renormalise),
                     head_stats.query_rows(trace_b, where[1], renormalise),
@@ -316,7 +315,7 @@ else:
                 head=head,
             )
         else:
-            compare = explorer_charts.compare_rows_figure(
+            compare = heatmaps_charts.compare_rows_figure(
                 [
                     head_stats.query_row(trace_a, layer, head, where[0], renormalise),
                     head_stats.query_row(trace_b, layer, head, where[1], renormalise),

@@ -4,8 +4,18 @@ contributions and the encoder lens, on the sidebar's sentence(s)."""
 import streamlit as st
 
 import core
-from core import explain, lens, rollout, similarity
-from ui import charts, explain_charts, explain_state, models, next_word, state, widgets, word_level
+from core import explanations, information_flow, lens, rollout, similarity
+from ui import (
+    charts,
+    explanations_runs,
+    information_flow_charts,
+    information_flow_runs,
+    models,
+    next_word,
+    state,
+    widgets,
+    word_level,
+)
 from ui.escape import literal
 
 inputs, model = state.page_context()
@@ -20,10 +30,10 @@ st.markdown(
     + ("." if model.name == core.BUNDLED else f", and reads {literal(model.name)} the same way.")
 )
 
-explain_state.stop_unless_readable(model, inputs)
+information_flow_runs.stop_unless_readable(model, inputs)
 state.off_distribution_note(inputs, model_label)  # the sidebar's switches act on every run here
 
-pair = explain_state.readable_pair(model, inputs)  # None when empty or unreadable
+pair = information_flow_runs.readable_pair(model, inputs)  # None when empty or unreadable
 
 
 def two_sentences() -> None:
@@ -47,7 +57,7 @@ def two_sentences() -> None:
     example = min(int(example or 0), len(labels) - 1)  # a URL may carry any number
     right.button(
         "Use this pair",
-        on_click=explain_state.use_example_pair,
+        on_click=information_flow_runs.use_example_pair,
         args=(example,),
         icon=":material/compare_arrows:",
         key="ex_use_pair",
@@ -74,19 +84,19 @@ def two_sentences() -> None:
             f"{distance:.3f} (0: the same, 1: nothing in common). Each sentence runs on its own."
         )
         return
-    similarity_now = explain_state.pair_similarity(
+    similarity_now = information_flow_runs.pair_similarity(
         model, first, second, scale=inputs.scale, causal=inputs.causal
     )
     delta = None
     if not inputs.as_trained:
-        as_trained = explain_state.pair_similarity(
+        as_trained = information_flow_runs.pair_similarity(
             model, first, second, scale=True, causal=inputs.causal_by_nature
         )
         delta = f"{similarity_now - as_trained:+.4f} against the model as trained"
     st.metric(f"Cosine similarity of {whose}", f"{similarity_now:.4f}", delta)
     by_layer = lens.similarity_by_layer(
-        explain_state.sentence_trace(model, first, inputs).hidden_states,
-        explain_state.sentence_trace(model, second, inputs).hidden_states,
+        information_flow_runs.sentence_trace(model, first, inputs).hidden_states,
+        information_flow_runs.sentence_trace(model, second, inputs).hidden_states,
     )
     # one bar per state, as HTML: the section is on every tab, and needs no plotly.js (a
     # negative cosine goes to plotly's line, whose axis reaches below 0)
@@ -98,7 +108,7 @@ def two_sentences() -> None:
         key="ex_pair_layers",
         y_title="cos(A, B)",
         filename="similarity-by-layer",
-        plotly_figure=lambda: explain_charts.settling_figure(by_layer, title, "cos(A, B)"),
+        plotly_figure=lambda: information_flow_charts.settling_figure(by_layer, title, "cos(A, B)"),
         decimals=3,
     )
     if not pair:
@@ -144,7 +154,9 @@ def attention_rollout() -> None:
     )
 
     scores = flow.scores()
-    shown = {explain.METHOD_LABELS[name]: view.scores(values) for name, values in scores.items()}
+    shown = {
+        explanations.METHOD_LABELS[name]: view.scores(values) for name, values in scores.items()
+    }
     if trace.is_decoder:
         title = f"Each {unit[:-1]}'s share of the last position's vector"
         y_title = "share of the last position's top vector"
@@ -158,7 +170,9 @@ def attention_rollout() -> None:
         key="ex_bars",
         y_title=y_title,
         filename="sentence-shares",
-        plotly_figure=lambda: explain_charts.token_bars(shown, view.labels, title, y_title),
+        plotly_figure=lambda: information_flow_charts.token_bars(
+            shown, view.labels, title, y_title
+        ),
         decimals=3,  # a piece's share is often under 0.01
     )
     if len(view.labels) > 128:
@@ -166,8 +180,10 @@ def attention_rollout() -> None:
             f"{len(view.labels)} {unit}: a bar is narrower than a pixel here and every label is not "
             "drawn; point at the chart to read a bar, or take the CSV below."
         )
-    rollout_specials = explain.special_share(scores["rollout"], trace.tokens, trace.special)
-    norm_specials = explain.special_share(scores["norm"], trace.tokens, trace.special)
+    rollout_specials = information_flow.special_share(
+        scores["rollout"], trace.tokens, trace.special
+    )
+    norm_specials = information_flow.special_share(scores["norm"], trace.tokens, trace.special)
     specials = [literal(t) for t, s in zip(trace.tokens, trace.special, strict=True) if s]
     held = (
         f" Here the special pieces ({', '.join(dict.fromkeys(specials))}) hold "
@@ -241,7 +257,7 @@ def the_paper_and_this_sentence() -> None:
         "against removing each piece alone (removal) and against integrated gradients (IG), "
         "special pieces left out."
     )
-    check = explain_state.paper_check(model, text, inputs, flow)
+    check = explanations_runs.paper_check(model, text, inputs, flow)
     reference_names = {
         "removal": "ρ, removal",  # short: three columns fit a phone
         "integrated_gradients": "ρ, IG",
@@ -249,7 +265,7 @@ def the_paper_and_this_sentence() -> None:
     methods = list(next(iter(check.rho.values())))
     st.dataframe(
         {
-            "method": [explain.METHOD_LABELS[name] for name in methods],
+            "method": [explanations.METHOD_LABELS[name] for name in methods],
             **{
                 label: [round(check.rho[reference][name], 2) for name in methods]
                 for reference, label in reference_names.items()
@@ -276,8 +292,8 @@ def the_paper_and_this_sentence() -> None:
     else:
         verdict = "This sentence has too few word pieces to rank: type a longer one."
     shares = flow.scores()["flow"]
-    bits, even = explain.share_entropy(shares)
-    spread = "almost evenly" if bits >= explain.ALMOST_EVEN * even else "unevenly"
+    bits, even = information_flow.share_entropy(shares)
+    spread = "almost evenly" if bits >= information_flow.ALMOST_EVEN * even else "unevenly"
     st.markdown(
         f"{verdict} Flow spreads this sentence's vector {spread}: its shares carry "
         f"{bits:.2f} bits of the {even:.2f} an even spread over {len(shares)} pieces would. "
@@ -336,11 +352,11 @@ def logit_lens() -> None:
         trace.n_tokens - 1,
         key="ex_lens_position",
     )
-    reading = explain_state.logit_lens(model, trace, position)
+    reading = information_flow_runs.logit_lens(model, trace, position)
     states = ["embeddings", *[f"after layer {i}" for i in range(model.n_layers)]]
     final_pieces = [model.tokenizer.token_of(int(i)) for i in reading.final_ids]
     widgets.show_html_figure(
-        explain_charts.logit_lens_grid(
+        information_flow_charts.logit_lens_grid(
             reading.final_probabilities, states, final_pieces, name="ex_logit_lens"
         )
     )
@@ -386,7 +402,7 @@ def encoder_lens() -> None:
     token_settling = lens.token_settling(trace.hidden_states)  # (L + 1, n)
     left, right = st.columns([3, 2])
     with left:
-        fig = explain_charts.lens_heatmap(
+        fig = information_flow_charts.lens_heatmap(
             token_settling,
             trace.tokens,
             "Each token vs its final vector (word pieces)",
@@ -394,7 +410,7 @@ def encoder_lens() -> None:
         widgets.show_figure(fig, key="ex_lens", filename="lens-tokens")
     with right:
         settling = lens.sentence_settling(trace.hidden_states)
-        fig = explain_charts.settling_figure(settling, "Sentence vs final embedding")
+        fig = information_flow_charts.settling_figure(settling, "Sentence vs final embedding")
         widgets.show_figure(fig, key="ex_settle", filename="lens-sentence")
     token = widgets.token_picker(
         "Nearest word pieces of a token at every state, through the input table",
@@ -402,7 +418,7 @@ def encoder_lens() -> None:
         1,
         key="ex_token",
     )
-    nearest = explain_state.nearest_by_layer(model, trace, token)
+    nearest = information_flow_runs.nearest_by_layer(model, trace, token)
     st.dataframe(
         {
             "state": ["embeddings", *[f"after layer {i}" for i in range(model.n_layers)]],
@@ -460,7 +476,7 @@ text = pair if followed == "second" and pair else inputs.text
 trace = state.trace_or_stop(
     model, state.Inputs(text, None, model.name, inputs.scale, inputs.causal)
 )
-flow = explain_state.information_flow(model, text, inputs)
+flow = information_flow_runs.information_flow(model, text, inputs)
 view = word_level.WordView.of(trace, merge_words)
 unit = "words" if merge_words else "word pieces"
 

@@ -3,8 +3,16 @@
 import streamlit as st
 
 import core
-from core import block
-from ui import course_charts, course_state, models, predict, predict_answers, state, widgets
+from core import inside_layer
+from ui import (
+    inside_layer_charts,
+    inside_layer_runs,
+    models,
+    predict,
+    predict_answers,
+    state,
+    widgets,
+)
 from ui.numbers import signed
 
 inputs, model = state.page_context()
@@ -25,9 +33,9 @@ st.latex(  # one column, so it fits a phone's width
     r"\begin{aligned} a &= \operatorname{MultiHead}(x) \\ h &= \operatorname{LayerNorm}(x + a)"
     r"\\ f &= W_2\,\operatorname{GELU}(W_1 h) \\ y &= \operatorname{LayerNorm}(h + f)\end{aligned}"
 )
-stages = block.layer_stages(model)
+stages = inside_layer.layer_stages(model)
 widgets.show_figure(
-    course_charts.block_diagram(stages, f"{name}: one of its {model.n_layers} layers"),
+    inside_layer_charts.block_diagram(stages, f"{name}: one of its {model.n_layers} layers"),
     key="layer_diagram",
     filename="layer-diagram",
 )
@@ -52,12 +60,12 @@ st.latex(
 )
 trace = state.trace_or_stop(model, inputs)
 state.off_distribution_note(inputs, name)  # the sidebar's switches act on every run here
-sizes = course_state.sublayer_sizes(model, trace)
+sizes = inside_layer_runs.sublayer_sizes(model, trace)
 means = sizes.layer_means()  # (L,) each, averaged over the tokens
 mean_a, mean_f, share = means["attention_update"], means["ffn_update"], means["attention_share"]
 predict.ask_choice("layer_share", predict_answers.largest_attention_share(share))
 widgets.show_figure(
-    course_charts.sublayer_figure(mean_a, mean_f, share, f"{name}: what each sublayer adds"),
+    inside_layer_charts.sublayer_figure(mean_a, mean_f, share, f"{name}: what each sublayer adds"),
     key="layer_sizes",
     filename="sublayer-sizes",
 )
@@ -85,7 +93,9 @@ widgets.static_table(
 )
 st.subheader("3 · Why the stream, the norm and the bend")
 kept = means["kept_direction"]
-floor = block.activation_floor(model)  # GELU's lowest output, read off the model's activation
+floor = inside_layer.activation_floor(
+    model
+)  # GELU's lowest output, read off the model's activation
 units_off = means["units_off"]
 modest = kept.min() >= 0.8  # the corrections turn x by less than ~37 degrees on average
 st.markdown(
@@ -161,7 +171,7 @@ st.caption(
 )
 
 st.subheader("4 · Encoders and decoders: BERT and GPT")
-later = course_state.weight_on_later_tokens(trace)
+later = inside_layer_runs.weight_on_later_tokens(trace)
 st.markdown(
     "The layer above is an **encoder** layer: every token reads every other, on both sides. A "
     "**decoder** layer is the same but for a causal mask: each token reads only itself and the "

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from core import induction, lab
-from ui import induction_charts, induction_state, lab_charts, lab_runs, widgets
+from ui import induction_charts, induction_runs, lab_charts, lab_runs, widgets
 from ui.state import CAUSAL_LABEL, SCALE_LABEL
 
 st.title("11 · Attention, learned")
@@ -525,7 +525,7 @@ st.markdown(
 )
 
 # =============================================================================================
-# A second experiment: induction heads, learned (core/induction.py, ui/induction_state.py)
+# A second experiment: induction heads, learned (core/induction.py, ui/induction_runs.py)
 # =============================================================================================
 st.divider()
 st.header("Second experiment · Induction heads, learned")
@@ -817,8 +817,8 @@ if not induction_trained:
         "Press **Train (2 layers)**, then **Train with 1 layer** to compare.",
         icon=":material/play_arrow:",
     )
-two_layers = induction_state.trained_run(induction_trained[2]) if 2 in induction_trained else None
+two_layers = induction_runs.trained_run(induction_trained[2]) if 2 in induction_trained else None
 if two_layers is not None:
     two_layer_section(two_layers)
 if 1 in induction_trained:
-    one_layer_section(induction_state.trained_run(induction_trained[1]), two_layers)
+    one_layer_section(induction_runs.trained_run(induction_trained[1]), two_layers)

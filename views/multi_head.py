@@ -2,22 +2,22 @@
 
 import streamlit as st
 
-from core import head_roles, head_stats, heads, induction, scaling
+from core import head_roles, head_stats, induction, multi_head, scaling_masking
 from ui import (
-    course_charts,
-    course_state,
     formulas,
     induction_charts,
-    induction_state,
+    induction_runs,
     models,
+    multi_head_charts,
+    multi_head_runs,
     next_word,
     predict,
     predict_answers,
+    scaling_masking_charts,
     state,
     terms,
     widgets,
 )
-from ui import mechanics_charts as mc
 from ui.escape import literal
 
 MAX_ROWS = 64  # token rows drawn for the per-token matrices of section 2
@@ -45,7 +45,7 @@ st.caption(
     "heads by measuring every head on the sidebar sentence; section 1 names heads measured on "
     "fixed probe sentences."
 )
-roles = course_state.role_scores(model)  # the named heads, measured once per model
+roles = multi_head_runs.role_scores(model)  # the named heads, measured once per model
 (prev_layer, prev_head, prev_mean), (next_layer, next_head, next_mean) = (
     roles.best("previous"),
     roles.best("next"),
@@ -133,11 +133,13 @@ def all_heads() -> None:
         + r"\end{gathered}"
     )
     predict.ask_choice("mh_previous_head", predict_answers.previous_token_head(trace, layer))
-    widgets.show_figure(mc.heads_grid(trace.attentions[layer], trace.tokens, layer), "mh_grid")
-    if trace.n_tokens > mc.GRID_MAX:
+    widgets.show_figure(
+        multi_head_charts.heads_grid(trace.attentions[layer], trace.tokens, layer), "mh_grid"
+    )
+    if trace.n_tokens > multi_head_charts.GRID_MAX:
         st.caption(
             f"{trace.n_tokens} tokens: each small map averages blocks of "
-            f"{head_stats.block_size(trace.n_tokens, mc.GRID_MAX)} tokens. Attention heatmaps draws any one head in full."
+            f"{head_stats.block_size(trace.n_tokens, multi_head_charts.GRID_MAX)} tokens. Attention heatmaps draws any one head in full."
         )
     st.markdown(
         "Same sentence, same layer, different patterns. Look for a line just below the diagonal "
@@ -155,7 +157,7 @@ def all_heads() -> None:
     st.markdown(
         f"For every head of {model_label}, the mean weight a word piece gives to the token "
         f"before it, the token after it, [CLS], and another occurrence of the same word, over "
-        f"{len(course_state.probe_sentences())} fixed probe sentences (the list "
+        f"{len(multi_head_runs.probe_sentences())} fixed probe sentences (the list "
         "is below). The framed head scores highest; another model gives other heads."
     )
     st.latex(
@@ -165,18 +167,18 @@ def all_heads() -> None:
         r"\end{gathered}"
     )
     role_columns = st.columns(2)
-    for k, (role, role_name) in enumerate(course_state.ROLE_NAMES.items()):
+    for k, (role, role_name) in enumerate(multi_head_runs.ROLE_NAMES.items()):
         best_layer, best_head, best_mean = roles.best(role)
         with role_columns[k % 2]:
             widgets.show_figure(
-                course_charts.role_grid(
+                multi_head_charts.role_grid(
                     roles.means[role],
                     (best_layer, best_head),
                     f"{role_name}: best L{best_layer} H{best_head}, mean {best_mean:.2f}",
                 ),
                 f"mh_role_{role}",
             )
-    probe_lengths = course_state.probe_lengths(model)  # pieces of each probe sentence
+    probe_lengths = multi_head_runs.probe_lengths(model)  # pieces of each probe sentence
     shortest, longest = min(probe_lengths), max(probe_lengths)
     st.markdown(
         f"The previous-token head L{prev_layer} H{prev_head} gives the token before "
@@ -187,8 +189,8 @@ def all_heads() -> None:
         "layer to see its whole pattern in the grid."
     )
     same_layer, same_head, _ = roles.best("same_word")
-    repeat = course_state.repeat_example(
-        model, course_state.probe_sentences()[2], same_layer, same_head
+    repeat = multi_head_runs.repeat_example(
+        model, multi_head_runs.probe_sentences()[2], same_layer, same_head
     )
     if repeat is not None:
         layer_zero = (
@@ -210,7 +212,7 @@ def all_heads() -> None:
             "the probe sentences, not from where most of its weight goes."
         )
         st.markdown(
-            f"In “{literal(course_state.probe_sentences()[2])}”, L{same_layer} H{same_head}, the "
+            f"In “{literal(multi_head_runs.probe_sentences()[2])}”, L{same_layer} H{same_head}, the "
             "head with the highest same-word score over the probe sentences, lets the second "
             f"*{literal(repeat.word)}* (piece {repeat.second}) give the first (piece "
             f"{repeat.first}) {repeat.weight:.2f} of its weight, against 1/{repeat.n_tokens} = "
@@ -221,7 +223,9 @@ def all_heads() -> None:
     widgets.folded(
         "Probe sentences",
         "mh_probes",
-        lambda: st.dataframe({"sentence": list(course_state.probe_sentences())}, hide_index=True),
+        lambda: st.dataframe(
+            {"sentence": list(multi_head_runs.probe_sentences())}, hide_index=True
+        ),
     )
 
 
@@ -239,7 +243,7 @@ def framing(found: induction.FoundScores) -> str:
 def induction_heads_found() -> None:
     """Previous-token and induction scores of every head, on repeated random pieces."""
     st.subheader("Previous-token and induction heads, on repeated random pieces")
-    found = induction_state.measured_scores(model)
+    found = induction_runs.measured_scores(model)
     length, n_sequences = found.segment_length, found.n_sequences
     st.markdown(
         "Olsson et al. (2022) find two jobs with a sequence that makes sense only through its "
@@ -318,8 +322,8 @@ def back_to_one_vector() -> None:
     left, right = st.columns([1, 2])
     with left:
         widgets.show_figure(
-            mc.token_matrix_heatmap(
-                heads.head_outputs(trace, layer)[head],
+            multi_head_charts.token_matrix_heatmap(
+                multi_head.head_outputs(trace, layer)[head],
                 trace.tokens,
                 f"head {head} output ({n} × {model.d_head})",
                 "head dimension",
@@ -328,9 +332,9 @@ def back_to_one_vector() -> None:
             "mh_head_output",
         )
     with right:
-        concatenated = heads.concatenated_heads(trace, layer)
+        concatenated = multi_head.concatenated_heads(trace, layer)
         widgets.show_figure(
-            mc.head_block_heatmap(
+            multi_head_charts.head_block_heatmap(
                 concatenated,
                 model.n_heads,
                 model.d_head,
@@ -351,9 +355,9 @@ def back_to_one_vector() -> None:
     )
     if n > MAX_ROWS:
         st.caption(f"The two matrices above show the first {MAX_ROWS} of {n} tokens.")
-    w_o_slices = heads.head_output_projection(model, layer)  # (H, d_head, d_model)
+    w_o_slices = multi_head.head_output_projection(model, layer)  # (H, d_head, d_model)
     widgets.show_figure(
-        mc.weights_heatmap(
+        multi_head_charts.weights_heatmap(
             w_o_slices[head],
             [str(d) for d in range(model.d_head)],
             f"Layer {layer}: head {head}'s slice of W_Oᵀ ({model.d_head} × {model.d_model})",
@@ -368,7 +372,7 @@ def back_to_one_vector() -> None:
         f"W_Oᵀ stacks {model.n_heads} such slices, one per head ({width} × {model.d_model} in all); "
         "only the chosen head's slice is drawn. The full matrix is in the CSV."
     )
-    w_o, _ = heads.output_projection(model, layer)
+    w_o, _ = multi_head.output_projection(model, layer)
     widgets.download_matrix(
         w_o.T, range(width), range(model.d_model), f"W_O-transposed-L{layer}", key="mh_w_o_csv"
     )
@@ -395,16 +399,17 @@ def value_weighted() -> None:
         "same scale as α."
     )
     attn_weights = trace.attentions[layer]
-    share = heads.value_weighted_share(heads.value_weighted_norms(model, trace, layer))
+    share = multi_head.value_weighted_share(multi_head.value_weighted_norms(model, trace, layer))
     title = f"L{layer} H{head}: "
     left, right = st.columns(2)
     with left:
         widgets.show_figure(
-            mc.reduced_heatmap(attn_weights[head], *token_axes, title + "α"), "mh_raw"
+            scaling_masking_charts.reduced_heatmap(attn_weights[head], *token_axes, title + "α"),
+            "mh_raw",
         )
     with right:
         widgets.show_figure(
-            mc.reduced_heatmap(
+            scaling_masking_charts.reduced_heatmap(
                 share[head], *token_axes, title + "value-weighted share", colorbar_title="share"
             ),
             "mh_share",
@@ -412,7 +417,7 @@ def value_weighted() -> None:
     left, right = st.columns(2)
     with left:
         widgets.show_figure(
-            mc.disagreement_heatmap(
+            multi_head_charts.disagreement_heatmap(
                 attn_weights[head], share[head], trace.tokens, "Where they disagree: share − α"
             ),
             "mh_disagreement",
@@ -422,11 +427,13 @@ def value_weighted() -> None:
             "Red: the raw weight overstates what this key contributes."
         )
     with right:
-        gap = heads.raw_vs_weighted_gap(attn_weights, share)
-        widgets.show_figure(mc.gap_by_head_figure(gap, head, layer), "mh_gap")
+        gap = multi_head.raw_vs_weighted_gap(attn_weights, share)
+        widgets.show_figure(multi_head_charts.gap_by_head_figure(gap, head, layer), "mh_gap")
         st.caption("0 = α and the share agree; 1 = they point at entirely different keys.")
     st.markdown("**Largest disagreements in this head**")
-    st.dataframe(heads.disagreement_table(attn_weights[head], share[head], labels), hide_index=True)
+    st.dataframe(
+        multi_head.disagreement_table(attn_weights[head], share[head], labels), hide_index=True
+    )
 
 
 def removed_name(removed: set[tuple[int, int]]) -> str:
@@ -469,7 +476,7 @@ def remove_heads() -> None:
     if not removed:
         # Nothing picked: the section opens on the layer's strongest writer removed, measured
         # on this sentence, instead of on an empty page.
-        write_lengths = heads.head_write_lengths(model, trace, layer)  # (H,)
+        write_lengths = multi_head.head_write_lengths(model, trace, layer)  # (H,)
         strongest = int(write_lengths.argmax())
         removed = {(layer, strongest)}
         st.caption(
@@ -487,20 +494,20 @@ def remove_heads() -> None:
         causal=inputs.causal,
         ablate=frozenset(removed),
     )
-    cosines = scaling.layer_cosines(trace, ablated)  # (L + 1, n)
-    moved = scaling.summarize_cosines(cosines[-1])  # the last row: final vectors
+    cosines = scaling_masking.layer_cosines(trace, ablated)  # (L + 1, n)
+    moved = scaling_masking.summarize_cosines(cosines[-1])  # the last row: final vectors
     predict.ask_choice("mh_most_moved", predict_answers.most_moved_token(trace, ablated, removed))
     widgets.show_figure(
-        mc.per_token_bars(
+        scaling_masking_charts.per_token_bars(
             trace.tokens,
-            {"1 − cosine": scaling.how_far_moved(cosines[-1])},
+            {"1 − cosine": scaling_masking.how_far_moved(cosines[-1])},
             f"Final vectors with {removed_name(removed)} removed",
             "1 − cosine to the full model's final vector",
         ),
         "mh_ablation_final",
     )
     widgets.show_figure(
-        mc.layer_cosine_heatmap(
+        multi_head_charts.layer_cosine_heatmap(
             cosines, trace.tokens, "Cosine to the full model after every layer"
         ),
         "mh_ablation_layers",

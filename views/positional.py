@@ -3,7 +3,16 @@
 import streamlit as st
 
 from core import positional
-from ui import charts, derived, geometry_charts, models, predict, predict_answers, state, widgets
+from ui import (
+    charts,
+    models,
+    positional_charts,
+    positional_runs,
+    predict,
+    predict_answers,
+    state,
+    widgets,
+)
 from ui.numbers import signed
 
 inputs, model = state.page_context()
@@ -61,13 +70,13 @@ def sinusoid_section() -> None:
     st.subheader("1 · The sinusoid")
     n_positions, d_model, sinusoid, learned = sized_encodings()  # its sliders
     # the encoding first, then how it is made
-    fig = geometry_charts.position_heatmap(
+    fig = positional_charts.position_heatmap(
         sinusoid, f"Sinusoidal encoding, {n_positions} × {d_model}"
     )
     widgets.show_figure(fig, key="pos_sinusoid", filename="sinusoidal-encoding")
-    if n_positions > geometry_charts.MAX_HEATMAP_ROWS:
+    if n_positions > positional_charts.MAX_HEATMAP_ROWS:
         st.caption(
-            f"The heatmap shows every {geometry_charts.thin_rows(n_positions)[1]}th position."
+            f"The heatmap shows every {positional_charts.thin_rows(n_positions)[1]}th position."
         )
     st.latex(
         r"\begin{gathered}PE_{p,\,2i} = \sin(\omega_i\,p),\quad PE_{p,\,2i+1} = \cos(\omega_i\,p),"
@@ -85,7 +94,7 @@ def sinusoid_section() -> None:
         key="pos_dims",
         bind="query-params",
     )
-    fig = geometry_charts.dimension_curves(sinusoid, dims, "Single dimensions over position")
+    fig = positional_charts.dimension_curves(sinusoid, dims, "Single dimensions over position")
     widgets.show_figure(fig, key="pos_curves", filename="sinusoid-dimensions")
 
 
@@ -110,7 +119,7 @@ def binary_section() -> None:
     )
     left, right = st.columns(2)
     with left:
-        fig = geometry_charts.position_heatmap(
+        fig = positional_charts.position_heatmap(
             bits,
             "Binary encoding (bit 0 = lowest)",
             x_title="bit j",
@@ -121,7 +130,7 @@ def binary_section() -> None:
     with right:
         smooth = positional.smooth_bit(range(n_positions), bit)
         widgets.show_figure(
-            geometry_charts.bit_figure(bits[:, bit], smooth, bit), key="pos_bitcurve"
+            positional_charts.bit_figure(bits[:, bit], smooth, bit), key="pos_bitcurve"
         )
 
 
@@ -152,7 +161,7 @@ def rotary_section() -> None:
         "Move every token by s", 1, 64, 5, key="pos_rot_shift", bind="query-params"
     )
     layer, head = min(int(layer), model.n_layers - 1), min(int(head), model.n_heads - 1)
-    check = derived.rotary_check(model, trace, layer, head, int(shift))
+    check = positional_runs.rotary_check(model, trace, layer, head, int(shift))
     st.markdown(
         f"- The model's own turn: recomputing head {head}'s unturned q and k from what layer "
         f"{layer} reads and turning them here, in float64, gives the model's turned ones to "
@@ -163,7 +172,7 @@ def rotary_section() -> None:
         "distance)."
     )
     widgets.show_figure(
-        geometry_charts.position_heatmap(
+        positional_charts.position_heatmap(
             check.scores,
             f"Layer {layer}, head {head}: turned q · turned k",
             x_title="key position",
@@ -197,11 +206,13 @@ def learned_section() -> None:
     )
     left, right = st.columns(2)
     with left:
-        fig = geometry_charts.position_heatmap(learned, f"{model_label}: learned position vectors")
+        fig = positional_charts.position_heatmap(
+            learned, f"{model_label}: learned position vectors"
+        )
         widgets.show_figure(fig, key="pos_learned", filename="learned-positions")
     with right:
         same_width = positional.sinusoidal_encoding(n_positions, model.d_model)
-        fig = geometry_charts.position_heatmap(
+        fig = positional_charts.position_heatmap(
             same_width, f"Sinusoid with d_model = {model.d_model}"
         )
         widgets.show_figure(fig, key="pos_sinusoid_same", filename="sinusoid-same-width")
@@ -240,7 +251,7 @@ def near_positions_section() -> None:
         similarity = positional.similarity_matrix(vectors, kind)
         profiles[name] = positional.distance_profile(similarity)[0]
         with column:
-            fig = geometry_charts.position_heatmap(
+            fig = positional_charts.position_heatmap(
                 similarity, f"{name}: {kind}", x_title="position q", colorbar_title=kind, height=380
             )
             widgets.show_figure(fig, key=f"pos_sim_{name}", filename=f"position-similarity-{name}")
@@ -250,7 +261,7 @@ def near_positions_section() -> None:
             widgets.download_matrix(
                 similarity, labels, labels, f"similarity-{kind}", key=f"pos_csv_{name}"
             )
-    fig = geometry_charts.distance_figure(profiles, "Average similarity against distance")
+    fig = positional_charts.distance_figure(profiles, "Average similarity against distance")
     widgets.show_figure(fig, key="pos_profile", filename="similarity-vs-distance")
     st.markdown(
         "For the sinusoid the similarity is exactly a function of the distance (R² = 1). Binary codes "
@@ -306,7 +317,7 @@ def rotation_section() -> None:
     ):
         similarity = positional.similarity_matrix(vectors, "dot")
         with column:
-            fig = geometry_charts.position_heatmap(
+            fig = positional_charts.position_heatmap(
                 similarity,
                 f"{label}: PE_p · PE_q",
                 x_title="position q",
@@ -332,7 +343,7 @@ def adding_section() -> None:
         r"\mathbb{E}[a\cdot b] = 0,\quad \operatorname{Var}[a\cdot b] = 1/n\end{gathered}"
     )
     samples = {f"n = {n}": positional.random_unit_dot_products(n) for n in (16, 64, 384, 1024)}
-    fig = geometry_charts.histograms(samples, "Dot products of random unit vectors", "a · b")
+    fig = positional_charts.histograms(samples, "Dot products of random unit vectors", "a · b")
     widgets.show_figure(fig, key="pos_random", filename="random-dot-products")
     st.dataframe(
         [
@@ -357,7 +368,7 @@ def adding_section() -> None:
     real = {
         name: positional.row_pair_cosines(first, second) for name, (first, second) in tables.items()
     }
-    fig = geometry_charts.histograms(
+    fig = positional_charts.histograms(
         real, f"{model_label}: cosines of random pairs of rows", "cosine"
     )
     widgets.show_figure(fig, key="pos_real", filename="embedding-cosines")
@@ -451,7 +462,9 @@ def word_order_section() -> None:
     with st.columns([1, 3])[0]:
         seed = widgets.whole_number_input("Shuffle number", 0, 999, 0, key="pos_seed")
     results = {  # cached per sentence and shuffle: four forward passes
-        label: derived.permutation_experiment(model, trace, use_positions, seed, MAX_SHUFFLE_TOKENS)
+        label: positional_runs.permutation_experiment(
+            model, trace, use_positions, seed, MAX_SHUFFLE_TOKENS
+        )
         for label, use_positions in (("positions removed", False), ("with positions", True))
     }
     st.caption("The shuffled order the model read:")
@@ -463,7 +476,7 @@ def word_order_section() -> None:
     )
     diffs = {label: result.max_abs_diff_per_layer for label, result in results.items()}
     widgets.show_html_figure(
-        geometry_charts.layer_diff_bars(
+        positional_charts.layer_diff_bars(
             diffs, "Original vs shuffled-and-put-back, every layer", name="pos_perm_layers"
         )
     )
@@ -477,7 +490,7 @@ def word_order_section() -> None:
             st.markdown(f"**{label}**")
             for put_back in (False, True):  # HTML: the page loads no plotly.js for them
                 widgets.show_html_figure(
-                    geometry_charts.permutation_grid(
+                    positional_charts.permutation_grid(
                         result, put_back, label, layer, head, every_head=in_browser
                     )
                 )

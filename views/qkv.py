@@ -2,15 +2,15 @@
 
 import streamlit as st
 
-from core import learning
+from core import context, qkv
 from ui import (
-    course_charts,
-    course_state,
     formulas,
-    learning_charts,
+    matrix_charts,
     models,
     predict,
     predict_answers,
+    qkv_charts,
+    qkv_runs,
     state,
     terms,
     widgets,
@@ -49,7 +49,7 @@ if source == "random":
         )
     with seed_column:
         seed = widgets.whole_number_input("Random seed", 0, 9_999, 0, key="qkv_seed")
-    projections = learning.random_projections(model.d_model, int(d_k), int(seed))
+    projections = qkv.random_projections(model.d_model, int(d_k), int(seed))
     x = trace.static
     where = f"X holds the static word-piece vectors, as on page 1 plus the rows of [CLS] and [SEP]; W entries are drawn from N(0, 1) with seed {int(seed)}"
 else:
@@ -57,7 +57,7 @@ else:
         layer = widgets.layer_slider(model)
     with seed_column:
         head = widgets.head_slider(model)
-    projections = learning.head_projections(model, layer, head)
+    projections = qkv.head_projections(model, layer, head)
     x = trace.hidden_states[layer]
     where = f"X is what layer {layer} reads; W_q, W_k, W_v are the slices of head {head} (with their biases)"
     if model.arch.positions == "rotary":  # the model turns q and k by position; this page not
@@ -67,7 +67,7 @@ else:
             "quite the model's own"
         )
 d_k = projections.d_k
-result = learning.qkv_attention(x, projections, scale=inputs.scale, causal=inputs.causal)
+result = qkv.qkv_attention(x, projections, scale=inputs.scale, causal=inputs.causal)
 switches = ("scores divided by √d_k" if inputs.scale else "scores not scaled") + (
     ", causal mask on" if inputs.causal else ""
 )
@@ -78,7 +78,7 @@ st.caption(
 )
 if source != "random":  # random weights were never trained, so they have no inputs to leave
     state.off_distribution_note(inputs, model_label)
-note = learning_charts.limit_note(len(tokens))
+note = matrix_charts.limit_note(len(tokens))
 if note:
     st.caption(note)
 
@@ -91,20 +91,20 @@ def matrix_figure(matrix, title: str, key: str, square: bool = False, **args) ->
 
 
 # Page 1's two sentences, which Steps 5 and 7 come back to (static vectors: cheap).
-page_one = learning.static_sentence(model, "money bank grows")
-page_one_result = learning.parameter_free(page_one.vectors)
-page_one_b = learning.static_sentence(model, "river bank flows")
+page_one = context.static_sentence(model, "money bank grows")
+page_one_result = context.parameter_free(page_one.vectors)
+page_one_b = context.static_sentence(model, "river bank flows")
 # "bank" unless this tokenizer cuts it into pieces of its own (then their first shared piece)
-page_one_word = learning.shared_piece(page_one.tokens, page_one_b.tokens, "bank") or "bank"
-page_one_payoff = learning.compare_shared_word(
+page_one_word = context.shared_piece(page_one.tokens, page_one_b.tokens, "bank") or "bank"
+page_one_payoff = context.compare_shared_word(
     page_one_word,
     page_one,
     page_one_result,
     page_one_b,
-    learning.parameter_free(page_one_b.vectors),
+    context.parameter_free(page_one_b.vectors),
 )
 money_index, bank_index = (
-    learning.piece_index(page_one.tokens, "money") or 0,
+    context.piece_index(page_one.tokens, "money") or 0,
     page_one_payoff.index_a,
 )
 
@@ -125,10 +125,8 @@ def three_projections() -> None:
         with column:
             matrix_figure(matrix, name, name.lower())
     n = len(tokens)
-    picks_itself_page_one = learning.rows_that_pick_themselves(
-        learning.parameter_free(x).attn_weights
-    )
-    picks_itself_here = learning.rows_that_pick_themselves(result.attn_weights)
+    picks_itself_page_one = qkv.rows_that_pick_themselves(context.parameter_free(x).attn_weights)
+    picks_itself_here = qkv.rows_that_pick_themselves(result.attn_weights)
     st.markdown(
         "Three questions, three matrices. **W_q** makes what a token looks for, **W_k** what it "
         "offers to be found by, **W_v** what it hands over once found. On page 1 one vector "
@@ -172,7 +170,7 @@ def one_query() -> None:
     """Step 4: one query's dot products, weights and weighted values."""
     st.subheader("Step 4 · Follow one query")
     query_index = widgets.token_picker("Query token i", tokens, 1, key="qkv_query")
-    row = learning.follow_query(result, query_index)
+    row = qkv.follow_query(result, query_index)
     st.latex(
         r"\begin{gathered}q_i \cdot k_j = \sum_{c=1}^{d_k} (q_i \odot k_j)_c \;\to\; "
         + (r"\frac{q_i \cdot k_j}{\sqrt{d_k}} \;\to\; " if inputs.scale else "")
@@ -180,7 +178,7 @@ def one_query() -> None:
     )
     predict.ask_choice("qkv_strongest", predict_answers.strongest_key(result, tokens, query_index))
     widgets.show_figure(
-        learning_charts.query_steps(
+        qkv_charts.query_steps(
             row.dots, row.scores, row.weights, tokens, query_index, inputs.scale
         ),
         key="qkv_steps",
@@ -200,7 +198,7 @@ def one_query() -> None:
             f"row {query_index} of the output."
         )
         widgets.show_figure(
-            learning_charts.weighted_values(row.weighted_values, row.output, tokens, query_index),
+            qkv_charts.weighted_values(row.weighted_values, row.output, tokens, query_index),
             key="qkv_weighted",
             filename=f"qkv-weighted-values-{query_index}",
         )
@@ -209,7 +207,7 @@ def one_query() -> None:
 def not_symmetric() -> None:
     """Step 5: why α(i→j) differs from α(j→i)."""
     st.subheader("Step 5 · Attention is not symmetric, for two reasons")
-    i, j = learning.most_asymmetric_pair(result.attn_weights)
+    i, j = qkv.most_asymmetric_pair(result.attn_weights)
     token_i, token_j = (literal(labels[k]) for k in (i, j))
     st.markdown(
         "**The softmax.** Each row of α is divided by its own sum, so even symmetric scores give "
@@ -223,7 +221,7 @@ def not_symmetric() -> None:
         f"while {token_j} gives {token_i} {result.attn_weights[j, i]:.3f}."
     )
     st.latex(r"S - S^\top \ \text{(scores)},\quad \alpha - \alpha^\top \ \text{(weights)}")
-    page_one_gap = learning.asymmetry(page_one_result.similarity)
+    page_one_gap = qkv.asymmetry(page_one_result.similarity)
     st.caption(
         f"Page 1, “money bank grows”: max |S − Sᵀ| = {abs(page_one_gap).max():.1e} (exactly "
         "symmetric). This head, below: the left map is the part the projections make, the right "
@@ -232,16 +230,16 @@ def not_symmetric() -> None:
     left, right = st.columns(2)
     with left:
         widgets.show_figure(
-            course_charts.score_asymmetry_heatmap(
-                learning.asymmetry(result.dot), tokens, "S − Sᵀ, q_i·k_j minus q_j·k_i"
+            qkv_charts.score_asymmetry_heatmap(
+                qkv.asymmetry(result.dot), tokens, "S − Sᵀ, q_i·k_j minus q_j·k_i"
             ),
             key="qkv_score_asymmetry",
             filename="qkv-score-asymmetry",
         )
     with right:
         widgets.show_figure(
-            learning_charts.asymmetry_heatmap(
-                learning.asymmetry(result.attn_weights),
+            qkv_charts.asymmetry_heatmap(
+                qkv.asymmetry(result.attn_weights),
                 tokens,
                 "α − αᵀ, weight i→j minus weight j→i",
             ),
@@ -256,7 +254,7 @@ def one_matrix() -> None:
     st.latex(
         r"q_i \cdot k_j = (x_i W_q)(x_j W_k)^\top = x_i\, \underbrace{W_q W_k^\top}_{M}\, x_j^\top"
     )
-    form = learning.bilinear_form(x, projections)
+    form = qkv.bilinear_form(x, projections)
     st.markdown(
         f"The two projections fold into one {model.d_model} × {model.d_model} matrix M, of rank "
         f"at most d_k = {d_k} (here {form.rank}): a score is a bilinear form, a weighted dot "
@@ -282,12 +280,12 @@ def payoff() -> None:
         "and the word's two vectors are mixed once by page 1's formula and once by each trained "
         "head of layer 0. The lower the cosine, the more the head tells the two banks apart."
     )
-    through_heads = course_state.shared_word_through_heads(
+    through_heads = qkv_runs.shared_word_through_heads(
         model, "money bank grows", "river bank flows", page_one_word, 0
     )
     predict.ask_choice("qkv_bank_head", predict_answers.most_separating_head(through_heads))
     widgets.show_figure(
-        course_charts.head_cosines(
+        qkv_charts.head_cosines(
             through_heads.cosine_by_head,
             through_heads.cosine_parameter_free,
             f"page 1's formula: {through_heads.cosine_parameter_free:.3f}",
@@ -327,7 +325,7 @@ def all_at_once() -> None:
         "Below, this head (the W_q, W_k and W_v chosen above, no mask) reads the sentence and a "
         "shuffled copy; the copy's output rows are put back in the original order and compared."
     )
-    test = course_state.order_test(model, trace, projections, inputs.scale)
+    test = qkv_runs.order_test(model, trace, projections, inputs.scale)
     if not test.moved:
         st.info("Type at least two words in the sidebar to have something to shuffle.")
         return

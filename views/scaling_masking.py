@@ -2,10 +2,18 @@
 
 import streamlit as st
 
-from core import head_stats, scaling
+from core import head_stats, scaling_masking
 from core.errors import EmptyInput
-from ui import course_state, models, predict, predict_answers, state, terms, widgets
-from ui import mechanics_charts as mc
+from ui import (
+    models,
+    predict,
+    predict_answers,
+    scaling_masking_charts,
+    scaling_masking_runs,
+    state,
+    terms,
+    widgets,
+)
 from ui.escape import literal
 
 
@@ -63,7 +71,7 @@ def saturation() -> None:
         scores, score_labels = trace.head_scores(layer, head)[query], labels
     else:
         # numbers only: "key 0 … key 7" ran into each other on a phone (the axis says "key")
-        scores, score_labels = scaling.random_scores(8), [str(j) for j in range(8)]
+        scores, score_labels = scaling_masking.random_scores(8), [str(j) for j in range(8)]
     multiplier = multiplier_column.select_slider(
         "Multiplier c",
         [0.5, 1, 2, 5, 10, 20, 50, 100],
@@ -72,14 +80,15 @@ def saturation() -> None:
         bind="query-params",
     )
     predict.ask_choice("sm_saturation", predict_answers.saturation_top_share(scores, multiplier))
-    base, sharp = scaling.saturation(scores, [1.0, multiplier])
+    base, sharp = scaling_masking.saturation(scores, [1.0, multiplier])
     widgets.show_figure(
-        mc.saturation_figure(scores, base, sharp, multiplier, score_labels), "sm_saturation"
+        scaling_masking_charts.saturation_figure(scores, base, sharp, multiplier, score_labels),
+        "sm_saturation",
     )
-    curve = scaling.saturation(scores, scaling.MULTIPLIERS)
+    curve = scaling_masking.saturation(scores, scaling_masking.MULTIPLIERS)
     widgets.show_figure(
-        mc.saturation_curve_figure(
-            scaling.MULTIPLIERS, curve, head_stats.row_entropy(curve), float(multiplier)
+        scaling_masking_charts.saturation_curve_figure(
+            scaling_masking.MULTIPLIERS, curve, head_stats.row_entropy(curve), float(multiplier)
         ),
         "sm_saturation_curve",
     )
@@ -99,10 +108,14 @@ def why_root_dk() -> None:
         "wider spreads of scores, which is exactly the multiplier of section 1 in disguise. "
         f"Dividing by √d_k undoes it for any width. This model's heads have d_k = {model.d_head}."
     )
-    experiments = [scaling.random_dot_products(d_k) for d_k in sorted({4, model.d_head, 256})]
-    widgets.show_figure(mc.dot_product_histograms(experiments), "sm_histograms")
-    st.dataframe(scaling.width_table(experiments), hide_index=True)
-    widgets.show_figure(mc.entropy_by_width_figure(experiments), "sm_entropy_widths")
+    experiments = [
+        scaling_masking.random_dot_products(d_k) for d_k in sorted({4, model.d_head, 256})
+    ]
+    widgets.show_figure(scaling_masking_charts.dot_product_histograms(experiments), "sm_histograms")
+    st.dataframe(scaling_masking.width_table(experiments), hide_index=True)
+    widgets.show_figure(
+        scaling_masking_charts.entropy_by_width_figure(experiments), "sm_entropy_widths"
+    )
     n_queries, n_keys = experiments[0].raw.shape
     raw_entropies = [e.raw_entropy for e in experiments]  # widths in increasing order
     falls = all(
@@ -122,7 +135,7 @@ def why_root_dk() -> None:
 def switches() -> None:
     """Section 3: scaling off and the causal mask on, inside the trained model."""
     st.subheader(f"3 · Flip the switches inside {model_label}")
-    spread = scaling.score_spread_by_layer(trace)  # (L,) std of the scaled scores per layer
+    spread = scaling_masking.score_spread_by_layer(trace)  # (L,) std of the scaled scores per layer
     st.markdown(
         "Section 2 assumes query and key entries that are independent with mean 0 and "
         "variance 1, the assumption Vaswani et al. (2017, footnote 4) use to explain the factor. "
@@ -201,26 +214,30 @@ def switches() -> None:
         variant = state.trace(
             model, inputs.text, inputs.pair, scale=not scale_off, causal=causal_on
         )
-        comparison = scaling.compare_runs(trace, variant, layer, head)
+        comparison = scaling_masking.compare_runs(trace, variant, layer, head)
         title = f"L{layer} H{head}: "
         side_by_side(
             (
-                mc.reduced_heatmap(comparison.default_weights, *token_axes, title + "as trained"),
+                scaling_masking_charts.reduced_heatmap(
+                    comparison.default_weights, *token_axes, title + "as trained"
+                ),
                 "sm_a",
             ),
             (
-                mc.reduced_heatmap(comparison.variant_weights, *token_axes, title + variant_name),
+                scaling_masking_charts.reduced_heatmap(
+                    comparison.variant_weights, *token_axes, title + variant_name
+                ),
                 "sm_b",
             ),
         )
-        if trace.n_tokens > mc.MAX_DRAWN:
+        if trace.n_tokens > scaling_masking_charts.MAX_DRAWN:
             st.caption(
                 f"{trace.n_tokens} tokens: the heatmaps average blocks of tokens so that at most "
-                f"{mc.MAX_DRAWN}×{mc.MAX_DRAWN} cells are drawn. The bar charts show every token."
+                f"{scaling_masking_charts.MAX_DRAWN}×{scaling_masking_charts.MAX_DRAWN} cells are drawn. The bar charts show every token."
             )
         st.latex(r"H_i = -\sum_j \alpha_{ij}\log_2 \alpha_{ij}\quad\text{(bits)}")
         widgets.show_figure(
-            mc.per_token_bars(
+            scaling_masking_charts.per_token_bars(
                 trace.tokens,
                 {
                     "as trained": comparison.default_entropy,
@@ -237,7 +254,7 @@ def switches() -> None:
             "room for entropy."
         )
         widgets.show_figure(
-            mc.per_token_bars(
+            scaling_masking_charts.per_token_bars(
                 trace.tokens,
                 {"cosine": comparison.final_cosine},
                 f"Final vectors, {variant_name} vs as trained",  # phone-wide
@@ -245,7 +262,7 @@ def switches() -> None:
             ),
             "sm_final_cosine",
         )
-        moved = scaling.summarize_cosines(comparison.final_cosine)
+        moved = scaling_masking.summarize_cosines(comparison.final_cosine)
         st.caption(
             f"Cosine 1 means the token ends up pointing the same way as in the model as trained. "
             f"Mean cosine {moved.mean:.3f}; the token that moved most is "
@@ -272,9 +289,11 @@ def causal_mask() -> None:
             else ""
         )
     )
-    masked_scores, masked_weights = scaling.causal_view(trace, layer, head, max_tokens=40)
+    masked_scores, masked_weights = scaling_masking.causal_view(trace, layer, head, max_tokens=40)
     shown = masked_scores.shape[0]
-    scores_fig, weights_fig = mc.causal_mask_figures(masked_scores, masked_weights, trace.tokens)
+    scores_fig, weights_fig = scaling_masking_charts.causal_mask_figures(
+        masked_scores, masked_weights, trace.tokens
+    )
     side_by_side((scores_fig, "sm_masked_scores"), (weights_fig, "sm_masked_weights"))
     st.caption(
         "Blank cells are −∞ (a chart file cannot store −∞, so they are sent as empty). "
@@ -323,9 +342,9 @@ def cross_attention() -> None:
     except EmptyInput as err:
         st.info(f"Sentence B: {err}", icon="✍️")
     else:
-        cross = course_state.cross_attention(model, trace_a, trace_b, layer)
+        cross = scaling_masking_runs.cross_attention(model, trace_a, trace_b, layer)
         widgets.show_figure(
-            mc.reduced_heatmap(
+            scaling_masking_charts.reduced_heatmap(
                 cross.attn_weights[head],
                 trace_a.tokens,
                 trace_b.tokens,
@@ -361,7 +380,7 @@ def padding_mask() -> None:
     n_pad = st.slider("[PAD] pieces appended", 1, 16, 4, key="sm_pads", bind="query-params")
     try:
         runs = {
-            masked: course_state.padded_run(model, inputs.text, n_pad, masked)
+            masked: scaling_masking_runs.padded_run(model, inputs.text, n_pad, masked)
             for masked in (True, False)
         }
     except EmptyInput as err:
@@ -375,7 +394,7 @@ def padding_mask() -> None:
         for column, (masked, run) in zip(st.columns(2), runs.items(), strict=True):
             with column:
                 widgets.show_figure(
-                    mc.reduced_heatmap(
+                    scaling_masking_charts.reduced_heatmap(
                         run.attentions[layer, head],
                         run.tokens,
                         run.tokens,

@@ -40,8 +40,8 @@
     }
     return null;
   };
-  // explorer_charts.packed_lines -> one SVG path per opacity level (1..levels), written as
-  // explorer_charts.line_path writes it: (0, query) to (1, key), in data coordinates
+  // head_view_charts.packed_lines -> one SVG path per opacity level (1..levels), written as
+  // head_view_charts.line_path writes it: (0, query) to (1, key), in data coordinates
   const levelPaths = (view, packed) => {
     const bytes = Uint8Array.from(atob(packed), c => c.charCodeAt(0));
     const paths = Array.from({length: view.levels}, () => []);
@@ -86,27 +86,14 @@
     const meta = gd.layout && gd.layout.meta;
     const index = meta ? chosenIndex(main, meta) : NaN;
     if (!Number.isInteger(index) || !gd.data || !gd.data[0]) return;
-    const frame = meta.frame;  // explorer_charts.model_view_grid: its frame is shape 0
-    if (frame) {
-      const head = index % meta.every_head_of, layer = (index - head) / meta.every_head_of;
-      const edge = i => i * frame.step - 0.5 - frame.gap / 2;  // the gap before thumbnail i
-      const side = frame.size + frame.gap, shape = (gd.layout.shapes || [])[0];
-      if (!shape || (shape.x0 === edge(head) && shape.y0 === edge(layer))) return;
-      // The shapes replaced as one array: plotly redraws only them. An edit of shape 0's x0
-      // and y0 made it recompute and redraw the grid's whole heatmap (~50 ms).
-      const moved = Object.assign({}, shape, {x0: edge(head), x1: edge(head) + side,
-        y0: edge(layer), y1: edge(layer) + side});
-      window.Plotly.relayout(gd, {shapes: [moved, ...gd.layout.shapes.slice(1)]});
-      return;
-    }
     const heads = storesOf(meta), store = heads && heads[index];
     if (!store) return;
-    if (meta.head_view) {  // explorer_charts.every_head_view_figure: the head drawn is meta.shown
+    if (meta.head_view) {  // head_view_charts.every_head_view_figure: the head drawn is meta.shown
       if (meta.shown !== index) switchHeadView(gd, meta, heads, index);
       return;
     }
     if (gd.data[0].meta === index) return;  // trace 0's meta: the head shown
-    if (store.bars) {  // explorer_charts.every_head_compare_rows: one bar trace per sentence
+    if (store.bars) {  // heatmaps_charts.every_head_compare_rows: one bar trace per sentence
       const traces = store.bars.map((_, t) => t);
       const y = store.bars.map((packed, t) => unpack(packed, 1, meta.bar_lengths[t], meta.steps)[0]);
       window.Plotly.update(gd, {y: y, meta: traces.map(() => index)}, boldTitle(store.title), traces);
@@ -126,11 +113,9 @@
       gd.on('plotly_afterplot', showChosenHead);
       figures.push(gd);
     }
-    // One figure per frame, so the first is on screen without waiting for the others: in page
-    // order, but a grid's frame last: the head itself is what the visitor watches, the frame
-    // only marks where it sits. Each figure reads the sliders when its turn comes, so a late
-    // one never shows an old head.
-    figures.sort((a, b) => Boolean(a.layout.meta.frame) - Boolean(b.layout.meta.frame));
+    // One figure per frame, in page order, so the first is on screen without waiting for the
+    // others. Each figure reads the sliders when its turn comes, so a late one never shows an
+    // old head.
     const next = () => {
       const gd = figures.shift();
       if (!gd) return;

@@ -2,7 +2,7 @@
 // end at it, as bertviz's head view does; leaving the dot brings every line back. Nothing is
 // sent to the server and nothing moves: the figure's line shapes are filtered in place.
 //
-// A figure of explorer_charts.head_view_figure or every_head_view_figure says it takes part
+// A figure of head_view_charts.head_view_figure or every_head_view_figure says it takes part
 // with layout.meta.hover_lines. Its lines are path shapes "M0,qL1,k…" (query q on the left at
 // x = 0, key k on the right at x = 1); its token dots are the scatter traces at x = 0 and x = 1.
 // The script reads numbers from the figure only and writes shapes only: no visitor text.
@@ -12,7 +12,7 @@
   if (window.__attentionHeadViewHover) return;
   window.__attentionHeadViewHover = true;
   const LINE = /M0,(-?\d+)L1,(-?\d+)/g;
-  const NO_LINES = 'M0,0';  // explorer_charts.NO_LINES: a level with no line draws nothing
+  const NO_LINES = 'M0,0';  // head_view_charts.NO_LINES: a level with no line draws nothing
   // One shape's path with only the lines of token `position` on `side` (0 = query, 1 = key).
   const keepLines = (path, position, side) => {
     const kept = [];

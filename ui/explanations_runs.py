@@ -1,7 +1,8 @@
-"""Caches and shared widgets of the explanation pages (core.explain, core.saliency, core.lens).
+"""Page 10's runs of the model (explanations side by side): gradients, deletion, the paper check.
 
-Each result is computed once per (model, sentence(s), switches, settings) and shared by every
-session: its arrays are not written after they are made. The Traces come from ui.state's cache.
+Each result is computed once per (model, sentence(s), switches, settings) through ui.door and
+shared by every session: its arrays are not written after they are made. The sentence's Trace
+and the readable-pair checks come from ui/information_flow_runs.py.
 """
 
 from __future__ import annotations
@@ -10,73 +11,36 @@ import numpy as np
 import streamlit as st
 
 import core
-from core import explain, lens, saliency, similarity
+from core import explanations, saliency
+from core import information_flow as core_information_flow
 from core import next_word as core_next_word
 from ui import door, next_word, state
+from ui.information_flow_runs import (
+    sentence_trace,
+    trace_by_name,
+)
 
 MAX_GRADIENT_PIECES = 128  # above: no deletion test (11 re-runs of every method)
+
+
 DELETION_K = 10  # pieces removed at most by the deletion test
+
+
 # The work one deletion pass may hold: word pieces × rankings (the methods and the random
 # orders). Ten random orders fit up to 72 pieces beside six methods; at 128 pieces three do,
 # and the page says how many it ran. Three is the fewest that still make a band.
 DELETION_WORK = 128 * 9
+
+
 MIN_RANDOM_ORDERS = 3
+
+
 # The work one request may ask of the gradients: word pieces × integrated-gradient steps. Each
 # step is a forward and a backward pass over the whole sentence, so 32 steps at 128 pieces
 # (~2 s here) is the most one visitor's request may take; a longer text gets fewer steps, and
 # the page says how many it ran. It keeps a slider moved to 64 steps, or a 512-piece text, from
 # holding one of the server's two run slots for ten seconds.
 GRADIENT_WORK = 128 * 32
-
-
-# ---- the sidebar's sentences, one at a time ----------------------------------------------------
-def sentence_trace(model: core.BertEncoder, text: str, inputs: state.Inputs) -> core.Trace:
-    """The Trace of one sentence on its own (a sentence embedding never sees the other one)."""
-    return state.trace(model, text, None, scale=inputs.scale, causal=inputs.causal)
-
-
-def stop_unless_readable(model: core.BertEncoder, inputs: state.Inputs) -> None:
-    """A message and state.end_page() when the sidebar's first sentence holds no readable word piece."""
-    try:
-        sentence_trace(model, inputs.text, inputs)
-    except core.EmptyInput as err:
-        st.info(f"{err} Enter a sentence in the sidebar to begin.", icon="✍️")
-        state.end_page()
-
-
-def readable_pair(model: core.BertEncoder, inputs: state.Inputs) -> str | None:
-    """The sidebar's second sentence if it holds a readable word piece, else None."""
-    if not inputs.pair:
-        return None
-    try:
-        sentence_trace(model, inputs.pair, inputs)
-    except core.EmptyInput:
-        return None
-    return inputs.pair
-
-
-def _trace(model_name: str, text: str, scale: bool, causal: bool) -> core.Trace:
-    return state.trace(state.load_model(model_name), text, None, scale=scale, causal=causal)
-
-
-def _flow_cost(model_name: str, text: str, **_: object) -> int:
-    # rollout, norm-based contributions and their rollout: three (L, n, n) float64 stacks
-    model = state.load_model(model_name)
-    n = door.pieces(model, text)
-    return 3 * 8 * model.n_layers * n * n
-
-
-@door.shared("the information flow", cost=_flow_cost, spinner="Following the information flow …")
-def _flow(model_name: str, text: str, scale: bool, causal: bool) -> explain.InformationFlow:
-    model = state.load_model(model_name)
-    return explain.information_flow(model, _trace(model_name, text, scale, causal))
-
-
-def information_flow(
-    model: core.BertEncoder, text: str, inputs: state.Inputs
-) -> explain.InformationFlow:
-    """Cached rollout, norm rollout and flow of one sentence with the sidebar's switches."""
-    return _flow(model.name, text, inputs.scale, inputs.causal)
 
 
 def ig_steps_for(n_tokens: int, wanted: int) -> int:
@@ -95,8 +59,8 @@ def _target(
     if next_piece is not None:  # a decoder: log p(next_piece | text)
         return saliency.next_piece_target(state.load_model(model_name), next_piece)
     if other:
-        return saliency.similarity_target(_trace(model_name, other, scale, causal))
-    return saliency.embedding_target(_trace(model_name, text, scale, causal))
+        return saliency.similarity_target(trace_by_name(model_name, other, scale, causal))
+    return saliency.embedding_target(trace_by_name(model_name, text, scale, causal))
 
 
 def _gradient_cost(model_name: str, text: str, steps: int, **_: object) -> int:
@@ -117,10 +81,10 @@ def _gradients(
     causal: bool,
     steps: int,
     next_piece: int | None = None,
-) -> explain.GradientScores:
-    trace = _trace(model_name, text, scale, causal)
+) -> explanations.GradientScores:
+    trace = trace_by_name(model_name, text, scale, causal)
     target = _target(model_name, text, other, scale, causal, next_piece)
-    return explain.gradient_scores(state.load_model(model_name), trace, target, steps)
+    return explanations.gradient_scores(state.load_model(model_name), trace, target, steps)
 
 
 def gradient_scores(
@@ -130,7 +94,7 @@ def gradient_scores(
     inputs: state.Inputs,
     steps: int,
     next_piece: int | None = None,
-) -> explain.GradientScores:
+) -> explanations.GradientScores:
     """Cached gradient × input and IG of cos(text, other), or of text's own embedding, or (a
     decoder, next_piece given) of log p(next_piece | text); the steps are cut to the request's
     budget first (ig_steps_for)."""
@@ -141,10 +105,10 @@ def gradient_scores(
 
 
 def random_orders_for(n_tokens: int, n_methods: int) -> int:
-    """Seeded random orders for the deletion band: explain.RANDOM_ORDERS while word pieces ×
+    """Seeded random orders for the deletion band: explanations.RANDOM_ORDERS while word pieces ×
     (methods + orders) stays within DELETION_WORK, never fewer than MIN_RANDOM_ORDERS."""
     fits = DELETION_WORK // max(1, n_tokens) - n_methods
-    return max(MIN_RANDOM_ORDERS, min(explain.RANDOM_ORDERS, fits))
+    return max(MIN_RANDOM_ORDERS, min(explanations.RANDOM_ORDERS, fits))
 
 
 def _deletion_cost(
@@ -171,7 +135,7 @@ def _deletion(
     k_max: int,
     next_piece: int | None = None,
 ) -> dict[str, np.ndarray]:
-    trace = _trace(model_name, text, scale, causal)
+    trace = trace_by_name(model_name, text, scale, causal)
     target = _target(model_name, text, other, scale, causal, next_piece)  # the gradients' own f
     rankings = {name: np.array(order, dtype=np.int64) for name, order in orders}
     model = state.load_model(model_name)
@@ -210,14 +174,17 @@ def _leave_one_out_cost(model_name: str, text: str, **_: object) -> int:
 def _leave_one_out(
     model_name: str, text: str, scale: bool, causal: bool, next_piece: int | None = None
 ) -> np.ndarray:
-    trace = _trace(model_name, text, scale, causal)
+    trace = trace_by_name(model_name, text, scale, causal)
     target = _target(model_name, text, None, scale, causal, next_piece)
     return saliency.leave_one_out(state.load_model(model_name), trace, target)
 
 
 def paper_check(
-    model: core.BertEncoder, text: str, inputs: state.Inputs, flow: explain.InformationFlow
-) -> explain.PaperCheck:
+    model: core.BertEncoder,
+    text: str,
+    inputs: state.Inputs,
+    flow: core_information_flow.InformationFlow,
+) -> explanations.PaperCheck:
     """Raw last-layer attention, rollout and flow against removing each piece alone and
     against integrated gradients, all of the sentence's own vector (the embedding target); for
     a decoder, of the log-probability of its likeliest next piece (what its last vector is for).
@@ -228,7 +195,7 @@ def paper_check(
     gradients = gradient_scores(model, text, None, inputs, saliency.IG_STEPS, piece)
     references = {"removal": removed, "integrated_gradients": gradients.integrated_gradients}
     allowed = saliency.removable(trace.tokens, trace.special)
-    return explain.paper_check(flow.scores(), references, allowed)
+    return explanations.paper_check(flow.scores(), references, allowed)
 
 
 # ---- a decoder's target: the next word piece ---------------------------------------------------
@@ -268,42 +235,3 @@ def next_piece_picker(model: core.BertEncoder, text: str, inputs: state.Inputs, 
         "the model's likeliest next piece by default, or another of its ten likeliest.",
     )
     return int(picked if picked in probability else rows[0])
-
-
-# ---- the encoder lens ---------------------------------------------------------------------------
-def nearest_by_layer(
-    model: core.BertEncoder, trace: core.Trace, token: int, k: int = 5
-) -> list[list[str]]:
-    """(L + 1) lists of the k word pieces nearest one token's vector at every state."""
-    unit_table, allowed = state.vocabulary_view(model)  # the Embedding projections page's table
-    ids, _ = lens.nearest_by_layer(trace.hidden_states, token, unit_table, allowed, k)
-    return [[model.tokenizer.token_of(int(i)) for i in row] for row in ids]
-
-
-# ---- the logit lens (decoders) -----------------------------------------------------------------
-def _lens_cost(model: core.BertEncoder, **_: object) -> int:
-    # (L + 1, vocab) scores in float64, twice (the log-softmax beside them)
-    return 2 * 8 * (model.n_layers + 1) * model.dims.vocab_size
-
-
-@door.shared("the logit lens", cost=_lens_cost)
-def logit_lens(model: core.BertEncoder, trace: core.Trace, position: int) -> lens.LogitLens:
-    """core.lens.logit_lens of one position of a decoder's Trace, its five likeliest pieces."""
-    return lens.logit_lens(model, trace.hidden_states, position, k=5)
-
-
-# ---- similarity -------------------------------------------------------------------------------
-def pair_similarity(
-    model: core.BertEncoder, first: str, second: str, *, scale: bool, causal: bool
-) -> float:
-    """cos of two sentences' embeddings, each sentence run on its own (Traces from the cache)."""
-    return similarity.sentence_similarity(
-        state.trace(model, first, None, scale=scale, causal=causal),
-        state.trace(model, second, None, scale=scale, causal=causal),
-    )
-
-
-def use_example_pair(index: int) -> None:
-    """Callback: put one of core.similarity's example pairs into the sidebar."""
-    _, first, second = similarity.EXAMPLE_PAIRS[index]
-    st.session_state["text"], st.session_state["pair"] = first, second

@@ -1,7 +1,7 @@
 """Every method's answer to "which word pieces made this sentence's vector?", side by side.
 
 Each method gives one score per word piece of one sentence (a Trace); the attention-based ones
-come from InformationFlow (no target needed), the gradient ones from GradientScores:
+come from core.information_flow (no target needed), the gradient ones from GradientScores:
 - attention: the last layer's weights, averaged over heads and over the query rows (the
   sentence vector is the mean of those rows);
 - rollout, flow, norm rollout: the top row of core.rollout's matrices, pooled the same way;
@@ -19,8 +19,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core import rollout, saliency
+from core import saliency
 from core.bert import BertEncoder, Trace
+from core.information_flow import InformationFlow
 
 METHOD_LABELS = {
     "attention": "last-layer attention",
@@ -31,58 +32,6 @@ METHOD_LABELS = {
     "integrated_gradients": "integrated gradients",
 }
 GRADIENT_METHODS = ("grad_x_input", "integrated_gradients")
-
-
-@dataclass(frozen=True)
-class InformationFlow:
-    """The attention-based views of one sentence: they need no target and no gradient."""
-
-    last_attention: np.ndarray  # (n, n) last layer's weights, mean over heads
-    rolled: np.ndarray  # (L, n, n) attention rollout after every layer
-    norm_rolled: np.ndarray  # (L, n, n) norm-based contributions rolled out
-    flow: np.ndarray | None  # (n, n) top-layer attention flow, None above MAX_FLOW_PIECES
-    decoder: bool = False  # read the last position (it predicts the next piece), not the mean
-
-    def flow_shares(self) -> np.ndarray | None:
-        """(n, n) flow with each row divided by its sum, so it reads as shares like rollout.
-
-        A max-flow value is not a share: every input can push up to its narrowest cut to every
-        output, so raw rows sum to more than 1.
-        """
-        if self.flow is None:
-            return None
-        return self.flow / self.flow.sum(axis=-1, keepdims=True)
-
-    def scores(self) -> dict[str, np.ndarray]:
-        """method -> (n,) each input piece's share of the mean-pooled sentence vector; for a
-        decoder, of the last position's vector, the one that predicts the next piece."""
-        readout = _last_row if self.decoder else rollout.to_sentence
-        scores = {
-            "attention": readout(self.last_attention),
-            "rollout": readout(self.rolled[-1]),
-            "norm": readout(self.norm_rolled[-1]),
-        }
-        if self.flow is not None:
-            scores["flow"] = readout(self.flow_shares())
-        return scores
-
-
-def _last_row(top: np.ndarray) -> np.ndarray:
-    """(n, n) top-layer mixing -> (n,) the last position's row: each input's share of it."""
-    return np.asarray(top[-1])
-
-
-def information_flow(model: BertEncoder, trace: Trace) -> InformationFlow:
-    """Rollout, norm rollout and (up to rollout.MAX_FLOW_PIECES) flow of one sentence's Trace."""
-    mixing = rollout.residual_attention(trace.attentions)  # (L, n, n)
-    # kept as float32 (a cached result at 512 pieces: ~13 MB instead of ~27 MB)
-    return InformationFlow(
-        last_attention=np.asarray(trace.attentions[-1], dtype=np.float64).mean(axis=0),
-        rolled=rollout.rollout(mixing).astype(np.float32),
-        norm_rolled=rollout.contribution_rollout(model, trace).astype(np.float32),
-        flow=rollout.attention_flow(mixing),
-        decoder=trace.is_decoder,
-    )
 
 
 @dataclass(frozen=True)
@@ -294,23 +243,3 @@ def paper_check(
                 comparisons += 1
                 wins += rolled > raw
     return PaperCheck(rho, wins, comparisons)
-
-
-def share_entropy(shares: np.ndarray) -> tuple[float, float]:
-    """(entropy in bits of a share vector with Σ = 1, log2 n: the entropy of an even spread)."""
-    p = np.asarray(shares, dtype=np.float64)
-    even = float(np.log2(len(p)))
-    p = p[p > 0]
-    return float(-(p * np.log2(p)).sum()), even
-
-
-# Shares with at least this part of an even spread's bits read as "almost even".
-ALMOST_EVEN = 0.95
-
-
-def special_share(
-    scores: np.ndarray, tokens: tuple[str, ...], special: tuple[bool, ...] | None = None
-) -> float:
-    """The part of a share vector that sits on the special pieces ([CLS] and [SEP], <s>, …;
-    special: the Trace's mask, else BERT's two by their text)."""
-    return float(np.asarray(scores)[~saliency.removable(tokens, special)].sum())

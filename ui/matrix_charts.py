@@ -1,4 +1,4 @@
-"""Figures for the first two learning-path pages (context from first principles; Q, K and V).
+"""Token matrices and grids that the learning path's pages share (0 by hand, 1 context, 2 Q, K, V).
 
 Pure functions: arrays in, plotly figures, HTML figures (through ui/html_heatmap.py, for a
 few tokens: no plotly.js to load) or plain strings out, no streamlit. User tokens reach plotly
@@ -28,7 +28,7 @@ OTHERS = "#636EFA"  # every other bar: plotly's blue
 ANNOTATE_UP_TO = 12  # write the value into each cell when neither side is longer than this
 
 
-def _annotate_small(figure: go.Figure, n_rows: int, n_cols: int) -> go.Figure:
+def annotate_small(figure: go.Figure, n_rows: int, n_cols: int) -> go.Figure:
     """Print each cell's value (2 decimals) on small heatmaps: the real numbers, not just colour."""
     if n_rows <= ANNOTATE_UP_TO and n_cols <= ANNOTATE_UP_TO:
         # Eight columns share a third of the page: one decimal at 10 px fits, two did not.
@@ -53,7 +53,7 @@ def limit_note(n_tokens: int, limit: int = DRAW_LIMIT) -> str | None:
     )
 
 
-def _drawn(title: str, matrix: np.ndarray, shown: int, unit: str = "rows") -> str:
+def drawn_title(title: str, matrix: np.ndarray, shown: int, unit: str = "rows") -> str:
     """'X (512 × 384) · first 16 rows drawn': the whole shape, and what part of it is drawn."""
     cut = f" · first {shown} {unit} drawn" if shown < matrix.shape[0] else ""
     return f"{title} {shape_label(matrix)}{cut}"
@@ -85,12 +85,12 @@ def token_matrix(
     figure = charts.matrix_heatmap(
         _finite_or_gap(matrix[:shown]),
         list(tokens[:shown]),
-        title=_drawn(title, matrix, shown),
+        title=drawn_title(title, matrix, shown),
         x_title=x_title,
     )
     if columns is not None:
         figure.update_xaxes(**charts.token_ticks(list(columns)))
-    return _annotate_small(figure, shown, matrix.shape[1])
+    return annotate_small(figure, shown, matrix.shape[1])
 
 
 def pair_matrix(
@@ -113,7 +113,7 @@ def pair_matrix(
         _finite_or_gap(matrix[:shown, :shown]),
         list(tokens[:shown]),
         list(tokens[:shown]),
-        title=_drawn(title, matrix, shown, unit="tokens"),
+        title=drawn_title(title, matrix, shown, unit="tokens"),
         zmax=zmax if shown == len(tokens) else None,
         colorbar_title=colorbar_title,
         height=height,
@@ -121,7 +121,7 @@ def pair_matrix(
     if shown > SQUARE_TICKS:  # fewer labels, or they overlap in a half-width column
         figure.update_xaxes(charts.token_ticks(list(tokens[:shown]), SQUARE_TICKS))
         figure.update_yaxes(charts.token_ticks(list(tokens[:shown]), SQUARE_TICKS))
-    return _annotate_small(figure, shown, shown)
+    return annotate_small(figure, shown, shown)
 
 
 # The same colours as the plotly heatmaps above draw: Viridis for weights and scores, RdBu
@@ -138,7 +138,7 @@ def _centred_range(matrix: np.ndarray) -> tuple[float, float]:
 
 def fits_a_grid(matrix: np.ndarray) -> bool:
     """Whether a matrix is small enough for an HTML grid with every number written in: the
-    matrices whose plotly heatmaps print their numbers (_annotate_small)."""
+    matrices whose plotly heatmaps print their numbers (annotate_small)."""
     return matrix.shape[0] <= ANNOTATE_UP_TO and matrix.shape[1] <= ANNOTATE_UP_TO
 
 
@@ -152,7 +152,7 @@ def fits_an_image(matrix: np.ndarray, max_rows: int = html_heatmap.IMAGE_UP_TO) 
 
 def grid_decimals(n_columns: int) -> int:
     """Decimals a grid's cells print: one past six columns, where two no longer fit a cell of a
-    matrix sharing the page's width with two others (as _annotate_small prints them)."""
+    matrix sharing the page's width with two others (as annotate_small prints them)."""
     return 1 if n_columns > 6 else 2
 
 
@@ -172,7 +172,7 @@ def pair_grid(
 
     Viridis from 0 to zmax, or over the finite values' own range when zmax is None (scores);
     a masked (-inf) score is an empty cell. No plotly.js to load for it. shape_in_title: "(n × n)"
-    after the title, as pair_matrix writes it (explain_charts.mixing_heatmap does not).
+    after the title, as pair_matrix writes it (information_flow_charts.mixing_heatmap does not).
     """
     finite = matrix[np.isfinite(matrix)]
     value_range = (
@@ -253,7 +253,7 @@ def token_strip(
     )
 
 
-def _token_bars(
+def highlight_bars(
     figure: go.Figure,
     values: np.ndarray,
     tokens: Sequence[str],
@@ -298,8 +298,8 @@ def shared_word_weights(
         shared_yaxes=True,
         subplot_titles=(f"in sentence A (row {index_a})", f"in sentence B (row {index_b})"),
     )
-    _token_bars(figure, weights_a[:shown_a], tokens_a[:shown_a], index_a, 1, 1, "weight")
-    _token_bars(figure, weights_b[:shown_b], tokens_b[:shown_b], index_b, 1, 2, "weight")
+    highlight_bars(figure, weights_a[:shown_a], tokens_a[:shown_a], index_a, 1, 1, "weight")
+    highlight_bars(figure, weights_b[:shown_b], tokens_b[:shown_b], index_b, 1, 2, "weight")
     # No fixed [0, 1] range: over a long sentence every weight is small and would vanish.
     figure.update_yaxes(rangemode="tozero")
     figure.update_yaxes(title_text="softmax weight", row=1, col=1)
@@ -335,122 +335,4 @@ def shared_word_bars(
         highlight=index,
         highlight_colour=HIGHLIGHT,
         largest=largest,
-    )
-
-
-def query_steps(
-    dots: np.ndarray,
-    scores: np.ndarray,
-    weights: np.ndarray,
-    tokens: Sequence[str],
-    query_index: int,
-    scaled: bool,
-    limit: int = DRAW_LIMIT,
-) -> go.Figure:
-    """Three stacked bar charts over the keys j: q·k_j, the score fed to softmax, and α_ij."""
-    shown = min(len(tokens), limit)
-    score_name = "q·k_j / √d_k" if scaled else "q·k_j (not scaled)"
-    figure = make_subplots(
-        rows=3,
-        cols=1,
-        shared_xaxes=True,
-        vertical_spacing=0.08,
-        subplot_titles=("dot product q·k_j", f"score {score_name}", "softmax weight α_ij"),
-    )
-    for row, (values, name) in enumerate(
-        [(dots, "q·k_j"), (scores, "score"), (weights, "α_ij")], start=1
-    ):
-        _token_bars(figure, values[:shown], tokens[:shown], query_index, row, 1, name)
-    figure.update_yaxes(rangemode="tozero", row=3, col=1)  # small weights stay visible
-    figure.update_xaxes(title_text="key token j", tickangle=-45, row=3, col=1)
-    figure.update_layout(
-        title={"text": f"Query {query_index} “{literal(tokens[query_index])}” against every key"},
-        height=620,
-        margin={"l": 10, "r": 10, "t": 80, "b": 10},
-    )
-    return figure
-
-
-def weighted_values(
-    weighted: np.ndarray,
-    output: np.ndarray,
-    tokens: Sequence[str],
-    query_index: int,
-    limit: int = DRAW_LIMIT,
-) -> go.Figure:
-    """Heatmap: rows α_ij v_j for the keys j (first `limit`), last row their sum = output row i."""
-    shown = min(len(tokens), limit)
-    # Stack the output under the contributions so one colour scale compares them directly.
-    stacked = np.vstack([weighted[:shown], output[None, :]])  # (shown + 1, d_v)
-    labels = [*tokens[:shown], "= output"]
-    figure = charts.matrix_heatmap(
-        stacked,
-        labels,
-        title=_drawn(f"α_ij · v_j for query {query_index}, and their sum", weighted, shown),
-        x_title="value dimension",
-    )
-    return _annotate_small(figure, shown + 1, weighted.shape[1])
-
-
-def asymmetry_heatmap(
-    difference: np.ndarray, tokens: Sequence[str], title: str, limit: int = DRAW_LIMIT
-) -> go.Figure:
-    """Diverging heatmap of α - αᵀ: blue where i attends to j more than j to i, red the reverse."""
-    shown = min(len(tokens), limit)
-    values = np.round(difference[:shown, :shown].astype(np.float64), 4)
-    bound = float(np.max(np.abs(values))) if values.size else 1.0
-    figure = go.Figure(
-        go.Heatmap(
-            z=values,
-            x=np.arange(shown),
-            y=np.arange(shown),
-            colorscale="RdBu",  # app-wide: blue = positive, red = negative
-            zmid=0.0,
-            zmin=-(bound or 1.0),
-            zmax=bound or 1.0,
-            colorbar={"title": {"text": charts.subscripts("α_ij − α_ji")}},
-            hovertemplate="i %{y} → j %{x}<br>α_ij − α_ji %{z:.3f}<extra></extra>",
-        )
-    )
-    figure.update_layout(
-        title={"text": _drawn(title, difference, shown, unit="tokens")},
-        height=int(min(640, max(360, 18 * shown + 160))),
-        margin={"l": 10, "r": 10, "t": 50, "b": 10},
-        xaxis={
-            **charts.token_ticks(list(tokens[:shown])),
-            "title": {"text": "j (attended to)"},
-            "tickangle": -60,
-        },
-        yaxis={
-            **charts.token_ticks(list(tokens[:shown])),
-            "title": {"text": "i (attending)"},
-            "autorange": "reversed",
-        },
-    )
-    if shown <= ANNOTATE_UP_TO:
-        # Eight columns on a phone are ~29 px a cell: "-7.2" at 10 px fits, "-7.17" at 11 px
-        # ran into its neighbours.
-        charts.annotate_heatmap(figure, decimals=2, size=10, compact=True)
-    return figure
-
-
-SHORT_ROWS, LONG_ROWS = OTHERS, "#00CC96"  # plotly's blue and green: readable on both themes
-
-
-def weights_by_length(
-    word: str,
-    tokens: Sequence[str],
-    weights_by_rows: dict[str, np.ndarray],
-    name: str,
-) -> html_heatmap.HtmlFigure:
-    """Page 1's length lesson as HTML bars: the shared word's softmax row in sentence A, one bar
-    per kind of row X was made of (the table's short rows, layer 0's long inputs)."""
-    return html_heatmap.bar_rows(
-        list(tokens),
-        weights_by_rows,
-        f"Where “{literal(word)}” looks in sentence A, by the rows X is made of",
-        "softmax weight",
-        [SHORT_ROWS, LONG_ROWS],
-        name=name,
-        largest=1.0,  # both series on the scale of a whole row's weight
     )

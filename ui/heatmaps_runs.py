@@ -1,4 +1,5 @@
-"""Results derived from Traces, cached: a rerun that only moves a slider must not redo them.
+"""Page 6's results derived from Traces (attention heatmaps), cached: a rerun that only moves a
+slider must not redo them.
 
 Streamlit reruns the whole page on every click. The functions here read a whole (L, H, n, n)
 attention block or run extra forward passes, so each result is kept per Trace (and switch)
@@ -8,8 +9,7 @@ Traces themselves. Only small results are kept, never a second (L, H, n, n) bloc
 Cost at 512 tokens (6 × 12 heads) on this 2-core machine while other work shared the cores
 (load ~15), first call -> cache hit: per-head statistics 0.63 s (0.76 s with [CLS]/[SEP]
 hidden, which also makes a transient 75 MB copy of the block) -> 0.3 ms; model-view
-thumbnails 0.11 s (0.28 s hidden) -> 0.3 ms; the permutation experiment at 64 word pieces
-(four forward passes) 6.0 s -> 0.5 ms. A hit costs the key: the word-piece ids as bytes.
+thumbnails 0.11 s (0.28 s hidden) -> 0.3 ms. A hit costs the key: the word-piece ids as bytes.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 
 import core
-from core import head_stats, positional, words
+from core import head_stats, words
 from ui import door
 
 
@@ -104,40 +104,3 @@ def head_statistics(
     field (L, H)."""
     weights, tokens, special = _attention_block(trace, word_level)
     return head_stats.head_statistics(weights, tokens, hide_specials=hide_specials, special=special)
-
-
-# ---- Positional encoding -----------------------------------------------------------------------
-def _permutation_cost(
-    model: core.BertEncoder, trace: core.Trace, max_tokens: int, **_: object
-) -> int:
-    return 2 * model.run_bytes(min(trace.n_tokens, max_tokens))  # the sentence and its shuffle
-
-
-@door.shared("the word-order experiment", cost=_permutation_cost)
-def permutation_experiment(
-    model: core.BertEncoder, trace: core.Trace, use_positions: bool, seed: int, max_tokens: int
-) -> positional.PermutationResult:
-    """core.positional.permutation_experiment on the Trace's word pieces and sentences.
-
-    Two forward passes (the sentence and its shuffle); at 64 word pieces the result holds
-    two (6, 12, 64, 64) blocks, ~2.4 MB."""
-    return positional.permutation_experiment(
-        model,
-        trace.tokens,
-        trace.input_ids,
-        use_positions,
-        int(seed),
-        trace.options.scale,
-        max_tokens,
-        segments=trace.segments,
-    )
-
-
-@door.shared("the rotary check")
-def rotary_check(
-    model: core.BertEncoder, trace: core.Trace, layer: int, head: int, shift: int
-) -> positional.RotaryCheck:
-    """core.positional.rotary_check of one head on the Trace's sentence (a rotary model)."""
-    return positional.rotary_check(
-        model, trace.hidden_states, trace.queries, trace.keys, layer, head, shift
-    )

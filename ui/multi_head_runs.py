@@ -1,0 +1,44 @@
+"""Page 4's runs of the model (multi-head attention): each runs several sentences, so it is
+computed once.
+
+Every result goes through ui.door (one cache, one admission limit) and is
+shared read-only by every session.
+"""
+
+from __future__ import annotations
+
+import core
+from core import head_roles
+from ui import door
+
+
+@door.shared("measuring every head", spinner="Measuring every head on the probe sentences …")
+def role_scores(model: core.BertEncoder) -> head_roles.RoleScores:
+    """core.head_roles.role_scores over PROBE_SENTENCES, once per model."""
+    return head_roles.role_scores(model)
+
+
+ROLE_NAMES = head_roles.ROLES  # role key -> what a learner reads
+
+
+def probe_sentences() -> tuple[str, ...]:
+    """The fixed sentences the head roles are measured on."""
+    return head_roles.PROBE_SENTENCES
+
+
+def probe_lengths(model: core.BertEncoder) -> tuple[int, ...]:
+    """Word pieces of each probe sentence, specials included (tokenizing only: well under a
+    millisecond each): an even spread gives each key 1/n."""
+    return tuple(door.pieces(model, sentence) for sentence in head_roles.PROBE_SENTENCES)
+
+
+def _one_run_cost(model: core.BertEncoder, sentence: str, **_: object) -> int:
+    return door.run_bytes(model, sentence)
+
+
+@door.shared("the repeated word's run", cost=_one_run_cost)
+def repeat_example(
+    model: core.BertEncoder, sentence: str, layer: int, head: int
+) -> head_roles.RepeatExample | None:
+    """core.head_roles.repeat_example: how the later of two equal pieces reads the earlier."""
+    return head_roles.repeat_example(model, sentence, layer, head)
