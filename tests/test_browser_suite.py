@@ -41,11 +41,11 @@ from browser import (
 pytestmark = pytest.mark.browser
 
 PAGES = app_pages()
-# Pages that draw only after a button press (the lab trains on Train) show a message until then;
-# the tests below that type and compare figures skip them, and tests/test_lab.py drives the lab
-# in chromium through its button. Hostile links and devices still cover them.
-ON_DEMAND = {"views/lab.py"}
-FIGURE_PAGES = [p for p in PAGES if p.path not in ON_DEMAND]
+# Pages with nothing to type: the lab trains one head from its own switches (it opens on that
+# run, trained). The tests below that type and compare figures skip them; tests/test_lab.py
+# plays the lab in chromium. Hostile links and devices still cover them.
+NOTHING_TO_TYPE = {"views/lab.py"}
+FIGURE_PAGES = [p for p in PAGES if p.path not in NOTHING_TO_TYPE]
 VIEWPORT = {"width": 1400, "height": 1800}
 
 # A trap for injected script: setting window.__x (in any frame) reports back to the test, even
@@ -282,17 +282,14 @@ def test_every_page_opens_from_navigation_types_and_keeps_sentence(tab):
         except Exception as err:
             raise AssertionError(f"{app_page.title}: the link did not open it: {page.url}") from err
         tab.runs.wait_settled(mark, start_timeout_ms=60_000)
-        if app_page.path in ON_DEMAND:
-            tab.assert_shows_text_or_message(app_page.title)
-        else:
-            wait_for_figure(page)
+        wait_for_figure(page)
         tab.assert_healthy(app_page.title)
         assert box_value(sidebar_text(page), sentence) == sentence, app_page.title
         assert box_value(sidebar_pair(page), pair) == pair, app_page.title
         query = query_of(page.url)
         assert query.get("text") == sentence, f"{app_page.title}: the URL lost the sentence"
         assert query.get("pair") == pair, f"{app_page.title}: the URL lost the pair"
-        if app_page.path in ON_DEMAND:
+        if app_page.path in NOTHING_TO_TYPE:
             continue
         if app_page.path in SENTENCE_TAB:
             tab.open_on_sentence_tab(app_page, {"text": sentence, "pair": pair})

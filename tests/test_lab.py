@@ -552,9 +552,6 @@ def test_comparison_reports_progress_over_all_its_stacks():
 def test_figures_show_the_chosen_snapshot(default_runs):
     run = default_runs["bracket"]
     index = 10
-    loss = lab_charts.loss_curve(run, index)
-    assert loss.layout.shapes[0].x0 == run.snapshot_steps[index]
-    assert loss.layout.yaxis.exponentformat == "power", "10⁻⁴, not plotly's SI '100µ'"
     attention = lab_charts.probe_attention(run, index)
     np.testing.assert_allclose(attention.data[0].z, run.probe_attention[index], atol=1e-4)
     bilinear = lab_charts.bilinear_heatmap(run, index)
@@ -570,6 +567,102 @@ def test_figures_show_the_chosen_snapshot(default_runs):
     assert [shown(label) for label in bilinear.layout.xaxis.ticktext][:8] == list(lab.BRACKETS)
     for cell in np.asarray(bilinear.data[0].customdata).ravel():
         shown(cell)
+
+
+def sent_figure(figure) -> dict:
+    """A figure as st.plotly_chart sends it (plotly's JSON, arrays as base64)."""
+    import plotly.io
+
+    return json.loads(plotly.io.to_json(figure, validate=False))
+
+
+def assert_plays_its_frames(spec: dict, run: lab.TrainingRun) -> None:
+    """One frame per snapshot, named by its step; a slider over exactly those frames, on the
+    last; a Play button that animates every frame in turn, and a Pause."""
+    names = [str(int(step)) for step in run.snapshot_steps]
+    assert [frame["name"] for frame in spec["frames"]] == names
+    (slider,) = spec["layout"]["sliders"]
+    assert slider["active"] == len(names) - 1, "opens on the last snapshot"
+    assert [step["label"] for step in slider["steps"]] == names
+    assert [step["method"] for step in slider["steps"]] == ["animate"] * len(names)
+    assert [step["args"][0] for step in slider["steps"]] == [[name] for name in names]
+    (menu,) = spec["layout"]["updatemenus"]
+    play, pause = menu["buttons"]
+    assert "Play" in play["label"] and play["method"] == "animate"
+    assert play["args"][0] is None, "None: every frame, in order"
+    assert play["args"][1]["frame"]["duration"] > 0 and play["args"][1]["frame"]["redraw"]
+    assert "Pause" in pause["label"] and pause["args"][0] == [None]
+
+
+def test_learning_steps_play_every_snapshot_of_the_run(default_runs):
+    run = default_runs["first"]
+    spec = sent_figure(lab_charts.learning_steps(run))
+    assert_plays_its_frames(spec, run)
+    heatmap, loss, mass, line, dot = spec["data"]
+    assert heatmap["type"] == "heatmap" and loss["name"] == "training loss"
+    np.testing.assert_allclose(sent_array(loss["y"]), run.loss, rtol=1e-6)
+    np.testing.assert_allclose(sent_array(mass["y"]), run.eval_mass, atol=1e-4)
+    # What the page opens on is the last frame.
+    np.testing.assert_allclose(sent_array(heatmap["z"]), run.probe_attention[-1], atol=1e-4)
+    for index, frame in enumerate(spec["frames"]):
+        step = int(run.snapshot_steps[index])
+        assert frame["traces"] == [0, 3, 4]
+        weights, step_line, step_dot = frame["data"]
+        np.testing.assert_allclose(
+            sent_array(weights["z"]), run.probe_attention[index], atol=1e-4, err_msg=str(step)
+        )
+        assert sent_array(step_line["x"]).tolist() == [step, step]
+        assert sent_array(step_dot["x"]).tolist() == [step]
+        assert sent_array(step_dot["y"])[0] == pytest.approx(run.eval_mass[index], abs=1e-4)
+    # The key labels reach plotly as text ("3 c"), one per key.
+    assert [shown(label) for label in spec["layout"]["xaxis"]["ticktext"]] == (
+        lab_charts.numbered(run.probe_tokens)
+    )
+
+
+@pytest.mark.parametrize("step", [2, 40])
+def test_a_frame_is_the_run_trained_that_many_steps(default_runs, step):
+    """Independent of the stored snapshots: a run of `step` steps (same seed, same batches) ends
+    where the longer run's frame for that step says."""
+    run = lab.train_one(lab.Settings(task="first", steps=100))
+    short = lab.train_one(lab.Settings(task="first", steps=step))
+    frames = {
+        frame["name"]: frame for frame in sent_figure(lab_charts.learning_steps(run))["frames"]
+    }
+    np.testing.assert_allclose(
+        sent_array(frames[str(step)]["data"][0]["z"]), short.probe_attention[-1], atol=1e-4
+    )
+    frames = {
+        frame["name"]: frame for frame in sent_figure(lab_charts.bilinear_steps(run))["frames"]
+    }
+    np.testing.assert_allclose(
+        sent_array(frames[str(step)]["data"][0]["z"]), short.bilinear[-1], atol=1e-3
+    )
+
+
+def test_bilinear_steps_play_every_snapshot_on_one_colour_range(default_runs):
+    run = default_runs["bracket"]
+    spec = sent_figure(lab_charts.bilinear_steps(run))
+    assert_plays_its_frames(spec, run)
+    limit = float(np.abs(run.bilinear).max())
+    assert spec["data"][0]["zmax"] == pytest.approx(limit) == -spec["data"][0]["zmin"]
+    for index, frame in enumerate(spec["frames"]):
+        assert frame["traces"] == [0]
+        np.testing.assert_allclose(
+            sent_array(frame["data"][0]["z"]), run.bilinear[index], atol=1e-3
+        )
+    assert [shown(label) for label in spec["layout"]["xaxis"]["ticktext"]][:8] == list(lab.BRACKETS)
+
+
+def test_the_target_lines_up_with_the_learned_map(default_runs):
+    """Beside the stepped figure, the target's map starts at the same height, just as tall."""
+    run = default_runs["first"]
+    learned = lab_charts.learning_steps(run).layout
+    target = lab_charts.target_attention(run, beside_steps=True).layout
+    assert target.margin.t == learned.margin.t
+    learned_plot = learned.height - learned.margin.t - learned.margin.b
+    map_px = learned_plot * (learned.yaxis.domain[1] - learned.yaxis.domain[0])
+    assert target.height - target.margin.t - target.margin.b == pytest.approx(map_px)
 
 
 def test_causal_target_greys_exactly_the_keys_after_each_query(default_runs):
@@ -616,81 +709,90 @@ def charts(at) -> dict[str, dict]:
 
 
 def learned(at) -> dict:
-    """The shown run's probe attention figure."""
+    """The shown run's stepped figure: its probe attention, loss curve, frames and slider."""
     return next(spec for title, spec in charts(at).items() if title.startswith("Learned attention"))
 
 
-def loss_figure(at) -> dict:
-    return next(spec for title, spec in charts(at).items() if title.startswith("Loss and weight"))
+def shown_weights(at) -> np.ndarray:
+    """The probe attention the page opens on (its stepped figure's last snapshot)."""
+    return sent_array(learned(at)["data"][0]["z"])
 
 
-def test_page_trains_scrubs_and_keeps_earlier_runs():
+def test_page_opens_on_the_trained_run_of_its_switches():
+    """No button pressed: section 1 draws the defaults' run, every snapshot ready to play."""
     at = run_page(LAB)
     assert_no_exception(at)
-    assert not any(t.startswith("Learned attention") for t in charts(at)), "nothing trained yet"
+    assert not [info for info in at.info if "switches" in info.value], "nothing asks for Train"
+    expected = lab.train_one(lab.Settings(task="first", d_head=8, steps=100))  # the defaults
+    spec = learned(at)
+    assert_plays_its_frames(spec, expected)
+    np.testing.assert_allclose(shown_weights(at), expected.probe_attention[-1], atol=1e-4)
+    np.testing.assert_allclose(
+        sent_array(spec["frames"][5]["data"][0]["z"]), expected.probe_attention[5], atol=1e-4
+    )
+    assert any(title.startswith("Target pattern") for title in charts(at))
+    bilinear = next(s for title, s in charts(at).items() if title.startswith("W_qᵀW_k"))
+    assert_plays_its_frames(bilinear, expected)
+    assert not at.slider, "the steps are played in the figures, not on a slider of the page"
+
+
+def test_page_trains_on_request_and_keeps_earlier_runs():
+    at = run_page(LAB)
+    first = lab.train_one(lab.Settings(task="first", steps=100))  # the page's defaults
+    np.testing.assert_allclose(shown_weights(at), first.probe_attention[-1], atol=1e-4)
+
+    # Changing a switch keeps the run on screen, and says it is not the switches' run any more.
     at.selectbox(key="lab_task").set_value("bracket").run()
-    at.button[0].click().run()
     assert_no_exception(at)
-    expected = lab.train_one(lab.Settings(task="bracket", steps=100))  # the page's defaults
-    assert loss_figure(at)["layout"]["shapes"][0]["x0"] == 100
-    np.testing.assert_allclose(
-        sent_array(learned(at)["data"][0]["z"]), expected.probe_attention[-1], atol=1e-4
-    )
-    assert at.query_params["lab_run"] == "1"
-
-    at.slider(key="lab_step").set_value(60).run()
-    assert_no_exception(at)
-    index = expected.snapshot_index(60)
-    assert loss_figure(at)["layout"]["shapes"][0]["x0"] == 60
-    np.testing.assert_allclose(
-        sent_array(learned(at)["data"][0]["z"]), expected.probe_attention[index], atol=1e-4
-    )
-
-    # Flipping a switch keeps the run on screen, and says it is not the switches' run any more.
-    at.toggle(key="lab_scale").set_value(False).run()
-    np.testing.assert_allclose(
-        sent_array(learned(at)["data"][0]["z"]), expected.probe_attention[index], atol=1e-4
-    )
+    np.testing.assert_allclose(shown_weights(at), first.probe_attention[-1], atol=1e-4)
     assert any("switches changed" in info.value for info in at.info)
-    assert "lab_run" not in at.query_params, "the address no longer reopens the shown run"
+
+    at.button[0].click().run()  # Train
+    assert_no_exception(at)
+    assert not [info for info in at.info if "switches" in info.value]
+    expected = lab.train_one(lab.Settings(task="bracket", steps=100))
+    np.testing.assert_allclose(shown_weights(at), expected.probe_attention[-1], atol=1e-4)
+    assert_plays_its_frames(learned(at), expected)
+
+    at.toggle(key="lab_scale").set_value(False).run()
+    np.testing.assert_allclose(shown_weights(at), expected.probe_attention[-1], atol=1e-4)
+    assert any("switches changed" in info.value for info in at.info)
 
     at.button[0].click().run()  # the unscaled run, next to the scaled one
     assert_no_exception(at)
-    assert at.slider(key="lab_step").value == 100, "a new run opens on its last step"
     unscaled = lab.train_one(lab.Settings(task="bracket", steps=100, scale=False))
+    np.testing.assert_allclose(shown_weights(at), unscaled.probe_attention[-1], atol=1e-4)
     table = at.table[0].value
-    assert len(table) == 2
+    assert len(table) == 3, "the opening run, then the two trained"
     assert [shown(cell) for cell in table.iloc[:, 0]] == [
         "#1 " + lab_charts.run_label(unscaled.settings),
         "#2 " + lab_charts.run_label(expected.settings),
+        "#3 " + lab_charts.run_label(first.settings),
     ]
     assert [float(cell) for cell in table.iloc[:, 1]] == pytest.approx(
-        [unscaled.eval_mass[-1], expected.eval_mass[-1]], abs=1e-3
+        [unscaled.eval_mass[-1], expected.eval_mass[-1], first.eval_mass[-1]], abs=1e-3
     )
-    side = next(spec for spec in charts(at).values() if len(spec["data"]) == 4)  # 2 runs × 2 panels
+    side = next(spec for spec in charts(at).values() if len(spec["data"]) == 6)  # 3 runs × 2 panels
     np.testing.assert_allclose(sent_array(side["data"][0]["y"]), unscaled.eval_mass, atol=1e-4)
     np.testing.assert_allclose(sent_array(side["data"][2]["y"]), expected.eval_mass, atol=1e-4)
 
 
 def test_a_copied_link_reopens_the_same_run():
+    """The address holds the switches: a link opens on their run, trained, without Train."""
     from conftest import ROOT
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-    at.query_params.update({"lab_task": "first occurrence of the word", "lab_step": "60"})
-    at.query_params["lab_run"] = "1"  # the page adds this once a run is shown
-    at.query_params.update({"lab_d_head": "16", "lab_seed": "7", "lab_start": "true"})
+    at.query_params.update({"lab_task": "first occurrence of the word", "lab_d_head": "16"})
+    at.query_params.update({"lab_seed": "7", "lab_start": "true"})
     at.run()
     at.switch_page(LAB)
     at.run()
     assert_no_exception(at)
     settings = lab.Settings(task="first", d_head=16, seed=7, steps=100, start_at_other_spread=True)
     expected = lab.train_one(settings)
-    np.testing.assert_allclose(
-        sent_array(learned(at)["data"][0]["z"]),
-        expected.probe_attention[expected.snapshot_index(60)],
-        atol=1e-4,
-    )
+    np.testing.assert_allclose(shown_weights(at), expected.probe_attention[-1], atol=1e-4)
+    assert_plays_its_frames(learned(at), expected)
 
 
 def test_hostile_link_values_are_clamped_or_ignored():
@@ -703,12 +805,12 @@ def test_hostile_link_values_are_clamped_or_ignored():
         "lab_d_head": "3",
         "lab_steps": "99999",
         "lab_seed": "-5",
-        "lab_step": "999999",
+        "lab_step": "999999",  # an address from before the steps played in the figure
         "lab_loss": "nonsense",
         "lab_start": "maybe",
         "lab_cmp_d_head": "7",
         "lab_cmp_steps": "1e9",
-        "lab_run": "1",  # so the run is trained and the step slider drawn with these values
+        "lab_run": "1",
     }
     at.query_params.update(hostile)
     at.run()
@@ -717,10 +819,11 @@ def test_hostile_link_values_are_clamped_or_ignored():
     assert_no_exception(at)
     # Every control fell back to a value the page offers, and the run shown is that run.
     assert at.selectbox(key="lab_task").value in lab.TASKS
-    assert at.select_slider(key="lab_steps").value in (100, 200, 300, 500)
+    steps = at.select_slider(key="lab_steps").value
+    assert steps in (100, 200, 300, 500)
     assert 0 <= at.number_input(key="lab_seed").value <= 9999
-    step = at.slider(key="lab_step").value
-    assert 0 <= step <= at.select_slider(key="lab_steps").value
+    last_step = int(learned(at)["frames"][-1]["name"])
+    assert last_step == steps, "the run shown is the clamped switches' run"
     assert at.select_slider(key="lab_cmp_d_head").value == 128
     assert at.select_slider(key="lab_cmp_steps").value == 300
 
@@ -882,39 +985,54 @@ def test_the_comparison_trains_once_in_the_background(monkeypatch):
 
 # ---- the page in a real browser -----------------------------------------------------------------
 @pytest.mark.browser
-def test_lab_trains_in_chromium(server, browser):
-    """Open the lab, press Train, scrub with the keyboard."""
+def test_lab_opens_trained_and_plays_in_chromium(server, browser):
+    """Open the lab: the run is drawn on the first screen without Train. Play shows every
+    snapshot in turn and the slider picks one, both in the browser, without a rerun."""
     from browser import (
+        RunWatcher,
         figure_signatures,
         page_exceptions,
-        wait_figures_changed,
         wait_for_app,
         wait_for_figure,
     )
 
-    url = server.url  # the shared server (conftest.py); browser: this module's
-    page = browser.new_page(viewport={"width": 1300, "height": 1600})
-    page.goto(f"{url}/lab")
-    wait_for_app(page)
-    page.get_by_role("button", name="Train", exact=True).click()
+    expected = lab.train_one(lab.Settings(task="first", steps=100))  # the page's defaults
+    names = [str(int(step)) for step in expected.snapshot_steps]
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    runs = RunWatcher(page)
+    page.goto(f"{server.url}/lab")
     wait_for_figure(page, 90_000)
     wait_for_app(page)
     assert not page_exceptions(page)
-    before = figure_signatures(page)
-    page.locator('input[aria-label="Step"]').focus()
-    page.keyboard.press("Home")  # to step 0: the untrained head
-    assert wait_figures_changed(page, before), "the figures follow the step slider"
-    assert "lab_step=0" in page.url, "the step is in the address bar"
-    assert "lab_run=1" in page.url, "the address says a run is shown"
+    learned = page.locator(".js-plotly-plot").first
+    assert "Learned attention" in learned.locator(".gtitle").text_content()
+    assert learned.bounding_box()["y"] < 900 - 200, "its top on the first screen"
+    opened = figure_signatures(page)[:2]  # the stepped figure and the target
+    step_state = "g => [g._fullLayout.sliders[0].active, g.data[3].x[0]]"  # slider, the step's line
+    assert learned.evaluate(step_state) == [len(names) - 1, 100]
+    learned.evaluate(
+        "g => { window.labFrames = []; g.on('plotly_animatingframe', e => "
+        "window.labFrames.push(e.name)); }"
+    )
+    mark = runs.mark()
+    learned.locator(".updatemenu-button").first.click()  # Play
+    page.wait_for_function(f"() => window.labFrames.length === {len(names)}", timeout=60_000)
+    assert page.evaluate("() => window.labFrames") == names, "every snapshot, in order"
+    page.wait_for_function(
+        f"g => g._fullLayout.sliders[0].active === {len(names) - 1}", arg=learned.element_handle()
+    )
+    rail = learned.locator(".slider-rail-rect").bounding_box()
+    page.mouse.click(rail["x"] + 1, rail["y"] + rail["height"] / 2)  # the slider's start: step 0
+    page.wait_for_function("g => g.data[3].x[0] === 0", arg=learned.element_handle())
+    assert learned.evaluate(step_state) == [0, 0]
+    assert figure_signatures(page)[0] != opened[0], "the map shows step 0"
+    assert not [event for event in runs.events[mark:] if event[1] == "new_session"], (
+        "playing and scrubbing ran no script on the server"
+    )
     assert not page_exceptions(page)
-    wait_for_app(page)
-    # The run's own four figures (loss, learned, target, W_qᵀW_k); the comparison's, further
-    # down, may or may not have finished training in the background by now.
-    shown_here = figure_signatures(page)[:4]
-    # The copied link, opened fresh: the same run at the same step, without pressing Train.
-    other = browser.new_page(viewport={"width": 1300, "height": 1600})
+    # A fresh visit opens on the same figures (the run is cached, and the same run anyway).
+    other = browser.new_page(viewport={"width": 1280, "height": 900})
     other.goto(page.url)
     wait_for_figure(other, 90_000)
     wait_for_app(other)
-    other.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length >= 4")
-    assert figure_signatures(other)[:4] == shown_here
+    assert figure_signatures(other)[:2] == opened

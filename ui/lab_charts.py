@@ -26,65 +26,124 @@ def numbered(tokens: Sequence[str]) -> list[str]:
     return [f"{i} {token}" for i, token in enumerate(tokens)]
 
 
-def loss_curve(run: TrainingRun, index: int) -> go.Figure:
-    """Training loss per step (log axis) and the held-out weight on the target, step marked."""
-    step = int(run.snapshot_steps[index])
-    steps = np.arange(1, len(run.loss) + 1)  # loss[k] was measured before update k + 1
-    figure = go.Figure(
-        data=[
-            go.Scatter(
-                x=steps,
-                y=np.where(run.loss > 0, run.loss, np.nan),  # a log axis cannot show 0: a gap
-                name="training loss",
-                line={"color": LOSS_COLOUR},
-                hovertemplate="step %{x}<br>loss %{y:.4f}<extra></extra>",
-            ),
-            go.Scatter(
-                x=run.snapshot_steps,
-                y=np.round(run.eval_mass, 4),
-                name="weight on the right key (held out)",
-                yaxis="y2",
-                line={"color": MASS_COLOUR, "dash": "dot"},
-                hovertemplate="step %{x}<br>weight on target %{y:.3f}<extra></extra>",
-            ),
+# The training steps play in the browser: each figure below carries one frame per snapshot, and
+# plotly's own slider and Play button step through them without a rerun of the page.
+FRAME_MS = 100  # time per snapshot while playing: a run's ~51 snapshots take about 5 s
+NO_LABELS = "rgba(0, 0, 0, 0)"  # the slider's tick labels: ~51 numbers would pile up on a phone
+RAIL_GREY = "rgba(150, 150, 150, 0.6)"  # the slider's rail and ticks, seen on light and on dark
+# Over a stepped figure's plot, three lines: the title (the modebar shows on its right when the
+# pointer is over the figure), Play and Pause, and the slider with the step over it.
+TOP_PX = 160
+HEATMAP_PX = 300  # the learned map's plot, in the stepped figure
+CURVES_PX = 150  # the loss and weight curves under it
+CURVES_BOTTOM_PX = 120  # their axis title and a legend of two lines on a phone
+
+
+def frame_name(step: int) -> str:
+    """A frame's name: the number of updates done when its snapshot was taken."""
+    return str(int(step))
+
+
+def title_on_top(text: str) -> dict:
+    """A title on the figure's first line, above the Play/Pause buttons' line (plotly would centre
+    it in the tall top margin)."""
+    return {"text": text, "y": 1, "yref": "container", "yanchor": "top", "pad": {"t": 12}}
+
+
+def step_controls(run: TrainingRun, active: int) -> dict:
+    """Layout entries over a figure's plot: Play and Pause buttons, and a slider over the
+    snapshots that shows frame frame_name(step) at each step, `active` first. All in the
+    browser: neither starts a rerun (st.plotly_chart asks for no events)."""
+    no_tween = {"duration": 0}  # a heatmap cannot tween: each frame is drawn whole
+    jump = {"mode": "immediate", "frame": {"duration": 0, "redraw": True}, "transition": no_tween}
+    play = {"fromcurrent": True, "frame": {"duration": FRAME_MS, "redraw": True}}
+    play["transition"] = no_tween
+    # From the last snapshot (where a figure opens) or the first, "fromcurrent" plays the run
+    # from step 0; from a paused step in between, it goes on from there.
+    pause = {"mode": "immediate", "frame": {"duration": 0, "redraw": False}}
+    return {
+        "updatemenus": [
+            {
+                "type": "buttons",
+                "direction": "left",
+                "showactive": False,
+                "x": 0,
+                "xanchor": "left",
+                "y": 1,
+                "yanchor": "bottom",
+                "pad": {"b": TOP_PX - 75},  # on the line under the title
+                "buttons": [
+                    {"label": "▶ Play", "method": "animate", "args": [None, play]},
+                    {"label": "❚❚ Pause", "method": "animate", "args": [[None], pause]},
+                ],
+            }
         ],
-        layout={
-            "title": {"text": f"Loss and weight on the right key, step {step} marked"},
-            "height": 340,
-            "margin": {"l": 60, "r": 60, "t": 50, "b": 90},
-            "xaxis": {"title": {"text": "training step"}, "range": [0, max(1, len(run.loss))]},
-            # Powers of ten (10⁻⁴), not SI prefixes: plotly's default wrote 0.0001 as "100µ".
-            "yaxis": {"title": {"text": "loss (log)"}, "type": "log", "exponentformat": "power"},
-            "yaxis2": {
-                "title": {"text": "weight on target"},
-                "overlaying": "y",
-                "side": "right",
-                "range": [0, 1.02],
-                "tickvals": [
-                    0,
-                    0.25,
-                    0.5,
-                    0.75,
-                    1,
-                ],  # its own round ticks, not the loss axis's grid
-                "showgrid": False,
-            },
-            "legend": {"orientation": "h", "y": -0.3, "x": 0},
-            "shapes": [
-                {
-                    "type": "line",
-                    "xref": "x",
-                    "yref": "paper",
-                    "x0": step,
-                    "x1": step,
-                    "y0": 0,
-                    "y1": 1,
-                    "line": {"color": STEP_COLOUR, "width": 2},
-                }
-            ],
-        },
-    )
-    return figure
+        "sliders": [
+            {
+                "active": active,
+                "x": 0,
+                "len": 1,
+                "y": 1,
+                "yanchor": "bottom",
+                "pad": {"t": 0, "b": 10},
+                "font": {"color": NO_LABELS},  # the step is written over the slider instead
+                "bgcolor": RAIL_GREY,
+                "bordercolor": RAIL_GREY,
+                "tickcolor": RAIL_GREY,
+                "ticklen": 3,
+                "minorticklen": 0,
+                "currentvalue": {  # in the colour of the step's line on the curves
+                    "font": {"color": STEP_COLOUR, "size": 14},
+                    "prefix": "after step ",
+                    "suffix": f" of {run.settings.steps}",
+                    "xanchor": "left",
+                },
+                "steps": [
+                    {
+                        "label": frame_name(step),
+                        "method": "animate",
+                        "args": [[frame_name(step)], jump],
+                    }
+                    for step in run.snapshot_steps
+                ],
+            }
+        ],
+    }
+
+
+def loss_traces(run: TrainingRun) -> list[go.Scatter]:
+    """The training loss at every step, on axes x2 and y2 (log), and the held-out weight on the
+    target at every snapshot, on x2 and y3."""
+    steps = np.arange(1, len(run.loss) + 1)  # loss[k] was measured before update k + 1
+    return [
+        go.Scatter(
+            x=steps,
+            y=np.where(run.loss > 0, run.loss, np.nan),  # a log axis cannot show 0: a gap
+            name="training loss",
+            xaxis="x2",
+            yaxis="y2",
+            line={"color": LOSS_COLOUR},
+            hovertemplate="step %{x}<br>loss %{y:.4f}<extra></extra>",
+        ),
+        go.Scatter(
+            x=run.snapshot_steps,
+            y=np.round(run.eval_mass, 4),
+            name="weight on the right key (held out)",
+            xaxis="x2",
+            yaxis="y3",
+            line={"color": MASS_COLOUR, "dash": "dot"},
+            hovertemplate="step %{x}<br>weight on target %{y:.3f}<extra></extra>",
+        ),
+    ]
+
+
+def step_marks(run: TrainingRun, index: int) -> tuple[dict, dict]:
+    """What moves on the curves at snapshot `index`: a vertical line at its step and a dot on the
+    weight curve (the (x, y) a frame changes)."""
+    step = int(run.snapshot_steps[index])
+    line = {"x": [step, step], "y": [0, 1.02]}
+    dot = {"x": [step], "y": [round(float(run.eval_mass[index]), 4)]}
+    return line, dot
 
 
 def probe_attention(run: TrainingRun, index: int) -> go.Figure:
@@ -93,6 +152,93 @@ def probe_attention(run: TrainingRun, index: int) -> go.Figure:
     step = int(run.snapshot_steps[index])
     return attention_heatmap(
         run.probe_attention[index], labels, labels, f"Learned attention, step {step}", height=420
+    )
+
+
+def learning_steps(run: TrainingRun) -> go.Figure:
+    """The probe's learned attention over the loss and weight curves, at every snapshot.
+
+    Opens on the last snapshot; frame frame_name(step) holds the (n, n) weights after that step
+    and moves the step's line and dot on the curves. Traces: 0 the map, 1 loss, 2 weight on the
+    target, 3 the step's line, 4 its dot.
+    """
+    last = len(run.snapshot_steps) - 1
+    base = probe_attention(run, last)  # its heatmap trace and token axes, already escaped
+    heatmap = base.data[0]
+    x_axis, y_axis = base.layout.xaxis.to_plotly_json(), base.layout.yaxis.to_plotly_json()
+    under_map = base.layout.margin.b  # the key labels and the axis title
+    plot_px = HEATMAP_PX + under_map + CURVES_PX
+    map_bottom = 1 - HEATMAP_PX / plot_px
+    heatmap.update(colorbar={"y": 1, "yanchor": "top", "len": HEATMAP_PX / plot_px})
+    line, dot = step_marks(run, last)
+    marks = [
+        go.Scatter(
+            **line,
+            name="the step shown",
+            xaxis="x2",
+            yaxis="y3",
+            mode="lines",
+            line={"color": STEP_COLOUR, "width": 2},
+            hoverinfo="skip",
+        ),
+        go.Scatter(
+            **dot,
+            xaxis="x2",
+            yaxis="y3",
+            mode="markers",
+            marker={"color": STEP_COLOUR, "size": 9},
+            showlegend=False,
+            hovertemplate="step %{x}<br>weight on target %{y:.3f}<extra></extra>",
+        ),
+    ]
+    frames = []
+    for index, step in enumerate(run.snapshot_steps):
+        line, dot = step_marks(run, index)
+        # 4 decimals, as the map's own weights; float32 halves the frames' bytes and keeps them
+        weights = np.round(run.probe_attention[index].astype(np.float64), 4).astype(np.float32)
+        frames.append(
+            go.Frame(
+                name=frame_name(step),
+                data=[go.Heatmap(z=weights), go.Scatter(**line), go.Scatter(**dot)],
+                traces=[0, 3, 4],
+            )
+        )
+    layout = {
+        "title": title_on_top("Learned attention"),
+        "height": TOP_PX + plot_px + CURVES_BOTTOM_PX,
+        "margin": {"l": base.layout.margin.l, "r": 75, "t": TOP_PX, "b": CURVES_BOTTOM_PX},
+        "xaxis": {**x_axis, "domain": [0, 1]},
+        "yaxis": {**y_axis, "domain": [map_bottom, 1]},
+        "xaxis2": {
+            "title": {"text": "training step"},
+            "range": [0, max(1, len(run.loss))],
+            "anchor": "y2",
+        },
+        # Powers of ten (10⁻⁴), not SI prefixes: plotly's default wrote 0.0001 as "100µ".
+        "yaxis2": {
+            "title": {"text": "loss (log)"},
+            "type": "log",
+            "exponentformat": "power",
+            "domain": [0, CURVES_PX / plot_px],
+            "anchor": "x2",
+        },
+        "yaxis3": {
+            "title": {"text": "weight on target"},
+            "overlaying": "y2",
+            "side": "right",
+            "anchor": "x2",
+            "range": [0, 1.02],
+            "tickvals": [0, 0.5, 1],  # its own round ticks, not the loss axis's grid
+            "showgrid": False,
+        },
+        # under the curves' axis title (~50 px), in the plot's fractions
+        "legend": {"orientation": "h", "y": -55 / plot_px, "x": 0},
+        **step_controls(run, last),
+    }
+    return go.Figure(
+        data=[heatmap, *loss_traces(run), *marks],
+        layout=layout,
+        frames=frames,
     )
 
 
@@ -105,21 +251,26 @@ def hidden_keys_path(n: int) -> str:
     return "M " + " L ".join(f"{x} {y}" for x, y in corners) + " Z"
 
 
-def target_attention(run: TrainingRun) -> go.Figure:
+def target_attention(run: TrainingRun, beside_steps: bool = False) -> go.Figure:
     """The (n, n) pattern that solves the probe: one 1 per row, on the target key.
 
     With the causal mask on, the keys a row may not see are greyed out: a target under the grey
-    cannot be reached at all.
+    cannot be reached at all. beside_steps: the map at the height and size of learning_steps'
+    map, so that the two, side by side, line up cell for cell.
     """
     labels = numbered(run.probe_tokens)
-    if not run.settings.causal:
-        return attention_heatmap(run.target_pattern, labels, labels, "Target pattern", height=420)
-    figure = attention_heatmap(
-        run.target_pattern, labels, labels, "Target pattern (grey: hidden by the mask)", height=420
-    )
-    grey = {"color": "rgba(128, 128, 128, 0.6)", "width": 0}
-    shape = {"type": "path", "path": hidden_keys_path(len(labels)), "line": grey}
-    figure.layout.shapes = [{**shape, "fillcolor": "rgba(128, 128, 128, 0.6)"}]
+    title = "Target pattern (grey: hidden by the mask)" if run.settings.causal else "Target pattern"
+    figure = attention_heatmap(run.target_pattern, labels, labels, title, height=420)
+    if run.settings.causal:
+        grey = {"color": "rgba(128, 128, 128, 0.6)", "width": 0}
+        shape = {"type": "path", "path": hidden_keys_path(len(labels)), "line": grey}
+        figure.layout.shapes = [{**shape, "fillcolor": "rgba(128, 128, 128, 0.6)"}]
+    if beside_steps:
+        figure.update_layout(
+            title=title_on_top(title),
+            height=TOP_PX + HEATMAP_PX + figure.layout.margin.b,
+            margin={"t": TOP_PX},
+        )
     return figure
 
 
@@ -160,6 +311,28 @@ def bilinear_heatmap(run: TrainingRun, index: int) -> go.Figure:
             "yaxis": {**ticks, "title": {"text": "as a query"}, "autorange": "reversed"},
         },
     )
+
+
+def bilinear_steps(run: TrainingRun) -> go.Figure:
+    """bilinear_heatmap at every snapshot: opens on the last; frame frame_name(step) holds the
+    (m, m) map after that step, on the colour range of the whole run."""
+    last = len(run.snapshot_steps) - 1
+    figure = bilinear_heatmap(run, last)
+    figure.frames = [
+        go.Frame(
+            name=frame_name(step),
+            data=[go.Heatmap(z=np.round(run.bilinear[index], 3).astype(np.float32))],
+            traces=[0],
+        )
+        for index, step in enumerate(run.snapshot_steps)
+    ]
+    figure.update_layout(
+        title=title_on_top("W_qᵀW_k on the embedding rows"),
+        height=figure.layout.height + TOP_PX - figure.layout.margin.t,
+        margin={"t": TOP_PX},
+        **step_controls(run, last),
+    )
+    return figure
 
 
 RUN_COLOURS = QUALITATIVE_COLOURS[2:]

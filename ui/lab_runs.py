@@ -1,7 +1,8 @@
 """The training lab's runs: one run per settings, and the many-seed comparison, through the door.
 
 A run is a pure function of its settings (core.lab.train is seeded), so a cached run is the same
-run a copied link would retrain: scrubbing the step slider or reopening a link costs no training.
+run a copied link would retrain: opening the page again (it opens on its switches' run) or
+reopening a link costs no training, and the steps play in the browser from the run's snapshots.
 Training goes through ui.door like every model run: one cache, one admission limit.
 
 The comparison (every start × seed × task, COMPARISON_SEEDS seeds) takes a few seconds of one

@@ -8,10 +8,9 @@ from ui.state import CAUSAL_LABEL, SCALE_LABEL
 
 st.title("11 · Attention, learned")
 st.markdown(
-    "Every other page shows attention that someone else trained. Here you train one head "
-    "yourself, from random numbers. Each task has a right answer that *is* an attention "
-    "pattern: every token should put its weight on one particular other token. Choose, press "
-    "**Train**, then move the step slider to watch the pattern take shape."
+    "Here one head learns from random numbers, on a task whose answer *is* an attention "
+    "pattern: each token should put its weight on one particular other token. Press **Play** "
+    "to watch it learn; change a switch, then **Train**."
 )
 
 TASK_HELP = {
@@ -25,8 +24,9 @@ TASK_HELP = {
     "reading raw embeddings cannot count.)",
 }
 
-# ---- the switches and Train, on the first screen ----------------------------------------------
-task_name = st.selectbox(
+# ---- the switches and Train, on the first screen, above the run they trained ------------------
+task_column, d_head_column, steps_column, seed_column = st.columns([2, 1, 1, 1])
+task_name = task_column.selectbox(
     "Task",
     list(lab.TASKS),
     index=list(lab.TASKS).index("first"),  # learning takes a visible part of the default run
@@ -35,25 +35,25 @@ task_name = st.selectbox(
     bind="query-params",
 )
 task = lab.TASKS[task_name]
-st.caption(TASK_HELP[task_name])
-left, middle, right = st.columns(3)
-d_head = left.select_slider(
-    "d_head (width of queries and keys)",
+d_head = d_head_column.select_slider(
+    "d_head",
     [2, 4, 8, 16, 32, 64, 128],
     value=8,
     key="lab_d_head",
     bind="query-params",
+    help="The width of the head's queries and keys.",
 )
-steps = middle.select_slider(
+steps = steps_column.select_slider(
     "Training steps", [100, 200, 300, 500], value=100, key="lab_steps", bind="query-params"
 )
-with right:
+with seed_column:
     seed = widgets.whole_number_input("Seed", 0, 9999, 0, key="lab_seed")
-left, right = st.columns(2)
-scale = left.toggle(  # the sidebar's wording: d_k, a query's and a key's width, is d_head here
+# Train last in the row of switches: on a phone the columns stack, and it comes after them all.
+scale_column, start_column, more_column, train_column = st.columns([2, 3, 2, 1])
+scale = scale_column.toggle(  # the sidebar's wording: d_k, a query's and a key's width, is d_head
     SCALE_LABEL, value=True, key="lab_scale", bind="query-params"
 )
-other_start = right.toggle(
+other_start = start_column.toggle(
     "Start at the other head's score spread",
     value=False,
     key="lab_start",
@@ -62,17 +62,13 @@ other_start = right.toggle(
     "the score spread of a scaled one, and a scaled head with that of an unscaled one. "
     "Section 4 explains why.",
 )
-with st.expander("More switches: mask, positions, loss"):
-    left, right = st.columns(2)
-    causal = left.toggle(CAUSAL_LABEL, value=False, key="lab_causal", bind="query-params")
-    positions = right.toggle(
-        "Position vectors", value=True, key="lab_positions", bind="query-params"
-    )
+with more_column.expander("Mask, positions, loss"):
+    causal = st.toggle(CAUSAL_LABEL, value=False, key="lab_causal", bind="query-params")
+    positions = st.toggle("Position vectors", value=True, key="lab_positions", bind="query-params")
     loss_name = st.radio(
         "Loss",
         ["squared", "cross_entropy"],
         format_func={"squared": "squared error", "cross_entropy": "cross-entropy"}.get,
-        horizontal=True,
         key="lab_loss",
         bind="query-params",
     )
@@ -97,50 +93,41 @@ def remember(chosen: lab.Settings) -> None:
     st.session_state["lab_history"] = [chosen, *earlier][:HISTORY]
 
 
-# A copied link of a trained view carries lab_run=1 and opens on the same run: train it
-# (seeded, so identical). The URL is visitor input, but a run is bounded by the clamped settings.
-if "lab_trained" not in st.session_state and st.query_params.get("lab_run") == "1":
+# The page opens on the run its switches describe, trained (~0.4 s for the defaults, cached per
+# server), so its first screen shows learning, not a request to press a button. The switches
+# may come from a link, which is visitor input, but a run is bounded by the clamped settings.
+if "lab_trained" not in st.session_state:
     remember(settings)
 
-
-def start_training(chosen: lab.Settings) -> None:
-    """Remember the run; forget the old step, so the slider opens on the run's last step
-    (a step kept from a longer run would point past the end)."""
-    remember(chosen)
-    st.session_state.pop("lab_step", None)
-
-
-st.button(
-    "Train",
-    type="primary",
-    icon=":material/play_arrow:",
-    on_click=start_training,
-    args=(settings,),
+train_column.button(
+    "Train", type="primary", icon=":material/play_arrow:", on_click=remember, args=(settings,)
 )
-
-shown_settings: lab.Settings | None = st.session_state.get("lab_trained")
-if shown_settings is None:
-    st.info("Choose the switches, then press **Train**.", icon=":material/play_arrow:")
-elif shown_settings != settings:
-    st.query_params.pop("lab_run", None)
+shown_settings: lab.Settings = st.session_state["lab_trained"]
+if shown_settings != settings:
     st.info(
         "The switches changed: press **Train** to train them. Shown below, until then: "
         f"{lab_charts.run_label(shown_settings)}.",
         icon=":material/play_arrow:",
     )
-else:
-    st.query_params["lab_run"] = "1"  # the address now reopens this run
 
 
 def watch_it_learn(shown: lab.Settings) -> None:
-    """Section 1: the shown run's numbers, its step slider and its pictures."""
+    """Section 1: the shown run played step by step, its answer, its numbers, and W_qᵀW_k."""
     run = lab_runs.trained_run(shown)
     st.subheader("1 · Watch it learn")
-    columns = st.columns(4)
-    columns[0].metric("Weight on the right key", f"{run.eval_mass[-1]:.3f}")
-    columns[1].metric("Accuracy", f"{run.eval_accuracy[-1]:.1%}")
-    columns[2].metric("Score spread at step 0", f"{run.initial_score_std:.1f}")
-    columns[3].metric("Training time", f"{run.seconds:.2f} s")
+    left, right = st.columns(2)
+    with left:
+        widgets.show_figure(lab_charts.learning_steps(run), "lab_learning", filename="lab-learning")
+    with right:
+        widgets.show_figure(
+            lab_charts.target_attention(run, beside_steps=True), "lab_target", filename="lab-target"
+        )
+        st.caption(f"The answer. {TASK_HELP[shown.task]}")
+        top, bottom = st.columns(2), st.columns(2)
+        top[0].metric("Weight on the right key", f"{run.eval_mass[-1]:.3f}")
+        top[1].metric("Accuracy", f"{run.eval_accuracy[-1]:.1%}")
+        bottom[0].metric("Score spread at step 0", f"{run.initial_score_std:.1f}")
+        bottom[1].metric("Training time", f"{run.seconds:.2f} s")
     st.caption(
         f"{lab_charts.run_label(shown)}. After the last step, on {lab.N_EVAL_SEQUENCES} "
         "held-out sequences: the mean weight each token puts on its target key, and the share "
@@ -152,35 +139,23 @@ def watch_it_learn(shown: lab.Settings) -> None:
             else ""
         )
     )
-    every = int(run.snapshot_steps[1] - run.snapshot_steps[0])
-    step = st.slider(
-        "Step", 0, shown.steps, shown.steps, step=every, key="lab_step", bind="query-params"
-    )
-    index = run.snapshot_index(int(step))
-    widgets.show_figure(lab_charts.loss_curve(run, index), "lab_loss_curve", filename="lab-loss")
-    left, right = st.columns(2)
-    with left:
-        widgets.show_figure(
-            lab_charts.probe_attention(run, index), "lab_attention", filename="lab-attention"
-        )
-    with right:
-        widgets.show_figure(lab_charts.target_attention(run), "lab_target", filename="lab-target")
     st.markdown(
-        "Left: the weights of the probe sequence after the chosen step. Right: the answer. At "
-        "step 0 the weights come from random vectors: spread over several keys when the score "
-        "spread is small, often one bright cell per row on a wrong key when it is large (a "
-        "wide unscaled head). Training pulls each row's weight onto its target."
+        "Left: the weights of the probe sequence after the step on the slider, and under them "
+        "the loss and the weight on the right key over the whole run (red: the step shown). "
+        "**Play** runs through the steps; the slider picks one. At step 0 the weights come from "
+        "random vectors: spread over several keys when the score spread is small, often one "
+        "bright cell per row on a wrong key when it is large (a wide unscaled head). Training "
+        "pulls each row's weight onto its target."
     )
     st.latex(r"s_{ij} = x_i^{\top}\, W_q^{\top} W_k\, x_j")
-    widgets.show_figure(
-        lab_charts.bilinear_heatmap(run, index), "lab_bilinear", filename="lab-wqwk"
-    )
+    widgets.show_figure(lab_charts.bilinear_steps(run), "lab_bilinear", filename="lab-wqwk")
     st.markdown(
         "A score is a bilinear form: the matrix W_qᵀW_k says how much each query direction "
         "likes each key direction. Because x_i is a word vector plus a position vector, every "
         "score is a sum of four entries of this map: word→word, word→position, position→word "
         "and position→position (p0, p1, … are the position vectors). Blue: the query row pulls "
-        "weight towards the key row; red: away."
+        "weight towards the key row; red: away. Its slider and **Play** step through the same "
+        "snapshots as the figure above, on their own."
     )
 
 
@@ -230,9 +205,8 @@ def side_by_side(history: list[lab.Settings]) -> None:
     )
 
 
-if shown_settings is not None:
-    watch_it_learn(shown_settings)
-    side_by_side(st.session_state.get("lab_history", [shown_settings]))
+watch_it_learn(shown_settings)
+side_by_side(st.session_state.get("lab_history", [shown_settings]))
 
 # 3 ---------------------------------------------------------------------------------------------
 st.subheader("3 · The model")
