@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -451,3 +452,43 @@ def test_runtime_path_never_imports_transformers():
         "assert 'transformers' not in sys.modules, 'transformers was imported'\n"
     )
     subprocess.run([sys.executable, "-c", script], cwd=ROOT, check=True, timeout=120)
+
+
+# Modules named after what several pages share, not after one page (README, "One name per page").
+SHARED_FIGURE_AND_RUN_MODULES = {"matrix", "induction", "next_word"}
+
+
+def _imported_ui_modules(path: Path) -> set[str]:
+    """The ui modules a script imports (from ui import x, y; from ui.x import …)."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module == "ui":
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("ui."):
+            names.add(node.module.split(".")[1])
+    return names
+
+
+def test_figure_and_run_modules_follow_the_pages():
+    """Every ui/<name>_charts.py and ui/<name>_runs.py is named after a page whose view imports
+    it, or after a concept several pages share; and every page's own core module, where one
+    exists, is imported by its view: a newcomer finds a figure's code in two hops."""
+    pages = {path.stem for path in files("views")}
+    for path in files("ui"):
+        stem = path.stem
+        for suffix in ("_charts", "_runs"):
+            if not stem.endswith(suffix):
+                continue
+            owner = stem.removesuffix(suffix)
+            if owner in SHARED_FIGURE_AND_RUN_MODULES:
+                continue
+            assert owner in pages, f"ui/{stem}.py is named after no page"
+            assert stem in _imported_ui_modules(ROOT / "views" / f"{owner}.py"), (
+                f"views/{owner}.py does not use ui/{stem}.py, named after it"
+            )
+    for page in pages:
+        if (ROOT / "core" / f"{page}.py").exists():
+            view = (ROOT / "views" / f"{page}.py").read_text()
+            assert re.search(rf"from core import [^\n]*\b{page}\b|import core\.{page}\b", view), (
+                f"views/{page}.py does not use core/{page}.py"
+            )

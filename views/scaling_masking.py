@@ -30,10 +30,8 @@ model_label = models.label(model)  # the model's name in the prose
 st.title("3 · Scaling and masking")
 st.markdown(
     "Two small details of the attention formula decide how sharp a head can look and what it "
-    "may look at: the division by √d_k and the mask. This page measures both, first on random "
-    "numbers, then inside the real model. Section 5 feeds a head two different sentences, and "
-    "section 6 shows the padding mask that lets sentences of different lengths share a batch. "
-    "A section that shows one head has its Layer and Head sliders inside its tab."
+    "may look at: the division by √d_k and the mask. Each tab measures one of them, first on "
+    "random numbers, then inside the real model; the last two feed a head two sentences."
 )
 # The page compares against the model as trained, so its reference run ignores the sidebar switches.
 trace = state.trace_or_stop(model, inputs, scale=True, causal=model.is_decoder)
@@ -49,13 +47,6 @@ def pick_head() -> tuple[int, int]:
 def saturation() -> None:
     """Section 1: multiplying scores by c sharpens the softmax until one key takes all."""
     st.subheader("1 · Softmax saturates when scores grow")
-    st.latex(r"\operatorname{softmax}(c\,s)_j = \frac{e^{c\,s_j}}{\sum_k e^{c\,s_k}}")
-    st.markdown(
-        "Multiply a score vector by a constant *c* and the ranking stays the same, yet the weights "
-        "do not: the gaps between scores grow, the exponentials grow faster still, and the largest "
-        "score takes almost all of the weight. The other keys then receive almost nothing, and "
-        "almost no gradient either during training."
-    )
     source_column, multiplier_column = st.columns(2)  # one row: the figure sooner
     source = source_column.radio(
         "Scores",
@@ -84,6 +75,14 @@ def saturation() -> None:
     widgets.show_figure(
         scaling_masking_charts.saturation_figure(scores, base, sharp, multiplier, score_labels),
         "sm_saturation",
+    )
+    # the why after the figure: the question above asks for a guess first
+    st.latex(r"\operatorname{softmax}(c\,s)_j = \frac{e^{c\,s_j}}{\sum_k e^{c\,s_k}}")
+    st.markdown(
+        "Multiply a score vector by a constant *c* and the ranking stays the same, yet the weights "
+        "do not: the gaps between scores grow, the exponentials grow faster still, and the largest "
+        "score takes almost all of the weight. The other keys then receive almost nothing, and "
+        "almost no gradient either during training."
     )
     curve = scaling_masking.saturation(scores, scaling_masking.MULTIPLIERS)
     widgets.show_figure(
