@@ -31,7 +31,7 @@ step = path.step_at(navigation.url_path)
 # torch's import takes ~1.3 s on a fresh server: let the browser fetch plotly.js meanwhile, unless
 # the page opened draws without it (the Overview's head is HTML: ui/html_heatmap.py).
 with preload.plotly_download(needed=navigation.url_path not in PLOTLY_FREE_PAGES):
-    from ui import door, model_map, predict, state, widgets
+    from ui import display, door, model_map, predict, state
 # Freezing the imported modules before the first page is drawn keeps Streamlit's garbage
 # collection after every rerun cheap (ui/housekeeping.py).
 housekeeping.freeze_once_at_startup()
@@ -43,7 +43,7 @@ try:
         switches_page=navigation.url_path not in OWN_SWITCH_PAGES,
         text_page=text_page,
     )
-    widgets.image_format_picker()
+    display.image_format_picker()
     with st.sidebar:
         model_map.links_script()
     visited = path.visit(step)

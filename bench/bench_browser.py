@@ -45,9 +45,9 @@ from browser import (  # noqa: E402
 from playwright.sync_api import TimeoutError as PlaywrightTimeout  # noqa: E402
 
 VIEWPORT = {"width": 1300, "height": 1400}
-# What shows that a page is drawn: its first figure, except on a page that draws none until the
-# visitor asks (Attention, learned trains a head on a button press).
-BUTTON_PAGES = {"lab"}
+# What shows that a page is drawn: its first figure. A page that drew none until the visitor
+# asked would wait for its first button instead (Attention, learned now opens on a trained run).
+BUTTON_PAGES: set[str] = set()
 BUTTON_SELECTOR = "[data-testid='stMain'] [data-testid='stButton']"
 # A head switch that redraws nothing in this long: the open tab has no figure of one head (the
 # first tabs of 4 · Multi-head attention and 3 · Scaling and masking show fixed heads or random

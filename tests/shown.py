@@ -39,7 +39,7 @@ def sent_array(value: object) -> np.ndarray:
     return (flat.reshape(shape) if shape else flat).astype(np.float64)
 
 
-# widgets.stores_aside's element, as html_heatmap.stores_element writes it
+# display.stores_aside's element, as html_heatmap.stores_element writes it
 STORES_ELEMENT = re.compile(
     r'<div class="ae-stores" hidden data-store="([0-9a-f]{16})" data-heads="([^"<>]*)"></div>'
 )
@@ -47,7 +47,7 @@ STORES_ELEMENT = re.compile(
 
 def sent_figures(at) -> list[dict]:
     """Every plotly figure's spec as a page sent it, an every-head figure's stores back in its
-    layout.meta["heads"]: the page sends them beside the figure (widgets.stores_aside), and the
+    layout.meta["heads"]: the page sends them beside the figure (display.stores_aside), and the
     browser script finds them by the figure's meta["store"]. A figure that names stores the
     page did not send fails here."""
     stores = {}

@@ -361,7 +361,7 @@ def test_html_figures_come_only_from_the_tested_builder():
         if path.name not in HTML_FIGURE_MAKERS:
             assert not _calls_named(tree, "HtmlFigure"), path.name
         for call in _calls_named(tree, "_show_stores"):
-            assert path.name == "widgets.py" and _shows_stores_aside(tree, call), (
+            assert path.name == "display.py" and _shows_stores_aside(tree, call), (
                 f"{path.name}:{call.lineno}: _show_stores takes what stores_aside(...) returned"
             )
 
@@ -447,7 +447,7 @@ def test_runtime_path_never_imports_transformers():
     import sys
 
     script = (
-        "import sys, core, ui.charts, ui.widgets\n"
+        "import sys, core, ui.charts, ui.display, ui.widgets\n"
         "core.load_model('minilm').run('the bank of the river', 'money grows')\n"
         "assert 'transformers' not in sys.modules, 'transformers was imported'\n"
     )

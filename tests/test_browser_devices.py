@@ -56,7 +56,7 @@ WIDE_TABLES_JS = """
 """
 # Text that sticks out of its figure, on any side: tick labels, and the titles of the figure,
 # its axes, subplots (plotly draws those as annotations) and colour bars. Plotly's own check
-# ("hide past div") would have hidden some tick labels; the app turns it off (ui/widgets.py: it
+# ("hide past div") would have hidden some tick labels; the app turns it off (ui/display.py: it
 # measured every label on every draw) because its margins fit the labels. Plotly never wraps a
 # title: one longer than a phone is wide is cut off at the figure's edge. Every axis of a
 # subplot figure counts: plotly names the label groups xtick, x2tick, y3tick … (colour bars

@@ -53,7 +53,7 @@ SENTENCE = "The old bank by the river closed."  # short: every page stays quick
 # wraps a title in <b> each time it redraws an unchanged figure (<b><b>…</b></b> after two
 # reruns, drawn the same): the wrapping is removed before comparing. Numbers are compared as
 # numbers: the server sends arrays as base64 ({dtype, bdata, shape}), and a head switched in the
-# browser (widgets.HEAD_SWITCH_JS) holds plain arrays of the same values; plotly then also marks
+# browser (display.HEAD_SWITCH_JS) holds plain arrays of the same values; plotly then also marks
 # the trace zauto: false, which says nothing about what is drawn.
 FIGURES_JS = """
 () => {
@@ -75,7 +75,9 @@ FIGURES_JS = """
     return value;
   };
   return [...document.querySelectorAll('.js-plotly-plot')]
-  .filter(g => !g.closest('.st-key-_plotly_preload'))
+  // the lab's runs side by side are this session's history, as visited pages are: a link
+  // carries the run on screen (its switches), not the runs before it
+  .filter(g => !g.closest('.st-key-_plotly_preload, .st-key-lab_side_by_side, [class*="st-key-lab_final_"]'))
   .map(g => JSON.stringify([
     JSON.parse(JSON.stringify(g.data || [], plain)),
     (((g.layout || {}).title || {}).text || '').replace(/^(<b>)+|(<\\/b>)+$/g, ''),

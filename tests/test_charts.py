@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import csv
+import io
+
 import numpy as np
 from shown import shown
 
-from ui import charts, embeddings_charts, widgets
+from ui import charts, display, embeddings_charts, tables
 
 
 def test_repeated_tokens_keep_their_own_rows():
@@ -41,10 +44,20 @@ def test_hover_names_query_and_key():
 
 
 def test_matrix_csv_quotes_tokens_and_keeps_numbers():
-    csv = widgets.matrix_csv(np.array([[0.5, 0.25]]), ['say "hi", ok'], ["a", "b"])
+    csv = tables.matrix_csv(np.array([[0.5, 0.25]]), ['say "hi", ok'], ["a", "b"])
     header, row = csv.strip().split("\n")
     assert header == '"","a","b"'
     assert row == '"say ""hi"", ok",0.5,0.25'
+
+
+def test_a_label_a_spreadsheet_would_run_as_a_formula_is_written_as_text():
+    """A shared link's sentence decides the word pieces in a CSV: none may start a formula
+    (read back by Python's csv module, as a spreadsheet would split the cells)."""
+    labels = ['=HYPERLINK("http://e/","x")', "+1", "-2", "@SUM(A1)", "bank", "a=b"]
+    text = tables.matrix_csv(np.zeros((len(labels), 1)), labels, ["k"])
+    rows = list(csv.reader(io.StringIO(text)))
+    written = [row[0] for row in rows[1:]]
+    assert written == ["'" + label for label in labels[:4]] + ["bank", "a=b"]
 
 
 def test_label_margin_grows_with_the_widest_label_and_shrinks_when_rotated():
@@ -113,7 +126,7 @@ def test_every_head_csv_has_one_row_per_layer_head_and_query():
     rng = np.random.default_rng(2)
     attentions = rng.dirichlet(np.ones(3), size=(2, 2, 3))  # (2, 2, 3, 3)
     labels = ["0 · a,b", '1 · "q"', "2 · =1+1"]
-    rows = list(csv.reader(io.StringIO(widgets.every_head_csv(attentions, labels))))
+    rows = list(csv.reader(io.StringIO(tables.every_head_csv(attentions, labels))))
     assert rows[0] == ["layer", "head", "query", *labels]
     assert len(rows) == 1 + 2 * 2 * 3
     for row in rows[1:]:
@@ -127,13 +140,13 @@ def test_head_switch_script_has_nothing_dompurify_would_take_for_a_tag():
     """DOMPurify (st.html) removes a script whose text has "<" before a letter or "/"."""
     import re
 
-    body = widgets.HEAD_SWITCH_JS.removeprefix("<script>").removesuffix("</script>")
+    body = display.HEAD_SWITCH_JS.removeprefix("<script>").removesuffix("</script>")
     assert re.search(r"<[/\w]", body) is None
     assert r"'\x3cb>'" in body  # the bold title tag, escaped for JavaScript
 
 
 def test_figures_skip_plotly_label_overflow_measuring_and_keep_streamlit_theme():
-    # ui.widgets (imported above) sets the default template. "allow" skips plotly's per-label
+    # ui.display (imported above) sets the default template. "allow" skips plotly's per-label
     # box measuring on every draw (half a heatmap redraw at 32 pieces).
     import plotly.graph_objects as go
     import plotly.io as pio

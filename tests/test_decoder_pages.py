@@ -18,6 +18,8 @@ from shown import sent_array
 from streamlit.testing.v1 import AppTest
 from tiny_families import write_tiny_family
 
+from ui import display
+
 TEXT = "the river bank flows past the old mill, and money grows in the bank."
 DECODERS = ("gpt2", "llama")
 
@@ -223,12 +225,12 @@ def test_every_page_draws_with_the_other_encoders(tmp_path_factory, local_folder
 
 
 def test_a_deep_models_sinks_are_drawn_as_lines(tmp_path_factory, local_folders):
-    """Past widgets.HTML_BARS_UP_TO layers (SmolLM2-135M has 30) Heatmaps draws the weight on
+    """Past display.HTML_BARS_UP_TO layers (SmolLM2-135M has 30) Heatmaps draws the weight on
     the first piece as one line over the layers: its points are the mean weight of every head
     and query on that key, computed here from the page's own Trace by a loop."""
-    from ui import state, widgets
+    from ui import state
 
-    n_layers = widgets.HTML_BARS_UP_TO + 2
+    n_layers = display.HTML_BARS_UP_TO + 2
     folder = write_tiny_family(
         tmp_path_factory.mktemp("deep") / "model", "llama", seed=3, n_layers=n_layers,
         d_model=16, n_heads=2, n_kv_heads=1, d_ff=16,

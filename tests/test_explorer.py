@@ -677,7 +677,7 @@ def test_heatmaps_up_close_through_the_server_and_at_length(model, monkeypatch):
 
 def test_hostile_sentences_reach_the_stores_beside_a_figure_as_text_only():
     """Section 4's shared word piece is in every stored title of its figure, sent beside it
-    (widgets.stores_aside): with hostile sentences in both boxes it stays text there."""
+    (display.stores_aside): with hostile sentences in both boxes it stays text there."""
     bad = BAD_INPUTS["html"]
     at = run_page(HEATMAPS, text="The bank.", query={"hm_a": bad, "hm_b": bad})
     assert_no_exception(at)

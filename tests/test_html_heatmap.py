@@ -14,7 +14,7 @@ import numpy as np
 import plotly.colors
 import pytest
 
-from ui import charts, html_heatmap, matrix_charts
+from ui import charts, display, html_heatmap, matrix_charts
 
 HOSTILE = ["[CLS]", "<img src=x onerror=alert(1)>", 'a"b', "&amp;", "**bold**", "[SEP]"]
 
@@ -109,9 +109,8 @@ def test_colours_are_plotlys_viridis_on_the_same_range():
 
 def test_the_switch_script_paints_with_the_same_stops():
     """HEAD_SWITCH_JS repaints a head in the browser: its colour stops are the module's."""
-    from ui import widgets
 
-    (stops,) = re.findall(r"const STOPS = (\[.*?\]\]);", widgets.HEAD_SWITCH_JS)
+    (stops,) = re.findall(r"const STOPS = (\[.*?\]\]);", display.HEAD_SWITCH_JS)
     assert json.loads(stops) == html_heatmap.stops_rgb()
 
 
@@ -668,11 +667,10 @@ def test_bar_rows_take_a_shared_scale_and_refuse_raw_markup_in_a_title():
     )
 
 
-# ---- which picture a matrix gets, by size (ui/widgets.py) -------------------------------------
+# ---- which picture a matrix gets, by size (ui/display.py) -------------------------------------
 def drawn_as(monkeypatch, show, *args) -> str:
-    """'written', 'image', 'strip' or 'plotly': what widgets.show_* sends for these arguments
+    """'written', 'image', 'strip' or 'plotly': what display.show_* sends for these arguments
     (the page calls replaced by recorders, so no Streamlit runs)."""
-    from ui import widgets
 
     sent: list[str] = []
 
@@ -682,8 +680,8 @@ def drawn_as(monkeypatch, show, *args) -> str:
             "image" if "ae-image" in classes else "strip" if "ae-wide" in classes else "written"
         )
 
-    monkeypatch.setattr(widgets, "show_html_figure", html)
-    monkeypatch.setattr(widgets, "show_figure", lambda *_, **__: sent.append("plotly"))
+    monkeypatch.setattr(display, "show_html_figure", html)
+    monkeypatch.setattr(display, "show_figure", lambda *_, **__: sent.append("plotly"))
     show(*args)
     (kind,) = set(sent)
     return kind
@@ -693,23 +691,22 @@ def test_widgets_draw_written_cells_an_image_or_plotly_by_size(monkeypatch):
     """The edges the README gives: numbers written up to 12; one image up to 48 tokens on the
     learning pages (their plotly figures draw the first 48) and up to 128 for mixing matrices
     and explanation scores; a few tokens' 384-wide vectors as a strip; plotly past all that."""
-    from ui import widgets
 
     def matrix(n_rows: int, n_columns: int) -> np.ndarray:
         return np.random.default_rng(0).random((n_rows, n_columns))
 
     def square(n: int):
-        return (widgets.show_matrix, matrix(n, n), ["t"] * n, "S", "k", "f", True)
+        return (display.show_matrix, matrix(n, n), ["t"] * n, "S", "k", "f", True)
 
     def vectors(n: int, width: int):
-        return (widgets.show_matrix, matrix(n, width), ["t"] * n, "Q", "k", "f", False)
+        return (display.show_matrix, matrix(n, width), ["t"] * n, "Q", "k", "f", False)
 
     def mixing(n: int):
-        return (widgets.show_mixing, matrix(n, n), ["t"] * n, "R", "piece", "k", "f")
+        return (display.show_mixing, matrix(n, n), ["t"] * n, "R", "piece", "k", "f")
 
     def scores(n: int):
         return (
-            widgets.show_scores_by_method,
+            display.show_scores_by_method,
             {"a": matrix(1, n)[0]},
             ["t"] * n,
             "s",
@@ -733,5 +730,5 @@ def test_widgets_draw_written_cells_an_image_or_plotly_by_size(monkeypatch):
         (scores(129), "plotly"),
     ]
     for case, expected in cases:
-        shape = np.shape(case[1]) if case[0] is not widgets.show_scores_by_method else len(case[2])
+        shape = np.shape(case[1]) if case[0] is not display.show_scores_by_method else len(case[2])
         assert drawn_as(monkeypatch, *case) == expected, (case[0].__name__, shape, expected)

@@ -10,7 +10,7 @@ import weakref
 import numpy as np
 import streamlit as st
 
-from ui import exports, state, widgets
+from ui import exports, state, tables
 
 
 def _captured_data(monkeypatch) -> list:
@@ -25,8 +25,8 @@ def test_a_matrix_download_does_not_keep_the_block_it_was_sliced_from(monkeypatc
     block = np.random.default_rng(0).random((6, 12, 8, 8)).astype(np.float32)  # (L, H, n, n)
     watch = weakref.ref(block)
     labels = [f"t{i}" for i in range(8)]
-    widgets.download_matrix(block[2, 5], labels, labels, "m")  # a view into the block
-    expected = widgets.matrix_csv(block[2, 5], labels, labels)
+    tables.download_matrix(block[2, 5], labels, labels, "m")  # a view into the block
+    expected = tables.matrix_csv(block[2, 5], labels, labels)
     del block
     gc.collect()
     assert watch() is None  # the button holds its own (n, n) copy only

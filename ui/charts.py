@@ -284,7 +284,7 @@ WEIGHT_STEPS = 10_000  # attention heatmaps show weights to 4 decimals: k / 10,0
 def packed_weights(weights: np.ndarray) -> str:
     """Weights in [0, 1] as drawn (4 decimals), for a figure's store of every head: base64 of
     little-endian uint16 counts of 1/WEIGHT_STEPS, row after row. 2 bytes a weight, and decoded
-    by widgets.HEAD_SWITCH_JS only for the head that is asked for."""
+    by display.HEAD_SWITCH_JS only for the head that is asked for."""
     shown = np.round(np.asarray(weights, dtype=np.float64), 4)
     steps = np.rint(shown * WEIGHT_STEPS).astype("<u2")  # exact at 4 decimals
     return base64.b64encode(steps.tobytes()).decode("ascii")

@@ -184,7 +184,7 @@ def head_view_figure(
 
 def packed_lines(lines: HeadViewLines, head: int) -> str:
     """One head's drawn lines for a figure's store: base64 of bytes (query − start,
-    key − start, opacity level 1..20) per line; widgets.HEAD_SWITCH_JS rebuilds the paths.
+    key − start, opacity level 1..20) per line; display.HEAD_SWITCH_JS rebuilds the paths.
     A window holds at most 256 tokens, so each number is one byte."""
     start, stop = lines.window
     assert stop - start <= 256, "a window of at most 256 tokens fits one byte per position"
@@ -208,7 +208,7 @@ def every_head_view_figure(
     highlight: int | None = None,
 ) -> go.Figure:
     """head_view_figure for the sliders' (layer, head) and the heads in `more`, carrying every
-    head's lines so widgets.HEAD_SWITCH_JS redraws another layer or head in the browser.
+    head's lines so display.HEAD_SWITCH_JS redraws another layer or head in the browser.
 
     lines_by_layer[l]: head_view_lines of layer l for all n_heads heads (the page's filters
     applied).

@@ -147,7 +147,7 @@ def every_head_compare_rows(
 
     rows: one (L, H, n_s) array per sentence s, the query's weights in every head. layout.meta
     holds, for head h of layer l at index l·H + h, its title and its bars (charts.packed_weights,
-    one row per sentence); widgets.HEAD_SWITCH_JS swaps them in when a slider moves.
+    one row per sentence); display.HEAD_SWITCH_JS swaps them in when a slider moves.
     title_of_head(l, h): the figure's title for that head (escaped here, like every title).
     """
     n_layers, n_heads = rows[0].shape[:2]

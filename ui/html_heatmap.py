@@ -10,7 +10,7 @@ bars needs none of it, so the first screens of most pages are drawn here:
   image of n × n pixels. It says what charts.attention_heatmap says: the same title and
   fitted-scale note, the same Viridis colours on the same 0..zmax range, queries down the side
   and keys along the top. Up to ~128 pieces it also carries every head, so
-  widgets.HEAD_SWITCH_JS can show another head without a
+  display.HEAD_SWITCH_JS can show another head without a
   server round trip; it repaints the cells with the same stops (VIRIDIS) and the same
   arithmetic as cell_rgb() below. The same script names the cell under the pointer (hover) and
   writes a clicked or tapped cell under the figure (phones have no hover).
@@ -439,7 +439,7 @@ def value_grid(
     data-figure attribute, by which tests find it. A value that is not finite is an empty
     cell, and blank (the code's own words) says why: a masked score, by default. Written cells
     say what they are in a tooltip (hover), and their number is printed, so a phone, without
-    hover, loses nothing. The image's cells are too many to print: widgets.HEAD_SWITCH_JS
+    hover, loses nothing. The image's cells are too many to print: display.HEAD_SWITCH_JS
     names the one under the pointer, and writes a clicked or tapped one under the figure, from
     the figure's data-values (the numbers as text).
     """

@@ -322,7 +322,7 @@ def shared_word_bars(
     name: str,
 ) -> html_heatmap.HtmlFigure:
     """One sentence's half of shared_word_weights as HTML bar rows (for a sentence of at most
-    widgets.HTML_BARS_UP_TO tokens): the softmax row of `word`, its own bar in HIGHLIGHT.
+    display.HTML_BARS_UP_TO tokens): the softmax row of `word`, its own bar in HIGHLIGHT.
     largest: the larger of the two rows' largest weights, so both halves share one scale (the
     plotly figure's shared y axis)."""
     return html_heatmap.bar_rows(

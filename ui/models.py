@@ -19,7 +19,9 @@ import streamlit as st
 
 import core
 from core.models import ModelPolicy, policy_from_settings
-from ui import door
+from ui import (
+    door,
+)
 from ui.escape import literal
 
 OTHER_MODEL = "other"
@@ -180,3 +182,38 @@ def label(model: core.BertEncoder) -> str:
     sidebar says it (the registry key "minilm" is not a name)."""
     shown = core.SUGGESTED_MODELS.get(model.name, model.name).split(" · ")[0]
     return literal(shown, max_chars=60)
+
+
+def piece_scheme_note(trace: core.Trace) -> str:
+    """Two sentences, read from the Trace, on how this model marks its pieces (WordPiece's ##,
+    or a byte-level or SentencePiece space) and which special pieces its tokenizer adds."""
+    if trace.piece_scheme == "wordpiece":
+        marks = "Every piece after a word's first is marked `##`."
+    else:
+        marks = (
+            "A piece that starts a new word carries the space before it, shown here as "
+            f"{core.text.SPACE_MARK}."
+        )
+    first, last = (literal(trace.tokens[i]) for i in (0, -1))
+    starts, ends = bool(trace.special[0]), bool(trace.special[-1]) and trace.n_tokens > 1
+    if starts and ends:
+        framing = f"The tokenizer wraps the pieces in {first} … {last}."
+    elif starts:
+        framing = f"The tokenizer puts {first} before the first piece."
+    elif ends:
+        framing = f"The tokenizer puts {last} after the last piece."
+    else:
+        framing = "The tokenizer adds no special piece."
+    return f"{marks} {framing}"
+
+
+def special_pieces_phrase(trace: core.Trace) -> str:
+    """The special pieces this Trace holds, each once and escaped for Markdown: "[CLS] and
+    [SEP]" for MiniLM, "<s>" for a Llama, "" for GPT-2, whose tokenizer adds none."""
+    names = list(
+        dict.fromkeys(
+            t for t, is_special in zip(trace.tokens, trace.special, strict=True) if is_special
+        )
+    )
+    shown = [literal(name, max_chars=40) for name in names]
+    return " and ".join(shown) if len(shown) <= 2 else ", ".join(shown[:-1]) + " and " + shown[-1]

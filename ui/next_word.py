@@ -16,7 +16,7 @@ import streamlit as st
 
 import core
 from core import next_word
-from ui import door, models, next_word_charts, terms, widgets
+from ui import display, door, models, next_word_charts, terms, widgets
 from ui.escape import literal
 from ui.models import load_model
 
@@ -156,7 +156,7 @@ def panel(model: core.BertEncoder, text: str, key: str, heading: str | None = No
     trained = result.runs[0]
     bars_column, grid_column = st.columns([1, 2], gap="large")
     with bars_column:
-        widgets.show_html_figure(
+        display.show_html_figure(
             next_word_charts.trained_bars(
                 _pieces(model, trained.top_ids),
                 trained.top_probabilities,
@@ -165,7 +165,7 @@ def panel(model: core.BertEncoder, text: str, key: str, heading: str | None = No
             )
         )
     with grid_column:
-        widgets.show_html_figure(
+        display.show_html_figure(
             next_word_charts.switch_grid(
                 [run.label for run in result.runs],
                 _pieces(model, result.grid_ids),
@@ -193,7 +193,7 @@ def two_sentences(
     for column, log_p, name in zip(st.columns(2), runs, ("first", "second"), strict=True):
         rows = next_word.top_k(log_p, K)
         with column:
-            widgets.show_html_figure(
+            display.show_html_figure(
                 next_word_charts.trained_bars(
                     _pieces(model, rows),
                     np.exp(log_p[rows].astype(np.float64)),
@@ -224,7 +224,7 @@ def after_removing(
     ids, grid = next_word.prediction_grid([trained, ablated], K)
     runs = next_word.compare_runs(trained, {label: ablated}, K)
     st.markdown(f"**What {models.label(model)} predicts next, with and without these heads**")
-    widgets.show_html_figure(
+    display.show_html_figure(
         next_word_charts.switch_grid(
             [run.label for run in runs],
             _pieces(model, ids),

@@ -16,7 +16,9 @@ from contextlib import contextmanager
 import streamlit as st
 
 # numpy and pandas in full before the blank figure is drawn (ui/charts.py says why).
-from ui import charts  # noqa: F401
+from ui import (
+    charts,  # noqa: F401
+)
 
 PRELOAD_KEY = "_plotly_preload"  # tests skip the element with this key when they look for figures
 _DONE_KEY = "_plotly_preloaded"
@@ -58,7 +60,7 @@ _TOUCH_TOOLBAR_CSS = """<style>
   [data-testid="stTable"] table { font-size: 0.8em; }
   [data-testid="stTable"] th, [data-testid="stTable"] td { padding: 0.25rem 0.3rem; }
 }
-/* An every-head figure's stores (widgets.stores_aside) are data, not content: their element
+/* An every-head figure's stores (display.stores_aside) are data, not content: their element
    takes no room, so no gap of the page's layout opens under the figure. A script's element
    (the head switch, the head view's hover) neither. */
 [data-testid="stElementContainer"]:has(> [data-testid="stHtml"] > .ae-stores) { display: none; }

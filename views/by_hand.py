@@ -5,11 +5,13 @@ import streamlit as st
 from core import by_hand
 from ui import (
     by_hand_charts,
+    display,
     matrix_charts,
     models,
     predict,
     predict_answers,
     state,
+    tables,
     terms,
     widgets,
 )
@@ -51,7 +53,7 @@ def four_features() -> None:
         )
     else:
         toy = by_hand.toy_sentence(words)
-        widgets.static_table(
+        tables.static_table(
             {"word": list(toy.words)}
             | {
                 feature: toy.vectors[:, k].tolist()
@@ -71,7 +73,7 @@ def four_features() -> None:
         # Small enough to print every number: HTML cells, so the first tab loads no plotly.js.
         first, second = st.columns(2)
         with first:
-            widgets.show_html_figure(
+            display.show_html_figure(
                 matrix_charts.pair_grid(
                     result.scores,
                     toy.words,
@@ -83,7 +85,7 @@ def four_features() -> None:
                 )
             )
         with second:
-            widgets.show_html_figure(
+            display.show_html_figure(
                 matrix_charts.pair_grid(
                     result.attn_weights, toy.words, "α = softmax of each row", name="hand_weights"
                 )
@@ -101,7 +103,7 @@ def four_features() -> None:
             f"{values}, which add up to {result.row_sums[row]:.2f}. Divide each by the sum: {weights}. "
             "Every weight is positive and the row adds up to 1 (up to rounding in the last digit)."
         )
-        widgets.show_html_figure(
+        display.show_html_figure(
             matrix_charts.token_grid(
                 result.output, toy.words, by_hand.TOY_FEATURES, "Y = α X", name="hand_output"
             )
@@ -137,7 +139,7 @@ def soft_lookup() -> None:
     found = by_hand.lookup(
         by_hand.TOY_VECTORS[query_word], keys.vectors, keys.vectors, float(sharpness)
     )
-    widgets.show_weight_bars(
+    display.show_weight_bars(
         keys.words,
         {"soft lookup": found.soft_weights, "hard lookup": found.hard_weights},
         f"Query “{literal(query_word)}”: weight on each key",
@@ -187,7 +189,7 @@ def fixed_against_computed() -> None:
     )
     for column, (title, first, second, rule) in zip(st.columns(2), panels, strict=True):
         with column:
-            widgets.show_weight_bars(
+            display.show_weight_bars(
                 ["position 0", "position 1", "position 2"],
                 {"money bank grows": first, "river bank grows": second},
                 title,
@@ -215,7 +217,7 @@ def cost() -> None:
     )
     lengths = [8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096]
     costs = [by_hand.layer_cost(n, model.d_model, model.n_heads, model.dims.d_ff) for n in lengths]
-    widgets.show_figure(
+    display.show_figure(
         by_hand_charts.cost_figure(
             lengths,
             {

@@ -9,11 +9,13 @@ from core import context
 from ui import (
     context_charts,
     context_runs,
+    display,
     matrix_charts,
     models,
     predict,
     predict_answers,
     state,
+    tables,
     widgets,
 )
 from ui.escape import literal
@@ -74,7 +76,7 @@ def _lead_range(leads) -> str:
     return _span(min(finite), max(finite), 1) if finite else "—"
 
 
-widgets.head_switch()  # the readout of a long sentence's matrices (one image each)
+display.head_switch()  # the readout of a long sentence's matrices (one image each)
 
 
 def side_by_side(step: str, matrices: dict, title: str, square: bool, **figure_args) -> None:
@@ -82,7 +84,7 @@ def side_by_side(step: str, matrices: dict, title: str, square: bool, **figure_a
     for column, (name, matrix) in zip(st.columns(2), matrices.items(), strict=True):
         tokens = sentences[name].tokens
         with column:
-            widgets.show_matrix(
+            display.show_matrix(
                 matrix,
                 tokens,
                 f"{title} of {name}",
@@ -96,7 +98,7 @@ def side_by_side(step: str, matrices: dict, title: str, square: bool, **figure_a
             columns = (
                 widgets.numbered(tokens) if square else [f"d{k}" for k in range(matrix.shape[1])]
             )
-            widgets.download_matrix(
+            tables.download_matrix(
                 matrix,
                 widgets.numbered(tokens),
                 columns,
@@ -179,7 +181,7 @@ st.markdown(
     f"In X the two rows of “{shown_word}” are one and the same table entry (cosine 1). In Y "
     "each is a mix of its own sentence, and the mixes differ because the neighbours differ:"
 )
-widgets.show_shared_word(
+display.show_shared_word(
     word,
     {
         "A": (pair.weights_a, sentences["A"].tokens, pair.index_a),
@@ -232,7 +234,7 @@ else:
         "layer-0 inputs": zero,
         f"table rows × {length.stretch:.1f}": longer,
     }
-    widgets.static_table(
+    tables.static_table(
         {
             "rows of X": list(kinds),
             "length ‖x‖": [_span(k.lengths.min(), k.lengths.max(), 2) for k in kinds.values()],
@@ -247,8 +249,8 @@ else:
         decimals={},
     )
     tokens_a = sentences["A"].tokens
-    if len(tokens_a) <= widgets.HTML_BARS_UP_TO:
-        widgets.show_html_figure(
+    if len(tokens_a) <= display.HTML_BARS_UP_TO:
+        display.show_html_figure(
             context_charts.weights_by_length(
                 word,
                 tokens_a,

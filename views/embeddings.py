@@ -3,7 +3,7 @@
 import streamlit as st
 
 from core import embeddings
-from ui import charts, embeddings_charts, models, state, widgets
+from ui import charts, display, embeddings_charts, models, state, tables, widgets
 from ui.escape import literal
 
 inputs, model = state.page_context()
@@ -67,7 +67,7 @@ if points.n_points == 0:
 
 senses = [SENSES.get(sentence) for sentence in points.sentences]  # None: not one of the page's
 with sentences_box:  # a static table: no scrolling grid's script to load for a folded detail
-    widgets.static_table(
+    tables.static_table(
         {
             "#": [f"s{s + 1}" for s in range(len(points.sentences))],
             "sentence": list(points.sentences),
@@ -143,7 +143,7 @@ def before_and_after() -> None:
             senses,
             one_point=True,
         )
-        widgets.show_figure(fig, key="emb_static", filename="static-projection")
+        display.show_figure(fig, key="emb_static", filename="static-projection")
     with right:
         coords = state.projection(shown.hidden[layer], method_key, n_components)
         fig = embeddings_charts.projection_figure(
@@ -156,7 +156,7 @@ def before_and_after() -> None:
             method,
             senses,
         )
-        widgets.show_figure(fig, key="emb_context", filename=f"contextual-projection-state{layer}")
+        display.show_figure(fig, key="emb_context", filename=f"contextual-projection-state{layer}")
     st.markdown(
         f"Left: the static vectors (rows of the word-piece table): every *{shown_word}* is the same "
         f"point. Right: the same tokens, {state_name}, one star per occurrence, coloured and "
@@ -177,7 +177,7 @@ def sense_split() -> None:
             "with another, in the page's example sentences."
         )
         return
-    widgets.show_weight_bars(
+    display.show_weight_bars(
         stages,
         {"same sense": split.same, "other sense": split.other},
         f"'{shown_word}': how alike two occurrences are",
@@ -214,7 +214,7 @@ def path_through_layers() -> None:
         f"'{shown_word}', states 0 … {model.n_layers}",
         senses,
     )
-    widgets.show_figure(fig, key="emb_paths", filename="trajectories")
+    display.show_figure(fig, key="emb_paths", filename="trajectories")
 
 
 def nearest_words() -> None:
@@ -243,26 +243,28 @@ def nearest_words() -> None:
 def occurrences_alike() -> None:
     """Section 4: cosines between the occurrences, at one state and over all of them."""
     st.subheader(f"4 · How alike are the occurrences of '{shown_word}'?")
-    tables = embeddings.cosine_by_layer(shown, chosen)
+    cosine_tables = embeddings.cosine_by_layer(shown, chosen)
     labels = embeddings_charts.occurrence_labels(chosen, shown.tokens, shown.sentence, senses)
     left, right = st.columns(2)
     with left:
-        # tables[0] is the static table, tables[s + 1] hidden state s
-        fig = embeddings_charts.cosine_heatmap(tables[layer + 1], labels, f"Cosine, {state_name}")
-        widgets.show_figure(fig, key="emb_cosine", filename=f"cosine-state{layer}")
-        widgets.download_matrix(
-            tables[layer + 1], labels, labels, f"cosine-{word}-state{layer}", key="emb_csv"
+        # cosine_tables[0] is the static table, cosine_tables[s + 1] hidden state s
+        fig = embeddings_charts.cosine_heatmap(
+            cosine_tables[layer + 1], labels, f"Cosine, {state_name}"
+        )
+        display.show_figure(fig, key="emb_cosine", filename=f"cosine-state{layer}")
+        tables.download_matrix(
+            cosine_tables[layer + 1], labels, labels, f"cosine-{word}-state{layer}", key="emb_csv"
         )
     with right:
         # raw word: layer_lines escapes its legend names itself
-        means = {f"mean over pairs of '{word}'": embeddings.mean_off_diagonal(tables)}
+        means = {f"mean over pairs of '{word}'": embeddings.mean_off_diagonal(cosine_tables)}
         fig = embeddings_charts.layer_lines(
             means,
             ["static", *charts.state_axis(model.n_layers + 1)["ticktext"]],
             "Before → after",
             "cosine",
         )
-        widgets.show_figure(fig, key="emb_cos_lines", filename="cosine-by-layer")
+        display.show_figure(fig, key="emb_cos_lines", filename="cosine-by-layer")
     st.markdown(
         "In the static table every pair has cosine 1: one row. The embedding output (emb) "
         "already differs a little, since each occurrence has its own position; through the layers "
@@ -304,7 +306,7 @@ def scaling_switch() -> None:
             names,
             f"{state_name[0].upper()}{state_name[1:]}: arrows follow '{shown_word}'",
         )
-        widgets.show_figure(fig, key="emb_compare_fig", filename="scaling-comparison")
+        display.show_figure(fig, key="emb_compare_fig", filename="scaling-comparison")
         st.metric("mean cosine between a token's two versions", f"{comparison.mean_cosine:.3f}")
 
 

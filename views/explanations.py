@@ -5,11 +5,13 @@ import streamlit as st
 
 from core import explanations, rollout, saliency
 from ui import (
+    display,
     explanations_charts,
     explanations_runs,
     information_flow_runs,
     models,
     state,
+    tables,
     widgets,
     word_level,
 )
@@ -17,7 +19,7 @@ from ui.escape import literal
 from ui.numbers import signed
 
 inputs, model = state.page_context()
-widgets.head_switch()  # the readout of the scores' image past 12 pieces
+display.head_switch()  # the readout of the scores' image past 12 pieces
 
 st.title("10 · Explanations side by side")
 st.markdown(
@@ -96,7 +98,7 @@ if steps < wanted_steps:
 # 2 · The table and the picture: the figure first, then what it measures.
 st.subheader("1 · Every method, every " + unit)
 merged = {label: view.scores(scores[name]) for label, name in zip(labels, scores, strict=True)}
-widgets.show_scores_by_method(
+display.show_scores_by_method(
     merged,
     view.labels,
     f"Scores per {unit}, each row ÷ its max |score|",
@@ -147,7 +149,7 @@ widgets.folded(
     "xp_table",
     lambda: st.dataframe(table, hide_index=True, height=320),
 )
-widgets.download_matrix(
+tables.download_matrix(
     [list(row) for row in zip(*merged.values(), strict=True)],
     widgets.numbered(view.labels),
     labels,
@@ -174,7 +176,7 @@ st.markdown(
     "correlate the ranks: "
     "1 = same order, 0 = unrelated, −1 = reversed. Computed on word pieces."
 )
-widgets.show_html_figure(  # a few methods: HTML, every ρ written in
+display.show_html_figure(  # a few methods: HTML, every ρ written in
     explanations_charts.agreement_grid(rho, labels, "Rank agreement between methods", name="xp_rho")
 )
 
@@ -233,7 +235,7 @@ else:
         f"Deletion test: {y_title}",
         f"f = {quantity[4:]}",
     )
-    widgets.show_figure(fig, key="xp_deletion", filename="deletion-test")
+    display.show_figure(fig, key="xp_deletion", filename="deletion-test")
 
 # 5 · The lesson, with this sentence's numbers.
 st.subheader("4 · Is attention explanation?")

@@ -8,12 +8,14 @@ import core
 from core import head_roles, head_stats
 from ui import (
     charts,
+    display,
     exports,
     formulas,
     head_view_charts,
     head_view_hover,
     models,
     state,
+    tables,
     widgets,
 )
 from ui.escape import literal
@@ -51,7 +53,7 @@ figure_column, controls = st.columns([3, 2], gap="medium")
 in_browser = charts.switches_in_browser(model.n_layers, model.n_heads, min(n_shown, WINDOW))
 with controls:
     layer, head = widgets.layer_head_picker(model, in_browser=in_browser)
-    widgets.head_switch()  # the sliders in the browser (a script: it takes no room)
+    display.head_switch()  # the sliders in the browser (a script: it takes no room)
     head_view_hover.install()  # pointing at a token keeps its lines (a script, no room)
     more = st.multiselect(
         "Draw more heads of this layer (the Head slider's head is always drawn)",
@@ -183,7 +185,7 @@ else:
     )
     filename = f"head-view-L{layer}"
 with figure_column:
-    widgets.show_figure(fig, key="hv_figure", filename=filename, on_select=pick_clicked_token)
+    display.show_figure(fig, key="hv_figure", filename=filename, on_select=pick_clicked_token)
 if in_browser:  # counts of this run's head would go stale when a slider moves
     notes = [f"lines under {head_view_charts.MIN_LINE_WEIGHT:.1%} weight are left out as clutter"]
 else:
@@ -259,7 +261,7 @@ labels = widgets.numbered(tokens)
 suffix = "-value-weighted" if value_weighted else ""
 if in_browser:
     fetch = state.refetch(model, inputs)  # the button keeps this, not the Trace
-    widgets.download_every_head(
+    tables.download_every_head(
         lambda: words_view.matrix(
             head_stats.every_layer_head_view_weights(model, fetch(), value_weighted)
         ),
@@ -268,7 +270,7 @@ if in_browser:
         key="hv_csv",
     )
 else:
-    widgets.download_matrix(
+    tables.download_matrix(
         shown_weights[layer][head],  # the weights the lines were drawn from
         labels,
         labels,

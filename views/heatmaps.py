@@ -6,6 +6,7 @@ import core
 from core import head_roles, head_stats, positional
 from ui import (
     charts,
+    display,
     exports,
     formulas,
     heatmaps_charts,
@@ -14,6 +15,7 @@ from ui import (
     model_view,
     models,
     state,
+    tables,
     widgets,
 )
 from ui.escape import literal
@@ -34,7 +36,7 @@ trace = state.trace_or_stop(model, inputs)
 state.off_distribution_note(inputs, model_label)  # the sidebar's switches act on every head here
 tokens = trace.tokens
 
-specials = widgets.special_pieces_phrase(trace)  # "[CLS] and [SEP]"; "" where none are added
+specials = models.special_pieces_phrase(trace)  # "[CLS] and [SEP]"; "" where none are added
 renormalise = st.toggle(
     "Hide the special pieces, renormalise the rest",
     key="hm_renorm",
@@ -66,14 +68,14 @@ st.caption("Click or tap a head in the grid, or choose it here (the grid's red f
 # redraw the up-close heatmap and section 4 in the browser, with no server round trip.
 in_browser = charts.switches_in_browser(model.n_layers, model.n_heads, n_shown)
 layer, head = widgets.layer_head_picker(model, in_browser=in_browser)
-widgets.head_switch()  # the sliders in the browser, and the up-close heatmap's cell readout
+display.head_switch()  # the sliders in the browser, and the up-close heatmap's cell readout
 model_view.install()  # the grid's frame follows the sliders; a click on a head moves them
 thumbs = heatmaps_runs.thumbnails(trace, renormalise, word_level)  # cached: reads every head
 with grid_slot:
     pooled = thumbs.shape[-1] < n_shown
     # HTML, one small image per head: no plotly.js for the page's first figure, and tiles
     # that reflow to six a row on a phone
-    widgets.show_html_figure(
+    display.show_html_figure(
         html_heatmap.model_view(
             thumbs,
             (layer, head),
@@ -116,7 +118,7 @@ labels = widgets.numbered(shown_tokens)
 # for one head across the app, and no plotly heatmap to draw.
 if in_browser:  # (L, H, n, n), or (L, H, w, w) between words, [CLS]/[SEP] hidden after merging
     shown = heatmaps_runs.shown_attentions(trace, renormalise, word_level)
-    widgets.show_html_figure(
+    display.show_html_figure(
         html_heatmap.attention_grid(
             shown,
             shown_tokens,
@@ -137,7 +139,7 @@ else:
         trace.piece_scheme,
         trace.special,
     )
-    widgets.show_html_figure(
+    display.show_html_figure(
         html_heatmap.one_head_grid(
             head_weights,
             shown_tokens,
@@ -157,14 +159,14 @@ if n_shown > charts.FITTED_SCALE_FROM:
     )
 if in_browser:
     fetch = state.refetch(model, inputs)
-    widgets.download_every_head(
+    tables.download_every_head(
         lambda: heatmaps_runs.shown_attentions(fetch(), renormalise, word_level),
         labels,
         "attention-all-heads",
         key="hm_csv",
     )
 else:
-    widgets.download_matrix(
+    tables.download_matrix(
         head_weights, labels, labels, f"attention-L{layer}-H{head}", key="hm_csv"
     )
 
@@ -197,7 +199,7 @@ st.markdown(
 )
 cls_share, sep_share = head_roles.special_shares_by_layer(trace.attentions, tokens, trace.special)
 cls_name, sep_name = head_roles.sink_names(tokens, trace.special)  # [CLS], <s>, the first piece
-widgets.show_weight_bars(  # two bars a layer, as HTML: one plotly figure fewer to draw
+display.show_weight_bars(  # two bars a layer, as HTML: one plotly figure fewer to draw
     [f"layer {layer_index}" for layer_index in range(model.n_layers)],
     {f"on {cls_name}": cls_share, f"on {sep_name}": sep_share},  # escaped by the HTML bars
     f"{model_label}: weight on {literal(cls_name)} and {literal(sep_name)}",
@@ -234,7 +236,7 @@ stat_grid = heatmaps_charts.head_stat_grid(
     colorbar_title="bits" if stat_name == "entropy" else "share",
     zmax=None if stat_name == "entropy" else 1.0,
 )
-widgets.show_figure(stat_grid, key="hm_stats", filename=f"head-{stat_name}")
+display.show_figure(stat_grid, key="hm_stats", filename=f"head-{stat_name}")
 if renormalise:
     st.caption(
         f"{specials} are hidden: the statistics describe the renormalised weights, so the "
@@ -246,7 +248,7 @@ widgets.folded(
     "hm_stats_table",
     lambda: st.dataframe(stats.table(), hide_index=True, height=300),
 )
-widgets.download_matrix(
+tables.download_matrix(
     stats.stat(stat_name),
     [f"layer {i}" for i in range(model.n_layers)],
     [f"head {h}" for h in range(model.n_heads)],
@@ -326,7 +328,7 @@ else:
                 title=compare_title(layer, head),
             )
         filename = "compare-head" if in_browser else f"compare-L{layer}-H{head}"
-        widgets.show_figure(compare, key="hm_compare", filename=filename)
+        display.show_figure(compare, key="hm_compare", filename=filename)
         input_cosine = positional.cosine(
             trace_a.hidden_states[0][where[0]], trace_b.hidden_states[0][where[1]]
         )

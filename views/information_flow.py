@@ -7,12 +7,14 @@ import core
 from core import explanations, information_flow, lens, rollout, similarity
 from ui import (
     charts,
+    display,
     explanations_runs,
     information_flow_charts,
     information_flow_runs,
     models,
     next_word,
     state,
+    tables,
     widgets,
     word_level,
 )
@@ -101,7 +103,7 @@ def two_sentences() -> None:
     # one bar per state, as HTML: the section is on every tab, and needs no plotly.js (a
     # negative cosine goes to plotly's line, whose axis reaches below 0)
     title = "cos(A, B) of the mean-pooled states"
-    widgets.show_weight_bars(
+    display.show_weight_bars(
         [charts.state_name(s) for s in range(len(by_layer))],
         {"cos(A, B)": by_layer},
         title,
@@ -139,7 +141,7 @@ def attention_rollout() -> None:
     st.latex(r"\hat A_l = \tfrac12\Big(\tfrac1H\sum_h A_l^h + I\Big)\ \text{(rows renormalised)}")
     st.latex(r"R_l = \hat A_l\, R_{l-1},\qquad R_0 = \hat A_0")
     layer = rollout_layer()
-    widgets.show_mixing(
+    display.show_mixing(
         view.matrix(flow.rolled[layer]),
         view.labels,
         f"Attention rollout after layer {layer}",
@@ -163,7 +165,7 @@ def attention_rollout() -> None:
     else:
         title = f"Each {unit[:-1]}'s share of the sentence vector"
         y_title = "share of the mean-pooled top layer"
-    widgets.show_weight_bars(
+    display.show_weight_bars(
         view.labels,
         shown,
         title,
@@ -202,7 +204,7 @@ def attention_rollout() -> None:
             "The sentence vector is the mean of the top rows, so each input's share is the mean "
             "of its column." + held
         )
-    widgets.download_matrix(
+    tables.download_matrix(
         [list(row) for row in zip(*shown.values(), strict=True)],
         widgets.numbered(view.labels),
         list(shown),
@@ -230,7 +232,7 @@ def attention_flow() -> None:
             icon="🛑",
         )
     else:
-        widgets.show_mixing(
+        display.show_mixing(
             view.matrix(flow.flow_shares()),
             view.labels,
             "Attention flow to the top layer, each row ÷ its sum",
@@ -320,7 +322,7 @@ def norm_contributions() -> None:
         r"v^h_j W_O^h + [i{=}j]\,x_i\big)\big\rVert}{\sigma_i}"
     )
     layer = rollout_layer()
-    widgets.show_mixing(
+    display.show_mixing(
         view.matrix(flow.norm_rolled[layer]),
         view.labels,
         f"Norm rollout after layer {layer}",
@@ -355,7 +357,7 @@ def logit_lens() -> None:
     reading = information_flow_runs.logit_lens(model, trace, position)
     states = ["embeddings", *[f"after layer {i}" for i in range(model.n_layers)]]
     final_pieces = [model.tokenizer.token_of(int(i)) for i in reading.final_ids]
-    widgets.show_html_figure(
+    display.show_html_figure(
         information_flow_charts.logit_lens_grid(
             reading.final_probabilities, states, final_pieces, name="ex_logit_lens"
         )
@@ -407,11 +409,11 @@ def encoder_lens() -> None:
             trace.tokens,
             "Each token vs its final vector (word pieces)",
         )
-        widgets.show_figure(fig, key="ex_lens", filename="lens-tokens")
+        display.show_figure(fig, key="ex_lens", filename="lens-tokens")
     with right:
         settling = lens.sentence_settling(trace.hidden_states)
         fig = information_flow_charts.settling_figure(settling, "Sentence vs final embedding")
-        widgets.show_figure(fig, key="ex_settle", filename="lens-sentence")
+        display.show_figure(fig, key="ex_settle", filename="lens-sentence")
     token = widgets.token_picker(
         "Nearest word pieces of a token at every state, through the input table",
         trace.tokens,
@@ -503,5 +505,5 @@ SECTIONS = {
 # One section at a time, drawn only when its tab is open: all at once were six figures and a
 # table, ~2.2 s of a first visit's browser work and ~0.7 s on every new sentence (1.8x and
 # 2.6x the reference app, bench/bench_browser.py). The URL keeps the open tab.
-widgets.head_switch()  # the readout of a long sentence's mixing matrices (one image each)
+display.head_switch()  # the readout of a long sentence's mixing matrices (one image each)
 widgets.section_tabs(SECTIONS, key="ex_section")

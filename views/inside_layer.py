@@ -5,13 +5,14 @@ import streamlit as st
 import core
 from core import inside_layer
 from ui import (
+    display,
     inside_layer_charts,
     inside_layer_runs,
     models,
     predict,
     predict_answers,
     state,
-    widgets,
+    tables,
 )
 from ui.numbers import signed
 
@@ -34,7 +35,7 @@ st.latex(  # one column, so it fits a phone's width
     r"\\ f &= W_2\,\operatorname{GELU}(W_1 h) \\ y &= \operatorname{LayerNorm}(h + f)\end{aligned}"
 )
 stages = inside_layer.layer_stages(model)
-widgets.show_figure(
+display.show_figure(
     inside_layer_charts.block_diagram(stages, f"{name}: one of its {model.n_layers} layers"),
     key="layer_diagram",
     filename="layer-diagram",
@@ -64,7 +65,7 @@ sizes = inside_layer_runs.sublayer_sizes(model, trace)
 means = sizes.layer_means()  # (L,) each, averaged over the tokens
 mean_a, mean_f, share = means["attention_update"], means["ffn_update"], means["attention_share"]
 predict.ask_choice("layer_share", predict_answers.largest_attention_share(share))
-widgets.show_figure(
+display.show_figure(
     inside_layer_charts.sublayer_figure(mean_a, mean_f, share, f"{name}: what each sublayer adds"),
     key="layer_sizes",
     filename="sublayer-sizes",
@@ -87,7 +88,7 @@ norms = {
     "‖h‖ after LayerNorm": means["mid_stream"].tolist(),
     "‖f‖ feed-forward": mean_f.tolist(),
 }
-widgets.static_table(
+tables.static_table(
     {"layer": list(range(model.n_layers))} | norms | {"attention share": share.tolist()},
     decimals=dict.fromkeys(norms, 2) | {"attention share": 3},
 )
@@ -143,7 +144,7 @@ st.markdown(
     "negative input (layer means). A non-linear transform of each position on its own is what "
     "this sublayer adds to attention's mixing."
 )
-widgets.static_table(
+tables.static_table(
     {
         "layer": list(range(model.n_layers)),
         "cos(x, x + a)": kept.tolist(),
@@ -181,7 +182,7 @@ st.markdown(
     + (" The sidebar's causal mask is on, which is why it is 0 here too." if inputs.causal else "")
     + " What each is trained for follows from what it can see:"
 )
-widgets.static_table(
+tables.static_table(
     {
         "kind": ["encoder", "decoder", "encoder–decoder"],
         "each token reads": [

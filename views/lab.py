@@ -3,14 +3,22 @@
 import streamlit as st
 
 from core import induction, lab
-from ui import induction_charts, induction_runs, lab_charts, lab_runs, widgets
+from ui import (
+    display,
+    induction_charts,
+    induction_runs,
+    lab_charts,
+    lab_runs,
+    tables,
+    widgets,
+)
 from ui.state import CAUSAL_LABEL, SCALE_LABEL
 
 st.title("11 · Attention, learned")
 st.markdown(
     "Here one head learns from random numbers, on a task whose answer *is* an attention "
     "pattern: each token should put its weight on one particular other token. Press **Play** "
-    "to watch it learn; change a switch, then **Train**."
+    "to watch it learn; change a switch and it learns again."
 )
 
 TASK_HELP = {
@@ -24,7 +32,7 @@ TASK_HELP = {
     "reading raw embeddings cannot count.)",
 }
 
-# ---- the switches and Train, on the first screen, above the run they trained ------------------
+# ---- the switches, on the first screen, above the run they train ---------------------------------
 task_column, d_head_column, steps_column, seed_column = st.columns([2, 1, 1, 1])
 task_name = task_column.selectbox(
     "Task",
@@ -48,8 +56,7 @@ steps = steps_column.select_slider(
 )
 with seed_column:
     seed = widgets.whole_number_input("Seed", 0, 9999, 0, key="lab_seed")
-# Train last in the row of switches: on a phone the columns stack, and it comes after them all.
-scale_column, start_column, more_column, train_column = st.columns([2, 3, 2, 1])
+scale_column, start_column, more_column = st.columns([2, 3, 2])
 scale = scale_column.toggle(  # the sidebar's wording: d_k, a query's and a key's width, is d_head
     SCALE_LABEL, value=True, key="lab_scale", bind="query-params"
 )
@@ -93,22 +100,13 @@ def remember(chosen: lab.Settings) -> None:
     st.session_state["lab_history"] = [chosen, *earlier][:HISTORY]
 
 
-# The page opens on the run its switches describe, trained (~0.4 s for the defaults, cached per
-# server), so its first screen shows learning, not a request to press a button. The switches
-# may come from a link, which is visitor input, but a run is bounded by the clamped settings.
-if "lab_trained" not in st.session_state:
-    remember(settings)
-
-train_column.button(
-    "Train", type="primary", icon=":material/play_arrow:", on_click=remember, args=(settings,)
-)
-shown_settings: lab.Settings = st.session_state["lab_trained"]
-if shown_settings != settings:
-    st.info(
-        "The switches changed: press **Train** to train them. Shown below, until then: "
-        f"{lab_charts.run_label(shown_settings)}.",
-        icon=":material/play_arrow:",
-    )
+# Every switch acts at once, as the sidebar's do on every other page: the page shows the run its
+# switches describe, trained on a miss (~0.4 s for the defaults, under 2 s for the largest, cached
+# per server), so its first screen shows learning and a copied link reopens what is on screen.
+# The switches may come from a link, which is visitor input, but a run is bounded by the clamped
+# settings.
+remember(settings)
+shown_settings = settings
 
 
 def watch_it_learn(shown: lab.Settings) -> None:
@@ -117,9 +115,9 @@ def watch_it_learn(shown: lab.Settings) -> None:
     st.subheader("1 · Watch it learn")
     left, right = st.columns(2)
     with left:
-        widgets.show_figure(lab_charts.learning_steps(run), "lab_learning", filename="lab-learning")
+        display.show_figure(lab_charts.learning_steps(run), "lab_learning", filename="lab-learning")
     with right:
-        widgets.show_figure(
+        display.show_figure(
             lab_charts.target_attention(run, beside_steps=True), "lab_target", filename="lab-target"
         )
         st.caption(f"The answer. {TASK_HELP[shown.task]}")
@@ -148,7 +146,7 @@ def watch_it_learn(shown: lab.Settings) -> None:
         "pulls each row's weight onto its target."
     )
     st.latex(r"s_{ij} = x_i^{\top}\, W_q^{\top} W_k\, x_j")
-    widgets.show_figure(lab_charts.bilinear_steps(run), "lab_bilinear", filename="lab-wqwk")
+    display.show_figure(lab_charts.bilinear_steps(run), "lab_bilinear", filename="lab-wqwk")
     st.markdown(
         "A score is a bilinear form: the matrix W_qᵀW_k says how much each query direction "
         "likes each key direction. Because x_i is a word vector plus a position vector, every "
@@ -164,15 +162,16 @@ def side_by_side(history: list[lab.Settings]) -> None:
     st.subheader("2 · Your runs side by side")
     if len(history) < 2:
         st.caption(
-            "Train a second run (flip **Scale scores by 1/√d_k**, say) and it appears here next to "
-            f"this one; the last {HISTORY} runs stay, whatever the switches say now."
+            "Change a switch (flip **Scale scores by 1/√d_k**, say) and the new run appears here "
+            f"next to this one. The last {HISTORY} runs stay for this visit; a copied link "
+            "carries only the run on screen."
         )
         return
     runs = [lab_runs.trained_run(chosen) for chosen in history]
     names = [
         f"#{number} {lab_charts.run_label(chosen)}" for number, chosen in enumerate(history, 1)
     ]
-    widgets.static_table(
+    tables.static_table(
         {
             "run (#1 is the latest)": names,
             "weight on the right key": [float(run.eval_mass[-1]) for run in runs],
@@ -187,13 +186,13 @@ def side_by_side(history: list[lab.Settings]) -> None:
             "score spread at the end": 1,
         },
     )
-    widgets.show_figure(
+    display.show_figure(
         lab_charts.runs_side_by_side(runs, names), "lab_side_by_side", filename="lab-runs"
     )
     columns = st.columns(min(len(runs), 2))
     for number, (run, name) in enumerate(zip(runs, names, strict=True)):
         with columns[number % len(columns)]:
-            widgets.show_figure(
+            display.show_figure(
                 lab_charts.final_attention(run, name),
                 f"lab_final_{number}",
                 filename=f"lab-run-{number + 1}",
@@ -201,7 +200,7 @@ def side_by_side(history: list[lab.Settings]) -> None:
     st.caption(
         "Top: the held-out weight on the right key after each step; below: the spread (standard "
         "deviation) of the held-out scores, on a log axis. The maps show each run's probe "
-        "sequence after its last step."
+        "sequence after its last step. The runs are kept for this visit only."
     )
 
 
@@ -396,7 +395,7 @@ def mechanism(comparison: lab.Comparison, name: str) -> str:
 def comparison_results(comparison: lab.Comparison) -> None:
     """The table, the verdicts per task, the mechanism per task, and the curves."""
     n = comparison.seeds
-    widgets.static_table(
+    tables.static_table(
         {
             "start": [start.label for start in lab.STARTS],
             **{
@@ -417,8 +416,7 @@ def comparison_results(comparison: lab.Comparison) -> None:
         "After the dot: the mean weight on the right key over the seeds. d_head "
         f"{comparison.d_head}, {comparison.loss.replace('_', '-')} loss; training took "
         f"{comparison.seconds:.0f} s on one thread of this server. Any cell is a run you can "
-        "watch: set the switches at the top to the same task, d_head, steps, start and seed, "
-        "and press Train."
+        "watch: set the switches at the top to the same task, d_head, steps, start and seed."
     )
     st.markdown(
         "“Clearly” below means the counts differ by more than chance would explain with "
@@ -452,7 +450,7 @@ def comparison_results(comparison: lab.Comparison) -> None:
             )
         )
     for name in comparison.tasks:
-        widgets.show_figure(
+        display.show_figure(
             lab_charts.comparison_curves(comparison, name),
             f"lab_comparison_{name}",
             filename=f"lab-comparison-{name}",
@@ -740,7 +738,7 @@ def two_layer_section(run: induction.InductionRun) -> None:
     step = st.slider("Step", 0, last, last, step=every, key="ind_step", bind="query-params")
     step = min(max(int(step), 0), last)  # the URL may carry any number
     index = run.snapshot_index(step)
-    widgets.show_figure(
+    display.show_figure(
         induction_charts.loss_curves(run, step), "ind_loss", filename="induction-loss"
     )
     st.caption(
@@ -749,17 +747,17 @@ def two_layer_section(run: induction.InductionRun) -> None:
         "score on the held-out sequences reaches the bar. Green: the step chosen above."
     )
     # one above the other: each has eight heads in its legend and a long title
-    widgets.show_figure(
+    display.show_figure(
         induction_charts.score_curves(run, "previous_token", step),
         "ind_previous_curves",
         filename="induction-previous-token",
     )
-    widgets.show_figure(
+    display.show_figure(
         induction_charts.score_curves(run, "induction", step),
         "ind_induction_curves",
         filename="induction-scores",
     )
-    widgets.show_figure(
+    display.show_figure(
         induction_charts.score_grid(
             run.scores_at(index), f"Every head's two scores after step {run.snapshot_steps[index]}"
         ),
@@ -776,10 +774,10 @@ def two_layer_section(run: induction.InductionRun) -> None:
 def one_layer_section(one: induction.InductionRun, two: induction.InductionRun | None) -> None:
     st.subheader("One layer: the same run without a layer to read from")
     st.markdown(one_layer_story(one, two))
-    widgets.show_figure(
+    display.show_figure(
         induction_charts.loss_curves(one), "ind_one_loss", filename="induction-1-layer-loss"
     )
-    widgets.show_figure(
+    display.show_figure(
         induction_charts.score_grid(one.scores_at(-1), "One layer, after the last step"),
         "ind_one_grid",
         filename="induction-1-layer-grid",

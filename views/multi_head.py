@@ -4,6 +4,7 @@ import streamlit as st
 
 from core import head_roles, head_stats, induction, multi_head, scaling_masking
 from ui import (
+    display,
     formulas,
     induction_charts,
     induction_runs,
@@ -15,6 +16,7 @@ from ui import (
     predict_answers,
     scaling_masking_charts,
     state,
+    tables,
     terms,
     widgets,
 )
@@ -79,7 +81,7 @@ def why_several_heads() -> None:
         f"L{p_layer} H{p_head} (previous-token head)": previous_weights[focus],
         f"L{n_layer} H{n_head} (next-token head)": next_weights[focus],
     }
-    widgets.show_weight_bars(
+    display.show_weight_bars(
         labels,
         focus_trace_rows,
         f"Where {literal(labels[focus])} looks, in two heads",
@@ -133,7 +135,7 @@ def all_heads() -> None:
         + r"\end{gathered}"
     )
     predict.ask_choice("mh_previous_head", predict_answers.previous_token_head(trace, layer))
-    widgets.show_figure(
+    display.show_figure(
         multi_head_charts.heads_grid(trace.attentions[layer], trace.tokens, layer), "mh_grid"
     )
     if trace.n_tokens > multi_head_charts.GRID_MAX:
@@ -170,7 +172,7 @@ def all_heads() -> None:
     for k, (role, role_name) in enumerate(multi_head_runs.ROLE_NAMES.items()):
         best_layer, best_head, best_mean = roles.best(role)
         with role_columns[k % 2]:
-            widgets.show_figure(
+            display.show_figure(
                 multi_head_charts.role_grid(
                     roles.means[role],
                     (best_layer, best_head),
@@ -262,7 +264,7 @@ def induction_heads_found() -> None:
         r"\text{induction}(h) = \operatorname{mean}_{i \in \text{2nd copy}}\ "
         r"\alpha^{h}_{i,\,i-T+1}\end{gathered}"
     )
-    widgets.show_figure(
+    display.show_figure(
         induction_charts.score_grid(found.scores, "Every head, two scores"),
         "mh_induction_grid",
     )
@@ -321,7 +323,7 @@ def back_to_one_vector() -> None:
     )
     left, right = st.columns([1, 2])
     with left:
-        widgets.show_figure(
+        display.show_figure(
             multi_head_charts.token_matrix_heatmap(
                 multi_head.head_outputs(trace, layer)[head],
                 trace.tokens,
@@ -333,7 +335,7 @@ def back_to_one_vector() -> None:
         )
     with right:
         concatenated = multi_head.concatenated_heads(trace, layer)
-        widgets.show_figure(
+        display.show_figure(
             multi_head_charts.head_block_heatmap(
                 concatenated,
                 model.n_heads,
@@ -346,9 +348,7 @@ def back_to_one_vector() -> None:
             ),
             "mh_concat",
         )
-        widgets.download_matrix(
-            concatenated, labels, range(width), f"concat-L{layer}", key="mh_csv"
-        )
+        tables.download_matrix(concatenated, labels, range(width), f"concat-L{layer}", key="mh_csv")
     st.caption(
         "Colours on this tab: blue above zero, red below, each figure scaled to its largest "
         "|value|."
@@ -356,7 +356,7 @@ def back_to_one_vector() -> None:
     if n > MAX_ROWS:
         st.caption(f"The two matrices above show the first {MAX_ROWS} of {n} tokens.")
     w_o_slices = multi_head.head_output_projection(model, layer)  # (H, d_head, d_model)
-    widgets.show_figure(
+    display.show_figure(
         multi_head_charts.weights_heatmap(
             w_o_slices[head],
             [str(d) for d in range(model.d_head)],
@@ -373,7 +373,7 @@ def back_to_one_vector() -> None:
         "only the chosen head's slice is drawn. The full matrix is in the CSV."
     )
     w_o, _ = multi_head.output_projection(model, layer)
-    widgets.download_matrix(
+    tables.download_matrix(
         w_o.T, range(width), range(model.d_model), f"W_O-transposed-L{layer}", key="mh_w_o_csv"
     )
 
@@ -403,12 +403,12 @@ def value_weighted() -> None:
     title = f"L{layer} H{head}: "
     left, right = st.columns(2)
     with left:
-        widgets.show_figure(
+        display.show_figure(
             scaling_masking_charts.reduced_heatmap(attn_weights[head], *token_axes, title + "α"),
             "mh_raw",
         )
     with right:
-        widgets.show_figure(
+        display.show_figure(
             scaling_masking_charts.reduced_heatmap(
                 share[head], *token_axes, title + "value-weighted share", colorbar_title="share"
             ),
@@ -416,7 +416,7 @@ def value_weighted() -> None:
         )
     left, right = st.columns(2)
     with left:
-        widgets.show_figure(
+        display.show_figure(
             multi_head_charts.disagreement_heatmap(
                 attn_weights[head], share[head], trace.tokens, "Where they disagree: share − α"
             ),
@@ -428,7 +428,7 @@ def value_weighted() -> None:
         )
     with right:
         gap = multi_head.raw_vs_weighted_gap(attn_weights, share)
-        widgets.show_figure(multi_head_charts.gap_by_head_figure(gap, head, layer), "mh_gap")
+        display.show_figure(multi_head_charts.gap_by_head_figure(gap, head, layer), "mh_gap")
         st.caption("0 = α and the share agree; 1 = they point at entirely different keys.")
     st.markdown("**Largest disagreements in this head**")
     st.dataframe(
@@ -497,7 +497,7 @@ def remove_heads() -> None:
     cosines = scaling_masking.layer_cosines(trace, ablated)  # (L + 1, n)
     moved = scaling_masking.summarize_cosines(cosines[-1])  # the last row: final vectors
     predict.ask_choice("mh_most_moved", predict_answers.most_moved_token(trace, ablated, removed))
-    widgets.show_figure(
+    display.show_figure(
         scaling_masking_charts.per_token_bars(
             trace.tokens,
             {"1 − cosine": scaling_masking.how_far_moved(cosines[-1])},
@@ -506,7 +506,7 @@ def remove_heads() -> None:
         ),
         "mh_ablation_final",
     )
-    widgets.show_figure(
+    display.show_figure(
         multi_head_charts.layer_cosine_heatmap(
             cosines, trace.tokens, "Cosine to the full model after every layer"
         ),

@@ -2,7 +2,19 @@
 
 import streamlit as st
 
-from ui import charts, formulas, html_heatmap, models, next_word, path, state, terms, widgets
+from ui import (
+    charts,
+    display,
+    formulas,
+    html_heatmap,
+    models,
+    next_word,
+    path,
+    state,
+    tables,
+    terms,
+    widgets,
+)
 
 inputs, model = state.page_context()
 model_label = models.label(model)  # the model's name in the prose
@@ -41,22 +53,22 @@ with notes_col:
     labels = widgets.numbered(trace.tokens)
     if in_browser:
         fetch = state.refetch(model, inputs)
-        widgets.download_every_head(
+        tables.download_every_head(
             lambda: fetch().attentions, labels, "attention-all-heads", "overview_csv"
         )
     else:
-        widgets.download_matrix(
+        tables.download_matrix(
             trace.attentions[layer, head],
             labels,
             labels,
             f"attention-L{layer}-H{head}",
             key="overview_csv",
         )
-    widgets.head_switch()  # the heatmap's in-browser switch, its hover and its tap readout
+    display.head_switch()  # the heatmap's in-browser switch, its hover and its tap readout
 # Plain HTML cells (or one image of them), not plotly: the page every visit starts on needs no
 # plotly.js. A near-square figure: a 32-token map reads better than a page-wide one.
 with chart_col:
-    widgets.show_html_figure(
+    display.show_html_figure(
         html_heatmap.attention_grid(
             trace.attentions, trace.tokens, layer, head, in_browser, masked=trace.options.causal
         )
@@ -69,7 +81,7 @@ st.markdown(
     f"{model.dims.vocab_size:,} entries"
     + (" and lowercases the text first" if model.tokenizer.lowercases else "")
     + ": a common word is one piece, a rare word several. "
-    + widgets.piece_scheme_note(trace)
+    + models.piece_scheme_note(trace)
     + f" This input is **{trace.n_tokens} word pieces**. Each piece, numbered from 0, is one row "
     "and one column of every attention matrix in this app.",
     help=terms.ahead("[CLS], [SEP]") if "[CLS]" in trace.tokens else None,

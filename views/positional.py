@@ -5,12 +5,14 @@ import streamlit as st
 from core import positional
 from ui import (
     charts,
+    display,
     models,
     positional_charts,
     positional_runs,
     predict,
     predict_answers,
     state,
+    tables,
     widgets,
 )
 from ui.numbers import signed
@@ -73,7 +75,7 @@ def sinusoid_section() -> None:
     fig = positional_charts.position_heatmap(
         sinusoid, f"Sinusoidal encoding, {n_positions} × {d_model}"
     )
-    widgets.show_figure(fig, key="pos_sinusoid", filename="sinusoidal-encoding")
+    display.show_figure(fig, key="pos_sinusoid", filename="sinusoidal-encoding")
     if n_positions > positional_charts.MAX_HEATMAP_ROWS:
         st.caption(
             f"The heatmap shows every {positional_charts.thin_rows(n_positions)[1]}th position."
@@ -95,7 +97,7 @@ def sinusoid_section() -> None:
         bind="query-params",
     )
     fig = positional_charts.dimension_curves(sinusoid, dims, "Single dimensions over position")
-    widgets.show_figure(fig, key="pos_curves", filename="sinusoid-dimensions")
+    display.show_figure(fig, key="pos_curves", filename="sinusoid-dimensions")
 
 
 def binary_section() -> None:
@@ -126,10 +128,10 @@ def binary_section() -> None:
             symmetric=False,
             colorscale="Greys",
         )
-        widgets.show_figure(fig, key="pos_binary", filename="binary-encoding")
+        display.show_figure(fig, key="pos_binary", filename="binary-encoding")
     with right:
         smooth = positional.smooth_bit(range(n_positions), bit)
-        widgets.show_figure(
+        display.show_figure(
             positional_charts.bit_figure(bits[:, bit], smooth, bit), key="pos_bitcurve"
         )
 
@@ -171,7 +173,7 @@ def rotary_section() -> None:
         "A learned table promises nothing of the kind (tab 4 measures how far one follows "
         "distance)."
     )
-    widgets.show_figure(
+    display.show_figure(
         positional_charts.position_heatmap(
             check.scores,
             f"Layer {layer}, head {head}: turned q · turned k",
@@ -209,13 +211,13 @@ def learned_section() -> None:
         fig = positional_charts.position_heatmap(
             learned, f"{model_label}: learned position vectors"
         )
-        widgets.show_figure(fig, key="pos_learned", filename="learned-positions")
+        display.show_figure(fig, key="pos_learned", filename="learned-positions")
     with right:
         same_width = positional.sinusoidal_encoding(n_positions, model.d_model)
         fig = positional_charts.position_heatmap(
             same_width, f"Sinusoid with d_model = {model.d_model}"
         )
-        widgets.show_figure(fig, key="pos_sinusoid_same", filename="sinusoid-same-width")
+        display.show_figure(fig, key="pos_sinusoid_same", filename="sinusoid-same-width")
 
 
 def near_positions_section() -> None:
@@ -254,15 +256,15 @@ def near_positions_section() -> None:
             fig = positional_charts.position_heatmap(
                 similarity, f"{name}: {kind}", x_title="position q", colorbar_title=kind, height=380
             )
-            widgets.show_figure(fig, key=f"pos_sim_{name}", filename=f"position-similarity-{name}")
+            display.show_figure(fig, key=f"pos_sim_{name}", filename=f"position-similarity-{name}")
             share = positional.explained_by_distance(similarity)
             st.metric("explained by distance |p − q| alone (R²)", f"{share:.2f}")
             labels = [str(p) for p in range(n_positions)]
-            widgets.download_matrix(
+            tables.download_matrix(
                 similarity, labels, labels, f"similarity-{kind}", key=f"pos_csv_{name}"
             )
     fig = positional_charts.distance_figure(profiles, "Average similarity against distance")
-    widgets.show_figure(fig, key="pos_profile", filename="similarity-vs-distance")
+    display.show_figure(fig, key="pos_profile", filename="similarity-vs-distance")
     st.markdown(
         "For the sinusoid the similarity is exactly a function of the distance (R² = 1). Binary codes "
         "follow distance only loosely: 7 and 8 are neighbours but differ in four bits. Nobody told "
@@ -324,7 +326,7 @@ def rotation_section() -> None:
                 colorbar_title="dot",
                 height=360,
             )
-            widgets.show_figure(fig, key=f"pos_pair_{label}", filename="sine-cosine-pairs")
+            display.show_figure(fig, key=f"pos_pair_{label}", filename="sine-cosine-pairs")
             st.metric(
                 "explained by distance |p − q| alone (R²)",
                 f"{positional.explained_by_distance(similarity):.2f}",
@@ -344,7 +346,7 @@ def adding_section() -> None:
     )
     samples = {f"n = {n}": positional.random_unit_dot_products(n) for n in (16, 64, 384, 1024)}
     fig = positional_charts.histograms(samples, "Dot products of random unit vectors", "a · b")
-    widgets.show_figure(fig, key="pos_random", filename="random-dot-products")
+    display.show_figure(fig, key="pos_random", filename="random-dot-products")
     st.dataframe(
         [
             {"n": n, "measured variance": positional.spread(samples[f"n = {n}"])[1], "1/n": 1 / n}
@@ -371,7 +373,7 @@ def adding_section() -> None:
     fig = positional_charts.histograms(
         real, f"{model_label}: cosines of random pairs of rows", "cosine"
     )
-    widgets.show_figure(fig, key="pos_real", filename="embedding-cosines")
+    display.show_figure(fig, key="pos_real", filename="embedding-cosines")
     summary = {name: positional.spread(values) for name, values in real.items()}
     shared = positional.shared_component(model.position_vectors())
     # what remains once the shared direction is gone: cosines of the centred rows by distance
@@ -475,7 +477,7 @@ def word_order_section() -> None:
         "pos_bag_of_words", predict_answers.shuffle_without_positions(results["positions removed"])
     )
     diffs = {label: result.max_abs_diff_per_layer for label, result in results.items()}
-    widgets.show_html_figure(
+    display.show_html_figure(
         positional_charts.layer_diff_bars(
             diffs, "Original vs shuffled-and-put-back, every layer", name="pos_perm_layers"
         )
@@ -484,12 +486,12 @@ def word_order_section() -> None:
     n_shuffled = len(results["with positions"].tokens)
     in_browser = charts.switches_in_browser(model.n_layers, 4 * model.n_heads, n_shuffled)
     layer, head = widgets.layer_head_picker(model, in_browser=in_browser)
-    widgets.head_switch()  # the HTML heatmaps' in-browser switch, their hover and tap readout
+    display.head_switch()  # the HTML heatmaps' in-browser switch, their hover and tap readout
     for column, (label, result) in zip(st.columns(2), results.items(), strict=True):
         with column:
             st.markdown(f"**{label}**")
             for put_back in (False, True):  # HTML: the page loads no plotly.js for them
-                widgets.show_html_figure(
+                display.show_html_figure(
                     positional_charts.permutation_grid(
                         result, put_back, label, layer, head, every_head=in_browser
                     )

@@ -4,6 +4,7 @@ import streamlit as st
 
 from core import context, qkv
 from ui import (
+    display,
     formulas,
     matrix_charts,
     models,
@@ -12,6 +13,7 @@ from ui import (
     qkv_charts,
     qkv_runs,
     state,
+    tables,
     terms,
     widgets,
 )
@@ -85,9 +87,9 @@ if note:
 
 def matrix_figure(matrix, title: str, key: str, square: bool = False, **args) -> None:
     """Show one matrix with its shape in the title, and a CSV button under it."""
-    widgets.show_matrix(matrix, tokens, title, f"qkv_{key}", f"qkv-{key}", square, **args)
+    display.show_matrix(matrix, tokens, title, f"qkv_{key}", f"qkv-{key}", square, **args)
     columns = labels if square else [f"d{k}" for k in range(matrix.shape[1])]
-    widgets.download_matrix(matrix, labels, columns, f"qkv-{key}", key=f"qkv_csv_{key}")
+    tables.download_matrix(matrix, labels, columns, f"qkv-{key}", key=f"qkv_csv_{key}")
 
 
 # Page 1's two sentences, which Steps 5 and 7 come back to (static vectors: cheap).
@@ -177,7 +179,7 @@ def one_query() -> None:
         + r"\alpha_{ij}\\ \to\; o_i = \sum_j \alpha_{ij} v_j\end{gathered}"
     )
     predict.ask_choice("qkv_strongest", predict_answers.strongest_key(result, tokens, query_index))
-    widgets.show_figure(
+    display.show_figure(
         qkv_charts.query_steps(
             row.dots, row.scores, row.weights, tokens, query_index, inputs.scale
         ),
@@ -197,7 +199,7 @@ def one_query() -> None:
             "Each row is a value vector scaled by its weight; the last row is their sum, "
             f"row {query_index} of the output."
         )
-        widgets.show_figure(
+        display.show_figure(
             qkv_charts.weighted_values(row.weighted_values, row.output, tokens, query_index),
             key="qkv_weighted",
             filename=f"qkv-weighted-values-{query_index}",
@@ -229,7 +231,7 @@ def not_symmetric() -> None:
     )
     left, right = st.columns(2)
     with left:
-        widgets.show_figure(
+        display.show_figure(
             qkv_charts.score_asymmetry_heatmap(
                 qkv.asymmetry(result.dot), tokens, "S − Sᵀ, q_i·k_j minus q_j·k_i"
             ),
@@ -237,7 +239,7 @@ def not_symmetric() -> None:
             filename="qkv-score-asymmetry",
         )
     with right:
-        widgets.show_figure(
+        display.show_figure(
             qkv_charts.asymmetry_heatmap(
                 qkv.asymmetry(result.attn_weights),
                 tokens,
@@ -284,7 +286,7 @@ def payoff() -> None:
         model, "money bank grows", "river bank flows", page_one_word, 0
     )
     predict.ask_choice("qkv_bank_head", predict_answers.most_separating_head(through_heads))
-    widgets.show_figure(
+    display.show_figure(
         qkv_charts.head_cosines(
             through_heads.cosine_by_head,
             through_heads.cosine_parameter_free,
@@ -372,7 +374,7 @@ SECTIONS = {
 # One step at a time, drawn only when its tab is open: all seven at once were 12 figures,
 # ~2.8 s of a first visit's browser work and ~1.1 s on every new sentence (2.4x and 4.4x the
 # reference app, bench/bench_browser.py). The URL keeps the open tab.
-widgets.head_switch()  # the readout of a long sentence's matrices (one image each)
+display.head_switch()  # the readout of a long sentence's matrices (one image each)
 widgets.section_tabs(SECTIONS, key="qkv_section")
 
 st.caption(

@@ -5,12 +5,14 @@ import streamlit as st
 from core import head_stats, scaling_masking
 from core.errors import EmptyInput
 from ui import (
+    display,
     models,
     predict,
     predict_answers,
     scaling_masking_charts,
     scaling_masking_runs,
     state,
+    tables,
     terms,
     widgets,
 )
@@ -21,7 +23,7 @@ def side_by_side(*figures: tuple) -> None:
     """Show (figure, key) pairs in equal columns."""
     for column, (fig, key) in zip(st.columns(len(figures)), figures, strict=True):
         with column:
-            widgets.show_figure(fig, key)
+            display.show_figure(fig, key)
 
 
 inputs, model = state.page_context()
@@ -72,7 +74,7 @@ def saturation() -> None:
     )
     predict.ask_choice("sm_saturation", predict_answers.saturation_top_share(scores, multiplier))
     base, sharp = scaling_masking.saturation(scores, [1.0, multiplier])
-    widgets.show_figure(
+    display.show_figure(
         scaling_masking_charts.saturation_figure(scores, base, sharp, multiplier, score_labels),
         "sm_saturation",
     )
@@ -85,7 +87,7 @@ def saturation() -> None:
         "almost no gradient either during training."
     )
     curve = scaling_masking.saturation(scores, scaling_masking.MULTIPLIERS)
-    widgets.show_figure(
+    display.show_figure(
         scaling_masking_charts.saturation_curve_figure(
             scaling_masking.MULTIPLIERS, curve, head_stats.row_entropy(curve), float(multiplier)
         ),
@@ -110,9 +112,9 @@ def why_root_dk() -> None:
     experiments = [
         scaling_masking.random_dot_products(d_k) for d_k in sorted({4, model.d_head, 256})
     ]
-    widgets.show_figure(scaling_masking_charts.dot_product_histograms(experiments), "sm_histograms")
+    display.show_figure(scaling_masking_charts.dot_product_histograms(experiments), "sm_histograms")
     st.dataframe(scaling_masking.width_table(experiments), hide_index=True)
-    widgets.show_figure(
+    display.show_figure(
         scaling_masking_charts.entropy_by_width_figure(experiments), "sm_entropy_widths"
     )
     n_queries, n_keys = experiments[0].raw.shape
@@ -143,7 +145,7 @@ def switches() -> None:
         f"of {spread.min():.1f}–{spread.max():.1f} depending on the layer, not 1: training sets "
         "its own spread."
     )
-    widgets.show_weight_bars(  # one bar per layer: HTML, so the tab loads no plotly.js
+    display.show_weight_bars(  # one bar per layer: HTML, so the tab loads no plotly.js
         [f"layer {layer}" for layer in range(len(spread))],
         {"std of QKᵀ/√d_k": spread},
         "Spread of the trained, scaled scores",
@@ -235,7 +237,7 @@ def switches() -> None:
                 f"{scaling_masking_charts.MAX_DRAWN}×{scaling_masking_charts.MAX_DRAWN} cells are drawn. The bar charts show every token."
             )
         st.latex(r"H_i = -\sum_j \alpha_{ij}\log_2 \alpha_{ij}\quad\text{(bits)}")
-        widgets.show_figure(
+        display.show_figure(
             scaling_masking_charts.per_token_bars(
                 trace.tokens,
                 {
@@ -252,7 +254,7 @@ def switches() -> None:
             "the row of token *i* can spread over at most i + 1 keys, so early tokens have little "
             "room for entropy."
         )
-        widgets.show_figure(
+        display.show_figure(
             scaling_masking_charts.per_token_bars(
                 trace.tokens,
                 {"cosine": comparison.final_cosine},
@@ -303,7 +305,7 @@ def causal_mask() -> None:
             else ""
         )
     )
-    widgets.download_matrix(
+    tables.download_matrix(
         masked_scores,
         labels[:shown],
         labels[:shown],
@@ -342,7 +344,7 @@ def cross_attention() -> None:
         st.info(f"Sentence B: {err}", icon="✍️")
     else:
         cross = scaling_masking_runs.cross_attention(model, trace_a, trace_b, layer)
-        widgets.show_figure(
+        display.show_figure(
             scaling_masking_charts.reduced_heatmap(
                 cross.attn_weights[head],
                 trace_a.tokens,
@@ -352,7 +354,7 @@ def cross_attention() -> None:
             "sm_cross",
         )
         st.caption("Each row sums to 1 over the tokens of B.")
-        widgets.download_matrix(
+        tables.download_matrix(
             cross.attn_weights[head],
             widgets.numbered(trace_a.tokens),
             widgets.numbered(trace_b.tokens),
@@ -392,7 +394,7 @@ def padding_mask() -> None:
             )
         for column, (masked, run) in zip(st.columns(2), runs.items(), strict=True):
             with column:
-                widgets.show_figure(
+                display.show_figure(
                     scaling_masking_charts.reduced_heatmap(
                         run.attentions[layer, head],
                         run.tokens,
