@@ -1028,3 +1028,21 @@ def test_lab_opens_trained_and_plays_in_chromium(server, browser):
     wait_for_figure(other, 90_000)
     wait_for_app(other)
     assert figure_signatures(other)[:2] == opened
+
+
+def test_the_prose_and_formulas_follow_the_runs_switches():
+    """Positions off: no position table, no position entries in the map's sums; √d_k off: the
+    map and the score formula lose 1/√d_head, as core.lab.query_key_map does."""
+    at = run_page(LAB)
+    scaled_title = next(t for t in charts(at) if t.startswith("W_qᵀW_k"))
+    assert scaled_title.startswith("W_qᵀW_k/√d_head")
+    at.toggle(key="lab_positions").set_value(False).run()
+    at.toggle(key="lab_scale").set_value(False).run()
+    assert_no_exception(at)
+    prose = " ".join(str(m.value) for m in at.markdown)
+    formulas = " ".join(str(f.value) for f in at.latex)
+    assert "one entry of this map, word→word" in prose and "sum of four" not in prose
+    assert "position vectors switched off" in formulas and "E_{\\text{pos}}" not in formulas
+    assert "\\frac{(W_q x_i)" not in formulas and "\\frac{W_q^{\\top} W_k}" not in formulas
+    unscaled_title = next(t for t in charts(at) if t.startswith("W_qᵀW_k"))
+    assert unscaled_title.startswith("W_qᵀW_k on")

@@ -190,7 +190,8 @@ def per_layer_lines(series: Mapping[str, np.ndarray], title: str, y_title: str) 
     return lesson_layout(
         figure,
         title,
-        xaxis={"title": {"text": "layer"}, "dtick": 1},
+        # every layer numbered while the numbers fit a phone's axis; plotly picks them past that
+        xaxis={"title": {"text": "layer"}, "dtick": 1 if len(values) <= 12 else None},
         yaxis={"title": {"text": y_title}, "rangemode": "tozero"},
         legend={"orientation": "h", "y": -0.25},
     )

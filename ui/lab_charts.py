@@ -304,13 +304,18 @@ def bilinear_heatmap(run: TrainingRun, index: int) -> go.Figure:
     return go.Figure(
         data=[heatmap],
         layout={
-            "title": {"text": f"W_qᵀW_k on the embedding rows, step {step}"},
+            "title": {"text": f"{bilinear_name(run)} on the embedding rows, step {step}"},
             "height": 460,
             "margin": {"l": side, "r": 10, "t": 50, "b": side},
             "xaxis": {**ticks, "title": {"text": "as a key"}, "tickangle": -60},
             "yaxis": {**ticks, "title": {"text": "as a query"}, "autorange": "reversed"},
         },
     )
+
+
+def bilinear_name(run: TrainingRun) -> str:
+    """What the bilinear map holds: W_qᵀW_k, over √d_head in a scaled run (core.lab.query_key_map)."""
+    return "W_qᵀW_k/√d_head" if run.settings.scale else "W_qᵀW_k"
 
 
 def bilinear_steps(run: TrainingRun) -> go.Figure:
@@ -327,7 +332,7 @@ def bilinear_steps(run: TrainingRun) -> go.Figure:
         for index, step in enumerate(run.snapshot_steps)
     ]
     figure.update_layout(
-        title=title_on_top("W_qᵀW_k on the embedding rows"),
+        title=title_on_top(f"{bilinear_name(run)} on the embedding rows"),
         height=figure.layout.height + TOP_PX - figure.layout.margin.t,
         margin={"t": TOP_PX},
         **step_controls(run, last),

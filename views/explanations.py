@@ -42,6 +42,7 @@ followed = left.radio(
     key="xp_sentence",
     bind="query-params",
     disabled=not pair,
+    help="Needs a second sentence in the sidebar.",
 )
 TARGETS = {
     "similarity": "its similarity to the other sentence",
@@ -62,6 +63,11 @@ else:
 steps = right.select_slider(
     "Integrated-gradient steps", [8, 16, 32, 64], 32, key="xp_steps", bind="query-params"
 )
+if not pair:  # why the two choices are greyed out, in words and not only on hover
+    st.caption(
+        "Type a second sentence in the sidebar to explain either sentence"
+        + ("." if model.is_decoder else ", or its similarity to the other one.")
+    )
 merge_words = inputs.word_level  # the sidebar's shared switch
 second = followed == "second" and bool(pair)
 text = pair if second else inputs.text

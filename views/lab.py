@@ -51,8 +51,9 @@ d_head = d_head_column.select_slider(
     bind="query-params",
     help="The width of the head's queries and keys.",
 )
+LAB_STEPS = (100, 200, 300, 500)  # the run lengths the switches offer (at most MAX_STEPS)
 steps = steps_column.select_slider(
-    "Training steps", [100, 200, 300, 500], value=100, key="lab_steps", bind="query-params"
+    "Training steps", LAB_STEPS, value=100, key="lab_steps", bind="query-params"
 )
 with seed_column:
     seed = widgets.whole_number_input("Seed", 0, 9999, 0, key="lab_seed")
@@ -138,20 +139,30 @@ def watch_it_learn(shown: lab.Settings) -> None:
         )
     )
     st.markdown(
-        "Left: the weights of the probe sequence after the step on the slider, and under them "
-        "the loss and the weight on the right key over the whole run (red: the step shown). "
+        "The learned figure shows the weights of the probe sequence after the step on its "
+        "slider, and under them the loss and the weight on the right key over the whole run "
+        "(red: the step shown). "
         "**Play** runs through the steps; the slider picks one. At step 0 the weights come from "
         "random vectors: spread over several keys when the score spread is small, often one "
         "bright cell per row on a wrong key when it is large (a wide unscaled head). Training "
         "pulls each row's weight onto its target."
     )
-    st.latex(r"s_{ij} = x_i^{\top}\, W_q^{\top} W_k\, x_j")
+    if shown.scale:
+        st.latex(r"s_{ij} = x_i^{\top}\, \frac{W_q^{\top} W_k}{\sqrt{d_{\text{head}}}}\, x_j")
+    else:
+        st.latex(r"s_{ij} = x_i^{\top}\, W_q^{\top} W_k\, x_j")
     display.show_figure(lab_charts.bilinear_steps(run), "lab_bilinear", filename="lab-wqwk")
+    sums = (
+        "Because x_i is a word vector plus a position vector, every score is a sum of four "
+        "entries of this map: word→word, word→position, position→word and position→position "
+        "(p0, p1, … are the position vectors)."
+        if shown.positions
+        else "With the position vectors switched off, x_i is its word vector alone, so every "
+        "score is one entry of this map, word→word: no head can tell where a word stands."
+    )
     st.markdown(
-        "A score is a bilinear form: the matrix W_qᵀW_k says how much each query direction "
-        "likes each key direction. Because x_i is a word vector plus a position vector, every "
-        "score is a sum of four entries of this map: word→word, word→position, position→word "
-        "and position→position (p0, p1, … are the position vectors). Blue: the query row pulls "
+        f"A score is a bilinear form: the matrix {lab_charts.bilinear_name(run)} says how much "
+        f"each query direction likes each key direction. {sums} Blue: the query row pulls "
         "weight towards the key row; red: away. Its slider and **Play** step through the same "
         "snapshots as the figure above, on their own."
     )
@@ -209,12 +220,26 @@ side_by_side(st.session_state.get("lab_history", [shown_settings]))
 
 # 3 ---------------------------------------------------------------------------------------------
 st.subheader("3 · The model")
-st.latex(r"x_i = E_{\text{tok}}[w_i] + E_{\text{pos}}[i]")
-st.latex(r"s_{ij} = \frac{(W_q x_i)\cdot(W_k x_j)}{\sqrt{d_{\text{head}}}}")
+# the formulas of the run on screen: its switches decide the positions and the scale
+if shown_settings.positions:
+    st.latex(r"x_i = E_{\text{tok}}[w_i] + E_{\text{pos}}[i]")
+else:
+    st.latex(r"x_i = E_{\text{tok}}[w_i] \quad \text{(position vectors switched off)}")
+if shown_settings.scale:
+    st.latex(r"s_{ij} = \frac{(W_q x_i)\cdot(W_k x_j)}{\sqrt{d_{\text{head}}}}")
+else:
+    st.latex(
+        r"s_{ij} = (W_q x_i)\cdot(W_k x_j) \quad \text{(1/}\sqrt{d_{\text{head}}}\text{ switched off)}"
+    )
 st.latex(r"\alpha_i = \operatorname{softmax}(s_{i1}, \dots, s_{in})")
+tables_of_vectors = (
+    f"a table of {len(task.vocabulary)} word vectors and one of {task.n_tokens} position vectors"
+    if shown_settings.positions
+    else f"a table of {len(task.vocabulary)} word vectors (the position vectors are switched off)"
+)
 st.markdown(
-    f"One head: a table of {len(task.vocabulary)} word vectors and one of {task.n_tokens} "
-    f"position vectors (width {lab.D_MODEL}), and the two matrices W_q and W_k. Nothing else: "
+    f"One head: {tables_of_vectors} (width {lab.D_MODEL}), and the two matrices W_q and W_k. "
+    "Nothing else: "
     "the row of weights α_i *is* the prediction, so attention alone has to solve the task. "
     "(A full layer would read the answer out through the values; leaving them out keeps any "
     "other path from cheating.) Adam updates the parameters on a fresh batch of "
@@ -228,9 +253,9 @@ st.latex(r"L_{\text{cross-entropy}} = -\frac{1}{n}\sum_i \log \alpha_{i,\,t(i)}"
 # 4 ---------------------------------------------------------------------------------------------
 st.subheader("4 · Why divide by √d_head: many seeds, two explanations")
 st.markdown(
-    "Vaswani et al. (2017) scale the scores by 1/√d_k because, at large d_k, dot products grow "
-    "large and push the softmax into regions where its gradient is tiny. Two readings of that "
-    "claim about training can be told apart here:\n"
+    "Vaswani et al. (2017) scale the scores by 1/√d_k; they suspect that at large d_k the dot "
+    "products grow large and push the softmax into regions where its gradient is tiny. Two "
+    "readings of that claim about training can be told apart here:\n"
     "- **the start**: an unscaled wide head starts with a large score spread, so its rows "
     "begin almost one-hot, often on a wrong key, and cannot get out;\n"
     "- **the training**: Adam (Kingma & Ba, 2015) divides each update by a running size of its "
@@ -415,8 +440,14 @@ def comparison_results(comparison: lab.Comparison) -> None:
         f"{lab.N_EVAL_SEQUENCES} held-out sequences' tokens right after step {comparison.steps}. "
         "After the dot: the mean weight on the right key over the seeds. d_head "
         f"{comparison.d_head}, {comparison.loss.replace('_', '-')} loss; training took "
-        f"{comparison.seconds:.0f} s on one thread of this server. Any cell is a run you can "
-        "watch: set the switches at the top to the same task, d_head, steps, start and seed."
+        f"{comparison.seconds:.0f} s on one thread of this server. "
+        + (
+            "Any cell is a run you can watch: set the switches at the top to the same task, "
+            "d_head, steps, start, seed and loss."
+            if comparison.steps in LAB_STEPS
+            else f"The switches at the top train runs of at most {LAB_STEPS[-1]} steps, so "
+            f"these {comparison.steps}-step runs are not among the runs you can watch there."
+        )
     )
     st.markdown(
         "“Clearly” below means the counts differ by more than chance would explain with "
@@ -537,7 +568,7 @@ st.markdown(
 )
 left, middle, right = st.columns([1, 1, 1])
 with left:
-    induction_seed = widgets.whole_number_input("Seed", 0, 9999, 0, key="ind_seed")
+    induction_seed = widgets.whole_number_input("Seed of these runs", 0, 9999, 0, key="ind_seed")
 induction_seed = min(max(int(induction_seed), 0), 9999)  # the URL may carry any number
 
 
@@ -726,7 +757,7 @@ def two_layer_section(run: induction.InductionRun) -> None:
     st.subheader("Two layers: watch the induction head form")
     columns = st.columns(4)
     columns[0].metric("Steps trained", f"{run.steps}")
-    columns[1].metric("Loss on the repeat", f"{run.probe_repeated_loss[-1]:.2f}")
+    columns[1].metric("Loss on the repeat", f"{run.probe_repeated_loss[-1]:.3f}")  # vs a 0.1 bar
     layer, head, best = run.scores_at(-1).best("induction")
     columns[2].metric(
         f"Best induction score ({induction_charts.head_name(layer, head)})", f"{best:.2f}"
