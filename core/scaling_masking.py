@@ -50,6 +50,8 @@ def saturation(scores: np.ndarray, multipliers: np.ndarray) -> np.ndarray:
 
 # Multipliers for the saturation curve: 0.1 to 100, evenly spaced on a log axis.
 MULTIPLIERS = np.geomspace(0.1, 100.0, 61)
+# The multipliers a visitor picks from on page 3, and the rows of its table of them.
+CHOICES = (0.5, 1, 2, 5, 10, 20, 50, 100)
 
 
 def random_scores(n: int, seed: int = 0) -> np.ndarray:

@@ -547,6 +547,30 @@ def test_bar_rows_refuse_what_they_cannot_draw_truly():
         html_heatmap.bar_rows(["a"], {"s": np.array([0.5, 0.1])}, "T", "w", colours, "n")
 
 
+def test_signed_bar_rows_grow_from_a_zero_line_both_ways():
+    # scores from −1 to 3: the zero line a quarter along each row, a bar's length |s| / 4,
+    # a negative bar ending at the line, a positive one starting there
+    scores = np.array([-1.0, 3.0, 0.5])
+    html = html_heatmap.bar_rows(
+        ["a", "b", "c"], {"s": scores}, "T", "score", ["#888888"], name="s", signed=True
+    )
+    parsed = bars_of(html)
+    assert [row["text"] for row in parsed.rows] == ["-1.00", "3.00", "0.50"]
+    widths = [float(re.search(r"width:[^*]*\* ([0-9.]+)\)", r["style"])[1]) for r in parsed.rows]
+    starts = [
+        float(re.search(r"margin-left:[^*]*\* ([0-9.-]+)\)", r["style"])[1]) for r in parsed.rows
+    ]
+    span = scores.max() - scores.min()
+    assert widths == pytest.approx(np.abs(scores) / span, abs=1e-4)
+    zero = -scores.min() / span
+    assert starts == pytest.approx([zero - 1 / span, zero, zero], abs=1e-4)
+    assert html.count(f"transparent calc((100% - 3.6rem) * {zero:.4f})") == 3  # each row's line
+    with pytest.raises(ValueError, match="signed"):
+        html_heatmap.bar_rows(
+            ["a"], {"s": scores[:1]}, "T", "s", ["#888888"], "s", signed=True, largest=1.0
+        )
+
+
 def test_bar_rows_show_hostile_labels_and_series_names_as_text():
     series = {HOSTILE[1]: np.full(len(HOSTILE), 0.5), HOSTILE[2]: np.full(len(HOSTILE), 0.25)}
     html = html_heatmap.bar_rows(

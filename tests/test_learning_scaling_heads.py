@@ -20,7 +20,7 @@ from conftest import (
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from shown import html_figures, sent_array
+from shown import bar_series, html_figures, sent_array
 from torch.nn import functional as F
 
 from core import head_roles, head_stats, multi_head, scaling_masking
@@ -310,7 +310,12 @@ def _texts(at) -> str:
 # section 3 opens with √d_k scaling off, compared with the model as trained.
 SCALING_COMPARED = {"sm_a", "sm_b", "sm_entropy_rows", "sm_final_cosine"}
 SCALING_FIGURES = {
-    "1 · Saturation": {"sm_saturation", "sm_saturation_curve"},
+    "1 · Saturation": {
+        "sm_saturation_scores",
+        "sm_saturation",
+        "sm_saturation_curve",
+        "sm_saturation_entropy",
+    },
     "2 · Why √d_k": {"sm_histograms", "sm_entropy_widths"},
     "3 · Switches": {"sm_score_spread", *SCALING_COMPARED},
     "4 · Causal mask": {"sm_masked_scores", "sm_masked_weights"},
@@ -353,6 +358,49 @@ def test_scaling_page_draws_one_tab_at_a_time(model):
     assert_no_exception(at)
     at.select_slider(key="sm_multiplier").set_value(100).run()
     assert_no_exception(at)
+
+
+def _softmax_rows(scaled: np.ndarray) -> np.ndarray:
+    """(m, n) -> each row's softmax, written out: e^(x − max) over its sum."""
+    exponentials = np.exp(scaled - scaled.max(axis=-1, keepdims=True))
+    return exponentials / exponentials.sum(axis=-1, keepdims=True)
+
+
+def _check_saturation_bars(at, scores: np.ndarray, labels: list[str], multiplier: float):
+    """Section 1's four HTML figures against softmax(c·s) and its entropy computed here."""
+    figures = html_figures(at)
+    choices = np.array([0.5, 1, 2, 5, 10, 20, 50, 100], dtype=np.float64)
+    assert figures["sm_saturation_scores"]["rows"] == labels
+    np.testing.assert_allclose(figures["sm_saturation_scores"]["numbers"], scores, atol=0.005)
+    weights = bar_series(figures["sm_saturation"])  # series: ×1 and ×c
+    assert list(weights) == ["×1", f"×{multiplier:g}"]
+    expected = _softmax_rows(np.outer([1.0, multiplier], scores))  # (2, n)
+    np.testing.assert_allclose(weights["×1"], expected[0], atol=0.005)
+    np.testing.assert_allclose(weights[f"×{multiplier:g}"], expected[1], atol=0.005)
+    curve = _softmax_rows(np.outer(choices, scores))  # (8, n)
+    entropy = -(curve * np.log2(np.where(curve > 0, curve, 1))).sum(axis=-1)
+    largest = figures["sm_saturation_curve"]
+    assert largest["rows"] == [f"c = {c:g} ◀" if c == multiplier else f"c = {c:g}" for c in choices]
+    np.testing.assert_allclose(largest["numbers"], curve.max(axis=1), atol=0.005)
+    np.testing.assert_allclose(figures["sm_saturation_entropy"]["numbers"], entropy, atol=0.005)
+
+
+def test_saturation_tab_draws_html_bars_with_the_softmax_numbers(model):
+    at = run_page(SCALING_PAGE, text=SENTENCE)  # opens on section 1: 8 random scores, c = 10
+    assert_no_exception(at)
+    assert not at.get("plotly_chart"), "the default tab loads no plotly.js"
+    scores = np.random.default_rng(0).standard_normal(8)  # as core.scaling_masking draws them
+    assert (scores < 0).any()  # the score bars go left of zero too
+    _check_saturation_bars(at, scores, [str(j) for j in range(8)], 10.0)
+    # a row of a head's scores: layer 0, head 0, the first query, numbered word pieces
+    at.radio(key="sm_source").set_value("sentence").run()
+    at.select_slider(key="sm_multiplier").set_value(2).run()
+    assert_no_exception(at)
+    trace = model.run(SENTENCE)
+    queries, keys = (a.astype(np.float64) for a in (trace.queries, trace.keys))  # (L, H, n, d)
+    row = queries[0, 0, 0] @ keys[0, 0].T / np.sqrt(model.d_head)  # (n,)
+    labels = [f"{j}:{token}" for j, token in enumerate(trace.tokens)]
+    _check_saturation_bars(at, row, labels, 2.0)
 
 
 def test_scaling_page_with_an_unreadable_second_sentence():
@@ -489,16 +537,22 @@ def test_both_pages_in_chromium(server, browser):
 
     url = server.url  # the shared server (conftest.py); browser: this module's
     page = browser.new_page(viewport={"width": 1300, "height": 2400})
-    for path, title, min_plots in (
-        ("scaling_masking", "3 · Scaling and masking", 2),  # section 1: the saturation pair
+    for path, title, selector, min_drawn in (
+        # section 1: the saturation bars and their table over c, HTML
+        ("scaling_masking", "3 · Scaling and masking", ".ae-bars[data-figure]", 4),
         # a link that names a tab opens it: the layer's grid and four named-head grids
-        ("multi_head?mh_section=1+%C2%B7+All+heads", "4 · Multi-head attention", 5),
+        (
+            "multi_head?mh_section=1+%C2%B7+All+heads",
+            "4 · Multi-head attention",
+            ".js-plotly-plot",
+            5,
+        ),
     ):
         page.goto(f"{url}/{path}")
         wait_for_app(page)
         page.get_by_role("heading", name=title).wait_for(timeout=60_000)
         page.wait_for_function(
-            f"document.querySelectorAll('.js-plotly-plot').length >= {min_plots}",
+            f"document.querySelectorAll('{selector}').length >= {min_drawn}",
             timeout=60_000,
         )
         assert page_exceptions(page) == [], path

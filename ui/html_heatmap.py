@@ -651,9 +651,13 @@ def bar_rows(
     highlight_colour: str = "",
     largest: float | None = None,
     decimals: int = 2,
+    signed: bool = False,
 ) -> HtmlFigure:
     """Non-negative values of a few labels as horizontal bars: one row per label, one bar per
     series in it, with the number written after each bar.
+
+    signed: the values may be negative (scores): a bar grows from a zero line drawn in every
+    row, leftwards below zero, over a scale from the lowest value (or 0) to the largest (or 0).
 
     log_floor: bars on a log scale from this value (for values a million times apart, such as
     rounding errors beside real differences), each number written as 1.2e-07, and the axis
@@ -672,14 +676,30 @@ def bar_rows(
     rows = np.array([np.asarray(values, dtype=np.float64) for values in series.values()]).T
     if rows.shape[0] != len(labels):  # (n_labels, n_series)
         raise ValueError(f"{len(labels)} labels but {rows.shape[0]} values per series")
-    if (rows < 0).any():
+    if (rows < 0).any() and not signed:
         raise ValueError("bar_rows draws lengths from zero: the values must not be negative")
+    if signed and (log_floor is not None or largest is not None):
+        raise ValueError("signed bars span their own values, on a linear scale")
     if RAW_MARKUP.search(title):
         raise ValueError("bar_rows' title holds raw markup: visitor text goes through literal()")
     shared_scale = largest is not None  # another figure's bars compare with these
     if largest is None:
         largest = float(rows.max()) if rows.size and rows.max() > 0 else 1.0
-    if log_floor is not None:  # (labels, series) shares of the log distance floor -> largest
+    starts = np.zeros(rows.shape)  # (labels, series): where each bar starts, as a share
+    zero_line = ""  # a signed row's style attribute: a thin grey line at zero
+    if signed:
+        low, high = min(float(rows.min()), 0.0), max(float(rows.max()), 0.0)
+        span = high - low if high > low else 1.0
+        zero = -low / span  # the zero line's place along the row, 0..1
+        lengths = np.abs(rows) / span
+        starts = zero + np.minimum(rows, 0.0) / span
+        scale_note = "bar: from the grey line at 0, leftwards below 0"
+        at = f"calc((100% - 3.6rem) * {zero:.4f})"
+        zero_line = (
+            f' style="background:linear-gradient(90deg,transparent {at},#888888 {at},'
+            f'#888888 calc({at} + 1px),transparent calc({at} + 1px))"'
+        )
+    elif log_floor is not None:  # (labels, series) shares of the log distance floor -> largest
         decades = max(np.log10(largest / log_floor), 1e-12)
         lengths = np.clip(np.log10(np.maximum(rows, log_floor) / log_floor) / decades, 0.0, 1.0)
         scale_note = f"bar: log scale from {log_floor:.0e} to the largest"
@@ -703,10 +723,12 @@ def bar_rows(
         for k, value in enumerate(rows[i]):
             number = f"{value:.1e}" if log_floor is not None else f"{value:.{decimals}f}"
             row_class = "ae-bar-row ae-group-end" if k == len(names) - 1 else "ae-bar-row"
+            start = f"margin-left:calc((100% - 3.6rem) * {starts[i, k]:.4f});" if signed else ""
             cells.append(
-                f'<span class="{row_class}" title="{shown} · {names[k]}: {number}">'
+                f'<span class="{row_class}" title="{shown} · {names[k]}: {number}"{zero_line}>'
                 # the row's width less room for the number, times the value's share
                 f'<span class="ae-bar" style="width:calc((100% - 3.6rem) * {lengths[i, k]:.4f});'
+                f"{start}"
                 f'background:{highlight_colour if marked else colours[k]}"></span>{number}</span>'
             )
     return HtmlFigure(

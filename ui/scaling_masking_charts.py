@@ -15,12 +15,14 @@ from plotly.subplots import make_subplots
 
 from core.head_stats import block_size
 from core.scaling_masking import DotProducts
+from ui import html_heatmap
 from ui.charts import attention_heatmap, token_ticks
 from ui.escape import literal
 
 # Two series colours that read on both the light and the dark theme.
 DEFAULT_COLOUR = "#4C78A8"  # blue: BERT as trained
 VARIANT_COLOUR = "#F58518"  # orange: the switched run
+SCORE_COLOUR = "#888888"  # grey: scores, before any softmax
 MAX_DRAWN = 128  # a full-size heatmap shows at most this many rows/columns
 MINUS_INF_TEXT_UP_TO = 12  # write "−∞" into masked cells only while they stay legible
 
@@ -114,7 +116,8 @@ def saturation_figure(
     multiplier: float,
     labels: Sequence[str],
 ) -> go.Figure:
-    """Left: the score vector s (n,); right: softmax(s) and softmax(c·s) as grouped bars."""
+    """Left: the score vector s (n,); right: softmax(s) and softmax(c·s) as grouped bars.
+    Plotly, for more keys than saturation_bars draws as HTML."""
     positions = np.arange(len(scores))
     fig = make_subplots(
         rows=1,
@@ -122,7 +125,9 @@ def saturation_figure(
         subplot_titles=("scores s", "weights softmax(c · s)"),
         horizontal_spacing=0.1,
     )
-    fig.add_trace(go.Bar(x=positions, y=lean(scores), name="score s", marker_color="#888888"), 1, 1)
+    fig.add_trace(
+        go.Bar(x=positions, y=lean(scores), name="score s", marker_color=SCORE_COLOUR), 1, 1
+    )
     fig.add_trace(
         go.Bar(x=positions, y=lean(base_weights), name="×1", marker_color=DEFAULT_COLOUR),
         1,
@@ -154,40 +159,81 @@ def saturation_figure(
     return fig
 
 
-def saturation_curve_figure(
-    multipliers: np.ndarray, weights: np.ndarray, entropy_bits: np.ndarray, chosen: float
-) -> go.Figure:
-    """(m,) multipliers, (m, n) weights, (m,) entropy: largest weight and entropy against c."""
-    fig = make_subplots(specs=[[{"secondary_y": True}]])
-    fig.add_trace(
-        go.Scatter(
-            x=multipliers,
-            y=lean(weights.max(axis=1)),
-            name="largest weight",
-            line={"color": VARIANT_COLOUR},
-        ),
-        secondary_y=False,
+def saturation_score_bars(scores: np.ndarray, labels: Sequence[str]) -> html_heatmap.HtmlFigure:
+    """saturation_figure's left panel as HTML, for a few keys: the (n,) scores s as bars from a
+    zero line (scores may be negative). labels: visitor text (word pieces), escaped by bar_rows."""
+    return html_heatmap.bar_rows(
+        labels,
+        {"score s": scores},
+        "scores s",
+        "score",
+        [SCORE_COLOUR],
+        name="sm_saturation_scores",
+        signed=True,
     )
-    fig.add_trace(
-        go.Scatter(
-            x=multipliers,
-            y=lean(entropy_bits),
-            name="entropy (bits)",
-            line={"color": DEFAULT_COLOUR, "dash": "dash"},
-        ),
-        secondary_y=True,
+
+
+def saturation_weight_bars(
+    base_weights: np.ndarray, sharp_weights: np.ndarray, multiplier: float, labels: Sequence[str]
+) -> html_heatmap.HtmlFigure:
+    """saturation_figure's right panel as HTML: softmax(s) and softmax(c·s), (n,) each, per key."""
+    return html_heatmap.bar_rows(
+        labels,
+        {"×1": base_weights, f"×{multiplier:g}": sharp_weights},
+        "Multiplying the scores sharpens the weights: softmax(c · s)",
+        "weight",
+        [DEFAULT_COLOUR, VARIANT_COLOUR],
+        name="sm_saturation",
     )
-    fig.add_vline(x=chosen, line={"color": "#888888", "dash": "dot"})
-    fig.update_xaxes(type="log", title_text="multiplier c (log scale)")
-    fig.update_yaxes(title_text="largest weight", range=[0, 1.05], secondary_y=False)
-    fig.update_yaxes(title_text="entropy (bits)", rangemode="tozero", secondary_y=True)
-    fig.update_layout(
-        title={"text": "As c grows: largest weight → 1, entropy → 0"},
-        height=340,
-        margin={"l": 10, "r": 10, "t": 50, "b": 10},
-        legend={"orientation": "h", "y": -0.3},
+
+
+def _multiplier_rows(multipliers: Sequence[float], chosen: float) -> tuple[list[str], int | None]:
+    """A row label per multiplier c, the chosen one pointed at, and the chosen row's index."""
+    labels = [f"c = {c:g} ◀" if c == chosen else f"c = {c:g}" for c in multipliers]
+    return labels, next((k for k, c in enumerate(multipliers) if c == chosen), None)
+
+
+# The curve over c as two tables of bars, a row per c the slider offers (8, about evenly spaced
+# on a log scale): the numbers the plotly curve only showed on hover, and no plotly.js.
+
+
+def largest_weight_bars(
+    multipliers: Sequence[float], weights: np.ndarray, chosen: float
+) -> html_heatmap.HtmlFigure:
+    """(m,) multipliers, (m, n) weights softmax(c·s) -> the largest weight per c (a full bar
+    is 1), the chosen c's row in bold."""
+    labels, marked = _multiplier_rows(multipliers, chosen)
+    return html_heatmap.bar_rows(
+        labels,
+        {"largest weight": weights.max(axis=1)},
+        "As c grows, the largest weight → 1",
+        "largest weight",
+        [VARIANT_COLOUR],
+        name="sm_saturation_curve",
+        highlight=marked,
+        highlight_colour=VARIANT_COLOUR,
+        largest=1.0,
     )
-    return fig
+
+
+def entropy_bars(
+    multipliers: Sequence[float], entropy_bits: np.ndarray, n_keys: int, chosen: float
+) -> html_heatmap.HtmlFigure:
+    """(m,) multipliers, (m,) entropy of softmax(c·s) over n_keys keys -> a bar per c (a full
+    bar is log2 n_keys bits, a uniform row's), the chosen c's row in bold."""
+    labels, marked = _multiplier_rows(multipliers, chosen)
+    uniform_bits = float(np.log2(n_keys))
+    return html_heatmap.bar_rows(
+        labels,
+        {"entropy (bits)": entropy_bits},
+        "… and the entropy → 0",
+        f"entropy in bits, {uniform_bits:.2f} for a uniform row over {n_keys} keys",
+        [DEFAULT_COLOUR],
+        name="sm_saturation_entropy",
+        highlight=marked,
+        highlight_colour=DEFAULT_COLOUR,
+        largest=uniform_bits if n_keys > 1 else 1.0,
+    )
 
 
 def _density(values: np.ndarray, bins: int = 50) -> tuple[np.ndarray, np.ndarray, float]:

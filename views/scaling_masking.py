@@ -67,17 +67,28 @@ def saturation() -> None:
         scores, score_labels = scaling_masking.random_scores(8), [str(j) for j in range(8)]
     multiplier = multiplier_column.select_slider(
         "Multiplier c",
-        [0.5, 1, 2, 5, 10, 20, 50, 100],
+        list(scaling_masking.CHOICES),
         value=10,
         key="sm_multiplier",
         bind="query-params",
     )
     predict.ask_choice("sm_saturation", predict_answers.saturation_top_share(scores, multiplier))
     base, sharp = scaling_masking.saturation(scores, [1.0, multiplier])
-    display.show_figure(
-        scaling_masking_charts.saturation_figure(scores, base, sharp, multiplier, score_labels),
-        "sm_saturation",
-    )
+    if len(scores) <= display.HTML_BARS_UP_TO:  # HTML bars: the tab loads no plotly.js
+        score_column, weight_column = st.columns(2)  # stacked on a phone
+        with score_column:
+            display.show_html_figure(
+                scaling_masking_charts.saturation_score_bars(scores, score_labels)
+            )
+        with weight_column:
+            display.show_html_figure(
+                scaling_masking_charts.saturation_weight_bars(base, sharp, multiplier, score_labels)
+            )
+    else:  # a long sentence's keys fit plotly's grouped bars
+        display.show_figure(
+            scaling_masking_charts.saturation_figure(scores, base, sharp, multiplier, score_labels),
+            "sm_saturation",
+        )
     # the why after the figure: the question above asks for a guess first
     st.latex(r"\operatorname{softmax}(c\,s)_j = \frac{e^{c\,s_j}}{\sum_k e^{c\,s_k}}")
     st.markdown(
@@ -86,13 +97,18 @@ def saturation() -> None:
         "score takes almost all of the weight. The other keys then receive almost nothing, and "
         "almost no gradient either during training."
     )
-    curve = scaling_masking.saturation(scores, scaling_masking.MULTIPLIERS)
-    display.show_figure(
-        scaling_masking_charts.saturation_curve_figure(
-            scaling_masking.MULTIPLIERS, curve, head_stats.row_entropy(curve), float(multiplier)
-        ),
-        "sm_saturation_curve",
-    )
+    curve = scaling_masking.saturation(scores, scaling_masking.CHOICES)  # (8, n)
+    largest_column, entropy_column = st.columns(2)
+    with largest_column:
+        display.show_html_figure(
+            scaling_masking_charts.largest_weight_bars(scaling_masking.CHOICES, curve, multiplier)
+        )
+    with entropy_column:
+        display.show_html_figure(
+            scaling_masking_charts.entropy_bars(
+                scaling_masking.CHOICES, head_stats.row_entropy(curve), len(scores), multiplier
+            )
+        )
 
 
 def why_root_dk() -> None:
