@@ -338,15 +338,33 @@ def test_scaling_page_draws_one_tab_at_a_time(model):
     bars = html_figures(at)["sm_score_spread"]
     assert bars["rows"] == [f"layer {layer}" for layer in range(len(spread))]
     np.testing.assert_allclose(bars["numbers"], spread, atol=0.005)
-    # it opens on a comparison: scaling off against the model as trained, the unscaled run's
-    # entropies as the encoder computes them
+    # it opens on a comparison: scaling off against the model as trained, drawn as HTML (no
+    # plotly.js for the tab), the unscaled run as the encoder computes it
     assert at.toggle(key="sm_scale").value is False  # scaling off
     assert drawn_figures(at) == {"sm_score_spread", *SCALING_COMPARED}
-    unscaled = model.run(SENTENCE, scale=False).attentions[0, 0].astype(np.float64)  # (n, n)
-    entropy = -(unscaled * np.log2(np.where(unscaled > 0, unscaled, 1))).sum(axis=-1)
-    (rows,) = [c for c in at.get("plotly_chart") if c.key == "sm_entropy_rows"]
-    drawn = {bar["name"]: sent_array(bar["y"]) for bar in json.loads(rows.proto.spec)["data"]}
-    np.testing.assert_allclose(drawn["no scaling"], entropy, atol=1e-4)
+    assert not at.get("plotly_chart")
+    runs = {"as trained": model.run(SENTENCE), "no scaling": model.run(SENTENCE, scale=False)}
+    weights = {name: run.attentions[0, 0].astype(np.float64) for name, run in runs.items()}
+    figures = html_figures(at)
+    pieces = list(runs["as trained"].tokens)
+    for key, name in (("sm_a", "as trained"), ("sm_b", "no scaling")):
+        grid = figures[key]  # every weight written in its cell, 2 decimals
+        assert grid["kind"] == "ae-heatmap" and grid["title"] == f"L0 H0: {name}"
+        assert grid["rows"] == pieces and grid["columns"] == pieces
+        np.testing.assert_allclose(grid["numbers"], weights[name].ravel(), atol=0.0051)
+    entropy = {  # bits of each query's row, written out
+        name: -(w * np.log2(np.where(w > 0, w, 1))).sum(axis=-1) for name, w in weights.items()
+    }
+    rows = bar_series(figures["sm_entropy_rows"])
+    assert list(rows) == ["as trained", "no scaling"]
+    assert len(figures["sm_entropy_rows"]["rows"]) == len(pieces)
+    for name, bits in entropy.items():
+        np.testing.assert_allclose(rows[name], bits, atol=0.005)
+    final = {name: run.hidden_states[-1].astype(np.float64) for name, run in runs.items()}
+    dots = (final["as trained"] * final["no scaling"]).sum(axis=-1)  # (n,)
+    lengths = np.sqrt((final["as trained"] ** 2).sum(-1) * (final["no scaling"] ** 2).sum(-1))
+    cosines = bar_series(figures["sm_final_cosine"])["cosine"]
+    np.testing.assert_allclose(cosines, dots / lengths, atol=0.0005)
     at.toggle(key="sm_scale").set_value(True).run()  # both as trained: nothing to compare
     assert any("at least one switch" in info.value for info in at.info)
     assert drawn_figures(at) == {"sm_score_spread"}

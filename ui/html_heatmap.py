@@ -298,14 +298,24 @@ def one_head_grid(
     note_of: Callable[[int, int], str] | None = None,
     name: str = "",
     masked: bool = False,
+    title_of: Callable[[int, int], str] = charts.head_title,
 ) -> HtmlFigure:
     """attention_grid of head (layer, head) of a model of n_layers × n_heads, from that head's
-    (n, n) weights alone: for inputs too long to carry every head (the sliders then rerun)."""
+    (n, n) weights alone: for inputs too long to carry every head, or weights of a run the
+    page's sliders cannot switch to in the browser (the sliders then rerun)."""
     # (L, H, n, n) of strides (0, 0, ·, ·): a view of the one head, of which only
     # [layer, head] is read, so no L·H copies are made
     every = np.broadcast_to(weights, (n_layers, n_heads, *np.shape(weights)))
     return attention_grid(
-        every, tokens, layer, head, False, note_of=note_of, name=name, masked=masked
+        every,
+        tokens,
+        layer,
+        head,
+        False,
+        title_of=title_of,
+        note_of=note_of,
+        name=name,
+        masked=masked,
     )
 
 

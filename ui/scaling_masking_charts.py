@@ -25,6 +25,11 @@ VARIANT_COLOUR = "#F58518"  # orange: the switched run
 SCORE_COLOUR = "#888888"  # grey: scores, before any softmax
 MAX_DRAWN = 128  # a full-size heatmap shows at most this many rows/columns
 MINUS_INF_TEXT_UP_TO = 12  # write "−∞" into masked cells only while they stay legible
+# Section 3's two heatmaps are HTML grids up to here (every weight written in up to
+# html_heatmap.NUMBERS_UP_TO pieces, one image past it), so the tab loads no plotly.js for a
+# sentence; longer inputs get reduced_heatmap's plotly block means.
+GRID_UP_TO = 48
+SERIES_COLOURS = (DEFAULT_COLOUR, VARIANT_COLOUR, "#54A24B")  # per_token_bars', in order
 
 
 # ---------------------------------------------------------------------------------------------
@@ -338,7 +343,7 @@ def per_token_bars(
 ) -> go.Figure:
     """Grouped bars, one group per token (numeric x with token ticks), one bar per series."""
     positions = np.arange(len(tokens))
-    colours = [DEFAULT_COLOUR, VARIANT_COLOUR, "#54A24B"]
+    colours = SERIES_COLOURS
     fig = go.Figure(
         [
             go.Bar(
@@ -365,6 +370,57 @@ def per_token_bars(
         showlegend=len(series) > 1,
     )
     return fig
+
+
+def per_token_html_bars(
+    labels: Sequence[str],
+    series: dict[str, np.ndarray],
+    title: str,
+    value_title: str,
+    name: str,
+    decimals: int = 2,
+    signed: bool = False,
+) -> html_heatmap.HtmlFigure:
+    """per_token_bars as HTML rows, for a few tokens: a row per token (labels: visitor text,
+    escaped by bar_rows), a bar per series, in per_token_bars' colours. signed: values that may
+    be negative (cosines) grow from a zero line."""
+    return html_heatmap.bar_rows(
+        labels,
+        series,
+        title,
+        value_title,
+        [SERIES_COLOURS[k % len(SERIES_COLOURS)] for k in range(len(series))],
+        name=name,
+        decimals=decimals,
+        signed=signed,
+    )
+
+
+def compared_grid(
+    attn_weights: np.ndarray,
+    tokens: Sequence[str],
+    layer: int,
+    head: int,
+    model_shape: tuple[int, int],
+    title: str,
+    name: str,
+    masked: bool,
+) -> html_heatmap.HtmlFigure:
+    """One run's (n, n) weights of head (layer, head) as an HTML attention grid titled `title`
+    (the code's words), for n ≤ GRID_UP_TO. model_shape: (layers, heads), so the grid names the
+    head the page's sliders point at. masked: the run had a causal mask (hatched cells)."""
+    n_layers, n_heads = model_shape
+    return html_heatmap.one_head_grid(
+        attn_weights,
+        tokens,
+        layer,
+        head,
+        n_layers,
+        n_heads,
+        name=name,
+        masked=masked,
+        title_of=lambda _layer, _head: title,
+    )
 
 
 def masked_scores_heatmap(

@@ -199,6 +199,7 @@ def switches() -> None:
         + "); the sidebar switches are not used on this page."
     )
     layer, head = pick_head()
+    display.head_switch()  # the readout of the HTML heatmaps' cells (one image past 12 pieces)
     predict.ask_choice(
         "sm_sharper",
         predict_answers.sharper_without_scaling(model, inputs.text, inputs.pair, layer, head),
@@ -233,52 +234,83 @@ def switches() -> None:
         )
         comparison = scaling_masking.compare_runs(trace, variant, layer, head)
         title = f"L{layer} H{head}: "
-        side_by_side(
-            (
-                scaling_masking_charts.reduced_heatmap(
-                    comparison.default_weights, *token_axes, title + "as trained"
-                ),
-                "sm_a",
-            ),
-            (
-                scaling_masking_charts.reduced_heatmap(
-                    comparison.variant_weights, *token_axes, title + variant_name
-                ),
-                "sm_b",
-            ),
+        runs = (  # (weights, title, key, causal mask on) of the two runs
+            (comparison.default_weights, title + "as trained", "sm_a", model.is_decoder),
+            (comparison.variant_weights, title + variant_name, "sm_b", causal_on),
         )
+        if trace.n_tokens <= scaling_masking_charts.GRID_UP_TO:  # HTML: no plotly.js to load
+            for column, (weights, heading, key, masked) in zip(st.columns(2), runs, strict=True):
+                with column:
+                    display.show_html_figure(
+                        scaling_masking_charts.compared_grid(
+                            weights,
+                            trace.tokens,
+                            layer,
+                            head,
+                            (model.n_layers, model.n_heads),
+                            heading,
+                            key,
+                            masked,
+                        )
+                    )
+        else:
+            side_by_side(
+                *(
+                    (scaling_masking_charts.reduced_heatmap(weights, *token_axes, heading), key)
+                    for weights, heading, key, _ in runs
+                )
+            )
         if trace.n_tokens > scaling_masking_charts.MAX_DRAWN:
             st.caption(
                 f"{trace.n_tokens} tokens: the heatmaps average blocks of tokens so that at most "
                 f"{scaling_masking_charts.MAX_DRAWN}×{scaling_masking_charts.MAX_DRAWN} cells are drawn. The bar charts show every token."
             )
         st.latex(r"H_i = -\sum_j \alpha_{ij}\log_2 \alpha_{ij}\quad\text{(bits)}")
-        display.show_figure(
-            scaling_masking_charts.per_token_bars(
-                trace.tokens,
-                {
-                    "as trained": comparison.default_entropy,
-                    variant_name: comparison.variant_entropy,
-                },
-                f"L{layer} H{head}: entropy of each query's row",
-                "entropy (bits)",
-            ),
-            "sm_entropy_rows",
-        )
+        html_bars = trace.n_tokens <= display.HTML_BARS_UP_TO  # else plotly's grouped bars
+        entropies = {
+            "as trained": comparison.default_entropy,
+            variant_name: comparison.variant_entropy,
+        }
+        entropy_title = f"L{layer} H{head}: entropy of each query's row"
+        if html_bars:
+            display.show_html_figure(
+                scaling_masking_charts.per_token_html_bars(
+                    labels, entropies, entropy_title, "entropy (bits)", "sm_entropy_rows"
+                )
+            )
+        else:
+            display.show_figure(
+                scaling_masking_charts.per_token_bars(
+                    trace.tokens, entropies, entropy_title, "entropy (bits)"
+                ),
+                "sm_entropy_rows",
+            )
         st.markdown(
             "Low entropy means a row that puts nearly all weight on one key. With the causal mask "
             "the row of token *i* can spread over at most i + 1 keys, so early tokens have little "
             "room for entropy."
         )
-        display.show_figure(
-            scaling_masking_charts.per_token_bars(
-                trace.tokens,
-                {"cosine": comparison.final_cosine},
-                f"Final vectors, {variant_name} vs as trained",  # phone-wide
-                "cosine to the trained run's final vector",
-            ),
-            "sm_final_cosine",
-        )
+        cosine_title = f"Final vectors, {variant_name} vs as trained"  # phone-wide
+        cosine_axis = "cosine to the trained run's final vector"
+        if html_bars:  # a cosine may be negative: signed bars from a zero line
+            display.show_html_figure(
+                scaling_masking_charts.per_token_html_bars(
+                    labels,
+                    {"cosine": comparison.final_cosine},
+                    cosine_title,
+                    cosine_axis,
+                    "sm_final_cosine",
+                    decimals=3,
+                    signed=True,
+                )
+            )
+        else:
+            display.show_figure(
+                scaling_masking_charts.per_token_bars(
+                    trace.tokens, {"cosine": comparison.final_cosine}, cosine_title, cosine_axis
+                ),
+                "sm_final_cosine",
+            )
         moved = scaling_masking.summarize_cosines(comparison.final_cosine)
         st.caption(
             f"Cosine 1 means the token ends up pointing the same way as in the model as trained. "
