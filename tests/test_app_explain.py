@@ -534,3 +534,11 @@ def test_head_view_word_level_draws_words_and_off_is_unchanged():
     assert "tokenization" in drawn and "embeddings" in drawn and "##ization" not in drawn
     at.toggle(key="words").set_value(False).run()
     assert chart_specs(at)[0] == before
+
+
+def test_with_no_second_sentence_the_greyed_target_shows_the_sentences_own_vector():
+    """The gradients can only explain the sentence's own vector then: the greyed choice says so."""
+    at = run_page(EXPLANATIONS)
+    assert_no_exception(at)
+    target = at.radio(key="xp_target")
+    assert target.disabled and target.value == "embedding"

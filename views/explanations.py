@@ -51,6 +51,8 @@ TARGETS = {
 if model.is_decoder:  # a decoder's output is its next piece, not a sentence vector
     target = "next piece"
 else:
+    if not pair:  # with no other sentence the gradients explain this one's own vector: say so
+        st.session_state["xp_target"] = "embedding"
     target = middle.radio(
         "Gradients explain",
         list(TARGETS),
