@@ -8,7 +8,6 @@ A decoder (GPT-2, the Llama family) is causal by nature: model.run(text) masks t
 causal=False removes the mask. model.next_pieces(trace, k=5) reads its likeliest next pieces.
 """
 
-from core.bert import BertEncoder
 from core.errors import CheckpointError, EmptyInput, ModelUnavailable
 from core.models import BUNDLED, SUGGESTED_MODELS, load_folder, load_model
 from core.transformer import NextPieces, RunOptions, Trace, Transformer
@@ -16,7 +15,7 @@ from core.transformer import NextPieces, RunOptions, Trace, Transformer
 __all__ = [
     "BUNDLED",
     "SUGGESTED_MODELS",
-    "BertEncoder",
+    "Transformer",
     "CheckpointError",
     "EmptyInput",
     "ModelUnavailable",

@@ -22,10 +22,10 @@ from core.attention import (
     attention_scores,
     parameter_free_attention,
 )
-from core.bert import BertEncoder
 from core.errors import EmptyInput
 from core.positional import cosine
 from core.text import SPACE_MARK, cap_text
+from core.transformer import Transformer
 
 # ---------------------------------------------------------------------------------------------
 # Page 1: static vectors and parameter-free attention
@@ -42,7 +42,7 @@ class StaticSentence:
     truncated: bool  # True when pieces beyond max_pieces were dropped
 
 
-def static_sentence(model: BertEncoder, text: str, max_pieces: int | None = None) -> StaticSentence:
+def static_sentence(model: Transformer, text: str, max_pieces: int | None = None) -> StaticSentence:
     """Text -> its word pieces and their static vectors X (n, d_model); EmptyInput if none.
 
     No special tokens are added: page 1 is about the words alone. At most max_pieces
@@ -154,7 +154,7 @@ def compare_shared_word(
 # ---------------------------------------------------------------------------------------------
 
 
-def table_mean_length(model: BertEncoder) -> float:
+def table_mean_length(model: Transformer) -> float:
     """Mean ‖row‖ over the whole word-piece table (vocab, d_model), in float64."""
     table = model.word_vectors()  # (vocab, d_model), read-only
     squared = np.einsum("vd,vd->v", table, table, dtype=np.float64)  # (vocab,), no (vocab, d) copy
@@ -162,7 +162,7 @@ def table_mean_length(model: BertEncoder) -> float:
 
 
 @torch.inference_mode()
-def layer_zero_sentence(model: BertEncoder, text: str) -> StaticSentence:
+def layer_zero_sentence(model: Transformer, text: str) -> StaticSentence:
     """Text -> its word pieces and the rows layer 0 reads for them, specials ([CLS], [SEP], <s>)
     left out.
 
@@ -246,7 +246,7 @@ class LengthEffect:
     stretch: float  # mean length of the layer-0 rows / mean length of the table rows
 
 
-def length_effect(model: BertEncoder, text_a: str, text_b: str, word: str) -> LengthEffect | None:
+def length_effect(model: Transformer, text_a: str, text_b: str, word: str) -> LengthEffect | None:
     """Page 1's payoff on three kinds of row for the same two sentences and shared word.
 
     Both sentences are cut to the pieces a run keeps (max_positions minus the specials), so

@@ -17,9 +17,9 @@ from sklearn.decomposition import PCA
 from sklearn.manifold import TSNE
 from threadpoolctl import threadpool_limits
 
-from core.bert import Trace
 from core.positional import cosine, similarity_matrix, unit_rows
 from core.text import CLS, SEP
+from core.transformer import Trace
 
 MAX_SENTENCES = 12
 MAX_SENTENCE_CHARS = 5_000  # one line can still fill BERT's 512 positions

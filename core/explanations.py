@@ -20,8 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from core import saliency
-from core.bert import BertEncoder, Trace
 from core.information_flow import InformationFlow
+from core.transformer import Trace, Transformer
 
 METHOD_LABELS = {
     "attention": "last-layer attention",
@@ -45,7 +45,7 @@ class GradientScores:
 
 
 def gradient_scores(
-    model: BertEncoder, trace: Trace, target: saliency.Target, ig_steps: int
+    model: Transformer, trace: Trace, target: saliency.Target, ig_steps: int
 ) -> GradientScores:
     """Both gradient methods on one sentence's Trace."""
     integrated, gap = saliency.integrated_gradients(model, trace, target, ig_steps)

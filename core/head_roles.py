@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.bert import BertEncoder
+from core.transformer import Transformer
 
 # Probe sentences: ordinary text, plus words that occur twice in one sentence (the second time
 # often in another sense: monitor as noun and verb) for the "same word" role.
@@ -98,7 +98,7 @@ class RoleScores:
         return int(layer), int(head), float(grid[layer, head])
 
 
-def role_scores(model: BertEncoder, sentences: Sequence[str] = PROBE_SENTENCES) -> RoleScores:
+def role_scores(model: Transformer, sentences: Sequence[str] = PROBE_SENTENCES) -> RoleScores:
     """Run every probe sentence (as trained: scaled, no mask) and average each role per head."""
     collected: dict[str, list[np.ndarray]] = {role: [] for role in ROLES}
     for sentence in sentences:
@@ -189,7 +189,7 @@ class RepeatExample:
 
 
 def repeat_example(
-    model: BertEncoder, sentence: str, layer: int, head: int
+    model: Transformer, sentence: str, layer: int, head: int
 ) -> RepeatExample | None:
     """The first word piece that occurs twice in `sentence`, read by `layer`/`head`; None if none."""
     trace = model.run(sentence)

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.bert import BertEncoder, Trace
 from core.context import piece_index as piece_index  # where a shared piece sits views
 from core.context import piece_key, shared_tokens
 from core.multi_head import value_weighted_norms, value_weighted_share
 from core.text import CLS, SEP
+from core.transformer import Trace, Transformer
 
 SPECIAL_TOKENS = frozenset({CLS, SEP})
 SINK_THRESHOLD = 0.5  # a head is a sink when, on average, half its weight lands on [CLS]/[SEP]
@@ -282,7 +282,7 @@ def head_view_lines(
 
 
 def head_view_weights(
-    model: BertEncoder, trace: Trace, layer: int, value_weighted: bool = False
+    model: Transformer, trace: Trace, layer: int, value_weighted: bool = False
 ) -> np.ndarray:
     """(H, n, n) line strengths of one layer: α, or ‖α_ij v_j W_Oʰ‖ as a share of its row."""
     if not value_weighted:
@@ -293,7 +293,7 @@ def head_view_weights(
 
 
 def every_layer_head_view_weights(
-    model: BertEncoder, trace: Trace, value_weighted: bool = False
+    model: Transformer, trace: Trace, value_weighted: bool = False
 ) -> np.ndarray:
     """(L, H, n, n) head_view_weights of every layer."""
     layers = range(model.n_layers)

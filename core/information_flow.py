@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from core import rollout, saliency
-from core.bert import BertEncoder, Trace
+from core.transformer import Trace, Transformer
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,7 @@ def _last_row(top: np.ndarray) -> np.ndarray:
     return np.asarray(top[-1])
 
 
-def information_flow(model: BertEncoder, trace: Trace) -> InformationFlow:
+def information_flow(model: Transformer, trace: Trace) -> InformationFlow:
     """Rollout, norm rollout and (up to rollout.MAX_FLOW_PIECES) flow of one sentence's Trace."""
     mixing = rollout.residual_attention(trace.attentions)  # (L, n, n)
     # kept as float32 (a cached result at 512 pieces: ~13 MB instead of ~27 MB)

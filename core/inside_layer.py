@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from core.attention import causal_mask
-from core.bert import BertEncoder, Trace
+from core.transformer import Trace, Transformer
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,7 @@ def _count(*tensors: torch.Tensor | None) -> int:
     return sum(int(t.numel()) for t in tensors if t is not None)
 
 
-def layer_stages(model: BertEncoder, layer: int = 0) -> list[Stage]:
+def layer_stages(model: Transformer, layer: int = 0) -> list[Stage]:
     """The steps of one layer in order, with widths and parameter counts read from its weights."""
     w = model.layers[layer]
     att = w.attention
@@ -92,7 +92,7 @@ class SublayerSizes:
 
 
 @torch.inference_mode()
-def sublayer_sizes(model: BertEncoder, trace: Trace) -> SublayerSizes:
+def sublayer_sizes(model: Transformer, trace: Trace) -> SublayerSizes:
     """Rerun every layer of `trace` from its recorded input and measure ‖x‖, ‖a‖, ‖h‖, ‖f‖ per
     token. The layer is the model's own (Transformer.layer_steps: the one forward path), with
     the run's switches (scaling, causal mask, removed heads, positions) as in the run itself.
@@ -161,7 +161,7 @@ def weight_on_later_tokens(attentions: np.ndarray) -> float:
 
 
 @torch.inference_mode()
-def activation_floor(model: BertEncoder) -> float:
+def activation_floor(model: Transformer) -> float:
     """The smallest value the feed-forward activation takes (GELU: about -0.17; ReLU: 0).
 
     Read off a fine grid of negative inputs: every GELU variant has its minimum near -0.75.

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from core.bert import BertEncoder
 from core.embeddings import nearest_words
 from core.positional import cosine, unit_rows
+from core.transformer import Transformer
 
 
 def token_settling(hidden_states: np.ndarray) -> np.ndarray:
@@ -72,7 +72,7 @@ class LogitLens:
 
 @torch.inference_mode()
 def logit_lens(
-    model: BertEncoder, hidden_states: np.ndarray, position: int, k: int = 5
+    model: Transformer, hidden_states: np.ndarray, position: int, k: int = 5
 ) -> LogitLens:
     """(L + 1, n, d) states of a decoder's Trace -> the logit lens at one position.
 

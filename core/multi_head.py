@@ -14,10 +14,10 @@ import numpy as np
 import torch
 
 from core.attention import merge_heads
-from core.bert import BertEncoder, Trace
+from core.transformer import Trace, Transformer
 
 
-def head_output_projection(model: BertEncoder, layer: int) -> np.ndarray:
+def head_output_projection(model: Transformer, layer: int) -> np.ndarray:
     """(H, d_head, d_model): the slice of W_O that reads each head's output."""
     w_o = model.attention_weights(layer).output.weight  # (d_model, H * d_head), torch layout
     per_head = w_o.T.reshape(
@@ -26,14 +26,14 @@ def head_output_projection(model: BertEncoder, layer: int) -> np.ndarray:
     return per_head.detach().numpy()
 
 
-def transformed_values(model: BertEncoder, trace: Trace, layer: int) -> np.ndarray:
+def transformed_values(model: Transformer, trace: Trace, layer: int) -> np.ndarray:
     """(H, n, d_model): every value vector pushed through its head's slice of W_O, v_j · W_Oʰ."""
     values = torch.from_numpy(np.array(trace.values[layer]))  # (H, n, d_head)
     w_o = torch.from_numpy(head_output_projection(model, layer))  # (H, d_head, d_model)
     return (values @ w_o).numpy()  # (H, n, d_head) @ (H, d_head, d_model) -> (H, n, d_model)
 
 
-def value_weighted_norms(model: BertEncoder, trace: Trace, layer: int) -> np.ndarray:
+def value_weighted_norms(model: Transformer, trace: Trace, layer: int) -> np.ndarray:
     """(H, n, n): ‖α_ij · v_j · W_Oʰ‖ = α_ij · ‖v_j · W_Oʰ‖ (α_ij ≥ 0 is a scalar)."""
     value_norms = np.linalg.norm(transformed_values(model, trace, layer), axis=-1)  # (H, n)
     return trace.attentions[layer] * value_norms[:, None, :]  # broadcast over the query axis
@@ -44,7 +44,7 @@ def head_outputs(trace: Trace, layer: int) -> np.ndarray:
     return trace.attentions[layer] @ trace.values[layer]  # (H, n, n) @ (H, n, d_head)
 
 
-def head_write_lengths(model: BertEncoder, trace: Trace, layer: int) -> np.ndarray:
+def head_write_lengths(model: Transformer, trace: Trace, layer: int) -> np.ndarray:
     """(H,): mean over tokens of ‖head_h · W_Oʰ‖, the length of what each head adds to a
     token's vector (bias aside). A head that writes long vectors moves the tokens most."""
     written = torch.from_numpy(head_outputs(trace, layer)) @ torch.from_numpy(
@@ -62,7 +62,7 @@ def concatenated_heads(trace: Trace, layer: int) -> np.ndarray:
     return merge_heads(per_head).numpy()  # (H, n, d_head) -> (n, H * d_head)
 
 
-def output_projection(model: BertEncoder, layer: int) -> tuple[np.ndarray, np.ndarray]:
+def output_projection(model: Transformer, layer: int) -> tuple[np.ndarray, np.ndarray]:
     """W_O (d_model, H * d_head) in torch's (out, in) layout and its bias b_O (d_model,):
     zeros for a model without one (the Llama family)."""
     projection = model.attention_weights(layer).output

@@ -20,12 +20,12 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from core.bert import BertEncoder
+from core.transformer import Transformer
 
 
 @torch.inference_mode()
 def next_log_probs(
-    model: BertEncoder,
+    model: Transformer,
     text: str,
     pair: str | None = None,
     *,

@@ -20,7 +20,7 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from core.bert import BertEncoder
+from core.transformer import Transformer
 
 BASE = 10_000.0  # the sinusoid's base in "Attention is all you need"
 
@@ -346,7 +346,7 @@ def shuffle_order(n_tokens: int, seed: int = 0, segments: np.ndarray | None = No
 
 @torch.inference_mode()
 def attention_from_ids(
-    model: BertEncoder,
+    model: Transformer,
     input_ids: np.ndarray,
     positions: bool = True,
     scale: bool = True,
@@ -391,7 +391,7 @@ class PermutationResult:
 
 
 def permutation_experiment(
-    model: BertEncoder,
+    model: Transformer,
     tokens: tuple[str, ...],
     input_ids: np.ndarray,
     positions: bool,
@@ -576,7 +576,7 @@ class RotaryCheck:
 
 @torch.inference_mode()
 def rotary_check(
-    model: BertEncoder, hidden_states: np.ndarray, queries: np.ndarray, keys: np.ndarray,
+    model: Transformer, hidden_states: np.ndarray, queries: np.ndarray, keys: np.ndarray,
     layer: int, head: int, shift: int,
 ) -> RotaryCheck:  # fmt: skip
     """Does the model turn q and k by position, and does a turned score depend only on p − r?

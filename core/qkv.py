@@ -23,12 +23,12 @@ from core.attention import (
     causal_mask,
     masked_softmax,
 )
-from core.bert import BertEncoder
 from core.context import (
     index_in_both,
     parameter_free,
 )
 from core.positional import cosine, shuffle_order
+from core.transformer import Transformer
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ def random_projections(d_model: int, d_k: int, seed: int, std: float = 1.0) -> Q
     )
 
 
-def head_projections(model: BertEncoder, layer: int, head: int) -> QKVProjections:
+def head_projections(model: Transformer, layer: int, head: int) -> QKVProjections:
     """The (d_model, d_head) slices of one trained head's W_q, W_k, W_v and their biases.
 
     Checkpoints store a projection as (out, in) = (H * d_head, d_model); head h owns output rows
@@ -208,7 +208,7 @@ class OrderTest:
 
 @torch.inference_mode()
 def order_test(
-    model: BertEncoder,
+    model: Transformer,
     input_ids: np.ndarray,
     segments: np.ndarray,
     tokens: Sequence[str],
@@ -258,7 +258,7 @@ class SharedWordThroughHeads:
 
 
 def shared_word_through_heads(
-    model: BertEncoder, text_a: str, text_b: str, word: str, layer: int = 0
+    model: Transformer, text_a: str, text_b: str, word: str, layer: int = 0
 ) -> SharedWordThroughHeads:
     """Cosine of `word` across two sentences: in X, after page 1's mixing, after each head.
 

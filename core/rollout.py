@@ -35,8 +35,8 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import maximum_flow
 
 from core.attention import merge_heads
-from core.bert import BertEncoder, Trace
 from core.multi_head import head_output_projection
+from core.transformer import Trace, Transformer
 
 MAX_FLOW_PIECES = 40  # n² max-flows on a graph of (L + 1)·n nodes: 0.5–0.7 s at 40 on one core
 FLOW_RESOLUTION = 1_000_000  # scipy's max-flow wants integer capacities: shares × 10⁶
@@ -130,7 +130,7 @@ def _centre_and_scale(vectors: torch.Tensor, gamma: torch.Tensor | None) -> torc
     return gamma * (vectors - vectors.mean(dim=-1, keepdim=True))
 
 
-def _gamma_after_attention(model: BertEncoder, layer: int) -> torch.Tensor | None:
+def _gamma_after_attention(model: Transformer, layer: int) -> torch.Tensor | None:
     """(d,) γ of the LayerNorm that reads x + attention (post-norm: BERT, RoBERTa, DistilBERT);
     None for a pre-norm layer (GPT-2, Llama), whose sum goes on into the stream unnormed: its
     norm comes before attention, inside what each value already is."""
@@ -141,12 +141,12 @@ def _gamma_after_attention(model: BertEncoder, layer: int) -> torch.Tensor | Non
 
 # P(W_Oʰ) of every layer, per model: it depends on the weights alone, so it is worked out once.
 # Weak keys: a model dropped from the app's cache takes its entry along.
-_CENTRED_OUTPUT: weakref.WeakKeyDictionary[BertEncoder, dict[int, torch.Tensor]] = (
+_CENTRED_OUTPUT: weakref.WeakKeyDictionary[Transformer, dict[int, torch.Tensor]] = (
     weakref.WeakKeyDictionary()
 )
 
 
-def _centred_output_projection(model: BertEncoder, layer: int) -> torch.Tensor:
+def _centred_output_projection(model: Transformer, layer: int) -> torch.Tensor:
     """(H, d_head, d) P(W_Oʰ): each head's slice of W_O with LayerNorm's linear part folded in."""
     per_layer = _CENTRED_OUTPUT.setdefault(model, {})
     if layer not in per_layer:  # two sessions may both work it out: the same numbers
@@ -183,7 +183,7 @@ def _read_only(array: np.ndarray) -> torch.Tensor:
         return torch.from_numpy(array)
 
 
-def _contribution_norms(model: BertEncoder, trace: Trace, layers: range) -> np.ndarray:
+def _contribution_norms(model: Transformer, trace: Trace, layers: range) -> np.ndarray:
     """(len(layers), n_q, n_k) ‖P(z_ij)‖ per layer: the contribution norms before ÷ σ_i.
 
     ‖P(z_ij)‖² = ‖Σ_h α_ij^h ũ_j^h + [i = j] x̃_i‖², with ũ_j^h = P(v_j^h W_Oʰ) and x̃ = P(x),
@@ -225,7 +225,7 @@ def _contribution_norms(model: BertEncoder, trace: Trace, layers: range) -> np.n
     return squared.clamp_min_(0).sqrt_().transpose(1, 2).contiguous().numpy()
 
 
-def layer_contributions(model: BertEncoder, trace: Trace, layer: int) -> np.ndarray:
+def layer_contributions(model: Transformer, trace: Trace, layer: int) -> np.ndarray:
     """(n, n) ‖P(z_ij)‖ / σ_i: what input j adds to token i after attention + residual + LN.
 
     z_ij = Σ_h α_ij^h v_j^h W_Oʰ + [i = j]·x_i, and LN(Σ_j z_ij + b_O) = Σ_j P(z_ij)/σ_i + rest,
@@ -246,7 +246,7 @@ def layer_contributions(model: BertEncoder, trace: Trace, layer: int) -> np.ndar
     return norms / sigma[:, None].numpy()
 
 
-def contribution_mixing(model: BertEncoder, trace: Trace) -> np.ndarray:
+def contribution_mixing(model: Transformer, trace: Trace) -> np.ndarray:
     """(L, n, n) every layer's contribution norms, each row divided by its sum.
 
     LayerNorm divides row i by one σ_i, which cancels when the row is divided by its sum: the
@@ -257,7 +257,7 @@ def contribution_mixing(model: BertEncoder, trace: Trace) -> np.ndarray:
     return norms  # (L, n, n)
 
 
-def contribution_rollout(model: BertEncoder, trace: Trace) -> np.ndarray:
+def contribution_rollout(model: Transformer, trace: Trace) -> np.ndarray:
     """(L, n, n) norm-based contributions rolled out through the layers (like attention), as
     GlobEnc (Modarressi et al., 2022) and ALTI (Ferrando et al., 2022) chain theirs."""
     return rollout(contribution_mixing(model, trace))

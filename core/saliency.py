@@ -25,9 +25,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from core.bert import BertEncoder, Trace
 from core.similarity import sentence_embedding
 from core.text import CLS, SEP
+from core.transformer import Trace, Transformer
 
 IG_STEPS = 32
 # What one batched backward pass may hold. Integrated gradients runs as many path points per
@@ -76,7 +76,7 @@ class NextPieceTarget:
     vector predicts what follows the text; after a deletion, the last piece that remains.
     """
 
-    model: BertEncoder
+    model: Transformer
     piece_id: int  # the vocabulary row of the next piece explained
     kind: str = NEXT_PIECE
 
@@ -86,21 +86,21 @@ class NextPieceTarget:
         return torch.log_softmax(logits, dim=-1)[:, self.piece_id]
 
 
-def next_piece_target(model: BertEncoder, piece_id: int) -> NextPieceTarget:
+def next_piece_target(model: Transformer, piece_id: int) -> NextPieceTarget:
     """Explain log p(piece | text) of a decoder (ValueError for an encoder: no head to read)."""
     if not model.is_decoder:
         raise ValueError("an encoder predicts no next word piece")
     return NextPieceTarget(model, int(piece_id))
 
 
-def _inputs(model: BertEncoder, trace: Trace) -> tuple[torch.Tensor, torch.Tensor]:
+def _inputs(model: Transformer, trace: Trace) -> tuple[torch.Tensor, torch.Tensor]:
     """(n, d_model) word-piece rows of the Trace and its (n,) segments, as torch tensors."""
     dtype = model.word_embeddings.dtype
     word_vectors = torch.from_numpy(np.array(trace.static)).to(dtype)
     return word_vectors, torch.from_numpy(np.array(trace.segments))
 
 
-def pass_bytes(model: BertEncoder, n: int, batch: int, checkpointed: bool) -> int:
+def pass_bytes(model: Transformer, n: int, batch: int, checkpointed: bool) -> int:
     """Estimated bytes a backward pass over `batch` inputs of n pieces keeps for the way back.
 
     The differentiable pass runs attention fused (core/attention.py): no (H, n, n) block is kept.
@@ -117,7 +117,7 @@ def pass_bytes(model: BertEncoder, n: int, batch: int, checkpointed: bool) -> in
     return 4 * batch * model.n_layers * per_layer
 
 
-def batch_plan(model: BertEncoder, n: int, wanted: int, max_bytes: int) -> tuple[int, bool]:
+def batch_plan(model: Transformer, n: int, wanted: int, max_bytes: int) -> tuple[int, bool]:
     """(inputs per pass, checkpointed): the most of `wanted` inputs whose pass fits max_bytes,
     with checkpointed layers only where a single input would not fit without them."""
     for checkpointed in (False, True):
@@ -128,7 +128,7 @@ def batch_plan(model: BertEncoder, n: int, wanted: int, max_bytes: int) -> tuple
 
 
 def _forward(
-    model: BertEncoder,
+    model: Transformer,
     trace: Trace,
     word_vectors: torch.Tensor,
     segments: torch.Tensor,
@@ -146,7 +146,7 @@ def _forward(
 
 
 def target_gradient(
-    model: BertEncoder, trace: Trace, target: Target, max_pass_bytes: int = PASS_BYTES
+    model: Transformer, trace: Trace, target: Target, max_pass_bytes: int = PASS_BYTES
 ) -> np.ndarray:
     """(n, d_model) ∂f/∂x at the input's word-piece rows."""
     word_vectors, segments = _inputs(model, trace)
@@ -159,7 +159,7 @@ def target_gradient(
 
 
 def gradient_x_input(
-    model: BertEncoder, trace: Trace, target: Target, max_pass_bytes: int = PASS_BYTES
+    model: Transformer, trace: Trace, target: Target, max_pass_bytes: int = PASS_BYTES
 ) -> np.ndarray:
     """(n,) Σ_d ∂f/∂x_jd · x_jd per word piece (signed)."""
     gradient = target_gradient(model, trace, target, max_pass_bytes)
@@ -167,7 +167,7 @@ def gradient_x_input(
 
 
 def integrated_gradients(
-    model: BertEncoder,
+    model: Transformer,
     trace: Trace,
     target: Target,
     steps: int = IG_STEPS,
@@ -220,7 +220,7 @@ def ranking(scores: np.ndarray, allowed: np.ndarray) -> np.ndarray:
 
 
 def deletion_curves(
-    model: BertEncoder,
+    model: Transformer,
     trace: Trace,
     target: Target,
     rankings: Mapping[str, np.ndarray],
@@ -257,7 +257,7 @@ def deletion_curves(
     return {name: curves[m] for m, name in enumerate(names)}
 
 
-def leave_one_out(model: BertEncoder, trace: Trace, target: Target) -> np.ndarray:
+def leave_one_out(model: Transformer, trace: Trace, target: Target) -> np.ndarray:
     """(n,) f(input) − f(input without piece j) per removable piece j; 0 for the specials and
     for a one-piece input (nothing would remain to run).
 

@@ -27,10 +27,10 @@ from core.attention import (
     multi_head_attention,
     padding_mask,
 )
-from core.bert import BertEncoder, Trace
 from core.errors import EmptyInput
 from core.head_stats import row_entropy
 from core.positional import cosine
+from core.transformer import Trace, Transformer
 
 # ---------------------------------------------------------------------------------------------
 # Softmax and its entropy
@@ -225,7 +225,7 @@ class CrossAttention:
 
 @torch.inference_mode()
 def cross_attention(
-    model: BertEncoder, trace_a: Trace, trace_b: Trace, layer: int, scale: bool = True
+    model: Transformer, trace_a: Trace, trace_b: Trace, layer: int, scale: bool = True
 ) -> CrossAttention:
     """multi_head_attention(x_A, x_B) with `layer`'s weights; x = each sentence's layer input.
 
@@ -282,7 +282,7 @@ class PaddedRun:
 
 @torch.inference_mode()
 def padded_run(
-    model: BertEncoder, text: str, n_pad: int, masked: bool, max_real: int | None = None
+    model: Transformer, text: str, n_pad: int, masked: bool, max_real: int | None = None
 ) -> PaddedRun:
     """Run `text` (cut to max_real pieces) + n_pad [PAD] pieces through every layer, and
     compare its real tokens with the same pieces run alone."""

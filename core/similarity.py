@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.bert import Trace
 from core.positional import cosine, unit_rows
+from core.transformer import Trace
 
 
 def mean_pooled(last_hidden: np.ndarray) -> np.ndarray:

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 MAX_CHARS = 20_000
 # The most word pieces one run reads, whatever a checkpoint's config allows: the (L, H, n, n)
 # attention block grows with n², ~96 MB for MiniLM at 512 and ~39 GB for a 8,192-position config.
-# BertEncoder.max_positions applies it, and every page reads that.
+# Transformer.max_positions applies it, and every page reads that.
 MAX_PIECES = 512
 
 CLS, SEP = "[CLS]", "[SEP]"

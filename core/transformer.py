@@ -146,9 +146,6 @@ class LayerWeights:
     ffn_gate: Projection | None = None  # (d_ff, d_model): SwiGLU's gate, None without one
 
 
-BertLayerWeights = LayerWeights  # the name the encoder-only code knew
-
-
 def _readonly(tensor: torch.Tensor, dtype: torch.dtype = torch.float32) -> np.ndarray:
     """A numpy view that cannot be written: a cached Trace is shared by every browser session."""
     array = tensor.detach().to(dtype).numpy()

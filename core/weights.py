@@ -82,9 +82,6 @@ class ModelDims:
             object.__setattr__(self, "n_kv_heads", self.n_heads)
 
 
-BertDims = ModelDims  # the name the encoder-only code knew
-
-
 # ---- config.json -> ModelDims ---------------------------------------------------------------------
 def _read_json(model_dir: Path) -> dict:
     path = model_dir / "config.json"

@@ -8,8 +8,8 @@ import threading
 import pytest
 from conftest import assert_no_exception, each_tab, page_paths, run_page
 
-import core.bert
 import core.lab
+import core.transformer
 from ui import door
 
 # The forward pass and its parts, and the lab's training (tests/test_architecture.py names the
@@ -41,7 +41,9 @@ def guarded_runs(monkeypatch):
 
     for name in ENCODER_STEPS:
         monkeypatch.setattr(
-            core.bert.BertEncoder, name, guard(name, getattr(core.bert.BertEncoder, name))
+            core.transformer.Transformer,
+            name,
+            guard(name, getattr(core.transformer.Transformer, name)),
         )
     monkeypatch.setattr(core.lab, "train", guard("train", core.lab.train))
     monkeypatch.setattr(core.lab, "compare", guard("compare", core.lab.compare))

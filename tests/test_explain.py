@@ -19,9 +19,9 @@ from tiny_bert import write_tiny_bert
 from torch.nn import functional as F
 
 from core import explanations, information_flow, lens, rollout, saliency, similarity, words
-from core.bert import BertEncoder
 from core.models import read_config
 from core.text import WordPieceTokenizer
+from core.transformer import Transformer
 from core.weights import load_weights
 
 
@@ -42,20 +42,20 @@ def tiny_dir(tmp_path_factory):
     )  # fmt: skip
 
 
-def tiny_encoder(path, dtype: torch.dtype) -> BertEncoder:
+def tiny_encoder(path, dtype: torch.dtype) -> Transformer:
     dims = read_config(path)
     tensors = {name: t.to(dtype) for name, t in load_weights(path, dims).items()}
-    return BertEncoder("tiny", path, dims, tensors, WordPieceTokenizer(path, True))
+    return Transformer("tiny", path, dims, tensors, WordPieceTokenizer(path, True))
 
 
 @pytest.fixture(scope="module")
-def tiny64(tiny_dir) -> BertEncoder:
+def tiny64(tiny_dir) -> Transformer:
     """The differentiable pass in float64 (run() writes float32 blocks: Traces come from tiny32)."""
     return tiny_encoder(tiny_dir, torch.float64)
 
 
 @pytest.fixture(scope="module")
-def tiny32(tiny_dir) -> BertEncoder:
+def tiny32(tiny_dir) -> Transformer:
     return tiny_encoder(tiny_dir, torch.float32)
 
 

@@ -19,7 +19,7 @@ from core.reference import compare, load_reference, reference_outputs
 TOLERANCE = 1e-5
 
 
-def assert_parity(model: core.BertEncoder, reference, text: str, pair: str | None = None) -> None:
+def assert_parity(model: core.Transformer, reference, text: str, pair: str | None = None) -> None:
     trace = model.run(text, pair)
     attentions, hidden_states = reference_outputs(reference, trace)
     assert len(attentions) == model.n_layers, "the reference returned no attention weights"

@@ -173,7 +173,7 @@ class Case:
     key: str
     first: dict
     second: dict | None  # None: the question reads nothing a visitor changes on the page
-    expected: Callable[[core.BertEncoder, dict], set[str]]
+    expected: Callable[[core.Transformer, dict], set[str]]
     follows: bool = True  # the two states have different answers (checked: the test means it)
     tab: dict = field(default_factory=dict)
 

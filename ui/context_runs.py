@@ -12,7 +12,7 @@ from ui import door
 
 
 # ---- page 1: the payoff at two vector lengths ---------------------------------------------------
-def _embedding_cost(model: core.BertEncoder, text_a: str, text_b: str, **_: object) -> int:
+def _embedding_cost(model: core.Transformer, text_a: str, text_b: str, **_: object) -> int:
     # both sentences' rows three times over (table, layer 0, stretched), their n x n weights
     n = door.pieces(model, text_a) + door.pieces(model, text_b)
     return 4 * (6 * n * model.d_model + 6 * n * n)
@@ -20,7 +20,7 @@ def _embedding_cost(model: core.BertEncoder, text_a: str, text_b: str, **_: obje
 
 @door.shared("the payoff at two lengths", cost=_embedding_cost)
 def length_effect(
-    model: core.BertEncoder, text_a: str, text_b: str, word: str
+    model: core.Transformer, text_a: str, text_b: str, word: str
 ) -> context.LengthEffect | None:
     """core.context.length_effect, once per (model, sentences, word)."""
     return context.length_effect(model, text_a, text_b, word)

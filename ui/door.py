@@ -130,7 +130,7 @@ def _read_only(value: object) -> None:
     walk(value)
 
 
-def pieces(model: core.BertEncoder, text: str, pair: str | None = None) -> int:
+def pieces(model: core.Transformer, text: str, pair: str | None = None) -> int:
     """Word pieces a run of text (and pair) would hold, 0 for text with none: what a cost
     function needs before the run (tokenizing takes well under a millisecond)."""
     try:
@@ -139,7 +139,7 @@ def pieces(model: core.BertEncoder, text: str, pair: str | None = None) -> int:
         return 0
 
 
-def run_bytes(model: core.BertEncoder, *texts: str) -> int:
+def run_bytes(model: core.Transformer, *texts: str) -> int:
     """Peak bytes of one forward pass over each text, added up."""
     return sum(model.run_bytes(pieces(model, text)) for text in texts)
 
@@ -333,7 +333,7 @@ def _key_part(value: object) -> object:
     arrays by their bytes' digest, lists as tuples."""
     if isinstance(value, core.Trace):
         return ("trace", *trace_key(value))
-    if isinstance(value, core.BertEncoder):
+    if isinstance(value, core.Transformer):
         return ("model", value.name)
     if isinstance(value, np.ndarray):
         digest = hashlib.blake2b(np.ascontiguousarray(value).tobytes(), digest_size=16).digest()

@@ -88,7 +88,7 @@ def _gradients(
 
 
 def gradient_scores(
-    model: core.BertEncoder,
+    model: core.Transformer,
     text: str,
     other: str | None,
     inputs: state.Inputs,
@@ -143,7 +143,7 @@ def _deletion(
 
 
 def deletion_curves(
-    model: core.BertEncoder,
+    model: core.Transformer,
     text: str,
     other: str | None,
     inputs: state.Inputs,
@@ -180,7 +180,7 @@ def _leave_one_out(
 
 
 def paper_check(
-    model: core.BertEncoder,
+    model: core.Transformer,
     text: str,
     inputs: state.Inputs,
     flow: core_information_flow.InformationFlow,
@@ -203,7 +203,7 @@ NEXT_PIECE_CHOICES = 10  # the likeliest next pieces a learner may pick a target
 
 
 def next_piece_choices(
-    model: core.BertEncoder, text: str, inputs: state.Inputs
+    model: core.Transformer, text: str, inputs: state.Inputs
 ) -> list[tuple[int, float]]:
     """A decoder's NEXT_PIECE_CHOICES likeliest next pieces after `text`, run with the sidebar's
     switches (one cached run through the door): (vocabulary row, probability), likeliest first."""
@@ -212,7 +212,7 @@ def next_piece_choices(
     return [(int(row), float(np.exp(np.float64(log_probs[row])))) for row in rows]
 
 
-def likeliest_next_piece(model: core.BertEncoder, text: str, inputs: state.Inputs) -> int | None:
+def likeliest_next_piece(model: core.Transformer, text: str, inputs: state.Inputs) -> int | None:
     """The vocabulary row of a decoder's likeliest next piece after `text`; None (the
     sentence-vector target) for an encoder."""
     if not model.is_decoder:
@@ -220,7 +220,7 @@ def likeliest_next_piece(model: core.BertEncoder, text: str, inputs: state.Input
     return next_piece_choices(model, text, inputs)[0][0]
 
 
-def next_piece_picker(model: core.BertEncoder, text: str, inputs: state.Inputs, key: str) -> int:
+def next_piece_picker(model: core.Transformer, text: str, inputs: state.Inputs, key: str) -> int:
     """A decoder's target: a select box of the likeliest next pieces (the first by default);
     its vocabulary row."""
     choices = next_piece_choices(model, text, inputs)

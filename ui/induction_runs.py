@@ -45,7 +45,7 @@ def mean_found_scores(
     return induction.mean_head_scores([trace.attentions for trace in traces], layouts)
 
 
-def _measured_cost(model: core.BertEncoder) -> int:
+def _measured_cost(model: core.Transformer) -> int:
     # one sequence's run at a time: the Trace of [specials] + 2 T pieces, until its scores are read
     return model.run_bytes(2 * induction.FOUND_SEGMENT_LENGTH + 2)
 
@@ -55,7 +55,7 @@ def _measured_cost(model: core.BertEncoder) -> int:
     cost=_measured_cost,
     spinner="Measuring every head on repeated random word pieces …",
 )
-def measured_scores(model: core.BertEncoder) -> induction.FoundScores:
+def measured_scores(model: core.Transformer) -> induction.FoundScores:
     """Every head's previous-token and induction score on the model, averaged over
     core.induction.FOUND_SEQUENCES repeated sequences of random pieces; once per model."""
     return induction.found_scores(model)

@@ -15,12 +15,12 @@ from ui import door, state
 
 
 # ---- the sidebar's sentences, one at a time ----------------------------------------------------
-def sentence_trace(model: core.BertEncoder, text: str, inputs: state.Inputs) -> core.Trace:
+def sentence_trace(model: core.Transformer, text: str, inputs: state.Inputs) -> core.Trace:
     """The Trace of one sentence on its own (a sentence embedding never sees the other one)."""
     return state.trace(model, text, None, scale=inputs.scale, causal=inputs.causal)
 
 
-def stop_unless_readable(model: core.BertEncoder, inputs: state.Inputs) -> None:
+def stop_unless_readable(model: core.Transformer, inputs: state.Inputs) -> None:
     """A message and state.end_page() when the sidebar's first sentence holds no readable word piece."""
     try:
         sentence_trace(model, inputs.text, inputs)
@@ -29,7 +29,7 @@ def stop_unless_readable(model: core.BertEncoder, inputs: state.Inputs) -> None:
         state.end_page()
 
 
-def readable_pair(model: core.BertEncoder, inputs: state.Inputs) -> str | None:
+def readable_pair(model: core.Transformer, inputs: state.Inputs) -> str | None:
     """The sidebar's second sentence if it holds a readable word piece, else None."""
     if not inputs.pair:
         return None
@@ -63,7 +63,7 @@ def _flow(
 
 
 def information_flow(
-    model: core.BertEncoder, text: str, inputs: state.Inputs
+    model: core.Transformer, text: str, inputs: state.Inputs
 ) -> core_information_flow.InformationFlow:
     """Cached rollout, norm rollout and flow of one sentence with the sidebar's switches."""
     return _flow(model.name, text, inputs.scale, inputs.causal)
@@ -71,7 +71,7 @@ def information_flow(
 
 # ---- the encoder lens ---------------------------------------------------------------------------
 def nearest_by_layer(
-    model: core.BertEncoder, trace: core.Trace, token: int, k: int = 5
+    model: core.Transformer, trace: core.Trace, token: int, k: int = 5
 ) -> list[list[str]]:
     """(L + 1) lists of the k word pieces nearest one token's vector at every state."""
     unit_table, allowed = state.vocabulary_view(model)  # the Embedding projections page's table
@@ -80,20 +80,20 @@ def nearest_by_layer(
 
 
 # ---- the logit lens (decoders) -----------------------------------------------------------------
-def _lens_cost(model: core.BertEncoder, **_: object) -> int:
+def _lens_cost(model: core.Transformer, **_: object) -> int:
     # (L + 1, vocab) scores in float64, twice (the log-softmax beside them)
     return 2 * 8 * (model.n_layers + 1) * model.dims.vocab_size
 
 
 @door.shared("the logit lens", cost=_lens_cost)
-def logit_lens(model: core.BertEncoder, trace: core.Trace, position: int) -> lens.LogitLens:
+def logit_lens(model: core.Transformer, trace: core.Trace, position: int) -> lens.LogitLens:
     """core.lens.logit_lens of one position of a decoder's Trace, its five likeliest pieces."""
     return lens.logit_lens(model, trace.hidden_states, position, k=5)
 
 
 # ---- similarity -------------------------------------------------------------------------------
 def pair_similarity(
-    model: core.BertEncoder, first: str, second: str, *, scale: bool, causal: bool
+    model: core.Transformer, first: str, second: str, *, scale: bool, causal: bool
 ) -> float:
     """cos of two sentences' embeddings, each sentence run on its own (Traces from the cache)."""
     return similarity.sentence_similarity(

@@ -10,12 +10,12 @@ from core import inside_layer
 from ui import door
 
 
-def _sublayer_cost(model: core.BertEncoder, trace: core.Trace) -> int:
+def _sublayer_cost(model: core.Transformer, trace: core.Trace) -> int:
     return model.run_bytes(trace.n_tokens) - model.trace_bytes(trace.n_tokens)  # one layer's room
 
 
 @door.shared("the sublayer sizes", cost=_sublayer_cost)
-def sublayer_sizes(model: core.BertEncoder, trace: core.Trace) -> inside_layer.SublayerSizes:
+def sublayer_sizes(model: core.Transformer, trace: core.Trace) -> inside_layer.SublayerSizes:
     """core.inside_layer.sublayer_sizes: every layer of the Trace recomputed step by step."""
     return inside_layer.sublayer_sizes(model, trace)
 

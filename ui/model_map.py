@@ -69,7 +69,7 @@ a.ae-part:hover, a.ae-step:hover { border-color: #1c83e1; }
 </style>"""
 
 
-def sizes_of(model: core.BertEncoder) -> model_map_chart.ModelSizes:
+def sizes_of(model: core.Transformer) -> model_map_chart.ModelSizes:
     """The loaded model's sizes, as the map writes them."""
     dims = model.dims
     return model_map_chart.ModelSizes(
@@ -95,7 +95,7 @@ def page_link(
     )
 
 
-def show_map(step: path.Step, model: core.BertEncoder, visited: frozenset[str]) -> None:
+def show_map(step: path.Step, model: core.Transformer, visited: frozenset[str]) -> None:
     """The map above a page: the parts `step` explains marked, each part linked to its page."""
     st.html(COURSE_CSS)
     links = {

@@ -45,7 +45,7 @@ def policy() -> ModelPolicy:
 
 
 @door.shared("loading the model", keep=True)
-def _load_model(name: str) -> core.BertEncoder:
+def _load_model(name: str) -> core.Transformer:
     model = core.load_model(name, policy())
     # The model is kept in the one cache like everything else: one that takes more than half of
     # the budget would leave too little room for what its pages compute, or be dropped and read
@@ -67,7 +67,7 @@ def _remembered_failure(name: str) -> str | None:
     return None
 
 
-def load_model(name: str) -> core.BertEncoder:
+def load_model(name: str) -> core.Transformer:
     """The shared model, or ModelUnavailable (remembered for a minute so retries stay cheap)."""
     reason = _remembered_failure(name)
     if reason:
@@ -80,7 +80,7 @@ def load_model(name: str) -> core.BertEncoder:
         raise
 
 
-def _load_with_spinner(name: str) -> core.BertEncoder:
+def _load_with_spinner(name: str) -> core.Transformer:
     # A spinner costs ~6 ms of every rerun (it starts a timer thread); it is only worth it the
     # first time a process loads the model.
     if name in _loaded_names:
@@ -102,7 +102,7 @@ def listed_models() -> dict[str, str]:
     }
 
 
-def active_model(name: str) -> core.BertEncoder:
+def active_model(name: str) -> core.Transformer:
     """The chosen model; if it cannot be loaded, say why and fall back to the bundled one."""
     message = st.session_state.pop(_FAILURE_MESSAGE_KEY, None)
     if name != core.BUNDLED:
@@ -177,7 +177,7 @@ def model_picker() -> str:
     return core.BUNDLED
 
 
-def label(model: core.BertEncoder) -> str:
+def label(model: core.Transformer) -> str:
     """The model's name for prose and titles, escaped: "MiniLM-L6" for the bundled one, as the
     sidebar says it (the registry key "minilm" is not a name)."""
     shown = core.SUGGESTED_MODELS.get(model.name, model.name).split(" · ")[0]

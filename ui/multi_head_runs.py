@@ -13,7 +13,7 @@ from ui import door
 
 
 @door.shared("measuring every head", spinner="Measuring every head on the probe sentences …")
-def role_scores(model: core.BertEncoder) -> head_roles.RoleScores:
+def role_scores(model: core.Transformer) -> head_roles.RoleScores:
     """core.head_roles.role_scores over PROBE_SENTENCES, once per model."""
     return head_roles.role_scores(model)
 
@@ -26,19 +26,19 @@ def probe_sentences() -> tuple[str, ...]:
     return head_roles.PROBE_SENTENCES
 
 
-def probe_lengths(model: core.BertEncoder) -> tuple[int, ...]:
+def probe_lengths(model: core.Transformer) -> tuple[int, ...]:
     """Word pieces of each probe sentence, specials included (tokenizing only: well under a
     millisecond each): an even spread gives each key 1/n."""
     return tuple(door.pieces(model, sentence) for sentence in head_roles.PROBE_SENTENCES)
 
 
-def _one_run_cost(model: core.BertEncoder, sentence: str, **_: object) -> int:
+def _one_run_cost(model: core.Transformer, sentence: str, **_: object) -> int:
     return door.run_bytes(model, sentence)
 
 
 @door.shared("the repeated word's run", cost=_one_run_cost)
 def repeat_example(
-    model: core.BertEncoder, sentence: str, layer: int, head: int
+    model: core.Transformer, sentence: str, layer: int, head: int
 ) -> head_roles.RepeatExample | None:
     """core.head_roles.repeat_example: how the later of two equal pieces reads the earlier."""
     return head_roles.repeat_example(model, sentence, layer, head)

@@ -53,7 +53,7 @@ def _log_probs(
 
 
 def log_probs(
-    model: core.BertEncoder,
+    model: core.Transformer,
     text: str,
     *,
     scale: bool = True,
@@ -67,7 +67,7 @@ def log_probs(
     return _log_probs(model.name, text, scale, causal, positions, tuple(sorted(ablate)))
 
 
-def switches(model: core.BertEncoder, layer: int, head: int) -> dict[str, dict[str, object]]:
+def switches(model: core.Transformer, layer: int, head: int) -> dict[str, dict[str, object]]:
     """Run label -> the one switch it changes from the model as trained."""
     return {
         "√d_k off": {"scale": False},
@@ -89,7 +89,7 @@ class Panel:
     grid: np.ndarray  # (runs, m) probability each run gives each piece
 
 
-def predictions(model: core.BertEncoder, text: str, layer: int, head: int) -> Panel:
+def predictions(model: core.Transformer, text: str, layer: int, head: int) -> Panel:
     """The trained run and every switched run of `text` (each cached through the door)."""
     trained = log_probs(model, text)
     switched = {
@@ -100,11 +100,11 @@ def predictions(model: core.BertEncoder, text: str, layer: int, head: int) -> Pa
     return Panel(next_word.compare_runs(trained, switched, K), ids, grid)
 
 
-def _pieces(model: core.BertEncoder, ids: np.ndarray) -> list[str]:
+def _pieces(model: core.Transformer, ids: np.ndarray) -> list[str]:
     return [model.tokenizer.token_of(int(i)) for i in ids]
 
 
-def _verdict(model: core.BertEncoder, panel: Panel) -> str:
+def _verdict(model: core.Transformer, panel: Panel) -> str:
     """One line: which switches change the likeliest next piece and which keep it."""
     trained = panel.runs[0]
     first = literal(model.tokenizer.token_of(trained.trained_top_id))
@@ -125,7 +125,7 @@ def _verdict(model: core.BertEncoder, panel: Panel) -> str:
     return " ".join(parts)
 
 
-def panel(model: core.BertEncoder, text: str, key: str, heading: str | None = None) -> None:
+def panel(model: core.Transformer, text: str, key: str, heading: str | None = None) -> None:
     """The next-word panel for a decoder; for an encoder one line saying why it is absent."""
     if not model.is_decoder:
         st.caption(
@@ -184,7 +184,7 @@ def panel(model: core.BertEncoder, text: str, key: str, heading: str | None = No
 
 
 def two_sentences(
-    model: core.BertEncoder, first: str, second: str, *, scale: bool, causal: bool, key: str
+    model: core.Transformer, first: str, second: str, *, scale: bool, causal: bool, key: str
 ) -> float:
     """A decoder's counterpart of the sentence similarity: the two sentences' likeliest next
     pieces side by side (each run on its own with these switches); returns the total variation
@@ -205,7 +205,7 @@ def two_sentences(
 
 
 def after_removing(
-    model: core.BertEncoder,
+    model: core.Transformer,
     text: str,
     removed: frozenset[tuple[int, int]] | set[tuple[int, int]],
     key: str,

@@ -14,14 +14,14 @@ from ui import door
 
 # ---- Positional encoding -----------------------------------------------------------------------
 def _permutation_cost(
-    model: core.BertEncoder, trace: core.Trace, max_tokens: int, **_: object
+    model: core.Transformer, trace: core.Trace, max_tokens: int, **_: object
 ) -> int:
     return 2 * model.run_bytes(min(trace.n_tokens, max_tokens))  # the sentence and its shuffle
 
 
 @door.shared("the word-order experiment", cost=_permutation_cost)
 def permutation_experiment(
-    model: core.BertEncoder, trace: core.Trace, use_positions: bool, seed: int, max_tokens: int
+    model: core.Transformer, trace: core.Trace, use_positions: bool, seed: int, max_tokens: int
 ) -> positional.PermutationResult:
     """core.positional.permutation_experiment on the Trace's word pieces and sentences.
 
@@ -41,7 +41,7 @@ def permutation_experiment(
 
 @door.shared("the rotary check")
 def rotary_check(
-    model: core.BertEncoder, trace: core.Trace, layer: int, head: int, shift: int
+    model: core.Transformer, trace: core.Trace, layer: int, head: int, shift: int
 ) -> positional.RotaryCheck:
     """core.positional.rotary_check of one head on the Trace's sentence (a rotary model)."""
     return positional.rotary_check(

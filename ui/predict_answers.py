@@ -325,7 +325,7 @@ def saturation_top_share(scores: np.ndarray, multiplier: float) -> Question:
 
 
 def sharper_without_scaling(
-    model: core.BertEncoder, text: str, pair: str | None, layer: int, head: int
+    model: core.Transformer, text: str, pair: str | None, layer: int, head: int
 ) -> Question:
     """Page 3, section 3: does the head's mean row entropy fall (sharper) or rise (flatter) when
     every layer runs without the 1/√d_k factor? Two cached runs of the sentence."""
@@ -456,7 +456,7 @@ def shuffle_without_positions(result: positional.PermutationResult) -> Question:
 
 
 @door.shared("the position tables' similarities")
-def distance_explains(model: core.BertEncoder, n_positions: int, kind: str) -> Question:
+def distance_explains(model: core.Transformer, n_positions: int, kind: str) -> Question:
     """Positional, section 4: of the binary code and the model's learned table, whose similarity
     of two positions does their distance |p − q| explain better (R², first n_positions rows)?"""
     tables = {  # (n_positions, width) each, as section 4 draws them

@@ -14,13 +14,13 @@ from core import qkv
 from ui import door
 
 
-def _two_runs_cost(model: core.BertEncoder, text_a: str, text_b: str, **_: object) -> int:
+def _two_runs_cost(model: core.Transformer, text_a: str, text_b: str, **_: object) -> int:
     return door.run_bytes(model, text_a, text_b)
 
 
 @door.shared("the shared word's runs", cost=_two_runs_cost)
 def shared_word_through_heads(
-    model: core.BertEncoder, text_a: str, text_b: str, word: str, layer: int
+    model: core.Transformer, text_a: str, text_b: str, word: str, layer: int
 ) -> object:
     """core.qkv.shared_word_through_heads, once per (model, sentences, word, layer)."""
 
@@ -28,14 +28,14 @@ def shared_word_through_heads(
 
 
 # ---- page 2: one head on a sentence and on a shuffle of it --------------------------------------
-def _order_cost(model: core.BertEncoder, trace: core.Trace, **_: object) -> int:
+def _order_cost(model: core.Transformer, trace: core.Trace, **_: object) -> int:
     n = trace.n_tokens  # four embeddings, four heads' Q, K, V, scores and weights
     return 4 * (4 * n * model.d_model + 4 * (3 * n * model.d_model + 2 * n * n))
 
 
 @door.shared("the shuffled sentence", cost=_order_cost)
 def _order_test(
-    model: core.BertEncoder,
+    model: core.Transformer,
     trace: core.Trace,
     arrays: tuple[np.ndarray, ...],
     scale: bool,
@@ -48,7 +48,7 @@ def _order_test(
 
 
 def order_test(
-    model: core.BertEncoder,
+    model: core.Transformer,
     trace: core.Trace,
     projections: qkv.QKVProjections,
     scale: bool,

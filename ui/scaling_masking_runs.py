@@ -14,7 +14,7 @@ from ui import door
 PADDING_MAX_PIECES = 64  # the padding lesson reads the sidebar sentence's first 64 word pieces
 
 
-def _padded_cost(model: core.BertEncoder, text: str, n_pad: int, **_: object) -> int:
+def _padded_cost(model: core.Transformer, text: str, n_pad: int, **_: object) -> int:
     # the padded run and the same pieces alone, run side by side
     n_real = min(door.pieces(model, text), PADDING_MAX_PIECES)
     return model.run_bytes(n_real + n_pad) + model.run_bytes(n_real)
@@ -22,7 +22,7 @@ def _padded_cost(model: core.BertEncoder, text: str, n_pad: int, **_: object) ->
 
 @door.shared("the padding runs", cost=_padded_cost)
 def padded_run(
-    model: core.BertEncoder, text: str, n_pad: int, masked: bool
+    model: core.Transformer, text: str, n_pad: int, masked: bool
 ) -> scaling_masking.PaddedRun:
     """core.scaling_masking.padded_run of the text's first PADDING_MAX_PIECES word pieces."""
     return scaling_masking.padded_run(model, text, n_pad, masked, max_real=PADDING_MAX_PIECES)
@@ -30,7 +30,7 @@ def padded_run(
 
 @door.shared("cross-attention")
 def cross_attention(
-    model: core.BertEncoder, trace_a: core.Trace, trace_b: core.Trace, layer: int
+    model: core.Transformer, trace_a: core.Trace, trace_b: core.Trace, layer: int
 ) -> scaling_masking.CrossAttention:
     """core.scaling_masking.cross_attention: one layer's heads, queries from A, keys and values from B."""
     return scaling_masking.cross_attention(model, trace_a, trace_b, layer)

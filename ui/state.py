@@ -91,7 +91,7 @@ def _cached_trace(
 
 
 def trace(
-    model: core.BertEncoder,
+    model: core.Transformer,
     text: str,
     pair: str | None = None,
     *,
@@ -108,7 +108,7 @@ def trace(
     )
 
 
-def trace_or_stop(model: core.BertEncoder, inputs: Inputs, **switches: object) -> core.Trace:
+def trace_or_stop(model: core.Transformer, inputs: Inputs, **switches: object) -> core.Trace:
     """The Trace of the sidebar's text with its switches; on bad input, a message and end_page()."""
     options = {"scale": inputs.scale, "causal": inputs.causal, **switches}
     try:
@@ -126,7 +126,7 @@ def trace_or_stop(model: core.BertEncoder, inputs: Inputs, **switches: object) -
 
 
 def refetch(
-    model: core.BertEncoder, inputs: Inputs, **switches: object
+    model: core.Transformer, inputs: Inputs, **switches: object
 ) -> Callable[[], core.Trace]:
     """A callable that fetches the sidebar's Trace again (from the cache, or recomputed).
 
@@ -199,7 +199,7 @@ def sidebar_text_and_model(text_page: bool = True) -> tuple[str, str | None, str
 
 
 def sidebar_switches(
-    model: core.BertEncoder, word_level_page: bool = True, switches_page: bool = True
+    model: core.Transformer, word_level_page: bool = True, switches_page: bool = True
 ) -> tuple[bool, bool, bool]:
     """Draw the switches for the loaded model: (scale, causal mask applies, word level).
 
@@ -282,7 +282,7 @@ _CONTEXT_KEY = "_page_context"
 
 def prepare_page_context(
     word_level_page: bool = True, switches_page: bool = True, text_page: bool = True
-) -> tuple[Inputs, core.BertEncoder]:
+) -> tuple[Inputs, core.Transformer]:
     """app.py: draw the sidebar, load the model, and keep both for the page of this rerun.
 
     The model is loaded between the picker and the switches: the mask switch says what it does
@@ -297,7 +297,7 @@ def prepare_page_context(
     return inputs, model
 
 
-def page_context() -> tuple[Inputs, core.BertEncoder]:
+def page_context() -> tuple[Inputs, core.Transformer]:
     """A page: the sidebar's inputs and the loaded model (drawn here if run outside app.py)."""
     context = st.session_state.get(_CONTEXT_KEY)
     return context if context is not None else prepare_page_context()
@@ -349,7 +349,7 @@ def _reference_model(model_name: str) -> object:
     return reference
 
 
-def parity_report(model: core.BertEncoder, result: core.Trace) -> object:
+def parity_report(model: core.Transformer, result: core.Trace) -> object:
     """Max |Δ| between the Trace and transformers' BertModel on the same word pieces."""
     from core.reference import compare
 
@@ -363,7 +363,7 @@ PROJECTION_PIECES = 2_048
 
 
 def within_projection_budget(
-    model: core.BertEncoder, sentences: tuple[str, ...]
+    model: core.Transformer, sentences: tuple[str, ...]
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The first sentences whose word pieces add up to at most PROJECTION_PIECES, and a note on
     the lines left out (none when every sentence fits)."""
@@ -404,7 +404,7 @@ def _cached_points(
 
 
 def point_set(
-    model: core.BertEncoder, sentences: tuple[str, ...], *, scale: bool, causal: bool
+    model: core.Transformer, sentences: tuple[str, ...], *, scale: bool, causal: bool
 ) -> tuple[object, tuple[str, ...]]:
     """Cached core.embeddings.PointSet of several sentences' Traces, and notes on lines left out
     (past PROJECTION_PIECES, unreadable, or cut to the model's positions)."""
@@ -441,6 +441,6 @@ def _vocabulary_view(model_name: str) -> tuple[object, object]:
     return unit_table, word_mask(vocabulary)
 
 
-def vocabulary_view(model: core.BertEncoder) -> tuple[object, object]:
+def vocabulary_view(model: core.Transformer) -> tuple[object, object]:
     """(vocab, d) word-piece table with unit rows, and the (vocab,) mask of real word pieces."""
     return _vocabulary_view(model.name)

@@ -13,7 +13,7 @@ from ui.escape import literal
 
 
 def layer_head_picker(
-    model: core.BertEncoder,
+    model: core.Transformer,
     key_prefix: str = "",
     columns: bool = True,
     in_browser: bool = False,
@@ -35,7 +35,7 @@ def layer_head_picker(
     return layer, head
 
 
-def layer_slider(model: core.BertEncoder, key_prefix: str = "", on_change: str = "rerun") -> int:
+def layer_slider(model: core.Transformer, key_prefix: str = "", on_change: str = "rerun") -> int:
     """The Layer slider alone (bound to the URL, counted from 0), for a section that shows every
     head of one layer; the same key as layer_head_picker's, so the two share the layer."""
     layer = st.slider(
@@ -50,7 +50,7 @@ def layer_slider(model: core.BertEncoder, key_prefix: str = "", on_change: str =
     return min(int(layer), model.n_layers - 1)  # a larger model's number in the URL: clamped
 
 
-def head_slider(model: core.BertEncoder, key_prefix: str = "", on_change: str = "rerun") -> int:
+def head_slider(model: core.Transformer, key_prefix: str = "", on_change: str = "rerun") -> int:
     """The Head slider alone (bound to the URL, counted from 0), layer_head_picker's."""
     head = st.slider(
         "Head",
