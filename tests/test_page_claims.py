@@ -5,8 +5,11 @@ firmly a paper's claim is put."""
 
 from __future__ import annotations
 
+import re
+
+import numpy as np
 import pytest
-from conftest import ROOT, assert_no_exception, run_page
+from conftest import ROOT, assert_no_exception, open_tab, run_page
 from streamlit.testing.v1 import AppTest
 from tiny_families import write_tiny_family
 
@@ -87,3 +90,105 @@ def test_head_view_does_not_claim_what_the_distillation_never_trained():
     (note,) = [t for t in texts(at, ("info",)) if "pre-trained on sentence pairs" in t]
     assert "never trained for" not in note
     assert "whether the distillation did is not known" in note and "untested" in note
+
+
+# ---- 8 · Embeddings: sense split layer by layer, PCA's variance and arbitrary units -----------
+
+
+def bank_vectors(model) -> tuple[np.ndarray, list[str], np.ndarray, np.ndarray]:
+    """Every 'bank' of BANK_SENTENCES at every state (S, k, d), their senses, and all the
+    sentences' non-special tokens: static rows (one per distinct piece) and last-state rows."""
+    banks, senses, statics, finals = [], [], {}, []
+    for sentence, sense in BANK_SENTENCES.items():
+        trace = model.run(sentence)
+        for p, token in enumerate(trace.tokens):
+            if token in ("[CLS]", "[SEP]"):
+                continue
+            statics[int(trace.input_ids[p])] = trace.static[p]
+            finals.append(trace.hidden_states[-1, p])
+            if token == "bank":
+                banks.append(trace.hidden_states[:, p])
+                senses.append(sense)
+    return (
+        np.stack(banks, axis=1).astype(np.float64),  # k × (S, d) -> (S, k, d)
+        senses,
+        np.stack(list(statics.values())).astype(np.float64),
+        np.stack(finals).astype(np.float64),
+    )
+
+
+def pca_shares(points: np.ndarray, n_axes: int) -> np.ndarray:
+    """Share of the total variance on each of the first principal axes, by SVD."""
+    centred = points - points.mean(axis=0)
+    singular = np.linalg.svd(centred, compute_uv=False)
+    return (singular**2 / (singular**2).sum())[:n_axes]
+
+
+@pytest.fixture(scope="module")
+def embeddings_page():
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
+    at.session_state["emb_sentences"] = "\n".join(BANK_SENTENCES)
+    at.session_state["emb_sidebar"] = False  # the four sentences only
+    at.run()
+    at.switch_page("views/embeddings.py")
+    return at.run()
+
+
+def test_embeddings_give_pca_variance_and_say_the_units_are_arbitrary(embeddings_page, model):
+    at = embeddings_page
+    assert_no_exception(at)
+    (caption,) = [t for t in texts(at, ("caption",)) if "PCA axis" in t]
+    assert "units are arbitrary" in caption
+    _, _, statics, finals = bank_vectors(model)
+    kept = re.search(r"keep (\d+)% \+ (\d+)% of the static.*?and (\d+)% \+ (\d+)% of the", caption)
+    assert kept, caption
+    shown = np.array([int(share) for share in kept.groups()]) / 100
+    expected = np.concatenate([pca_shares(statics, 2), pca_shares(finals, 2)])
+    np.testing.assert_allclose(shown, expected, atol=0.006)
+
+
+def test_embeddings_say_which_sense_is_closer_state_by_state(embeddings_page, model):
+    at = open_tab(embeddings_page, "emb_section", "4 · Occurrences")
+    assert_no_exception(at)
+    banks, senses, _, _ = bank_vectors(model)
+    unit = banks / np.linalg.norm(banks, axis=-1, keepdims=True)
+    cosines = unit @ unit.transpose(0, 2, 1)  # (S, k, k)
+    pairs = [(i, j) for i in range(len(senses)) for j in range(i + 1, len(senses))]
+    same = np.array(
+        [np.mean([c[i, j] for i, j in pairs if senses[i] == senses[j]]) for c in cosines]
+    )
+    other = np.array(
+        [np.mean([c[i, j] for i, j in pairs if senses[i] != senses[j]]) for c in cosines]
+    )
+    # the review's finding on these sentences: reversed at the embedding output, then not
+    assert same[0] < other[0] and (same[1:] > other[1:]).all(), (same, other)
+    (paragraph,) = [t for t in texts(at, ("markdown",)) if "In the static table" in t]
+    assert "tend to stay closer" not in paragraph
+    last = len(same) - 2  # the last layer's number
+    assert f"than two across senses after layers 0–{last}, but not at the embedding output" in (
+        paragraph
+    )
+    assert f"embedding output: {same[0]:.3f} against {other[0]:.3f}" in paragraph
+
+
+def test_explained_variance_matches_an_svd_and_counts_a_repeated_row_once():
+    from core import embeddings
+
+    rng = np.random.default_rng(0)
+    rows = rng.normal(size=(9, 5)) * np.array([5.0, 3.0, 1.0, 0.5, 0.1])  # (m, d)
+    np.testing.assert_allclose(embeddings.explained_variance(rows, 3), pca_shares(rows, 3))
+    repeated = np.concatenate([rows, rows[:1].repeat(4, axis=0)])  # row 0 five times
+    ids = np.concatenate([np.arange(9), np.zeros(4, dtype=int)])
+    np.testing.assert_allclose(
+        embeddings.explained_variance(repeated, 2, ids=ids), pca_shares(rows, 2)
+    )
+    assert embeddings.explained_variance(rows[:1], 2).tolist() == [0.0, 0.0]  # one point
+
+
+def test_same_closer_is_false_where_a_kind_of_pair_is_missing():
+    from core import embeddings
+
+    split = embeddings.SenseSplit(
+        same=np.array([0.9, 0.5, np.nan]), other=np.array([0.8, 0.7, 0.6])
+    )
+    assert split.same_closer.tolist() == [True, False, False]
