@@ -171,6 +171,48 @@ def test_embeddings_say_which_sense_is_closer_state_by_state(embeddings_page, mo
     assert f"embedding output: {same[0]:.3f} against {other[0]:.3f}" in paragraph
 
 
+# ---- 4 · Multi-head: the intro's count, and Olsson et al. hedged ----------------------------
+
+
+def test_multi_head_counts_its_tabs_and_hedges_olsson(model):
+    at = run_page("views/multi_head.py")
+    assert_no_exception(at)
+    n_tabs = len(at.tabs)
+    assert n_tabs >= 2  # precondition: the page is drawn as tabs
+    words = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight"}
+    (count,) = [t for t in texts(at, ("caption",)) if "sections, one tab each" in t]
+    assert f"The page has {n_tabs} sections" in count
+    assert not any(f"{word} sections" in count.lower() for n, word in words.items() if n != n_tabs)
+    at = open_tab(at, "mh_section", "5 · Induction heads")
+    assert_no_exception(at)
+    assert any("“preliminary and indirect”" in t for t in texts(at, ("caption",)))
+
+
+def test_every_page_outside_the_lab_that_cites_olsson_hedges_the_claim():
+    citing = [
+        view
+        for view in sorted((ROOT / "views").glob("*.py"))
+        if "Olsson" in view.read_text() and view.name != "lab.py"
+    ]
+    assert citing  # precondition: the multi-head page cites them
+    for view in citing:
+        assert "preliminary and" in view.read_text(), view.name
+
+
+# ---- 3 · Scaling and masking: the unmasked padding run is off-distribution -------------------
+
+
+def test_the_run_without_the_padding_mask_is_labelled_off_distribution():
+    at = open_tab(run_page("views/scaling_masking.py"), "sm_section", "6 · Padding mask")
+    assert_no_exception(at)
+    assert [c.key for c in at.get("plotly_chart")] or at.get("html")  # the two runs are drawn
+    weight = re.search(r"give the \[PAD\] pieces (\d+)% of their weight", " ".join(texts(at)))
+    assert weight and int(weight.group(1)) > 0  # the unmasked run does read [PAD]
+    notes = [w.value for w in at.warning if "[PAD]" in w.value]
+    assert len(notes) == 1 and "off its training distribution" in notes[0], notes
+    assert at.warning[[w.value for w in at.warning].index(notes[0])].icon == "🧪"
+
+
 def test_explained_variance_matches_an_svd_and_counts_a_repeated_row_once():
     from core import embeddings
 

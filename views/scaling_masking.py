@@ -440,6 +440,12 @@ def padding_mask() -> None:
                 f"The sidebar sentence has {trace.n_tokens} word pieces; this section reads its "
                 f"first {runs[True].n_real} ([SEP] included), enough to see the mask at work."
             )
+        st.warning(  # as state.off_distribution_note words every other switched-off experiment
+            f"The run without the mask (“no mask”): {model_label} never attended to [PAD] pieces in "
+            "training (there they were masked, or absent). That run is the trained model pushed "
+            "off its training distribution, not a model trained to read [PAD].",
+            icon="🧪",
+        )
         for column, (masked, run) in zip(st.columns(2), runs.items(), strict=True):
             with column:
                 display.show_figure(
