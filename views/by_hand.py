@@ -122,7 +122,8 @@ def soft_lookup() -> None:
         "Attention asks with a **query**, compares it with every **key**, and returns a blend of "
         "all **values**, weighted by how well each key matches. A hard lookup keeps only the best "
         "match; the soft one keeps every match in proportion, which is what lets training nudge "
-        "the weights a little at a time (a hard argmax has no gradient)."
+        "the weights a little at a time (a hard argmax has no gradient).",
+        help=terms.ahead("gradient"),
     )
     st.latex(  # stacked, so it fits a phone's width
         r"\begin{gathered}\text{hard: } v_{j^*},\ j^* = \arg\max_j q\cdot k_j"

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from core import embeddings
-from ui import charts, display, embeddings_charts, models, state, tables, widgets
+from ui import charts, display, embeddings_charts, models, state, tables, terms, widgets
 from ui.escape import literal
 
 inputs, model = state.page_context()
@@ -94,11 +94,18 @@ layer = c2.select_slider(  # a hidden state: 0 … L, named as every page names 
     format_func=charts.state_name,  # "embedding output", "after layer 0", …
     key="emb_layer",
     bind="query-params",
-    help="Layers are numbered from 0, as on every page: “after layer 5” is the last of six.",
+    help="Each choice is a **hidden state**: the tokens' vectors between two layers. Layers are "
+    "numbered from 0, as on every page: “after layer 5” is the last of six.",
 )
 state_name = charts.state_name(layer)
 shown_word = literal(word)  # a word piece of the visitor's text: shown, never read as markup
-method = c3.radio("Projection", ["PCA", "t-SNE"], key="emb_method", bind="query-params")
+method = c3.radio(
+    "Projection",
+    ["PCA", "t-SNE"],
+    key="emb_method",
+    bind="query-params",
+    help=terms.ahead("PCA", "t-SNE", here="views/embeddings.py"),
+)
 n_dims = c4.radio("View", ["2D", "3D"], key="emb_view", bind="query-params")
 n_components = 3 if n_dims == "3D" else 2
 followed = embeddings.pick_occurrences(points, word, MAX_FOLLOW)  # indices into all points

@@ -114,7 +114,7 @@ def why_several_heads() -> None:
         )
         + how_often
     )
-    st.caption(neighbour_note)
+    st.caption(neighbour_note, help=terms.ahead("role score", here="views/multi_head.py"))
 
 
 def all_heads() -> None:

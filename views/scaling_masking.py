@@ -145,7 +145,8 @@ def why_root_dk() -> None:
         + ("Unscaled, the entropy falls as d_k grows" if falls else "Unscaled, the entropy moves")
         + f": at d_k = {widest.d_k} a row holds {widest.raw_entropy:.2f} bits, as spread as "
         f"{keys_worth:.1f} equally weighted keys"
-        + (", so each query locks onto about one key." if keys_worth < 2 else ".")
+        + (", so each query locks onto about one key." if keys_worth < 2 else "."),
+        help=terms.ahead("entropy (bits)", here="views/scaling_masking.py"),
     )
 
 
