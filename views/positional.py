@@ -330,7 +330,11 @@ def rotation_section() -> None:
         "A sine alone is ambiguous: sin(ωp) takes each value twice per turn, going up and coming "
         "down, so one number cannot tell the two positions apart. With its cosine partner the pair "
         "is a point on a circle, unique within a turn, and moving k steps is the rotation above. "
-        "The pairing is also what makes the dot product depend on distance alone:"
+        "That rotation needs both halves: sin(ω(p + k)) = sin(ωp) cos(ωk) + cos(ωp) sin(ωk) "
+        "reads the cosine of p. From the sine alone the shifted sine cannot be worked out at "
+        "all, since two positions with one sine generally have different shifted sines; with "
+        "the pair it is the fixed linear map R_k, the same for every p, which a layer's weights "
+        "can hold. The pairing is also what makes the dot product depend on distance alone:"
     )
     st.latex(
         r"\begin{gathered}\sin a\,\sin b + \cos a\,\cos b = \cos(a-b)"

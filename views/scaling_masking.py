@@ -403,6 +403,17 @@ def cross_attention() -> None:
             "sm_cross",
         )
         st.caption("Each row sums to 1 over the tokens of B.")
+    with st.expander("Where attention began: a decoder reading an encoder"):
+        st.markdown(
+            "Attention entered neural translation as cross-attention. In Bahdanau, Cho & Bengio "
+            "(2015) a recurrent encoder reads the source sentence into one state per word; "
+            "before writing each output word, the recurrent decoder scores every encoder state "
+            "against its own state (with a small feed-forward network, not a dot product), "
+            "takes a softmax, and reads the weighted average of the states. Self-attention "
+            "keeps that weighted average and changes where its three inputs come from: queries, "
+            "keys and values are all the same sequence's tokens, so every token reads every "
+            "other, and no recurrence is left to carry information from word to word."
+        )
         tables.download_matrix(
             cross.attn_weights[head],
             widgets.numbered(trace_a.tokens),
