@@ -173,6 +173,13 @@ def test_embeddings_say_which_sense_is_closer_state_by_state(embeddings_page, mo
     assert f"embedding output: {same[0]:.3f} against {other[0]:.3f}" in paragraph
 
 
+def test_every_pca_plane_of_the_embeddings_page_says_its_units_are_arbitrary(embeddings_page):
+    for tab in ("2 · Path", "5 · √d_k switch"):
+        at = open_tab(embeddings_page, "emb_section", tab)
+        assert_no_exception(at)
+        assert any("PCA plane" in t and "arbitrary" in t for t in texts(at)), tab
+
+
 # ---- 4 · Multi-head: the intro's count, and Olsson et al. hedged ----------------------------
 
 

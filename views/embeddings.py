@@ -215,7 +215,8 @@ def path_through_layers() -> None:
     """Section 2: the followed word piece's occurrences, state by state."""
     st.subheader(f"2 · The path of '{shown_word}' through the layers")
     st.markdown(
-        "All layers share one PCA plane here, so a step in the picture is the projection of a real "
+        "All layers share one PCA plane here (its units arbitrary, as in tab 1), so a step in "
+        "the picture is the projection of a real "
         "change of the vector onto that plane (moves across the plane do not show). Much of the motion is shared by every token (the whole cloud drifts from layer to "
         "layer); the gaps between the coloured paths are what the context adds. The embedding output "
         "already differs between sentences: position vectors were added. Grey: every token, "
@@ -374,6 +375,10 @@ def scaling_switch() -> None:
             f"{state_name[0].upper()}{state_name[1:]}: arrows follow '{shown_word}'",
         )
         display.show_figure(fig, key="emb_compare_fig", filename="scaling-comparison")
+        st.caption(
+            "Both runs share one PCA plane, fitted on all their points; its axes have arbitrary "
+            "units, so compare the arrows' lengths with each other, not with the axis numbers."
+        )
         st.metric("mean cosine between a token's two versions", f"{comparison.mean_cosine:.3f}")
 
 
