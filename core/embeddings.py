@@ -222,6 +222,23 @@ def project_unique(
     return project(vectors[first], method, n_components)[inverse]
 
 
+def explained_variance(
+    vectors: np.ndarray, n_components: int = 2, ids: np.ndarray | None = None
+) -> np.ndarray:
+    """(m, d) -> (c,): the share of the points' total variance along each of PCA's first c axes,
+    as `project` fits them (each distinct id once when ids are given, as `project_unique`)."""
+    vectors = np.asarray(vectors, dtype=np.float64)
+    if ids is not None:
+        _, first = np.unique(ids, return_index=True)
+        vectors = vectors[first]
+    usable = min(n_components, vectors.shape[0] - 1, vectors.shape[1])
+    shares = np.zeros(n_components)
+    if usable >= 1:
+        with threadpool_limits(THREADS):
+            shares[:usable] = PCA(n_components=usable).fit(vectors).explained_variance_ratio_
+    return shares
+
+
 def trajectories(hidden: np.ndarray, n_components: int = 2, fit_rows: int = 4000) -> np.ndarray:
     """(L + 1, m, d) -> (L + 1, m, c): every layer's vectors in ONE PCA plane fitted on all of them.
 
@@ -263,6 +280,12 @@ class SenseSplit:
     def measured(self) -> bool:
         """Whether both kinds of pair exist (a word seen in one sense only has no split)."""
         return not (np.isnan(self.same).all() or np.isnan(self.other).all())
+
+    @property
+    def same_closer(self) -> np.ndarray:
+        """(S,) bool: True where pairs of one sense are more alike than pairs across senses
+        (False where they are not, or where either kind of pair is missing)."""
+        return np.nan_to_num(self.same, nan=-np.inf) > np.nan_to_num(self.other, nan=np.inf)
 
 
 def sense_split(tables: np.ndarray, senses: Sequence[str | None]) -> SenseSplit:

@@ -16,7 +16,8 @@ from ui import path
 @dataclass(frozen=True)
 class Term:
     definition: str  # one or two sentences, true of every model the app loads
-    taught_in: str  # the view file of the page that teaches it
+    taught_in: str  # the view file of the page that teaches it; "" for a tool the course uses
+    # but does not teach (a statistic, an optimiser): the definition is all it gets
     where: str = ""  # the section of that page, when it is one of several
 
 
@@ -84,6 +85,119 @@ TERMS: dict[str, Term] = {
         "views/inside_layer.py",
         "section 4",
     ),
+    "token, word piece": Term(
+        "A word piece is an entry of the tokenizer's fixed vocabulary: a whole word or a part of "
+        "one. A token is one place in an input, holding a word piece: “the” twice in a sentence "
+        "is one word piece and two tokens.",
+        "views/overview.py",
+        "section 2",
+    ),
+    "feed-forward network": Term(
+        "Two learned linear maps with a non-linear function between them, applied to each "
+        "token's vector on its own. Every layer has one, after its attention.",
+        "views/inside_layer.py",
+        "section 1",
+    ),
+    "LayerNorm": Term(
+        "Rescales each token's vector to mean 0 and variance 1 over its d_model numbers, then "
+        "applies a learned gain and shift. RMSNorm, its variant, only divides by the root mean "
+        "square.",
+        "views/inside_layer.py",
+        "section 3",
+    ),
+    "position rows": Term(
+        "Rows of a learned table with one vector per position 0, 1, 2, …: a model with such a "
+        "table adds row p to the vector of the token at position p, so one word at two places "
+        "enters as two different vectors.",
+        "views/positional.py",
+        "in tab 3 · Learned",
+    ),
+    "segment rows": Term(
+        "Rows of a small learned table with one vector per sentence of a pair: a BERT-style "
+        "model adds row 0 to every token of the first sentence and row 1 to every token of the "
+        "second, so each token carries which sentence it is in.",
+        "views/positional.py",
+    ),
+    "gradient": Term(
+        "For a number computed from many inputs (a loss, an output), how fast it changes as each "
+        "input is nudged, one value per input. Training moves every weight a small step against "
+        "the loss's gradient.",
+        "views/explanations.py",
+        "section 1",
+    ),
+    "entropy (bits)": Term(
+        "How spread a row of attention weights is: H = −Σ α log₂ α. It is 0 bits when all the "
+        "weight sits on one key and log₂ n bits when it is spread evenly over n keys.",
+        "views/scaling_masking.py",
+        "section 3",
+    ),
+    "R²": Term(
+        "The share of the variation of one quantity that a fitted function of another accounts "
+        "for: 1 when the fit is exact, 0 when it explains nothing.",
+        "",
+    ),
+    "role score": Term(
+        "A head's mean attention weight from each word piece to one kind of target (the token "
+        "before it, the token after it, the first token, another occurrence of the same word), "
+        "over fixed probe sentences.",
+        "views/multi_head.py",
+        "in tab 1 · All heads",
+    ),
+    "PCA": Term(
+        "Principal component analysis: turns the cloud of points so that its axes follow the "
+        "directions in which the points spread most, and keeps the first two or three of them.",
+        "views/embeddings.py",
+        "in tab 1 · Before and after",
+    ),
+    "t-SNE": Term(
+        "Places the points in 2-D or 3-D so that near neighbours in the full space stay near; "
+        "distances between far groups, and the axes, carry little meaning (van der Maaten & "
+        "Hinton, 2008).",
+        "views/embeddings.py",
+        "in tab 1 · Before and after",
+    ),
+    "hidden state": Term(
+        "The tokens' vectors between two layers: the embedding output enters layer 0, and the "
+        "output of layer l enters layer l + 1. The pages name them “embedding output” and "
+        "“after layer l”.",
+        "views/embeddings.py",
+    ),
+    "Spearman's ρ": Term(
+        "The correlation of two rankings: 1 when both put the items in the same order, 0 when "
+        "the orders are unrelated, −1 when one is the other reversed.",
+        "views/explanations.py",
+        "section 2",
+    ),
+    "integrated gradients": Term(
+        "An explanation method: it averages the output's gradient along a straight path from an "
+        "all-zero input to the real one and multiplies by the input, so the scores add up to the "
+        "change of the output (Sundararajan et al., 2017).",
+        "views/explanations.py",
+        "section 1",
+    ),
+    "Adam": Term(
+        "An optimiser (Kingma & Ba, 2015): it moves each weight against its gradient, divided by "
+        "a running estimate of that gradient's size, so every weight takes steps of similar size.",
+        "views/lab.py",
+        "section 4",
+    ),
+    "cross-entropy": Term(
+        "A loss for predicted probabilities: minus the log of the probability given to the right "
+        "answer, averaged over the predictions. It is 0 when the right answer gets probability 1.",
+        "views/lab.py",
+        "section 3",
+    ),
+    "nats": Term(
+        "The unit of a loss computed with the natural logarithm, as bits are with log₂: "
+        "1 nat = 1/ln 2 ≈ 1.44 bits.",
+        "",
+    ),
+    "Fisher exact test": Term(
+        "A test of whether two counts of successes, out of the same numbers of trials, differ by "
+        "more than chance: its p-value is the probability, with the totals fixed, of a split at "
+        "least as uneven if both groups shared one success rate.",
+        "",
+    ),
 }
 
 
@@ -95,6 +209,9 @@ def ahead(*names: str, here: str = "") -> str:
     lines = []
     for name in names:
         term = TERMS[name]  # a KeyError here is a typo in a view
+        if not term.taught_in:  # a tool the course uses without teaching it
+            lines.append(f"**{name}**: {term.definition}")
+            continue
         step = path.step_of(term.taught_in)
         where = f", {term.where}" if term.where else ""
         taught = (

@@ -122,7 +122,8 @@ def soft_lookup() -> None:
         "Attention asks with a **query**, compares it with every **key**, and returns a blend of "
         "all **values**, weighted by how well each key matches. A hard lookup keeps only the best "
         "match; the soft one keeps every match in proportion, which is what lets training nudge "
-        "the weights a little at a time (a hard argmax has no gradient)."
+        "the weights a little at a time (a hard argmax has no gradient).",
+        help=terms.ahead("gradient"),
     )
     st.latex(  # stacked, so it fits a phone's width
         r"\begin{gathered}\text{hard: } v_{j^*},\ j^* = \arg\max_j q\cdot k_j"
@@ -200,6 +201,22 @@ def fixed_against_computed() -> None:
         "The dense weights are a seeded random matrix standing in for trained ones: any fixed "
         "matrix gives two identical bars. The attention bars differ because the words differ."
     )
+    reach = model.n_layers  # a width-3 window widens a token's view by one place per side
+    with st.expander("And a convolution?"):
+        st.markdown(
+            "A convolution is the dense rule cut down to a window: each position mixes its few "
+            "neighbours (say the one before, itself and the one after) with fixed weights, the "
+            "same weights at every position. It would give two identical bars here too. Three "
+            "differences from self-attention follow. Its weights are set by training and "
+            "blind to the words, while attention's are computed from them. Its window knows "
+            "which neighbour is which, so it needs no position vectors; attention mixes a bag of "
+            "tokens and has to be told the order (page 2b). And it sees only nearby tokens: a "
+            f"stack of {reach} width-3 convolutions, as deep as {name}, lets a token read at "
+            f"most {reach} places to each side, where one attention layer reads all of its "
+            "input. Vaswani et al. (2017) count O(n/k) layers of width-k convolutions to link "
+            "every pair of n tokens, against one layer of self-attention, at the price of the "
+            "n² pairs of section 5."
+        )
 
 
 def cost() -> None:

@@ -16,6 +16,7 @@ from ui import (
     predict_answers,
     state,
     tables,
+    terms,
     widgets,
 )
 from ui.escape import literal
@@ -227,7 +228,8 @@ else:
         f"{_span(zero.lengths.min(), zero.lengths.max(), 1)} long. Their self-scores lead by "
         f"{_lead_range(zero.self_leads)}, {mixing}. "
         f"The two “{shown_word}”s have cosine {zero.pair.cosine_before:.3f} going in and "
-        f"{zero.pair.cosine_after:.3f} coming out. " + stretched_note
+        f"{zero.pair.cosine_after:.3f} coming out. " + stretched_note,
+        help=terms.ahead("position rows", "segment rows", "LayerNorm"),
     )
     kinds = {
         "table rows (steps 1–4)": table,

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from core import embeddings
-from ui import charts, display, embeddings_charts, models, state, tables, widgets
+from ui import charts, display, embeddings_charts, models, state, tables, terms, widgets
 from ui.escape import literal
 
 inputs, model = state.page_context()
@@ -94,11 +94,18 @@ layer = c2.select_slider(  # a hidden state: 0 … L, named as every page names 
     format_func=charts.state_name,  # "embedding output", "after layer 0", …
     key="emb_layer",
     bind="query-params",
-    help="Layers are numbered from 0, as on every page: “after layer 5” is the last of six.",
+    help="Each choice is a **hidden state**: the tokens' vectors between two layers. Layers are "
+    "numbered from 0, as on every page: “after layer 5” is the last of six.",
 )
 state_name = charts.state_name(layer)
 shown_word = literal(word)  # a word piece of the visitor's text: shown, never read as markup
-method = c3.radio("Projection", ["PCA", "t-SNE"], key="emb_method", bind="query-params")
+method = c3.radio(
+    "Projection",
+    ["PCA", "t-SNE"],
+    key="emb_method",
+    bind="query-params",
+    help=terms.ahead("PCA", "t-SNE", here="views/embeddings.py"),
+)
 n_dims = c4.radio("View", ["2D", "3D"], key="emb_view", bind="query-params")
 n_components = 3 if n_dims == "3D" else 2
 followed = embeddings.pick_occurrences(points, word, MAX_FOLLOW)  # indices into all points
@@ -128,6 +135,7 @@ def before_and_after() -> None:
         st.caption(
             f"t-SNE keeps near neighbours near but distorts distances; perplexity "
             f"{embeddings.tsne_perplexity(shown.n_points):.0f} (clamped below the number of points)."
+            " Its axes mean nothing and their units are arbitrary: read who sits near whom."
         )
     left, right = st.columns(2)  # the figures first, what they show under them
     with left:
@@ -163,6 +171,16 @@ def before_and_after() -> None:
         "labelled by the sense its sentence was written for (a sentence of your own by its "
         "number). Grey: every other token."
     )
+    if method_key == "pca":
+        static_kept = embeddings.explained_variance(shown.static, n_components, shown.token_ids)
+        context_kept = embeddings.explained_variance(shown.hidden[layer], n_components)
+        st.caption(
+            "Each PCA axis is a direction of largest spread among these very points, so its "
+            "units are arbitrary (and its sign too): compare distances, not coordinates. The "
+            f"{n_components} axes keep {' + '.join(f'{v:.0%}' for v in static_kept)} of the "
+            f"static vectors' variance and {' + '.join(f'{v:.0%}' for v in context_kept)} of "
+            "the contextual ones'; the rest is spread across dimensions the picture cannot show."
+        )
     sense_split()
 
 
@@ -197,7 +215,8 @@ def path_through_layers() -> None:
     """Section 2: the followed word piece's occurrences, state by state."""
     st.subheader(f"2 · The path of '{shown_word}' through the layers")
     st.markdown(
-        "All layers share one PCA plane here, so a step in the picture is the projection of a real "
+        "All layers share one PCA plane here (its units arbitrary, as in tab 1), so a step in "
+        "the picture is the projection of a real "
         "change of the vector onto that plane (moves across the plane do not show). Much of the motion is shared by every token (the whole cloud drifts from layer to "
         "layer); the gaps between the coloured paths are what the context adds. The embedding output "
         "already differs between sentences: position vectors were added. Grey: every token, "
@@ -268,13 +287,62 @@ def occurrences_alike() -> None:
     st.markdown(
         "In the static table every pair has cosine 1: one row. The embedding output (emb) "
         "already differs a little, since each occurrence has its own position; through the layers "
-        "the occurrences mostly separate further (not always steadily: follow the line), and occurrences with the same sense tend to stay closer than occurrences across "
-        "senses (with the default sentences: the two river banks, the two money banks)."
+        "the occurrences mostly separate further (not always steadily: follow the line). "
+        + by_sense(cosine_tables)
     )
     if len(chosen) < 2:
         st.caption(
             f"'{shown_word}' occurs once: add a sentence that uses it again to compare occurrences."
         )
+
+
+def stage_runs(states: list[int]) -> str:
+    """Hidden states as prose, consecutive layers joined: [0, 1, 2, 3] -> 'at the embedding
+    output and after layers 0–2'."""
+    parts = ["at the embedding output"] if 0 in states else []
+    layers = [s - 1 for s in states if s > 0]  # state s is the output of layer s - 1
+    runs: list[list[int]] = []
+    for layer_number in layers:
+        if runs and layer_number == runs[-1][-1] + 1:
+            runs[-1].append(layer_number)
+        else:
+            runs.append([layer_number])
+    parts += [
+        f"after layer {run[0]}" if len(run) == 1 else f"after layers {run[0]}–{run[-1]}"
+        for run in runs
+    ]
+    return " and ".join(parts)
+
+
+def by_sense(cosine_tables: object) -> str:
+    """Whether same-sense occurrences are closer than cross-sense ones, state by state, as
+    measured here (the static table is left out: there every pair is one row, cosine 1)."""
+    occurrence_senses = [senses[shown.sentence[i]] for i in chosen]
+    split = embeddings.sense_split(cosine_tables, occurrence_senses)
+    if not split.measured:
+        return ""
+    closer = [s for s in range(model.n_layers + 1) if split.same_closer[s + 1]]
+    reversed_ = [s for s in range(model.n_layers + 1) if not split.same_closer[s + 1]]
+    if not reversed_:
+        return (
+            "At every hidden state, two occurrences with the same sense are more alike (higher "
+            "mean cosine) than two across senses."
+        )
+    numbers = "; ".join(
+        f"{charts.state_name(s)}: {split.same[s + 1]:.3f} against {split.other[s + 1]:.3f}"
+        for s in reversed_
+    )
+    if not closer:
+        return (
+            "At no hidden state are two occurrences with the same sense more alike than two "
+            f"across senses (same sense against other sense, {numbers})."
+        )
+    return (
+        "Two occurrences with the same sense are more alike (higher mean cosine) than two across "
+        f"senses {stage_runs(closer)}, but not {stage_runs(reversed_)} (same sense against "
+        f"other sense, {numbers})"
+        + (": the sense shows once the layers have mixed in context." if reversed_ == [0] else ".")
+    )
 
 
 def scaling_switch() -> None:
@@ -307,6 +375,10 @@ def scaling_switch() -> None:
             f"{state_name[0].upper()}{state_name[1:]}: arrows follow '{shown_word}'",
         )
         display.show_figure(fig, key="emb_compare_fig", filename="scaling-comparison")
+        st.caption(
+            "Both runs share one PCA plane, fitted on all their points; its axes have arbitrary "
+            "units, so compare the arrows' lengths with each other, not with the axis numbers."
+        )
         st.metric("mean cosine between a token's two versions", f"{comparison.mean_cosine:.3f}")
 
 

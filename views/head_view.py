@@ -222,8 +222,9 @@ if not paired:
         "found BERT-base heads that read across the boundary. "
         + (
             f"{model_label} was distilled from a BERT-style teacher (Wang et al., 2020) and then "
-            "fine-tuned one sentence at a time, so what it does across a pair was never trained "
-            "for. "
+            "fine-tuned one sentence at a time: that last stage never showed it two sentences in "
+            "one input, and whether the distillation did is not known here, so treat what it "
+            "does across a pair as untested. "
             if model.name == core.BUNDLED
             else f"Whether {model_label} was ever trained on pairs depends on how it was made. "
         )

@@ -16,6 +16,7 @@ from ui import (
     models,
     state,
     tables,
+    terms,
     widgets,
 )
 from ui.escape import literal
@@ -344,7 +345,8 @@ st.markdown(
     "CSV under their figure. The whole forward pass of the sidebar's sentence — tokens, "
     "hidden states, queries, keys, values, scores and weights of every head — is one file. "
     "The address bar keeps the sentence, model, switches, layer and head: copy it to share "
-    "this exact view."
+    "this exact view.",
+    help=terms.ahead("hidden state"),
 )
 exports.download_trace(
     trace, state.refetch(model, inputs), key="hm_npz", filename="attention-explorer-trace"

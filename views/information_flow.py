@@ -15,6 +15,7 @@ from ui import (
     next_word,
     state,
     tables,
+    terms,
     widgets,
     word_level,
 )
@@ -257,7 +258,8 @@ def the_paper_and_this_sentence() -> None:
         )
         + "(theirs explained a classifier's output): Spearman's ρ of each method's shares "
         "against removing each piece alone (removal) and against integrated gradients (IG), "
-        "special pieces left out."
+        "special pieces left out.",
+        help=terms.ahead("Spearman's ρ", "integrated gradients"),
     )
     check = explanations_runs.paper_check(model, text, inputs, flow)
     reference_names = {

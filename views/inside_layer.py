@@ -99,6 +99,24 @@ floor = inside_layer.activation_floor(
 )  # GELU's lowest output, read off the model's activation
 units_off = means["units_off"]
 modest = kept.min() >= 0.8  # the corrections turn x by less than ~37 degrees on average
+# Where the norms sit decides whether the error signal has a bare identity path back.
+if model.arch.norm_position == "pre":  # x + a(norm(x)): the stream is a chain of plain sums
+    gradient_path = (
+        f"{name} normalises before each sublayer, off the stream, so from the last layer back to "
+        "the first the error signal has a path along the identity, however little a sublayer "
+        "passes back"
+        + (
+            " (only the one norm after the last layer sits on it)."
+            if model.arch.final_norm
+            else "."
+        )
+    )
+else:  # norm(x + a(x)): every way back passes through a norm's derivative
+    gradient_path = (
+        f"In {name}, though, every LayerNorm sits on the stream itself (see **LayerNorm** below): "
+        "each sum is normalised before the next layer reads it, so the error signal passes "
+        "through every norm's derivative on its way back, not along a bare identity."
+    )
 st.markdown(
     "**The residual stream** carries each token's vector past every sublayer unchanged and adds "
     "the sublayer's result to it: x + a, not a alone. A sublayer therefore learns a correction "
@@ -109,10 +127,9 @@ st.markdown(
         else ": "
     )
     + f"cosine(x, x + a) = {kept.min():.2f}–{kept.max():.2f} (layer means, this sentence). In "
-    "training, the derivative of the sum is the identity plus the sublayer's own derivative, so "
-    "the error signal reaches the first layers along the identity, however little a sublayer "
-    "passes back. He et al. (2016) introduced this shortcut to make very deep networks "
-    "trainable."
+    "training, the derivative of the sum is the identity plus the sublayer's own derivative. "
+    + gradient_path
+    + " He et al. (2016) introduced this shortcut to make very deep networks trainable."
 )
 st.latex(r"\frac{\partial\,(x + a(x))}{\partial x} = I + \frac{\partial a}{\partial x}")
 # How far apart the longest and shortest vectors are, before and after the LayerNorm.

@@ -10,6 +10,7 @@ from ui import (
     lab_charts,
     lab_runs,
     tables,
+    terms,
     widgets,
 )
 from ui.state import CAUSAL_LABEL, SCALE_LABEL
@@ -79,6 +80,7 @@ with more_column.expander("Mask, positions, loss"):
         format_func={"squared": "squared error", "cross_entropy": "cross-entropy"}.get,
         key="lab_loss",
         bind="query-params",
+        help=terms.ahead("cross-entropy", here="views/lab.py"),
     )
 settings = lab.Settings(
     task=task_name,
@@ -245,7 +247,8 @@ st.markdown(
     "other path from cheating.) Adam updates the parameters on a fresh batch of "
     f"{lab.Settings.batch_size} random sequences per step, with a step size (learning rate) "
     f"of {lab.Settings.learning_rate}. The loss compares each row with the one-hot row y_i of "
-    "its target key t(i):"
+    "its target key t(i):",
+    help=terms.ahead("Adam", here="views/lab.py"),
 )
 st.latex(r"L_{\text{squared}} = \frac{1}{n}\sum_i \sum_j (\alpha_{ij} - y_{ij})^2")
 st.latex(r"L_{\text{cross-entropy}} = -\frac{1}{n}\sum_i \log \alpha_{i,\,t(i)}")
@@ -451,7 +454,8 @@ def comparison_results(comparison: lab.Comparison) -> None:
     )
     st.markdown(
         "“Clearly” below means the counts differ by more than chance would explain with "
-        f"{n} seeds (a one-sided Fisher exact test below {lab.CLEAR_P})."
+        f"{n} seeds (a one-sided Fisher exact test below {lab.CLEAR_P}).",
+        help=terms.ahead("Fisher exact test"),
     )
     for name in comparison.tasks:
         st.markdown(task_verdict(comparison, name))
@@ -612,7 +616,8 @@ st.caption(
     f"{induction_defaults.solved_loss} nats, or after {induction_defaults.max_steps} steps. "
     "Each step is one Adam update on a fresh batch of "
     f"{induction_defaults.batch_size} sequences, learning rate "
-    f"{induction_defaults.learning_rate}."
+    f"{induction_defaults.learning_rate}.",
+    help=terms.ahead("nats"),
 )
 induction_trained: dict[int, induction.InductionSettings] = {
     n_layers: chosen

@@ -41,12 +41,6 @@ trace = state.trace_or_stop(model, inputs)
 state.off_distribution_note(inputs, model_label)  # the sidebar's switches act in every section
 labels = widgets.numbered(trace.tokens)
 token_axes = (trace.tokens, trace.tokens)  # query and key labels of a self-attention heatmap
-st.caption(
-    "Five sections, one tab each. Sections 1 to 4 have a Layer slider inside their tab (2 and 3 a "
-    "Head slider too), which keeps its place from tab to tab. “Why several heads” picks its two "
-    "heads by measuring every head on the sidebar sentence; section 1 names heads measured on "
-    "fixed probe sentences."
-)
 roles = multi_head_runs.role_scores(model)  # the named heads, measured once per model
 (prev_layer, prev_head, prev_mean), (next_layer, next_head, next_mean) = (
     roles.best("previous"),
@@ -120,7 +114,7 @@ def why_several_heads() -> None:
         )
         + how_often
     )
-    st.caption(neighbour_note)
+    st.caption(neighbour_note, help=terms.ahead("role score", here="views/multi_head.py"))
 
 
 def all_heads() -> None:
@@ -301,6 +295,12 @@ def induction_heads_found() -> None:
             "predicts no next piece, so here the scores only say where a head looks. The Lab "
             "trains a two-layer decoder and shows both heads forming."
         )
+    st.caption(
+        "Olsson et al. (2022) tie induction heads to in-context learning, a model's use of "
+        "earlier parts of a text to predict later ones. For small attention-only models they "
+        "give causal evidence; for large models they call their own evidence “preliminary and "
+        "indirect”."
+    )
 
 
 def back_to_one_vector() -> None:
@@ -530,6 +530,12 @@ SECTIONS = {
     "4 · Remove heads": remove_heads,
     "5 · Induction heads": induction_heads_found,  # a tab of its own: tab 1 holds five figures
 }
+st.caption(  # written here, above the tabs, so the count is read from them
+    f"The page has {len(SECTIONS)} sections, one tab each. Sections 1 to 4 have a Layer slider "
+    "inside their tab (2 and 3 a Head slider too), which keeps its place from tab to tab. “Why "
+    "several heads” picks its two heads by measuring every head on the sidebar sentence; section "
+    "1 names heads measured on fixed probe sentences."
+)
 # One section at a time, drawn only when its tab is open: all of them at once were 13 figures,
 # ~3.1 s of a first visit's browser work and ~1.1 s on every new sentence (2.5x and 4.2x the
 # reference app, bench/bench_browser.py). The URL keeps the open tab.

@@ -26,7 +26,8 @@ st.markdown(
     "own in a feed-forward network. This app runs that process on "
     f"the real weights of a trained model ({model_label} on screen) with its own, "
     "readable implementation and shows each number it computes. "
-    "Type a sentence in the sidebar; every page that reads a sentence follows it."
+    "Type a sentence in the sidebar; every page that reads a sentence follows it.",
+    help=terms.ahead("token, word piece", "feed-forward network", here="views/overview.py"),
 )
 path.start_button()
 
@@ -83,7 +84,9 @@ st.markdown(
     + ": a common word is one piece, a rare word several. "
     + models.piece_scheme_note(trace)
     + f" This input is **{trace.n_tokens} word pieces**. Each piece, numbered from 0, is one row "
-    "and one column of every attention matrix in this app.",
+    "and one column of every attention matrix in this app. The pages call a piece at its place "
+    "in the input a **token**: a word piece that occurs twice is one vocabulary entry and two "
+    "tokens.",
     help=terms.ahead("[CLS], [SEP]") if "[CLS]" in trace.tokens else None,
 )
 

@@ -13,6 +13,7 @@ from ui import (
     predict_answers,
     state,
     tables,
+    terms,
     widgets,
 )
 from ui.numbers import signed
@@ -50,6 +51,26 @@ st.info(
         f"its input is $x_p = {input_formula}$."
     ),
     icon=":material/location_on:",
+)
+n_segment_rows = model.dims.type_vocab_size  # 0: the model has no segment table
+st.caption(
+    "Position rows are not the only rows some models add: a BERT-style encoder reads one or two "
+    "sentences at once and adds a **segment row**, row 0 of a small learned table to every token "
+    "of the first sentence and row 1 to every token of the second, so each token carries which "
+    "sentence it is in. "
+    + (
+        f"{model_label} has no segment table."
+        if not n_segment_rows
+        else f"{model_label}'s table has one row, added to every token alike."
+        if n_segment_rows == 1
+        else f"{model_label}'s table has {n_segment_rows} rows."
+    )
+    + (
+        " The LayerNorm around the sum rescales each token's vector before the first layer."
+        if model.arch.embedding_norm and not rotary
+        else ""
+    ),
+    help=terms.ahead("LayerNorm") if model.arch.embedding_norm and not rotary else None,
 )
 
 
@@ -258,7 +279,11 @@ def near_positions_section() -> None:
             )
             display.show_figure(fig, key=f"pos_sim_{name}", filename=f"position-similarity-{name}")
             share = positional.explained_by_distance(similarity)
-            st.metric("explained by distance |p − q| alone (R²)", f"{share:.2f}")
+            st.metric(
+                "explained by distance |p − q| alone (R²)",
+                f"{share:.2f}",
+                help=terms.ahead("R²"),
+            )
             labels = [str(p) for p in range(n_positions)]
             tables.download_matrix(
                 similarity, labels, labels, f"similarity-{kind}", key=f"pos_csv_{name}"
@@ -305,7 +330,11 @@ def rotation_section() -> None:
         "A sine alone is ambiguous: sin(ωp) takes each value twice per turn, going up and coming "
         "down, so one number cannot tell the two positions apart. With its cosine partner the pair "
         "is a point on a circle, unique within a turn, and moving k steps is the rotation above. "
-        "The pairing is also what makes the dot product depend on distance alone:"
+        "That rotation needs both halves: sin(ω(p + k)) = sin(ωp) cos(ωk) + cos(ωp) sin(ωk) "
+        "reads the cosine of p. From the sine alone the shifted sine cannot be worked out at "
+        "all, since two positions with one sine generally have different shifted sines; with "
+        "the pair it is the fixed linear map R_k, the same for every p, which a layer's weights "
+        "can hold. The pairing is also what makes the dot product depend on distance alone:"
     )
     st.latex(
         r"\begin{gathered}\sin a\,\sin b + \cos a\,\cos b = \cos(a-b)"

@@ -341,7 +341,8 @@ def all_at_once() -> None:
         "sentence as a bag of pieces. With the position rows added, as in what layer 0 reads, "
         "the same word at another place enters as another vector, and the outputs differ by up "
         f"to {test.gap_with_positions:.3g} (the outputs themselves reach "
-        f"{test.largest_output:.3g}). That is why order has to be added back in."
+        f"{test.largest_output:.3g}). That is why order has to be added back in.",
+        help=terms.ahead("position rows"),
     )
     st.caption(
         "X is the embedding step's output in both runs, whichever layer the head comes from: "
@@ -352,7 +353,8 @@ def all_at_once() -> None:
             if inputs.causal
             else ""
         )
-        + "The positional-encoding lab shuffles the sentence through the whole model."
+        + "The positional-encoding lab shuffles the sentence through the whole model.",
+        help=terms.ahead("LayerNorm", "segment rows"),
     )
     st.page_link(
         "views/positional.py",

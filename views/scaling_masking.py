@@ -145,7 +145,8 @@ def why_root_dk() -> None:
         + ("Unscaled, the entropy falls as d_k grows" if falls else "Unscaled, the entropy moves")
         + f": at d_k = {widest.d_k} a row holds {widest.raw_entropy:.2f} bits, as spread as "
         f"{keys_worth:.1f} equally weighted keys"
-        + (", so each query locks onto about one key." if keys_worth < 2 else ".")
+        + (", so each query locks onto about one key." if keys_worth < 2 else "."),
+        help=terms.ahead("entropy (bits)", here="views/scaling_masking.py"),
     )
 
 
@@ -402,6 +403,17 @@ def cross_attention() -> None:
             "sm_cross",
         )
         st.caption("Each row sums to 1 over the tokens of B.")
+    with st.expander("Where attention began: a decoder reading an encoder"):
+        st.markdown(
+            "Attention entered neural translation as cross-attention. In Bahdanau, Cho & Bengio "
+            "(2015) a recurrent encoder reads the source sentence into one state per word; "
+            "before writing each output word, the recurrent decoder scores every encoder state "
+            "against its own state (with a small feed-forward network, not a dot product), "
+            "takes a softmax, and reads the weighted average of the states. Self-attention "
+            "keeps that weighted average and changes where its three inputs come from: queries, "
+            "keys and values are all the same sequence's tokens, so every token reads every "
+            "other, and no recurrence is left to carry information from word to word."
+        )
         tables.download_matrix(
             cross.attn_weights[head],
             widgets.numbered(trace_a.tokens),
@@ -440,6 +452,12 @@ def padding_mask() -> None:
                 f"The sidebar sentence has {trace.n_tokens} word pieces; this section reads its "
                 f"first {runs[True].n_real} ([SEP] included), enough to see the mask at work."
             )
+        st.warning(  # as state.off_distribution_note words every other switched-off experiment
+            f"The run without the mask (“no mask”): {model_label} never attended to [PAD] pieces in "
+            "training (there they were masked, or absent). That run is the trained model pushed "
+            "off its training distribution, not a model trained to read [PAD].",
+            icon="🧪",
+        )
         for column, (masked, run) in zip(st.columns(2), runs.items(), strict=True):
             with column:
                 display.show_figure(
