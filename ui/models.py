@@ -11,6 +11,7 @@ minute so retries stay cheap.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 import time
@@ -18,6 +19,7 @@ import time
 import streamlit as st
 
 import core
+from core.errors import ModelTooLarge
 from core.models import ModelPolicy, policy_from_settings
 from ui import (
     door,
@@ -44,19 +46,28 @@ def policy() -> ModelPolicy:
     return policy_from_settings(os.environ)
 
 
-@door.shared("loading the model", keep=True)
+def loading_policy() -> ModelPolicy:
+    """The server's policy with its limit for one model: half the door's budget. The model is
+    kept in the one cache like everything else; one that took more would leave too little room
+    for what its pages compute."""
+    return dataclasses.replace(policy(), max_model_bytes=door.cache_budget() // 2)
+
+
+def _load_cost(name: str) -> int:
+    # From config.json and the weight file's header, before a tensor is read (a hub model is
+    # downloaded first, within the download caps): refused here if its float32 tensors take
+    # more than half the budget (ModelUnavailable, which names the budget's setting).
+    try:
+        return core.models.load_size(name, loading_policy()).peak_bytes
+    except ModelTooLarge as err:
+        raise ModelTooLarge(
+            f"{err} (half of its memory budget, setting {door.MEMORY_SETTING})"
+        ) from err
+
+
+@door.shared("loading the model", cost=_load_cost, keep=True)
 def _load_model(name: str) -> core.Transformer:
-    model = core.load_model(name, policy())
-    # The model is kept in the one cache like everything else: one that takes more than half of
-    # the budget would leave too little room for what its pages compute, or be dropped and read
-    # again from disk on every click.
-    weights, budget = door.nbytes(model), door.cache_budget()
-    if 2 * weights > budget:
-        raise core.ModelUnavailable(
-            f"This model's weights take {weights // door.MB} MB, more than half of this "
-            f"server's memory budget ({budget // door.MB} MB, setting {door.MEMORY_SETTING})."
-        )
-    return model
+    return core.load_model(name, loading_policy())
 
 
 def _remembered_failure(name: str) -> str | None:
