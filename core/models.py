@@ -46,15 +46,34 @@ from core.transformer import Transformer
 from core.weights import held_bytes, load_peak_bytes, load_weights, read_config
 
 BUNDLED = "minilm"
-# Shown in the model picker when the server's policy allows them.
-SUGGESTED_MODELS: dict[str, str] = {
-    BUNDLED: "MiniLM-L6 · bundled, offline",
-    "bert-base-uncased": "bert-base-uncased · hub, 440 MB",
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    """A model the picker lists when the server's policy allows it, with what it costs."""
+
+    label: str  # the picker's words: the name first, then " · " and what it costs
+    kind: str  # "encoder" | "decoder"
+    held_mb: int  # its weights in memory as float32 (bench/bench_model_memory.py, "weights")
+
+
+# Shown in the model picker when the server's policy allows them. Download sizes are the hub's
+# listing of model.safetensors.
+SUGGESTED_MODELS: dict[str, Suggestion] = {
+    BUNDLED: Suggestion("MiniLM-L6 · bundled, offline", "encoder", 90),
+    "bert-base-uncased": Suggestion(
+        "bert-base-uncased · hub, 440 MB download, 436 MB of weights in memory", "encoder", 436
+    ),
+    "distilgpt2": Suggestion(
+        "distilgpt2 · a decoder, hub, 353 MB download, 328 MB of weights in memory", "decoder", 328
+    ),
 }
 # The hub ids a server loads when its deployer named none: none. bert-base-uncased does not fit
 # Community Cloud's 690 MB guarantee: one process holds 888 MB after loading it and one 512-piece
 # run, before Streamlit, the bundled model and the caches (MiniLM: 416 MB; measured with
-# bench/bench_model_memory.py), so it is an opt-in.
+# bench/bench_model_memory.py), so it is an opt-in. Nor does distilgpt2 beside MiniLM: 931 MB
+# with a 512-piece run of each held, 1,077 MB at the peak, before Streamlit (the same bench,
+# "minilm+distilgpt2"); half-precision weights would save at most their 164 MB.
 DEFAULT_HUB_MODELS: frozenset[str] = frozenset()
 ANY_HUB_ID = "*"  # in ATTENTION_EXPLORER_HUB_MODELS: any hub id (a local run's choice)
 TOKENIZER_FILES = ["config.json", "tokenizer.json", "vocab.txt", "tokenizer_config.json"]

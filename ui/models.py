@@ -103,14 +103,41 @@ def _load_with_spinner(name: str) -> core.Transformer:
     return model
 
 
+def _fits(suggestion: core.models.Suggestion) -> bool:
+    """Whether the door would take this model: its float32 weights within half the budget."""
+    return 2 * suggestion.held_mb * door.MB <= door.cache_budget()
+
+
 def listed_models() -> dict[str, str]:
-    """The picker's models (value -> label): the suggested ones this server's policy allows."""
+    """The picker's models (value -> label): the suggested ones this server's policy allows and
+    its memory budget can hold (a listed model the server then refused would be a false offer)."""
     allowed = policy().hub_ids
     return {
-        name: label
-        for name, label in core.SUGGESTED_MODELS.items()
-        if name == core.BUNDLED or allowed is None or name in allowed
+        name: suggestion.label
+        for name, suggestion in core.SUGGESTED_MODELS.items()
+        if name == core.BUNDLED or ((allowed is None or name in allowed) and _fits(suggestion))
     }
+
+
+def decoder_offer() -> str | None:
+    """Which decoder a visitor of this server can load, in words ("distilgpt2 in the Model
+    menu"), or None when it offers none: a page invites a visitor only to what the server takes."""
+    listed = [name for name in listed_models() if core.SUGGESTED_MODELS[name].kind == "decoder"]
+    if listed:
+        return " or ".join(label_of(name) for name in listed) + " in the Model menu"
+    chosen = policy()
+    if chosen.hub_ids is None or chosen.local_folders:
+        folder = " or a folder" if chosen.local_folders else ""
+        return f"a GPT-2 or Llama-family checkpoint (Model → other, a hub id{folder})"
+    return None
+
+
+def label_of(name: str) -> str:
+    """A model's name for prose, escaped, from its registry key: a suggested model's own name
+    ("MiniLM-L6" for "minilm"), else the name as typed."""
+    suggestion = core.SUGGESTED_MODELS.get(name)
+    shown = suggestion.label.split(" · ")[0] if suggestion else name
+    return literal(shown, max_chars=60)
 
 
 def active_model(name: str) -> core.Transformer:
@@ -191,8 +218,7 @@ def model_picker() -> str:
 def label(model: core.Transformer) -> str:
     """The model's name for prose and titles, escaped: "MiniLM-L6" for the bundled one, as the
     sidebar says it (the registry key "minilm" is not a name)."""
-    shown = core.SUGGESTED_MODELS.get(model.name, model.name).split(" · ")[0]
-    return literal(shown, max_chars=60)
+    return label_of(model.name)
 
 
 def piece_scheme_note(trace: core.Trace) -> str:
