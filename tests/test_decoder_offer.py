@@ -71,7 +71,8 @@ def server(monkeypatch):
 
     yield configure
     for name in ("ATTENTION_EXPLORER_PUBLIC", "ATTENTION_EXPLORER_HUB_MODELS",
-                 "ATTENTION_EXPLORER_MEMORY_MB", "ATTENTION_EXPLORER_LOCAL_FOLDERS"):  # fmt: skip
+                 "ATTENTION_EXPLORER_MEMORY_MB", "ATTENTION_EXPLORER_LOCAL_FOLDERS",
+                 "ATTENTION_EXPLORER_MAX_DOWNLOAD_MB"):  # fmt: skip
         monkeypatch.delenv(name, raising=False)
     models.policy.clear()
     door.set_budget(door.budget_bytes())
@@ -164,3 +165,22 @@ def test_distilgpt2s_repository_layout_loads_through_the_fake_hub(tmp_path):
     assert trace.input_ids.tolist() == slow(text)["input_ids"]
     assert core.load_model("distilgpt2", policy, hub).family == "gpt2"
     assert hub.downloads == ["distilgpt2"]  # found in the server's folder the second time
+
+
+def test_a_typed_hub_model_waits_for_load_beside_what_its_files_mean_for_memory(server):
+    """The download cap counts file bytes: beside the Load button the page says what that
+    means in memory, with this server's own numbers."""
+    from conftest import ROOT
+    from streamlit.testing.v1 import AppTest
+
+    server(ATTENTION_EXPLORER_HUB_MODELS="*", ATTENTION_EXPLORER_MAX_DOWNLOAD_MB="400")
+    note = models.memory_note()
+    assert "up to 400 MB" in note and "twice it for half-precision" in note
+    assert f"at most {door.cache_budget() // 2 // door.MB} MB of weights" in note
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.session_state["model"] = "other"
+    at.session_state["custom_model"] = "distilgpt2"
+    at.run()
+    assert_no_exception(at)
+    assert any(b.label == "Load distilgpt2" for b in at.sidebar.button)
+    assert note in " ".join(str(c.value) for c in at.sidebar.caption)

@@ -211,8 +211,23 @@ def model_picker() -> str:
         args=(name,),
         icon=":material/download:",
     )
-    st.caption("Nothing is loaded before you press the button; until then you see MiniLM.")
+    st.caption(
+        "Nothing is loaded before you press the button; until then you see MiniLM. " + memory_note()
+    )
     return core.BUNDLED
+
+
+def memory_note() -> str:
+    """What this server's limits mean for a model, in one sentence, from its settings: the
+    download cap counts file bytes, and the door takes a model of half its budget at most."""
+    chosen = loading_policy()
+    download_mb = chosen.max_download_bytes // door.MB
+    model_mb = (chosen.max_model_bytes or door.cache_budget()) // door.MB
+    return (
+        f"A hub model's files may take up to {download_mb:,} MB; in memory its weights take at "
+        "least their file's size, twice it for half-precision weights, and this server holds "
+        f"at most {model_mb:,} MB of weights for one model."
+    )
 
 
 def label(model: core.Transformer) -> str:
