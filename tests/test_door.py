@@ -475,3 +475,31 @@ def test_a_model_past_half_the_budget_is_refused_before_a_tensor_is_read(model, 
         models._load_cost(core.BUNDLED)
     monkeypatch.setattr(door, "_budget", 200 * door.MB)
     assert models._load_cost(core.BUNDLED) >= door.nbytes(model)
+
+
+def test_every_shared_function_in_ui_has_a_cost_that_takes_its_arguments():
+    """cost(**arguments) is called with every argument of the function: a cost that names one
+    the function lacks (or misses one without **_) would fail only when its page first ran."""
+    import importlib
+    import inspect
+    import pkgutil
+    from pathlib import Path
+
+    import ui
+
+    found = []
+    for module_info in pkgutil.iter_modules(ui.__path__):
+        module = importlib.import_module(f"ui.{module_info.name}")
+        for name, value in vars(module).items():
+            cost = getattr(value, "cost", None)
+            if not (callable(value) and callable(cost) and hasattr(value, "__wrapped__")):
+                continue
+            if value.__module__ != module.__name__:
+                continue  # imported from another module: checked there
+            parameters = inspect.signature(value.__wrapped__).parameters
+            inspect.signature(cost).bind(**dict.fromkeys(parameters))
+            found.append(f"{module.__name__}.{name}")
+    decorated = sum(
+        (path.read_text().count("@door.shared(")) for path in Path(ui.__path__[0]).glob("*.py")
+    )
+    assert len(found) == decorated, found  # every decorated function was checked

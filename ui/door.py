@@ -480,6 +480,7 @@ def shared(
             with run_slot(cost_bytes, what):
                 return _get_or_compute(key, lambda: _call(function, arguments, spinner), keep)
 
+        wrapper.cost = cost  # type: ignore[attr-defined]  # tests bind it to the arguments
         return wrapper
 
     return decorate
