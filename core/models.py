@@ -410,6 +410,15 @@ def opened_model_dir(
         yield _hub_model_dir(name, policy, hub or HuggingFaceHub())
 
 
+def files_in_use(name: str, policy: ModelPolicy) -> contextlib.AbstractContextManager:
+    """Hold a downloaded model's files in use while something reads them after its load (the
+    transformers check reads the checkpoint again); nothing to hold for any other name."""
+    name = (name or "").strip()
+    if name != BUNDLED and policy.allows_hub_id(name):
+        return downloads.using(policy.download_dir, name)
+    return contextlib.nullcontext()
+
+
 def resolve_model_dir(
     name: str, policy: ModelPolicy = ModelPolicy(), hub: Hub | None = None
 ) -> Path:

@@ -131,3 +131,12 @@ def test_two_downloads_at_once_reserve_their_bytes(tmp_path):
 def test_make_room_outside_using_is_a_programming_error(tmp_path):
     with pytest.raises(RuntimeError, match="inside using"):
         downloads.make_room(tmp_path, "a/one", 10, 100)
+
+
+def test_the_transformers_check_holds_a_downloaded_models_files(tmp_path):
+    policy = ModelPolicy(hub_ids=frozenset({"a/one"}), download_dir=tmp_path)
+    with models.files_in_use("a/one", policy):
+        assert downloads.in_use(tmp_path / "models--a--one")
+    assert not downloads.in_use(tmp_path / "models--a--one")
+    with models.files_in_use(core.BUNDLED, policy):
+        assert not downloads.in_use(tmp_path / "models--minilm")

@@ -100,3 +100,12 @@ def test_the_overview_button_runs_the_decoders_own_class(folders, local_folders)
     (success,) = at.success
     assert success.value.startswith("`GPT2LMHeadModel`: compared 2 layers")
     assert "next-piece scores at" in success.value
+
+
+def test_a_model_whose_files_were_deleted_gets_a_sentence(folders, local_folders, monkeypatch):
+    import core
+
+    model = models.load_model(str(folders("bert")))
+    monkeypatch.setattr(model, "model_dir", folders("bert").parent / "deleted")
+    with pytest.raises(core.ModelUnavailable, match="deleted from this server"):
+        verify._reference_model.__wrapped__(model.name)

@@ -15,7 +15,7 @@ import core
 from core.reference import REFERENCE_CLASSES, ParityReport, reference_bytes
 from ui import door, housekeeping
 from ui.escape import literal
-from ui.models import label, load_model
+from ui.models import label, load_model, policy
 
 # Loading transformers' reference model of MiniLM added 157 MB of RSS here: its own copy of the
 # weights (~90 MB, counted from the model below) and ~67 MB of transformers' modeling code.
@@ -37,12 +37,13 @@ def _reference_model(model_name: str) -> torch.nn.Module:
     from core.reference import load_reference
 
     model = load_model(model_name)
-    if not (model.model_dir / "config.json").is_file():
-        raise core.ModelUnavailable(
-            f"the files of {label(model)} were deleted from this server to make room "
-            "for another download; load the model again to check it"
-        )
-    reference = load_reference(model.model_dir)
+    with core.models.files_in_use(model_name, policy()):  # no eviction while transformers reads
+        if not (model.model_dir / "config.json").is_file():
+            raise core.ModelUnavailable(
+                f"the files of {label(model)} were deleted from this server to make room "
+                "for another download; load the model again to check it"
+            )
+        reference = load_reference(model.model_dir)
     # transformers' modeling code adds ~190,000 long-lived objects: out of gc's walk with them.
     housekeeping.freeze_long_lived_objects()
     return reference
