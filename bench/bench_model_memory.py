@@ -13,9 +13,13 @@ fresh process: RSS after `import core`, after the load (and the anonymous part o
 kernel cannot drop, where the memory-mapped weight file's pages can be), after a 12-word
 sentence, after one 512-piece run with its Trace held (as the cache holds it), for a decoder
 after the next-word panel's six runs, and the peak.
+"minilm+distilgpt2" loads both in one process, MiniLM first, each with a 512-piece Trace held
+(and the decoder's next-word runs): what one server holds when a visitor of each has come by,
+before Streamlit and the caches' other results.
 Prints, never asserts.
 
     python bench/bench_model_memory.py [name ...]    (default: every model)
+    python bench/bench_model_memory.py minilm+distilgpt2
 """
 
 from __future__ import annotations
@@ -140,8 +144,10 @@ def measure(name: str, cache: str | None) -> dict[str, float]:
     numbers = {"import": rss_mb(), "peak after import": peak_mb()}
     policy = ModelPolicy(
         hub_ids=frozenset(name for name in WRITERS if name != "minilm"),
-        download_dir=Path(cache) if cache else None,
+        **({"download_dir": Path(cache)} if cache else {}),
     )
+    if "+" in name:
+        return numbers | measure_beside(name.split("+"), policy)
     model = core.load_model(name, policy)
     numbers["loaded"] = rss_mb()  # safetensors maps the file: pages count once a run reads them
     numbers["loaded, anonymous"] = status_mb("RssAnon")  # what the kernel cannot drop
@@ -168,6 +174,31 @@ def measure(name: str, cache: str | None) -> dict[str, float]:
             next_word.next_log_probs(model, TEXT, **switches)
         numbers["after next-word runs"] = rss_mb()
         numbers["peak"] = peak_mb()
+    return numbers
+
+
+def measure_beside(names: list[str], policy: object) -> dict[str, float]:
+    """Several models in this one process, each loaded and run on 512 pieces with its Trace
+    held (a decoder's next-word runs too), in turn: RSS after each step, and the peak."""
+    import core
+    from core import next_word
+
+    numbers: dict[str, float] = {}
+    held = []
+    for name in names:
+        model = core.load_model(name, policy)
+        short = name.split("/")[-1]
+        numbers[f"{short} loaded"] = rss_mb()
+        held.append(model.run(TEXT))
+        numbers[f"{short} 512 run held"] = rss_mb()
+        if model.is_decoder:
+            for switches in ({}, {"scale": False}, {"causal": False}, {"positions": False}):
+                next_word.next_log_probs(model, TEXT, **switches)
+            numbers[f"{short} next-word runs"] = rss_mb()
+        numbers[f"{short} anonymous"] = status_mb("RssAnon")
+        numbers[f"{short} weights MB"] = sum(t.nbytes for t in _weight_tensors(model)) / 1e6
+        held.append(model)
+    numbers["peak"] = status_mb("VmHWM")
     return numbers
 
 
@@ -202,8 +233,8 @@ def main() -> None:
         return
     names = sys.argv[1:] or list(WRITERS)
     with tempfile.TemporaryDirectory(prefix="model-memory-") as cache:
-        for name in names:
-            writer = WRITERS[name]
+        for part in dict.fromkeys(part for name in names for part in name.split("+")):
+            writer = WRITERS[part]
             if writer is not None:
                 writer(Path(cache))
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "BENCH_CACHE": cache}
@@ -226,6 +257,8 @@ def main() -> None:
             + "".join(f" {results[name].get(row, float('nan')):>12.0f}" for name in names)
         )
     for name, numbers in results.items():
+        if "loaded" not in numbers:  # several models in one process: the table says it
+            continue
         print(
             f"{name}: load +{numbers['loaded'] - numbers['import']:.0f} MB, one 512-piece run "
             f"+{numbers['after 512-piece run'] - numbers['loaded']:.0f} MB held "

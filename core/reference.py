@@ -34,6 +34,7 @@ REFERENCE_CLASSES = {
 class ParityReport:
     """Largest absolute differences between the own Trace and transformers, per quantity."""
 
+    reference_class: str  # the transformers class that ran (REFERENCE_CLASSES)
     layers_compared: int  # attention matrices compared (must equal the model's layer count)
     hidden_states_compared: int  # L + 1
     max_abs_attention_diff: float
@@ -82,18 +83,25 @@ def _forward(reference: torch.nn.Module, trace: Trace) -> tuple[object, torch.Te
     return out, last_output[-1][0]
 
 
+def _states(
+    out: object, last_layer_output: torch.Tensor
+) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Attentions (H, n, n) per layer and hidden states (n, d_model) of one forward's outputs,
+    the last one replaced by the last layer's own output (before a decoder's final norm)."""
+    attentions = [a[0].numpy() for a in (out.attentions or ())]  # (1, H, n, n) -> (H, n, n)
+    hidden_states = [h[0].numpy() for h in (out.hidden_states or ())]  # (1, n, d) -> (n, d)
+    if hidden_states:
+        hidden_states[-1] = last_layer_output.numpy()
+    return attentions, hidden_states
+
+
 @torch.inference_mode()
 def reference_outputs(
     reference: torch.nn.Module, trace: Trace
 ) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """(attentions per layer (H, n, n), hidden states (n, d_model)) for the Trace's exact input,
     hidden_states[l + 1] being the output of layer l (a decoder's final norm not applied)."""
-    out, last_layer_output = _forward(reference, trace)
-    attentions = [a[0].numpy() for a in (out.attentions or ())]
-    hidden_states = [h[0].numpy() for h in (out.hidden_states or ())]
-    if hidden_states:
-        hidden_states[-1] = last_layer_output.numpy()
-    return attentions, hidden_states
+    return _states(*_forward(reference, trace))
 
 
 @torch.inference_mode()
@@ -104,12 +112,23 @@ def reference_logits(reference: torch.nn.Module, trace: Trace) -> np.ndarray | N
     return None if logits is None else logits[0].numpy()
 
 
+def reference_bytes(model: Transformer, n: int) -> int:
+    """Peak bytes of compare() over n pieces beside the loaded reference: transformers' outputs
+    (every layer's (H, n, n) weights and (n, d_model) states, as a Trace holds them, and its
+    eager attention's scores of one layer), and a decoder's (n, vocab) next-piece scores from
+    both sides."""
+    logits = 2 * 4 * n * model.dims.vocab_size if model.is_decoder else 0
+    return model.run_bytes(n) + logits
+
+
+@torch.inference_mode()
 def compare(
     reference: torch.nn.Module, trace: Trace, model: Transformer | None = None
 ) -> ParityReport:
-    """Compare a default-switch Trace with the reference, layer by layer; with the model, a
-    decoder's next-piece scores too (its final norm and output head)."""
-    attentions, hidden_states = reference_outputs(reference, trace)
+    """Compare a default-switch Trace with the reference, layer by layer, in one forward pass;
+    with the model, a decoder's next-piece scores too (its final norm and output head)."""
+    out, last_layer_output = _forward(reference, trace)
+    attentions, hidden_states = _states(out, last_layer_output)
     attn_diffs = [
         float(np.abs(ref - own).max())
         for ref, own in zip(attentions, trace.attentions, strict=False)
@@ -119,13 +138,13 @@ def compare(
         for ref, own in zip(hidden_states, trace.hidden_states, strict=False)
     ]
     logits_compared, logit_diff = 0, float("nan")
-    if model is not None and model.is_decoder:
-        expected = reference_logits(reference, trace)
-        with torch.inference_mode():
-            own = model.logits(torch.from_numpy(np.array(trace.hidden_states[-1]))).numpy()
-        if expected is not None:
-            logits_compared, logit_diff = len(expected), float(np.abs(expected - own).max())
+    expected = getattr(out, "logits", None)  # (1, n, vocab) for a decoder's reference class
+    if model is not None and model.is_decoder and expected is not None:
+        own = model.logits(torch.from_numpy(np.array(trace.hidden_states[-1]))).numpy()
+        logits_compared = expected.shape[1]
+        logit_diff = float(np.abs(expected[0].numpy() - own).max())
     return ParityReport(
+        reference_class=type(reference).__name__,
         layers_compared=len(attn_diffs),
         hidden_states_compared=len(hidden_diffs),
         max_abs_attention_diff=max(attn_diffs, default=float("nan")),

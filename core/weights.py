@@ -15,6 +15,8 @@ key and value side by side in one matrix: they are transposed to torch's (out, i
 from __future__ import annotations
 
 import json
+import math
+import struct
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -404,6 +406,63 @@ def hf_to_own_name(hf_name: str, family: str = "bert") -> str | None:
     if index.isdigit() and module in names.layer and kind in ("weight", "bias"):
         return f"layers.{index}.{names.layer[module]}.{kind}"
     return None
+
+
+# ---- sizes before reading ---------------------------------------------------------------------
+# A model's memory is known before a tensor is read: the own transformer keeps every expected
+# tensor in float32 (held_bytes, from config.json alone), and reading the file holds its tensors
+# in their stored precision while they are converted (load_peak_bytes, from the file's header).
+# A half-precision file (float16, bfloat16) doubles in memory: 2 bytes a number on disk, 4 here.
+SAFETENSORS_ITEM_BYTES = {
+    "F64": 8, "I64": 8, "U64": 8, "F32": 4, "I32": 4, "U32": 4, "F16": 2, "BF16": 2, "I16": 2,
+    "U16": 2, "I8": 1, "U8": 1, "BOOL": 1, "F8_E4M3": 1, "F8_E5M2": 1,
+}  # fmt: skip
+MAX_HEADER_BYTES = 100_000_000  # safetensors' own limit on the JSON header
+
+
+def held_bytes(dims: ModelDims) -> int:
+    """Bytes of the loaded model's tensors: every expected shape in float32 (a tied output head
+    is the word table itself, not a copy)."""
+    return 4 * sum(math.prod(shape) for shape in expected_shapes(dims).values())
+
+
+def file_tensors(model_dir: Path) -> dict[str, tuple[int, int]]:
+    """Checkpoint name -> (numbers in it, bytes a number on disk), read without any tensor: the
+    safetensors header (8 bytes of length, then JSON), or pytorch_model.bin's pickle with its
+    storages mapped, not read."""
+    safetensors_path = model_dir / "model.safetensors"
+    bin_path = model_dir / "pytorch_model.bin"
+    try:
+        if safetensors_path.is_file():
+            with safetensors_path.open("rb") as file:
+                (length,) = struct.unpack("<Q", file.read(8))  # little-endian u64
+                if length > MAX_HEADER_BYTES:
+                    raise ValueError("header too long")
+                header = json.loads(file.read(length))
+            return {
+                name: (math.prod(entry["shape"]), SAFETENSORS_ITEM_BYTES[entry["dtype"]])
+                for name, entry in header.items()
+                if name != "__metadata__"
+            }
+        if bin_path.is_file():
+            state = torch.load(bin_path, map_location="cpu", weights_only=True, mmap=True)
+            return {
+                name: (tensor.numel(), tensor.element_size())
+                for name, tensor in state.items()
+                if isinstance(tensor, torch.Tensor)
+            }
+    except Exception as err:  # a truncated or foreign file: say which, keep the reason short
+        raise CheckpointError(f"cannot read the weights' header ({type(err).__name__})") from err
+    raise CheckpointError("no model.safetensors or pytorch_model.bin in the model folder")
+
+
+def load_peak_bytes(model_dir: Path) -> int:
+    """Peak bytes of load_weights: every file tensor at max(its own size, float32) (the file is
+    read whole, and each tensor replaced by its float32 copy in turn), plus one float32 copy of
+    the largest in flight (a conversion, a transposed Conv1D, a split of GPT-2's fused qkv)."""
+    tensors = file_tensors(model_dir).values()
+    largest = max((numbers for numbers, _ in tensors), default=0)
+    return sum(numbers * max(item_bytes, 4) for numbers, item_bytes in tensors) + 4 * largest
 
 
 def _read_tensors(model_dir: Path) -> dict[str, torch.Tensor]:

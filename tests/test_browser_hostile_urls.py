@@ -41,6 +41,8 @@ from test_browser_suite import (
     new_tab,
 )
 
+import core
+
 pytestmark = pytest.mark.browser
 
 PAGES = app_pages()
@@ -69,7 +71,7 @@ VISITOR_MARKUP_JS = """
   )].map(e => e.outerHTML.slice(0, 120))
 """
 # A select box is bound to the URL by its label (DESIGN.md): these are what a copied link holds.
-OTHER, BERT_BASE = "other · hub id or folder", "bert-base-uncased · hub, 440 MB"
+OTHER, BERT_BASE = "other · hub id or folder", core.SUGGESTED_MODELS["bert-base-uncased"].label
 LOAD_BUTTON = ".st-key-load_custom_model button"  # the sidebar's Load button for a typed model
 SERVER_PATHS = (str(ROOT), str(Path(sys.prefix)), "site-packages", "/root", "/etc/passwd:")
 

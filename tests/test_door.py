@@ -27,7 +27,7 @@ def fresh_door(monkeypatch):
 def counting(calls: list[str]):
     """A shared function over the door that records each real computation."""
 
-    @door.shared("a test")
+    @door.shared("a test", cost=lambda **_: 0)
     def block(name: str, size: int) -> np.ndarray:
         calls.append(name)
         return np.zeros(size, dtype=np.uint8)
@@ -112,7 +112,7 @@ def test_cached_arrays_are_read_only(fresh_door):
 def test_arguments_with_an_underscore_are_not_part_of_the_key(fresh_door):
     calls = []
 
-    @door.shared("a test")
+    @door.shared("a test", cost=lambda **_: 0)
     def scaled(value: int, _unused: object) -> int:
         calls.append(value)
         return value * 2
@@ -124,7 +124,7 @@ def test_arguments_with_an_underscore_are_not_part_of_the_key(fresh_door):
 def test_a_trace_stands_in_the_key_by_what_determines_it(fresh_door, model):
     calls = []
 
-    @door.shared("a test")
+    @door.shared("a test", cost=lambda **_: 0)
     def length(trace) -> int:
         calls.append(trace.n_tokens)
         return trace.n_tokens
@@ -157,7 +157,7 @@ def test_two_visitors_asking_at_once_compute_once(fresh_door, monkeypatch):
     monkeypatch.setattr(door, "_new_gate", CountingLock)
     calls = []
 
-    @door.shared("a test")
+    @door.shared("a test", cost=lambda **_: 0)
     def slow(name: str) -> str:
         with at_gate:  # hold the computation until the second caller is at the gate
             assert at_gate.wait_for(lambda: len(arrivals) == 2, timeout=WAIT_S)
@@ -177,7 +177,7 @@ def test_kept_entries_count_against_the_budget_but_are_never_evicted(fresh_door)
     calls: list[str] = []
     block = counting(calls)
 
-    @door.shared("loading a model", keep=True)
+    @door.shared("loading a model", cost=lambda **_: 0, keep=True)
     def weights(name: str) -> np.ndarray:
         calls.append(name)
         return np.zeros(600, dtype=np.uint8)
@@ -356,3 +356,150 @@ def test_the_heap_is_trimmed_before_a_cached_result_is_dropped(fresh_door, monke
     assert trims == [1]
     block("a", 400)  # still cached: the trim made the room
     assert calls == ["a"]
+
+
+# ---- every run states its cost, and the costs hold ----------------------------------------------
+def test_a_shared_function_cannot_be_declared_without_a_cost():
+    import inspect
+
+    cost = inspect.signature(door.shared).parameters["cost"]
+    assert cost.kind is inspect.Parameter.KEYWORD_ONLY and cost.default is inspect.Parameter.empty
+    with pytest.raises(TypeError, match="cost"):
+        door.shared("a run")  # type: ignore[call-arg]
+
+
+def _status_bytes(field: str) -> int:
+    with open("/proc/self/status") as file:
+        for line in file:
+            if line.startswith(f"{field}:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError(f"no {field} in /proc/self/status")
+
+
+def peak_growth(compute) -> tuple[object, int]:
+    """compute()'s result and how far this process's resident memory rose above where it
+    started, at its peak (the kernel's high-water mark, reset first: /proc/self/clear_refs)."""
+    from ui import housekeeping
+
+    housekeeping.tune_malloc()  # large blocks are their own mappings, given back when freed
+    import gc
+
+    gc.collect()
+    with open("/proc/self/clear_refs", "w") as file:
+        file.write("5")  # resets VmHWM to the current resident size
+    start = _status_bytes("VmRSS")
+    result = compute()
+    return result, _status_bytes("VmHWM") - start
+
+
+def test_the_word_piece_table_costs_what_it_holds_and_fits_the_budget(model):
+    """The vocabulary view normalises the table in chunks: its traced peak (numpy buffers and the
+    pieces' strings) stays near its float32 result, under its stated cost, and well inside the
+    default budget; its rows are v / ‖v‖, computed here in float64."""
+    import tracemalloc
+
+    from ui import models, state
+
+    models.load_model(model.name)  # loaded (and its weights touched) before measuring
+    cost = state._vocabulary_cost(model.name)
+    tracemalloc.start()
+    try:
+        table, real_pieces = state._vocabulary_view.__wrapped__(model.name)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert 0.8 * cost <= peak <= cost, (peak, cost)
+    assert (
+        peak < 0.4 * door.DEFAULT_MEMORY_MB * door.MB
+    )  # it was ~188 MB, the whole table in float64
+    words = np.array(model.word_vectors(), dtype=np.float64)
+    expected = words / np.linalg.norm(words, axis=1, keepdims=True)
+    assert table.dtype == np.float32 and table.shape == words.shape
+    np.testing.assert_allclose(table, expected, rtol=0, atol=1e-6)
+    assert real_pieces.shape == (model.dims.vocab_size,) and not real_pieces[0]  # [PAD]
+
+
+def test_a_long_run_costs_at_least_what_it_holds_at_its_peak(model):
+    from ui import state
+
+    text = " ".join(["the river bank flooded and money"] * 120)  # cut to 512 pieces
+    state._cached_trace.__wrapped__(model.name, text, None, True, False, True, ())  # pages in
+    trace, growth = peak_growth(
+        lambda: state._cached_trace.__wrapped__(model.name, text, None, True, False, True, ())
+    )
+    assert trace.n_tokens == 512
+    cost = state._trace_cost(model.name, text, None)
+    assert growth <= cost, (growth, cost)
+    assert cost <= 2 * growth  # an honest cost, not a wild one
+
+
+def test_a_half_precision_checkpoint_is_costed_at_float32_before_it_is_read(model, tmp_path):
+    """MiniLM saved in float16 takes half the file and the same memory once read: the cost from
+    its header covers the load's measured peak, and the held bytes are the loaded model's."""
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    import core
+    from core.models import load_size
+
+    folder = tmp_path / "minilm-half"
+    shutil.copytree(model.model_dir, folder, ignore=shutil.ignore_patterns("1_Pooling"))
+    tensors = load_file(str(folder / "model.safetensors"))
+    save_file({k: v.half() if v.is_floating_point() else v for k, v in tensors.items()},
+              str(folder / "model.safetensors"))  # fmt: skip
+    float_numbers = sum(v.numel() for v in tensors.values() if v.is_floating_point())
+    del tensors
+    local = core.models.policy_from_settings({"ATTENTION_EXPLORER_LOCAL_FOLDERS": "1"})
+    size = load_size(str(folder), local)
+    loaded, growth = peak_growth(lambda: core.load_folder(folder))
+    assert 0 <= door.nbytes(loaded) - size.held_bytes < 64 * 1024  # its tensors, and some names
+    assert size.held_bytes <= 4 * float_numbers  # the pooler is in the file, not in the model
+    assert growth <= size.peak_bytes, (growth, size.peak_bytes)
+    assert size.peak_bytes <= 2 * growth
+
+
+def test_a_model_past_half_the_budget_is_refused_before_a_tensor_is_read(model, monkeypatch):
+    """The door's cost of a load reads config.json and the header only: with a 150 MB budget
+    MiniLM (90 MB as float32) is refused, and no tensor was read to decide."""
+    import core
+    from core import weights
+    from ui import models
+
+    models.policy()  # the server's settings read (they set the budget once)
+    monkeypatch.setattr(door, "_budget", 150 * door.MB)
+    monkeypatch.setattr(
+        weights, "_read_tensors", lambda *_: pytest.fail("a tensor was read before the check")
+    )
+    with pytest.raises(core.models.ModelTooLarge, match=r"90 MB.*at most 75 MB.*half"):
+        models._load_cost(core.BUNDLED)
+    monkeypatch.setattr(door, "_budget", 200 * door.MB)
+    assert models._load_cost(core.BUNDLED) >= door.nbytes(model)
+
+
+def test_every_shared_function_in_ui_has_a_cost_that_takes_its_arguments():
+    """cost(**arguments) is called with every argument of the function: a cost that names one
+    the function lacks (or misses one without **_) would fail only when its page first ran."""
+    import importlib
+    import inspect
+    import pkgutil
+    from pathlib import Path
+
+    import ui
+
+    found = []
+    for module_info in pkgutil.iter_modules(ui.__path__):
+        module = importlib.import_module(f"ui.{module_info.name}")
+        for name, value in vars(module).items():
+            cost = getattr(value, "cost", None)
+            if not (callable(value) and callable(cost) and hasattr(value, "__wrapped__")):
+                continue
+            if value.__module__ != module.__name__:
+                continue  # imported from another module: checked there
+            parameters = inspect.signature(value.__wrapped__).parameters
+            inspect.signature(cost).bind(**dict.fromkeys(parameters))
+            found.append(f"{module.__name__}.{name}")
+    decorated = sum(
+        (path.read_text().count("@door.shared(")) for path in Path(ui.__path__[0]).glob("*.py")
+    )
+    assert len(found) == decorated, found  # every decorated function was checked

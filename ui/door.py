@@ -441,7 +441,8 @@ def _release_bytes(cost_bytes: int) -> None:
 
 def shared(
     what: str,
-    cost: Callable[..., int] | None = None,
+    *,
+    cost: Callable[..., int],
     spinner: str | None = None,
     keep: bool = False,
 ) -> Callable[[Callable[P, R]], Callable[P, R]]:
@@ -449,9 +450,11 @@ def shared(
 
     The key is the function and its arguments; arguments whose names start with "_" are left
     out of it, as in Streamlit's own caches; a Trace stands in the key by what determines it
-    (trace_key) and a model by its name. cost(**arguments) estimates the bytes the computation
-    holds while it runs (its result included); without one, the run is admitted for its slot
-    only.
+    (trace_key) and a model by its name. cost(**arguments) states the bytes the computation
+    holds at its peak (its result included), before it starts: it is required, so no run can
+    enter the door as 0 bytes by omission (tests/test_door.py measures a few against their real
+    peak). A cost function may raise (a model too large for this server) to refuse the run
+    before anything is read.
     keep: the result is kept apart from the LRU (a loaded model: see MAX_KEPT).
     """
 
@@ -471,12 +474,13 @@ def shared(
             found, value = _lookup(key)
             if found:
                 return value
-            cost_bytes = int(cost(**arguments)) if cost is not None else 0
+            cost_bytes = int(cost(**arguments))
             # The slot comes before the key's gate: whoever computes a key always holds a slot,
             # so a run waiting for another visitor's result can never block the run making it.
             with run_slot(cost_bytes, what):
                 return _get_or_compute(key, lambda: _call(function, arguments, spinner), keep)
 
+        wrapper.cost = cost  # type: ignore[attr-defined]  # tests bind it to the arguments
         return wrapper
 
     return decorate

@@ -31,13 +31,23 @@ def trained_run(settings: induction.InductionSettings) -> induction.InductionRun
         return induction.train_induction(settings, on_step=report)
 
 
-@door.shared("the induction scores")
+def _scores_cost(trace: core.Trace, **_: object) -> int:
+    # two (L, H) scores read from diagonals of the (L, H, n, n) block: (L, H, n) float64 at most
+    n_layers, n_heads, n, _n = trace.attentions.shape
+    return 2 * 8 * n_layers * n_heads * n
+
+
+@door.shared("the induction scores", cost=_scores_cost)
 def found_scores(trace: core.Trace, layout: induction.RepeatLayout) -> induction.HeadScores:
     """Every head's previous-token and induction score in a run over a repeated sequence."""
     return induction.head_scores(trace.attentions, layout)
 
 
-@door.shared("the induction scores")
+def _mean_scores_cost(traces: Sequence[core.Trace], **_: object) -> int:
+    return sum(_scores_cost(trace) for trace in traces)
+
+
+@door.shared("the induction scores", cost=_mean_scores_cost)
 def mean_found_scores(
     traces: Sequence[core.Trace], layouts: Sequence[induction.RepeatLayout]
 ) -> induction.HeadScores:

@@ -21,7 +21,13 @@ def sublayer_sizes(model: core.Transformer, trace: core.Trace) -> inside_layer.S
 
 
 # ---- page 5: what the heads read on each side ----------------------------------------------------
-@door.shared("the weight on later tokens")
+def _later_weight_cost(trace: core.Trace) -> int:
+    # the (n, n) float32 mask of later tokens and the (L, H, n) sums: einsum makes no block copy
+    n, (n_layers, n_heads) = trace.n_tokens, trace.attentions.shape[:2]
+    return 4 * (n * n + n_layers * n_heads * n)
+
+
+@door.shared("the weight on later tokens", cost=_later_weight_cost)
 def weight_on_later_tokens(trace: core.Trace) -> float:
     """core.inside_layer.weight_on_later_tokens of the trace's attention."""
     return inside_layer.weight_on_later_tokens(trace.attentions)

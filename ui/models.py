@@ -11,6 +11,7 @@ minute so retries stay cheap.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 import time
@@ -18,6 +19,7 @@ import time
 import streamlit as st
 
 import core
+from core.errors import ModelTooLarge
 from core.models import ModelPolicy, policy_from_settings
 from ui import (
     door,
@@ -44,19 +46,28 @@ def policy() -> ModelPolicy:
     return policy_from_settings(os.environ)
 
 
-@door.shared("loading the model", keep=True)
+def loading_policy() -> ModelPolicy:
+    """The server's policy with its limit for one model: half the door's budget. The model is
+    kept in the one cache like everything else; one that took more would leave too little room
+    for what its pages compute."""
+    return dataclasses.replace(policy(), max_model_bytes=door.cache_budget() // 2)
+
+
+def _load_cost(name: str) -> int:
+    # From config.json and the weight file's header, before a tensor is read (a hub model is
+    # downloaded first, within the download caps): refused here if its float32 tensors take
+    # more than half the budget (ModelUnavailable, which names the budget's setting).
+    try:
+        return core.models.load_size(name, loading_policy()).peak_bytes
+    except ModelTooLarge as err:
+        raise ModelTooLarge(
+            f"{err} (half of its memory budget, setting {door.MEMORY_SETTING})"
+        ) from err
+
+
+@door.shared("loading the model", cost=_load_cost, keep=True)
 def _load_model(name: str) -> core.Transformer:
-    model = core.load_model(name, policy())
-    # The model is kept in the one cache like everything else: one that takes more than half of
-    # the budget would leave too little room for what its pages compute, or be dropped and read
-    # again from disk on every click.
-    weights, budget = door.nbytes(model), door.cache_budget()
-    if 2 * weights > budget:
-        raise core.ModelUnavailable(
-            f"This model's weights take {weights // door.MB} MB, more than half of this "
-            f"server's memory budget ({budget // door.MB} MB, setting {door.MEMORY_SETTING})."
-        )
-    return model
+    return core.load_model(name, loading_policy())
 
 
 def _remembered_failure(name: str) -> str | None:
@@ -92,14 +103,41 @@ def _load_with_spinner(name: str) -> core.Transformer:
     return model
 
 
+def _fits(suggestion: core.models.Suggestion) -> bool:
+    """Whether the door would take this model: its float32 weights within half the budget."""
+    return 2 * suggestion.held_mb * door.MB <= door.cache_budget()
+
+
 def listed_models() -> dict[str, str]:
-    """The picker's models (value -> label): the suggested ones this server's policy allows."""
+    """The picker's models (value -> label): the suggested ones this server's policy allows and
+    its memory budget can hold (a listed model the server then refused would be a false offer)."""
     allowed = policy().hub_ids
     return {
-        name: label
-        for name, label in core.SUGGESTED_MODELS.items()
-        if name == core.BUNDLED or allowed is None or name in allowed
+        name: suggestion.label
+        for name, suggestion in core.SUGGESTED_MODELS.items()
+        if name == core.BUNDLED or ((allowed is None or name in allowed) and _fits(suggestion))
     }
+
+
+def decoder_offer() -> str | None:
+    """Which decoder a visitor of this server can load, in words ("distilgpt2 in the Model
+    menu"), or None when it offers none: a page invites a visitor only to what the server takes."""
+    listed = [name for name in listed_models() if core.SUGGESTED_MODELS[name].kind == "decoder"]
+    if listed:
+        return " or ".join(label_of(name) for name in listed) + " in the Model menu"
+    chosen = policy()
+    if chosen.hub_ids is None or chosen.local_folders:
+        folder = " or a folder" if chosen.local_folders else ""
+        return f"a GPT-2 or Llama-family checkpoint (Model → other, a hub id{folder})"
+    return None
+
+
+def label_of(name: str) -> str:
+    """A model's name for prose, escaped, from its registry key: a suggested model's own name
+    ("MiniLM-L6" for "minilm"), else the name as typed."""
+    suggestion = core.SUGGESTED_MODELS.get(name)
+    shown = suggestion.label.split(" · ")[0] if suggestion else name
+    return literal(shown, max_chars=60)
 
 
 def active_model(name: str) -> core.Transformer:
@@ -173,15 +211,29 @@ def model_picker() -> str:
         args=(name,),
         icon=":material/download:",
     )
-    st.caption("Nothing is loaded before you press the button; until then you see MiniLM.")
+    st.caption(
+        "Nothing is loaded before you press the button; until then you see MiniLM. " + memory_note()
+    )
     return core.BUNDLED
+
+
+def memory_note() -> str:
+    """What this server's limits mean for a model, in one sentence, from its settings: the
+    download cap counts file bytes, and the door takes a model of half its budget at most."""
+    chosen = loading_policy()
+    download_mb = chosen.max_download_bytes // door.MB
+    model_mb = (chosen.max_model_bytes or door.cache_budget()) // door.MB
+    return (
+        f"A hub model's files may take up to {download_mb:,} MB; in memory its weights take at "
+        "least their file's size, twice it for half-precision weights, and this server holds "
+        f"at most {model_mb:,} MB of weights for one model."
+    )
 
 
 def label(model: core.Transformer) -> str:
     """The model's name for prose and titles, escaped: "MiniLM-L6" for the bundled one, as the
     sidebar says it (the registry key "minilm" is not a name)."""
-    shown = core.SUGGESTED_MODELS.get(model.name, model.name).split(" · ")[0]
-    return literal(shown, max_chars=60)
+    return label_of(model.name)
 
 
 def piece_scheme_note(trace: core.Trace) -> str:

@@ -12,7 +12,16 @@ from core import head_roles
 from ui import door
 
 
-@door.shared("measuring every head", spinner="Measuring every head on the probe sentences …")
+def _probe_cost(model: core.Transformer) -> int:
+    # one probe sentence's run at a time; each keeps (L, H, rows) weights for the averages
+    return max(door.run_bytes(model, sentence) for sentence in head_roles.PROBE_SENTENCES)
+
+
+@door.shared(
+    "measuring every head",
+    cost=_probe_cost,
+    spinner="Measuring every head on the probe sentences …",
+)
 def role_scores(model: core.Transformer) -> head_roles.RoleScores:
     """core.head_roles.role_scores over PROBE_SENTENCES, once per model."""
     return head_roles.role_scores(model)

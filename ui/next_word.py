@@ -128,11 +128,17 @@ def _verdict(model: core.Transformer, panel: Panel) -> str:
 def panel(model: core.Transformer, text: str, key: str, heading: str | None = None) -> None:
     """The next-word panel for a decoder; for an encoder one line saying why it is absent."""
     if not model.is_decoder:
+        offer = models.decoder_offer()  # only what this server would load
         st.caption(
             f"{models.label(model)} is an encoder: it reads the text both ways and has no head "
-            "that predicts the next word piece. Load a decoder (GPT-2, the Llama family; Model "
-            "in the sidebar) and this place shows its likeliest next pieces, and what each "
-            "switch does to them.",
+            "that predicts the next word piece. "
+            + (
+                f"Load a decoder ({offer}) and this place shows its likeliest next pieces, and "
+                "what each switch does to them."
+                if offer
+                else "This server offers no decoder to load; with one, this place would show "
+                "its likeliest next pieces, and what each switch does to them."
+            ),
             help=terms.ahead("encoder, decoder"),
         )
         return

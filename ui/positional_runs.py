@@ -39,7 +39,14 @@ def permutation_experiment(
     )
 
 
-@door.shared("the rotary check")
+def _rotary_cost(model: core.Transformer, trace: core.Trace, **_: object) -> int:
+    # one head: the layer input (n, d_model) in float32, q and k turned twice and the two
+    # (n, n) score matrices in float64
+    n = trace.n_tokens
+    return 4 * 2 * n * model.d_model + 8 * (6 * n * model.d_head + 2 * n * n)
+
+
+@door.shared("the rotary check", cost=_rotary_cost)
 def rotary_check(
     model: core.Transformer, trace: core.Trace, layer: int, head: int, shift: int
 ) -> positional.RotaryCheck:

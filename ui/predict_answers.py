@@ -455,7 +455,12 @@ def shuffle_without_positions(result: positional.PermutationResult) -> Question:
     )
 
 
-@door.shared("the position tables' similarities")
+def _tables_cost(model: core.Transformer, n_positions: int, **_: object) -> int:
+    # per table: its float64 rows, unit rows and the (n, n) similarity, distances and residuals
+    return 2 * 8 * (2 * n_positions * model.d_model + 5 * n_positions * n_positions)
+
+
+@door.shared("the position tables' similarities", cost=_tables_cost)
 def distance_explains(model: core.Transformer, n_positions: int, kind: str) -> Question:
     """Positional, section 4: of the binary code and the model's learned table, whose similarity
     of two positions does their distance |p − q| explain better (R², first n_positions rows)?"""

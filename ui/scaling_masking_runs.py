@@ -28,7 +28,16 @@ def padded_run(
     return scaling_masking.padded_run(model, text, n_pad, masked, max_real=PADDING_MAX_PIECES)
 
 
-@door.shared("cross-attention")
+def _cross_cost(
+    model: core.Transformer, trace_a: core.Trace, trace_b: core.Trace, **_: object
+) -> int:
+    # one layer: the two inputs, their queries, keys and values (n, d_model) each, and the
+    # (H, n_a, n_b) scores and weights, float32
+    n_a, n_b = trace_a.n_tokens, trace_b.n_tokens
+    return 4 * (4 * (n_a + n_b) * model.d_model + 2 * model.n_heads * n_a * n_b)
+
+
+@door.shared("cross-attention", cost=_cross_cost)
 def cross_attention(
     model: core.Transformer, trace_a: core.Trace, trace_b: core.Trace, layer: int
 ) -> scaling_masking.CrossAttention:

@@ -1,12 +1,12 @@
 """What every page reads: the sidebar inputs, the model, the Trace and a few shared results.
 
 It keeps no cache of its own and runs no model outside ui.door, the one door for every cache and
-every model run: what it computes (the Trace, the transformers check, the projections, the
-word-piece table) is a `@door.shared` function, kept in the door's one cache and run in one of
-its run slots, and models come from ui.models through the same door. So a model is loaded once
-per process and shared by every browser session, and a Trace is computed once per (model, text,
-pair, switches) and shared too — its arrays are read-only, so sharing cannot leak one user's
-edit to another.
+every model run: what it computes (the Trace, the projections, the word-piece table) is a
+`@door.shared` function, kept in the door's one cache and run in one of its run slots (the
+transformers check is ui/verify.py's), and models come from ui.models through the same door. So
+a model is loaded once per process and shared by every browser session, and a Trace is computed
+once per (model, text, pair, switches) and shared too — its arrays are read-only, so sharing
+cannot leak one user's edit to another.
 """
 
 from __future__ import annotations
@@ -15,12 +15,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NoReturn
 
+import numpy as np
 import streamlit as st
 import torch
 
 import core
 from core.text import MAX_CHARS
-from ui import door, housekeeping, models
+from ui import door, models
 from ui.models import load_model
 from ui.word_level import word_level_switch
 
@@ -329,33 +330,6 @@ def sentence_box_in_page(inputs: Inputs) -> None:
         )
 
 
-# ---- the reference check ----------------------------------------------------------------------
-# Loading transformers' reference model of MiniLM added 157 MB of RSS here (2026-11): its own
-# copy of the weights (~90 MB) and ~67 MB of transformers' modeling code.
-REFERENCE_IMPORT_BYTES = 70 * door.MB
-
-
-def _reference_cost(model_name: str) -> int:
-    return REFERENCE_IMPORT_BYTES + door.nbytes(load_model(model_name))
-
-
-@door.shared("the transformers check", cost=_reference_cost)
-def _reference_model(model_name: str) -> object:
-    from core.reference import load_reference
-
-    reference = load_reference(load_model(model_name).model_dir)
-    # transformers' modeling code adds ~190,000 long-lived objects: out of gc's walk with them.
-    housekeeping.freeze_long_lived_objects()
-    return reference
-
-
-def parity_report(model: core.Transformer, result: core.Trace) -> object:
-    """Max |Δ| between the Trace and transformers' BertModel on the same word pieces."""
-    from core.reference import compare
-
-    return compare(_reference_model(model.name), result)
-
-
 # ---- embedding geometry (views/embeddings.py, views/positional.py) ----------------------------
 # The work one projection request may ask for: word pieces summed over its sentences. Each
 # sentence is a forward pass, and t-SNE's time grows faster than the number of points.
@@ -380,7 +354,16 @@ def within_projection_budget(
     return sentences, ()
 
 
-@door.shared("the projection's runs")
+def _points_cost(model_name: str, sentences: tuple[str, ...], **_: object) -> int:
+    # Each sentence's Trace is a run of its own through the door (costed there); kept here are
+    # its rows, static and (L + 1) hidden, float32, and once more while they are stacked.
+    model = load_model(model_name)
+    kept, _notes = within_projection_budget(model, sentences)
+    n_pieces = sum(door.pieces(model, sentence) for sentence in kept)
+    return 2 * 4 * (model.n_layers + 2) * n_pieces * model.d_model
+
+
+@door.shared("the projection's runs", cost=_points_cost)
 def _cached_points(
     model_name: str, sentences: tuple[str, ...], scale: bool, causal: bool
 ) -> tuple[object, tuple[str, ...]]:
@@ -411,7 +394,17 @@ def point_set(
     return _cached_points(model.name, tuple(sentences), scale, causal)
 
 
-@door.shared("a projection", spinner="Projecting …")
+def _projection_cost(vectors: np.ndarray, n_components: int, **_: object) -> int:
+    # PCA or t-SNE's start: the points in float64, centred, and the SVD's (m, d) factor; t-SNE's
+    # neighbour graph (3 x perplexity neighbours a point, float64 and ids) and its (m, c) steps
+    from core.embeddings import TSNE_PERPLEXITY  # sklearn's import waits for a first projection
+
+    m, d = vectors.shape
+    neighbours = 3 * int(TSNE_PERPLEXITY) + 1
+    return 8 * (3 * m * d + 2 * m * neighbours + 4 * m * n_components)
+
+
+@door.shared("a projection", cost=_projection_cost, spinner="Projecting …")
 def projection(vectors: object, method: str, n_components: int, ids: object = None) -> object:
     """Cached core.embeddings projection of (m, d) vectors (t-SNE takes seconds)."""
     from core.embeddings import project, project_unique
@@ -421,7 +414,14 @@ def projection(vectors: object, method: str, n_components: int, ids: object = No
     return project(vectors, method, n_components)
 
 
-@door.shared("a projection")
+def _trajectory_cost(hidden: np.ndarray, n_components: int) -> int:
+    # (L + 1) x m rows in float64, the PCA's fit on at most 4,000 of them, and the (.., c) result
+    n_states, m, d = hidden.shape
+    rows = n_states * m
+    return 8 * (rows * d + 3 * min(rows, 4_000) * d + rows * n_components)
+
+
+@door.shared("a projection", cost=_trajectory_cost)
 def trajectory_projection(hidden: object, n_components: int) -> object:
     """Cached core.embeddings.trajectories: (L + 1, m, d) -> (L + 1, m, c) in one PCA plane."""
     from core.embeddings import trajectories
@@ -429,16 +429,26 @@ def trajectory_projection(hidden: object, n_components: int) -> object:
     return trajectories(hidden, n_components)
 
 
-@door.shared("the word-piece table")
-def _vocabulary_view(model_name: str) -> tuple[object, object]:
-    from core.embeddings import word_mask
-    from core.positional import unit_rows
+PIECE_TEXT_BYTES = 80  # one word piece as a Python str in a list: its object and its pointer
+
+
+def _vocabulary_cost(model_name: str) -> int:
+    from core.embeddings import unit_table_bytes
 
     model = load_model(model_name)
-    unit_table = unit_rows(model.word_vectors()).astype("float32")  # (vocab, d) unit rows
-    unit_table.setflags(write=False)
-    vocabulary = [model.tokenizer.token_of(i) for i in range(unit_table.shape[0])]
-    return unit_table, word_mask(vocabulary)
+    vocab_size = model.dims.vocab_size
+    # the float32 table (normalised in chunks), every piece's text, and the (vocab,) mask
+    return unit_table_bytes(vocab_size, model.d_model) + vocab_size * (PIECE_TEXT_BYTES + 1)
+
+
+@door.shared("the word-piece table", cost=_vocabulary_cost)
+def _vocabulary_view(model_name: str) -> tuple[object, object]:
+    from core.embeddings import unit_table, word_mask
+
+    model = load_model(model_name)
+    table = unit_table(model.word_vectors())  # (vocab, d) float32 unit rows
+    vocabulary = [model.tokenizer.token_of(i) for i in range(table.shape[0])]
+    return table, word_mask(vocabulary)
 
 
 def vocabulary_view(model: core.Transformer) -> tuple[object, object]:

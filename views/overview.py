@@ -13,6 +13,7 @@ from ui import (
     state,
     tables,
     terms,
+    verify,
     widgets,
 )
 
@@ -118,10 +119,13 @@ st.markdown(
 )
 
 st.subheader(f"4 · Is this really {model_label}?")
+reference_class = verify.reference_class(model)
 st.markdown(
     "Every figure comes from this project's own implementation. The check below runs the same word "
-    "pieces through the reference implementation in `transformers` (BertModel, eager "
-    "attention), loaded from the same weight file, and compares every layer. It verifies the "
+    f"pieces through the reference implementation in `transformers` (`{reference_class}`, eager "
+    "attention), loaded from the same weight file, and compares every layer"
+    + (" and the next-piece scores" if model.is_decoder else "")
+    + ". It verifies the "
     "**implementation** — the arithmetic of every step — not the weights, which both sides "
     "read from one file. A difference of exactly 0 means both did the same float32 operations "
     "in the same order on this machine; another CPU or library version may differ in the last "
@@ -129,13 +133,7 @@ st.markdown(
 )
 if inputs.as_trained:
     if st.button("Verify against transformers", icon=":material/verified:"):
-        with st.spinner("Running transformers' BertModel (eager attention) …"):
-            report = state.parity_report(model, trace)
-        st.success(
-            f"Compared {report.layers_compared} layers of attention and {report.hidden_states_compared} "
-            f"hidden states: max |Δ| attention = {report.max_abs_attention_diff:.2e}, "
-            f"max |Δ| hidden states = {report.max_abs_hidden_diff:.2e}."
-        )
+        verify.show_check(model, trace)
 else:
     st.caption(
         "The check compares the model as trained: set the sidebar's switches back (scaling on, "
