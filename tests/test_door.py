@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from ui import door, explanations_runs
+from ui import door, embeddings_runs, explanations_runs
 
 WAIT_S = 30  # an upper bound for a thread to reach a point it is known to reach
 
@@ -327,17 +327,16 @@ def test_gradient_steps_are_cut_to_the_requests_budget(pieces, wanted, steps):
 
 
 def test_a_projection_reads_sentences_up_to_its_budget(model):
-    from ui import state
 
     line = " ".join(["word"] * 300)  # 302 pieces each with [CLS] and [SEP]
     sentences = tuple([line] * 12)
-    kept, notes = state.within_projection_budget(model, sentences)
-    assert len(kept) == state.PROJECTION_PIECES // 302 == 6
+    kept, notes = embeddings_runs.within_projection_budget(model, sentences)
+    assert len(kept) == embeddings_runs.PROJECTION_PIECES // 302 == 6
     assert notes == (
         "Lines 7 to 12 are left out: one projection reads at most 2,048 word pieces, and the "
         "lines above already have 1,812.",
     )
-    assert state.within_projection_budget(model, sentences[:3]) == (sentences[:3], ())
+    assert embeddings_runs.within_projection_budget(model, sentences[:3]) == (sentences[:3], ())
 
 
 def test_the_heap_is_trimmed_before_a_cached_result_is_dropped(fresh_door, monkeypatch):

@@ -12,7 +12,7 @@ from ui import (
     tables,
     widgets,
 )
-from ui.state import CAUSAL_LABEL, SCALE_LABEL
+from ui.sidebar import CAUSAL_LABEL, SCALE_LABEL
 
 st.title("11 · Attention, learned")
 st.markdown(
