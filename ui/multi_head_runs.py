@@ -59,7 +59,8 @@ class OutputProjection:
 
 
 def _w_o_cost(model: core.Transformer, **_: object) -> int:
-    return 4 * 2 * model.d_model * model.n_heads * model.d_head  # W_O and its per-head copy
+    # W_O, its per-head copy and the bias b_O, float32
+    return 4 * model.d_model * (2 * model.n_heads * model.d_head + 1)
 
 
 @door.shared("the output projection", cost=_w_o_cost)
