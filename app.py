@@ -8,39 +8,28 @@ import logging
 
 import streamlit as st
 
-from ui import housekeeping, path, preload
+from ui import housekeeping, path, preload, sidebar
 
 st.set_page_config(page_title="Attention Explorer", page_icon=":material/home:", layout="wide")
 housekeeping.tune_malloc()  # before torch allocates anything (ui/housekeeping.py)
 
-# The pages that draw word pieces; elsewhere the sidebar's word-level switch is greyed out.
-WORD_LEVEL_PAGES = {"heatmaps", "head_view", "information_flow", "explanations"}
-# The pages that never run the model with the sidebar's √d_k and causal-mask switches (a toy, the
-# static vectors, the page's own switches); there the two are greyed out, keeping their values.
-OWN_SWITCH_PAGES = {"by_hand", "context", "scaling_masking", "lab"}
-# The pages with sentences of their own (a toy's words, two boxes, the lab's sequences): there
-# the sidebar's sentence boxes are greyed out the same way.
-OWN_TEXT_PAGES = {"by_hand", "context", "lab"}
-# The pages that draw without plotly, at any length ("" is the Overview's path).
-PLOTLY_FREE_PAGES = {""}
-
-# The pages in the course's order (ui/path.py). expanded=True: every page stays listed, where
+# The pages in the course's order, and what the sidebar does on each: ui/path.py's manifest. expanded=True: every page stays listed, where
 # Streamlit 1.67 folds a list of more than twelve into "View N more".
 navigation = st.navigation(path.navigation_pages(), expanded=True)
 step = path.step_at(navigation.url_path)
 # torch's import takes ~1.3 s on a fresh server: let the browser fetch plotly.js meanwhile, unless
 # the page opened draws without it (the Overview's head is HTML: ui/html_heatmap.py).
-with preload.plotly_download(needed=navigation.url_path not in PLOTLY_FREE_PAGES):
+with preload.plotly_download(needed=not step.plotly_free):
     from ui import display, door, model_map, predict, state
 # Freezing the imported modules before the first page is drawn keeps Streamlit's garbage
 # collection after every rerun cheap (ui/housekeeping.py).
 housekeeping.freeze_once_at_startup()
 
 try:
-    text_page = navigation.url_path not in OWN_TEXT_PAGES
+    text_page = not step.own_text  # greyed out elsewhere, keeping their values
     inputs, model = state.prepare_page_context(
-        word_level_page=navigation.url_path in WORD_LEVEL_PAGES,
-        switches_page=navigation.url_path not in OWN_SWITCH_PAGES,
+        word_level_page=step.word_pieces,
+        switches_page=not step.own_switches,
         text_page=text_page,
     )
     display.image_format_picker()
@@ -50,7 +39,7 @@ try:
     predict.visit(navigation.url_path)  # the questions' progress (ui/predict.py)
     model_map.show_map(step, model, visited)  # where this page sits in the model
     if text_page:  # a phone folds the sidebar away: where to type, at the top of the page
-        state.sentence_box_in_page(inputs)
+        sidebar.sentence_box_in_page(inputs)
     navigation.run()
 except state.PageEnds:
     pass  # the page said why it ends early (ui/state.py): the way on is drawn below

@@ -124,8 +124,8 @@ def test_word_level_switch_merges_pieces_and_off_changes_nothing():
 
 
 def test_flow_page_draws_a_long_sentence_as_an_image_and_plotly_bars():
-    """Past matrix_charts.fits_a_grid the rollout is one image whose readout numbers are
-    rollout's rows (each sums to 1); past display.HTML_BARS_UP_TO the shares are plotly's
+    """Past display_policy.NUMBERS_UP_TO the rollout is one image whose readout numbers are
+    rollout's rows (each sums to 1); past display_policy.BARS_UP_TO the shares are plotly's
     grouped bars, whose arrays the shares sum to 1 in."""
     text = " ".join(["The river bank was quiet after the storm."] * 4)  # 38 word pieces
     at = run_page(FLOW, text=text)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import contextlib
+import functools
 import re
 from pathlib import Path
 
@@ -31,61 +33,203 @@ def test_pages_do_no_tensor_math(path):
     assert not imported_modules(path) & {"torch", "numpy", "sklearn", "transformers"}
 
 
-# ---- no view runs the model -------------------------------------------------------------------
-# What runs a model: its forward pass and its parts, and the lab's training. Every core function
-# that calls one of these, directly or through another core function, runs the model too.
-MODEL_STEPS = frozenset(
-    {
-        "run",
-        "embed",
-        "embed_vectors",
-        "layer_forward",
-        "layer_steps",
-        "forward_from_word_vectors",
-        "_batched_layer",
-        "multi_head_attention",
-        "logits",  # a decoder's readout: final norm and output head over the vocabulary
-        "top_pieces",
-        "next_pieces",
-        "train",  # the lab's training loop, and its two entry points (core/lab.py)
-        "train_one",
-        "compare",
-        "train_induction",  # the lab's induction experiment: a decoder trained from scratch
-    }
-)
+# ---- a view takes from core/ only types, constants and pure functions of arrays ---------------
+# Read from the code, not from a list of names: a core function takes the model if a parameter
+# is annotated with the model (Transformer) or with a class holding its weights (a class with a
+# torch field), if it builds the model, calls one of the model's methods, or calls such a function.
+# A view hands no such function anything: it asks ui/<page>_runs.py, which runs it through
+# ui/door.py (one cache, one admission limit).
+MODEL = "Transformer"
 
 
-def _called_names(node: ast.AST) -> set[str]:
-    """Every name a function calls: f(...) gives "f", x.f(...) gives "f"."""
-    names = set()
+def _names_in(node: ast.AST) -> set[str]:
+    """Every name and attribute a piece of syntax mentions (torch.Tensor gives torch, Tensor),
+    within quoted annotations too."""
+    found = set()
+    for part in ast.walk(node):
+        if isinstance(part, ast.Constant) and isinstance(part.value, str):
+            with contextlib.suppress(SyntaxError):
+                found |= _names_in(ast.parse(part.value, mode="eval"))
+        elif isinstance(part, ast.Name):
+            found.add(part.id)
+        elif isinstance(part, ast.Attribute):
+            found.add(part.attr)
+    return found
+
+
+def _is_property(function: ast.FunctionDef) -> bool:
+    return any(
+        _names_in(decorator) & {"property", "cached_property"}
+        for decorator in function.decorator_list
+    )
+
+
+class CoreIndex:
+    """What core/ defines, read from its syntax trees (module stem -> tree)."""
+
+    def __init__(self, trees: dict[str, ast.Module]) -> None:
+        self.trees = trees
+        self.classes = {
+            node.name: node
+            for tree in trees.values()
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ClassDef)
+        }
+        model = self.classes.get(MODEL)
+        # the model's methods (its sizes, read as properties, are data a view may show)
+        self.model_methods = {
+            node.name
+            for node in (model.body if model else [])
+            if isinstance(node, ast.FunctionDef)
+            and not node.name.startswith("__")
+            and not _is_property(node)
+        }
+        self.model_types = {MODEL} | self.weight_types()
+
+    def weight_types(self) -> set[str]:
+        """Classes with a field that holds a torch tensor, or another such class."""
+        found: set[str] = set()
+        while True:
+            more = {
+                name
+                for name, node in self.classes.items()
+                if name not in found
+                and any(
+                    isinstance(field, ast.AnnAssign)
+                    and _names_in(field.annotation) & (found | {"torch"})
+                    for field in node.body
+                )
+            }
+            if not more:
+                return found
+            found |= more
+
+    def functions(self) -> dict[tuple[str, str], ast.FunctionDef]:
+        """(module, name) -> each module-level function of core."""
+        return {
+            (module, node.name): node
+            for module, tree in self.trees.items()
+            for node in tree.body
+            if isinstance(node, ast.FunctionDef)
+        }
+
+    def bindings(self, module: str) -> dict[str, tuple[str, str]]:
+        """Names a core module binds: its own functions and `from core.x import f` as (x, f);
+        an imported core module `m` as (m, "")."""
+        bound = {
+            node.name: (module, node.name)
+            for node in self.trees[module].body
+            if isinstance(node, ast.FunctionDef)
+        }
+        bound.update(_core_imports(self.trees[module]))
+        return bound
+
+    def takes_the_model(self, function: ast.FunctionDef) -> bool:
+        arguments = function.args
+        annotations = [
+            a.annotation
+            for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+            if a.annotation is not None
+        ]
+        return any(_names_in(annotation) & self.model_types for annotation in annotations)
+
+    @functools.cached_property
+    def model_taking_functions(self) -> set[tuple[str, str]]:
+        """(module, name) of every core function that takes the model, builds it, calls one of
+        its methods, or calls (through the names its module binds) another such function."""
+        functions = self.functions()
+        taking = {key for key, node in functions.items() if self.takes_the_model(node)}
+        bindings = {module: self.bindings(module) for module in self.trees}
+        called = {key: _calls(node, bindings[key[0]]) for key, node in functions.items()}
+        while True:
+            more = {
+                key
+                for key in functions
+                if key not in taking
+                and (
+                    called[key].resolved & taking
+                    or called[key].methods & self.model_methods
+                    or MODEL in called[key].names | {name for _, name in called[key].resolved}
+                )
+            }
+            if not more:
+                return taking
+            taking |= more
+
+
+class _Calls:
+    def __init__(self) -> None:
+        self.resolved: set[tuple[str, str]] = set()  # core functions, by (module, name)
+        self.methods: set[str] = set()  # x.f(...) on anything but a core module: "f"
+        self.names: set[str] = set()  # f(...) of a name the module does not bind to core
+
+
+def _core_imports(tree: ast.Module) -> dict[str, tuple[str, str]]:
+    """from core import m -> (m, ""); from core.m import f -> (m, f); import core -> ("", "")."""
+    bound: dict[str, tuple[str, str]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if node.module == "core":
+                for alias in node.names:
+                    bound[alias.asname or alias.name] = (alias.name, "")
+            elif node.module.startswith("core."):
+                module = node.module.split(".")[1]
+                for alias in node.names:
+                    bound[alias.asname or alias.name] = (module, alias.name)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name == "core" or alias.name.startswith("core."):
+                    parts = alias.name.split(".")
+                    bound[alias.asname or "core"] = (
+                        parts[1] if alias.asname and len(parts) > 1 else "",
+                        "",
+                    )
+    return bound
+
+
+def _resolve(
+    call: ast.Call, bound: dict[str, tuple[str, str]], package: dict[str, tuple[str, str]]
+) -> tuple[str, object]:
+    """What a call calls: ("core", (module, name)) for a core function, ("method", "f") for
+    x.f(...) on anything but a core module, ("name", "f") for a name not bound to core."""
+    func = call.func
+    if isinstance(func, ast.Name):
+        if func.id in bound and bound[func.id][1]:
+            return "core", bound[func.id]
+        return "name", func.id
+    if not isinstance(func, ast.Attribute):
+        return "name", ""
+    base = func.value
+    owner = bound.get(base.id) if isinstance(base, ast.Name) else None
+    if owner == ("", ""):  # core.f(...), as core/__init__ exports it
+        return "core", package.get(func.attr, ("__init__", func.attr))
+    if owner is not None and not owner[1]:
+        return "core", (owner[0], func.attr)  # module.f(...)
+    return "method", func.attr
+
+
+def _calls(
+    node: ast.AST,
+    bound: dict[str, tuple[str, str]],
+    package: dict[str, tuple[str, str]] | None = None,
+) -> _Calls:
+    """The calls made inside node, resolved through the names its module binds to core."""
+    calls = _Calls()
     for call in ast.walk(node):
         if isinstance(call, ast.Call):
-            func = call.func
-            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
-            if name:
-                names.add(name)
-    return names
+            kind, target = _resolve(call, bound, package or {})
+            if kind == "core":
+                calls.resolved.add(target)
+            elif kind == "method":
+                calls.methods.add(target)
+            elif target:
+                calls.names.add(target)
+    return calls
 
 
-def model_running_functions(sources: dict[str, str] | None = None) -> set[str]:
-    """Names of the core functions that run the model (MODEL_STEPS, reached through calls).
-
-    By name, not by module: a name shared with a function that does not run the model counts
-    too, which can only make the rule stricter.
-    """
-    if sources is None:
-        sources = {path.name: path.read_text() for path in files("core")}
-    calls: dict[str, set[str]] = {}
-    for text in sources.values():
-        for node in ast.walk(ast.parse(text)):
-            if isinstance(node, ast.FunctionDef):
-                calls.setdefault(node.name, set()).update(_called_names(node))
-    running = set(MODEL_STEPS)
-    while True:
-        more = {name for name, called in calls.items() if called & running} - running
-        if not more:
-            return running
-        running |= more
+@functools.cache
+def core_index() -> CoreIndex:
+    return CoreIndex({path.stem: ast.parse(path.read_text()) for path in files("core")})
 
 
 def _ui_modules(tree: ast.Module) -> set[str]:
@@ -98,56 +242,96 @@ def _ui_modules(tree: ast.Module) -> set[str]:
     }
 
 
-def model_runs_in_page(text: str, running: set[str]) -> list[str]:
-    """Calls in a page of a model-running function anywhere but through a ui module."""
+def model_calls_in_view(text: str, index: CoreIndex) -> list[str]:
+    """Calls in a view of a core function that takes the model, or of a method of the model
+    (anything but a ui module's function named like one counts: stricter, never looser)."""
     tree = ast.parse(text)
+    bound = _core_imports(tree)
+    package = _core_imports(index.trees["__init__"]) if "__init__" in index.trees else {}
     through_ui = _ui_modules(tree)
+    taking = index.model_taking_functions
     found = []
     for call in ast.walk(tree):
         if not isinstance(call, ast.Call):
             continue
         func = call.func
-        if isinstance(func, ast.Attribute):
-            base = func.value
-            if isinstance(base, ast.Name) and base.id in through_ui:
-                continue  # ui/ runs it, through the door
-            name = func.attr
-        else:
-            name = getattr(func, "id", "")
-        if name in running:
+        if (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id in through_ui
+        ):
+            continue  # ui/ runs it, through the door
+        kind, target = _resolve(call, bound, package)
+        if (
+            (kind == "core" and (target in taking or target[1] == MODEL))
+            or (kind == "method" and target in index.model_methods)
+            or (kind == "name" and target == MODEL)
+        ):
             found.append(f"line {call.lineno}: {ast.unparse(call)[:80]}")
     return found
 
 
 @pytest.mark.parametrize("path", files("views"), ids=lambda p: p.name)
-def test_pages_run_no_model_themselves(path):
-    """A page asks ui/ for every run: ui/door.py caches it and admits it (one door)."""
-    assert model_runs_in_page(path.read_text(), model_running_functions()) == []
+def test_views_hand_the_model_to_no_core_function(path):
+    """A view takes from core/ only types, constants and pure functions of arrays; whatever
+    takes the model goes through ui/<page>_runs.py and ui/door.py's one door."""
+    assert model_calls_in_view(path.read_text(), core_index()) == []
 
 
-def test_the_model_run_rule_can_fail():
-    running = model_running_functions(
+def test_the_model_rule_can_fail():
+    index = CoreIndex(
         {
-            "a.py": "def padded_run(model):\n    return model.layer_forward(1)\n"
-            "def deeper(model):\n    return padded_run(model)\n"
-            "def weights(model):\n    return model.layers[0]\n"
+            "__init__": ast.parse(
+                "from core.transformer import Transformer\nfrom core.a import deeper\n"
+            ),
+            "transformer": ast.parse(
+                "class Transformer:\n    def run(self, text): ...\n"
+                "    @property\n    def d_model(self) -> int: ...\n"
+                "class LayerWeights:\n    query: torch.Tensor\n"
+                "class Layer:\n    weights: LayerWeights\n"
+            ),
+            "a": ast.parse(
+                "from core.transformer import Transformer\nfrom core import b\n"
+                "def padded_run(model: Transformer, n: int): ...\n"
+                "def deeper(x):\n    return padded_run(x, 2)\n"
+                "def through_b(x):\n    return b.of_weights(x)\n"
+                "def bilinear_form(x): ...\n"
+                "def runs_it(x):\n    return x.run('text')\n"
+                "def builds(path):\n    return Transformer(path)\n"
+            ),
+            "b": ast.parse(
+                "def of_weights(layer: Layer | None): ...\n"
+                "def cosine(a: np.ndarray, b: np.ndarray) -> float: ...\n"
+                "def bilinear_form(model: 'Transformer'): ...\n"
+            ),
         }
     )
-    assert {"padded_run", "deeper"} <= running and "weights" not in running
-    page = (
-        "from core import scaling_masking\nfrom ui import state\nfrom ui import scaling_masking_runs as runs\n"
-        "a = scaling_masking.padded_run(model)\nb = runs.padded_run(model)\nc = model.run('x')\n"
-        "d = state.trace(model)\ne = deeper(model)\nf = scaling_masking.weights(model)\n"
+    assert index.model_types == {"Transformer", "LayerWeights", "Layer"}
+    assert index.model_methods == {"run"}
+    taking = index.model_taking_functions
+    assert {("a", n) for n in ("padded_run", "deeper", "through_b", "runs_it", "builds")} <= taking
+    assert ("b", "of_weights") in taking and ("b", "bilinear_form") in taking
+    assert ("a", "bilinear_form") not in taking and ("b", "cosine") not in taking
+    view = (
+        "import core\nfrom core import a, b\nfrom core.a import deeper as d\nfrom ui import a_runs\n"
+        "x = a.padded_run(model, 1)\ny = a_runs.padded_run(model, 1)\nz = model.run('x')\n"
+        "w = b.cosine(p, q)\nv = d(model)\nu = a.bilinear_form(p)\nt = core.deeper(m)\n"
+        "s = model.d_model\n"
     )
-    assert [line.split(":")[0] for line in model_runs_in_page(page, running)] == [
-        "line 4",
-        "line 6",
-        "line 8",
+    assert [line.split(":")[0] for line in model_calls_in_view(view, index)] == [
+        "line 5",
+        "line 7",
+        "line 9",
+        "line 11",
     ]
-    # the real core: the runs the pages once made themselves are found
-    real = model_running_functions()
-    assert {"padded_run", "repeat_example", "sublayer_sizes", "cross_attention"} <= real
-    assert {"gradient_scores", "deletion_curves", "permutation_experiment", "role_scores"} <= real
+    # the real core: the functions that take the model or run it are found, the math is not
+    real = core_index()
+    found = real.model_taking_functions
+    assert {("context", "static_sentence"), ("multi_head", "value_weighted_norms")} <= found
+    assert {("head_stats", "every_layer_head_view_weights"), ("models", "load_model")} <= found
+    assert {("scaling_masking", "padded_run"), ("explanations", "gradient_scores")} <= found
+    assert {"run", "word_vectors", "position_vectors"} <= real.model_methods
+    assert ("attention", "masked_softmax") not in found and ("positional", "cosine") not in found
 
 
 @pytest.mark.parametrize("path", files("core"), ids=lambda p: p.name)
@@ -346,24 +530,84 @@ def _builder_wrappers(paths: list[Path]) -> frozenset[tuple[str, str]]:
     return frozenset(wrappers)
 
 
+# The functions of ui/display.py that take an HTML form to draw (html=, strip=): a view hands
+# each a lambda that returns html_heatmap's builder call (or a few, side by side), and the one
+# function that shows what such a form returned is display._show_html_form.
+FORM_TAKERS = {"show_matrix": ("html", "strip"), "show_bars": ("html",)}
+FORM_POSITIONS = {"html": 1, "strip": 6}  # (shape or n_labels, html, plotly, key, filename, …)
+
+
+def _is_builder_form(node: ast.expr | None, wrappers: frozenset[tuple[str, str]]) -> bool:
+    """A lambda returning a builder call, a tuple of them, or tuple(<builder call> for …)."""
+    if not isinstance(node, ast.Lambda):
+        return False
+    body = node.body
+    if isinstance(body, ast.Tuple):
+        return bool(body.elts) and all(_is_builder_call(e, wrappers) for e in body.elts)
+    if (
+        isinstance(body, ast.Call)
+        and isinstance(body.func, ast.Name)
+        and body.func.id == "tuple"
+        and len(body.args) == 1
+        and isinstance(body.args[0], ast.GeneratorExp)
+    ):
+        return _is_builder_call(body.args[0].elt, wrappers)
+    return _is_builder_call(body, wrappers)
+
+
+def _form_arguments(call: ast.Call, name: str) -> list[ast.expr]:
+    """The html= and strip= forms a call of show_matrix / show_bars passes (by keyword or place)."""
+    found = []
+    for form in FORM_TAKERS[name]:
+        keyword = [k.value for k in call.keywords if k.arg == form]
+        position = FORM_POSITIONS[form]
+        found += keyword or ([call.args[position]] if len(call.args) > position else [])
+    return found
+
+
+def _inside_function(tree: ast.Module, call: ast.Call, name: str) -> bool:
+    return any(
+        isinstance(node, ast.FunctionDef) and node.name == name and call in ast.walk(node)
+        for node in ast.walk(tree)
+    )
+
+
 def test_html_figures_come_only_from_the_tested_builder():
     """show_html_figure is handed html_heatmap's builder call itself (or a ui function's that
-    returns one), and no module but HTML_FIGURE_MAKERS makes an HtmlFigure (a NewType is not
-    checked at run time)."""
+    returns one), or, inside display._show_html_form only, what a form returned: every form
+    handed to show_matrix / show_bars is a lambda returning builder calls. No module but
+    HTML_FIGURE_MAKERS makes an HtmlFigure (a NewType is not checked at run time)."""
     wrappers = _builder_wrappers(files("ui"))
     assert ("matrix_charts", "pair_grid") in wrappers  # the rule sees the wrappers in use
+    forms_checked = 0
     for path in [*files("views"), *files("ui"), ROOT / "app.py"]:
         tree = ast.parse(path.read_text())
         for call in _calls_named(tree, "show_html_figure"):
-            assert len(call.args) == 1 and _is_builder_call(call.args[0], wrappers), (
-                f"{path.name}:{call.lineno}: show_html_figure takes html_heatmap's builder call"
+            shows_a_form = path.name == "display.py" and _inside_function(
+                tree, call, "_show_html_form"
             )
+            assert shows_a_form or (
+                len(call.args) == 1 and _is_builder_call(call.args[0], wrappers)
+            ), f"{path.name}:{call.lineno}: show_html_figure takes html_heatmap's builder call"
+        for name in FORM_TAKERS:
+            for call in _calls_named(tree, name):
+                for form in _form_arguments(call, name):
+                    forms_checked += 1
+                    assert _is_builder_form(form, wrappers), (
+                        f"{path.name}:{call.lineno}: {name}'s HTML form is a lambda returning "
+                        "html_heatmap's builder call"
+                    )
+        for call in _calls_named(tree, "_show_html_form"):
+            (argument,) = call.args
+            assert path.name == "display.py" and isinstance(argument, ast.Name), path.name
+            assert argument.id in ("html", "strip"), f"{path.name}:{call.lineno}"
         if path.name not in HTML_FIGURE_MAKERS:
             assert not _calls_named(tree, "HtmlFigure"), path.name
         for call in _calls_named(tree, "_show_stores"):
             assert path.name == "display.py" and _shows_stores_aside(tree, call), (
                 f"{path.name}:{call.lineno}: _show_stores takes what stores_aside(...) returned"
             )
+    assert forms_checked >= 10  # the rule saw the views' and display's forms
 
 
 def _shows_stores_aside(tree: ast.Module, call: ast.Call) -> bool:
@@ -418,6 +662,19 @@ def test_the_html_rule_can_fail():
     ).body
     assert [len(_own_returns(f)) for f in nested] == [1, 2]
     assert not _is_builder_call(ast.parse("html_heatmap.stores_element(s)").body[0].value)
+    forms = ast.parse(
+        "show_bars(n, html=lambda: html_heatmap.bar_rows(a), plotly=p, key='k')\n"
+        "show_matrix(s, lambda: (charts.grid(a), html_heatmap.value_grid(b)), p, 'k')\n"
+        "show_matrix(s, lambda: tuple(charts.grid(m) for m in ms), p, 'k')\n"
+        "show_bars(n, html=lambda: HtmlFigure(text), plotly=p, key='k')\n"
+        "show_matrix(s, html=figure, plotly=p, key='k', strip=lambda: charts.grid(a))\n"
+    )
+    verdicts = [
+        [_is_builder_form(form, wrappers) for form in _form_arguments(call, call.func.id)]
+        for call in ast.walk(forms)
+        if isinstance(call, ast.Call) and getattr(call.func, "id", "") in FORM_TAKERS
+    ]
+    assert verdicts == [[True], [True], [True], [False], [False, True]]
     assert _calls_named(views, "HtmlFigure")
     built = ast.parse('import streamlit as st\nname = input()\nst.html(f"<b>{name}</b>")\n')
     fixed = ast.parse('import streamlit as st\nCSS = "<style></style>"\nst.html(CSS)\n')
@@ -472,7 +729,8 @@ def _imported_ui_modules(path: Path) -> set[str]:
 def test_figure_and_run_modules_follow_the_pages():
     """Every ui/<name>_charts.py and ui/<name>_runs.py is named after a page whose view imports
     it, or after a concept several pages share; and every page's own core module, where one
-    exists, is imported by its view: a newcomer finds a figure's code in two hops."""
+    exists, is imported by its view or by the page's runs (ui/<page>_runs.py, which a view asks
+    for whatever takes the model): a newcomer finds a figure's code in two hops."""
     pages = {path.stem for path in files("views")}
     for path in files("ui"):
         stem = path.stem
@@ -488,7 +746,122 @@ def test_figure_and_run_modules_follow_the_pages():
             )
     for page in pages:
         if (ROOT / "core" / f"{page}.py").exists():
-            view = (ROOT / "views" / f"{page}.py").read_text()
-            assert re.search(rf"from core import [^\n]*\b{page}\b|import core\.{page}\b", view), (
-                f"views/{page}.py does not use core/{page}.py"
-            )
+            readers = [ROOT / "views" / f"{page}.py", ROOT / "ui" / f"{page}_runs.py"]
+            assert any(
+                re.search(rf"from core import [^\n]*\b{page}\b|import core\.{page}\b", text)
+                for text in (path.read_text() for path in readers if path.exists())
+            ), f"neither views/{page}.py nor ui/{page}_runs.py uses core/{page}.py"
+
+
+def _page_of(stem: str, pages: set[str]) -> str | None:
+    """The page a ui module belongs to: its name is the page's, or starts with it and "_"."""
+    for page in sorted(pages, key=len, reverse=True):
+        if stem == page or stem.startswith(page + "_"):
+            return page
+    return None
+
+
+def shared_modules_importing_pages(ui_files: dict[str, str], pages: set[str]) -> list[str]:
+    """ "module -> page module" for every shared ui module (named after no page) that imports a
+    page's module (ui module stem -> its source)."""
+    found = []
+    for stem, text in sorted(ui_files.items()):
+        if _page_of(stem, pages):
+            continue
+        tree = ast.parse(text)
+        imported = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module == "ui":
+                imported |= {alias.name for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("ui."):
+                imported.add(node.module.split(".")[1])
+        found += [f"{stem} -> {name}" for name in sorted(imported) if _page_of(name, pages)]
+    return found
+
+
+def test_shared_ui_modules_import_no_pages_module():
+    """A module several pages share (display, widgets, state, …) depends on no page: a page's
+    modules may use the shared ones, never the other way round."""
+    pages = {path.stem for path in files("views")}
+    sources = {path.stem: path.read_text() for path in files("ui")}
+    assert shared_modules_importing_pages(sources, pages) == []
+    # the rule can fail, and leaves a page's own modules free
+    example = {
+        "display": "from ui import charts, explanations_charts\n",
+        "widgets": "from ui.lab_runs import training_bar\n",
+        "lab_runs": "from ui import widgets, display\n",
+        "head_view_hover": "from ui import head_view_charts\n",
+    }
+    assert shared_modules_importing_pages(example, {"lab", "explanations", "head_view"}) == [
+        "display -> explanations_charts",
+        "widgets -> lab_runs",
+    ]
+
+
+def sizes_compared_in(text: str) -> list[str]:
+    """Comparisons in a view with a size of the display policy (display_policy.X, display.X)."""
+    found = []
+    for node in ast.walk(ast.parse(text)):
+        if not isinstance(node, ast.Compare):
+            continue
+        for part in ast.walk(node):
+            if (
+                isinstance(part, ast.Attribute)
+                and isinstance(part.value, ast.Name)
+                and part.value.id in ("display_policy", "display")
+                and part.attr.isupper()
+            ):
+                found.append(f"line {node.lineno}: {ast.unparse(node)[:70]}")
+    return found
+
+
+@pytest.mark.parametrize("path", files("views"), ids=lambda p: p.name)
+def test_views_leave_html_or_plotly_to_the_display_policy(path):
+    """A view draws a matrix or bars through display.show_matrix / show_bars, which ask
+    ui/display_policy.py: it compares no size with the policy's limits itself."""
+    assert sizes_compared_in(path.read_text()) == []
+
+
+def test_the_size_rule_can_fail():
+    view = (
+        "if len(tokens) <= display.HTML_BARS_UP_TO:\n    pass\n"
+        "x = n > display_policy.DRAW_LIMIT\ny = display.show_bars(n, html=h, plotly=p, key='k')\n"
+    )
+    assert [line.split(":")[0] for line in sizes_compared_in(view)] == ["line 1", "line 3"]
+
+
+def test_every_size_of_the_display_policy_lives_in_one_module():
+    """The sizes that choose HTML, an image or plotly are assigned in ui/display_policy.py only."""
+    sizes = {
+        "NUMBERS_UP_TO",
+        "IMAGE_UP_TO",
+        "DRAW_LIMIT",
+        "BARS_UP_TO",
+        "ANNOTATE_UP_TO",
+        "GRID_UP_TO",
+        "HTML_BARS_UP_TO",
+        "SWITCH_IN_BROWSER_UP_TO_WEIGHTS",
+    }
+    for path in [*files("ui"), *files("views")]:
+        if path.name == "display_policy.py":
+            continue
+        assigned = {
+            target.id
+            for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.Assign)
+            for target in node.targets
+            if isinstance(target, ast.Name)
+        }
+        assert not assigned & sizes, f"{path.name} sets {sorted(assigned & sizes)}"
+
+
+def test_a_pages_flags_live_in_the_one_manifest():
+    """What the shared sidebar does on a page is a field of its ui/path.py Step: app.py names no
+    page (a set of page names there would be a second manifest, drifting from the first)."""
+    pages = {path.stem for path in files("views")}
+    literals = {
+        node.value
+        for node in ast.walk(ast.parse((ROOT / "app.py").read_text()))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+    }
+    assert not literals & pages, sorted(literals & pages)

@@ -397,7 +397,7 @@ def press_until_grid_titled(page, label: str, title: str) -> None:
 # 60-odd word pieces: more than charts.FITTED_SCALE_FROM keys, so every head has its own colour
 # scale and a title line that says so; fewer than the ~128 that still switch in the browser.
 FITTED_TEXT = " ".join(["The river bank flooded after the storm, so the bank moved its money."] * 4)
-# Few enough pieces for every cell to print its weight (html_heatmap.NUMBERS_UP_TO).
+# Few enough pieces for every cell to print its weight (display_policy.NUMBERS_UP_TO).
 NUMBERED_TEXT = "The bank flooded."
 
 
@@ -408,7 +408,7 @@ def without_bold(title: str) -> str:
 
 @pytest.mark.parametrize("text", [FITTED_TEXT, NUMBERED_TEXT], ids=["fitted-scale", "numbered"])
 def test_overview_switches_layer_and_head_in_the_browser(browser, server, text):
-    """Up to ~128 pieces (charts.switches_in_browser) the Overview's sliders repaint the heatmap
+    """Up to ~128 pieces (display_policy.switches_in_browser) the Overview's sliders repaint the heatmap
     in the browser. The head painted there is the one the server draws from that link: same
     title and note, same colour-bar top, and every cell the same colour and number (layer 1,
     head 2: a swapped layer and head, an off-by-one store, or a colour or rounding rule in the
@@ -542,7 +542,7 @@ def test_menu_switches_a_dark_system_to_light_and_back(browser, server):
 # ---- issue 36 §5: phones and keyboards ---------------------------------------------------------
 def test_a_phone_sees_where_to_type_on_the_overview(browser, server):
     """On a 390 px phone the sidebar is folded away, and the Overview shows the sentence box in
-    the page instead (ui/state.py, sentence_box_in_page); a sentence typed there is the one the
+    the page instead (ui/sidebar.py, sentence_box_in_page); a sentence typed there is the one the
     heatmap draws. A desktop, with the sidebar open, sees one box only: the sidebar's."""
     overview = next(p for p in PAGES if p.default)
     page, context = open_page(browser, server, overview, **PHONE_DARK)

@@ -113,7 +113,7 @@ CONTROLS_JS = """
 """
 SKIPPED = {
     ("stSelectbox", "Model"),
-    # the sidebar's sentence box repeated in the page for phones (ui/state.py), hidden on a wide
+    # the sidebar's sentence box repeated in the page for phones (ui/sidebar.py), hidden on a wide
     # screen; the sidebar's own box is the one bound to the link
     ("stTextArea", "Your sentence (the sidebar's, here while the sidebar is folded)"),
 }

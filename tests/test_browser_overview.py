@@ -84,16 +84,16 @@ def test_heatmap_margins_fit_their_labels_so_plotly_draws_once(server, browser, 
     plotly's automargin widens a margin (and draws the figure again) only when something does
     not fit, so the drawn margins equal the requested ones exactly when the estimate was enough.
     Measured on 3 · Scaling and masking's section 3 (open with √d_k off), whose two heatmaps
-    are charts.attention_heatmap's figure of the sidebar sentence past GRID_UP_TO pieces (HTML
+    are charts.attention_heatmap's figure of the sidebar sentence past display_policy.DRAW_LIMIT pieces (HTML
     grids below that): the wide labels three times over, 50 pieces.
     """
-    from ui import scaling_masking_charts
+    from ui import display_policy
 
     url = server.url  # the shared server (conftest.py); browser: this module's
     page = browser.new_page(viewport={"width": 1300, "height": 1600})
     section = quote("3 · Switches")
     text = " ".join([WIDE_LABELS_TEXT] * 3)
-    assert len(model.run(text).tokens) > scaling_masking_charts.GRID_UP_TO
+    assert len(model.run(text).tokens) > display_policy.DRAW_LIMIT
     page.goto(f"{url}/scaling_masking?sm_section={section}&text={quote(text)}")
     wait_for_app(page)
     find = (

@@ -190,7 +190,7 @@ def main_text_fields(page: object, expected: bool = False) -> list[object]:
     main = page.locator('[data-testid="stMain"]')
     for summary in main.locator("details:not([open]) > summary").all():
         summary.click()  # expanding is client-side: no rerun
-    # Not the phone's copy of the sidebar's sentence box (ui/state.py, in .st-key-page_sentence): it is
+    # Not the phone's copy of the sidebar's sentence box (ui/sidebar.py, in .st-key-page_sentence): it is
     # the sidebar's box in another place, hidden on a wide screen and shown on a phone.
     fields = main.locator(
         ':is([data-testid="stTextInput"] input, [data-testid="stTextArea"] textarea)'

@@ -18,7 +18,7 @@ from shown import sent_array
 from streamlit.testing.v1 import AppTest
 from tiny_families import write_tiny_family
 
-from ui import display
+from ui import display_policy, models, traces
 
 TEXT = "the river bank flows past the old mill, and money grows in the bank."
 DECODERS = ("gpt2", "llama")
@@ -225,12 +225,11 @@ def test_every_page_draws_with_the_other_encoders(tmp_path_factory, local_folder
 
 
 def test_a_deep_models_sinks_are_drawn_as_lines(tmp_path_factory, local_folders):
-    """Past display.HTML_BARS_UP_TO layers (SmolLM2-135M has 30) Heatmaps draws the weight on
+    """Past display_policy.BARS_UP_TO layers (SmolLM2-135M has 30) Heatmaps draws the weight on
     the first piece as one line over the layers: its points are the mean weight of every head
     and query on that key, computed here from the page's own Trace by a loop."""
-    from ui import state
 
-    n_layers = display.HTML_BARS_UP_TO + 2
+    n_layers = display_policy.BARS_UP_TO + 2
     folder = write_tiny_family(
         tmp_path_factory.mktemp("deep") / "model", "llama", seed=3, n_layers=n_layers,
         d_model=16, n_heads=2, n_kv_heads=1, d_ff=16,
@@ -242,7 +241,7 @@ def test_a_deep_models_sinks_are_drawn_as_lines(tmp_path_factory, local_folders)
     first_line = sent_array(lines[0]["y"])
     assert len(lines) == 2 and first_line.shape == (n_layers,)
     assert lines[0]["name"] == "on &#60;s&#62;"  # the piece's name, escaped once
-    trace = state.trace(state.load_model(str(folder)), TEXT)
+    trace = traces.trace(models.load_model(str(folder)), TEXT)
     rows = [q for q in range(1, len(trace.tokens)) if not trace.special[q]]  # real pieces after 0
     for layer in range(n_layers):
         weights = trace.attentions[layer]  # (H, n, n)

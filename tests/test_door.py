@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from ui import door, explanations_runs
+from ui import door, embeddings_runs, explanations_runs
 
 WAIT_S = 30  # an upper bound for a thread to reach a point it is known to reach
 
@@ -327,17 +327,16 @@ def test_gradient_steps_are_cut_to_the_requests_budget(pieces, wanted, steps):
 
 
 def test_a_projection_reads_sentences_up_to_its_budget(model):
-    from ui import state
 
     line = " ".join(["word"] * 300)  # 302 pieces each with [CLS] and [SEP]
     sentences = tuple([line] * 12)
-    kept, notes = state.within_projection_budget(model, sentences)
-    assert len(kept) == state.PROJECTION_PIECES // 302 == 6
+    kept, notes = embeddings_runs.within_projection_budget(model, sentences)
+    assert len(kept) == embeddings_runs.PROJECTION_PIECES // 302 == 6
     assert notes == (
         "Lines 7 to 12 are left out: one projection reads at most 2,048 word pieces, and the "
         "lines above already have 1,812.",
     )
-    assert state.within_projection_budget(model, sentences[:3]) == (sentences[:3], ())
+    assert embeddings_runs.within_projection_budget(model, sentences[:3]) == (sentences[:3], ())
 
 
 def test_the_heap_is_trimmed_before_a_cached_result_is_dropped(fresh_door, monkeypatch):
@@ -398,13 +397,13 @@ def test_the_word_piece_table_costs_what_it_holds_and_fits_the_budget(model):
     default budget; its rows are v / ‖v‖, computed here in float64."""
     import tracemalloc
 
-    from ui import models, state
+    from ui import models, vocabulary
 
     models.load_model(model.name)  # loaded (and its weights touched) before measuring
-    cost = state._vocabulary_cost(model.name)
+    cost = vocabulary._vocabulary_cost(model.name)
     tracemalloc.start()
     try:
-        table, real_pieces = state._vocabulary_view.__wrapped__(model.name)
+        table, real_pieces = vocabulary._vocabulary_view.__wrapped__(model.name)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -420,15 +419,15 @@ def test_the_word_piece_table_costs_what_it_holds_and_fits_the_budget(model):
 
 
 def test_a_long_run_costs_at_least_what_it_holds_at_its_peak(model):
-    from ui import state
+    from ui import traces
 
     text = " ".join(["the river bank flooded and money"] * 120)  # cut to 512 pieces
-    state._cached_trace.__wrapped__(model.name, text, None, True, False, True, ())  # pages in
+    traces._cached_trace.__wrapped__(model.name, text, None, True, False, True, ())  # pages in
     trace, growth = peak_growth(
-        lambda: state._cached_trace.__wrapped__(model.name, text, None, True, False, True, ())
+        lambda: traces._cached_trace.__wrapped__(model.name, text, None, True, False, True, ())
     )
     assert trace.n_tokens == 512
-    cost = state._trace_cost(model.name, text, None)
+    cost = traces._trace_cost(model.name, text, None)
     assert growth <= cost, (growth, cost)
     assert cost <= 2 * growth  # an honest cost, not a wild one
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import functools
+import inspect
+import textwrap
 import threading
 
 import pytest
@@ -10,18 +13,53 @@ from conftest import assert_no_exception, each_tab, page_paths, run_page
 
 import core.lab
 import core.transformer
-from ui import door
+from ui import door, traces
 
-# The forward pass and its parts, and the lab's training (tests/test_architecture.py names the
-# same steps for its static rule).
-ENCODER_STEPS = (
-    "run",
-    "embed",
-    "embed_vectors",
-    "layer_forward",
-    "forward_from_word_vectors",
-    "next_pieces",
-)
+
+def model_steps() -> tuple[str, ...]:
+    """The model's methods that compute with its layers, read from core/transformer.py: a public
+    method that takes or returns a torch tensor, is a forward entry (torch.inference_mode), or
+    calls such a method. Sizes, tokenizing and read-only views of the weights are not steps."""
+    source = inspect.getsource(core.transformer.Transformer)
+    methods = {
+        node.name: node
+        for node in ast.parse(textwrap.dedent(source)).body[0].body
+        if isinstance(node, ast.FunctionDef)
+    }
+
+    def computes(node: ast.FunctionDef) -> bool:
+        arguments = [*node.args.args, *node.args.kwonlyargs]
+        annotations = [a.annotation for a in arguments if a.annotation] + [node.returns]
+        typed = any("torch" in ast.unparse(a) for a in annotations if a is not None)
+        forward = any("inference_mode" in ast.unparse(d) for d in node.decorator_list)
+        return typed or forward
+
+    steps = {name for name, node in methods.items() if computes(node)}
+    while True:
+        more = {
+            name
+            for name, node in methods.items()
+            if name not in steps
+            and any(
+                isinstance(call, ast.Call)
+                and isinstance(call.func, ast.Attribute)
+                and isinstance(call.func.value, ast.Name)
+                and call.func.value.id == "self"
+                and call.func.attr in steps
+                for call in ast.walk(node)
+            )
+        }
+        if not more:
+            return tuple(sorted(name for name in steps if not name.startswith("_")))
+        steps |= more
+
+
+def test_the_model_steps_are_read_from_the_model():
+    steps = model_steps()
+    assert {"run", "embed", "layer_forward", "forward_from_word_vectors", "next_pieces"} <= set(
+        steps
+    )
+    assert not {"encode", "run_bytes", "trace_bytes", "word_vectors", "n_layers"} & set(steps)
 
 
 @pytest.fixture
@@ -39,7 +77,7 @@ def guarded_runs(monkeypatch):
 
         return guarded
 
-    for name in ENCODER_STEPS:
+    for name in model_steps():
         monkeypatch.setattr(
             core.transformer.Transformer,
             name,
@@ -100,8 +138,6 @@ def test_where_error_details_are_forced_off_a_failing_page_shows_one_line(monkey
     """Community Cloud forces showErrorDetails=false, which Streamlit shows as a traceback."""
     import streamlit as st
 
-    from ui import state
-
     def broken(*args, **kwargs):
         raise RuntimeError("/root/secret/path/in/a/message")
 
@@ -111,7 +147,7 @@ def test_where_error_details_are_forced_off_a_failing_page_shows_one_line(monkey
         "get_option",
         lambda key: False if key == "client.showErrorDetails" else get_option(key),
     )
-    monkeypatch.setattr(state, "trace_or_stop", broken)
+    monkeypatch.setattr(traces, "trace_or_stop", broken)
     at = run_page(page_paths()[0])
     assert not at.exception
     assert [error.value for error in at.error] == [

@@ -473,9 +473,9 @@ def test_head_view_keeping_a_token_adds_no_element_and_the_figure_comes_first():
 def test_head_view_through_the_server_draws_the_chosen_heads_lines(model, monkeypatch):
     """A model too large to switch in the browser: the page draws only the sliders' head, and
     its lines and count are those of head_view_lines on that layer, computed here."""
-    from ui import charts
+    from ui import display_policy
 
-    monkeypatch.setattr(charts, "SWITCH_IN_BROWSER_UP_TO_WEIGHTS", 0)
+    monkeypatch.setattr(display_policy, "SWITCH_IN_BROWSER_UP_TO_WEIGHTS", 0)
     text = "Time flies like an arrow."
     at = run_page(HEAD_VIEW, text=text)
     at.slider(key="layer").set_value(3).run()
@@ -651,10 +651,10 @@ def test_heatmaps_send_every_head_as_the_server_draws_it():
 def test_heatmaps_up_close_through_the_server_and_at_length(model, monkeypatch):
     """A model too large to switch in the browser: the up-close grid carries the sliders' head
     alone; past 12 pieces it is one image, its colours Viridis over the head's own weights."""
-    from ui import charts, html_heatmap
+    from ui import display_policy, html_heatmap
 
     text = " ".join(["The river bank was quiet after the storm."] * 2)  # 20 pieces
-    monkeypatch.setattr(charts, "SWITCH_IN_BROWSER_UP_TO_WEIGHTS", 0)
+    monkeypatch.setattr(display_policy, "SWITCH_IN_BROWSER_UP_TO_WEIGHTS", 0)
     at = run_page(HEATMAPS, text=text)
     at.slider(key="layer").set_value(3).run()
     at.slider(key="head").set_value(2).run()

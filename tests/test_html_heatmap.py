@@ -12,9 +12,17 @@ from html.parser import HTMLParser
 
 import numpy as np
 import plotly.colors
+import plotly.graph_objects as go
 import pytest
 
-from ui import charts, display, html_heatmap, matrix_charts
+from ui import (
+    charts,
+    display,
+    display_policy,
+    explanations_charts,
+    html_heatmap,
+    matrix_charts,
+)
 
 HOSTILE = ["[CLS]", "<img src=x onerror=alert(1)>", 'a"b', "&amp;", "**bold**", "[SEP]"]
 
@@ -373,7 +381,7 @@ def test_value_grid_paints_plotlys_scale_over_the_range_given(scale_name, n_colu
         scale_name,
         (low, high),
     )
-    if n_columns <= html_heatmap.NUMBERS_UP_TO:
+    if n_columns <= display_policy.NUMBERS_UP_TO:
         cells = attrs_of_cells(html)
         painted = [background(cell) for cell in cells]  # '#rrggbb', row after row
         rgb = np.array([[int(c[i : i + 2], 16) for i in (1, 3, 5)] for c in painted])
@@ -436,7 +444,7 @@ def test_value_grid_image_of_few_rows_keeps_room_for_their_labels():
 
 
 def test_value_grid_refuses_more_than_it_can_draw_as_an_image():
-    too_long = html_heatmap.IMAGE_UP_TO + 1
+    too_long = display_policy.IMAGE_UP_TO + 1
     with pytest.raises(ValueError, match="at most"):
         grid_of(np.zeros((too_long, 2)), ["x"] * too_long, ["a", "b"])
 
@@ -691,7 +699,7 @@ def test_bar_rows_take_a_shared_scale_and_refuse_raw_markup_in_a_title():
     )
 
 
-# ---- which picture a matrix gets, by size (ui/display.py) -------------------------------------
+# ---- which picture a matrix gets, by size (ui/display_policy.py, through ui/display.py) --------
 def drawn_as(monkeypatch, show, *args) -> str:
     """'written', 'image', 'strip' or 'plotly': what display.show_* sends for these arguments
     (the page calls replaced by recorders, so no Streamlit runs)."""
@@ -711,6 +719,26 @@ def drawn_as(monkeypatch, show, *args) -> str:
     return kind
 
 
+def _show_mixing(matrix: np.ndarray, tokens: list[str]) -> None:
+    """A mixing matrix as the information-flow page shows it: its shares' grid, else plotly."""
+    display.show_matrix(
+        matrix.shape,
+        html=lambda: matrix_charts.pair_grid(matrix, tokens, "R", name="k", zmax=None),
+        plotly=lambda: go.Figure(),
+        key="k",
+    )
+
+
+def _show_scores(matrix: np.ndarray, tokens: list[str]) -> None:
+    """Explanation scores, a row per method, as the explanations page shows them."""
+    display.show_matrix(
+        matrix.shape,
+        html=lambda: explanations_charts.methods_grid(matrix, ["a"], tokens, "s", "u", "k"),
+        plotly=lambda: go.Figure(),
+        key="k",
+    )
+
+
 def test_widgets_draw_written_cells_an_image_or_plotly_by_size(monkeypatch):
     """The edges the README gives: numbers written up to 12; one image up to 48 tokens on the
     learning pages (their plotly figures draw the first 48) and up to 128 for mixing matrices
@@ -720,24 +748,16 @@ def test_widgets_draw_written_cells_an_image_or_plotly_by_size(monkeypatch):
         return np.random.default_rng(0).random((n_rows, n_columns))
 
     def square(n: int):
-        return (display.show_matrix, matrix(n, n), ["t"] * n, "S", "k", "f", True)
+        return (display.show_token_matrix, matrix(n, n), ["t"] * n, "S", "k", "f", True)
 
     def vectors(n: int, width: int):
-        return (display.show_matrix, matrix(n, width), ["t"] * n, "Q", "k", "f", False)
+        return (display.show_token_matrix, matrix(n, width), ["t"] * n, "Q", "k", "f", False)
 
     def mixing(n: int):
-        return (display.show_mixing, matrix(n, n), ["t"] * n, "R", "piece", "k", "f")
+        return (_show_mixing, matrix(n, n), ["t"] * n)
 
     def scores(n: int):
-        return (
-            display.show_scores_by_method,
-            {"a": matrix(1, n)[0]},
-            ["t"] * n,
-            "s",
-            "u",
-            "k",
-            "f",
-        )
+        return (_show_scores, matrix(1, n), ["t"] * n)
 
     cases = [
         (square(12), "written"),
@@ -754,5 +774,32 @@ def test_widgets_draw_written_cells_an_image_or_plotly_by_size(monkeypatch):
         (scores(129), "plotly"),
     ]
     for case, expected in cases:
-        shape = np.shape(case[1]) if case[0] is not display.show_scores_by_method else len(case[2])
+        shape = np.shape(case[1])
         assert drawn_as(monkeypatch, *case) == expected, (case[0].__name__, shape, expected)
+
+
+def test_bars_are_html_up_to_24_labels_and_plotly_past_them_or_below_zero(monkeypatch):
+    """display.show_bars asks the one policy: HTML rows for up to 24 labels of values that are
+    not negative, plotly's bars past 24 labels or for a negative value (they grow down from 0)."""
+
+    def bars(n: int, low: float = 0.0):
+        values = np.linspace(low, 1.0, n)
+        return (
+            display.show_bars,
+            n,
+            lambda: html_heatmap.bar_rows(
+                [str(k) for k in range(n)], {"w": values}, "t", "w", ["#111111"], "k"
+            ),
+            lambda: go.Figure(),
+            "k",
+            "f",
+            [values],
+        )
+
+    assert drawn_as(monkeypatch, *bars(24)) == "written"
+    assert drawn_as(monkeypatch, *bars(25)) == "plotly"
+    assert drawn_as(monkeypatch, *bars(3, low=-0.5)) == "plotly"
+    sent = []
+    monkeypatch.setattr(display, "show_figure", lambda *_, **__: sent.append("plotly"))
+    display.show_bars(30, lambda: html_heatmap.HtmlFigure(""), None, "k")  # no plotly form
+    assert sent == []

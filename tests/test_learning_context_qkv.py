@@ -25,7 +25,7 @@ from shown import html_figures, shown
 
 import core
 from core import context, positional, qkv
-from ui import matrix_charts, qkv_charts
+from ui import display_policy, matrix_charts, qkv_charts
 
 CONTEXT, QKV = "views/context.py", "views/qkv.py"
 DEFAULT_SENTENCE = "Time flies like an arrow."
@@ -193,7 +193,7 @@ def test_long_inputs_are_cut_in_the_figure_not_in_the_title():
     tokens = [f"t{i}" for i in range(n)]
     weights = np.full((n, n), 1.0 / n, dtype=np.float32)
     fig = matrix_charts.pair_matrix(weights, tokens, "weights")
-    assert np.asarray(fig.data[0].z).shape == (matrix_charts.DRAW_LIMIT,) * 2
+    assert np.asarray(fig.data[0].z).shape == (display_policy.DRAW_LIMIT,) * 2
     assert "(300 × 300)" in fig.layout.title.text
     assert "first 48" in matrix_charts.limit_note(n)
     assert matrix_charts.limit_note(10) is None
@@ -466,7 +466,7 @@ def test_a_tap_on_a_long_sentences_query_image_names_the_cell(server, browser, m
     x = model.run(text).static.astype(np.float64)  # (n, d) with [CLS] and [SEP]
     query = x @ qkv.random_projections(model.d_model, 8, seed=0).w_query.astype(np.float64)
     n = len(tokens)
-    assert n > matrix_charts.ANNOTATE_UP_TO
+    assert n > display_policy.NUMBERS_UP_TO
     context = browser.new_context(viewport={"width": 390, "height": 844}, has_touch=True)
     page = context.new_page()
     try:

@@ -24,7 +24,7 @@ from shown import bar_series, html_figures, sent_array
 from torch.nn import functional as F
 
 from core import head_roles, head_stats, multi_head, scaling_masking
-from ui import display, multi_head_charts, scaling_masking_charts
+from ui import display_policy, multi_head_charts, scaling_masking_charts
 
 SENTENCE = "The river bank flooded after the storm."
 SCALING_PAGE = "views/scaling_masking.py"
@@ -467,7 +467,7 @@ def test_two_heads_bars_are_html_for_a_sentence_and_plotly_past_html_bars_up_to(
     assert len(names) == 2 and "previous-token head" in names[0]
     numbers = [float(v) for v in re.findall(r"></span>(\d\.\d\d)</span>", bars)]
     n = len(numbers) // 2  # label by label: the previous-token head's weight, then the other's
-    assert n <= display.HTML_BARS_UP_TO
+    assert n <= display_policy.BARS_UP_TO
     for series in (numbers[0::2], numbers[1::2]):  # one softmax row each
         assert sum(series) == pytest.approx(1.0, abs=0.005 * n)
     long = run_page(HEADS_PAGE, text=LONG_TEXT)

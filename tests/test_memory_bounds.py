@@ -10,7 +10,7 @@ import weakref
 import numpy as np
 import streamlit as st
 
-from ui import exports, state, tables
+from ui import exports, sidebar, tables, traces
 
 
 def _captured_data(monkeypatch) -> list:
@@ -35,9 +35,9 @@ def test_a_matrix_download_does_not_keep_the_block_it_was_sliced_from(monkeypatc
 
 def test_a_trace_download_fetches_the_trace_again(model, monkeypatch):
     captured = _captured_data(monkeypatch)
-    inputs = state.Inputs("the bank of the river", None, model.name, scale=True, causal=False)
-    trace = state.trace(model, inputs.text)
-    exports.download_trace(trace, state.refetch(model, inputs), key="k")
+    inputs = sidebar.Inputs("the bank of the river", None, model.name, scale=True, causal=False)
+    trace = traces.trace(model, inputs.text)
+    exports.download_trace(trace, traces.refetch(model, inputs), key="k")
     data = captured[0]
     closure_objects = [cell.cell_contents for cell in data.__closure__ or ()]
     assert all(obj is not trace for obj in closure_objects)  # not held by the button

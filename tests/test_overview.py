@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 from test_html_heatmap import background, grid_cells, image_rgb, read
 
 import core
-from ui import door, html_heatmap
+from ui import door, html_heatmap, sidebar
 
 OVERVIEW = "views/overview.py"
 
@@ -46,22 +46,22 @@ def test_the_page_box_for_narrow_screens_is_the_sidebar_sentence(model):
     """The Overview repeats the sidebar's sentence box in the page (shown where the sidebar is
     folded away, ui/preload.py): it holds the sidebar's text, and a sentence typed into it
     becomes the sidebar's, which the heatmap then draws."""
-    from ui import preload, state
+    from ui import preload
 
     at = run_page(OVERVIEW, text="The bank raised its rates.")
-    assert at.text_area(key=state.PAGE_SENTENCE_KEY).value == "The bank raised its rates."
+    assert at.text_area(key=sidebar.PAGE_SENTENCE_KEY).value == "The bank raised its rates."
     assert "@media (min-width: 768px) { .st-key-page_sentence { display: none; } }" in (
         preload._TOUCH_TOOLBAR_CSS
     )
     typed = "She sat on the river bank."
-    at.text_area(key=state.PAGE_SENTENCE_KEY).set_value(typed).run()
+    at.text_area(key=sidebar.PAGE_SENTENCE_KEY).set_value(typed).run()
     assert_no_exception(at)
     assert at.text_area(key="text").value == typed  # the sidebar's box, and the URL's
     figure = read(drawn_grid(at))
     queries = [c["text"] for c in figure.children if "ae-query" in c["class"]]
     assert queries == list(model.run(typed).tokens)
     at.text_area(key="text").set_value("Fruit flies like a banana.").run()  # the other way
-    assert at.text_area(key=state.PAGE_SENTENCE_KEY).value == "Fruit flies like a banana."
+    assert at.text_area(key=sidebar.PAGE_SENTENCE_KEY).value == "Fruit flies like a banana."
 
 
 def test_past_the_in_browser_bound_the_figure_carries_only_its_head(model):

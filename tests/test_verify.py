@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 from tiny_families import write_tiny_family
 
 from core import reference
-from ui import door, models, state, verify
+from ui import door, models, traces, verify
 
 TEXT = "the river bank flows past the old mill."
 # Written here, not read from core/reference.py: the class transformers names for each family.
@@ -52,7 +52,7 @@ def test_the_check_names_its_class_compares_logits_and_runs_in_a_slot(
     family, folders, local_folders, monkeypatch
 ):
     model = models.load_model(str(folders(family)))
-    trace = state.trace(model, TEXT)
+    trace = traces.trace(model, TEXT)
     slots_seen: list[bool] = []
     forward = reference._forward
 
@@ -78,7 +78,7 @@ def test_the_logits_compared_are_the_models_own(folders, local_folders, monkeypa
     """A next-piece head off by 0.01 shows as 0.01 in the report: the scores are compared, not
     skipped."""
     model = models.load_model(str(folders("gpt2")))
-    trace = state.trace(model, TEXT)
+    trace = traces.trace(model, TEXT)
     own_logits = model.logits
     monkeypatch.setattr(model, "logits", lambda hidden: own_logits(hidden) + 0.01)
     report = verify._report.__wrapped__(model.name, trace)

@@ -10,7 +10,7 @@ import base64
 import math
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas  # noqa: F401  imported up front, see below
@@ -45,6 +45,35 @@ def lesson_layout(figure: go.Figure, title: str, height: int = 340, **axes: obje
     """A lesson figure's title, height and margins; axes: more layout (xaxis=…, barmode=…)."""
     figure.update_layout(title={"text": title}, height=height, margin=LESSON_MARGIN, **axes)
     return figure
+
+
+def weight_bars(
+    labels: Sequence[str], series: Mapping[str, np.ndarray], title: str, y_title: str = "weight"
+) -> go.Figure:
+    """Grouped bars, one group per label (key, token), one bar per series (soft/hard, …)."""
+    colours = QUALITATIVE_COLOURS
+    figure = go.Figure()
+    x = [literal(label) for label in labels]
+    for k, (name, values) in enumerate(series.items()):
+        figure.add_bar(
+            x=x,
+            y=np.round(np.asarray(values, dtype=np.float64), 4),
+            name=literal(name),
+            marker_color=colours[k % len(colours)],
+            # numbers on the bars only while they have room to be read
+            texttemplate="%{y:.2f}" if len(labels) * len(series) <= LABELLED_BARS else None,
+            textposition="outside",
+        )
+    figure = lesson_layout(
+        figure,
+        title,
+        barmode="group",
+        yaxis={"title": {"text": y_title}, "rangemode": "tozero"},
+        # above the bars: below them, at a fixed height, it covered the longer rotated labels
+        # of a long sentence ("4:was" showed as "4:wa")
+        legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0},
+    )
+    return figure.update_layout(margin={**LESSON_MARGIN, "t": 100})  # title, and a legend of 2 rows
 
 
 def plain_layout(figure: go.Figure, title: str, height: int) -> go.Figure:
@@ -103,16 +132,6 @@ def label_margin(labels: Sequence[str], angle: float = 0.0, title: bool = True) 
     extent = widest * math.sin(slope) + 12 * math.cos(slope) if angle else widest
     # Measured in chromium: ticks and gap take ~12 px; a 14 px axis title with its standoff ~50.
     return math.ceil(extent + 14 + (50 if title else 0))
-
-
-# Up to this many attention weights (L·H·n²: MiniLM's 72 heads at 128 pieces, 2.4 MB packed) a
-# page may send every head and switch heads in the browser; beyond, each head comes from the
-# server. Counted in weights, not pieces: BERT-base's 144 heads switch in the browser up to 90.
-SWITCH_IN_BROWSER_UP_TO_WEIGHTS = 72 * 128 * 128
-
-
-def switches_in_browser(n_layers: int, n_heads: int, n_pieces: int) -> bool:
-    return n_layers * n_heads * n_pieces**2 <= SWITCH_IN_BROWSER_UP_TO_WEIGHTS
 
 
 FITTED_SCALE_FROM = 48  # keys: beyond this a typical weight (1/n) is too small for a 0-1 scale

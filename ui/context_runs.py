@@ -24,3 +24,15 @@ def length_effect(
 ) -> context.LengthEffect | None:
     """core.context.length_effect, once per (model, sentences, word)."""
     return context.length_effect(model, text_a, text_b, word)
+
+
+# ---- page 1 (and page 2's Steps 5 and 7): a sentence's static rows -----------------------------
+def _static_cost(model: core.Transformer, text: str) -> int:
+    return 4 * door.pieces(model, text) * model.d_model  # its (n, d_model) rows, copied
+
+
+@door.shared("the sentence's static vectors", cost=_static_cost)
+def static_sentence(model: core.Transformer, text: str) -> context.StaticSentence:
+    """core.context.static_sentence: the text's word pieces and their rows of the word-piece
+    table (EmptyInput for a text with none)."""
+    return context.static_sentence(model, text)

@@ -1,5 +1,7 @@
-"""Showing figures: plotly charts with their export button, HTML figures, and the choice between
-them by size (a few cells or bars as HTML, so a page may never load plotly.js).
+"""Showing figures: plotly charts with their export button, HTML figures, and show_matrix /
+show_bars, which draw a matrix or bars as HTML or plotly as ui/display_policy.py decides (a few
+cells or bars as HTML, so a page may never load plotly.js). A shared module: it imports no
+page's module; a view hands it the builders of both forms.
 
 Also the app's plotly template, set on import: figures are built after this module is imported
 (app.py imports it before any page runs).
@@ -14,15 +16,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 import streamlit as st
 
-from ui import (
-    by_hand_charts,
-    charts,
-    explanations_charts,
-    html_heatmap,
-    information_flow_charts,
-    matrix_charts,
-    scripts,
-)
+from ui import charts, display_policy, html_heatmap, matrix_charts, scripts
 
 # Plotly's default for numeric axes, "hide past div", hides a tick label that would stick out of
 # the figure. To know, it measures every label's box on every draw: half of what a 32-piece
@@ -148,10 +142,73 @@ def _show_stores(aside: html_heatmap.HtmlFigure) -> None:
     st.html(aside)
 
 
-# Labels up to which grouped weights are HTML rows (html_heatmap.bar_rows), past which plotly's
-# grouped bars: a page whose first figure is a few bars then loads no plotly.js (~0.6 s of a
-# browser's main thread), and a long sentence keeps a chart that fits its hundreds of keys.
-HTML_BARS_UP_TO = 24
+# What a view hands show_matrix and show_bars: a builder of each form, called only for the form
+# drawn. An HTML builder returns html_heatmap's figure, or a few drawn side by side in columns;
+# a plotly builder a figure, or a few side by side (one key each).
+HtmlForm = Callable[[], html_heatmap.HtmlFigure | tuple[html_heatmap.HtmlFigure, ...]]
+PlotlyForm = Callable[[], go.Figure | tuple[go.Figure, ...]]
+
+
+def _show_html_form(html: HtmlForm) -> None:
+    """html()'s figure, or its figures in as many columns (stacked on a phone)."""
+    drawn = html()
+    if not isinstance(drawn, tuple):
+        show_html_figure(drawn)
+        return
+    for column, figure in zip(st.columns(len(drawn)), drawn, strict=True):
+        with column:
+            show_html_figure(figure)
+
+
+def _show_plotly_form(plotly: PlotlyForm, key: str | tuple[str, ...], filename: str) -> None:
+    """plotly()'s figure, or its figures side by side, each with its key."""
+    drawn = plotly()
+    if not isinstance(drawn, tuple):
+        show_figure(drawn, key if isinstance(key, str) else key[0], filename)
+        return
+    keys = (key,) if isinstance(key, str) else key
+    for column, figure, figure_key in zip(st.columns(len(drawn)), drawn, keys, strict=True):
+        with column:
+            show_figure(figure, figure_key, filename)
+
+
+def show_matrix(
+    shape: tuple[int, int],
+    html: HtmlForm,
+    plotly: PlotlyForm,
+    key: str | tuple[str, ...],
+    filename: str = "attention-explorer",
+    rows_up_to: int = display_policy.IMAGE_UP_TO,
+    strip: HtmlForm | None = None,
+) -> None:
+    """A matrix of this shape (rows, columns) drawn as display_policy.matrix_form decides: html()
+    (its cells with numbers written in, or one image), strip() for a few rows of any width where
+    the view has one, else plotly(). rows_up_to: as matrix_form takes it (DRAW_LIMIT where the
+    plotly form draws the first DRAW_LIMIT tokens)."""
+    form = display_policy.matrix_form(*shape, rows_up_to, strip=strip is not None)
+    if form == "plotly":
+        _show_plotly_form(plotly, key, filename)
+    elif form == "strip" and strip is not None:
+        _show_html_form(strip)
+    else:
+        _show_html_form(html)
+
+
+def show_bars(
+    n_labels: int,
+    html: HtmlForm,
+    plotly: PlotlyForm | None,
+    key: str | tuple[str, ...],
+    filename: str = "attention-explorer",
+    values: Sequence[np.ndarray] = (),
+) -> None:
+    """Bars over n_labels labels drawn as display_policy.bars_as_html decides: html() (HTML rows)
+    or plotly() (grouped bars; None: nothing past the HTML sizes). values: the numbers of bars
+    whose HTML form has no zero line to draw a negative one from (bars from a zero line: none)."""
+    if display_policy.bars_as_html(n_labels, values):
+        _show_html_form(html)
+    elif plotly is not None:
+        _show_plotly_form(plotly, key, filename)
 
 
 def show_weight_bars(
@@ -164,25 +221,22 @@ def show_weight_bars(
     plotly_figure: Callable[[], go.Figure] | None = None,
     decimals: int = 2,
 ) -> None:
-    """Each label's weights or shares, one bar per series: HTML rows for a few labels, else
-    plotly's grouped bars, plotly_figure() or by_hand_charts.weight_bars. The same colours (in
-    series order), numbers and title either way. A negative value goes to plotly too: its bars
-    grow down from zero. decimals: of the HTML bars' numbers."""
-    values = [np.asarray(v, dtype=np.float64) for v in series.values()]
-    if len(labels) <= HTML_BARS_UP_TO and all((v >= 0).all() for v in values):
-        colours = [
-            charts.QUALITATIVE_COLOURS[k % len(charts.QUALITATIVE_COLOURS)]
-            for k in range(len(series))
-        ]
-        show_html_figure(
-            html_heatmap.bar_rows(
-                labels, series, title, y_title, colours, name=key, decimals=decimals
-            )
-        )
-    elif plotly_figure is not None:
-        show_figure(plotly_figure(), key, filename)
-    else:
-        show_figure(by_hand_charts.weight_bars(labels, series, title, y_title), key, filename)
+    """Each label's weights or shares, one bar per series, through show_bars: HTML rows
+    (html_heatmap.bar_rows) or plotly's grouped bars, plotly_figure() or charts.weight_bars. The
+    same colours (in series order), numbers and title either way. decimals: of the HTML bars."""
+    colours = [
+        charts.QUALITATIVE_COLOURS[k % len(charts.QUALITATIVE_COLOURS)] for k in range(len(series))
+    ]
+    show_bars(
+        len(labels),
+        html=lambda: html_heatmap.bar_rows(
+            labels, series, title, y_title, colours, name=key, decimals=decimals
+        ),
+        plotly=plotly_figure or (lambda: charts.weight_bars(labels, series, title, y_title)),
+        key=key,
+        filename=filename,
+        values=[np.asarray(v, dtype=np.float64) for v in series.values()],
+    )
 
 
 def show_shared_word(
@@ -192,83 +246,27 @@ def show_shared_word(
     filename: str,
 ) -> None:
     """Where a word shared by two sentences looks in each (sentence -> (its softmax row, its
-    tokens, the word's position)): two HTML bar charts side by side while both sentences have
-    at most HTML_BARS_UP_TO tokens (keys key_A and key_B), else matrix_charts'
-    shared_word_weights in plotly (key)."""
+    tokens, the word's position)), through show_bars: two HTML bar charts side by side (keys
+    key_A and key_B) on one scale, else matrix_charts' shared_word_weights in plotly (key)."""
     (weights_a, tokens_a, index_a), (weights_b, tokens_b, index_b) = rows.values()
-    if max(len(tokens_a), len(tokens_b)) <= HTML_BARS_UP_TO:
-        largest = float(max(np.max(weights_a), np.max(weights_b)))  # one scale for both
-        for column, (sentence_name, (weights, tokens, index)) in zip(
-            st.columns(2), rows.items(), strict=True
-        ):
-            with column:
-                show_html_figure(
-                    matrix_charts.shared_word_bars(
-                        word,
-                        weights,
-                        tokens,
-                        index,
-                        sentence_name,
-                        largest,
-                        name=f"{key}_{sentence_name}",
-                    )
-                )
-    else:
-        figure = matrix_charts.shared_word_weights(
-            word, weights_a, tokens_a, index_a, weights_b, tokens_b, index_b
-        )
-        show_figure(figure, key, filename)
-
-
-def show_mixing(
-    matrix: np.ndarray, labels: Sequence[str], title: str, unit: str, key: str, filename: str
-) -> None:
-    """An (n, n) rollout, flow or norm mixing matrix (row i: a position after the layer, column
-    j: an input piece): HTML cells with their shares written in while small
-    (matrix_charts.fits_a_grid), one image of them up to fits_an_image, else
-    information_flow_charts.mixing_heatmap. Viridis over the shares' own range either way."""
-    if matrix_charts.fits_an_image(matrix):
-        show_html_figure(
-            matrix_charts.pair_grid(
-                matrix,
-                labels,
-                title,
-                name=key,
-                colorbar_title="share",
-                zmax=None,
-                axis_titles=("position after the layer", f"input {unit} (layer 0)"),
-                shape_in_title=False,
+    largest = float(max(np.max(weights_a), np.max(weights_b)))  # one scale for both
+    show_bars(
+        max(len(tokens_a), len(tokens_b)),
+        html=lambda: tuple(
+            matrix_charts.shared_word_bars(
+                word, weights, tokens, index, sentence_name, largest, name=f"{key}_{sentence_name}"
             )
-        )
-    else:
-        show_figure(
-            information_flow_charts.mixing_heatmap(matrix, labels, title, unit=unit), key, filename
-        )
+            for sentence_name, (weights, tokens, index) in rows.items()
+        ),
+        plotly=lambda: matrix_charts.shared_word_weights(
+            word, weights_a, tokens_a, index_a, weights_b, tokens_b, index_b
+        ),
+        key=key,
+        filename=filename,
+    )
 
 
-def show_scores_by_method(
-    scores: Mapping[str, np.ndarray],
-    tokens: Sequence[str],
-    title: str,
-    unit: str,
-    key: str,
-    filename: str,
-) -> None:
-    """Explanation scores (method label -> (n,) scores), a row per method scaled to its largest
-    |score|: HTML up to matrix_charts.fits_an_image (numbers written in, then one image),
-    else explanations_charts.methods_heatmap in plotly."""
-    method_labels = list(scores)
-    matrix = np.array([scores[label] for label in method_labels])  # (methods, n)
-    if matrix_charts.fits_an_image(matrix):
-        show_html_figure(
-            explanations_charts.methods_grid(matrix, method_labels, tokens, title, unit, key)
-        )
-    else:
-        figure = explanations_charts.methods_heatmap(matrix, method_labels, tokens, title)
-        show_figure(figure, key, filename)
-
-
-def show_matrix(
+def show_token_matrix(
     matrix: np.ndarray,
     tokens: Sequence[str],
     title: str,
@@ -279,29 +277,35 @@ def show_matrix(
     zmax: float | None = 1.0,
     colorbar_title: str = "weight",
 ) -> None:
-    """A token-by-token (square) or token-by-dimension matrix, as HTML where it fits, so that
-    a page of such matrices loads no plotly.js: cells with every number in them while it is
-    small (matrix_charts.fits_a_grid); a few tokens' wide vectors (up to 12 rows of 384) as
-    one image (fits_a_strip); else, up to DRAW_LIMIT tokens and 128 columns, one image of the
-    cells with a readout (fits_an_image). Past those, matrix_charts' plotly heatmap, which
-    zooms and draws the first DRAW_LIMIT tokens, as the page's limit_note says. zmax,
-    colorbar_title: a square matrix's colour scale, as pair_matrix takes them."""
+    """A token-by-token (square) or token-by-dimension matrix through show_matrix, with
+    matrix_charts' builders: HTML cells or one image up to DRAW_LIMIT tokens and 128 columns, a
+    few tokens' wide vectors as one strip, else plotly's heatmap, which zooms and draws the
+    first DRAW_LIMIT tokens, as the page's limit_note says. zmax, colorbar_title: a square
+    matrix's colour scale, as pair_matrix takes them."""
     pair_scale = {"zmax": zmax, "colorbar_title": colorbar_title}
-    written = matrix_charts.fits_a_grid(matrix)
-    whole = matrix_charts.fits_an_image(matrix, max_rows=matrix_charts.DRAW_LIMIT)
-    if square and whole:
-        show_html_figure(matrix_charts.pair_grid(matrix, tokens, title, name=key, **pair_scale))
-    elif square:
-        show_figure(matrix_charts.pair_matrix(matrix, tokens, title, **pair_scale), key, filename)
-    elif not written and matrix_charts.fits_a_strip(matrix):  # a few tokens' wide vectors
-        show_html_figure(matrix_charts.token_strip(matrix, tokens, title, key, x_title))
-    elif whole:
-        columns = [str(k) for k in range(matrix.shape[1])]
-        show_html_figure(
-            matrix_charts.token_grid(matrix, tokens, columns, title, name=key, x_title=x_title)
+    if square:
+        show_matrix(
+            matrix.shape,
+            html=lambda: matrix_charts.pair_grid(matrix, tokens, title, name=key, **pair_scale),
+            plotly=lambda: matrix_charts.pair_matrix(matrix, tokens, title, **pair_scale),
+            key=key,
+            filename=filename,
+            rows_up_to=display_policy.DRAW_LIMIT,
         )
-    else:
-        show_figure(matrix_charts.token_matrix(matrix, tokens, title, x_title), key, filename)
+        return
+    columns = [str(k) for k in range(matrix.shape[1])]
+    show_matrix(
+        matrix.shape,
+        html=lambda: matrix_charts.token_grid(
+            matrix, tokens, columns, title, name=key, x_title=x_title
+        ),
+        plotly=lambda: matrix_charts.token_matrix(matrix, tokens, title, x_title),
+        key=key,
+        filename=filename,
+        rows_up_to=display_policy.DRAW_LIMIT,
+        strip=lambda: matrix_charts.token_strip(matrix, tokens, title, key, x_title),
+    )
+    if display_policy.matrix_form(*matrix.shape, display_policy.DRAW_LIMIT, True) == "plotly":
         st.caption("Blue above zero, red below, scaled to the largest |value| drawn.")
 
 

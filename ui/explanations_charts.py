@@ -31,6 +31,11 @@ def scaled_by_method(matrix: np.ndarray) -> np.ndarray:
     return np.divide(matrix, peaks, out=np.zeros_like(matrix, dtype=np.float64), where=peaks > 0)
 
 
+def stacked_scores(scores: Mapping[str, np.ndarray]) -> np.ndarray:
+    """Method label -> (n,) scores  ->  (methods, n), a row per method in the mapping's order."""
+    return np.array([scores[label] for label in scores])
+
+
 def methods_heatmap(
     matrix: np.ndarray, method_labels: Sequence[str], tokens: Sequence[str], title: str
 ) -> go.Figure:

@@ -14,7 +14,7 @@ import core
 from core import explanations, saliency
 from core import information_flow as core_information_flow
 from core import next_word as core_next_word
-from ui import door, next_word, state
+from ui import door, models, next_word, sidebar
 from ui.information_flow_runs import (
     sentence_trace,
     trace_by_name,
@@ -57,7 +57,7 @@ def _target(
     next_piece: int | None = None,
 ) -> saliency.Target | saliency.NextPieceTarget:
     if next_piece is not None:  # a decoder: log p(next_piece | text)
-        return saliency.next_piece_target(state.load_model(model_name), next_piece)
+        return saliency.next_piece_target(models.load_model(model_name), next_piece)
     if other:
         return saliency.similarity_target(trace_by_name(model_name, other, scale, causal))
     return saliency.embedding_target(trace_by_name(model_name, text, scale, causal))
@@ -66,7 +66,7 @@ def _target(
 def _gradient_cost(model_name: str, text: str, steps: int, **_: object) -> int:
     """Twice the backward pass's bytes at its batch plan (core.saliency.batch_plan): the
     measured peak of the whole computation was up to twice that estimate."""
-    model = state.load_model(model_name)
+    model = models.load_model(model_name)
     n = door.pieces(model, text)
     batch, checkpointed = saliency.batch_plan(model, n, steps, saliency.PASS_BYTES)
     return 2 * saliency.pass_bytes(model, n, batch, checkpointed)
@@ -84,14 +84,14 @@ def _gradients(
 ) -> explanations.GradientScores:
     trace = trace_by_name(model_name, text, scale, causal)
     target = _target(model_name, text, other, scale, causal, next_piece)
-    return explanations.gradient_scores(state.load_model(model_name), trace, target, steps)
+    return explanations.gradient_scores(models.load_model(model_name), trace, target, steps)
 
 
 def gradient_scores(
     model: core.Transformer,
     text: str,
     other: str | None,
-    inputs: state.Inputs,
+    inputs: sidebar.Inputs,
     steps: int,
     next_piece: int | None = None,
 ) -> explanations.GradientScores:
@@ -115,7 +115,7 @@ def _deletion_cost(
     model_name: str, text: str, orders: tuple[tuple[str, tuple[int, ...]], ...], **_: object
 ) -> int:
     # one batched pass per k, every ranking at once: one layer's scores and softmax per ranking
-    model = state.load_model(model_name)
+    model = models.load_model(model_name)
     n = door.pieces(model, text)
     return 4 * len(orders) * 2 * (model.n_heads * n * n + n * model.dims.d_ff)
 
@@ -138,7 +138,7 @@ def _deletion(
     trace = trace_by_name(model_name, text, scale, causal)
     target = _target(model_name, text, other, scale, causal, next_piece)  # the gradients' own f
     rankings = {name: np.array(order, dtype=np.int64) for name, order in orders}
-    model = state.load_model(model_name)
+    model = models.load_model(model_name)
     return saliency.deletion_curves(model, trace, target, rankings, k_max)
 
 
@@ -146,7 +146,7 @@ def deletion_curves(
     model: core.Transformer,
     text: str,
     other: str | None,
-    inputs: state.Inputs,
+    inputs: sidebar.Inputs,
     rankings: dict[str, np.ndarray],
     k_max: int,
     next_piece: int | None = None,
@@ -161,7 +161,7 @@ def deletion_curves(
 # ---- rollout and flow against what removing a piece does (Abnar & Zuidema, 2020) -------------
 def _leave_one_out_cost(model_name: str, text: str, **_: object) -> int:
     # one batched pass: n − 2 inputs of n − 1 pieces, one layer's scores and softmax each
-    model = state.load_model(model_name)
+    model = models.load_model(model_name)
     n = door.pieces(model, text)
     return 4 * max(1, n - 2) * 2 * (model.n_heads * n * n + n * model.dims.d_ff)
 
@@ -176,13 +176,13 @@ def _leave_one_out(
 ) -> np.ndarray:
     trace = trace_by_name(model_name, text, scale, causal)
     target = _target(model_name, text, None, scale, causal, next_piece)
-    return saliency.leave_one_out(state.load_model(model_name), trace, target)
+    return saliency.leave_one_out(models.load_model(model_name), trace, target)
 
 
 def paper_check(
     model: core.Transformer,
     text: str,
-    inputs: state.Inputs,
+    inputs: sidebar.Inputs,
     flow: core_information_flow.InformationFlow,
 ) -> explanations.PaperCheck:
     """Raw last-layer attention, rollout and flow against removing each piece alone and
@@ -203,7 +203,7 @@ NEXT_PIECE_CHOICES = 10  # the likeliest next pieces a learner may pick a target
 
 
 def next_piece_choices(
-    model: core.Transformer, text: str, inputs: state.Inputs
+    model: core.Transformer, text: str, inputs: sidebar.Inputs
 ) -> list[tuple[int, float]]:
     """A decoder's NEXT_PIECE_CHOICES likeliest next pieces after `text`, run with the sidebar's
     switches (one cached run through the door): (vocabulary row, probability), likeliest first."""
@@ -212,7 +212,7 @@ def next_piece_choices(
     return [(int(row), float(np.exp(np.float64(log_probs[row])))) for row in rows]
 
 
-def likeliest_next_piece(model: core.Transformer, text: str, inputs: state.Inputs) -> int | None:
+def likeliest_next_piece(model: core.Transformer, text: str, inputs: sidebar.Inputs) -> int | None:
     """The vocabulary row of a decoder's likeliest next piece after `text`; None (the
     sentence-vector target) for an encoder."""
     if not model.is_decoder:
@@ -220,7 +220,7 @@ def likeliest_next_piece(model: core.Transformer, text: str, inputs: state.Input
     return next_piece_choices(model, text, inputs)[0][0]
 
 
-def next_piece_picker(model: core.Transformer, text: str, inputs: state.Inputs, key: str) -> int:
+def next_piece_picker(model: core.Transformer, text: str, inputs: sidebar.Inputs, key: str) -> int:
     """A decoder's target: a select box of the likeliest next pieces (the first by default);
     its vocabulary row."""
     choices = next_piece_choices(model, text, inputs)

@@ -49,7 +49,7 @@ def download_trace(
 ) -> None:
     """A button that builds the .npz of `trace` only when clicked (~170 MB at 512 tokens).
 
-    fetch: returns the same Trace again (ui.state.refetch). The button keeps this callable, not
+    fetch: returns the same Trace again (ui.traces.refetch). The button keeps this callable, not
     the Trace: a Trace held by every visitor's button would outlive the Trace cache's bound.
     """
     size_mb = 4 * (2 * trace.attentions.size + trace.hidden_states.size) / 1e6  # float32 bytes

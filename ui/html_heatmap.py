@@ -41,7 +41,7 @@ from typing import NewType
 import numpy as np
 from PIL import Image
 
-from ui import charts
+from ui import charts, display_policy
 from ui.escape import literal
 
 # plotly's Viridis (plotly.colors.sequential.Viridis): ten evenly spaced stops, as the plotly
@@ -69,8 +69,6 @@ HtmlFigure = NewType("HtmlFigure", str)
 # begin one of escape.literal()'s numeric character references.
 RAW_MARKUP = re.compile(r"<|>|&(?!#\d+;)")
 
-NUMBERS_UP_TO = 12  # pieces: up to here every cell prints its weight (phones have no hover)
-IMAGE_UP_TO = 128  # rows or columns of a value grid drawn as one image, at most
 MAX_LABELS = 32  # labels along an axis on a wide screen, at most
 PHONE_LABELS = 16  # the same at most 640 px wide (the media query of preload's figure styles)
 
@@ -211,9 +209,9 @@ def attention_grid(
     }
     shown = stores[shown_index]
     weights = np.round(attentions[layer, head].astype(np.float64), 4)  # (n_q, n_k) as stored
-    # Up to NUMBERS_UP_TO pieces, one element per cell with its number; past it, one image:
+    # Up to display_policy.NUMBERS_UP_TO pieces, one element per cell with its number; past it, one image:
     # 16,000 cells at 128 pieces took a browser ~0.7 s to sanitise, parse and lay out.
-    numbers = n <= NUMBERS_UP_TO
+    numbers = display_policy.matrix_form(n, n) == "numbers"
     rgb = cell_rgb(weights, shown["zmax"])  # (n_q, n_k, 3)
     steps = np.rint(weights * charts.WEIGHT_STEPS).astype(int)  # (n_q, n_k) as packed
     labels = [literal(token) for token in tokens]
@@ -437,8 +435,9 @@ def value_grid(
     fractions: bool = False,
     blank: str = "masked",
 ) -> HtmlFigure:
-    """An (n, m) matrix as coloured cells: every value written in its cell up to NUMBERS_UP_TO
-    rows and columns, one image past that (at most IMAGE_UP_TO on either side).
+    """An (n, m) matrix as coloured cells: every value written in its cell up to
+    display_policy.NUMBERS_UP_TO rows and columns, one image past that (at most
+    display_policy.IMAGE_UP_TO on either side).
 
     fractions: the values are weights or shares in 0..1, written as the Overview writes them
     (number_text: '.07', '1.0'), two decimals in three characters, where '0.07' would not fit.
@@ -454,14 +453,14 @@ def value_grid(
     the figure's data-values (the numbers as text).
     """
     n_rows, n_columns = matrix.shape
-    if max(n_rows, n_columns) > IMAGE_UP_TO:
-        raise ValueError(f"value_grid draws at most {IMAGE_UP_TO} rows and columns")
+    if max(n_rows, n_columns) > display_policy.IMAGE_UP_TO:
+        raise ValueError(f"value_grid draws at most {display_policy.IMAGE_UP_TO} rows and columns")
     values = np.asarray(matrix, dtype=np.float64)
     low, high = value_range
     rgb = scale_rgb(values, scale, low, high)  # (n, m, 3)
     rows = [literal(label) for label in row_labels]
     columns = [literal(label) for label in column_labels]
-    numbers = max(n_rows, n_columns) <= NUMBERS_UP_TO
+    numbers = display_policy.matrix_form(n_rows, n_columns) == "numbers"
     if numbers:
         dense = n_columns > DENSE_FROM  # narrow cells: smaller type, shorter numbers
         kind = "ae-matrix ae-dense" if dense else "ae-matrix"

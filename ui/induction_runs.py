@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import core
 from core import induction
-from ui import door, lab_runs
+from ui import door, widgets
 
 
 def _training_cost(settings: induction.InductionSettings) -> int:
@@ -27,7 +27,7 @@ def trained_run(settings: induction.InductionSettings) -> induction.InductionRun
     """
     layers = "layer" if settings.n_layers == 1 else "layers"
     first_text = f"Training {settings.n_layers} {layers} …"
-    with lab_runs.training_bar(first_text, settings.max_steps, of="of at most") as report:
+    with widgets.training_bar(first_text, settings.max_steps, of="of at most") as report:
         return induction.train_induction(settings, on_step=report)
 
 

@@ -1,7 +1,7 @@
 """Page 9's runs of the model (where the meaning comes from), and what both Explain pages share.
 
 Each result is computed once per (model, sentence(s), switches, settings) and shared by every
-session: its arrays are not written after they are made. The Traces come from ui.state's cache.
+session: its arrays are not written after they are made. The Traces come from ui.traces' cache.
 """
 
 from __future__ import annotations
@@ -11,16 +11,16 @@ import streamlit as st
 import core
 from core import information_flow as core_information_flow
 from core import lens, similarity
-from ui import door, state
+from ui import door, models, sidebar, state, traces, vocabulary
 
 
 # ---- the sidebar's sentences, one at a time ----------------------------------------------------
-def sentence_trace(model: core.Transformer, text: str, inputs: state.Inputs) -> core.Trace:
+def sentence_trace(model: core.Transformer, text: str, inputs: sidebar.Inputs) -> core.Trace:
     """The Trace of one sentence on its own (a sentence embedding never sees the other one)."""
-    return state.trace(model, text, None, scale=inputs.scale, causal=inputs.causal)
+    return traces.trace(model, text, None, scale=inputs.scale, causal=inputs.causal)
 
 
-def stop_unless_readable(model: core.Transformer, inputs: state.Inputs) -> None:
+def stop_unless_readable(model: core.Transformer, inputs: sidebar.Inputs) -> None:
     """A message and state.end_page() when the sidebar's first sentence holds no readable word piece."""
     try:
         sentence_trace(model, inputs.text, inputs)
@@ -29,7 +29,7 @@ def stop_unless_readable(model: core.Transformer, inputs: state.Inputs) -> None:
         state.end_page()
 
 
-def readable_pair(model: core.Transformer, inputs: state.Inputs) -> str | None:
+def readable_pair(model: core.Transformer, inputs: sidebar.Inputs) -> str | None:
     """The sidebar's second sentence if it holds a readable word piece, else None."""
     if not inputs.pair:
         return None
@@ -42,12 +42,12 @@ def readable_pair(model: core.Transformer, inputs: state.Inputs) -> str | None:
 
 def trace_by_name(model_name: str, text: str, scale: bool, causal: bool) -> core.Trace:
     """The Trace of one sentence, for cached functions keyed by the model's name (hashable)."""
-    return state.trace(state.load_model(model_name), text, None, scale=scale, causal=causal)
+    return traces.trace(models.load_model(model_name), text, None, scale=scale, causal=causal)
 
 
 def _flow_cost(model_name: str, text: str, **_: object) -> int:
     # rollout, norm-based contributions and their rollout: three (L, n, n) float64 stacks
-    model = state.load_model(model_name)
+    model = models.load_model(model_name)
     n = door.pieces(model, text)
     return 3 * 8 * model.n_layers * n * n
 
@@ -56,14 +56,14 @@ def _flow_cost(model_name: str, text: str, **_: object) -> int:
 def _flow(
     model_name: str, text: str, scale: bool, causal: bool
 ) -> core_information_flow.InformationFlow:
-    model = state.load_model(model_name)
+    model = models.load_model(model_name)
     return core_information_flow.information_flow(
         model, trace_by_name(model_name, text, scale, causal)
     )
 
 
 def information_flow(
-    model: core.Transformer, text: str, inputs: state.Inputs
+    model: core.Transformer, text: str, inputs: sidebar.Inputs
 ) -> core_information_flow.InformationFlow:
     """Cached rollout, norm rollout and flow of one sentence with the sidebar's switches."""
     return _flow(model.name, text, inputs.scale, inputs.causal)
@@ -74,7 +74,9 @@ def nearest_by_layer(
     model: core.Transformer, trace: core.Trace, token: int, k: int = 5
 ) -> list[list[str]]:
     """(L + 1) lists of the k word pieces nearest one token's vector at every state."""
-    unit_table, allowed = state.vocabulary_view(model)  # the Embedding projections page's table
+    unit_table, allowed = vocabulary.vocabulary_view(
+        model
+    )  # the Embedding projections page's table
     ids, _ = lens.nearest_by_layer(trace.hidden_states, token, unit_table, allowed, k)
     return [[model.tokenizer.token_of(int(i)) for i in row] for row in ids]
 
@@ -97,8 +99,8 @@ def pair_similarity(
 ) -> float:
     """cos of two sentences' embeddings, each sentence run on its own (Traces from the cache)."""
     return similarity.sentence_similarity(
-        state.trace(model, first, None, scale=scale, causal=causal),
-        state.trace(model, second, None, scale=scale, causal=causal),
+        traces.trace(model, first, None, scale=scale, causal=causal),
+        traces.trace(model, second, None, scale=scale, causal=causal),
     )
 
 

@@ -31,3 +31,24 @@ def _later_weight_cost(trace: core.Trace) -> int:
 def weight_on_later_tokens(trace: core.Trace) -> float:
     """core.inside_layer.weight_on_later_tokens of the trace's attention."""
     return inside_layer.weight_on_later_tokens(trace.attentions)
+
+
+# ---- page 5: the layer drawn from its weights ----------------------------------------------------
+def _stages_cost(model: core.Transformer, **_: object) -> int:
+    return 1_000 * model.n_layers  # a few names and counts per stage, read off the weights' shapes
+
+
+@door.shared("the layer's stages", cost=_stages_cost)
+def layer_stages(model: core.Transformer, layer: int = 0) -> list[inside_layer.Stage]:
+    """core.inside_layer.layer_stages: one layer's steps with their widths and weight counts."""
+    return inside_layer.layer_stages(model, layer)
+
+
+def _floor_cost(model: core.Transformer) -> int:
+    return 3 * 8 * 60_001  # activation_floor's grid of 60,001 float64 points, its image, a copy
+
+
+@door.shared("the activation's floor", cost=_floor_cost)
+def activation_floor(model: core.Transformer) -> float:
+    """core.inside_layer.activation_floor: the feed-forward activation's lowest output."""
+    return inside_layer.activation_floor(model)

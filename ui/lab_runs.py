@@ -17,18 +17,12 @@ from __future__ import annotations
 import logging
 import threading
 import weakref
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 
-import streamlit as st
-
 from core import lab
-from ui import door
+from ui import door, widgets
 
 MAX_STEPS = 500  # the longest run the page offers: ~1 s on one idle thread here, ~5 s loaded
-PROGRESS_UPDATES = 20  # progress-bar messages per run: enough to see it move, few to send
-StepReporter = Callable[[int, int], None]  # on_step(done, total) of a training loop
 # Seeds per cell of the comparison: 2 tasks × 4 starts × 10 seeds = 80 runs of 300 steps at
 # d_head 128, trained side by side: 11.5 s of CPU here, 21–37 s of wall time on this 2-core
 # machine shared with other work (load 6–15). Fewer seeds leave more differences that chance
@@ -41,28 +35,10 @@ COMPARISON_STEPS = (300, 1000)
 _log = logging.getLogger(__name__)
 
 
-@contextmanager
-def training_bar(first_text: str, steps: int, of: str = "of") -> Iterator[StepReporter]:
-    """A progress bar for one training run of at most `steps` steps, and the on_step callback
-    that moves it (PROGRESS_UPDATES times a run); the bar goes when the run ends. of: "of", or
-    "of at most" for a run that stops once solved."""
-    bar = st.progress(0.0, text=first_text)
-    every = max(1, steps // PROGRESS_UPDATES)
-
-    def report(done: int, total: int) -> None:
-        if done % every == 0 or done == total:
-            bar.progress(done / total, text=f"Training: step {done} {of} {total}")
-
-    try:
-        yield report
-    finally:
-        bar.empty()
-
-
 @door.shared("training", cost=lambda settings: lab.stack_bytes([settings]))
 def trained_run(settings: lab.Settings) -> lab.TrainingRun:
     """The run for these settings, trained on a miss with a progress bar (a hit draws none)."""
-    with training_bar(f"Training {settings.steps} steps …", settings.steps) as report:
+    with widgets.training_bar(f"Training {settings.steps} steps …", settings.steps) as report:
         return lab.train_one(settings, on_step=report)
 
 

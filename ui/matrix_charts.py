@@ -4,8 +4,8 @@ Pure functions: arrays in, plotly figures, HTML figures (through ui/html_heatmap
 few tokens: no plotly.js to load) or plain strings out, no streamlit. User tokens reach plotly
 escaped (plotly reads a small HTML dialect in labels) and markdown escaped, both through
 ui.escape.literal. Token axes are numeric with token tick labels (charts.token_ticks). Long
-inputs are cut to the first DRAW_LIMIT tokens here, so a 512-token sentence never sends a
-512 x 512 heatmap to the browser; the page says so and offers the whole matrix as CSV.
+inputs are cut to the first display_policy.DRAW_LIMIT tokens here, so a 512-token sentence never
+sends a 512 x 512 heatmap to the browser; the page says so and offers the whole matrix as CSV.
 """
 
 from __future__ import annotations
@@ -17,20 +17,18 @@ import plotly.colors
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ui import charts, html_heatmap
+from ui import charts, display_policy, html_heatmap
 from ui.escape import literal
 
-DRAW_LIMIT = 48  # tokens drawn per axis: beyond ~50 rows a cell is too small to read anyway
 CELL_BUDGET = 6_144  # cells per token-by-dimension heatmap: 16 rows of a 384-wide X
 SQUARE_TICKS = 16  # token labels per axis on a square heatmap, which often sits in a half column
 HIGHLIGHT = "#EF553B"  # the chosen token's bar: a warm red, visible on light and dark themes
 OTHERS = "#636EFA"  # every other bar: plotly's blue
-ANNOTATE_UP_TO = 12  # write the value into each cell when neither side is longer than this
 
 
 def annotate_small(figure: go.Figure, n_rows: int, n_cols: int) -> go.Figure:
     """Print each cell's value (2 decimals) on small heatmaps: the real numbers, not just colour."""
-    if n_rows <= ANNOTATE_UP_TO and n_cols <= ANNOTATE_UP_TO:
+    if display_policy.matrix_form(n_rows, n_cols) == "numbers":
         # Eight columns share a third of the page: one decimal at 10 px fits, two did not.
         wide = n_cols > 6
         charts.annotate_heatmap(figure, decimals=1 if wide else 2, size=10 if wide else 11)
@@ -42,7 +40,7 @@ def shape_label(matrix: np.ndarray) -> str:
     return "(" + " × ".join(str(side) for side in matrix.shape) + ")"
 
 
-def limit_note(n_tokens: int, limit: int = DRAW_LIMIT) -> str | None:
+def limit_note(n_tokens: int, limit: int = display_policy.DRAW_LIMIT) -> str | None:
     """A sentence saying that only the first `limit` tokens are drawn, or None if all are."""
     if n_tokens <= limit:
         return None
@@ -71,7 +69,7 @@ def token_matrix(
     tokens: Sequence[str],
     title: str,
     x_title: str,
-    limit: int = DRAW_LIMIT,
+    limit: int = display_policy.DRAW_LIMIT,
     columns: Sequence[str] | None = None,
 ) -> go.Figure:
     """Heatmap of an (n, m) matrix, one row per token, shape in the title.
@@ -99,7 +97,7 @@ def pair_matrix(
     title: str,
     colorbar_title: str = "weight",
     zmax: float | None = 1.0,
-    limit: int = DRAW_LIMIT,
+    limit: int = display_policy.DRAW_LIMIT,
     height: int | None = None,
 ) -> go.Figure:
     """Heatmap of an (n, n) token-by-token matrix (first `limit` tokens), shape in the title.
@@ -136,20 +134,6 @@ def _centred_range(matrix: np.ndarray) -> tuple[float, float]:
     return -reach, reach
 
 
-def fits_a_grid(matrix: np.ndarray) -> bool:
-    """Whether a matrix is small enough for an HTML grid with every number written in: the
-    matrices whose plotly heatmaps print their numbers (annotate_small)."""
-    return matrix.shape[0] <= ANNOTATE_UP_TO and matrix.shape[1] <= ANNOTATE_UP_TO
-
-
-def fits_an_image(matrix: np.ndarray, max_rows: int = html_heatmap.IMAGE_UP_TO) -> bool:
-    """Whether a matrix fits an HTML grid at all: past fits_a_grid one image of its cells, with
-    thinned labels and a readout of the cell under the pointer or finger (up to 128 a side).
-    Larger ones are plotly heatmaps, which zoom. max_rows: fewer where the plotly figure it
-    stands in for draws fewer (this module's DRAW_LIMIT, which limit_note names)."""
-    return matrix.shape[0] <= max_rows and matrix.shape[1] <= html_heatmap.IMAGE_UP_TO
-
-
 def grid_decimals(n_columns: int) -> int:
     """Decimals a grid's cells print: one past six columns, where two no longer fit a cell of a
     matrix sharing the page's width with two others (as annotate_small prints them)."""
@@ -167,8 +151,8 @@ def pair_grid(
     axis_titles: tuple[str, str] = ("query", "key"),
     shape_in_title: bool = True,
 ) -> html_heatmap.HtmlFigure:
-    """pair_matrix's picture as HTML: every number written in while it fits_a_grid, else one
-    image of its cells (fits_an_image).
+    """pair_matrix's picture as HTML: every number written in, or one image of its cells, as
+    display_policy.matrix_form says.
 
     Viridis from 0 to zmax, or over the finite values' own range when zmax is None (scores);
     a masked (-inf) score is an empty cell. No plotly.js to load for it. shape_in_title: "(n × n)"
@@ -213,8 +197,8 @@ def token_grid(
     name: str,
     x_title: str = "feature",
 ) -> html_heatmap.HtmlFigure:
-    """token_matrix's picture as HTML: every number written in while it fits_a_grid, else one
-    image of its cells (fits_an_image). One row per token, one column per dimension or named
+    """token_matrix's picture as HTML: every number written in, or one image of its cells, as
+    display_policy.matrix_form says. One row per token, one column per dimension or named
     feature, RdBu centred on 0 as charts.matrix_heatmap draws it."""
     return html_heatmap.value_grid(
         matrix,
@@ -230,16 +214,10 @@ def token_grid(
     )
 
 
-def fits_a_strip(matrix: np.ndarray) -> bool:
-    """Whether a token-by-dimension matrix is a few rows (as many as fits_a_grid) of any width:
-    drawn as one image by token_strip."""
-    return matrix.shape[0] <= ANNOTATE_UP_TO
-
-
 def token_strip(
     matrix: np.ndarray, tokens: Sequence[str], title: str, name: str, x_title: str
 ) -> html_heatmap.HtmlFigure:
-    """token_matrix's picture of a few tokens' wide vectors (fits_a_strip), as one HTML image:
+    """token_matrix's picture of a few tokens' wide vectors (matrix_form's "strip"), as one HTML image:
     a band per token, a pixel per dimension, RdBu centred on 0 as charts.matrix_heatmap."""
     return html_heatmap.value_strip(
         matrix,
@@ -288,7 +266,7 @@ def shared_word_weights(
     weights_b: np.ndarray,
     tokens_b: Sequence[str],
     index_b: int,
-    limit: int = DRAW_LIMIT,
+    limit: int = display_policy.DRAW_LIMIT,
 ) -> go.Figure:
     """Two bar charts: the softmax row of `word` in sentence A and in sentence B (first `limit`)."""
     shown_a, shown_b = min(len(tokens_a), limit), min(len(tokens_b), limit)
@@ -322,7 +300,7 @@ def shared_word_bars(
     name: str,
 ) -> html_heatmap.HtmlFigure:
     """One sentence's half of shared_word_weights as HTML bar rows (for a sentence of at most
-    display.HTML_BARS_UP_TO tokens): the softmax row of `word`, its own bar in HIGHLIGHT.
+    display_policy.BARS_UP_TO tokens): the softmax row of `word`, its own bar in HIGHLIGHT.
     largest: the larger of the two rows' largest weights, so both halves share one scale (the
     plotly figure's shared y axis)."""
     return html_heatmap.bar_rows(

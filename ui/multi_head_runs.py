@@ -7,8 +7,12 @@ shared read-only by every session.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+import numpy as np
+
 import core
-from core import head_roles
+from core import head_roles, multi_head
 from ui import door
 
 
@@ -51,3 +55,47 @@ def repeat_example(
 ) -> head_roles.RepeatExample | None:
     """core.head_roles.repeat_example: how the later of two equal pieces reads the earlier."""
     return head_roles.repeat_example(model, sentence, layer, head)
+
+
+# ---- 2 · the output projection W_O, read from the weights ---------------------------------------
+@dataclass(frozen=True)
+class OutputProjection:
+    """One layer's W_O, copied out of the weights."""
+
+    per_head: np.ndarray  # (H, d_head, d_model) the slice of W_O that reads each head
+    weight: np.ndarray  # (d_model, H * d_head) in torch's (out, in) layout
+    bias: np.ndarray  # (d_model,) zeros for a model without one
+
+
+def _w_o_cost(model: core.Transformer, **_: object) -> int:
+    # W_O, its per-head copy and the bias b_O, float32
+    return 4 * model.d_model * (2 * model.n_heads * model.d_head + 1)
+
+
+@door.shared("the output projection", cost=_w_o_cost)
+def output_projection(model: core.Transformer, layer: int) -> OutputProjection:
+    """core.multi_head's W_O of one layer: per head (H, d_head, d_model), whole in torch's
+    (out, in) layout (d_model, H * d_head), and its bias (d_model,)."""
+    weight, bias = multi_head.output_projection(model, layer)
+    per_head = multi_head.head_output_projection(model, layer)
+    # copies: the cache makes what it holds read-only, which must not reach the weights
+    return OutputProjection(per_head.copy(), weight.copy(), bias.copy())
+
+
+# ---- 3 · the value-weighted view, 4 · the strongest writer -------------------------------------
+def _value_cost(model: core.Transformer, trace: core.Trace, **_: object) -> int:
+    # every value through W_O (H, n, d_model) and the (H, n, n) norms and shares
+    n, n_heads = trace.n_tokens, model.n_heads
+    return 4 * n_heads * n * (model.d_model + 2 * n) + _w_o_cost(model)
+
+
+@door.shared("the value-weighted shares", cost=_value_cost)
+def value_weighted_share(model: core.Transformer, trace: core.Trace, layer: int) -> np.ndarray:
+    """(H, n, n) ‖α_ij v_j W_Oʰ‖ as a share of each query row (core.multi_head)."""
+    return multi_head.value_weighted_share(multi_head.value_weighted_norms(model, trace, layer))
+
+
+@door.shared("the heads' write lengths", cost=_value_cost)
+def head_write_lengths(model: core.Transformer, trace: core.Trace, layer: int) -> np.ndarray:
+    """(H,) core.multi_head.head_write_lengths: mean ‖head_h · W_Oʰ‖ over the tokens."""
+    return multi_head.head_write_lengths(model, trace, layer)

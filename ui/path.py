@@ -1,7 +1,8 @@
 """The course: one ordered path through every page, defined here once.
 
-app.py builds its navigation from STEPS (sidebar order, titles, icons, groups), draws Previous
-and Next under every page from it, and the model map (ui/model_map.py) highlights the parts of
+app.py builds its navigation from STEPS (sidebar order, titles, icons, groups, and what the
+shared sidebar does on each page: the one page manifest), draws Previous and Next under every
+page from it, and the model map (ui/model_map.py) highlights the parts of
 the model each step explains (Step.parts) and links every part to the step that teaches it
 (PART_HOME). A page keeps its file name, and with it its URL: links shared before still open it.
 
@@ -27,6 +28,11 @@ class Step:
     group: str  # the sidebar section it is listed under
     parts: tuple[str, ...]  # the model parts it explains (model_map_chart.PARTS keys)
     next_because: str  # why the step after it comes next ("" for the last step)
+    # What the shared sidebar and start-up do for this page (app.py reads them, nothing else does):
+    word_pieces: bool = False  # draws word pieces: the sidebar's word-level switch applies
+    own_switches: bool = False  # never runs the sidebar's √d_k and mask switches (greyed out)
+    own_text: bool = False  # has sentences of its own: the sidebar's boxes are greyed out
+    plotly_free: bool = False  # draws without plotly at any length: no plotly.js fetched early
 
 
 # The model parts, in the order data flows through them (ui/model_map_chart.py draws them).
@@ -56,6 +62,7 @@ STEPS: tuple[Step, ...] = (
         "Start",
         ("pieces", "softmax"),
         "Start small: four words with four numbers each, attention worked out by hand.",
+        plotly_free=True,
     ),
     Step(
         "views/by_hand.py",
@@ -64,6 +71,8 @@ STEPS: tuple[Step, ...] = (
         "Learning path",
         ("scores", "softmax", "mix"),
         "The same weighted average, now on the model's own word vectors.",
+        own_switches=True,
+        own_text=True,
     ),
     Step(
         "views/context.py",
@@ -72,6 +81,8 @@ STEPS: tuple[Step, ...] = (
         "Learning path",
         ("table", "scores", "softmax", "mix"),
         "One vector doing three jobs is too little: learned projections split them.",
+        own_switches=True,
+        own_text=True,
     ),
     Step(
         "views/qkv.py",
@@ -96,6 +107,7 @@ STEPS: tuple[Step, ...] = (
         "Learning path",
         ("scores", "softmax"),
         "One softmax makes one mixture: a layer runs several heads and joins them.",
+        own_switches=True,
     ),
     Step(
         "views/multi_head.py",
@@ -120,6 +132,7 @@ STEPS: tuple[Step, ...] = (
         "Explore the model",
         ("softmax", "layers"),
         "The same weights drawn as lines between words, for one sentence or a pair.",
+        word_pieces=True,
     ),
     Step(
         "views/head_view.py",
@@ -128,6 +141,7 @@ STEPS: tuple[Step, ...] = (
         "Explore the model",
         ("softmax",),
         "Attention moves information: where it leaves each word's vector, layer by layer.",
+        word_pieces=True,
     ),
     Step(
         "views/embeddings.py",
@@ -144,6 +158,7 @@ STEPS: tuple[Step, ...] = (
         "Explain",
         ("residual_norm", "layers", "output"),
         "Rollout and flow are two answers of several: compare them with gradients, and test them.",
+        word_pieces=True,
     ),
     Step(
         "views/explanations.py",
@@ -152,6 +167,7 @@ STEPS: tuple[Step, ...] = (
         "Explain",
         ("pieces", "output"),
         "Last, train one attention head from scratch and watch its pattern appear.",
+        word_pieces=True,
     ),
     Step(
         "views/lab.py",
@@ -160,6 +176,8 @@ STEPS: tuple[Step, ...] = (
         "Lab",
         ("qkv", "scores", "softmax"),
         "",
+        own_switches=True,
+        own_text=True,
     ),
 )
 

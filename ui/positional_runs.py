@@ -7,6 +7,10 @@ cache, read-only and shared by every session.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+import numpy as np
+
 import core
 from core import positional
 from ui import door
@@ -53,4 +57,63 @@ def rotary_check(
     """core.positional.rotary_check of one head on the Trace's sentence (a rotary model)."""
     return positional.rotary_check(
         model, trace.hidden_states, trace.queries, trace.keys, layer, head, shift
+    )
+
+
+# ---- 6 · adding word and position: the two tables' geometry -------------------------------------
+def position_rows(model: core.Transformer) -> np.ndarray:
+    """(max_positions, d_model) the learned position table a run can use, read-only: a view of
+    the weights, nothing computed (a rotary model has none: ValueError)."""
+    return model.position_vectors()
+
+
+@dataclass(frozen=True)
+class TableGeometry:
+    """How the rows of the word and position tables sit against each other."""
+
+    word_word: np.ndarray  # (n_pairs,) cosines of random pairs of word rows
+    position_position: np.ndarray  # (n_pairs,) cosines of random pairs of position rows
+    word_position: np.ndarray  # (n_pairs,) cosines of a random word row with a random position row
+    shared: positional.SharedComponent  # the one direction every position row shares
+    centred_by_distance: np.ndarray  # (max_positions,) mean cosine of centred rows k apart
+
+
+def _geometry_cost(model: core.Transformer) -> int:
+    # float64: the (P, P) cosines of the centred rows with their unit rows, and the random pairs'
+    # four (n_pairs, d) unit rows
+    positions, d_model = model.max_positions, model.d_model
+    return 8 * (positions * positions + 3 * positions * d_model + 4 * PAIRS * d_model)
+
+
+PAIRS = 4000  # random pairs of rows per cosine histogram (positional.row_pair_cosines' default)
+
+
+@door.shared("the embedding tables' geometry", cost=_geometry_cost)
+def table_geometry(model: core.Transformer) -> TableGeometry:
+    """core.positional's cosines of random row pairs, the shared direction of the position rows
+    and the centred rows' cosine by distance, once per model."""
+    words, positions = model.word_vectors(), model.position_vectors()
+    centred = positional.centred_rows(positions)  # (P, d)
+    return TableGeometry(
+        word_word=positional.row_pair_cosines(words, n_pairs=PAIRS),
+        position_position=positional.row_pair_cosines(positions, n_pairs=PAIRS),
+        word_position=positional.row_pair_cosines(words, positions, n_pairs=PAIRS),
+        shared=positional.shared_component(positions, n_pairs=PAIRS),
+        centred_by_distance=positional.distance_profile(
+            positional.similarity_matrix(centred, "cosine")
+        )[0],
+    )
+
+
+def _recovery_cost(model: core.Transformer, trace: core.Trace, max_tokens: int) -> int:
+    n = min(trace.n_tokens, max_tokens)  # float64 cosines of n rows against both whole tables
+    return 8 * n * (model.dims.vocab_size + model.max_positions + 2 * model.d_model)
+
+
+@door.shared("reading word and position back", cost=_recovery_cost)
+def recovery(model: core.Transformer, trace: core.Trace, max_tokens: int) -> positional.Recovery:
+    """core.positional.recover_token_and_position for the first max_tokens pieces of the
+    Trace: each x = word row + position row against every row of both tables."""
+    return positional.recover_token_and_position(
+        model.word_vectors(), model.position_vectors(), trace.input_ids[:max_tokens]
     )

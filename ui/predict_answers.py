@@ -5,7 +5,7 @@ figure will show), never from a stored string: change the sentence, the model, a
 switch and the answer follows. A builder returns a Question, or None when the page's state
 leaves nothing to ask (a one-word sentence). ui/predict.py shows it and checks the pick.
 
-The extra runs a question needs (page 3's sentence without √d_k) go through ui.state.trace,
+The extra runs a question needs (page 3's sentence without √d_k) go through ui.traces.trace,
 which caches them in ui.door's one cache and admits them through its run slots; everything
 else here is an argmax over a row or a vector the page already holds.
 
@@ -23,7 +23,7 @@ import numpy as np
 
 import core
 from core import by_hand, context, head_stats, positional, qkv, scaling_masking
-from ui import door, heatmaps_runs, state
+from ui import door, traces
 from ui.escape import literal
 
 MAX_OPTIONS = 8  # token choices offered at most: a phone shows them in two or three rows
@@ -329,8 +329,8 @@ def sharper_without_scaling(
 ) -> Question:
     """Page 3, section 3: does the head's mean row entropy fall (sharper) or rise (flatter) when
     every layer runs without the 1/√d_k factor? Two cached runs of the sentence."""
-    trained = state.trace(model, text, pair, scale=True, causal=False)
-    unscaled = state.trace(model, text, pair, scale=False, causal=False)
+    trained = traces.trace(model, text, pair, scale=True, causal=False)
+    unscaled = traces.trace(model, text, pair, scale=False, causal=False)
     before = float(head_stats.row_entropy(trained.attentions[layer, head]).mean())  # bits
     after = float(head_stats.row_entropy(unscaled.attentions[layer, head]).mean())
 
@@ -363,9 +363,9 @@ def sharper_without_scaling(
 
 
 # ---- page 4: heads -----------------------------------------------------------------------------
-def previous_token_head(trace: core.Trace, layer: int) -> Question:
-    """Page 4, section 1: which head of the layer gives the token before the most weight."""
-    on_previous = heatmaps_runs.head_statistics(trace, False).on_previous[layer]  # (H,)
+def previous_token_head(on_previous: np.ndarray, layer: int) -> Question:
+    """Page 4, section 1: which head of the layer gives the token before the most weight.
+    on_previous: (H,) each head's mean weight on the token before (head_stats.HeadStats)."""
     best = int(np.argmax(on_previous))
     return _numbered_question(
         f"Which head of layer {layer} looks most at the token just before, on this sentence?",

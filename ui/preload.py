@@ -66,7 +66,7 @@ _TOUCH_TOOLBAR_CSS = """<style>
 [data-testid="stElementContainer"]:has(> [data-testid="stHtml"] > .ae-stores) { display: none; }
 [data-testid="stElementContainer"]:has(> [data-testid="stHtml"] > script:only-child) {
   display: none; }
-/* state.sentence_box_in_page: shown only where Streamlit folds the sidebar away (its "md"
+/* sidebar.sentence_box_in_page: shown only where Streamlit folds the sidebar away (its "md"
    breakpoint, 768 px), so a phone visitor sees where to type. */
 @media (min-width: 768px) { .st-key-page_sentence { display: none; } }
 /* A text box writes "Press Ctrl+Enter to apply · 1956/20000" inside its bottom edge: room

@@ -1,7 +1,7 @@
 """Figures for page 2, queries, keys and values (core/qkv.py).
 
 Pure functions: arrays in, plotly figures out, no streamlit. Tokens reach plotly escaped through
-ui.escape.literal. Long inputs are cut to the first DRAW_LIMIT tokens (ui/matrix_charts.py).
+ui.escape.literal. Long inputs are cut to the first DRAW_LIMIT tokens (ui/display_policy.py).
 """
 
 from __future__ import annotations
@@ -12,11 +12,9 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ui import charts
+from ui import charts, display_policy
 from ui.escape import literal
 from ui.matrix_charts import (
-    ANNOTATE_UP_TO,
-    DRAW_LIMIT,
     annotate_small,
     drawn_title,
     highlight_bars,
@@ -30,7 +28,7 @@ def query_steps(
     tokens: Sequence[str],
     query_index: int,
     scaled: bool,
-    limit: int = DRAW_LIMIT,
+    limit: int = display_policy.DRAW_LIMIT,
 ) -> go.Figure:
     """Three stacked bar charts over the keys j: q·k_j, the score fed to softmax, and α_ij."""
     shown = min(len(tokens), limit)
@@ -61,7 +59,7 @@ def weighted_values(
     output: np.ndarray,
     tokens: Sequence[str],
     query_index: int,
-    limit: int = DRAW_LIMIT,
+    limit: int = display_policy.DRAW_LIMIT,
 ) -> go.Figure:
     """Heatmap: rows α_ij v_j for the keys j (first `limit`), last row their sum = output row i."""
     shown = min(len(tokens), limit)
@@ -78,7 +76,10 @@ def weighted_values(
 
 
 def asymmetry_heatmap(
-    difference: np.ndarray, tokens: Sequence[str], title: str, limit: int = DRAW_LIMIT
+    difference: np.ndarray,
+    tokens: Sequence[str],
+    title: str,
+    limit: int = display_policy.DRAW_LIMIT,
 ) -> go.Figure:
     """Diverging heatmap of α - αᵀ: blue where i attends to j more than j to i, red the reverse."""
     shown = min(len(tokens), limit)
@@ -112,7 +113,7 @@ def asymmetry_heatmap(
             "autorange": "reversed",
         },
     )
-    if shown <= ANNOTATE_UP_TO:
+    if shown <= display_policy.NUMBERS_UP_TO:
         # Eight columns on a phone are ~29 px a cell: "-7.2" at 10 px fits, "-7.17" at 11 px
         # ran into its neighbours.
         charts.annotate_heatmap(figure, decimals=2, size=10, compact=True)

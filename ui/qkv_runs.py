@@ -41,7 +41,8 @@ def _order_test(
     scale: bool,
     seed: int,
 ) -> qkv.OrderTest:
-    projections = qkv.QKVProjections(*arrays)
+    # writable copies: the cache holds the matrices read-only, and torch.from_numpy warns on those
+    projections = qkv.QKVProjections(*(np.array(array) for array in arrays))
     return qkv.order_test(
         model, trace.input_ids, trace.segments, trace.tokens, projections, scale, seed
     )
@@ -60,3 +61,46 @@ def order_test(
     """
     arrays = tuple(getattr(projections, f.name) for f in dataclasses.fields(projections))
     return _order_test(model, trace, arrays, scale, seed)
+
+
+# ---- page 2, Steps 1 to 6: one head's Q, K and V on the sidebar's sentence ---------------------
+@dataclasses.dataclass(frozen=True)
+class OneHead:
+    """A head's three projections and what they make of X."""
+
+    projections: qkv.QKVProjections  # W_q, W_k, W_v (d_model, d_k) and their biases
+    result: qkv.QKVResult  # Q, K, V, the scores, the weights and the output
+
+
+def _head_cost(model: core.Transformer, trace: core.Trace, d_k: int, **_: object) -> int:
+    # float32: the three (d_model, d_k) matrices, X as a copy, Q, K, V and the output (n, d_k),
+    # the (n, n) dot products, scores and weights
+    n, d_model = trace.n_tokens, model.d_model
+    return 4 * (3 * d_model * d_k + n * d_model + 4 * n * d_k + 3 * n * n)
+
+
+def _attend(x: np.ndarray, projections: qkv.QKVProjections, scale: bool, causal: bool) -> OneHead:
+    return OneHead(projections, qkv.qkv_attention(x, projections, scale=scale, causal=causal))
+
+
+@door.shared("a random head", cost=_head_cost)
+def random_head(
+    model: core.Transformer, trace: core.Trace, d_k: int, seed: int, scale: bool, causal: bool
+) -> OneHead:
+    """Seeded random W_q, W_k, W_v (core.qkv.random_projections) on the static vectors."""
+    projections = qkv.random_projections(model.d_model, d_k, seed)
+    return _attend(trace.static, projections, scale, causal)
+
+
+def _trained_cost(model: core.Transformer, trace: core.Trace, **_: object) -> int:
+    return _head_cost(model, trace, model.d_head)
+
+
+@door.shared("a trained head", cost=_trained_cost)
+def trained_head(
+    model: core.Transformer, trace: core.Trace, layer: int, head: int, scale: bool, causal: bool
+) -> OneHead:
+    """One trained head's slices of W_q, W_k, W_v (core.qkv.head_projections) on what its
+    layer reads."""
+    projections = qkv.head_projections(model, layer, head)
+    return _attend(trace.hidden_states[layer], projections, scale, causal)

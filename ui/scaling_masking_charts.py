@@ -25,10 +25,6 @@ VARIANT_COLOUR = "#F58518"  # orange: the switched run
 SCORE_COLOUR = "#888888"  # grey: scores, before any softmax
 MAX_DRAWN = 128  # a full-size heatmap shows at most this many rows/columns
 MINUS_INF_TEXT_UP_TO = 12  # write "−∞" into masked cells only while they stay legible
-# Section 3's two heatmaps are HTML grids up to here (every weight written in up to
-# html_heatmap.NUMBERS_UP_TO pieces, one image past it), so the tab loads no plotly.js for a
-# sentence; longer inputs get reduced_heatmap's plotly block means.
-GRID_UP_TO = 48
 SERIES_COLOURS = (DEFAULT_COLOUR, VARIANT_COLOUR, "#54A24B")  # per_token_bars', in order
 
 
@@ -407,7 +403,7 @@ def compared_grid(
     masked: bool,
 ) -> html_heatmap.HtmlFigure:
     """One run's (n, n) weights of head (layer, head) as an HTML attention grid titled `title`
-    (the code's words), for n ≤ GRID_UP_TO. model_shape: (layers, heads), so the grid names the
+    (the code's words), for n ≤ display_policy.DRAW_LIMIT. model_shape: (layers, heads), so the grid names the
     head the page's sliders point at. masked: the run had a causal mask (hatched cells)."""
     n_layers, n_heads = model_shape
     return html_heatmap.one_head_grid(

@@ -89,7 +89,7 @@ def download_every_head(
     For a page whose sliders switch heads in the browser: the server does not know the head on
     screen until the next run, so a one-head CSV could be another head's.
     weights: returns the (L, H, n, n) weights as shown, from the page's Trace fetched again
-    (ui.state.refetch); the button keeps the callable, not a copy, for as long as the visitor's
+    (ui.traces.refetch); the button keeps the callable, not a copy, for as long as the visitor's
     page is open.
     """
     st.download_button(

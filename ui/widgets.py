@@ -4,7 +4,8 @@ A control bound to the URL keeps its key literal in its call (tests/bound_keys.p
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 
 import streamlit as st
 
@@ -139,3 +140,26 @@ def token_picker(label: str, tokens: Sequence[str], default: int, key: str) -> i
     position = min(max(int(position), 0), last)
     st.caption(f"Position {position}: **{literal(tokens[position], max_chars=40)}**")
     return position
+
+
+# ---- progress of a training run (the lab, the induction heads) ----------------------------------
+PROGRESS_UPDATES = 20  # progress-bar messages per run: enough to see it move, few to send
+StepReporter = Callable[[int, int], None]  # on_step(done, total) of a training loop
+
+
+@contextmanager
+def training_bar(first_text: str, steps: int, of: str = "of") -> Iterator[StepReporter]:
+    """A progress bar for one training run of at most `steps` steps, and the on_step callback
+    that moves it (PROGRESS_UPDATES times a run); the bar goes when the run ends. of: "of", or
+    "of at most" for a run that stops once solved."""
+    bar = st.progress(0.0, text=first_text)
+    every = max(1, steps // PROGRESS_UPDATES)
+
+    def report(done: int, total: int) -> None:
+        if done % every == 0 or done == total:
+            bar.progress(done / total, text=f"Training: step {done} {of} {total}")
+
+    try:
+        yield report
+    finally:
+        bar.empty()

@@ -47,7 +47,7 @@ with right:
 sentences: dict[str, context.StaticSentence] = {}
 for name, text in (("A", text_a), ("B", text_b)):
     try:
-        sentences[name] = context.static_sentence(model, text or "")
+        sentences[name] = context_runs.static_sentence(model, text or "")
     except core.EmptyInput as err:
         st.info(f"Sentence {name}: {err} Type a few words that share one word with the other.")
 if len(sentences) < 2:
@@ -85,7 +85,7 @@ def side_by_side(step: str, matrices: dict, title: str, square: bool, **figure_a
     for column, (name, matrix) in zip(st.columns(2), matrices.items(), strict=True):
         tokens = sentences[name].tokens
         with column:
-            display.show_matrix(
+            display.show_token_matrix(
                 matrix,
                 tokens,
                 f"{title} of {name}",
@@ -251,18 +251,17 @@ else:
         decimals={},
     )
     tokens_a = sentences["A"].tokens
-    if len(tokens_a) <= display.HTML_BARS_UP_TO:
-        display.show_html_figure(
-            context_charts.weights_by_length(
-                word,
-                tokens_a,
-                {
-                    "table rows": table.pair.weights_a,
-                    "layer-0 inputs": zero.pair.weights_a,
-                },
-                name="ctx_length",
-            )
-        )
+    display.show_bars(  # HTML bars for a sentence; none past the policy's size
+        len(tokens_a),
+        html=lambda: context_charts.weights_by_length(
+            word,
+            tokens_a,
+            {"table rows": table.pair.weights_a, "layer-0 inputs": zero.pair.weights_a},
+            name="ctx_length",
+        ),
+        plotly=None,
+        key="ctx_length",
+    )
     st.caption(
         "Self-score lead: S_ii minus the largest other S_ij in the row, smallest to largest over "
         "both sentences; the other words get at most e^(−lead) times the word's own weight. "

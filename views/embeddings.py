@@ -3,7 +3,19 @@
 import streamlit as st
 
 from core import embeddings
-from ui import charts, display, embeddings_charts, models, state, tables, terms, widgets
+from ui import (
+    charts,
+    display,
+    embeddings_charts,
+    embeddings_runs,
+    models,
+    sidebar,
+    state,
+    tables,
+    terms,
+    vocabulary,
+    widgets,
+)
 from ui.escape import literal
 
 inputs, model = state.page_context()
@@ -57,8 +69,10 @@ sentences, notes = embeddings.split_sentences(lines)
 if not sentences:
     st.info("Type one or more sentences in the box above, one per line.", icon="✍️")
     state.end_page()
-points, skipped = state.point_set(model, tuple(sentences), scale=inputs.scale, causal=inputs.causal)
-state.off_distribution_note(inputs, models.label(model))  # the sidebar's switches act here
+points, skipped = embeddings_runs.point_set(
+    model, tuple(sentences), scale=inputs.scale, causal=inputs.causal
+)
+sidebar.off_distribution_note(inputs, models.label(model))  # the sidebar's switches act here
 for note in [*notes, *skipped]:
     st.caption(note)
 if points.n_points == 0:
@@ -139,7 +153,9 @@ def before_and_after() -> None:
         )
     left, right = st.columns(2)  # the figures first, what they show under them
     with left:
-        coords = state.projection(shown.static, method_key, n_components, ids=shown.token_ids)
+        coords = embeddings_runs.projection(
+            shown.static, method_key, n_components, ids=shown.token_ids
+        )
         fig = embeddings_charts.projection_figure(
             coords,
             shown.tokens,
@@ -153,7 +169,7 @@ def before_and_after() -> None:
         )
         display.show_figure(fig, key="emb_static", filename="static-projection")
     with right:
-        coords = state.projection(shown.hidden[layer], method_key, n_components)
+        coords = embeddings_runs.projection(shown.hidden[layer], method_key, n_components)
         fig = embeddings_charts.projection_figure(
             coords,
             shown.tokens,
@@ -222,7 +238,7 @@ def path_through_layers() -> None:
         "already differs between sentences: position vectors were added. Grey: every token, "
         f"{state_name}."
     )
-    paths = state.trajectory_projection(shown.hidden, n_components)
+    paths = embeddings_runs.trajectory_projection(shown.hidden, n_components)
     fig = embeddings_charts.trajectory_figure(
         paths,
         chosen,
@@ -242,7 +258,7 @@ def nearest_words() -> None:
     st.latex(
         r"\text{neighbours}(h) = \operatorname{top}_5\; \cos(h, W_v),\ v \in \text{vocabulary}"
     )
-    unit_table, allowed = state.vocabulary_view(model)
+    unit_table, allowed = vocabulary.vocabulary_view(model)
     ids, cosines = embeddings.nearest_by_stage(shown, chosen, unit_table, allowed)
     stages = ["static"] + [charts.state_name(index) for index in range(model.n_layers + 1)]
     labels = embeddings_charts.occurrence_labels(chosen, shown.tokens, shown.sentence, senses)
@@ -357,7 +373,7 @@ def scaling_switch() -> None:
     if st.toggle(  # on at first: the section opens on the comparison it is about
         "Compare with the scaling switch flipped", True, key="emb_compare", bind="query-params"
     ):
-        other, _ = state.point_set(
+        other, _ = embeddings_runs.point_set(
             model, tuple(sentences), scale=not inputs.scale, causal=inputs.causal
         )
         other_shown = embeddings.cap_points(other, followed)  # same seed, same sample

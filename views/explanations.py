@@ -10,8 +10,10 @@ from ui import (
     explanations_runs,
     information_flow_runs,
     models,
+    sidebar,
     state,
     tables,
+    traces,
     widgets,
     word_level,
 )
@@ -30,7 +32,7 @@ st.markdown(
 )
 
 information_flow_runs.stop_unless_readable(model, inputs)
-state.off_distribution_note(inputs, models.label(model))  # the sidebar's switches act here
+sidebar.off_distribution_note(inputs, models.label(model))  # the sidebar's switches act here
 
 # 1 · What to explain.
 pair = information_flow_runs.readable_pair(model, inputs)  # None when empty or unreadable
@@ -74,8 +76,8 @@ merge_words = inputs.word_level  # the sidebar's shared switch
 second = followed == "second" and bool(pair)
 text = pair if second else inputs.text
 other = (inputs.text if second else pair) if target == "similarity" else None
-trace = state.trace_or_stop(
-    model, state.Inputs(text, None, model.name, inputs.scale, inputs.causal)
+trace = traces.trace_or_stop(
+    model, sidebar.Inputs(text, None, model.name, inputs.scale, inputs.causal)
 )
 next_piece = None  # a decoder: the vocabulary row of the next piece explained
 if model.is_decoder:
@@ -106,11 +108,16 @@ if steps < wanted_steps:
 # 2 · The table and the picture: the figure first, then what it measures.
 st.subheader("1 · Every method, every " + unit)
 merged = {label: view.scores(scores[name]) for label, name in zip(labels, scores, strict=True)}
-display.show_scores_by_method(
-    merged,
-    view.labels,
-    f"Scores per {unit}, each row ÷ its max |score|",
-    unit,
+methods_title = f"Scores per {unit}, each row ÷ its max |score|"
+method_labels, by_method = list(merged), explanations_charts.stacked_scores(merged)  # (methods, n)
+display.show_matrix(  # a row per method, scaled to its largest |score|
+    by_method.shape,
+    html=lambda: explanations_charts.methods_grid(
+        by_method, method_labels, view.labels, methods_title, unit, "xp_methods"
+    ),
+    plotly=lambda: explanations_charts.methods_heatmap(
+        by_method, method_labels, view.labels, methods_title
+    ),
     key="xp_methods",
     filename="explanations",
 )

@@ -7,15 +7,18 @@ import streamlit as st
 import core
 from core import head_roles, head_stats
 from ui import (
-    charts,
     display,
+    display_policy,
     exports,
     formulas,
     head_view_charts,
     head_view_hover,
+    head_view_runs,
     models,
+    sidebar,
     state,
     tables,
+    traces,
     widgets,
 )
 from ui.escape import literal
@@ -34,8 +37,8 @@ st.markdown(
     "out of one left token. Point at a token to see only its lines."
 )
 
-trace = state.trace_or_stop(model, inputs)
-state.off_distribution_note(inputs, model_label)  # the sidebar's switches act on the lines here
+trace = traces.trace_or_stop(model, inputs)
+sidebar.off_distribution_note(inputs, model_label)  # the sidebar's switches act on the lines here
 tokens = trace.tokens
 paired = head_stats.has_pair(trace.segments)
 
@@ -50,7 +53,7 @@ n_shown = len(tokens)
 figure_column, controls = st.columns([3, 2], gap="medium")
 # At most WINDOW tokens are drawn: every head's lines travel with the page, and the Layer and
 # Head sliders redraw the figure in the browser, with no server round trip.
-in_browser = charts.switches_in_browser(model.n_layers, model.n_heads, min(n_shown, WINDOW))
+in_browser = display_policy.switches_in_browser(model.n_layers, model.n_heads, min(n_shown, WINDOW))
 with controls:
     layer, head = widgets.layer_head_picker(model, in_browser=in_browser)
     display.head_switch()  # the sliders in the browser (a script: it takes no room)
@@ -139,7 +142,7 @@ def layer_lines(at_layer: int, of_heads: Sequence[int]) -> head_stats.HeadViewLi
     """The lines of these heads of one layer, with the page's filters."""
     if at_layer not in shown_weights:
         shown_weights[at_layer] = words_view.matrix(
-            head_stats.head_view_weights(model, trace, at_layer, value_weighted)
+            head_view_runs.layer_weights(model, trace, at_layer, value_weighted)
         )
     return head_stats.head_view_lines(
         shown_weights[at_layer],
@@ -234,7 +237,7 @@ if not paired:
     )
     st.button(
         "Use “Time flies like an arrow.” / “Fruit flies like a banana.”",
-        on_click=state.use_example_pair,
+        on_click=sidebar.use_example_pair,
         icon=":material/compare_arrows:",
         key="hv_example",
     )
@@ -261,10 +264,10 @@ else:
 labels = widgets.numbered(tokens)
 suffix = "-value-weighted" if value_weighted else ""
 if in_browser:
-    fetch = state.refetch(model, inputs)  # the button keeps this, not the Trace
+    fetch = traces.refetch(model, inputs)  # the button keeps this, not the Trace
     tables.download_every_head(
         lambda: words_view.matrix(
-            head_stats.every_layer_head_view_weights(model, fetch(), value_weighted)
+            head_view_runs.every_layer_weights(model, fetch(), value_weighted)
         ),
         labels,
         "head-view-every-head" + suffix,
@@ -280,7 +283,7 @@ else:
         key="hv_csv",
     )
 exports.download_trace(
-    trace, state.refetch(model, inputs), key="hv_npz", filename="attention-explorer-trace"
+    trace, traces.refetch(model, inputs), key="hv_npz", filename="attention-explorer-trace"
 )
 st.caption(
     "Sources: Vig (2019), the head view of bertviz; Kobayashi et al. (2020), value-weighted "

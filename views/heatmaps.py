@@ -7,6 +7,7 @@ from core import head_roles, head_stats, positional
 from ui import (
     charts,
     display,
+    display_policy,
     exports,
     formulas,
     heatmaps_charts,
@@ -14,9 +15,11 @@ from ui import (
     html_heatmap,
     model_view,
     models,
+    sidebar,
     state,
     tables,
     terms,
+    traces,
     widgets,
 )
 from ui.escape import literal
@@ -33,8 +36,8 @@ st.markdown(
     "then pick one head to read it cell by cell."
 )
 
-trace = state.trace_or_stop(model, inputs)
-state.off_distribution_note(inputs, model_label)  # the sidebar's switches act on every head here
+trace = traces.trace_or_stop(model, inputs)
+sidebar.off_distribution_note(inputs, model_label)  # the sidebar's switches act on every head here
 tokens = trace.tokens
 
 specials = models.special_pieces_phrase(trace)  # "[CLS] and [SEP]"; "" where none are added
@@ -67,7 +70,7 @@ grid_slot = st.container()
 st.caption("Click or tap a head in the grid, or choose it here (the grid's red frame follows):")
 # Up to ~128 pieces every head travels with the page: the sliders move the grid's frame and
 # redraw the up-close heatmap and section 4 in the browser, with no server round trip.
-in_browser = charts.switches_in_browser(model.n_layers, model.n_heads, n_shown)
+in_browser = display_policy.switches_in_browser(model.n_layers, model.n_heads, n_shown)
 layer, head = widgets.layer_head_picker(model, in_browser=in_browser)
 display.head_switch()  # the sliders in the browser, and the up-close heatmap's cell readout
 model_view.install()  # the grid's frame follows the sliders; a click on a head moves them
@@ -159,7 +162,7 @@ if n_shown > charts.FITTED_SCALE_FROM:
         "scale runs up to each head's largest weight instead of 1, so the pattern stays visible."
     )
 if in_browser:
-    fetch = state.refetch(model, inputs)
+    fetch = traces.refetch(model, inputs)
     tables.download_every_head(
         lambda: heatmaps_runs.shown_attentions(fetch(), renormalise, word_level),
         labels,
@@ -282,8 +285,8 @@ text_b = right.text_input(
     max_chars=500,
 )
 try:
-    trace_a = state.trace(model, text_a[:500], scale=inputs.scale, causal=inputs.causal)
-    trace_b = state.trace(model, text_b[:500], scale=inputs.scale, causal=inputs.causal)
+    trace_a = traces.trace(model, text_a[:500], scale=inputs.scale, causal=inputs.causal)
+    trace_b = traces.trace(model, text_b[:500], scale=inputs.scale, causal=inputs.causal)
 except core.EmptyInput:
     st.info("Type a sentence in both boxes to compare a word they share.", icon="✍️")
 else:
@@ -349,7 +352,7 @@ st.markdown(
     help=terms.ahead("hidden state"),
 )
 exports.download_trace(
-    trace, state.refetch(model, inputs), key="hm_npz", filename="attention-explorer-trace"
+    trace, traces.refetch(model, inputs), key="hm_npz", filename="attention-explorer-trace"
 )
 st.caption(
     "Sources: Vig (2019), bertviz's model view; Clark et al. (2019), what BERT-base's heads "

@@ -11,17 +11,44 @@ from ui import (
     explanations_runs,
     information_flow_charts,
     information_flow_runs,
+    matrix_charts,
     models,
     next_word,
+    sidebar,
     state,
     tables,
     terms,
+    traces,
     widgets,
     word_level,
 )
 from ui.escape import literal
 
 inputs, model = state.page_context()
+
+
+def show_mixing(matrix, labels, title: str, unit: str, key: str, filename: str) -> None:
+    """An (n, n) rollout, flow or norm mixing matrix (row i: a position after the layer, column
+    j: an input piece), through the one display policy: HTML cells or one image, else
+    information_flow_charts.mixing_heatmap. Viridis over the shares' own range either way."""
+    display.show_matrix(
+        matrix.shape,
+        html=lambda: matrix_charts.pair_grid(
+            matrix,
+            labels,
+            title,
+            name=key,
+            colorbar_title="share",
+            zmax=None,
+            axis_titles=("position after the layer", f"input {unit} (layer 0)"),
+            shape_in_title=False,
+        ),
+        plotly=lambda: information_flow_charts.mixing_heatmap(matrix, labels, title, unit=unit),
+        key=key,
+        filename=filename,
+    )
+
+
 model_label = models.label(model)  # the model's name in the prose
 
 st.title("9 · Where the meaning comes from")
@@ -34,7 +61,7 @@ st.markdown(
 )
 
 information_flow_runs.stop_unless_readable(model, inputs)
-state.off_distribution_note(inputs, model_label)  # the sidebar's switches act on every run here
+sidebar.off_distribution_note(inputs, model_label)  # the sidebar's switches act on every run here
 
 pair = information_flow_runs.readable_pair(model, inputs)  # None when empty or unreadable
 
@@ -142,7 +169,7 @@ def attention_rollout() -> None:
     st.latex(r"\hat A_l = \tfrac12\Big(\tfrac1H\sum_h A_l^h + I\Big)\ \text{(rows renormalised)}")
     st.latex(r"R_l = \hat A_l\, R_{l-1},\qquad R_0 = \hat A_0")
     layer = rollout_layer()
-    display.show_mixing(
+    show_mixing(
         view.matrix(flow.rolled[layer]),
         view.labels,
         f"Attention rollout after layer {layer}",
@@ -233,7 +260,7 @@ def attention_flow() -> None:
             icon="🛑",
         )
     else:
-        display.show_mixing(
+        show_mixing(
             view.matrix(flow.flow_shares()),
             view.labels,
             "Attention flow to the top layer, each row ÷ its sum",
@@ -324,7 +351,7 @@ def norm_contributions() -> None:
         r"v^h_j W_O^h + [i{=}j]\,x_i\big)\big\rVert}{\sigma_i}"
     )
     layer = rollout_layer()
-    display.show_mixing(
+    show_mixing(
         view.matrix(flow.norm_rolled[layer]),
         view.labels,
         f"Norm rollout after layer {layer}",
@@ -477,8 +504,8 @@ followed = st.radio(
 )
 merge_words = inputs.word_level  # the sidebar's shared switch
 text = pair if followed == "second" and pair else inputs.text
-trace = state.trace_or_stop(
-    model, state.Inputs(text, None, model.name, inputs.scale, inputs.causal)
+trace = traces.trace_or_stop(
+    model, sidebar.Inputs(text, None, model.name, inputs.scale, inputs.causal)
 )
 flow = information_flow_runs.information_flow(model, text, inputs)
 view = word_level.WordView.of(trace, merge_words)

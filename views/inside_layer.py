@@ -3,7 +3,6 @@
 import streamlit as st
 
 import core
-from core import inside_layer
 from ui import (
     display,
     inside_layer_charts,
@@ -11,8 +10,10 @@ from ui import (
     models,
     predict,
     predict_answers,
+    sidebar,
     state,
     tables,
+    traces,
 )
 from ui.numbers import signed
 
@@ -34,7 +35,7 @@ st.latex(  # one column, so it fits a phone's width
     r"\begin{aligned} a &= \operatorname{MultiHead}(x) \\ h &= \operatorname{LayerNorm}(x + a)"
     r"\\ f &= W_2\,\operatorname{GELU}(W_1 h) \\ y &= \operatorname{LayerNorm}(h + f)\end{aligned}"
 )
-stages = inside_layer.layer_stages(model)
+stages = inside_layer_runs.layer_stages(model)
 display.show_figure(
     inside_layer_charts.block_diagram(stages, f"{name}: one of its {model.n_layers} layers"),
     key="layer_diagram",
@@ -59,8 +60,8 @@ st.markdown(
 st.latex(
     r"\text{attention share}_i = \frac{\lVert a_i \rVert}{\lVert a_i \rVert + \lVert f_i \rVert}"
 )
-trace = state.trace_or_stop(model, inputs)
-state.off_distribution_note(inputs, name)  # the sidebar's switches act on every run here
+trace = traces.trace_or_stop(model, inputs)
+sidebar.off_distribution_note(inputs, name)  # the sidebar's switches act on every run here
 sizes = inside_layer_runs.sublayer_sizes(model, trace)
 means = sizes.layer_means()  # (L,) each, averaged over the tokens
 mean_a, mean_f, share = means["attention_update"], means["ffn_update"], means["attention_share"]
@@ -94,9 +95,7 @@ tables.static_table(
 )
 st.subheader("3 · Why the stream, the norm and the bend")
 kept = means["kept_direction"]
-floor = inside_layer.activation_floor(
-    model
-)  # GELU's lowest output, read off the model's activation
+floor = inside_layer_runs.activation_floor(model)  # the lowest output of the model's activation
 units_off = means["units_off"]
 modest = kept.min() >= 0.8  # the corrections turn x by less than ~37 degrees on average
 # Where the norms sit decides whether the error signal has a bare identity path back.

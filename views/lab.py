@@ -13,7 +13,7 @@ from ui import (
     terms,
     widgets,
 )
-from ui.state import CAUSAL_LABEL, SCALE_LABEL
+from ui.sidebar import CAUSAL_LABEL, SCALE_LABEL
 
 st.title("11 · Attention, learned")
 st.markdown(

@@ -6,6 +6,7 @@ from core import head_roles, head_stats, induction, multi_head, scaling_masking
 from ui import (
     display,
     formulas,
+    heatmaps_runs,
     induction_charts,
     induction_runs,
     models,
@@ -15,9 +16,11 @@ from ui import (
     predict,
     predict_answers,
     scaling_masking_charts,
+    sidebar,
     state,
     tables,
     terms,
+    traces,
     widgets,
 )
 from ui.escape import literal
@@ -37,8 +40,8 @@ st.markdown(
     "Their outputs are then glued together and mixed by one more matrix, W_O.",
     help=terms.ahead("W_O", "layer", here="views/multi_head.py"),
 )
-trace = state.trace_or_stop(model, inputs)
-state.off_distribution_note(inputs, model_label)  # the sidebar's switches act in every section
+trace = traces.trace_or_stop(model, inputs)
+sidebar.off_distribution_note(inputs, model_label)  # the sidebar's switches act in every section
 labels = widgets.numbered(trace.tokens)
 token_axes = (trace.tokens, trace.tokens)  # query and key labels of a self-attention heatmap
 roles = multi_head_runs.role_scores(model)  # the named heads, measured once per model
@@ -128,7 +131,8 @@ def all_heads() -> None:
         + formulas.mask_row(inputs.causal)
         + r"\end{gathered}"
     )
-    predict.ask_choice("mh_previous_head", predict_answers.previous_token_head(trace, layer))
+    on_previous = heatmaps_runs.head_statistics(trace, False).on_previous[layer]  # (H,)
+    predict.ask_choice("mh_previous_head", predict_answers.previous_token_head(on_previous, layer))
     display.show_figure(
         multi_head_charts.heads_grid(trace.attentions[layer], trace.tokens, layer), "mh_grid"
     )
@@ -355,7 +359,8 @@ def back_to_one_vector() -> None:
     )
     if n > MAX_ROWS:
         st.caption(f"The two matrices above show the first {MAX_ROWS} of {n} tokens.")
-    w_o_slices = multi_head.head_output_projection(model, layer)  # (H, d_head, d_model)
+    w_o = multi_head_runs.output_projection(model, layer)
+    w_o_slices = w_o.per_head  # (H, d_head, d_model)
     display.show_figure(
         multi_head_charts.weights_heatmap(
             w_o_slices[head],
@@ -372,9 +377,12 @@ def back_to_one_vector() -> None:
         f"W_Oᵀ stacks {model.n_heads} such slices, one per head ({width} × {model.d_model} in all); "
         "only the chosen head's slice is drawn. The full matrix is in the CSV."
     )
-    w_o, _ = multi_head.output_projection(model, layer)
     tables.download_matrix(
-        w_o.T, range(width), range(model.d_model), f"W_O-transposed-L{layer}", key="mh_w_o_csv"
+        w_o.weight.T,
+        range(width),
+        range(model.d_model),
+        f"W_O-transposed-L{layer}",
+        key="mh_w_o_csv",
     )
 
 
@@ -399,7 +407,7 @@ def value_weighted() -> None:
         "same scale as α."
     )
     attn_weights = trace.attentions[layer]
-    share = multi_head.value_weighted_share(multi_head.value_weighted_norms(model, trace, layer))
+    share = multi_head_runs.value_weighted_share(model, trace, layer)
     title = f"L{layer} H{head}: "
     left, right = st.columns(2)
     with left:
@@ -476,7 +484,7 @@ def remove_heads() -> None:
     if not removed:
         # Nothing picked: the section opens on the layer's strongest writer removed, measured
         # on this sentence, instead of on an empty page.
-        write_lengths = multi_head.head_write_lengths(model, trace, layer)  # (H,)
+        write_lengths = multi_head_runs.head_write_lengths(model, trace, layer)  # (H,)
         strongest = int(write_lengths.argmax())
         removed = {(layer, strongest)}
         st.caption(
@@ -486,7 +494,7 @@ def remove_heads() -> None:
             f"{write_lengths.min():.2f} to {write_lengths.max():.2f}). Pick heads above to "
             "choose your own."
         )
-    ablated = state.trace(
+    ablated = traces.trace(
         model,
         inputs.text,
         inputs.pair,

@@ -3,16 +3,18 @@
 import streamlit as st
 
 from ui import (
-    charts,
     display,
+    display_policy,
     formulas,
     html_heatmap,
     models,
     next_word,
     path,
+    sidebar,
     state,
     tables,
     terms,
+    traces,
     verify,
     widgets,
 )
@@ -32,8 +34,8 @@ st.markdown(
 )
 path.start_button()
 
-trace = state.trace_or_stop(model, inputs)
-state.off_distribution_note(inputs, model_label)  # the sidebar's switches act on this head
+trace = traces.trace_or_stop(model, inputs)
+sidebar.off_distribution_note(inputs, model_label)  # the sidebar's switches act on this head
 
 # The head comes first: it is what a visitor comes for, and it reaches the browser sooner.
 st.subheader("1 · One attention head")
@@ -50,11 +52,11 @@ with notes_col:
     )
     # Up to ~128 pieces every head travels with the page, and the sliders switch the heatmap in
     # the browser without a server round trip.
-    in_browser = charts.switches_in_browser(model.n_layers, model.n_heads, trace.n_tokens)
+    in_browser = display_policy.switches_in_browser(model.n_layers, model.n_heads, trace.n_tokens)
     layer, head = widgets.layer_head_picker(model, columns=False, in_browser=in_browser)
     labels = widgets.numbered(trace.tokens)
     if in_browser:
-        fetch = state.refetch(model, inputs)
+        fetch = traces.refetch(model, inputs)
         tables.download_every_head(
             lambda: fetch().attentions, labels, "attention-all-heads", "overview_csv"
         )

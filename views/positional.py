@@ -4,8 +4,8 @@ import streamlit as st
 
 from core import positional
 from ui import (
-    charts,
     display,
+    display_policy,
     models,
     positional_charts,
     positional_runs,
@@ -14,6 +14,7 @@ from ui import (
     state,
     tables,
     terms,
+    traces,
     widgets,
 )
 from ui.numbers import signed
@@ -84,7 +85,7 @@ def sized_encodings() -> positional.Encodings:
         n_positions,
         d_model,
         positional.sinusoidal_encoding(n_positions, d_model),
-        None if rotary else model.position_vectors()[:n_positions],
+        None if rotary else positional_runs.position_rows(model)[:n_positions],
     )
 
 
@@ -168,7 +169,7 @@ def rotary_section() -> None:
         r"\end{gathered}"
     )
     with sentence_notice:
-        trace = state.trace_or_stop(model, inputs)
+        trace = traces.trace_or_stop(model, inputs)
     st.markdown(
         f"{model_label} adds nothing to the word-piece vectors. Inside every head, each pair of "
         "a query's and a key's coordinates is turned like the sinusoid's clock hands (tab 5), "
@@ -391,27 +392,23 @@ def adding_section() -> None:
             icon=":material/location_on:",
         )
         return
-    tables = {
-        "token · token": (model.word_vectors(), None),
-        "position · position": (model.position_vectors(), None),
-        "token · position": (model.word_vectors(), model.position_vectors()),
-    }
+    geometry = positional_runs.table_geometry(model)
     real = {
-        name: positional.row_pair_cosines(first, second) for name, (first, second) in tables.items()
+        "token · token": geometry.word_word,
+        "position · position": geometry.position_position,
+        "token · position": geometry.word_position,
     }
     fig = positional_charts.histograms(
         real, f"{model_label}: cosines of random pairs of rows", "cosine"
     )
     display.show_figure(fig, key="pos_real", filename="embedding-cosines")
     summary = {name: positional.spread(values) for name, values in real.items()}
-    shared = positional.shared_component(model.position_vectors())
+    shared = geometry.shared
     # what remains once the shared direction is gone: cosines of the centred rows by distance
-    profile = positional.distance_profile(
-        positional.similarity_matrix(positional.centred_rows(model.position_vectors()), "cosine")
-    )[0]
+    profile = geometry.centred_by_distance
     near_far = profile[[min(d, len(profile) - 1) for d in (1, 10, 100)]]  # a short table: its end
     with sentence_notice:
-        trace = state.trace_or_stop(model, inputs)
+        trace = traces.trace_or_stop(model, inputs)
     st.markdown(
         "Trained vectors are not random, yet a token row and a position row are still close to "
         f"perpendicular (mean cosine {summary['token · position'][0]:.3f}, variance "
@@ -432,7 +429,9 @@ def adding_section() -> None:
         r"(w_i+p_i)\cdot(w_j+p_j) = w_i\cdot w_j + p_i\cdot p_j + \underbrace{w_i\cdot p_j + p_i\cdot w_j}_{\text{cross terms}}"
         r"\end{gathered}"
     )
-    terms = positional.score_terms(trace.static, model.position_vectors()[: trace.n_tokens])
+    terms = positional.score_terms(
+        trace.static, positional_runs.position_rows(model)[: trace.n_tokens]
+    )
     st.markdown(
         "Concatenating costs extra width (d_word + d_position numbers per token); adding keeps "
         "d_model but lets words and positions meet in the cross terms. Measured on the sidebar "
@@ -449,10 +448,7 @@ def adding_section() -> None:
         "every vocabulary row and every position row. Rank 1 means the right one is the most similar. "
         f"Your sentence from the sidebar (first {MAX_RECOVERY_TOKENS} pieces):"
     )
-    ids = trace.input_ids[:MAX_RECOVERY_TOKENS]
-    recovery = positional.recover_token_and_position(
-        model.word_vectors(), model.position_vectors(), ids
-    )
+    recovery = positional_runs.recovery(model, trace, MAX_RECOVERY_TOKENS)
     st.dataframe(
         {
             "token": list(trace.tokens[:MAX_RECOVERY_TOKENS]),
@@ -470,7 +466,7 @@ def adding_section() -> None:
 def word_order_section() -> None:
     """7 · The sentence shuffled, with and without positions."""
     with sentence_notice:
-        trace = state.trace_or_stop(model, inputs)
+        trace = traces.trace_or_stop(model, inputs)
     st.subheader("7 · Order counts only through position")
     st.markdown(
         "Run your sentence and a shuffled copy ([CLS] and every [SEP] stay in place; a word moves "
@@ -513,7 +509,7 @@ def word_order_section() -> None:
     )
     # Four heatmaps of every head: in the browser up to a quarter of the one-figure limit
     n_shuffled = len(results["with positions"].tokens)
-    in_browser = charts.switches_in_browser(model.n_layers, 4 * model.n_heads, n_shuffled)
+    in_browser = display_policy.switches_in_browser(model.n_layers, 4 * model.n_heads, n_shuffled)
     layer, head = widgets.layer_head_picker(model, in_browser=in_browser)
     display.head_switch()  # the HTML heatmaps' in-browser switch, their hover and tap readout
     for column, (label, result) in zip(st.columns(2), results.items(), strict=True):

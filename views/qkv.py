@@ -4,6 +4,7 @@ import streamlit as st
 
 from core import context, qkv
 from ui import (
+    context_runs,
     display,
     formulas,
     matrix_charts,
@@ -12,9 +13,11 @@ from ui import (
     predict_answers,
     qkv_charts,
     qkv_runs,
+    sidebar,
     state,
     tables,
     terms,
+    traces,
     widgets,
 )
 from ui.escape import literal
@@ -30,7 +33,7 @@ st.markdown(
     "Training sets the matrices; below you can use random ones or those of a trained head. "
     "The sentence is the one in the sidebar."
 )
-trace = state.trace_or_stop(model, inputs)
+trace = traces.trace_or_stop(model, inputs)
 tokens = trace.tokens
 labels = widgets.numbered(tokens)
 
@@ -51,7 +54,9 @@ if source == "random":
         )
     with seed_column:
         seed = widgets.whole_number_input("Random seed", 0, 9_999, 0, key="qkv_seed")
-    projections = qkv.random_projections(model.d_model, int(d_k), int(seed))
+    one_head = qkv_runs.random_head(
+        model, trace, int(d_k), int(seed), scale=inputs.scale, causal=inputs.causal
+    )
     x = trace.static
     where = f"X holds the static word-piece vectors, as on page 1 plus the rows of [CLS] and [SEP]; W entries are drawn from N(0, 1) with seed {int(seed)}"
 else:
@@ -59,7 +64,9 @@ else:
         layer = widgets.layer_slider(model)
     with seed_column:
         head = widgets.head_slider(model)
-    projections = qkv.head_projections(model, layer, head)
+    one_head = qkv_runs.trained_head(
+        model, trace, layer, head, scale=inputs.scale, causal=inputs.causal
+    )
     x = trace.hidden_states[layer]
     where = f"X is what layer {layer} reads; W_q, W_k, W_v are the slices of head {head} (with their biases)"
     if model.arch.positions == "rotary":  # the model turns q and k by position; this page not
@@ -68,8 +75,8 @@ else:
             "Positional encoding) before the product: left out here, so these scores are not "
             "quite the model's own"
         )
+projections, result = one_head.projections, one_head.result
 d_k = projections.d_k
-result = qkv.qkv_attention(x, projections, scale=inputs.scale, causal=inputs.causal)
 switches = ("scores divided by √d_k" if inputs.scale else "scores not scaled") + (
     ", causal mask on" if inputs.causal else ""
 )
@@ -79,7 +86,7 @@ st.caption(
     help=terms.ahead("layer", "head", "√d_k", "causal mask"),
 )
 if source != "random":  # random weights were never trained, so they have no inputs to leave
-    state.off_distribution_note(inputs, model_label)
+    sidebar.off_distribution_note(inputs, model_label)
 note = matrix_charts.limit_note(len(tokens))
 if note:
     st.caption(note)
@@ -87,15 +94,15 @@ if note:
 
 def matrix_figure(matrix, title: str, key: str, square: bool = False, **args) -> None:
     """Show one matrix with its shape in the title, and a CSV button under it."""
-    display.show_matrix(matrix, tokens, title, f"qkv_{key}", f"qkv-{key}", square, **args)
+    display.show_token_matrix(matrix, tokens, title, f"qkv_{key}", f"qkv-{key}", square, **args)
     columns = labels if square else [f"d{k}" for k in range(matrix.shape[1])]
     tables.download_matrix(matrix, labels, columns, f"qkv-{key}", key=f"qkv_csv_{key}")
 
 
 # Page 1's two sentences, which Steps 5 and 7 come back to (static vectors: cheap).
-page_one = context.static_sentence(model, "money bank grows")
+page_one = context_runs.static_sentence(model, "money bank grows")
 page_one_result = context.parameter_free(page_one.vectors)
-page_one_b = context.static_sentence(model, "river bank flows")
+page_one_b = context_runs.static_sentence(model, "river bank flows")
 # "bank" unless this tokenizer cuts it into pieces of its own (then their first shared piece)
 page_one_word = context.shared_piece(page_one.tokens, page_one_b.tokens, "bank") or "bank"
 page_one_payoff = context.compare_shared_word(

@@ -6,14 +6,17 @@ from core import head_stats, scaling_masking
 from core.errors import EmptyInput
 from ui import (
     display,
+    display_policy,
     models,
     predict,
     predict_answers,
     scaling_masking_charts,
     scaling_masking_runs,
+    sidebar,
     state,
     tables,
     terms,
+    traces,
     widgets,
 )
 from ui.escape import literal
@@ -36,7 +39,7 @@ st.markdown(
     "random numbers, then inside the real model; the last two feed a head two sentences."
 )
 # The page compares against the model as trained, so its reference run ignores the sidebar switches.
-trace = state.trace_or_stop(model, inputs, scale=True, causal=model.is_decoder)
+trace = traces.trace_or_stop(model, inputs, scale=True, causal=model.is_decoder)
 labels = widgets.numbered(trace.tokens)
 token_axes = (trace.tokens, trace.tokens)  # query and key labels of a self-attention heatmap
 
@@ -74,21 +77,17 @@ def saturation() -> None:
     )
     predict.ask_choice("sm_saturation", predict_answers.saturation_top_share(scores, multiplier))
     base, sharp = scaling_masking.saturation(scores, [1.0, multiplier])
-    if len(scores) <= display.HTML_BARS_UP_TO:  # HTML bars: the tab loads no plotly.js
-        score_column, weight_column = st.columns(2)  # stacked on a phone
-        with score_column:
-            display.show_html_figure(
-                scaling_masking_charts.saturation_score_bars(scores, score_labels)
-            )
-        with weight_column:
-            display.show_html_figure(
-                scaling_masking_charts.saturation_weight_bars(base, sharp, multiplier, score_labels)
-            )
-    else:  # a long sentence's keys fit plotly's grouped bars
-        display.show_figure(
-            scaling_masking_charts.saturation_figure(scores, base, sharp, multiplier, score_labels),
-            "sm_saturation",
-        )
+    display.show_bars(  # the scores and the weights side by side (stacked on a phone)
+        len(scores),
+        html=lambda: (
+            scaling_masking_charts.saturation_score_bars(scores, score_labels),
+            scaling_masking_charts.saturation_weight_bars(base, sharp, multiplier, score_labels),
+        ),
+        plotly=lambda: scaling_masking_charts.saturation_figure(
+            scores, base, sharp, multiplier, score_labels
+        ),
+        key="sm_saturation",
+    )
     # the why after the figure: the question above asks for a guess first
     st.latex(r"\operatorname{softmax}(c\,s)_j = \frac{e^{c\,s_j}}{\sum_k e^{c\,s_k}}")
     st.markdown(
@@ -208,9 +207,11 @@ def switches() -> None:
     left, right = st.columns(2)
     # The sidebar's wording, for the changed model; scaling off at first, so the section opens
     # on a comparison, not a request.
-    scale_off = not left.toggle(state.SCALE_LABEL, value=False, key="sm_scale", bind="query-params")
+    scale_off = not left.toggle(
+        sidebar.SCALE_LABEL, value=False, key="sm_scale", bind="query-params"
+    )
     mask_switched = right.toggle(
-        state.UNMASK_LABEL if model.is_decoder else state.CAUSAL_LABEL,
+        sidebar.UNMASK_LABEL if model.is_decoder else sidebar.CAUSAL_LABEL,
         value=False,
         key="sm_causal",
         bind="query-params",
@@ -230,7 +231,7 @@ def switches() -> None:
             )
             if on
         )
-        variant = state.trace(
+        variant = traces.trace(
             model, inputs.text, inputs.pair, scale=not scale_off, causal=causal_on
         )
         comparison = scaling_masking.compare_runs(trace, variant, layer, head)
@@ -239,53 +240,49 @@ def switches() -> None:
             (comparison.default_weights, title + "as trained", "sm_a", model.is_decoder),
             (comparison.variant_weights, title + variant_name, "sm_b", causal_on),
         )
-        if trace.n_tokens <= scaling_masking_charts.GRID_UP_TO:  # HTML: no plotly.js to load
-            for column, (weights, heading, key, masked) in zip(st.columns(2), runs, strict=True):
-                with column:
-                    display.show_html_figure(
-                        scaling_masking_charts.compared_grid(
-                            weights,
-                            trace.tokens,
-                            layer,
-                            head,
-                            (model.n_layers, model.n_heads),
-                            heading,
-                            key,
-                            masked,
-                        )
-                    )
-        else:
-            side_by_side(
-                *(
-                    (scaling_masking_charts.reduced_heatmap(weights, *token_axes, heading), key)
-                    for weights, heading, key, _ in runs
+        display.show_matrix(  # the two runs side by side
+            (trace.n_tokens, trace.n_tokens),
+            html=lambda: tuple(
+                scaling_masking_charts.compared_grid(
+                    weights,
+                    trace.tokens,
+                    layer,
+                    head,
+                    (model.n_layers, model.n_heads),
+                    heading,
+                    key,
+                    masked,
                 )
-            )
+                for weights, heading, key, masked in runs
+            ),
+            plotly=lambda: tuple(
+                scaling_masking_charts.reduced_heatmap(weights, *token_axes, heading)
+                for weights, heading, _, _ in runs
+            ),
+            key=tuple(key for _, _, key, _ in runs),
+            rows_up_to=display_policy.DRAW_LIMIT,
+        )
         if trace.n_tokens > scaling_masking_charts.MAX_DRAWN:
             st.caption(
                 f"{trace.n_tokens} tokens: the heatmaps average blocks of tokens so that at most "
                 f"{scaling_masking_charts.MAX_DRAWN}×{scaling_masking_charts.MAX_DRAWN} cells are drawn. The bar charts show every token."
             )
         st.latex(r"H_i = -\sum_j \alpha_{ij}\log_2 \alpha_{ij}\quad\text{(bits)}")
-        html_bars = trace.n_tokens <= display.HTML_BARS_UP_TO  # else plotly's grouped bars
         entropies = {
             "as trained": comparison.default_entropy,
             variant_name: comparison.variant_entropy,
         }
         entropy_title = f"L{layer} H{head}: entropy of each query's row"
-        if html_bars:
-            display.show_html_figure(
-                scaling_masking_charts.per_token_html_bars(
-                    labels, entropies, entropy_title, "entropy (bits)", "sm_entropy_rows"
-                )
-            )
-        else:
-            display.show_figure(
-                scaling_masking_charts.per_token_bars(
-                    trace.tokens, entropies, entropy_title, "entropy (bits)"
-                ),
-                "sm_entropy_rows",
-            )
+        display.show_bars(
+            trace.n_tokens,
+            html=lambda: scaling_masking_charts.per_token_html_bars(
+                labels, entropies, entropy_title, "entropy (bits)", "sm_entropy_rows"
+            ),
+            plotly=lambda: scaling_masking_charts.per_token_bars(
+                trace.tokens, entropies, entropy_title, "entropy (bits)"
+            ),
+            key="sm_entropy_rows",
+        )
         st.markdown(
             "Low entropy means a row that puts nearly all weight on one key. With the causal mask "
             "the row of token *i* can spread over at most i + 1 keys, so early tokens have little "
@@ -293,25 +290,22 @@ def switches() -> None:
         )
         cosine_title = f"Final vectors, {variant_name} vs as trained"  # phone-wide
         cosine_axis = "cosine to the trained run's final vector"
-        if html_bars:  # a cosine may be negative: signed bars from a zero line
-            display.show_html_figure(
-                scaling_masking_charts.per_token_html_bars(
-                    labels,
-                    {"cosine": comparison.final_cosine},
-                    cosine_title,
-                    cosine_axis,
-                    "sm_final_cosine",
-                    decimals=3,
-                    signed=True,
-                )
-            )
-        else:
-            display.show_figure(
-                scaling_masking_charts.per_token_bars(
-                    trace.tokens, {"cosine": comparison.final_cosine}, cosine_title, cosine_axis
-                ),
+        display.show_bars(  # a cosine may be negative: signed bars from a zero line
+            trace.n_tokens,
+            html=lambda: scaling_masking_charts.per_token_html_bars(
+                labels,
+                {"cosine": comparison.final_cosine},
+                cosine_title,
+                cosine_axis,
                 "sm_final_cosine",
-            )
+                decimals=3,
+                signed=True,
+            ),
+            plotly=lambda: scaling_masking_charts.per_token_bars(
+                trace.tokens, {"cosine": comparison.final_cosine}, cosine_title, cosine_axis
+            ),
+            key="sm_final_cosine",
+        )
         moved = scaling_masking.summarize_cosines(comparison.final_cosine)
         st.caption(
             f"Cosine 1 means the token ends up pointing the same way as in the model as trained. "
@@ -370,7 +364,7 @@ def cross_attention() -> None:
         r"\begin{gathered}\operatorname{CrossAttn}(X_A, X_B)=\\ \operatorname{softmax}\!\left("
         r"\frac{(X_A W_Q)(X_B W_K)^\top}{\sqrt{d_k}}\right) X_B W_V\end{gathered}"
     )
-    other = inputs.pair or state.EXAMPLE_PAIR[1]
+    other = inputs.pair or sidebar.EXAMPLE_PAIR[1]
     layer, head = pick_head()
     st.markdown(
         "Nothing in the formula requires queries and keys to come from the same text. Here the "
@@ -387,8 +381,8 @@ def cross_attention() -> None:
         help=terms.ahead("encoder, decoder"),
     )
     try:
-        trace_a = state.trace(model, inputs.text)
-        trace_b = state.trace(model, other)
+        trace_a = traces.trace(model, inputs.text)
+        trace_b = traces.trace(model, other)
     except EmptyInput as err:
         st.info(f"Sentence B: {err}", icon="✍️")
     else:
