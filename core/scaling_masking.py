@@ -30,7 +30,7 @@ from core.attention import (
 from core.errors import EmptyInput
 from core.head_stats import row_entropy
 from core.positional import cosine
-from core.transformer import Trace, Transformer
+from core.transformer import ATTN_WEIGHTS, EMBED, STREAM_OUT, Trace, Transformer, hook_name
 
 # ---------------------------------------------------------------------------------------------
 # Softmax and its entropy
@@ -299,14 +299,20 @@ def padded_run(
     is_real = torch.arange(n_real + n_pad) < n_real  # (N,) bool
     mask = padding_mask(is_real) if masked else None  # (N, N): real keys only
 
-    x = model.embed(input_ids, segments)  # (N, d_model)
-    alone = model.embed(input_ids[:n_real], segments[:n_real])  # (n_real, d_model): the reference
-    attentions, worst = [], float((x[:n_real] - alone).abs().max())
-    for layer in range(model.n_layers):
-        x, attention = model.layer_forward(x, layer, mask, True, None)
-        alone, _ = model.layer_forward(alone, layer, None, True, None)
-        attentions.append(attention.attn_weights)  # (H, N, N)
-        worst = max(worst, float((x[:n_real] - alone).abs().max()))
+    # 1. The padded run, its attention and every layer's output; 2. the real pieces alone.
+    weight_names = [hook_name(ATTN_WEIGHTS, layer) for layer in range(model.n_layers)]
+    state_names = [EMBED] + [hook_name(STREAM_OUT, layer) for layer in range(model.n_layers)]
+    options = model.options()  # the model as trained: √d_head, a decoder's own causal mask
+    _, padded = model.run_with_cache(
+        input_ids, segments, names=weight_names + state_names, options=options, attention_mask=mask
+    )
+    _, alone = model.run_with_cache(
+        input_ids[:n_real], segments[:n_real], names=state_names, options=options
+    )
+    worst = max(  # (n_real, d_model) per state: the padded run's real rows against the alone run
+        float((padded[name][:n_real] - alone[name]).abs().max()) for name in state_names
+    )
+    attentions = [padded[name] for name in weight_names]  # L × (H, N, N)
     weights = torch.stack(attentions)  # (L, H, N, N)
     on_pads = weights[:, :, :n_real, n_real:].double().sum(-1).mean(dim=(1, 2))  # (L,)
     tokens = tuple(encoded.tokens) + (PAD,) * n_pad

@@ -16,9 +16,7 @@ from ui import door
 # same steps for its static rule).
 ENCODER_STEPS = (
     "run",
-    "embed",
-    "embed_vectors",
-    "layer_forward",
+    "run_with_hooks",  # run_with_cache's too
     "forward_from_word_vectors",
     "next_pieces",
 )
@@ -73,7 +71,7 @@ def test_every_page_and_tab_runs_the_model_only_through_the_door(guarded_runs, m
     assert "compare" in runs, "the lab's comparison ran"
     assert outside == [], f"model steps outside the door: {sorted(set(outside))}"
     # the guard saw the pages run the model (a test that saw no run would prove nothing)
-    assert {"run", "layer_forward", "forward_from_word_vectors", "train"} <= set(runs)
+    assert {"run", "run_with_hooks", "forward_from_word_vectors", "train"} <= set(runs)
 
 
 def test_the_guard_catches_a_run_outside_the_door(guarded_runs, model):

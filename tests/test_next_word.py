@@ -16,6 +16,7 @@ from tiny_families import load_reference, write_tiny_family
 import core
 from core import lens, next_word, positional, rollout, saliency
 from core.models import policy_from_settings
+from core.transformer import STREAM_MID, hook_name
 
 LOCAL = policy_from_settings({"ATTENTION_EXPLORER_LOCAL_FOLDERS": "1"})
 TEXT = "the river bank flows past the old mill, and money grows in"
@@ -224,12 +225,9 @@ def test_pre_norm_contributions_split_the_stream_exactly(decoders, family):
     z = moved + np.eye(len(x))[:, :, None] * x[None]  # the skip connection adds x_i to z_ii
     bias = model.attention_weights(layer).output.bias
     b_o = 0.0 if bias is None else bias.double().numpy()
-    with torch.inference_mode():
-        steps = model.layer_steps(
-            torch.from_numpy(np.array(trace.hidden_states[layer])), layer,
-            torch.from_numpy(np.tril(np.ones((len(x), len(x)), dtype=bool))), True, None,
-        )  # fmt: skip
-    assert_close(z.sum(axis=1) + b_o, steps.mid_stream.numpy(), "Σ_j z_ij + b_O = x + attention")
+    mid_stream = hook_name(STREAM_MID, layer)  # the stream between the layer's sublayers
+    _, cache = model.run_with_cache(trace.input_ids, trace.segments, names=[mid_stream])
+    assert_close(z.sum(axis=1) + b_o, cache[mid_stream].numpy(), "Σ_j z_ij + b_O = x + attention")
     norms = rollout.layer_contributions(model, trace, layer)
     assert_close(norms, np.linalg.norm(z, axis=-1), "‖z_ij‖")
 
