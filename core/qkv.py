@@ -125,11 +125,7 @@ def qkv_attention(
     key = project(projections.w_key, projections.b_key)  # (n, d_k)
     value = project(projections.w_value, projections.b_value)  # (n, d_v)
     if rotary_theta is not None:  # positions enter as a turn of each query and key row
-        positions = np.arange(x_t.shape[0])
-        query, key = (
-            torch.from_numpy(rotary_turn(rows.numpy(), positions, rotary_theta)).float()
-            for rows in (query, key)
-        )  # (n, d_k) each
+        query, key = _turned(query, rotary_theta), _turned(key, rotary_theta)
     # 2. Match every query with every key.
     dot = attention_scores(query, key, scale=False)  # (n, n)
     mask = causal_mask(x_t.shape[0]) if causal else None
@@ -149,6 +145,15 @@ def qkv_attention(
         scale,
         causal,
     )
+
+
+def _turned(rows: torch.Tensor, theta: float) -> torch.Tensor:
+    """(n, d_k) rows, row p turned by position p (core.positional.rotary_turn). A model's heads
+    are even; a random head of odd width leaves its last coordinate unturned."""
+    even = 2 * (rows.shape[-1] // 2)
+    positions = np.arange(rows.shape[0])
+    turned = torch.from_numpy(rotary_turn(rows[:, :even].numpy(), positions, theta)).float()
+    return torch.cat([turned, rows[:, even:]], dim=-1)  # (n, d_k)
 
 
 @dataclass(frozen=True)
@@ -199,6 +204,11 @@ def rows_that_pick_themselves(attn_weights: np.ndarray) -> int:
     return int(np.sum(np.argmax(attn_weights, axis=1) == np.arange(n)))
 
 
+# One head's outputs of the same rows in another order agree to ~1e-7 of the largest output in
+# float32: a gap above this share of it is the order itself, not rounding.
+ORDER_ROUNDING = 1e-5
+
+
 @dataclass(frozen=True)
 class OrderTest:
     """One head on a sentence and on a shuffle of it, the shuffle's output rows put back.
@@ -219,6 +229,10 @@ class OrderTest:
     def moved(self) -> bool:
         """False when the sentence had too few words to shuffle (the test shows nothing)."""
         return self.tokens != self.shuffled_tokens
+
+    def order_seen(self, gap: float) -> bool:
+        """Is a gap more than float rounding, measured against the largest output?"""
+        return gap > ORDER_ROUNDING * self.largest_output
 
 
 @torch.inference_mode()

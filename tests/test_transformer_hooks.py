@@ -18,6 +18,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from conftest import ROOT
+from streamlit.testing.v1 import AppTest
 from tiny_families import FAMILIES, load_reference, write_tiny_family
 
 import core
@@ -377,3 +379,72 @@ def test_gradients_through_the_path_match_finite_differences(tiny, family):
     finite = (moved[0] - moved[1]) / (2 * step)
     analytic = float((gradient.astype(np.float64) * direction).sum())
     assert abs(finite - analytic) <= 2e-2 * max(1.0, abs(analytic)), (finite, analytic)
+
+
+# ---- the word-order sentences follow their numbers -------------------------------------------------
+def page_on(folder, page: str, tab: tuple[str, str]) -> AppTest:
+    """app.py on `page`, the folder's model loaded (as after its Load button), one tab open."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
+    at.session_state["model"] = "other"
+    at.session_state["custom_model"] = str(folder)
+    at.session_state["_confirmed_custom_model"] = str(folder)
+    at.session_state["text"] = TEXT
+    at.session_state[tab[0]] = tab[1]
+    at.run()
+    at.switch_page(page)
+    at.run()
+    assert not at.exception and not [e.value for e in at.error], "the page did not draw"
+    return at
+
+
+def page_text(at: AppTest) -> str:
+    return " ".join(
+        str(element.value) for kind in ("markdown", "caption") for element in at.get(kind)
+    )
+
+
+@pytest.fixture()
+def local_folders(monkeypatch):
+    from ui import models
+
+    monkeypatch.setenv("ATTENTION_EXPLORER_LOCAL_FOLDERS", "1")
+    models.policy.clear()
+    yield
+    models.policy.clear()
+
+
+@pytest.mark.parametrize("family", ["gpt2", "llama"])
+def test_the_word_order_sentences_follow_their_numbers(tiny, local_folders, family):
+    model, folder = tiny(family)
+    at = page_on(folder, "views/positional.py", ("pos_section", "7 · Word order"))
+    said = page_text(at)
+    ids = np.asarray(model.run(TEXT).input_ids)
+    removed = positional.permutation_experiment(model, model.run(TEXT).tokens, ids, False)
+    kept = positional.permutation_experiment(model, model.run(TEXT).tokens, ids, True)
+    assert removed.agrees and not kept.agrees  # what a tiny random model of each family shows
+    assert "With positions removed the two runs agree to rounding" in said
+    assert f"With positions they differ by up to {kept.max_abs_diff:.3g}" in said
+    scheme = {"gpt2": "no position rows added", "llama": "no rotary turn of the queries and keys"}
+    assert scheme[family] in said and "Without it the model runs off its training" in said
+    at = page_on(folder, "views/qkv.py", ("qkv_section", "8 · All at once"))
+    said = page_text(at)
+    assert "Without positions the two runs agree to float rounding" in said
+    assert "That is why order has to be brought in." in said
+    assert ("every query and key turned by its position" in said) is (family == "llama")
+
+
+def test_a_random_head_of_odd_width_turns_its_even_part():
+    """Step 8 with a random head on a rotary model: d_k may be odd; its pairs turn, the last
+    coordinate stays, and the scores of pairs at equal distance keep the turn's rule."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(6, 10)).astype(np.float32)
+    projections = qkv.random_projections(10, 7, seed=1)
+    turned = qkv.qkv_attention(x, projections, rotary_theta=10_000.0)
+    plain = qkv.qkv_attention(x, projections)
+    np.testing.assert_allclose(turned.query[:, 6], plain.query[:, 6], atol=1e-6)  # unturned
+    np.testing.assert_allclose(turned.query[0], plain.query[0], atol=1e-6)  # position 0: angle 0
+    # pairs (i, i + 3) of the first 6 coordinates: position p turns pair i by p · θ_i
+    angle = 2 * 10_000.0 ** (-0.0)  # pair 0 at position 2
+    first, second = plain.query[2, 0], plain.query[2, 3]
+    expected = first * np.cos(angle) - second * np.sin(angle)
+    np.testing.assert_allclose(turned.query[2, 0], expected, atol=1e-5)

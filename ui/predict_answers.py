@@ -435,7 +435,7 @@ def largest_attention_share(share_by_layer: np.ndarray) -> Question:
 
 
 # ---- positional encoding -----------------------------------------------------------------------
-ROUNDING = 1e-4  # float32 runs of the same pieces in another order agree far closer than this
+ROUNDING = positional.ROUNDING  # the word-order experiment's one threshold
 
 
 def shuffle_without_positions(result: positional.PermutationResult) -> Question:
@@ -443,12 +443,12 @@ def shuffle_without_positions(result: positional.PermutationResult) -> Question:
     back in order, match the original's?"""
     gap = result.max_abs_diff
     return Question(
-        "Without position vectors: will the shuffled copy's attention, put back in order, match "
-        "the original's?",
+        "Without positions: will the shuffled copy's attention, put back in order, match the "
+        "original's?",
         ("the same, up to rounding", "different"),
         frozenset({0 if gap < ROUNDING else 1}),
         "Every step treats the pieces alike wherever they stand: dot products, softmax, the "
-        "feed-forward network and LayerNorm never read a position."
+        "feed-forward network and the norms never read a position."
         if gap < ROUNDING
         else "Something in this run reads position after all.",
         f"largest difference over every layer and head: {gap:.1e}",
