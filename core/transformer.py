@@ -9,11 +9,27 @@ W_down (SiLU(W_gate h) ⊙ W_up h); positions are a learned table added to the i
 turns of every query and key inside attention; a decoder masks the future (causal by nature) and
 reads its next word piece from the last vector through a final norm and the output head.
 
-There is one forward path. run() and run_ids() (a Trace for the pages, from text or from chosen
-word-piece ids, in inference mode, both through _trace()) and forward_from_word_vectors()
-(batched, differentiable, for gradients) all go through embed_vectors() and layer_forward(); so
-the switches of a run (√d_head scaling, the causal mask, removed heads, removed positions) act in
-every layer and their effect reaches the final vectors, the same way in all of them.
+There is one forward path, one loop over the layers (_forward), with a named point wherever an
+experiment reads or replaces a value (after TransformerLens' run_with_hooks / run_with_cache):
+
+    embed                          the input of layer 0 (word + segment + position rows, normed)
+    layers.<l>.stream_in           x, the stream entering layer l
+    layers.<l>.query / key / value per head, queries and keys after the rotary turn
+    layers.<l>.attn_weights        softmax of the scores, (H, n, n)
+    layers.<l>.attn_write          a, what attention writes into the stream (after W_O)
+    layers.<l>.stream_mid          h, the stream between the sublayers
+    layers.<l>.ffn_act_input       what the activation reads (W_1 h, or SwiGLU's gate)
+    layers.<l>.ffn_write           f, what the feed-forward writes
+    layers.<l>.stream_out          y, the layer's output
+
+hook_name(point, layer) builds a name. run_with_hooks(ids, hooks=[(name, hook)]) calls
+hook(value, point) at each named point, and a hook may return a replacement; run_with_cache(ids,
+names=[...]) keeps those values. run() and run_ids() (a Trace for the pages, its arrays
+collected at these points), forward_from_word_vectors() (batched, differentiable, for
+gradients) and every experiment (word order, padding, inside a layer, ...) go through the same
+loop; so the switches of a run (RunOptions: √d_head scaling, the causal mask, removed heads,
+removed positions) act in every layer and their effect reaches the final vectors, the same way
+in all of them. No other module steps through the layers (tests/test_architecture.py).
 """
 
 from __future__ import annotations

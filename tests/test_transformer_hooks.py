@@ -448,3 +448,11 @@ def test_a_random_head_of_odd_width_turns_its_even_part():
     first, second = plain.query[2, 0], plain.query[2, 3]
     expected = first * np.cos(angle) - second * np.sin(angle)
     np.testing.assert_allclose(turned.query[2, 0], expected, atol=1e-5)
+
+
+def test_the_module_docstring_names_every_hook_point():
+    """A learner reading core/transformer.py's docstring sees every point the path offers."""
+    import core.transformer
+
+    for point in (EMBED, *LAYER_POINTS):
+        assert point in core.transformer.__doc__, point
