@@ -23,7 +23,7 @@ from streamlit.testing.v1 import AppTest
 from tiny_families import FAMILIES, load_reference, write_tiny_family
 
 import core
-from core import inside_layer, positional, qkv, saliency, scaling_masking
+from core import context, inside_layer, positional, qkv, saliency, scaling_masking
 from core.attention import padding_mask
 from core.errors import EmptyInput
 from core.models import policy_from_settings
@@ -379,6 +379,32 @@ def test_gradients_through_the_path_match_finite_differences(tiny, family):
     finite = (moved[0] - moved[1]) / (2 * step)
     analytic = float((gradient.astype(np.float64) * direction).sum())
     assert abs(finite - analytic) <= 2e-2 * max(1.0, abs(analytic)), (finite, analytic)
+
+
+# ---- the embedding output, and cross-attention ------------------------------------------------------
+@pytest.mark.parametrize("family", FAMILIES)
+def test_the_rows_layer_zero_reads_are_the_runs_own(tiny, family):
+    model, _ = tiny(family)
+    trace = model.run(TEXT)
+    sentence = context.layer_zero_sentence(model, TEXT)
+    words = [i for i, special in enumerate(trace.special) if not special]
+    assert sentence.tokens == tuple(trace.tokens[i] for i in words)
+    assert_close(sentence.vectors, trace.hidden_states[0][words], "the embedding output")
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_a_sentence_cross_attending_to_itself_is_its_own_attention(tiny, family):
+    """Cross-attention has no mask and no rotary turn (two sentences are not one sequence): a
+    sentence against itself in a run without either is that run's own attention."""
+    model, _ = tiny(family)
+    for positions in {False, model.arch.positions != "rotary"}:
+        trace = model.run(TEXT, causal=False, positions=positions)
+        for layer in range(model.n_layers):
+            cross = scaling_masking.cross_attention(model, trace, trace, layer)
+            assert_close(cross.attn_weights, trace.attentions[layer], f"{family} layer {layer}")
+    other = model.run("money grows", causal=False)
+    cross = scaling_masking.cross_attention(model, trace, other, 1)
+    assert cross.attn_weights.shape == (model.n_heads, trace.n_tokens, other.n_tokens)
 
 
 # ---- the word-order sentences follow their numbers -------------------------------------------------
