@@ -106,7 +106,12 @@ def hook_name(point: str, layer: int | None = None) -> str:
 
 def _layer_of(name: str) -> int:
     """The layer of a hook name (-1 for the embedding output)."""
-    return -1 if name == EMBED else int(name.split(".")[1])
+    if name == EMBED:
+        return -1
+    parts = name.split(".")
+    if len(parts) != 3 or parts[0] != "layers" or not parts[1].isdigit():
+        raise ValueError(f"no hook point {name!r}: names are made by hook_name()")
+    return int(parts[1])
 
 
 class _Hooks:
@@ -115,9 +120,8 @@ class _Hooks:
     def __init__(self, hooks: Sequence[tuple[str, Hook]], n_layers: int) -> None:
         self.by_name: dict[str, list[Hook]] = {}
         for name, hook in hooks:
-            if not (name == EMBED or 0 <= _layer_of(name) < n_layers) or (
-                name != EMBED and name.split(".", 2)[2] not in LAYER_POINTS
-            ):
+            layer = _layer_of(name)  # -1 for the embedding output; a malformed name raises
+            if layer >= n_layers or (layer >= 0 and name.split(".")[2] not in LAYER_POINTS):
                 raise ValueError(f"no hook point {name!r} in a model of {n_layers} layers")
             self.by_name.setdefault(name, []).append(hook)
 
@@ -519,35 +523,28 @@ class Transformer:
         attention_mask (n, n) bool, True = may attend: kept out of the scores in every layer,
         with the causal mask when the run has one. blocks: attention written straight into the
         Trace's (L, H, n, n) block. fused: attention in torch's fused kernel, which keeps no
-        weights (no ATTN_WEIGHTS hook then); its float sums differ from the Trace's in the last
-        digits. checkpointed: keep only each layer's input for the backward pass and recompute
-        the layer there (no hooks: they would be called twice).
+        weights; its float sums differ from the Trace's in the last digits. checkpointed: keep
+        only each layer's input for the backward pass and recompute the layer there. Neither
+        takes hooks: a fused pass has no weights to show them, a checkpointed one would call
+        them twice.
         """
+        if (checkpointed or fused) and hooks:
+            raise ValueError("a fused or checkpointed pass takes no hooks")
         n = word_vectors.shape[-2]
-        x = hooks.at(
-            EMBED, None, self._embed(word_vectors, segments, options.positions, position_ids)
-        )
+        embedded = self._embed(word_vectors, segments, options.positions, position_ids)
+        x = hooks.at(EMBED, None, embedded)  # (..., n, d_model)
         mask = causal_mask(n) if options.causal else None
         if attention_mask is not None:
             mask = attention_mask if mask is None else mask & attention_mask
-        if (checkpointed or fused) and hooks:
-            raise ValueError("a fused or checkpointed pass takes no hooks")
         last = self.n_layers if stop_at_layer is None else min(stop_at_layer, self.n_layers)
         for layer in range(last):
             if blocks is not None:
                 x = self._layer_step(x, layer, mask, options, hooks, blocks.buffers(layer))
             elif checkpointed:
                 x = checkpoint(
-                    self._layer_step,
-                    x,
-                    layer,
-                    mask,
-                    options,
-                    hooks,
-                    None,
-                    fused,
+                    self._layer_step, x, layer, mask, options, hooks, None, fused,
                     use_reentrant=False,
-                )
+                )  # fmt: skip
             else:
                 x = self._layer_step(x, layer, mask, options, hooks, None, fused)
         return x
@@ -577,7 +574,7 @@ class Transformer:
         replacement (None keeps the value). options: the run's switches (None: the model as
         trained). segments: sentence ids (None: all 0). stop_at_layer l: run layers 0..l-1 only.
         """
-        ids, sentence_ids, word_vectors, position_ids = self._inputs(input_ids, segments)
+        _, sentence_ids, word_vectors, position_ids = self._inputs(input_ids, segments)
         return self._forward(
             word_vectors, sentence_ids, options or self.options(), _Hooks(hooks, self.n_layers),
             position_ids=position_ids, attention_mask=attention_mask, stop_at_layer=stop_at_layer,

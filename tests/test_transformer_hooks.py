@@ -96,7 +96,7 @@ def test_every_point_has_one_name_and_a_wrong_name_fails(tiny):
         hook_name("attention", 0)
     with pytest.raises(ValueError):
         hook_name(QUERY)  # a layer's point without its layer
-    for wrong in ("layers.9.query", "layers.0.queries"):
+    for wrong in ("layers.9.query", "layers.0.queries", "query", "layers.x.query"):
         with pytest.raises(ValueError):
             model.run_with_hooks([1, 2, 3], hooks=[(wrong, lambda value, point: None)])
 
