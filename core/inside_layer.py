@@ -104,6 +104,13 @@ class SublayerSizes:
 _SUBLAYER_POINTS = (STREAM_IN, ATTN_WRITE, STREAM_MID, FFN_ACT_INPUT, FFN_WRITE, STREAM_OUT)
 
 
+def sublayer_names(model: Transformer) -> list[str]:
+    """The hook points sublayer_sizes keeps: x, a, h, the activation's input, f, y per layer."""
+    return [
+        hook_name(point, layer) for layer in range(model.n_layers) for point in _SUBLAYER_POINTS
+    ]
+
+
 @torch.inference_mode()
 def sublayer_sizes(model: Transformer, trace: Trace) -> SublayerSizes:
     """Run `trace`'s pieces again through the one forward path, with the run's switches
@@ -111,9 +118,7 @@ def sublayer_sizes(model: Transformer, trace: Trace) -> SublayerSizes:
     from what every layer passes its hook points. The rerun's outputs are checked against the
     Trace's states (max_rebuild_error).
     """
-    names = [
-        hook_name(point, layer) for layer in range(model.n_layers) for point in _SUBLAYER_POINTS
-    ]
+    names = sublayer_names(model)
     _, cache = model.run_with_cache(
         trace.input_ids, trace.segments, names=names, options=trace.options
     )

@@ -366,6 +366,22 @@ class Transformer:
         stacked = self.n_layers * (3 * n_heads * n * d_head + n * d_model)
         return self.trace_bytes(n) + 4 * (per_layer + stacked)
 
+    def cache_bytes(self, n: int, names: Iterable[str]) -> int:
+        """Peak bytes of run_with_cache over n pieces keeping `names`: each kept value (float32)
+        plus one layer's scores and weights in flight (2 × (H, n, n)) and its feed-forward's
+        widened vectors (2 or 3 × (n, d_ff))."""
+        width = {  # floats per piece at each point
+            ATTN_WEIGHTS: self.n_heads * n,
+            QUERY: self.n_heads * self.d_head,
+            KEY: self.n_heads * self.d_head,
+            VALUE: self.n_heads * self.d_head,
+            FFN_ACT_INPUT: self.dims.d_ff,
+        }
+        kept = sum(width.get(name.rsplit(".", 1)[-1], self.d_model) for name in names)
+        ffn_widths = 3 if self.arch.gated_ffn else 2
+        in_flight = 2 * self.n_heads * n * n + ffn_widths * self.dims.d_ff * n
+        return 4 * (n * kept + in_flight)
+
     # ---- steps ------------------------------------------------------------------------------
     def encode(self, text: str, pair: str | None = None) -> Encoded:
         """Tokenize into the family's input ([CLS] A [SEP] (B [SEP]) for BERT), cut to the

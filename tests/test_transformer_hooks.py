@@ -482,3 +482,17 @@ def test_the_module_docstring_names_every_hook_point():
 
     for point in (EMBED, *LAYER_POINTS):
         assert point in core.transformer.__doc__, point
+
+
+@pytest.mark.parametrize("family", ["bert", "llama"])
+def test_cache_bytes_count_what_the_cache_keeps(tiny, family):
+    """The estimate the door admits a cached run by: the kept values' own bytes, plus one
+    layer's scores and weights and its feed-forward's widened vectors in flight."""
+    model, _ = tiny(family)
+    trace = model.run(TEXT)
+    n = trace.n_tokens
+    names = inside_layer.sublayer_names(model) + every_name(model)[:6]
+    _, cache = model.run_with_cache(trace.input_ids, names=names)
+    kept = sum(value.numel() * 4 for value in cache.values())
+    widened = (3 if family == "llama" else 2) * model.dims.d_ff * n
+    assert model.cache_bytes(n, set(names)) == kept + 4 * (2 * model.n_heads * n * n + widened)
