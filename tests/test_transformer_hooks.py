@@ -147,6 +147,23 @@ def test_the_cache_holds_the_trace_and_each_layer_is_its_formula(tiny, family):
 
 
 @pytest.mark.parametrize("family", FAMILIES)
+def test_every_switch_acts_alike_in_the_trace_and_the_hooked_run(tiny, family):
+    model, _ = tiny(family)
+    names = [hook_name(ATTN_WEIGHTS, 2), hook_name(STREAM_OUT, 2)]
+    for switches in ({}, {"scale": False}, {"causal": not model.is_decoder},
+                     {"positions": False}, {"ablate": {(0, 1), (2, 3)}}):  # fmt: skip
+        trace = model.run(TEXT, **switches)
+        _, cache = model.run_with_cache(
+            trace.input_ids, trace.segments, names=names, options=model.options(**switches)
+        )
+        assert_close(cache[names[0]], trace.attentions[2], f"{family} {switches} weights")
+        assert_close(cache[names[1]], trace.hidden_states[3], f"{family} {switches} output")
+    if not model.is_decoder:  # the word-order experiment's run with positions is the plain run
+        attentions = positional.attention_from_ids(model, trace.input_ids, True)
+        assert_close(attentions, model.run(TEXT).attentions, f"{family} word-order run")
+
+
+@pytest.mark.parametrize("family", FAMILIES)
 def test_a_hook_reads_or_replaces_a_value(tiny, family):
     model, _ = tiny(family)
     trace = model.run(TEXT)
