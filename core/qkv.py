@@ -221,7 +221,7 @@ class OrderTest:
 
     tokens: tuple[str, ...]  # (n,) the sentence as read
     shuffled_tokens: tuple[str, ...]  # (n,) the order of the shuffled copy
-    gap_without_positions: float  # max |o(P X) - P o(X)|, X = LayerNorm(word + segment rows)
+    gap_without_positions: float  # max |o(P X) - P o(X)|, X = the embedding output, no positions
     gap_with_positions: float  # the same with the model's positions: rows added, or q, k turned
     largest_output: float  # max |o(X)| with positions, so the gaps can be read against it
 

@@ -435,21 +435,18 @@ def largest_attention_share(share_by_layer: np.ndarray) -> Question:
 
 
 # ---- positional encoding -----------------------------------------------------------------------
-ROUNDING = positional.ROUNDING  # the word-order experiment's one threshold
-
-
 def shuffle_without_positions(result: positional.PermutationResult) -> Question:
-    """Positional, section 7: without position vectors, does the shuffled copy's attention, put
-    back in order, match the original's?"""
+    """Positional, section 7: without positions, does the shuffled copy's attention, put back in
+    order, match the original's? (PermutationResult.agrees: to float rounding)"""
     gap = result.max_abs_diff
     return Question(
         "Without positions: will the shuffled copy's attention, put back in order, match the "
         "original's?",
         ("the same, up to rounding", "different"),
-        frozenset({0 if gap < ROUNDING else 1}),
+        frozenset({0 if result.agrees else 1}),
         "Every step treats the pieces alike wherever they stand: dot products, softmax, the "
         "feed-forward network and the norms never read a position."
-        if gap < ROUNDING
+        if result.agrees
         else "Something in this run reads position after all.",
         f"largest difference over every layer and head: {gap:.1e}",
     )
