@@ -23,7 +23,7 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from core.transformer import ATTN_WEIGHTS, Transformer, hook_name
+from core.transformer import ATTN_INPUT, ATTN_WEIGHTS, Trace, Transformer, hook_name
 
 BASE = 10_000.0  # the sinusoid's base in "Attention is all you need"
 # Attention weights (0..1) of the same pieces run in another order agree to ~1e-7 in float32:
@@ -587,20 +587,24 @@ class RotaryCheck:
 
 @torch.inference_mode()
 def rotary_check(
-    model: Transformer, hidden_states: np.ndarray, queries: np.ndarray, keys: np.ndarray,
-    layer: int, head: int, shift: int,
-) -> RotaryCheck:  # fmt: skip
+    model: Transformer, trace: Trace, layer: int, head: int, shift: int
+) -> RotaryCheck:
     """Does the model turn q and k by position, and does a turned score depend only on p − r?
 
-    hidden_states (L + 1, n, d), queries and keys (L, H, n, d_head): a rotary model's Trace.
-    The head's unturned q and k are recomputed from what the layer reads (its first norm of
-    the layer input, then W_q and W_k); turned here in float64 (rotary_turn) they must equal
-    the Trace's turned ones; moved s positions on, every score must stay the same.
+    trace: a rotary model's run. The head's unturned q and k are recomputed from what the
+    layer's attention reads (its ATTN_INPUT point in a rerun of the Trace's pieces, then W_q and
+    W_k); turned here in float64 (rotary_turn) they must equal the Trace's turned ones; moved s
+    positions on, every score must stay the same.
     """
     if model.arch.positions != "rotary":
         raise ValueError(f"{model.name} has no rotary positions")
+    queries, keys = trace.queries, trace.keys  # (L, H, n, d_head), turned by the model
     weights = model.attention_weights(layer)
-    x = model.attention_input(torch.from_numpy(np.array(hidden_states[layer])), layer)  # (n, d)
+    name = hook_name(ATTN_INPUT, layer)
+    _, cache = model.run_with_cache(
+        trace.input_ids, trace.segments, names=[name], options=trace.options
+    )
+    x = cache[name]  # (n, d_model)
     n, d_head = x.shape[0], model.d_head
     kv_head = head // (model.n_heads // model.n_kv_heads)  # grouped keys: the head's group
     query = weights.query(x)[:, head * d_head : (head + 1) * d_head].double().numpy()  # (n, d_h)

@@ -30,7 +30,15 @@ from core.attention import (
 from core.errors import EmptyInput
 from core.head_stats import row_entropy
 from core.positional import cosine
-from core.transformer import ATTN_WEIGHTS, EMBED, STREAM_OUT, Trace, Transformer, hook_name
+from core.transformer import (
+    ATTN_INPUT,
+    ATTN_WEIGHTS,
+    EMBED,
+    STREAM_OUT,
+    Trace,
+    Transformer,
+    hook_name,
+)
 
 # ---------------------------------------------------------------------------------------------
 # Softmax and its entropy
@@ -227,25 +235,30 @@ class CrossAttention:
 def cross_attention(
     model: Transformer, trace_a: Trace, trace_b: Trace, layer: int, scale: bool = True
 ) -> CrossAttention:
-    """multi_head_attention(x_A, x_B) with `layer`'s weights; x = each sentence's layer input.
+    """multi_head_attention(x_A, x_B) with `layer`'s weights; x = what the layer's attention
+    reads in each sentence's own run.
 
-    Each sentence is first run through the model on its own, so x_A (n_a, d_model) and
-    x_B (n_b, d_model) are the vectors that enter `layer` in those runs (through the layer's
-    first norm in a pre-norm model, as its own attention reads them). Keys and values may be
-    shared by groups of query heads (the Llama family); no rotary turn: the two sentences'
-    positions are not one sequence.
+    Each sentence runs on its own through the one forward path (its Trace's pieces and
+    switches, up to `layer`), and x_A (n_a, d_model), x_B (n_b, d_model) are read at the layer's
+    ATTN_INPUT point (the layer input, or its first norm in a pre-norm model). Keys and values
+    may be shared by groups of query heads (the Llama family); no rotary turn and no mask: the
+    two sentences' positions are not one sequence.
     """
-    x_query = torch.from_numpy(np.array(trace_a.hidden_states[layer]))  # (n_a, d_model)
-    x_key_value = torch.from_numpy(np.array(trace_b.hidden_states[layer]))  # (n_b, d_model)
+    x_query, x_key_value = (attention_input(model, trace, layer) for trace in (trace_a, trace_b))
     result = multi_head_attention(
-        model.attention_input(x_query, layer),
-        model.attention_input(x_key_value, layer),
-        model.attention_weights(layer),
-        model.n_heads,
-        scale=scale,
+        x_query, x_key_value, model.attention_weights(layer), model.n_heads, scale=scale,
         n_kv_heads=model.n_kv_heads,
-    )
+    )  # fmt: skip
     return CrossAttention(result.attn_weights.numpy(), result.output.numpy())
+
+
+def attention_input(model: Transformer, trace: Trace, layer: int) -> torch.Tensor:
+    """(n, d_model) what `layer`'s attention reads in a run of the Trace's pieces and switches."""
+    name = hook_name(ATTN_INPUT, layer)
+    _, cache = model.run_with_cache(
+        trace.input_ids, trace.segments, names=[name], options=trace.options
+    )
+    return cache[name]
 
 
 def score_spread_by_layer(trace: Trace) -> np.ndarray:

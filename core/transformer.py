@@ -14,6 +14,7 @@ experiment reads or replaces a value (after TransformerLens' run_with_hooks / ru
 
     embed                          the input of layer 0 (word + segment + position rows, normed)
     layers.<l>.stream_in           x, the stream entering layer l
+    layers.<l>.attn_input          what attention reads: x, or its first norm (pre-norm)
     layers.<l>.query / key / value per head, queries and keys after the rotary turn
     layers.<l>.attn_weights        softmax of the scores, (H, n, n)
     layers.<l>.attn_write          a, what attention writes into the stream (after W_O)
@@ -65,6 +66,7 @@ LOGIT_CHUNK = 32  # positions read out at once: 32 × a 50,257-piece vocabulary 
 # EMBED is the embedding output; a layer's points are named "layers.<layer>.<point>" (hook_name).
 EMBED = "embed"  # (..., n, d_model) the input of layer 0
 STREAM_IN = "stream_in"  # (..., n, d_model) x: the stream entering the layer
+ATTN_INPUT = "attn_input"  # (..., n, d_model) what attention reads: x, or its first norm (pre-norm)
 # QUERY, KEY (after the rotary turn), VALUE: (..., H, n, d_head), keys and values per query head;
 # ATTN_WEIGHTS: (..., H, n, n), softmax of the scores (core/attention.py passes them)
 ATTN_WRITE = "attn_write"  # (..., n, d_model) a: what attention writes, after W_O
@@ -73,8 +75,8 @@ FFN_ACT_INPUT = "ffn_act_input"  # (..., n, d_ff) what the activation reads (Swi
 FFN_WRITE = "ffn_write"  # (..., n, d_model) f: what the feed-forward writes
 STREAM_OUT = "stream_out"  # (..., n, d_model) y: the layer's output
 LAYER_POINTS = (
-    STREAM_IN, QUERY, KEY, VALUE, ATTN_WEIGHTS, ATTN_WRITE, STREAM_MID, FFN_ACT_INPUT, FFN_WRITE,
-    STREAM_OUT,
+    STREAM_IN, ATTN_INPUT, QUERY, KEY, VALUE, ATTN_WEIGHTS, ATTN_WRITE, STREAM_MID, FFN_ACT_INPUT,
+    FFN_WRITE, STREAM_OUT,
 )  # fmt: skip
 
 
@@ -471,6 +473,7 @@ class Transformer:
         out_scores, out_weights = buffers or (None, None)
 
         def attend(attn_input: torch.Tensor) -> torch.Tensor:
+            attn_input = hooks.at(ATTN_INPUT, layer, attn_input)
             result = multi_head_attention(
                 attn_input, attn_input, weights.attention, self.n_heads, mask, options.scale,
                 self._head_keep(layer, options.ablate), out_scores, out_weights,
@@ -773,13 +776,6 @@ class Transformer:
             raise ValueError(f"{self.name} has rotary positions: there is no position table")
         offset = self.arch.position_offset
         return _readonly(self.position_embeddings[offset : offset + self.max_positions])
-
-    def attention_input(self, x: torch.Tensor, layer: int) -> torch.Tensor:
-        """(..., n, d_model) a layer's input -> what its attention reads: x itself (post-norm)
-        or the layer's first norm of x (pre-norm: GPT-2, the Llama family)."""
-        if self.arch.norm_position == "pre":
-            return self._layer_norm(x, self.layers[layer].attn_norm)
-        return x
 
     def attention_weights(self, layer: int) -> AttentionWeights:
         """The four projections of one layer's attention (torch tensors; do not modify)."""

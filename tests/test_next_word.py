@@ -236,9 +236,7 @@ def test_pre_norm_contributions_split_the_stream_exactly(decoders, family):
 def test_the_rotary_check_finds_the_models_turn_and_a_wrong_one(decoders):
     model, _ = decoders["llama"]
     trace = model.run(TEXT)
-    check = positional.rotary_check(
-        model, trace.hidden_states, trace.queries, trace.keys, 2, 3, shift=11
-    )
+    check = positional.rotary_check(model, trace, 2, 3, shift=11)
     assert check.max_turn_error < 1e-5 and check.max_shift_error < 1e-9
     scores = trace.head_scores(2, 3) * np.sqrt(model.d_head)  # the model's own, before √d
     finite = np.isfinite(scores)

@@ -28,6 +28,7 @@ from core.attention import padding_mask
 from core.errors import EmptyInput
 from core.models import policy_from_settings
 from core.transformer import (
+    ATTN_INPUT,
     ATTN_WEIGHTS,
     ATTN_WRITE,
     EMBED,
@@ -129,10 +130,13 @@ def test_the_cache_holds_the_trace_and_each_layer_is_its_formula(tiny, family):
         assert_close(at(ATTN_WRITE), write, f"attention write of {layer}")
         x, a, h, f = at(STREAM_IN), at(ATTN_WRITE), at(STREAM_MID), at(FFN_WRITE)
         if model.arch.norm_position == "pre":
+            attn_input = norm_np(x, *weights.attn_norm, kind, eps)
+            assert_close(at(ATTN_INPUT), attn_input, f"attention reads Norm(x) in {layer}")
             assert_close(h, x + a, f"h = x + a in {layer}")
             assert_close(at(STREAM_OUT), h + f, f"y = h + f in {layer}")
             ffn_input = norm_np(h, *weights.ffn_norm, kind, eps)
         else:
+            assert_close(at(ATTN_INPUT), x, f"attention reads x in {layer}")
             assert_close(h, norm_np(x + a, *weights.attn_norm, kind, eps), f"h of {layer}")
             y = norm_np(h + f, *weights.ffn_norm, kind, eps)
             assert_close(at(STREAM_OUT), y, f"y = Norm(h + f) in {layer}")
@@ -285,8 +289,8 @@ def test_the_rotary_turn_of_one_head_is_the_models_own(tiny):
     trace = model.run(TEXT)
     projections = qkv.head_projections(model, 0, 2)
     _, cache = model.run_with_cache(trace.input_ids, names=[hook_name(STREAM_IN, 0)])
-    layer_input = cache[hook_name(STREAM_IN, 0)]
-    attn_input = model.attention_input(layer_input, 0).numpy()  # RMSNorm of x (pre-norm)
+    x = as64(cache[hook_name(STREAM_IN, 0)])
+    attn_input = norm_np(x, *model.layers[0].attn_norm, "rms", model.dims.layer_norm_eps)
     turned = qkv.qkv_attention(
         attn_input, projections, causal=True, rotary_theta=model.dims.rope_theta
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import core
 from core import positional
+from core.transformer import ATTN_INPUT, hook_name
 from ui import door
 
 
@@ -39,11 +40,14 @@ def permutation_experiment(
     )
 
 
-@door.shared("the rotary check")
+def _rotary_check_cost(model: core.Transformer, trace: core.Trace, layer: int, **_: object) -> int:
+    # the sentence rerun up to the layer, what its attention reads kept
+    return model.cache_bytes(trace.n_tokens, [hook_name(ATTN_INPUT, layer)])
+
+
+@door.shared("the rotary check", cost=_rotary_check_cost)
 def rotary_check(
     model: core.Transformer, trace: core.Trace, layer: int, head: int, shift: int
 ) -> positional.RotaryCheck:
     """core.positional.rotary_check of one head on the Trace's sentence (a rotary model)."""
-    return positional.rotary_check(
-        model, trace.hidden_states, trace.queries, trace.keys, layer, head, shift
-    )
+    return positional.rotary_check(model, trace, layer, head, shift)

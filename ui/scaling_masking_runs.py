@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import core
 from core import scaling_masking
+from core.transformer import ATTN_INPUT, hook_name
 from ui import door
 
 # ---- runs the course pages ask for beside the sidebar's Trace ------------------------------------
@@ -28,7 +29,15 @@ def padded_run(
     return scaling_masking.padded_run(model, text, n_pad, masked, max_real=PADDING_MAX_PIECES)
 
 
-@door.shared("cross-attention")
+def _cross_cost(
+    model: core.Transformer, trace_a: core.Trace, trace_b: core.Trace, layer: int, **_: object
+) -> int:
+    # each sentence rerun up to the layer, what its attention reads kept
+    name = [hook_name(ATTN_INPUT, layer)]
+    return model.cache_bytes(trace_a.n_tokens, name) + model.cache_bytes(trace_b.n_tokens, name)
+
+
+@door.shared("cross-attention", cost=_cross_cost)
 def cross_attention(
     model: core.Transformer, trace_a: core.Trace, trace_b: core.Trace, layer: int
 ) -> scaling_masking.CrossAttention:
