@@ -17,6 +17,7 @@ a hand-made mask can produce it and NaN must not leak into a figure.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -199,6 +200,12 @@ class AttentionWeights:
     output: Projection  # W_O: (d_model, H * d_head), mixes the concatenated heads
 
 
+# The values inside attention a caller may read or replace (core/transformer.py names them per
+# layer): queries and keys after the rotary turn, values, per query head, and the weights.
+QUERY, KEY, VALUE, ATTN_WEIGHTS = "query", "key", "value", "attn_weights"
+AttentionHook = Callable[[str, torch.Tensor], torch.Tensor]  # (point, value) -> value to use
+
+
 @dataclass(frozen=True)
 class MultiHeadResult:
     """Everything one multi-head attention block computed, per head."""
@@ -226,6 +233,7 @@ def multi_head_attention(
     n_kv_heads: int | None = None,
     rotary: tuple[torch.Tensor, torch.Tensor] | None = None,
     fused: bool = False,
+    hook: AttentionHook | None = None,
 ) -> MultiHeadResult:
     """Multi-head attention of x_query (..., n_q, d) over x_key_value (..., n_k, d).
 
@@ -239,7 +247,11 @@ def multi_head_attention(
     (F.scaled_dot_product_attention), which never holds the (H, n_q, n_k) scores or weights (a
     gradient pass at 512 pieces kept ~60 MB of them per layer for the way back, the fused kernel
     ~16 MB); the result then has no scores or weights. No row may be fully masked.
+    hook(point, value): called with the queries, keys, values (QUERY, KEY, VALUE) and weights
+    (ATTN_WEIGHTS, not when fused); what it returns is used from then on (a weight written into
+    out_weights stays in it).
     """
+    hook = hook or _unhooked
     # 1. Project every token into query, key and value space, then cut each into heads.
     n_kv_heads = n_kv_heads or n_heads
     query = split_heads(weights.query(x_query), n_heads)  # (..., H, n_q, d_head)
@@ -248,6 +260,7 @@ def multi_head_attention(
     if rotary is not None:  # positions enter here, as a turn of every query and key
         query, key = apply_rotary(query, *rotary), apply_rotary(key, *rotary)
     key, value = share_heads(key, n_heads), share_heads(value, n_heads)  # (..., H, n_k, d_head)
+    query, key, value = hook(QUERY, query), hook(KEY, key), hook(VALUE, value)
     if fused:  # 2-4 at once; scale=None is 1/√d_head, 1.0 is none
         head_outputs = F.scaled_dot_product_attention(
             query, key, value, attn_mask=mask, scale=None if scale else 1.0
@@ -260,6 +273,9 @@ def multi_head_attention(
             scores.masked_fill_(~mask, float("-inf"))
         # 3. Softmax each row into weights that sum to 1.
         attn_weights = masked_softmax(scores, out=out_weights)
+        replaced = hook(ATTN_WEIGHTS, attn_weights)
+        if replaced is not attn_weights:  # keep a preallocated block true to what was used
+            attn_weights = replaced if out_weights is None else out_weights.copy_(replaced)
         # 4. Each head mixes its value vectors with its own weights.
         head_outputs = attn_weights @ value  # (..., H, n_q, d_head)
     if head_keep is not None:
@@ -267,3 +283,7 @@ def multi_head_attention(
     # 5. Concatenate the heads and let W_O mix them back into d_model.
     output = weights.output(merge_heads(head_outputs))  # (..., n_q, d_model)
     return MultiHeadResult(query, key, value, scores, attn_weights, head_outputs, output)
+
+
+def _unhooked(_point: str, value: torch.Tensor) -> torch.Tensor:
+    return value

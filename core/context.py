@@ -25,7 +25,7 @@ from core.attention import (
 from core.errors import EmptyInput
 from core.positional import cosine
 from core.text import SPACE_MARK, cap_text
-from core.transformer import Transformer
+from core.transformer import EMBED, Transformer
 
 # ---------------------------------------------------------------------------------------------
 # Page 1: static vectors and parameter-free attention
@@ -176,9 +176,9 @@ def layer_zero_sentence(model: Transformer, text: str) -> StaticSentence:
     words = [i for i, special in enumerate(encoded.special) if not special]  # (n,) positions
     if not words:
         raise EmptyInput("The sentence holds no readable characters.")
-    ids = torch.tensor(encoded.input_ids, dtype=torch.long)  # (n + specials,)
-    segments = torch.tensor(encoded.segments, dtype=torch.long)  # (n + specials,)
-    rows = model.embed(ids, segments)[words]  # (n + specials, d_model) -> (n, d_model)
+    # the one forward path, stopped before layer 0: its input, (n + specials, d_model)
+    _, cache = model.run_with_cache(encoded.input_ids, encoded.segments, names=[EMBED])
+    rows = cache[EMBED][words]  # (n + specials, d_model) -> (n, d_model)
     n_specials = len(encoded.input_ids) - len(words)
     return StaticSentence(
         tuple(encoded.tokens[i] for i in words),

@@ -17,8 +17,17 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from core.attention import causal_mask
-from core.transformer import Trace, Transformer
+from core.transformer import (
+    ATTN_WRITE,
+    FFN_ACT_INPUT,
+    FFN_WRITE,
+    STREAM_IN,
+    STREAM_MID,
+    STREAM_OUT,
+    Trace,
+    Transformer,
+    hook_name,
+)
 
 
 @dataclass(frozen=True)
@@ -70,7 +79,7 @@ class SublayerSizes:
     ffn_sum: np.ndarray  # (L, n) ‖h + f‖, the residual sum before the second LayerNorm
     output: np.ndarray  # (L, n) ‖y‖, the layer's output after the second LayerNorm
     kept_direction: np.ndarray  # (L, n) cos(x, x + a): how much attention's addition turns x
-    units_off: np.ndarray  # (L, n) share of the d_ff units whose GELU input is below zero
+    units_off: np.ndarray  # (L, n) share of the d_ff units whose activation input is < 0
     max_rebuild_error: float  # max |y - hidden_states[l + 1]|: the recomputation matches the run
 
     @property
@@ -91,31 +100,38 @@ class SublayerSizes:
         }
 
 
+# The points of every layer that sublayer_sizes reads, in the order the layer computes them.
+_SUBLAYER_POINTS = (STREAM_IN, ATTN_WRITE, STREAM_MID, FFN_ACT_INPUT, FFN_WRITE, STREAM_OUT)
+
+
+def sublayer_names(model: Transformer) -> list[str]:
+    """The hook points sublayer_sizes keeps: x, a, h, the activation's input, f, y per layer."""
+    return [
+        hook_name(point, layer) for layer in range(model.n_layers) for point in _SUBLAYER_POINTS
+    ]
+
+
 @torch.inference_mode()
 def sublayer_sizes(model: Transformer, trace: Trace) -> SublayerSizes:
-    """Rerun every layer of `trace` from its recorded input and measure ‖x‖, ‖a‖, ‖h‖, ‖f‖ per
-    token. The layer is the model's own (Transformer.layer_steps: the one forward path), with
-    the run's switches (scaling, causal mask, removed heads, positions) as in the run itself.
+    """Run `trace`'s pieces again through the one forward path, with the run's switches
+    (scaling, causal mask, removed heads, positions), and measure ‖x‖, ‖a‖, ‖h‖, ‖f‖ per token
+    from what every layer passes its hook points. The rerun's outputs are checked against the
+    Trace's states (max_rebuild_error).
     """
-    options = trace.options
-    mask = causal_mask(trace.n_tokens) if options.causal else None
+    names = sublayer_names(model)
+    _, cache = model.run_with_cache(
+        trace.input_ids, trace.segments, names=names, options=trace.options
+    )
     sizes: dict[str, list[np.ndarray]] = {name: [] for name in _SIZE_FIELDS}
     worst = 0.0
-    for layer in range(model.n_layers):
-        x = torch.from_numpy(np.array(trace.hidden_states[layer]))  # (n, d_model)
-        keep = model._head_keep(layer, options.ablate)  # the run's own rule for removed heads
-        # 1. Attention, the only step that mixes tokens, writes a; 2. the feed-forward, each
-        # token alone, writes f; h is the stream between them.
-        steps = model.layer_steps(x, layer, mask, options.scale, keep, positions=options.positions)
-        a, h, f = steps.attention.output, steps.mid_stream, steps.ffn_update  # (n, d_model)
-        y = steps.output
+    for layer in range(model.n_layers):  # reading the cache, one layer's values at a time
+        x, a, h, activation_input, f, y = (
+            cache[hook_name(point, layer)] for point in _SUBLAYER_POINTS
+        )  # (n, d_model) each, the activation's input (n, d_ff)
         expected = torch.from_numpy(np.array(trace.hidden_states[layer + 1]))
         worst = max(worst, float((y - expected).abs().max()))
-        weights = model.layers[layer]
-        ffn_input = (
-            h if model.arch.norm_position == "post" else model._layer_norm(h, weights.ffn_norm)
-        )
-        widened = weights.ffn_in(ffn_input)  # (n, d_ff): the activation's inputs
+        # 1. Attention, the only step that mixes tokens, writes a; 2. the feed-forward, each
+        # token alone, writes f; h is the stream between them.
         attention_sum, ffn_sum = x + a, h + f  # what each norm (post-norm) receives
         measured = {
             "stream": x.norm(dim=-1),
@@ -126,7 +142,8 @@ def sublayer_sizes(model: Transformer, trace: Trace) -> SublayerSizes:
             "ffn_sum": ffn_sum.norm(dim=-1),
             "output": y.norm(dim=-1),
             "kept_direction": F.cosine_similarity(x, attention_sum, dim=-1),
-            "units_off": (widened < 0).double().mean(dim=-1),  # (n, d_ff) -> (n,)
+            # what the activation reads: W_1 h, or SwiGLU's gate
+            "units_off": (activation_input < 0).double().mean(dim=-1),  # (n, d_ff) -> (n,)
         }
         for name, value in measured.items():
             sizes[name].append(value.double().numpy())  # (n,)
@@ -167,4 +184,4 @@ def activation_floor(model: Transformer) -> float:
     Read off a fine grid of negative inputs: every GELU variant has its minimum near -0.75.
     """
     grid = torch.linspace(-6.0, 0.0, 60_001, dtype=torch.float64)  # steps of 1e-4
-    return float(model._activation(grid).min())
+    return float(model.activation(grid).min())

@@ -1,12 +1,15 @@
 """How position gets into a transformer: sinusoidal, binary and learned position vectors.
 
 Attention compares every token with every other token through dot products; nothing in that
-comparison knows which token came first. Order enters only through a vector added to each token
-that depends on its position p. Three kinds are studied here:
+comparison knows which token came first. Order enters only through position: a vector added to
+each token that depends on its position p, or a turn of every query and key by p inside
+attention (rotary, Su et al., 2021); a decoder's causal mask is an order signal of its own. The
+kinds studied here:
 
     binary      bit j of p: flips every 2^j positions (discrete, the ancestor of the sinusoid)
     sinusoidal  PE[p, 2i] = sin(ω_i p), PE[p, 2i+1] = cos(ω_i p), ω_i = base^(-2i/d_model)
     learned     a (max_positions, d_model) table trained with the model (BERT's choice)
+    rotary      pair i of q and k turned by the angle p θ_i (the Llama family)
 
 Everything here returns plain numpy arrays (float64 unless stated) so tests can check the math
 exactly; the model is used only for its tables and for the permutation experiment at the end.
@@ -20,9 +23,12 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from core.transformer import Transformer
+from core.transformer import ATTN_INPUT, ATTN_WEIGHTS, Trace, Transformer, hook_name
 
 BASE = 10_000.0  # the sinusoid's base in "Attention is all you need"
+# Attention weights (0..1) of the same pieces run in another order agree to ~1e-7 in float32:
+# a difference above this is the order itself, not rounding.
+ROUNDING = 1e-4
 
 
 class Encodings(NamedTuple):
@@ -344,35 +350,32 @@ def shuffle_order(n_tokens: int, seed: int = 0, segments: np.ndarray | None = No
     return order.astype(np.int64)
 
 
-@torch.inference_mode()
 def attention_from_ids(
     model: Transformer,
     input_ids: np.ndarray,
     positions: bool = True,
     scale: bool = True,
     segments: np.ndarray | None = None,
+    attention_mask: torch.Tensor | None = None,
 ) -> np.ndarray:
-    """(n,) token ids (and sentence ids, 0 when None) -> (L, H, n, n) attention, no mask."""
-    # (n,) copies: Trace arrays are read-only
-    ids = torch.tensor(np.array(input_ids), dtype=torch.long)
-    sentence_ids = (
-        torch.zeros_like(ids)
-        if segments is None
-        else torch.tensor(np.array(segments), dtype=torch.long)  # (n,)
+    """(n,) token ids (and sentence ids, 0 when None) -> (L, H, n, n) attention, no causal mask.
+
+    positions=False removes every way position enters: the learned rows and the rotary turns.
+    attention_mask (n, n) bool, True = may attend: the only mask of the run (see below).
+    """
+    names = [hook_name(ATTN_WEIGHTS, layer) for layer in range(model.n_layers)]
+    options = model.options(scale=scale, causal=False, positions=positions)
+    _, cache = model.run_with_cache(
+        input_ids, segments, names=names, options=options, attention_mask=attention_mask
     )
-    x = model.embed(ids, sentence_ids, positions)  # (n, d_model)
-    attentions = []
-    for layer in range(model.n_layers):
-        x, attention = model.layer_forward(x, layer, None, scale, None)
-        attentions.append(attention.attn_weights)  # (H, n, n)
-    return torch.stack(attentions).numpy()  # (L, H, n, n)
+    return torch.stack([cache[name] for name in names]).numpy()  # L × (H, n, n) -> (L, H, n, n)
 
 
 @dataclass(frozen=True)
 class PermutationResult:
     """Attention of a sentence and of its shuffle, the shuffle read back in the original order."""
 
-    positions: bool  # were the learned position vectors added?
+    positions: bool  # did positions enter (the learned rows, or the rotary turns)?
     tokens: tuple[str, ...]  # (n,) original order
     shuffled_tokens: tuple[str, ...]  # (n,) order the model read
     order: np.ndarray  # (n,) order[i] = original position of the token at new position i
@@ -383,6 +386,11 @@ class PermutationResult:
     @property
     def max_abs_diff(self) -> float:
         return float(self.max_abs_diff_per_layer.max())
+
+    @property
+    def agrees(self) -> bool:
+        """Do the two runs agree to float rounding (ROUNDING) in every layer and head?"""
+        return self.max_abs_diff < ROUNDING
 
     def head_diff(self, layer: int, head: int) -> float:
         """max |original - unshuffled| for one head's (n, n) matrix."""
@@ -408,7 +416,10 @@ def permutation_experiment(
 
     If A' is the attention of the shuffled ids, A'[i, j] is between the tokens originally at
     order[i] and order[j]; writing B[order[i], order[j]] = A'[i, j] puts it back. Without
-    positions every step of BERT treats tokens alike, so B = A (up to float rounding).
+    positions (no learned rows, no rotary turns) every step treats tokens alike, so B = A up to
+    float rounding, in every family. Both runs have no causal mask: a decoder's mask is itself
+    a statement about order (the shuffled run's mask, put back, is another mask), so with it B
+    would differ from A even without positions.
     """
     input_ids = np.asarray(input_ids, dtype=np.int64)
     segments = np.zeros_like(input_ids) if segments is None else np.asarray(segments, np.int64)
@@ -576,20 +587,24 @@ class RotaryCheck:
 
 @torch.inference_mode()
 def rotary_check(
-    model: Transformer, hidden_states: np.ndarray, queries: np.ndarray, keys: np.ndarray,
-    layer: int, head: int, shift: int,
-) -> RotaryCheck:  # fmt: skip
+    model: Transformer, trace: Trace, layer: int, head: int, shift: int
+) -> RotaryCheck:
     """Does the model turn q and k by position, and does a turned score depend only on p − r?
 
-    hidden_states (L + 1, n, d), queries and keys (L, H, n, d_head): a rotary model's Trace.
-    The head's unturned q and k are recomputed from what the layer reads (its first norm of
-    the layer input, then W_q and W_k); turned here in float64 (rotary_turn) they must equal
-    the Trace's turned ones; moved s positions on, every score must stay the same.
+    trace: a rotary model's run. The head's unturned q and k are recomputed from what the
+    layer's attention reads (its ATTN_INPUT point in a rerun of the Trace's pieces, then W_q and
+    W_k); turned here in float64 (rotary_turn) they must equal the Trace's turned ones; moved s
+    positions on, every score must stay the same.
     """
     if model.arch.positions != "rotary":
         raise ValueError(f"{model.name} has no rotary positions")
+    queries, keys = trace.queries, trace.keys  # (L, H, n, d_head), turned by the model
     weights = model.attention_weights(layer)
-    x = model.attention_input(torch.from_numpy(np.array(hidden_states[layer])), layer)  # (n, d)
+    name = hook_name(ATTN_INPUT, layer)
+    _, cache = model.run_with_cache(
+        trace.input_ids, trace.segments, names=[name], options=trace.options
+    )
+    x = cache[name]  # (n, d_model)
     n, d_head = x.shape[0], model.d_head
     kv_head = head // (model.n_heads // model.n_kv_heads)  # grouped keys: the head's group
     query = weights.query(x)[:, head * d_head : (head + 1) * d_head].double().numpy()  # (n, d_h)

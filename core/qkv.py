@@ -27,8 +27,8 @@ from core.context import (
     index_in_both,
     parameter_free,
 )
-from core.positional import cosine, shuffle_order
-from core.transformer import Transformer
+from core.positional import cosine, rotary_turn, shuffle_order
+from core.transformer import EMBED, Transformer
 
 
 @dataclass(frozen=True)
@@ -104,9 +104,17 @@ class QKVResult:
 
 
 def qkv_attention(
-    x: np.ndarray, projections: QKVProjections, scale: bool = True, causal: bool = False
+    x: np.ndarray,
+    projections: QKVProjections,
+    scale: bool = True,
+    causal: bool = False,
+    rotary_theta: float | None = None,
 ) -> QKVResult:
-    """x (n, d_model) -> Q, K, V, Q Kᵀ, scores, softmax weights and output of one head."""
+    """x (n, d_model) -> Q, K, V, Q Kᵀ, scores, softmax weights and output of one head.
+
+    rotary_theta: turn row p of Q and K by position p, as a rotary model does inside attention
+    (core.positional.rotary_turn); None leaves them unturned.
+    """
     x_t = torch.from_numpy(np.array(x, dtype=np.float32))  # a writable copy of a read-only view
 
     def project(weight: np.ndarray, bias: np.ndarray) -> torch.Tensor:
@@ -116,6 +124,8 @@ def qkv_attention(
     query = project(projections.w_query, projections.b_query)  # (n, d_k)
     key = project(projections.w_key, projections.b_key)  # (n, d_k)
     value = project(projections.w_value, projections.b_value)  # (n, d_v)
+    if rotary_theta is not None:  # positions enter as a turn of each query and key row
+        query, key = _turned(query, rotary_theta), _turned(key, rotary_theta)
     # 2. Match every query with every key.
     dot = attention_scores(query, key, scale=False)  # (n, n)
     mask = causal_mask(x_t.shape[0]) if causal else None
@@ -135,6 +145,15 @@ def qkv_attention(
         scale,
         causal,
     )
+
+
+def _turned(rows: torch.Tensor, theta: float) -> torch.Tensor:
+    """(n, d_k) rows, row p turned by position p (core.positional.rotary_turn). A model's heads
+    are even; a random head of odd width leaves its last coordinate unturned."""
+    even = 2 * (rows.shape[-1] // 2)
+    positions = np.arange(rows.shape[0])
+    turned = torch.from_numpy(rotary_turn(rows[:, :even].numpy(), positions, theta)).float()
+    return torch.cat([turned, rows[:, even:]], dim=-1)  # (n, d_k)
 
 
 @dataclass(frozen=True)
@@ -185,25 +204,35 @@ def rows_that_pick_themselves(attn_weights: np.ndarray) -> int:
     return int(np.sum(np.argmax(attn_weights, axis=1) == np.arange(n)))
 
 
+# One head's outputs of the same rows in another order agree to ~1e-7 of the largest output in
+# float32: a gap above this share of it is the order itself, not rounding.
+ORDER_ROUNDING = 1e-5
+
+
 @dataclass(frozen=True)
 class OrderTest:
     """One head on a sentence and on a shuffle of it, the shuffle's output rows put back.
 
     Without positions, attention is permutation-equivariant: shuffling the input rows only
-    shuffles the output rows, so the gap is rounding. With the position rows added, the same
-    word at another place enters as another vector, and the gap is real.
+    shuffles the output rows, so the gap is rounding. With positions as the model brings them
+    in (its position rows added to X, or its rotary turn of every query and key), the same word
+    at another place is read differently, and the gap is real.
     """
 
     tokens: tuple[str, ...]  # (n,) the sentence as read
     shuffled_tokens: tuple[str, ...]  # (n,) the order of the shuffled copy
-    gap_without_positions: float  # max |o(P X) - P o(X)|, X = LayerNorm(word + segment rows)
-    gap_with_positions: float  # the same with the position rows added: what layer 0 reads
+    gap_without_positions: float  # max |o(P X) - P o(X)|, X = the embedding output, no positions
+    gap_with_positions: float  # the same with the model's positions: rows added, or q, k turned
     largest_output: float  # max |o(X)| with positions, so the gaps can be read against it
 
     @property
     def moved(self) -> bool:
         """False when the sentence had too few words to shuffle (the test shows nothing)."""
         return self.tokens != self.shuffled_tokens
+
+    def order_seen(self, gap: float) -> bool:
+        """Is a gap more than float rounding, measured against the largest output?"""
+        return gap > ORDER_ROUNDING * self.largest_output
 
 
 @torch.inference_mode()
@@ -227,11 +256,19 @@ def order_test(
     order = shuffle_order(len(ids), seed, np.asarray(segments))  # (n,)
     shuffled_ids = ids[torch.from_numpy(order)]  # (n,); every position keeps its segment id
 
+    theta = model.dims.rope_theta if model.arch.positions == "rotary" else None
+
+    def embedded(pieces: torch.Tensor, positions: bool) -> np.ndarray:
+        """(n,) ids -> (n, d_model) the embedding output, through the one forward path."""
+        options = model.options(positions=positions)
+        _, cache = model.run_with_cache(pieces, sentence_ids, names=[EMBED], options=options)
+        return cache[EMBED].numpy()
+
     def gap(positions: bool) -> tuple[float, float]:
-        x = model.embed(ids, sentence_ids, positions).numpy()  # (n, d_model)
-        x_shuffled = model.embed(shuffled_ids, sentence_ids, positions).numpy()
-        out = qkv_attention(x, projections, scale=scale).output  # (n, d_v)
-        out_shuffled = qkv_attention(x_shuffled, projections, scale=scale).output
+        x, x_shuffled = embedded(ids, positions), embedded(shuffled_ids, positions)
+        turn = theta if positions else None  # a rotary model's positions act on q and k
+        out = qkv_attention(x, projections, scale=scale, rotary_theta=turn).output  # (n, d_v)
+        out_shuffled = qkv_attention(x_shuffled, projections, scale, rotary_theta=turn).output
         difference = out_shuffled.astype(np.float64) - out[order]  # row i: the same piece
         return float(np.abs(difference).max()), float(np.abs(out).max())
 

@@ -30,7 +30,15 @@ from core.attention import (
 from core.errors import EmptyInput
 from core.head_stats import row_entropy
 from core.positional import cosine
-from core.transformer import Trace, Transformer
+from core.transformer import (
+    ATTN_INPUT,
+    ATTN_WEIGHTS,
+    EMBED,
+    STREAM_OUT,
+    Trace,
+    Transformer,
+    hook_name,
+)
 
 # ---------------------------------------------------------------------------------------------
 # Softmax and its entropy
@@ -227,25 +235,30 @@ class CrossAttention:
 def cross_attention(
     model: Transformer, trace_a: Trace, trace_b: Trace, layer: int, scale: bool = True
 ) -> CrossAttention:
-    """multi_head_attention(x_A, x_B) with `layer`'s weights; x = each sentence's layer input.
+    """multi_head_attention(x_A, x_B) with `layer`'s weights; x = what the layer's attention
+    reads in each sentence's own run.
 
-    Each sentence is first run through the model on its own, so x_A (n_a, d_model) and
-    x_B (n_b, d_model) are the vectors that enter `layer` in those runs (through the layer's
-    first norm in a pre-norm model, as its own attention reads them). Keys and values may be
-    shared by groups of query heads (the Llama family); no rotary turn: the two sentences'
-    positions are not one sequence.
+    Each sentence runs on its own through the one forward path (its Trace's pieces and
+    switches, up to `layer`), and x_A (n_a, d_model), x_B (n_b, d_model) are read at the layer's
+    ATTN_INPUT point (the layer input, or its first norm in a pre-norm model). Keys and values
+    may be shared by groups of query heads (the Llama family); no rotary turn and no mask: the
+    two sentences' positions are not one sequence.
     """
-    x_query = torch.from_numpy(np.array(trace_a.hidden_states[layer]))  # (n_a, d_model)
-    x_key_value = torch.from_numpy(np.array(trace_b.hidden_states[layer]))  # (n_b, d_model)
+    x_query, x_key_value = (attention_input(model, trace, layer) for trace in (trace_a, trace_b))
     result = multi_head_attention(
-        model.attention_input(x_query, layer),
-        model.attention_input(x_key_value, layer),
-        model.attention_weights(layer),
-        model.n_heads,
-        scale=scale,
+        x_query, x_key_value, model.attention_weights(layer), model.n_heads, scale=scale,
         n_kv_heads=model.n_kv_heads,
-    )
+    )  # fmt: skip
     return CrossAttention(result.attn_weights.numpy(), result.output.numpy())
+
+
+def attention_input(model: Transformer, trace: Trace, layer: int) -> torch.Tensor:
+    """(n, d_model) what `layer`'s attention reads in a run of the Trace's pieces and switches."""
+    name = hook_name(ATTN_INPUT, layer)
+    _, cache = model.run_with_cache(
+        trace.input_ids, trace.segments, names=[name], options=trace.options
+    )
+    return cache[name]
 
 
 def score_spread_by_layer(trace: Trace) -> np.ndarray:
@@ -299,14 +312,20 @@ def padded_run(
     is_real = torch.arange(n_real + n_pad) < n_real  # (N,) bool
     mask = padding_mask(is_real) if masked else None  # (N, N): real keys only
 
-    x = model.embed(input_ids, segments)  # (N, d_model)
-    alone = model.embed(input_ids[:n_real], segments[:n_real])  # (n_real, d_model): the reference
-    attentions, worst = [], float((x[:n_real] - alone).abs().max())
-    for layer in range(model.n_layers):
-        x, attention = model.layer_forward(x, layer, mask, True, None)
-        alone, _ = model.layer_forward(alone, layer, None, True, None)
-        attentions.append(attention.attn_weights)  # (H, N, N)
-        worst = max(worst, float((x[:n_real] - alone).abs().max()))
+    # 1. The padded run, its attention and every layer's output; 2. the real pieces alone.
+    weight_names = [hook_name(ATTN_WEIGHTS, layer) for layer in range(model.n_layers)]
+    state_names = [EMBED] + [hook_name(STREAM_OUT, layer) for layer in range(model.n_layers)]
+    options = model.options()  # the model as trained: √d_head, a decoder's own causal mask
+    _, padded = model.run_with_cache(
+        input_ids, segments, names=weight_names + state_names, options=options, attention_mask=mask
+    )
+    _, alone = model.run_with_cache(
+        input_ids[:n_real], segments[:n_real], names=state_names, options=options
+    )
+    worst = max(  # (n_real, d_model) per state: the padded run's real rows against the alone run
+        float((padded[name][:n_real] - alone[name]).abs().max()) for name in state_names
+    )
+    attentions = [padded[name] for name in weight_names]  # L × (H, N, N)
     weights = torch.stack(attentions)  # (L, H, N, N)
     on_pads = weights[:, :, :n_real, n_real:].double().sum(-1).mean(dim=(1, 2))  # (L,)
     tokens = tuple(encoded.tokens) + (PAD,) * n_pad

@@ -9,15 +9,33 @@ W_down (SiLU(W_gate h) ⊙ W_up h); positions are a learned table added to the i
 turns of every query and key inside attention; a decoder masks the future (causal by nature) and
 reads its next word piece from the last vector through a final norm and the output head.
 
-There is one forward path. run() and run_ids() (a Trace for the pages, from text or from chosen
-word-piece ids, in inference mode, both through _trace()) and forward_from_word_vectors()
-(batched, differentiable, for gradients) all go through embed_vectors() and layer_forward(); so
-the switches of a run (√d_head scaling, the causal mask, removed heads, removed positions) act in
-every layer and their effect reaches the final vectors, the same way in all of them.
+There is one forward path, one loop over the layers (_forward), with a named point wherever an
+experiment reads or replaces a value (after TransformerLens' run_with_hooks / run_with_cache):
+
+    embed                          the input of layer 0 (word + segment + position rows, normed)
+    layers.<l>.stream_in           x, the stream entering layer l
+    layers.<l>.attn_input          what attention reads: x, or its first norm (pre-norm)
+    layers.<l>.query / key / value per head, queries and keys after the rotary turn
+    layers.<l>.attn_weights        softmax of the scores, (H, n, n)
+    layers.<l>.attn_write          a, what attention writes into the stream (after W_O)
+    layers.<l>.stream_mid          h, the stream between the sublayers
+    layers.<l>.ffn_act_input       what the activation reads (W_1 h, or SwiGLU's gate)
+    layers.<l>.ffn_write           f, what the feed-forward writes
+    layers.<l>.stream_out          y, the layer's output
+
+hook_name(point, layer) builds a name. run_with_hooks(ids, hooks=[(name, hook)]) calls
+hook(value, point) at each named point, and a hook may return a replacement; run_with_cache(ids,
+names=[...]) keeps those values. run() and run_ids() (a Trace for the pages, its arrays
+collected at these points), forward_from_word_vectors() (batched, differentiable, for
+gradients) and every experiment (word order, padding, inside a layer, ...) go through the same
+loop; so the switches of a run (RunOptions: √d_head scaling, the causal mask, removed heads,
+removed positions) act in every layer and their effect reaches the final vectors, the same way
+in all of them. No other module steps through the layers (tests/test_architecture.py).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,8 +45,11 @@ from torch.nn import functional as F
 from torch.utils.checkpoint import checkpoint
 
 from core.attention import (
+    ATTN_WEIGHTS,
+    KEY,
+    QUERY,
+    VALUE,
     AttentionWeights,
-    MultiHeadResult,
     Projection,
     attention_scores,
     causal_mask,
@@ -40,6 +61,90 @@ from core.weights import Architecture, ModelDims
 
 ENCODER, DECODER = "encoder", "decoder"
 LOGIT_CHUNK = 32  # positions read out at once: 32 × a 50,257-piece vocabulary is 6.4 MB
+
+# ---- hook points: every value an experiment may read or replace has one name --------------------
+# EMBED is the embedding output; a layer's points are named "layers.<layer>.<point>" (hook_name).
+EMBED = "embed"  # (..., n, d_model) the input of layer 0
+STREAM_IN = "stream_in"  # (..., n, d_model) x: the stream entering the layer
+ATTN_INPUT = "attn_input"  # (..., n, d_model) what attention reads: x, or its first norm (pre-norm)
+# QUERY, KEY (after the rotary turn), VALUE: (..., H, n, d_head), keys and values per query head;
+# ATTN_WEIGHTS: (..., H, n, n), softmax of the scores (core/attention.py passes them)
+ATTN_WRITE = "attn_write"  # (..., n, d_model) a: what attention writes, after W_O
+STREAM_MID = "stream_mid"  # (..., n, d_model) h: the stream between the sublayers
+FFN_ACT_INPUT = "ffn_act_input"  # (..., n, d_ff) what the activation reads (SwiGLU: the gate)
+FFN_WRITE = "ffn_write"  # (..., n, d_model) f: what the feed-forward writes
+STREAM_OUT = "stream_out"  # (..., n, d_model) y: the layer's output
+LAYER_POINTS = (
+    STREAM_IN, ATTN_INPUT, QUERY, KEY, VALUE, ATTN_WEIGHTS, ATTN_WRITE, STREAM_MID, FFN_ACT_INPUT,
+    FFN_WRITE, STREAM_OUT,
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class HookPoint:
+    """Where a hook is called: a point of LAYER_POINTS in one layer, or EMBED (layer None)."""
+
+    point: str
+    layer: int | None
+
+    @property
+    def name(self) -> str:
+        return hook_name(self.point, self.layer)
+
+
+Hook = Callable[[torch.Tensor, HookPoint], "torch.Tensor | None"]  # None keeps the value
+
+
+def hook_name(point: str, layer: int | None = None) -> str:
+    """The one name of a hook point: "embed", or "layers.<layer>.<point>"."""
+    if layer is None:
+        if point != EMBED:
+            raise ValueError(f"{point!r} is a point of a layer: give its layer")
+        return EMBED
+    if point not in LAYER_POINTS:
+        raise ValueError(f"no hook point {point!r}; a layer has {', '.join(LAYER_POINTS)}")
+    return f"layers.{layer}.{point}"
+
+
+def _layer_of(name: str) -> int:
+    """The layer of a hook name (-1 for the embedding output)."""
+    if name == EMBED:
+        return -1
+    parts = name.split(".")
+    if len(parts) != 3 or parts[0] != "layers" or not parts[1].isdigit():
+        raise ValueError(f"no hook point {name!r}: names are made by hook_name()")
+    return int(parts[1])
+
+
+class _Hooks:
+    """The hooks of one run by name, each called with (value, HookPoint), in the given order."""
+
+    def __init__(self, hooks: Sequence[tuple[str, Hook]], n_layers: int) -> None:
+        self.by_name: dict[str, list[Hook]] = {}
+        for name, hook in hooks:
+            layer = _layer_of(name)  # -1 for the embedding output; a malformed name raises
+            if layer >= n_layers or (layer >= 0 and name.split(".")[2] not in LAYER_POINTS):
+                raise ValueError(f"no hook point {name!r} in a model of {n_layers} layers")
+            self.by_name.setdefault(name, []).append(hook)
+
+    def __bool__(self) -> bool:
+        return bool(self.by_name)
+
+    def at(self, point: str, layer: int | None, value: torch.Tensor) -> torch.Tensor:
+        """The value after every hook at this point (each may replace it)."""
+        if not self.by_name:
+            return value
+        where = HookPoint(point, layer)
+        for hook in self.by_name.get(where.name, ()):
+            replaced = hook(value, where)
+            value = value if replaced is None else replaced
+        return value
+
+    def for_layer(self, layer: int) -> Callable[[str, torch.Tensor], torch.Tensor] | None:
+        """The hook core.attention.multi_head_attention calls inside this layer's attention."""
+        if not self.by_name:
+            return None
+        return lambda point, value: self.at(point, layer, value)
 
 
 @dataclass(frozen=True)
@@ -127,16 +232,6 @@ Norm = tuple[torch.Tensor, torch.Tensor | None]  # (weight, bias); RMSNorm has n
 
 
 @dataclass(frozen=True)
-class LayerSteps:
-    """One layer's intermediates, (..., n, d_model) each but the attention's own result."""
-
-    attention: MultiHeadResult  # its output is what attention writes into the stream (after W_O)
-    mid_stream: torch.Tensor  # h: the stream between the sublayers (after the norm, post-norm)
-    ffn_update: torch.Tensor  # f: what the feed-forward writes into the stream
-    output: torch.Tensor  # y: the layer's output
-
-
-@dataclass(frozen=True)
 class LayerWeights:
     attention: AttentionWeights
     attn_norm: Norm  # post-norm: after attention; pre-norm: before it
@@ -144,6 +239,13 @@ class LayerWeights:
     ffn_out: Projection  # (d_model, d_ff): narrow back (Llama's down projection)
     ffn_norm: Norm  # post-norm: after the feed-forward; pre-norm: before it
     ffn_gate: Projection | None = None  # (d_ff, d_model): SwiGLU's gate, None without one
+
+
+def _long_tensor(values: torch.Tensor | np.ndarray | tuple | list) -> torch.Tensor:
+    """Integer ids as a torch tensor; numpy input is copied (a Trace's arrays are read-only)."""
+    if isinstance(values, torch.Tensor):
+        return values.long()
+    return torch.tensor(np.asarray(values), dtype=torch.long)
 
 
 def _readonly(tensor: torch.Tensor, dtype: torch.dtype = torch.float32) -> np.ndarray:
@@ -266,6 +368,22 @@ class Transformer:
         stacked = self.n_layers * (3 * n_heads * n * d_head + n * d_model)
         return self.trace_bytes(n) + 4 * (per_layer + stacked)
 
+    def cache_bytes(self, n: int, names: Iterable[str]) -> int:
+        """Peak bytes of run_with_cache over n pieces keeping `names`: each kept value (float32)
+        plus one layer's scores and weights in flight (2 × (H, n, n)) and its feed-forward's
+        widened vectors (2 or 3 × (n, d_ff))."""
+        width = {  # floats per piece at each point
+            ATTN_WEIGHTS: self.n_heads * n,
+            QUERY: self.n_heads * self.d_head,
+            KEY: self.n_heads * self.d_head,
+            VALUE: self.n_heads * self.d_head,
+            FFN_ACT_INPUT: self.dims.d_ff,
+        }
+        kept = sum(width.get(name.rsplit(".", 1)[-1], self.d_model) for name in names)
+        ffn_widths = 3 if self.arch.gated_ffn else 2
+        in_flight = 2 * self.n_heads * n * n + ffn_widths * self.dims.d_ff * n
+        return 4 * (n * kept + in_flight)
+
     # ---- steps ------------------------------------------------------------------------------
     def encode(self, text: str, pair: str | None = None) -> Encoded:
         """Tokenize into the family's input ([CLS] A [SEP] (B [SEP]) for BERT), cut to the
@@ -280,7 +398,8 @@ class Transformer:
             return weight.to(x.dtype) * (x * inverse_rms)
         return F.layer_norm(x, (self.d_model,), weight, bias, self.dims.layer_norm_eps)
 
-    def _activation(self, x: torch.Tensor) -> torch.Tensor:
+    def activation(self, x: torch.Tensor) -> torch.Tensor:
+        """The feed-forward's activation, elementwise (GELU, tanh GELU, ReLU or SiLU)."""
         if self.dims.activation == "relu":
             return F.relu(x)
         if self.dims.activation == "silu":
@@ -289,22 +408,16 @@ class Transformer:
             return F.gelu(x, approximate="tanh")
         return F.gelu(x)  # BERT's exact (erf) GELU
 
-    def _feed_forward(self, h: torch.Tensor, weights: LayerWeights) -> torch.Tensor:
-        """(..., n, d_model) -> (..., n, d_model), each token on its own through d_ff."""
-        if weights.ffn_gate is not None:  # SwiGLU: the gate's activation scales the up branch
-            return weights.ffn_out(self._activation(weights.ffn_gate(h)) * weights.ffn_in(h))
-        return weights.ffn_out(self._activation(weights.ffn_in(h)))
-
     def position_ids(self, n: int) -> torch.Tensor:
         """(n,) the rows of the position table that positions 0..n-1 read (RoBERTa: + offset)."""
         return torch.arange(n) + self.arch.position_offset
 
-    def embed_vectors(
+    def _embed(
         self,
         word_vectors: torch.Tensor,
         segments: torch.Tensor,
-        positions: bool = True,
-        position_ids: torch.Tensor | None = None,
+        positions: bool,
+        position_ids: torch.Tensor | None,
     ) -> torch.Tensor:
         """(..., n, d_model) word-piece vectors -> (..., n, d_model) the input of layer 0.
 
@@ -324,14 +437,6 @@ class Transformer:
             x = self._layer_norm(x, self.embedding_norm)
         return x
 
-    def embed(
-        self, input_ids: torch.Tensor, segments: torch.Tensor, positions: bool = True
-    ) -> torch.Tensor:
-        """(n,) ids -> (n, d_model): word + segment + position vectors, then the norm."""
-        return self.embed_vectors(
-            self.word_embeddings[input_ids], segments, positions, self._position_ids_of(input_ids)
-        )
-
     def _position_ids_of(self, input_ids: torch.Tensor) -> torch.Tensor | None:
         """RoBERTa's rule: a padding piece reads the padding row and does not count; None (0..n-1
         plus the offset) for every other family. A visitor can type "<pad>"."""
@@ -347,65 +452,55 @@ class Transformer:
         cos, sin = self.rotary
         return cos[:n].to(dtype), sin[:n].to(dtype)  # (n, d_head) each
 
-    def layer_forward(
+    def _layer_step(
         self,
         x: torch.Tensor,
         layer: int,
         mask: torch.Tensor | None,
-        scale: bool,
-        head_keep: torch.Tensor | None,
-        out_scores: torch.Tensor | None = None,
-        out_weights: torch.Tensor | None = None,
-        *,
-        positions: bool = True,
+        options: RunOptions,
+        hooks: _Hooks,
+        buffers: tuple[torch.Tensor, torch.Tensor] | None = None,
         fused: bool = False,
-    ) -> tuple[torch.Tensor, MultiHeadResult]:
-        """One layer: (..., n, d_model) -> (..., n, d_model), plus what its attention computed.
+    ) -> torch.Tensor:
+        """One layer, (..., n, d_model) -> (..., n, d_model), each named value passed to hooks.
 
-        positions=False leaves rotary models unturned (learned positions are added before).
+        buffers: (H, n, n) scores and weights to write attention into (the Trace's block).
         fused: attention in torch's fused kernel, keeping no scores or weights (gradients).
         """
-        steps = self.layer_steps(
-            x, layer, mask, scale, head_keep, out_scores, out_weights, positions=positions,
-            fused=fused,
-        )  # fmt: skip
-        return steps.output, steps.attention
-
-    def layer_steps(
-        self,
-        x: torch.Tensor,
-        layer: int,
-        mask: torch.Tensor | None,
-        scale: bool,
-        head_keep: torch.Tensor | None,
-        out_scores: torch.Tensor | None = None,
-        out_weights: torch.Tensor | None = None,
-        *,
-        positions: bool = True,
-        fused: bool = False,
-    ) -> LayerSteps:
-        """One layer, every intermediate named: what each sublayer writes and the stream between
-        (the pages that measure the sublayers read these instead of redoing the layer)."""
         weights = self.layers[layer]
-        rotary = self._rotary(x.shape[-2], x.dtype) if positions else None
+        x = hooks.at(STREAM_IN, layer, x)
+        rotary = self._rotary(x.shape[-2], x.dtype) if options.positions else None
+        out_scores, out_weights = buffers or (None, None)
 
-        def attend(h: torch.Tensor) -> MultiHeadResult:
-            return multi_head_attention(
-                h, h, weights.attention, self.n_heads, mask, scale, head_keep,
-                out_scores, out_weights, n_kv_heads=self.n_kv_heads, rotary=rotary, fused=fused,
+        def attend(attn_input: torch.Tensor) -> torch.Tensor:
+            attn_input = hooks.at(ATTN_INPUT, layer, attn_input)
+            result = multi_head_attention(
+                attn_input, attn_input, weights.attention, self.n_heads, mask, options.scale,
+                self._head_keep(layer, options.ablate), out_scores, out_weights,
+                n_kv_heads=self.n_kv_heads, rotary=rotary, fused=fused,
+                hook=hooks.for_layer(layer),
             )  # fmt: skip
+            return hooks.at(ATTN_WRITE, layer, result.output)
 
         if self.arch.norm_position == "pre":
             # 1. attention reads the normed stream and adds to it; 2. so does the feed-forward
-            attention = attend(self._layer_norm(x, weights.attn_norm))
-            h = x + attention.output
-            ffn = self._feed_forward(self._layer_norm(h, weights.ffn_norm), weights)
-            return LayerSteps(attention, h, ffn, h + ffn)
+            h = hooks.at(STREAM_MID, layer, x + attend(self._layer_norm(x, weights.attn_norm)))
+            ffn = self._feed_forward(self._layer_norm(h, weights.ffn_norm), layer, hooks)
+            return hooks.at(STREAM_OUT, layer, h + ffn)
         # 1. attention adds to the stream, then the norm; 2. the feed-forward likewise
-        attention = attend(x)
-        h = self._layer_norm(x + attention.output, weights.attn_norm)  # residual + norm
-        ffn = self._feed_forward(h, weights)
-        return LayerSteps(attention, h, ffn, self._layer_norm(h + ffn, weights.ffn_norm))
+        h = hooks.at(STREAM_MID, layer, self._layer_norm(x + attend(x), weights.attn_norm))
+        ffn = self._feed_forward(h, layer, hooks)
+        return hooks.at(STREAM_OUT, layer, self._layer_norm(h + ffn, weights.ffn_norm))
+
+    def _feed_forward(self, h: torch.Tensor, layer: int, hooks: _Hooks) -> torch.Tensor:
+        """(..., n, d_model) -> (..., n, d_model), each token on its own through d_ff."""
+        weights = self.layers[layer]
+        if weights.ffn_gate is not None:  # SwiGLU: the gate's activation scales the up branch
+            gate = hooks.at(FFN_ACT_INPUT, layer, weights.ffn_gate(h))  # (..., n, d_ff)
+            widened = self.activation(gate) * weights.ffn_in(h)
+        else:
+            widened = self.activation(hooks.at(FFN_ACT_INPUT, layer, weights.ffn_in(h)))
+        return hooks.at(FFN_WRITE, layer, weights.ffn_out(widened))
 
     def _head_keep(self, layer: int, ablate: frozenset[tuple[int, int]]) -> torch.Tensor | None:
         removed = [head for (lyr, head) in ablate if lyr == layer]
@@ -426,50 +521,113 @@ class Transformer:
         causal = self.is_decoder if causal is None else bool(causal)
         return RunOptions(scale, causal, positions, frozenset(tuple(x) for x in ablate))
 
-    # ---- the whole pass ---------------------------------------------------------------------
-    def _layers(
+    # ---- the one forward path ---------------------------------------------------------------
+    def _forward(
         self,
-        x: torch.Tensor,
+        word_vectors: torch.Tensor,
+        segments: torch.Tensor,
         options: RunOptions,
-        trace_blocks: _TraceBlocks | None = None,
+        hooks: _Hooks,
+        *,
+        position_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        stop_at_layer: int | None = None,
+        blocks: _TraceBlocks | None = None,
+        fused: bool = False,
         checkpointed: bool = False,
     ) -> torch.Tensor:
-        """Every layer in turn, (..., n, d_model) -> (..., n, d_model): the one loop.
+        """(..., n, d_model) word-piece vectors -> (..., n, d_model) the stream after the layers
+        run (all, or those before stop_at_layer): the one loop over the layers.
 
-        trace_blocks: keep every layer's states, queries, keys, values and attention (run()).
-        checkpointed: keep only each layer's input for the backward pass (gradients).
+        attention_mask (n, n) bool, True = may attend: kept out of the scores in every layer,
+        with the causal mask when the run has one. blocks: attention written straight into the
+        Trace's (L, H, n, n) block. fused: attention in torch's fused kernel, which keeps no
+        weights; its float sums differ from the Trace's in the last digits. checkpointed: keep
+        only each layer's input for the backward pass and recompute the layer there. Neither
+        takes hooks: a fused pass has no weights to show them, a checkpointed one would call
+        them twice.
         """
-        mask = causal_mask(x.shape[-2]) if options.causal else None
-        for layer in range(self.n_layers):
-            head_keep = self._head_keep(layer, options.ablate)
-            if trace_blocks is not None:
-                x, attention = self.layer_forward(
-                    x, layer, mask, options.scale, head_keep,
-                    trace_blocks.layer_scores, trace_blocks.attentions[layer],
-                    positions=options.positions,
-                )  # fmt: skip
-                trace_blocks.keep(x, attention)
+        if (checkpointed or fused) and hooks:
+            raise ValueError("a fused or checkpointed pass takes no hooks")
+        n = word_vectors.shape[-2]
+        embedded = self._embed(word_vectors, segments, options.positions, position_ids)
+        x = hooks.at(EMBED, None, embedded)  # (..., n, d_model)
+        mask = causal_mask(n) if options.causal else None
+        if attention_mask is not None:
+            mask = attention_mask if mask is None else mask & attention_mask
+        last = self.n_layers if stop_at_layer is None else min(stop_at_layer, self.n_layers)
+        for layer in range(last):
+            if blocks is not None:
+                x = self._layer_step(x, layer, mask, options, hooks, blocks.buffers(layer))
             elif checkpointed:
                 x = checkpoint(
-                    self._batched_layer, x, layer, mask, options, head_keep, use_reentrant=False
-                )
+                    self._layer_step, x, layer, mask, options, hooks, None, fused,
+                    use_reentrant=False,
+                )  # fmt: skip
             else:
-                x = self._batched_layer(x, layer, mask, options, head_keep)
+                x = self._layer_step(x, layer, mask, options, hooks, None, fused)
         return x
 
-    def _batched_layer(
+    def _inputs(
+        self, input_ids: torch.Tensor | np.ndarray | tuple | list, segments: object
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """(ids, segments, word vectors, position ids) of (n,) or (B, n) ids; segments 0 if None."""
+        ids = _long_tensor(input_ids)
+        sentence_ids = torch.zeros_like(ids) if segments is None else _long_tensor(segments)
+        return ids, sentence_ids, self.word_embeddings[ids], self._position_ids_of(ids)
+
+    @torch.inference_mode()
+    def run_with_hooks(
         self,
-        x: torch.Tensor,
-        layer: int,
-        mask: torch.Tensor | None,
-        options: RunOptions,
-        head_keep: torch.Tensor | None,
+        input_ids: torch.Tensor | np.ndarray | tuple | list,
+        segments: torch.Tensor | np.ndarray | tuple | list | None = None,
+        *,
+        options: RunOptions | None = None,
+        hooks: Sequence[tuple[str, Hook]] = (),
+        attention_mask: torch.Tensor | None = None,
+        stop_at_layer: int | None = None,
     ) -> torch.Tensor:
-        """One layer on a batch, with autograd: (B, n, d_model) -> (B, n, d_model). Nothing
-        reads its attention weights, so attention runs fused (no (B, H, n, n) block kept)."""
-        return self.layer_forward(
-            x, layer, mask, options.scale, head_keep, positions=options.positions, fused=True
-        )[0]
+        """(n,) or (B, n) word-piece ids -> (..., n, d_model) the stream after the last layer run.
+
+        hooks: (name, hook) pairs, name from hook_name(); hook(value, point) may return a
+        replacement (None keeps the value). options: the run's switches (None: the model as
+        trained). segments: sentence ids (None: all 0). stop_at_layer l: run layers 0..l-1 only.
+        """
+        _, sentence_ids, word_vectors, position_ids = self._inputs(input_ids, segments)
+        return self._forward(
+            word_vectors, sentence_ids, options or self.options(), _Hooks(hooks, self.n_layers),
+            position_ids=position_ids, attention_mask=attention_mask, stop_at_layer=stop_at_layer,
+        )  # fmt: skip
+
+    def run_with_cache(
+        self,
+        input_ids: torch.Tensor | np.ndarray | tuple | list,
+        segments: torch.Tensor | np.ndarray | tuple | list | None = None,
+        *,
+        names: Iterable[str],
+        options: RunOptions | None = None,
+        hooks: Sequence[tuple[str, Hook]] = (),
+        attention_mask: torch.Tensor | None = None,
+        stop_at_layer: int | None = None,
+    ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """run_with_hooks, keeping the value at each named point: (last stream, name -> value).
+
+        Kept after the run's own hooks changed it, as the layers above read it. stop_at_layer
+        defaults to the layer after the last one a name asks for: nothing above it runs.
+        """
+        cache: dict[str, torch.Tensor] = {}
+        wanted = tuple(names)
+
+        def keep(value: torch.Tensor, point: HookPoint) -> None:
+            cache[point.name] = value
+
+        if stop_at_layer is None:
+            stop_at_layer = 1 + max((_layer_of(name) for name in wanted), default=self.n_layers)
+        last = self.run_with_hooks(
+            input_ids, segments, options=options, attention_mask=attention_mask,
+            hooks=(*hooks, *((name, keep) for name in wanted)), stop_at_layer=stop_at_layer,
+        )  # fmt: skip
+        return last, cache
 
     @torch.inference_mode()
     def run(
@@ -512,13 +670,14 @@ class Transformer:
 
     def _trace(self, encoded: Encoded, options: RunOptions) -> Trace:
         """Every layer on one encoded input, everything kept: the Trace of run() and run_ids()."""
-        input_ids = torch.tensor(encoded.input_ids, dtype=torch.long)  # (n,)
-        segments = torch.tensor(encoded.segments, dtype=torch.long)  # (n,)
-        n = input_ids.shape[0]
-
-        x = self.embed(input_ids, segments, options.positions)
-        blocks = _TraceBlocks(self.n_layers, self.n_heads, n, x)
-        self._layers(x, options, blocks)
+        input_ids, segments, word_vectors, position_ids = self._inputs(
+            encoded.input_ids, encoded.segments
+        )  # (n,) each, and (n, d_model) word vectors
+        blocks = _TraceBlocks(self.n_layers, self.n_heads, input_ids.shape[0])
+        self._forward(
+            word_vectors, segments, options, _Hooks(blocks.hooks(), self.n_layers),
+            position_ids=position_ids, blocks=blocks,
+        )  # fmt: skip
         return Trace(
             model_name=self.name,
             tokens=encoded.tokens,
@@ -526,7 +685,7 @@ class Transformer:
             segments=_readonly(segments, torch.int64),
             truncated=encoded.truncated,
             n_pieces=encoded.n_pieces,
-            static=_readonly(self.word_embeddings[input_ids]),
+            static=_readonly(word_vectors),
             hidden_states=_readonly(torch.stack(blocks.hidden_states)),  # (L + 1, n, d_model)
             queries=_readonly(torch.stack(blocks.queries)),  # (L, H, n, d_head)
             keys=_readonly(torch.stack(blocks.keys)),
@@ -560,8 +719,10 @@ class Transformer:
         with one layer's attention block in memory instead of every layer's.
         """
         options = self.options(scale, causal, positions, ablate)
-        x = self.embed_vectors(word_vectors, segments, options.positions)  # (B, n, d_model)
-        return self._layers(x, options, checkpointed=checkpointed and torch.is_grad_enabled())
+        return self._forward(
+            word_vectors, segments, options, _Hooks((), self.n_layers), fused=True,
+            checkpointed=checkpointed and torch.is_grad_enabled(),
+        )  # fmt: skip
 
     # ---- what a decoder predicts --------------------------------------------------------------
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
@@ -616,33 +777,43 @@ class Transformer:
         offset = self.arch.position_offset
         return _readonly(self.position_embeddings[offset : offset + self.max_positions])
 
-    def attention_input(self, x: torch.Tensor, layer: int) -> torch.Tensor:
-        """(..., n, d_model) a layer's input -> what its attention reads: x itself (post-norm)
-        or the layer's first norm of x (pre-norm: GPT-2, the Llama family)."""
-        if self.arch.norm_position == "pre":
-            return self._layer_norm(x, self.layers[layer].attn_norm)
-        return x
-
     def attention_weights(self, layer: int) -> AttentionWeights:
         """The four projections of one layer's attention (torch tensors; do not modify)."""
         return self.layers[layer].attention
 
 
 class _TraceBlocks:
-    """What run() keeps of every layer. The attention weights are written straight into one
-    (L, H, n, n) block: at 512 tokens it is 75 MB, and stacking per-layer copies would double
-    the work. The scores need one layer's room at a time (the Trace recomputes them)."""
+    """What run() keeps of every layer, collected through the hook points. The attention
+    weights are written straight into one (L, H, n, n) block: at 512 tokens it is 75 MB, and
+    stacking per-layer copies would double the work. The scores need one layer's room at a
+    time (the Trace recomputes them)."""
 
-    def __init__(self, n_layers: int, n_heads: int, n: int, embedded: torch.Tensor) -> None:
+    def __init__(self, n_layers: int, n_heads: int, n: int) -> None:
+        self.n_layers = n_layers
         self.attentions = torch.empty(n_layers, n_heads, n, n)  # (L, H, n, n)
         self.layer_scores = torch.empty(n_heads, n, n)  # (H, n, n), reused by every layer
-        self.hidden_states = [embedded]
+        self.hidden_states: list[torch.Tensor] = []  # embedding output, then each layer's
         self.queries: list[torch.Tensor] = []
         self.keys: list[torch.Tensor] = []
         self.values: list[torch.Tensor] = []
 
-    def keep(self, output: torch.Tensor, attention: MultiHeadResult) -> None:
-        self.hidden_states.append(output)
-        self.queries.append(attention.query)
-        self.keys.append(attention.key)
-        self.values.append(attention.value)
+    def buffers(self, layer: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """(H, n, n) scores and weights that `layer`'s attention writes into."""
+        return self.layer_scores, self.attentions[layer]
+
+    def hooks(self) -> list[tuple[str, Hook]]:
+        """(name, hook) pairs that keep the states, queries, keys and values of every layer."""
+        kept = {
+            STREAM_OUT: self.hidden_states, QUERY: self.queries, KEY: self.keys,
+            VALUE: self.values,
+        }  # fmt: skip
+
+        def keep(value: torch.Tensor, point: HookPoint) -> None:
+            kept[point.point].append(value)
+
+        def keep_embedded(value: torch.Tensor, _point: HookPoint) -> None:
+            self.hidden_states.append(value)
+
+        return [(EMBED, keep_embedded)] + [
+            (hook_name(point, layer), keep) for layer in range(self.n_layers) for point in kept
+        ]

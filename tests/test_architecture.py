@@ -865,3 +865,109 @@ def test_a_pages_flags_live_in_the_one_manifest():
         if isinstance(node, ast.Constant) and isinstance(node.value, str)
     }
     assert not literals & pages, sorted(literals & pages)
+
+
+# ---- one layer loop: the forward path in core/transformer.py -----------------------------------
+# What runs a layer of a loaded model when called: the path's entries, and attention itself.
+RUNS_LAYERS = frozenset(
+    {
+        "run",
+        "run_ids",
+        "run_with_hooks",
+        "run_with_cache",
+        "forward_from_word_vectors",
+        "multi_head_attention",
+    }
+)
+
+
+def _called_names(node: ast.AST) -> set[str]:
+    """Every name a piece of code calls: f(...) gives "f", x.f(...) gives "f"."""
+    names = set()
+    for call in ast.walk(node):
+        if isinstance(call, ast.Call):
+            func = call.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+            if name:
+                names.add(name)
+    return names
+
+
+def transformer_private_methods() -> set[str]:
+    """The Transformer's own private methods (its per-layer step and the step's parts), read
+    from core/transformer.py: no other module may call them."""
+    tree = ast.parse((ROOT / "core" / "transformer.py").read_text())
+    (cls,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Transformer"]
+    return {
+        node.name
+        for node in cls.body
+        if isinstance(node, ast.FunctionDef)
+        and node.name.startswith("_")
+        and not node.name.startswith("__")
+    }
+
+
+def _over_layers(iterable: ast.expr) -> bool:
+    """range(... n_layers ...) or something's .layers: an iteration over a model's layers."""
+    return any(
+        (isinstance(node, ast.Attribute) and node.attr in ("n_layers", "layers"))
+        or (isinstance(node, ast.Name) and node.id == "n_layers")
+        for node in ast.walk(iterable)
+    )
+
+
+def layer_loops(source: str, private: set[str]) -> list[str]:
+    """Calls of the Transformer's private methods on anything but self, and loops over a
+    model's layers whose body runs a layer (RUNS_LAYERS)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr in private
+            and not (isinstance(node.value, ast.Name) and node.value.id == "self")
+        ):
+            found.append(f"line {node.lineno}: {ast.unparse(node)}")
+        loops = []
+        if isinstance(node, ast.For):
+            loops = [(node.iter, node.body)]
+        elif isinstance(node, ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp):
+            loops = [(generator.iter, [node]) for generator in node.generators]
+        for iterable, body in loops:
+            called = set().union(*(_called_names(statement) for statement in body))
+            if _over_layers(iterable) and called & RUNS_LAYERS:
+                found.append(
+                    f"line {node.lineno}: a loop over the layers runs {called & RUNS_LAYERS}"
+                )
+    return found
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for p in [*files("core"), *files("ui"), *files("views"), ROOT / "app.py"]
+     if p.name != "transformer.py" or p.parent.name != "core"],
+    ids=lambda p: f"{p.parent.name}/{p.name}",
+)  # fmt: skip
+def test_only_the_transformer_loops_over_its_layers(path):
+    """The layer loop is written once, in core/transformer.py: every experiment reads and
+    replaces values at its hook points (run_with_hooks, run_with_cache) instead of stepping
+    through the layers itself."""
+    assert layer_loops(path.read_text(), transformer_private_methods()) == []
+
+
+def test_the_layer_loop_rule_can_fail():
+    private = transformer_private_methods()
+    assert {"_layer_step", "_forward", "_embed", "_layer_norm", "_head_keep"} <= private
+    source = (
+        "def a(model, x):\n    for layer in range(model.n_layers):\n"
+        "        x = model._layer_step(x, layer)\n"
+        "def b(model, names):\n    for layer in range(model.n_layers):\n"
+        "        model.run_with_cache(ids, names=names, stop_at_layer=layer + 1)\n"
+        "def c(model, w):\n    return [multi_head_attention(x, x, w) for w in model.layers]\n"
+        "def d(model):\n    return [hook_name('x', layer) for layer in range(model.n_layers)]\n"
+        "def e(model, cache):\n    for layer in range(model.n_layers):\n        cache[layer].norm()\n"
+        "class F:\n    def _layer_norm(self, x):\n        return self._layer_norm(x)\n"
+    )
+    # a, b and c step through the layers; d and e loop over them without running one, and
+    # F's private method of the same name is its own
+    found = sorted(line.split(":")[0] for line in layer_loops(source, private))
+    assert found == ["line 3", "line 5", "line 8"]

@@ -31,6 +31,7 @@ from core import (
     qkv,
     scaling_masking,
 )
+from core.transformer import ATTN_WEIGHTS, EMBED, hook_name
 
 BY_HAND, INSIDE = "views/by_hand.py", "views/inside_layer.py"
 SENTENCE = "She sat on the bank of the river."
@@ -110,8 +111,12 @@ def test_a_dense_layer_mixes_alike_and_attention_does_not():
 def test_layer_cost_counts_what_torch_multiplies(model, n):
     """The formula against torch's own FLOP counter on one real layer (2 FLOPs per multiply-add)."""
     x = torch.randn(n, model.d_model)
+    # layer 0 alone on x: the embedding output replaced, its weights read (no fused kernel)
+    replace_embedding = (EMBED, lambda _value, _point: x)
     with FlopCounterMode(display=False) as counter:
-        model.layer_forward(x, 0, None, True, None)
+        model.run_with_cache(
+            np.zeros(n, np.int64), names=[hook_name(ATTN_WEIGHTS, 0)], hooks=[replace_embedding]
+        )
     cost = by_hand.layer_cost(n, model.d_model, model.n_heads, model.dims.d_ff)
     total = cost.projections + cost.scores + cost.mixing + cost.feed_forward
     assert counter.get_total_flops() == 2 * total

@@ -56,9 +56,7 @@ def model_steps() -> tuple[str, ...]:
 
 def test_the_model_steps_are_read_from_the_model():
     steps = model_steps()
-    assert {"run", "embed", "layer_forward", "forward_from_word_vectors", "next_pieces"} <= set(
-        steps
-    )
+    assert {"run", "run_with_hooks", "forward_from_word_vectors", "next_pieces"} <= set(steps)
     assert not {"encode", "run_bytes", "trace_bytes", "word_vectors", "n_layers"} & set(steps)
 
 
@@ -111,7 +109,7 @@ def test_every_page_and_tab_runs_the_model_only_through_the_door(guarded_runs, m
     assert "compare" in runs, "the lab's comparison ran"
     assert outside == [], f"model steps outside the door: {sorted(set(outside))}"
     # the guard saw the pages run the model (a test that saw no run would prove nothing)
-    assert {"run", "layer_forward", "forward_from_word_vectors", "train"} <= set(runs)
+    assert {"run", "run_with_hooks", "forward_from_word_vectors", "train"} <= set(runs)
 
 
 def test_the_guard_catches_a_run_outside_the_door(guarded_runs, model):

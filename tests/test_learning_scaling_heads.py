@@ -24,6 +24,7 @@ from shown import bar_series, html_figures, sent_array
 from torch.nn import functional as F
 
 from core import head_roles, head_stats, multi_head, scaling_masking
+from core.transformer import ATTN_WRITE, hook_name
 from ui import display_policy, multi_head_charts, scaling_masking_charts
 
 SENTENCE = "The river bank flooded after the storm."
@@ -197,22 +198,26 @@ def _layer_input(trace, layer: int) -> torch.Tensor:
 
 def test_concatenation_through_w_o_is_the_attention_output(model, trace):
     layer = 4
-    _, attention = model.layer_forward(_layer_input(trace, layer), layer, None, True, None)
+    write = hook_name(ATTN_WRITE, layer)
+    _, cache = model.run_with_cache(trace.input_ids, trace.segments, names=[write])
     w_o, b_o = multi_head.output_projection(model, layer)
     concatenated = multi_head.concatenated_heads(trace, layer)
     assert concatenated.shape == (trace.n_tokens, model.n_heads * model.d_head)
     # Column block h of the concatenation is head h's output.
     np.testing.assert_array_equal(concatenated[:, 32:64], multi_head.head_outputs(trace, layer)[1])
-    np.testing.assert_allclose(concatenated @ w_o.T + b_o, attention.output.numpy(), atol=2e-5)
+    np.testing.assert_allclose(concatenated @ w_o.T + b_o, cache[write].numpy(), atol=2e-5)
 
 
 def test_ablating_every_head_leaves_only_the_bias(model, trace):
     layer = 2
-    x = _layer_input(trace, layer)
-    _, attention = model.layer_forward(x, layer, None, True, torch.zeros(model.n_heads))
+    write = hook_name(ATTN_WRITE, layer)
+    every_head = model.options(ablate={(layer, head) for head in range(model.n_heads)})
+    _, cache = model.run_with_cache(
+        trace.input_ids, trace.segments, names=[write], options=every_head
+    )
     _, b_o = multi_head.output_projection(model, layer)
     np.testing.assert_allclose(
-        attention.output.numpy(), np.broadcast_to(b_o, (trace.n_tokens, model.d_model)), atol=1e-7
+        cache[write].numpy(), np.broadcast_to(b_o, (trace.n_tokens, model.d_model)), atol=1e-7
     )
 
 

@@ -16,6 +16,7 @@ from tiny_families import load_reference, write_tiny_family
 import core
 from core import lens, next_word, positional, rollout, saliency
 from core.models import policy_from_settings
+from core.transformer import STREAM_MID, hook_name
 
 LOCAL = policy_from_settings({"ATTENTION_EXPLORER_LOCAL_FOLDERS": "1"})
 TEXT = "the river bank flows past the old mill, and money grows in"
@@ -224,12 +225,9 @@ def test_pre_norm_contributions_split_the_stream_exactly(decoders, family):
     z = moved + np.eye(len(x))[:, :, None] * x[None]  # the skip connection adds x_i to z_ii
     bias = model.attention_weights(layer).output.bias
     b_o = 0.0 if bias is None else bias.double().numpy()
-    with torch.inference_mode():
-        steps = model.layer_steps(
-            torch.from_numpy(np.array(trace.hidden_states[layer])), layer,
-            torch.from_numpy(np.tril(np.ones((len(x), len(x)), dtype=bool))), True, None,
-        )  # fmt: skip
-    assert_close(z.sum(axis=1) + b_o, steps.mid_stream.numpy(), "Σ_j z_ij + b_O = x + attention")
+    mid_stream = hook_name(STREAM_MID, layer)  # the stream between the layer's sublayers
+    _, cache = model.run_with_cache(trace.input_ids, trace.segments, names=[mid_stream])
+    assert_close(z.sum(axis=1) + b_o, cache[mid_stream].numpy(), "Σ_j z_ij + b_O = x + attention")
     norms = rollout.layer_contributions(model, trace, layer)
     assert_close(norms, np.linalg.norm(z, axis=-1), "‖z_ij‖")
 
@@ -238,9 +236,7 @@ def test_pre_norm_contributions_split_the_stream_exactly(decoders, family):
 def test_the_rotary_check_finds_the_models_turn_and_a_wrong_one(decoders):
     model, _ = decoders["llama"]
     trace = model.run(TEXT)
-    check = positional.rotary_check(
-        model, trace.hidden_states, trace.queries, trace.keys, 2, 3, shift=11
-    )
+    check = positional.rotary_check(model, trace, 2, 3, shift=11)
     assert check.max_turn_error < 1e-5 and check.max_shift_error < 1e-9
     scores = trace.head_scores(2, 3) * np.sqrt(model.d_head)  # the model's own, before √d
     finite = np.isfinite(scores)

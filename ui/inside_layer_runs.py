@@ -11,12 +11,13 @@ from ui import door
 
 
 def _sublayer_cost(model: core.Transformer, trace: core.Trace) -> int:
-    return model.run_bytes(trace.n_tokens) - model.trace_bytes(trace.n_tokens)  # one layer's room
+    # a rerun of the sentence that keeps every layer's sublayer values
+    return model.cache_bytes(trace.n_tokens, inside_layer.sublayer_names(model))
 
 
 @door.shared("the sublayer sizes", cost=_sublayer_cost)
 def sublayer_sizes(model: core.Transformer, trace: core.Trace) -> inside_layer.SublayerSizes:
-    """core.inside_layer.sublayer_sizes: every layer of the Trace recomputed step by step."""
+    """core.inside_layer.sublayer_sizes: the sentence rerun, each sublayer's write kept."""
     return inside_layer.sublayer_sizes(model, trace)
 
 

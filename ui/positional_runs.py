@@ -13,6 +13,7 @@ import numpy as np
 
 import core
 from core import positional
+from core.transformer import ATTN_INPUT, hook_name
 from ui import door
 
 
@@ -43,21 +44,17 @@ def permutation_experiment(
     )
 
 
-def _rotary_cost(model: core.Transformer, trace: core.Trace, **_: object) -> int:
-    # one head: the layer input (n, d_model) in float32, q and k turned twice and the two
-    # (n, n) score matrices in float64
-    n = trace.n_tokens
-    return 4 * 2 * n * model.d_model + 8 * (6 * n * model.d_head + 2 * n * n)
+def _rotary_check_cost(model: core.Transformer, trace: core.Trace, layer: int, **_: object) -> int:
+    # the sentence rerun up to the layer, what its attention reads kept
+    return model.cache_bytes(trace.n_tokens, [hook_name(ATTN_INPUT, layer)])
 
 
-@door.shared("the rotary check", cost=_rotary_cost)
+@door.shared("the rotary check", cost=_rotary_check_cost)
 def rotary_check(
     model: core.Transformer, trace: core.Trace, layer: int, head: int, shift: int
 ) -> positional.RotaryCheck:
     """core.positional.rotary_check of one head on the Trace's sentence (a rotary model)."""
-    return positional.rotary_check(
-        model, trace.hidden_states, trace.queries, trace.keys, layer, head, shift
-    )
+    return positional.rotary_check(model, trace, layer, head, shift)
 
 
 # ---- 6 · adding word and position: the two tables' geometry -------------------------------------

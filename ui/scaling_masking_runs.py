@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import core
 from core import scaling_masking
+from core.transformer import ATTN_INPUT, hook_name
 from ui import door
 
 # ---- runs the course pages ask for beside the sidebar's Trace ------------------------------------
@@ -29,12 +30,11 @@ def padded_run(
 
 
 def _cross_cost(
-    model: core.Transformer, trace_a: core.Trace, trace_b: core.Trace, **_: object
+    model: core.Transformer, trace_a: core.Trace, trace_b: core.Trace, layer: int, **_: object
 ) -> int:
-    # one layer: the two inputs, their queries, keys and values (n, d_model) each, and the
-    # (H, n_a, n_b) scores and weights, float32
-    n_a, n_b = trace_a.n_tokens, trace_b.n_tokens
-    return 4 * (4 * (n_a + n_b) * model.d_model + 2 * model.n_heads * n_a * n_b)
+    # each sentence rerun up to the layer, what its attention reads kept
+    name = [hook_name(ATTN_INPUT, layer)]
+    return model.cache_bytes(trace_a.n_tokens, name) + model.cache_bytes(trace_b.n_tokens, name)
 
 
 @door.shared("cross-attention", cost=_cross_cost)

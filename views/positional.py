@@ -463,6 +463,38 @@ def adding_section() -> None:
     )
 
 
+# What "positions removed" takes away, by the model's position scheme (core/weights.py's
+# Architecture.positions).
+POSITIONS_REMOVED = {
+    "learned": "no position rows added to the input",
+    "rotary": "no rotary turn of the queries and keys",
+}
+
+
+def order_verdict(removed: positional.PermutationResult, kept: positional.PermutationResult) -> str:
+    """The word-order experiment's conclusion, worded by its own two numbers."""
+    if removed.agrees:
+        first = (
+            f"With positions removed the two runs agree to rounding (largest difference "
+            f"{removed.max_abs_diff:.1e} over every layer and head): every step treats the pieces "
+            "alike, and the model reads a bag of words. "
+        )
+    else:
+        first = (
+            f"With positions removed the two runs still differ by up to "
+            f"{removed.max_abs_diff:.3g}: something in this run reads order. "
+        )
+    if kept.agrees:
+        return first + (
+            f"With positions they agree as well (largest difference {kept.max_abs_diff:.1e}): on "
+            "this sentence and shuffle, the positions change nothing this test can see."
+        )
+    return first + (
+        f"With positions they differ by up to {kept.max_abs_diff:.3g}"
+        + (": order reaches the model only through them." if removed.agrees else ".")
+    )
+
+
 def word_order_section() -> None:
     """7 · The sentence shuffled, with and without positions."""
     with sentence_notice:
@@ -471,20 +503,22 @@ def word_order_section() -> None:
     st.markdown(
         "Run your sentence and a shuffled copy ([CLS] and every [SEP] stay in place; a word moves "
         "only within its own sentence) through all "
-        "layers, then put the shuffled copy's attention rows and columns back in the original order. "
-        "Without position vectors, every step treats tokens alike, so the two matrices agree to "
-        "rounding error: the model sees a bag of words. With them, they do not. "
-        f"{model_label} never ran without position vectors in training, so only whether the two "
-        "runs agree means something there, not the patterns themselves."
+        "layers, then put the shuffled copy's attention rows and columns back in the original order: "
+        f"once with positions removed ({POSITIONS_REMOVED[model.arch.positions]}), once as "
+        f"{model_label} reads them. {model_label} never ran without positions in training, so "
+        "only whether the two runs agree means something there, not the patterns themselves."
     )
     if trace.n_tokens < 4:
         st.info("Type at least two word pieces in the sidebar to have something to shuffle.")
         return
     if trace.n_tokens > MAX_SHUFFLE_TOKENS:
         st.caption(f"Only the first {MAX_SHUFFLE_TOKENS} word pieces are shuffled.")
-    if inputs.causal:
+    if inputs.causal or model.is_decoder:
         st.caption(
-            "This experiment ignores the causal switch: a causal mask is itself a statement about order."
+            "Both runs are without the causal mask: a mask is itself a statement about order (the "
+            "shuffled copy's mask, put back, is another mask), so with it the runs would differ "
+            "even without positions."
+            + (" Without it the model runs off its training, too." if model.is_decoder else "")
         )
     with st.columns([1, 3])[0]:
         seed = widgets.whole_number_input("Shuffle number", 0, 999, 0, key="pos_seed")
@@ -507,6 +541,7 @@ def word_order_section() -> None:
             diffs, "Original vs shuffled-and-put-back, every layer", name="pos_perm_layers"
         )
     )
+    st.markdown(order_verdict(results["positions removed"], results["with positions"]))
     # Four heatmaps of every head: in the browser up to a quarter of the one-figure limit
     n_shuffled = len(results["with positions"].tokens)
     in_browser = display_policy.switches_in_browser(model.n_layers, 4 * model.n_heads, n_shuffled)

@@ -312,6 +312,18 @@ def payoff() -> None:
     )
 
 
+# How the loaded model brings positions in, by its position scheme (core/weights.py's
+# Architecture.positions): what "with positions" means in Step 8's order test.
+POSITIONS_ENTER = {
+    "learned": "each piece's position row added to X, as in what layer 0 reads",
+    "rotary": "every query and key turned by its position, as {model} does inside attention",
+}
+POSITIONS_IN_X = {
+    "learned": ", with or without the position rows. ",
+    "rotary": ": it has no position rows; the positions turn q and k in the head. ",
+}
+
+
 def all_at_once() -> None:
     """Step 8: one product for every position, and what it cannot see: order."""
     st.subheader("Step 8 · All positions at once, and blind to their order")
@@ -343,17 +355,30 @@ def all_at_once() -> None:
     without, with_positions = st.columns(2)
     without.metric("without positions: largest difference", f"{test.gap_without_positions:.1e}")
     with_positions.metric("with positions: largest difference", f"{test.gap_with_positions:.3g}")
+    gap_without, gap_with = test.gap_without_positions, test.gap_with_positions
+    how = POSITIONS_ENTER[model.arch.positions].format(model=model_label)
     st.markdown(
-        "Without positions the two runs agree to float rounding: attention alone reads the "
-        "sentence as a bag of pieces. With the position rows added, as in what layer 0 reads, "
-        "the same word at another place enters as another vector, and the outputs differ by up "
-        f"to {test.gap_with_positions:.3g} (the outputs themselves reach "
-        f"{test.largest_output:.3g}). That is why order has to be added back in.",
+        (
+            "Without positions the two runs agree to float rounding: this head reads the "
+            "sentence as a bag of pieces. "
+            if not test.order_seen(gap_without)
+            else f"Without positions the outputs already differ by up to {gap_without:.3g}: "
+            "something in this run reads order. "
+        )
+        + (
+            f"With positions ({how}), the same word at another place is read differently: the "
+            f"outputs differ by up to {gap_with:.3g} (the outputs themselves reach "
+            f"{test.largest_output:.3g}). That is why order has to be brought in."
+            if test.order_seen(gap_with)
+            else f"With positions ({how}), the outputs still differ by only {gap_with:.1e}, "
+            f"float rounding (the outputs reach {test.largest_output:.3g}): for this head and "
+            "sentence the positions change nothing this test can see."
+        ),
         help=terms.ahead("position rows"),
     )
     st.caption(
-        "X is the embedding step's output in both runs, whichever layer the head comes from: "
-        "LayerNorm of each piece's table row and segment row, with or without its position row. "
+        "X is the embedding step's output in both runs, whichever layer the head comes from"
+        + POSITIONS_IN_X[model.arch.positions]
         + (
             "The sidebar's causal mask is left out: a mask that depends on position is an order "
             "signal of its own. "

@@ -397,6 +397,13 @@ def cross_attention() -> None:
             "sm_cross",
         )
         st.caption("Each row sums to 1 over the tokens of B.")
+        tables.download_matrix(
+            cross.attn_weights[head],
+            widgets.numbered(trace_a.tokens),
+            widgets.numbered(trace_b.tokens),
+            f"cross-attention-L{layer}-H{head}",
+            key="sm_cross_csv",
+        )
     with st.expander("Where attention began: a decoder reading an encoder"):
         st.markdown(
             "Attention entered neural translation as cross-attention. In Bahdanau, Cho & Bengio "
@@ -407,13 +414,6 @@ def cross_attention() -> None:
             "keeps that weighted average and changes where its three inputs come from: queries, "
             "keys and values are all the same sequence's tokens, so every token reads every "
             "other, and no recurrence is left to carry information from word to word."
-        )
-        tables.download_matrix(
-            cross.attn_weights[head],
-            widgets.numbered(trace_a.tokens),
-            widgets.numbered(trace_b.tokens),
-            f"cross-attention-L{layer}-H{head}",
-            key="sm_cross_csv",
         )
 
 
