@@ -150,15 +150,17 @@ def _bucket_question(
     reason: str,
     numbers: str,
 ) -> Question:
-    """Which range [low, high) holds the value (the last range includes its high end)."""
-    last = len(buckets) - 1
+    """Which range [low, high) holds the value (the range that reaches highest includes its high
+    end; ranges may be listed in either order)."""
+    lowest = min(low for _, low, _ in buckets)
+    highest = max(high for _, _, high in buckets)
     # float rounding can carry a value just past the outer edges (a cosine of 1.0000001 between
     # two equal vectors): it belongs to the outermost range, not to none
-    value = min(max(value, buckets[0][1]), buckets[last][2])
+    value = min(max(value, lowest), highest)
     right = {
         k
         for k, (_, low, high) in enumerate(buckets)
-        if low <= value < high or (k == last and value == high)
+        if low <= value < high or (high == highest and value == high)
     }
     return Question(
         prompt, tuple(label for label, _, _ in buckets), frozenset(right), reason, numbers
