@@ -1,0 +1,103 @@
+"""core/anatomy.py against the families' facts, and the layer it describes against transformers.
+
+The expected facts are test_page_facts.FACTS, written by hand from the papers; the parameter
+counts and the activation's inputs are checked against transformers' own modules.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from family_pages import TEXT, family_folder
+from test_page_facts import FACTS
+from tiny_families import load_reference
+
+from core import inside_layer
+from core.anatomy import describe
+from core.models import load_folder
+
+FAMILIES = tuple(FACTS)
+
+
+@pytest.fixture(scope="module")
+def loaded():
+    return {family: load_folder(family_folder(family)) for family in FAMILIES}
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_the_anatomy_states_each_familys_facts(loaded, family):
+    facts, anatomy = FACTS[family], describe(loaded[family])
+    assert anatomy.kind == facts.kind
+    assert anatomy.pre_norm == (facts.norm_position == "pre")
+    assert anatomy.norm_name == facts.norm_kind
+    assert anatomy.position_table == (facts.positions == "learned")
+    assert set(anatomy.special_pieces) == facts.specials
+    assert anatomy.segment_rows == facts.segment_rows
+    assert anatomy.activation_name == facts.activation
+    assert anatomy.gated == facts.gated
+
+
+@pytest.mark.parametrize(
+    "family, single, pair",
+    [
+        ("bert", ("[CLS]", "A", "[SEP]"), ("[CLS]", "A", "[SEP]", "B", "[SEP]")),
+        ("roberta", ("<s>", "A", "</s>"), ("<s>", "A", "</s>", "</s>", "B", "</s>")),
+        ("gpt2", ("A",), ("A", "B")),
+        ("llama", ("<s>", "A"), ("<s>", "A", "<s>", "B")),
+    ],
+)
+def test_the_framing_is_what_the_tokenizer_adds(loaded, family, single, pair):
+    anatomy = describe(loaded[family])
+    assert anatomy.single == single and anatomy.pair == pair
+    assert anatomy.first_special == (single[0] if single[0] != "A" else None)
+
+
+def _reference_layer(reference: torch.nn.Module, family: str) -> torch.nn.Module:
+    """Layer 1 of transformers' model, under each family's own module path."""
+    layers = {
+        "bert": lambda: reference.encoder.layer,
+        "roberta": lambda: reference.encoder.layer,
+        "distilbert": lambda: reference.transformer.layer,
+        "gpt2": lambda: reference.transformer.h,
+        "llama": lambda: reference.model.layers,
+    }[family]()
+    return layers[1]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_layer_stages_count_every_parameter_of_the_layer(loaded, family):
+    """The block diagram's counts add up to the reference layer's parameters (Llama's gate
+    included), and the feed-forward's own count to its MLP's."""
+    reference = load_reference(family_folder(family), family)
+    layer = _reference_layer(reference, family)
+    stages = inside_layer.layer_stages(loaded[family], 1)
+    assert sum(s.parameters for s in stages) == sum(p.numel() for p in layer.parameters())
+    mlp = {"gpt2": "mlp", "llama": "mlp"}.get(family)
+    if mlp is not None:
+        ffn = sum(s.parameters for s in stages if s.part == "ffn")
+        assert ffn == sum(p.numel() for p in getattr(layer, mlp).parameters())
+        assert describe(loaded[family]).ffn_parameters == ffn
+
+
+def test_units_off_are_measured_on_the_gate_of_a_gated_feed_forward(loaded):
+    """Llama's SiLU acts on gate_proj's output: the share below zero is read there, checked
+    against the inputs transformers' own gate projection produces."""
+    model = loaded["llama"]
+    trace = model.run(TEXT)
+    reference = load_reference(family_folder("llama"), "llama")
+    gates: list[torch.Tensor] = []
+    hooks = [
+        layer.mlp.gate_proj.register_forward_hook(lambda _m, _i, out: gates.append(out[0]))
+        for layer in reference.model.layers
+    ]
+    try:
+        with torch.inference_mode():
+            reference(input_ids=torch.tensor(np.array(trace.input_ids))[None])
+    finally:
+        for hook in hooks:
+            hook.remove()
+    sizes = inside_layer.sublayer_sizes(model, trace)
+    for layer, gate in enumerate(gates):  # gate: (n, d_ff)
+        expected = (gate < 0).double().mean(dim=-1).numpy()  # (n,)
+        np.testing.assert_allclose(sizes.units_off[layer], expected, atol=1.5 / model.dims.d_ff)
