@@ -20,7 +20,8 @@ import numpy as np
 
 import core
 from core import head_stats, words
-from ui import door
+from ui import anatomy_text, door
+from ui.escape import literal
 
 
 # ---- Attention heatmaps ------------------------------------------------------------------------
@@ -104,3 +105,20 @@ def head_statistics(
     field (L, H)."""
     weights, tokens, special = _attention_block(trace, word_level)
     return head_stats.head_statistics(weights, tokens, hide_specials=hide_specials, special=special)
+
+
+def stat_labels(model: core.Transformer) -> dict[str, str]:
+    """head_stats.STAT_LABELS for this model: the shares on its own specials, named as its
+    tokenizer writes them, and none for a special it never adds (GPT-2 adds none)."""
+    anatomy = anatomy_text.of(model)
+    first, later = anatomy.first_special, anatomy_text.special_names_after(anatomy)
+    labels = dict(head_stats.STAT_LABELS)
+    if first:
+        labels["on_cls"] = f"share on {literal(first, max_chars=40)}"
+    else:
+        del labels["on_cls"]
+    if later:
+        labels["on_sep"] = f"share on {later}"
+    else:
+        del labels["on_sep"]
+    return labels

@@ -7,6 +7,7 @@ import streamlit as st
 import core
 from core import context
 from ui import (
+    anatomy_text,
     context_charts,
     context_runs,
     display,
@@ -111,7 +112,7 @@ st.subheader("Step 1 · X, one static vector per word piece")
 st.latex(r"X = \begin{bmatrix} x_1 \\ \vdots \\ x_n \end{bmatrix} \in \mathbb{R}^{n \times d}")
 st.markdown(
     f"Each row is a word piece's entry in the table, d = {model.d_model} numbers, drawn as a "
-    "band of colours (red below zero, blue above). No `[CLS]`/`[SEP]` and no position: just "
+    "band of colours (red below zero, blue above). No special piece and no position: just "
     "the words. The CSV holds every number."
 )
 side_by_side("x", {n: s.vectors for n, s in sentences.items()}, "X", square=False)
@@ -222,8 +223,8 @@ else:
         else f"the table's own rows keep {longer.self_weights.min():.3f} or more for themselves."
     )
     st.markdown(
-        f"The rows {model_label}'s first layer actually reads for the same pieces (table row + "
-        "position row + segment row, then LayerNorm) are "
+        f"The rows {model_label}'s first layer actually reads for the same pieces "
+        f"({anatomy_text.embedding_words(anatomy_text.of(model))}) are "
         f"{_span(zero.lengths.min(), zero.lengths.max(), 1)} long. Their self-scores lead by "
         f"{_lead_range(zero.self_leads)}, {mixing}. "
         f"The two “{shown_word}”s have cosine {zero.pair.cosine_before:.3f} going in and "

@@ -7,6 +7,7 @@ import streamlit as st
 import core
 from core import head_roles, head_stats
 from ui import (
+    anatomy_text,
     charts,
     display,
     exports,
@@ -97,7 +98,7 @@ with controls:
         key="hv_pair",
         bind="query-params",
         disabled=not paired,
-        help="A = first sentence (with [CLS] and its [SEP]), B = second sentence.",
+        help=anatomy_text.sentence_blocks(anatomy_text.of(model)),
     )
     value_weighted = st.toggle(
         "Value-weighted",

@@ -4,6 +4,7 @@ import streamlit as st
 
 from core import head_roles, head_stats, induction, multi_head, scaling_masking
 from ui import (
+    anatomy_text,
     display,
     formulas,
     induction_charts,
@@ -27,6 +28,9 @@ ROLE_PAIR = ("previous", "next")  # the two roles "Why several heads" sets side 
 
 inputs, model = state.page_context()
 model_label = models.label(model)  # the model's name in the prose
+anatomy = anatomy_text.of(model)
+first_piece = multi_head_runs.first_piece_name(model)  # [CLS], <s> or "the first piece"
+closing = anatomy_text.special_names_after(anatomy)  # [SEP], </s>, or "" when none
 
 st.title("4 · Multi-head attention")
 st.markdown(
@@ -41,12 +45,7 @@ trace = state.trace_or_stop(model, inputs)
 state.off_distribution_note(inputs, model_label)  # the sidebar's switches act in every section
 labels = widgets.numbered(trace.tokens)
 token_axes = (trace.tokens, trace.tokens)  # query and key labels of a self-attention heatmap
-st.caption(
-    "Five sections, one tab each. Sections 1 to 4 have a Layer slider inside their tab (2 and 3 a "
-    "Head slider too), which keeps its place from tab to tab. “Why several heads” picks its two "
-    "heads by measuring every head on the sidebar sentence; section 1 names heads measured on "
-    "fixed probe sentences."
-)
+sections_note = st.container()  # filled once SECTIONS, below, can be counted
 roles = multi_head_runs.role_scores(model)  # the named heads, measured once per model
 (prev_layer, prev_head, prev_mean), (next_layer, next_head, next_mean) = (
     roles.best("previous"),
@@ -146,7 +145,8 @@ def all_heads() -> None:
     st.markdown(
         "Same sentence, same layer, different patterns. Look for a line just below the diagonal "
         "(each token looks at the one before), just above it (the one after), a bright first "
-        "column ([CLS]) or an even wash; the measurement below names the heads that do each most "
+        f"column ({first_piece}) or an even wash; the measurement below names the heads that do "
+        "each most "
         "strongly. The sidebar switches apply here"
         + (
             ": with the causal mask on, everything above the diagonal is 0."
@@ -158,7 +158,8 @@ def all_heads() -> None:
     st.subheader("Heads with a name, found by measurement")
     st.markdown(
         f"For every head of {model_label}, the mean weight a word piece gives to the token "
-        f"before it, the token after it, [CLS], and another occurrence of the same word, over "
+        f"before it, the token after it, {first_piece}, and another occurrence of the same word, "
+        "over "
         f"{len(multi_head_runs.probe_sentences())} fixed probe sentences (the list "
         "is below). The framed head scores highest; another model gives other heads."
     )
@@ -169,7 +170,7 @@ def all_heads() -> None:
         r"\end{gathered}"
     )
     role_columns = st.columns(2)
-    for k, (role, role_name) in enumerate(multi_head_runs.ROLE_NAMES.items()):
+    for k, (role, role_name) in enumerate(multi_head_runs.role_names(model).items()):
         best_layer, best_head, best_mean = roles.best(role)
         with role_columns[k % 2]:
             display.show_figure(
@@ -196,10 +197,11 @@ def all_heads() -> None:
     )
     if repeat is not None:
         layer_zero = (
-            " Layer 0 sees only each piece's row of the word-piece table plus its position and "
-            "segment vectors: both occurrences arrive as the same table row plus a different "
-            "position row, so "
-            "this head matches the piece itself and cannot tell one sense, or one part of "
+            " Layer 0 sees only each piece's row of the word-piece table"
+            + "".join(f" plus its {term}" for term in anatomy_text.embedding_terms(anatomy)[1:])
+            + ": both occurrences arrive as the same table row"
+            + (" plus a different position row" if anatomy.position_table else "")
+            + ", so this head matches the piece itself and cannot tell one sense, or one part of "
             "speech, from the other."
             if same_layer == 0
             else ""
@@ -219,8 +221,9 @@ def all_heads() -> None:
             f"*{literal(repeat.word)}* (piece {repeat.second}) give the first (piece "
             f"{repeat.first}) {repeat.weight:.2f} of its weight, against 1/{repeat.n_tokens} = "
             f"{1 / repeat.n_tokens:.2f} for an even spread; it gives itself "
-            f"{repeat.to_itself:.2f}, [CLS] {repeat.to_cls:.2f} and [SEP] {repeat.to_sep:.2f}."
-            f"{largest}{layer_zero}"
+            f"{repeat.to_itself:.2f}, {first_piece} {repeat.to_cls:.2f}"
+            + (f" and {closing} {repeat.to_sep:.2f}." if closing else ".")
+            + f"{largest}{layer_zero}"
         )
     widgets.folded(
         "Probe sentences",
@@ -530,6 +533,12 @@ SECTIONS = {
     "4 · Remove heads": remove_heads,
     "5 · Induction heads": induction_heads_found,  # a tab of its own: tab 1 holds five figures
 }
+sections_note.caption(
+    f"{len(SECTIONS)} sections, one tab each. Sections 1 to 4 have a Layer slider inside their tab (2 and 3 a "
+    "Head slider too), which keeps its place from tab to tab. “Why several heads” picks its two "
+    "heads by measuring every head on the sidebar sentence; section 1 names heads measured on "
+    "fixed probe sentences."
+)
 # One section at a time, drawn only when its tab is open: all of them at once were 13 figures,
 # ~3.1 s of a first visit's browser work and ~1.1 s on every new sentence (2.5x and 4.2x the
 # reference app, bench/bench_browser.py). The URL keeps the open tab.

@@ -4,6 +4,7 @@ import streamlit as st
 
 from core import context, qkv
 from ui import (
+    anatomy_text,
     display,
     formulas,
     matrix_charts,
@@ -53,7 +54,9 @@ if source == "random":
         seed = widgets.whole_number_input("Random seed", 0, 9_999, 0, key="qkv_seed")
     projections = qkv.random_projections(model.d_model, int(d_k), int(seed))
     x = trace.static
-    where = f"X holds the static word-piece vectors, as on page 1 plus the rows of [CLS] and [SEP]; W entries are drawn from N(0, 1) with seed {int(seed)}"
+    specials = anatomy_text.special_names(anatomy_text.of(model))
+    with_specials = f" plus the rows of {specials}" if specials else ""
+    where = f"X holds the static word-piece vectors, as on page 1{with_specials}; W entries are drawn from N(0, 1) with seed {int(seed)}"
 else:
     with size:
         layer = widgets.layer_slider(model)
@@ -331,21 +334,38 @@ def all_at_once() -> None:
     if not test.moved:
         st.info("Type at least two words in the sidebar to have something to shuffle.")
         return
-    st.caption("The shuffled order ([CLS] and [SEP] stay in place):")
+    anatomy = anatomy_text.of(model)
+    st.caption(f"The shuffled order ({anatomy_text.specials_stay(anatomy)}):")
     st.text(" ".join(test.shuffled_tokens))  # visitor text: shown as text
     without, with_positions = st.columns(2)
     without.metric("without positions: largest difference", f"{test.gap_without_positions:.1e}")
     with_positions.metric("with positions: largest difference", f"{test.gap_with_positions:.3g}")
-    st.markdown(
-        "Without positions the two runs agree to float rounding: attention alone reads the "
-        "sentence as a bag of pieces. With the position rows added, as in what layer 0 reads, "
-        "the same word at another place enters as another vector, and the outputs differ by up "
-        f"to {test.gap_with_positions:.3g} (the outputs themselves reach "
-        f"{test.largest_output:.3g}). That is why order has to be added back in."
-    )
+    if anatomy.position_table:
+        st.markdown(
+            "Without positions the two runs agree to float rounding: attention alone reads the "
+            "sentence as a bag of pieces. With the position rows added, as in what layer 0 reads, "
+            "the same word at another place enters as another vector, and the outputs differ by "
+            f"up to {test.gap_with_positions:.3g} (the outputs themselves reach "
+            f"{test.largest_output:.3g}). That is why order has to be added back in."
+        )
+    else:  # nothing to add at this step: the model's positions act inside attention
+        st.markdown(
+            f"{model_label} adds no position row to X, so both runs read the same rows and their "
+            f"outputs differ by at most {test.gap_with_positions:.1e} (the outputs themselves "
+            f"reach {test.largest_output:.3g}): this step alone cannot see order. "
+            f"{model_label} brings order in inside attention, by turning q and k (Positional "
+            "encoding, tab 3)."
+        )
     st.caption(
         "X is the embedding step's output in both runs, whichever layer the head comes from: "
-        "LayerNorm of each piece's table row and segment row, with or without its position row. "
+        + (
+            f"{anatomy_text.embedding_words(anatomy)} with positions, "
+            f"{anatomy_text.embedding_words(anatomy, positions=False)} without. "
+            if anatomy.position_table
+            else f"{anatomy_text.embedding_words(anatomy)}; {model_label} adds no position row, "
+            "so both runs read the same rows (its positions are rotary turns inside attention, "
+            "which this step does not apply). "
+        )
         + (
             "The sidebar's causal mask is left out: a mask that depends on position is an order "
             "signal of its own. "
