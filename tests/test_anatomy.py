@@ -101,3 +101,39 @@ def test_units_off_are_measured_on_the_gate_of_a_gated_feed_forward(loaded):
     for layer, gate in enumerate(gates):  # gate: (n, d_ff)
         expected = (gate < 0).double().mean(dim=-1).numpy()  # (n,)
         np.testing.assert_allclose(sizes.units_off[layer], expected, atol=1.5 / model.dims.d_ff)
+
+
+# ---- the words pages read (ui/anatomy_text.py) -------------------------------------------------
+@pytest.mark.parametrize(
+    "family, inside, absent",
+    [
+        # post-norm: the norm wraps each residual sum; GELU between W_1 and W_2
+        ("bert", [r"\operatorname{LayerNorm}(x + a)", r"\operatorname{GELU}(W_1 h)"], ["gate"]),
+        # pre-norm: attention reads a normed copy, the stream is only added to
+        ("gpt2", [r"\operatorname{MultiHead}(\operatorname{LayerNorm}(x))", "y &= h + f"],
+         ["(x + a)", "gate", "RMSNorm"]),
+        ("llama", [r"\operatorname{MultiHead}(\operatorname{RMSNorm}(x))",
+                   r"\operatorname{SiLU}(W_{\text{gate}}"], ["LayerNorm", "GELU", "(x + a)"]),
+    ],
+)  # fmt: skip
+def test_the_layer_formula_is_the_models_own(loaded, family, inside, absent):
+    from ui import anatomy_text
+
+    latex = anatomy_text.layer_latex(describe(loaded[family]))
+    assert all(part in latex for part in inside), latex
+    assert not any(part in latex for part in absent), latex
+
+
+@pytest.mark.parametrize(
+    "family, words",
+    [
+        ("bert", "LayerNorm(word-piece row + segment row + position row)"),
+        ("distilbert", "LayerNorm(word-piece row + position row)"),
+        ("gpt2", "word-piece row + position row"),
+        ("llama", "word-piece row"),
+    ],
+)
+def test_the_embedding_sum_is_the_models_own(loaded, family, words):
+    from ui import anatomy_text
+
+    assert anatomy_text.embedding_words(describe(loaded[family])) == words

@@ -2,8 +2,8 @@
 
 One place, read from core/anatomy.py's Anatomy, so a page never states BERT's wiring for a GPT-2
 or a Llama: the layer in LaTeX, the embedding sum as the model computes it, its special pieces,
-and the one line a page says when the model lacks what a lesson needs. Nothing here names a
-family: every difference is read from the description.
+and what it has in place of what a lesson expects. Nothing here names a family: every
+difference is read from the description.
 """
 
 from __future__ import annotations
@@ -95,13 +95,6 @@ def activation_input_label(anatomy: Anatomy) -> str:
     """The column name for the share of the activation's inputs below zero."""
     where = " (gate)" if anatomy.gated else ""
     return f"{anatomy.activation_name} inputs{where} < 0"
-
-
-def kind_phrase(anatomy: Anatomy) -> str:
-    """ "an encoder" / "a decoder", with what that means for attention."""
-    if anatomy.is_decoder:
-        return "a decoder: each piece reads only itself and the pieces before it"
-    return "an encoder: every piece reads every other, on both sides"
 
 
 # ---- the input ----------------------------------------------------------------------------------
@@ -203,8 +196,3 @@ def sentence_blocks(anatomy: Anatomy) -> str:
         f"A = first sentence, B = second sentence, framed as {framing(anatomy)}: a special piece "
         "counts with the sentence before it (the first one with A)."
     )
-
-
-def lacks(label: str, what: str, counterpart: str) -> str:
-    """The one line a page says when the model lacks what a lesson needs."""
-    return f"{label} has no {what}; its counterpart is {counterpart}."

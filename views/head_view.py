@@ -228,7 +228,8 @@ if not paired:
             if model.name == core.BUNDLED
             else f"Whether {model_label} was ever trained on pairs depends on how it was made. "
         )
-        + "Add a second sentence in the sidebar, or load the classic pair where "
+        + anatomy_text.segments_sentence(anatomy_text.of(model), model_label)
+        + " Add a second sentence in the sidebar, or load the classic pair where "
         "*flies* is first a verb, then a noun.",
         icon=":material/call_split:",  # an emoji kite rendered as a box on some systems
     )
