@@ -90,7 +90,7 @@ def rules(facts: Facts, label: str | None = None) -> list[tuple[str, re.Pattern[
         found.append(("gives a table model rotary positions", r"\b(has|uses) rotary positions"))
     if facts.segment_rows == 0:
         found.append(("gives a model without segments a segment row",
-                      r"segment (row|vector|table|embedding)s?\b|\+ segment\b"
+                      r"(?<!no )segment (row|vector|table|embedding)s?\b|\+ segment\b"
                       r"|\\text\{segment\}"))  # fmt: skip
     if facts.segment_rows < 2:
         found.append(("says segments tell the sentences apart",
@@ -106,7 +106,7 @@ def rules(facts: Facts, label: str | None = None) -> list[tuple[str, re.Pattern[
     return [(reason, re.compile(pattern)) for reason, pattern in found]
 
 
-_SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+(?=[A-Z*(\[<$])|\n+")
+_SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+(?=[A-Z*(\[<$/])|\n+")
 _BERT_PAPER = re.compile(r"BERT|Devlin")
 _CITATION = re.compile(r"\(\d{4}\)|et al\.|\d{4}\)")
 
@@ -191,6 +191,7 @@ def test_the_checker_catches_a_false_fact(family, sentence):
         ("bert", "h = LayerNorm(x + a), the post-LayerNorm arrangement."),
         ("llama", "SwiGLU: SiLU of the gate projection times the up projection."),
         ("roberta", "The tokenizer wraps the text in <s> … </s>."),
+        ("gpt2", "GPT-2 has no segment rows: it tells two sentences apart only by its pieces."),
     ],
 )
 def test_the_checker_passes_a_true_one(family, sentence):

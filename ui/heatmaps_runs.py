@@ -21,7 +21,6 @@ import numpy as np
 import core
 from core import head_stats, words
 from ui import anatomy_text, door
-from ui.escape import literal
 
 
 # ---- Attention heatmaps ------------------------------------------------------------------------
@@ -109,16 +108,18 @@ def head_statistics(
 
 def stat_labels(model: core.Transformer) -> dict[str, str]:
     """head_stats.STAT_LABELS for this model: the shares on its own specials, named as its
-    tokenizer writes them, and none for a special it never adds (GPT-2 adds none)."""
+    tokenizer writes them, and none for a special it never adds (GPT-2 adds none). Plain text,
+    as a select box shows its options (escape them for Markdown or plotly)."""
     anatomy = anatomy_text.of(model)
-    first, later = anatomy.first_special, anatomy_text.special_names_after(anatomy)
+    first = anatomy.first_special
+    later = [piece for piece in anatomy.special_pieces if piece != first]
     labels = dict(head_stats.STAT_LABELS)
     if first:
-        labels["on_cls"] = f"share on {literal(first, max_chars=40)}"
+        labels["on_cls"] = f"share on {first}"
     else:
         del labels["on_cls"]
     if later:
-        labels["on_sep"] = f"share on {later}"
+        labels["on_sep"] = "share on " + " and ".join(later)
     else:
         del labels["on_sep"]
     return labels

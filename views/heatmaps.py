@@ -234,7 +234,7 @@ stat_label = stat_labels[stat_name]
 stat_grid = heatmaps_charts.head_stat_grid(
     stats.stat(stat_name),
     stats.sink,
-    title=f"{stat_label.capitalize()} per head",
+    title=f"{literal(stat_label.capitalize())} per head",  # a special's name is tokenizer text
     colorbar_title="bits" if stat_name == "entropy" else "share",
     zmax=None if stat_name == "entropy" else 1.0,
     sink_on=specials or "special pieces",
