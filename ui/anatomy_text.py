@@ -57,8 +57,9 @@ def arrangement(anatomy: Anatomy) -> str:
     if anatomy.pre_norm:
         final = f"; one more {norm} follows the last layer" if anatomy.final_norm else ""
         return (
-            f"The norm comes first (pre-norm): each sublayer reads a {norm} copy of the stream "
-            f"and adds its result, so inside the layer no norm touches the stream itself{final}."
+            f"The norm comes first (pre-norm): each sublayer reads a copy of the stream "
+            f"normalised by {norm} and adds its result, so inside the layer no norm touches the "
+            f"stream itself{final}."
         )
     return (
         f"The norm comes after each addition (post-{norm}): it sits on the stream itself, so "

@@ -155,8 +155,9 @@ bend = (
 st.markdown(
     "**The feed-forward network's bend.** For given weights, attention's output is αV, a "
     "weighted average of value vectors: it is linear in the values and can only blend what the "
-    "tokens already carry. Two linear maps in a row are one linear map (W_2 W_1 would fold into "
-    "a single matrix), "
+    "tokens already carry. Two linear maps in a row are one linear map "
+    + ("(W_down W_up" if anatomy.gated else "(W_2 W_1")
+    + " would fold into a single matrix), "
     + bend
     + f"large positive inputs to {act} pass almost unchanged, negative ones are "
     + (f"squeezed to between {signed(floor, 2)} and 0" if floor < 0 else "set to 0")
@@ -258,6 +259,9 @@ st.markdown(
 )
 st.caption(
     "Sources: Vaswani et al. (2017) and Devlin et al. (2019) for the layer; He et al. (2016), "
-    "residual connections; Ba, Kiros & Hinton (2016), LayerNorm; Xiong et al. (2020), where "
-    "LayerNorm sits; Radford et al. (2018, 2019), GPT; Wang et al. (2020), MiniLM."
+    "residual connections; Ba, Kiros & Hinton (2016), LayerNorm; "
+    + ("Zhang & Sennrich (2019), RMSNorm; " if anatomy.norm_name == "RMSNorm" else "")
+    + ("Shazeer (2020), the gated feed-forward (SwiGLU); " if anatomy.gated else "")
+    + "Xiong et al. (2020), where LayerNorm sits; Radford et al. (2018, 2019), GPT; "
+    "Wang et al. (2020), MiniLM."
 )
