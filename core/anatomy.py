@@ -80,6 +80,21 @@ class Anatomy:
         return self.dims.n_kv_heads < self.dims.n_heads
 
     @property
+    def d_q(self) -> int:
+        """Width of all query heads together (d_model unless the config sets head_dim)."""
+        return self.dims.n_heads * self.dims.d_head
+
+    @property
+    def d_kv(self) -> int:
+        """Width of all key (or value) heads together: narrower than d_q when grouped."""
+        return self.dims.n_kv_heads * self.dims.d_head
+
+    @property
+    def ffn_matrices(self) -> int:
+        """Weight matrices of the feed-forward: 2 (W_1, W_2), 3 when gated (gate, up, down)."""
+        return 3 if self.gated else 2
+
+    @property
     def tied_head(self) -> bool:
         """The next-piece head is the word-piece table itself (only models with a head)."""
         return self.arch.has_head and self.arch.tied_head

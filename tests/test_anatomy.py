@@ -137,3 +137,33 @@ def test_the_embedding_sum_is_the_models_own(loaded, family, words):
     from ui import anatomy_text
 
     assert anatomy_text.embedding_words(describe(loaded[family])) == words
+
+
+@pytest.mark.parametrize("family", ["gpt2", "llama"])
+def test_layer_cost_counts_what_torch_multiplies_in_each_family(loaded, family):
+    """By hand §5's cost with the model's own matrices (Llama: grouped K and V, a third, gate
+    matrix) against torch's FLOP counter on one layer (2 FLOPs per multiply-add)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from core import by_hand
+
+    model, n = loaded[family], 7
+    anatomy = describe(model)
+    x = torch.randn(n, model.d_model)
+    with FlopCounterMode(display=False) as counter:
+        model.layer_forward(x, 0, None, True, None)
+    cost = by_hand.layer_cost(
+        n, model.d_model, model.n_heads, model.dims.d_ff,
+        anatomy.d_q, anatomy.d_kv, anatomy.ffn_matrices,
+    )  # fmt: skip
+    total = cost.projections + cost.scores + cost.mixing + cost.feed_forward
+    assert counter.get_total_flops() == 2 * total
+    crossing = by_hand.break_even_length(
+        model.d_model, model.dims.d_ff, anatomy.d_q, anatomy.d_kv, anatomy.ffn_matrices
+    )
+    share = [
+        by_hand.layer_cost(m, model.d_model, model.n_heads, model.dims.d_ff, anatomy.d_q,
+                           anatomy.d_kv, anatomy.ffn_matrices).quadratic_share
+        for m in (crossing - 1, crossing)
+    ]  # fmt: skip
+    assert share[0] < 0.5 <= share[1]

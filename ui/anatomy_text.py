@@ -98,6 +98,31 @@ def activation_input_label(anatomy: Anatomy) -> str:
     return f"{anatomy.activation_name} inputs{where} < 0"
 
 
+def cost_latex(anatomy: Anatomy) -> str:
+    """The multiply-adds of one layer for n tokens, as the model's matrices make them (LaTeX)."""
+    if anatomy.d_q == anatomy.dims.d_model and anatomy.d_kv == anatomy.d_q:
+        projections = r"\underbrace{4\,n\,d^2}_{W_Q, W_K, W_V, W_O}"
+    else:  # grouped key/value heads: K and V are d_kv wide, Q and W_O d_q
+        projections = r"\underbrace{2\,n\,d\,d_q + 2\,n\,d\,d_{kv}}_{W_Q, W_O;\ W_K, W_V}"
+    square = "d_q" if anatomy.d_q != anatomy.dims.d_model else "d"
+    ffn = "gated feed-forward" if anatomy.gated else "feed-forward"
+    return (
+        f"{projections} + \\underbrace{{2\\,n^2 {square}}}_{{QK^\\top,\\ \\alpha V}}"
+        f" + \\underbrace{{{anatomy.ffn_matrices}\\,n\\,d\\,d_{{ff}}}}_{{\\text{{{ffn}}}}}"
+    )
+
+
+def break_even_words(anatomy: Anatomy) -> str:
+    """Where the n² part overtakes the rest, as a formula in words ("2d + d_ff" for BERT)."""
+    if anatomy.d_q == anatomy.dims.d_model and anatomy.d_kv == anatomy.d_q:
+        return "2d + d_ff" if anatomy.ffn_matrices == 2 else f"2d + {anatomy.ffn_matrices}·d_ff/2"
+    return (
+        f"d (2d_q + 2d_kv + {anatomy.ffn_matrices}·d_ff) / 2d_q"
+        if anatomy.d_q != anatomy.dims.d_model
+        else f"d + d_kv + {anatomy.ffn_matrices}·d_ff/2"
+    )
+
+
 # ---- the input ----------------------------------------------------------------------------------
 def embedding_terms(anatomy: Anatomy, positions: bool = True) -> list[str]:
     """The rows the model adds to make the input of layer 0, in words."""
