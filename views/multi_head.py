@@ -29,6 +29,8 @@ ROLE_PAIR = ("previous", "next")  # the two roles "Why several heads" sets side 
 inputs, model = state.page_context()
 model_label = models.label(model)  # the model's name in the prose
 anatomy = anatomy_text.of(model)
+# grouped key/value heads (core/anatomy.py): only W_Q is a head's own, W_K and W_V its group's
+own_weights = "W_Q (W_K and W_V its group's)" if anatomy.grouped_heads else "W_Q, W_K, W_V"
 first_piece = multi_head_runs.first_piece_name(model)  # [CLS], <s> or "the first piece"
 closing = anatomy_text.special_names_after(anatomy)  # [SEP], </s>, or "" when none
 
@@ -36,9 +38,16 @@ st.title("4 · Multi-head attention")
 st.markdown(
     f"A layer of {model_label}, like a layer of BERT, does not run one attention pattern but "
     f"{model.n_heads} of them side by side. "
-    f"Each head has its own W_Q, W_K, W_V that map a {model.d_model}-wide token vector to "
+    f"Each head has its own {own_weights} that map a {model.d_model}-wide token vector to "
     f"{model.d_head}-wide queries, keys and values, so each can score a different relation. "
-    "Their outputs are then glued together and mixed by one more matrix, W_O.",
+    + (
+        f"In {model_label} the {model.n_heads} query heads share {model.n_kv_heads} key/value "
+        f"heads, {model.n_heads // model.n_kv_heads} query heads to each (grouped-query "
+        "attention): each head still has its own query, so its own scores. "
+        if anatomy.grouped_heads
+        else ""
+    )
+    + "Their outputs are then glued together and mixed by one more matrix, W_O.",
     help=terms.ahead("W_O", "layer", here="views/multi_head.py"),
 )
 trace = state.trace_or_stop(model, inputs)
@@ -61,7 +70,7 @@ def why_several_heads() -> None:
         "average of value vectors. A token that needs two things at once, say the word before it "
         "and the word after it, would get from one head a blend of both, with no way to tell them "
         "apart afterwards. Several heads give several separate mixtures, each from its own "
-        "W_Q, W_K, W_V, and W_O decides how to combine them."
+        f"{own_weights}, and W_O decides how to combine them."
     )
     # The two heads: the best previous- and next-token heads on this very sentence; with the
     # causal mask on (no next token to see) or under five pieces, the probe sentences' heads.
