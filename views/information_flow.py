@@ -353,8 +353,11 @@ def logit_lens() -> None:
     """5, for a decoder: every state read through the final norm and the output head."""
     st.subheader("5 · The logit lens: what would each layer predict?")
     st.markdown(
-        f"{model_label} reads its next piece off the last layer's vector: final norm, then the "
-        "output head, then softmax. The logit lens (nostalgebraist, 2020) reads every earlier "
+        f"{model_label} reads its next piece off the last layer's vector: "
+        + (f"a final {anatomy.norm_name}, then " if anatomy.final_norm else "")
+        + "the output head"
+        + (" (the word-piece table itself: the head is tied to it)" if anatomy.tied_head else "")
+        + ", then softmax. The logit lens (nostalgebraist, 2020) reads every earlier "
         "state the same way, as if the layers above were skipped. The last row is the model's "
         "real prediction; the rows before it show when that prediction takes shape."
     )
