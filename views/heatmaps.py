@@ -263,11 +263,12 @@ tables.download_matrix(
 st.subheader("4 · One word in two sentences")
 st.markdown(
     "The same word piece starts from the same row of the word-piece table in both sentences. "
-    f"Layer 0 already reads {anatomy_text.embedding_words(anatomy_text.of(model))}"
     + (
-        ", so at different positions the two inputs differ a little"
+        f"Layer 0 already reads {anatomy_text.embedding_words(anatomy_text.of(model))}, so at "
+        "different positions the two inputs differ a little"
         if anatomy_text.of(model).position_table
-        else ", the same at any position (its rotary positions act inside attention)"
+        else "Layer 0 reads that row itself, the same at any position (the model's rotary "
+        "positions act inside attention)"
     )
     + "; what the word reads depends on its neighbours. Below: "
     "its row in the head the sliders above choose, in each sentence, with the sidebar's "
