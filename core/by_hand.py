@@ -132,13 +132,17 @@ def mixing_contrast(
 # ---- what attention costs -----------------------------------------------------------------------
 @dataclass(frozen=True)
 class LayerCost:
-    """Multiply-adds of one encoder layer for n tokens (counting one per product in a matmul)."""
+    """Multiply-adds of one layer for n tokens (counting one per product in a matmul).
+
+    The comments give BERT's terms (d_q = d_kv = d_model, two feed-forward matrices); grouped
+    key/value heads make K and V narrower (d_kv), a gated feed-forward has a third matrix.
+    """
 
     n: int
-    projections: int  # Q, K, V and W_O: 4 · n · d_model²
-    scores: int  # Q Kᵀ over all heads: n² · d_model (H heads × n² × d_head)
-    mixing: int  # attn_weights @ V over all heads: n² · d_model
-    feed_forward: int  # two dense layers: 2 · n · d_model · d_ff
+    projections: int  # Q, K, V and W_O: n · d_model · (2 d_q + 2 d_kv), BERT 4 · n · d_model²
+    scores: int  # Q Kᵀ over all heads: n² · d_q (H heads × n² × d_head)
+    mixing: int  # attn_weights @ V over all heads: n² · d_q (each query head its group's V)
+    feed_forward: int  # the dense layers: ffn_matrices · n · d_model · d_ff
     attention_cells: int  # H · n² weights to store per layer
 
     @property
@@ -148,21 +152,41 @@ class LayerCost:
         return (self.scores + self.mixing) / total
 
 
-def layer_cost(n: int, d_model: int, n_heads: int, d_ff: int) -> LayerCost:
-    """The multiply-adds of one BERT layer for n tokens, term by term (formulas above)."""
+def layer_cost(
+    n: int,
+    d_model: int,
+    n_heads: int,
+    d_ff: int,
+    d_q: int | None = None,
+    d_kv: int | None = None,
+    ffn_matrices: int = 2,
+) -> LayerCost:
+    """The multiply-adds of one layer for n tokens, term by term (formulas above).
+
+    d_q: width of all query heads together (None: d_model); d_kv: of all key (or value) heads
+    (None: d_q); ffn_matrices: 2 (W_1, W_2), 3 for a gated feed-forward (gate, up, down).
+    """
+    d_q = d_model if d_q is None else d_q
+    d_kv = d_q if d_kv is None else d_kv
     return LayerCost(
         n=n,
-        projections=4 * n * d_model * d_model,
-        scores=n * n * d_model,
-        mixing=n * n * d_model,
-        feed_forward=2 * n * d_model * d_ff,
+        projections=n * d_model * (2 * d_q + 2 * d_kv),
+        scores=n * n * d_q,
+        mixing=n * n * d_q,
+        feed_forward=ffn_matrices * n * d_model * d_ff,
         attention_cells=n_heads * n * n,
     )
 
 
-def break_even_length(d_model: int, d_ff: int) -> int:
-    """The n at which the n² terms (2 n² d) overtake the n terms (4 n d² + 2 n d d_ff)."""
-    return 2 * d_model + d_ff  # 2 n² d = 4 n d² + 2 n d d_ff, divided by 2 n d
+def break_even_length(
+    d_model: int, d_ff: int, d_q: int | None = None, d_kv: int | None = None, ffn_matrices: int = 2
+) -> int:
+    """The least n at which the n² terms (2 n² d_q) reach the n terms (layer_cost's
+    projections and feed-forward): BERT's 2 d + d_ff."""
+    d_q = d_model if d_q is None else d_q
+    d_kv = d_q if d_kv is None else d_kv
+    linear = d_model * (2 * d_q + 2 * d_kv) + ffn_matrices * d_model * d_ff  # per token
+    return -(-linear // (2 * d_q))  # 2 n² d_q >= n · linear, divided by 2 n d_q, rounded up
 
 
 MAX_TOY_WORDS = 4  # a 4 × 4 score matrix still fits a phone with its numbers written in

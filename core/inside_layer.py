@@ -1,10 +1,12 @@
-"""Inside one encoder layer: where attention sits, and how much of each token's change it makes.
+"""Inside one layer: where attention sits, and how much of each token's change it makes.
 
-A BERT layer (post-LayerNorm, as in Devlin et al., 2019) is two sublayers on a residual stream:
+A layer is two sublayers on a residual stream; BERT's (post-norm, Devlin et al., 2019) is
     a = MultiHeadAttention(x)            # the only step where tokens read each other
     h = LayerNorm(x + a)
     f = W_2 · GELU(W_1 · h)              # the feed-forward network, each token on its own
     y = LayerNorm(h + f)
+and a pre-norm model's (GPT-2, Llama) is a = MultiHead(Norm(x)), h = x + a, f = FFN(Norm(h)),
+y = h + f. core/anatomy.py says which one the loaded model has.
 `a` and `f` are what each sublayer writes into the stream. Their sizes, token by token, say how
 much of the change comes from attention and how much from the feed-forward network.
 """
@@ -17,6 +19,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from core.anatomy import describe, parameter_count
 from core.transformer import (
     ATTN_WRITE,
     FFN_ACT_INPUT,
@@ -37,33 +40,70 @@ class Stage:
     name: str
     width: str  # e.g. "384" or "12 × 32": the shape of one token's vector after this step
     parameters: int  # trained numbers in this step (0 for the residual additions)
-
-
-def _count(*tensors: torch.Tensor | None) -> int:
-    return sum(int(t.numel()) for t in tensors if t is not None)
+    part: str = ""  # "attention" | "ffn" | "add" (a residual addition) | "" (stream or norm)
 
 
 def layer_stages(model: Transformer, layer: int = 0) -> list[Stage]:
-    """The steps of one layer in order, with widths and parameter counts read from its weights."""
+    """The steps of one layer in order, with widths and parameter counts read from its weights,
+    in the model's own arrangement (core/anatomy.py: norm after each addition, or before each
+    sublayer; a gated feed-forward's gate counted with its up projection)."""
+    anatomy = describe(model)
     w = model.layers[layer]
     att = w.attention
-    d, h, d_head, d_ff = model.d_model, model.n_heads, model.d_head, model.dims.d_ff
-    return [
-        Stage("input x (residual stream)", f"{d}", 0),
+    d, h, kv, d_head = model.d_model, model.n_heads, model.n_kv_heads, model.d_head
+    norm, act = anatomy.norm_name, anatomy.activation_name
+    heads = f"3 × {h} heads × {d_head}" if kv == h else f"({h} + 2 × {kv}) heads × {d_head}"
+    attention = [
         Stage(
             "Q, K, V projections",
-            f"3 × {h} heads × {d_head}",
-            _count(att.query.weight, att.query.bias, att.key.weight, att.key.bias)
-            + _count(att.value.weight, att.value.bias),
+            heads,
+            parameter_count(att.query.weight, att.query.bias, att.key.weight, att.key.bias)
+            + parameter_count(att.value.weight, att.value.bias),
+            "attention",
         ),
-        Stage("softmax(QKᵀ/√d_head) V, per head", f"{h} × {d_head}", 0),
+        Stage("softmax(QKᵀ/√d_head) V, per head", f"{h} × {d_head}", 0, "attention"),
         Stage(
-            "W_O: concatenated heads → stream", f"{d}", _count(att.output.weight, att.output.bias)
+            "W_O: concatenated heads → stream",
+            f"{d}",
+            parameter_count(att.output.weight, att.output.bias),
+            "attention",
         ),
-        Stage("add x, LayerNorm → h", f"{d}", _count(*w.attn_norm)),
-        Stage("W_1 + GELU (widen)", f"{d_ff}", _count(w.ffn_in.weight, w.ffn_in.bias)),
-        Stage("W_2 (narrow back)", f"{d}", _count(w.ffn_out.weight, w.ffn_out.bias)),
-        Stage("add h, LayerNorm → y", f"{d}", _count(*w.ffn_norm)),
+    ]
+    if anatomy.gated:
+        widen = Stage(
+            f"{act}(W_gate) ⊙ W_up (widen)",
+            f"{model.dims.d_ff}",
+            parameter_count(w.ffn_gate.weight, w.ffn_gate.bias, w.ffn_in.weight, w.ffn_in.bias),
+            "ffn",
+        )
+    else:
+        widen = Stage(
+            f"W_1 + {act} (widen)",
+            f"{model.dims.d_ff}",
+            parameter_count(w.ffn_in.weight, w.ffn_in.bias),
+            "ffn",
+        )
+    narrow_name = "W_down (narrow back)" if anatomy.gated else "W_2 (narrow back)"
+    narrow = Stage(narrow_name, f"{d}", parameter_count(w.ffn_out.weight, w.ffn_out.bias), "ffn")
+    stream = Stage("input x (residual stream)", f"{d}", 0)
+    if anatomy.pre_norm:  # x + a(Norm(x)), h + f(Norm(h)): the norms sit on the branches
+        return [
+            stream,
+            Stage(f"{norm} (attention's copy)", f"{d}", parameter_count(*w.attn_norm)),
+            *attention,
+            Stage("add x → h", f"{d}", 0, "add"),
+            Stage(f"{norm} (feed-forward's copy)", f"{d}", parameter_count(*w.ffn_norm)),
+            widen,
+            narrow,
+            Stage("add h → y", f"{d}", 0, "add"),
+        ]
+    return [
+        stream,
+        *attention,
+        Stage(f"add x, {norm} → h", f"{d}", parameter_count(*w.attn_norm), "add"),
+        widen,
+        narrow,
+        Stage(f"add h, {norm} → y", f"{d}", parameter_count(*w.ffn_norm), "add"),
     ]
 
 
@@ -79,7 +119,7 @@ class SublayerSizes:
     ffn_sum: np.ndarray  # (L, n) ‖h + f‖, the residual sum before the second LayerNorm
     output: np.ndarray  # (L, n) ‖y‖, the layer's output after the second LayerNorm
     kept_direction: np.ndarray  # (L, n) cos(x, x + a): how much attention's addition turns x
-    units_off: np.ndarray  # (L, n) share of the d_ff units whose activation input is < 0
+    units_off: np.ndarray  # (L, n) share of the d_ff units whose activation input is below zero
     max_rebuild_error: float  # max |y - hidden_states[l + 1]|: the recomputation matches the run
 
     @property

@@ -13,24 +13,22 @@ import re
 
 import numpy as np
 import pytest
-from conftest import ROOT, assert_no_exception, drawn_figures, each_tab, page_paths, run_page
+from conftest import assert_no_exception, drawn_figures, page_paths, run_page
+from family_pages import TEXT, family_folder, renders, run_on
 from shown import sent_array
 from streamlit.testing.v1 import AppTest
 from tiny_families import write_tiny_family
 
 from ui import display_policy, models, traces
 
-TEXT = "the river bank flows past the old mill, and money grows in the bank."
 DECODERS = ("gpt2", "llama")
 
 
 @pytest.fixture(scope="module")
-def decoder_folders(tmp_path_factory):
-    """family -> a tiny random checkpoint folder, built once for the module."""
-    return {
-        family: write_tiny_family(tmp_path_factory.mktemp(family) / "model", family, seed=7)
-        for family in DECODERS
-    }
+def decoder_folders():
+    """family -> a tiny random checkpoint folder, built once per process (tests/family_pages.py:
+    the same folders the shared renders load)."""
+    return {family: family_folder(family) for family in DECODERS}
 
 
 @pytest.fixture()
@@ -41,22 +39,6 @@ def local_folders(monkeypatch):
     models.policy.clear()
     yield
     models.policy.clear()
-
-
-def run_on(folder, page: str, state: dict[str, object] | None = None) -> AppTest:
-    """app.py on `page` with the folder's model loaded (as after its Load button)."""
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
-    at.session_state["model"] = "other"
-    at.session_state["custom_model"] = str(folder)
-    at.session_state["_confirmed_custom_model"] = str(folder)  # what the Load button sets
-    at.session_state["text"] = TEXT
-    for key, value in (state or {}).items():
-        at.session_state[key] = value
-    at.run()
-    if page != page_paths()[0]:
-        at.switch_page(page)
-        at.run()
-    return at
 
 
 def texts(at: AppTest) -> str:
@@ -84,14 +66,15 @@ DECODER_NOTES = [
 
 @pytest.mark.slow
 @pytest.mark.parametrize("family", DECODERS)
-def test_every_page_and_tab_draws_with_a_decoder(decoder_folders, local_folders, family):
-    seen = 0
-    for page in page_paths():
-        for at in each_tab(run_on(decoder_folders[family], page), page):
-            assert_no_exception(at)
-            seen += 1
-        assert_decoder_loaded(at)
-    assert seen > len(page_paths())  # the tabs were opened, not only the pages
+def test_every_page_and_tab_draws_with_a_decoder(family):
+    """Read from the one render per family that tests/test_page_facts.py checks as well."""
+    rendered = renders(family)
+    for tab in rendered:
+        assert not tab.exceptions, f"{tab.page} [{tab.tab}] raised: {tab.exceptions}"
+        assert not tab.errors, f"{tab.page}: the decoder was not loaded"
+        assert "Remove the causal mask (off-distribution)" in tab.sidebar_toggles
+        assert "Causal mask" not in tab.sidebar_toggles
+    assert len(rendered) > len(page_paths())  # the tabs were opened, not only the pages
 
 
 @pytest.mark.parametrize("family", DECODERS)
@@ -210,18 +193,17 @@ def test_heatmaps_speak_of_this_models_special_pieces(decoder_folders, local_fol
     assert "half their weight on &#60;s&#62;." in texts(llama)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", ["roberta", "distilbert"])
-def test_every_page_draws_with_the_other_encoders(tmp_path_factory, local_folders, family):
+def test_every_page_draws_with_the_other_encoders(family):
     """RoBERTa (<s> … </s>, byte-level pieces, positions offset by the padding index) and
-    DistilBERT (no segments) from local folders: every page as it opens draws without an
-    exception and keeps the encoder's switch (the causal mask is added, not removed)."""
-    folder = write_tiny_family(tmp_path_factory.mktemp(family) / "model", family, seed=5)
-    for page in page_paths():
-        at = run_on(folder, page)
-        assert_no_exception(at)
-        assert not [e.value for e in at.error], f"{page}: the {family} model was not loaded"
-        labels = [toggle.label for toggle in at.sidebar.toggle]
-        assert "Causal mask" in labels, f"{page}: not an encoder's switch"
+    DistilBERT (no segments) from local folders: every page and tab draws without an exception
+    and keeps the encoder's switch (the causal mask is added, not removed). Read from the one
+    render per family that tests/test_page_facts.py checks as well."""
+    for tab in renders(family):
+        assert not tab.exceptions, f"{tab.page} [{tab.tab}] raised: {tab.exceptions}"
+        assert not tab.errors, f"{tab.page}: the {family} model was not loaded"
+        assert "Causal mask" in tab.sidebar_toggles, f"{tab.page}: not an encoder's switch"
 
 
 def test_a_deep_models_sinks_are_drawn_as_lines(tmp_path_factory, local_folders):

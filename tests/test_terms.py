@@ -33,7 +33,28 @@ USES = uses_of_ahead()
 
 def test_the_pages_define_terms_ahead_of_their_page():
     assert len(USES) >= 10, USES  # precondition: the views call it
-    assert {term for _, term in USES} == set(terms.TERMS), "a term defined and never used"
+    used = {term for _, term in USES}
+    if used & set(terms.NORMS):  # ahead(..., anatomy=) names the model's own norm for either
+        used |= set(terms.NORMS)
+    assert used == set(terms.TERMS), "a term defined and never used"
+
+
+def test_a_term_the_model_on_screen_lacks_is_left_out_and_its_norm_is_its_own():
+    """A rotary model without segments gets no "position rows" or "segment rows" definition,
+    and "LayerNorm" asked for a model with RMSNorm defines RMSNorm."""
+    from types import SimpleNamespace
+
+    rotary_rms = SimpleNamespace(position_table=False, segment_rows=0, norm_name="RMSNorm")
+    text = terms.ahead("position rows", "segment rows", "LayerNorm", anatomy=rotary_rms)
+    assert text.startswith("**RMSNorm**: Rescales each token's vector by the root mean square")
+    assert "position rows" not in text and "segment rows" not in text
+    table_model = SimpleNamespace(position_table=True, segment_rows=2, norm_name="LayerNorm")
+    text = terms.ahead("position rows", "segment rows", "LayerNorm", anatomy=table_model)
+    assert [line.split("**")[1] for line in text.split("\n\n")] == [
+        "position rows",
+        "segment rows",
+        "LayerNorm",
+    ]
 
 
 @pytest.mark.parametrize("view, term", USES, ids=[f"{v[6:-3]}-{t}" for v, t in USES])
@@ -141,7 +162,9 @@ def test_the_pages_before_inside_a_layer_define_layernorm_segment_and_position_r
     context = run_page("views/context.py")
     assert_no_exception(context)
     (help_text,) = [
-        m.proto.help for m in context.markdown if "segment row, then LayerNorm" in m.value
+        m.proto.help
+        for m in context.markdown
+        if "LayerNorm(word-piece row + segment row + position row)" in m.value
     ]
     assert "**LayerNorm**: Rescales each token's vector to mean 0 and variance 1" in help_text
     assert f"Taught on [{inside.title}](inside_layer), section 3." in help_text

@@ -31,9 +31,15 @@ SENTENCE_COLOURS = ("#4C78A8", "#F58518")  # sentence A, sentence B
 # ---- model view ------------------------------------------------------------------------------
 # ---- statistics ------------------------------------------------------------------------------
 def head_stat_grid(
-    stat: np.ndarray, sink: np.ndarray, title: str, colorbar_title: str, zmax: float | None = None
+    stat: np.ndarray,
+    sink: np.ndarray,
+    title: str,
+    colorbar_title: str,
+    zmax: float | None = None,
+    sink_on: str = "[CLS] and [SEP]",
 ) -> go.Figure:
-    """(L, H) heatmap of one per-head statistic with its value in each cell; sink heads ringed."""
+    """(L, H) heatmap of one per-head statistic with its value in each cell; sink heads ringed
+    (sink_on: the special pieces they park on, escaped)."""
     n_layers, n_heads = stat.shape
     values = np.round(stat.astype(np.float64), 3)
     heatmap = go.Heatmap(
@@ -60,7 +66,7 @@ def head_stat_grid(
             # a dot on the last head reaches past the plot's right edge on a phone (~19 px a
             # cell): drawn whole over the margin instead of cut there
             cliponaxis=False,
-            name="sink head: ≥ half its weight on [CLS] and [SEP]",
+            name=f"sink head: ≥ half its weight on {sink_on}",
             showlegend=True,  # plotly hides a lone legend entry; this one explains the dots
             hoverinfo="skip",
         )

@@ -20,7 +20,7 @@ import numpy as np
 
 import core
 from core import head_stats, words
-from ui import door
+from ui import anatomy_text, door
 
 
 # ---- Attention heatmaps ------------------------------------------------------------------------
@@ -104,3 +104,22 @@ def head_statistics(
     field (L, H)."""
     weights, tokens, special = _attention_block(trace, word_level)
     return head_stats.head_statistics(weights, tokens, hide_specials=hide_specials, special=special)
+
+
+def stat_labels(model: core.Transformer) -> dict[str, str]:
+    """head_stats.STAT_LABELS for this model: the shares on its own specials, named as its
+    tokenizer writes them, and none for a special it never adds (GPT-2 adds none). Plain text,
+    as a select box shows its options (escape them for Markdown or plotly)."""
+    anatomy = anatomy_text.of(model)
+    first = anatomy.first_special
+    later = [piece for piece in anatomy.special_pieces if piece != first]
+    labels = dict(head_stats.STAT_LABELS)
+    if first:
+        labels["on_cls"] = f"share on {first}"
+    else:
+        del labels["on_cls"]
+    if later:
+        labels["on_sep"] = "share on " + " and ".join(later)
+    else:
+        del labels["on_sep"]
+    return labels

@@ -25,8 +25,10 @@ def block_diagram(stages: Sequence[Stage], title: str) -> go.Figure:
     """
     n = len(stages)
     figure = go.Figure()
-    attention_rows = {1, 2, 3}  # Q/K/V, the per-head mixing, W_O: the attention sublayer
-    ffn_rows = {5, 6}
+    # the sublayers' rows, and the residual additions, as the model's arrangement orders them
+    attention_rows = {row for row, stage in enumerate(stages) if stage.part == "attention"}
+    ffn_rows = {row for row, stage in enumerate(stages) if stage.part == "ffn"}
+    add_rows = [row for row, stage in enumerate(stages) if stage.part == "add"]
     for row, stage in enumerate(stages):
         y = n - 1 - row
         colour = (
@@ -51,7 +53,8 @@ def block_diagram(stages: Sequence[Stage], title: str) -> go.Figure:
             font={"size": 12},
         )
     # the residual stream: x skips the attention sublayer, h skips the feed-forward one
-    for top, bottom in ((n - 1, n - 5), (n - 5, n - 8)):
+    for top, bottom in zip([0, *add_rows[:-1]], add_rows, strict=True):
+        top, bottom = n - 1 - top, n - 1 - bottom  # rows count down from the top
         figure.add_annotation(
             x=0.1,
             y=bottom,

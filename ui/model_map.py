@@ -10,7 +10,7 @@ from __future__ import annotations
 import streamlit as st
 
 import core
-from ui import model_map_chart, path, scripts
+from ui import anatomy_text, model_map_chart, path, scripts
 from ui.html_heatmap import HtmlFigure
 
 # A click on a map's or progress row's link opens the page inside the app (see the file).
@@ -72,6 +72,7 @@ a.ae-part:hover, a.ae-step:hover { border-color: #1c83e1; }
 def sizes_of(model: core.Transformer) -> model_map_chart.ModelSizes:
     """The loaded model's sizes, as the map writes them."""
     dims = model.dims
+    anatomy = anatomy_text.of(model)
     return model_map_chart.ModelSizes(
         vocab_size=dims.vocab_size,
         d_model=model.d_model,
@@ -80,6 +81,9 @@ def sizes_of(model: core.Transformer) -> model_map_chart.ModelSizes:
         d_head=model.d_head,
         d_ff=dims.d_ff,
         n_layers=model.n_layers,
+        norm_name=anatomy.norm_name,
+        pre_norm=anatomy.pre_norm,
+        rotary=not anatomy.position_table,
     )
 
 

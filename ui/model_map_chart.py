@@ -31,6 +31,9 @@ class ModelSizes:
     d_head: int
     d_ff: int
     n_layers: int
+    norm_name: str = "LayerNorm"  # core/anatomy.py: the model's norm, where it sits, its positions
+    pre_norm: bool = False
+    rotary: bool = False
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,36 @@ class Part:
     label: str
     detail: Callable[[ModelSizes], str]  # the sizes written beside the label, or ""
     what: str  # one sentence for the tooltip
+    # the label and sentence for a model whose anatomy differs from the default (None: none)
+    relabel: Callable[[ModelSizes], tuple[str, str] | None] | None = None
+
+    def text(self, sizes: ModelSizes) -> tuple[str, str]:
+        """(label, tooltip sentence) for the loaded model."""
+        changed = self.relabel(sizes) if self.relabel is not None else None
+        return changed or (self.label, self.what)
+
+
+def _rotary_positions(sizes: ModelSizes) -> tuple[str, str] | None:
+    if not sizes.rotary:
+        return None
+    return (
+        "positions (rotary)",
+        "No vector is added for a position: inside every head, each query and key is turned by "
+        "an angle that grows with its position, the only place word order enters.",
+    )
+
+
+def _norm_placement(sizes: ModelSizes) -> tuple[str, str]:
+    if sizes.pre_norm:
+        return (
+            f"+ residual ({sizes.norm_name} before each sublayer)",
+            f"The update added to the vector it came from; each sublayer reads a {sizes.norm_name} "
+            "copy of that vector.",
+        )
+    return (
+        f"+ residual, {sizes.norm_name}",
+        "The update added to the vector it came from, then normalised.",
+    )
 
 
 PARTS: tuple[Part, ...] = (
@@ -62,6 +95,7 @@ PARTS: tuple[Part, ...] = (
         lambda s: f"≤ {s.max_positions}",
         "A vector for each position (up to the longest input), added to the row: the only place "
         "word order enters.",
+        _rotary_positions,
     ),
     Part(
         "qkv",
@@ -100,6 +134,7 @@ PARTS: tuple[Part, ...] = (
         "+ residual, LayerNorm",
         lambda s: "",
         "The update added to the vector it came from, then normalised.",
+        _norm_placement,
     ),
     Part(
         "ffn",
@@ -146,14 +181,13 @@ def _link(link: PageLink, classes: list[str], inner: str, tooltip: str) -> str:
 def _part_box(part: Part, sizes: ModelSizes, marked: bool, link: PageLink) -> str:
     """One part as a list item: its label and sizes, linked to the page that explains it."""
     detail = part.detail(sizes)
+    label, what = part.text(sizes)
     state = " (visited)" if link.visited else ""
     where = "this page" if link.current else link.title
-    tooltip = (
-        f"{part.label}{', ' + detail if detail else ''}. {part.what} Explained on: {where}{state}."
-    )
+    tooltip = f"{label}{', ' + detail if detail else ''}. {what} Explained on: {where}{state}."
     tick = '<i class="ae-tick" aria-hidden="true">✓</i>' if link.visited else ""
     sizes_text = f" <small>{escape(detail)}</small>" if detail else ""
-    inner = f"<b>{tick}{escape(part.label)}</b>{sizes_text}"
+    inner = f"<b>{tick}{escape(label)}</b>{sizes_text}"
     classes = ["ae-part"] + (["ae-here"] if marked else [])
     return _item(_link(link, classes, inner, tooltip), marked, part.key in LAYER_PARTS)
 

@@ -13,7 +13,8 @@ import numpy as np
 
 import core
 from core import head_roles, multi_head
-from ui import door
+from ui import anatomy_text, door
+from ui.escape import literal
 
 
 def _probe_cost(model: core.Transformer) -> int:
@@ -32,6 +33,18 @@ def role_scores(model: core.Transformer) -> head_roles.RoleScores:
 
 
 ROLE_NAMES = head_roles.ROLES  # role key -> what a learner reads
+
+
+def first_piece_name(model: core.Transformer) -> str:
+    """What position 0 is for this model, escaped: its special ([CLS], <s>), or "the first
+    piece" when its tokenizer starts the text at once (GPT-2)."""
+    first = anatomy_text.of(model).first_special
+    return literal(first, max_chars=40) if first else "the first piece"
+
+
+def role_names(model: core.Transformer) -> dict[str, str]:
+    """ROLE_NAMES with the weight on position 0 named as this model's first piece."""
+    return ROLE_NAMES | {"cls": first_piece_name(model)}
 
 
 def probe_sentences() -> tuple[str, ...]:

@@ -115,7 +115,7 @@ STEPS: tuple[Step, ...] = (
         ":material/view_module:",
         "Learning path",
         ("mix", "w_o"),
-        "Heads are half of a layer: the residual stream, LayerNorm and feed-forward around them.",
+        "Heads are half of a layer: the residual stream, the norms and the feed-forward around them.",
     ),
     Step(
         "views/inside_layer.py",

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from core.anatomy import Anatomy
 from ui import path
+
+NORMS = ("LayerNorm", "RMSNorm")  # either one stands for the model's own norm in ahead()
 
 
 @dataclass(frozen=True)
@@ -19,6 +22,7 @@ class Term:
     taught_in: str  # the view file of the page that teaches it; "" for a tool the course uses
     # but does not teach (a statistic, an optimiser): the definition is all it gets
     where: str = ""  # the section of that page, when it is one of several
+    needs: str = ""  # an Anatomy property a model must have for the term to apply to it ("")
 
 
 TERMS: dict[str, Term] = {
@@ -100,8 +104,13 @@ TERMS: dict[str, Term] = {
     ),
     "LayerNorm": Term(
         "Rescales each token's vector to mean 0 and variance 1 over its d_model numbers, then "
-        "applies a learned gain and shift. RMSNorm, its variant, only divides by the root mean "
-        "square.",
+        "applies a learned gain and shift.",
+        "views/inside_layer.py",
+        "section 3",
+    ),
+    "RMSNorm": Term(
+        "Rescales each token's vector by the root mean square of its d_model numbers, with no "
+        "mean taken away, then applies a learned gain.",
         "views/inside_layer.py",
         "section 3",
     ),
@@ -111,12 +120,14 @@ TERMS: dict[str, Term] = {
         "enters as two different vectors.",
         "views/positional.py",
         "in tab 3 · Learned",
+        needs="position_table",
     ),
     "segment rows": Term(
         "Rows of a small learned table with one vector per sentence of a pair: a BERT-style "
         "model adds row 0 to every token of the first sentence and row 1 to every token of the "
         "second, so each token carries which sentence it is in.",
         "views/positional.py",
+        needs="segment_rows",
     ),
     "gradient": Term(
         "For a number computed from many inputs (a loss, an output), how fast it changes as each "
@@ -201,14 +212,18 @@ TERMS: dict[str, Term] = {
 }
 
 
-def ahead(*names: str, here: str = "") -> str:
+def ahead(*names: str, here: str = "", anatomy: Anatomy | None = None) -> str:
     """The `help` text of a paragraph that uses these terms before their page: one Markdown line
     per term, its definition and a link to where it is taught (relative: the app may be served
     under a base path). here: the view file of the page asking; a term taught further down it
-    gets its section instead of a link back to the same page."""
+    gets its section instead of a link back to the same page. anatomy: the model on screen; a
+    term it lacks (Term.needs) is left out, and a norm is named as the model's own."""
     lines = []
-    for name in names:
+    for asked in names:
+        name = anatomy.norm_name if anatomy is not None and asked in NORMS else asked
         term = TERMS[name]  # a KeyError here is a typo in a view
+        if anatomy is not None and term.needs and not getattr(anatomy, term.needs):
+            continue
         if not term.taught_in:  # a tool the course uses without teaching it
             lines.append(f"**{name}**: {term.definition}")
             continue

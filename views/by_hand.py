@@ -4,6 +4,7 @@ import streamlit as st
 
 from core import by_hand
 from ui import (
+    anatomy_text,
     by_hand_charts,
     display,
     matrix_charts,
@@ -224,16 +225,21 @@ def cost() -> None:
     st.subheader("5 · What it costs: every pair, so n²")
     st.markdown(
         f"The score matrix has one entry per pair of tokens. For {name}'s sizes "
-        f"(d_model = {model.d_model}, {model.n_heads} heads, feed-forward width {model.dims.d_ff}) "
+        f"(d_model = {model.d_model}, {model.n_heads} heads"
+        + (
+            f" sharing {model.n_kv_heads} key/value heads"
+            if model.n_kv_heads < model.n_heads
+            else ""
+        )
+        + f", feed-forward width {model.dims.d_ff}) "
         "one layer needs these multiply-adds:",
         help=terms.ahead("layer", "head", "Q, K, V", "W_O", "d_ff"),
     )
-    st.latex(
-        r"\underbrace{4\,n\,d^2}_{W_Q, W_K, W_V, W_O} + \underbrace{2\,n^2 d}_{QK^\top,\ \alpha V}"
-        r" + \underbrace{2\,n\,d\,d_{ff}}_{\text{feed-forward}}"
-    )
+    anatomy = anatomy_text.of(model)  # grouped keys and values, a gated feed-forward
+    st.latex(anatomy_text.cost_latex(anatomy))
+    sizes = (model.d_model, model.n_heads, model.dims.d_ff, anatomy.d_q, anatomy.d_kv)
     lengths = [8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096]
-    costs = [by_hand.layer_cost(n, model.d_model, model.n_heads, model.dims.d_ff) for n in lengths]
+    costs = [by_hand.layer_cost(n, *sizes, anatomy.ffn_matrices) for n in lengths]
     display.show_figure(
         by_hand_charts.cost_figure(
             lengths,
@@ -247,11 +253,13 @@ def cost() -> None:
         key="hand_cost",
         filename="attention-cost",
     )
-    crossing = by_hand.break_even_length(model.d_model, model.dims.d_ff)
-    at_max = by_hand.layer_cost(model.max_positions, model.d_model, model.n_heads, model.dims.d_ff)
+    crossing = by_hand.break_even_length(
+        model.d_model, model.dims.d_ff, anatomy.d_q, anatomy.d_kv, anatomy.ffn_matrices
+    )
+    at_max = by_hand.layer_cost(model.max_positions, *sizes, anatomy.ffn_matrices)
     st.markdown(
         f"Double n and the n² part grows fourfold. It overtakes the two linear parts together at "
-        f"n = 2d + d_ff = **{crossing:,}** tokens. {name} reads at most {model.max_positions} positions, "
+        f"n = {anatomy_text.break_even_words(anatomy)} = **{crossing:,}** tokens. {name} reads at most {model.max_positions} positions, "
         f"where the n² part is {at_max.quadratic_share:.0%} of a layer's multiply-adds and each "
         f"layer stores {at_max.attention_cells:,} attention weights. Longer inputs are where "
         "the quadratic cost bites."

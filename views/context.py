@@ -7,6 +7,7 @@ import streamlit as st
 import core
 from core import context
 from ui import (
+    anatomy_text,
     context_charts,
     context_runs,
     display,
@@ -23,6 +24,7 @@ from ui.escape import literal
 
 _, model = state.page_context()
 model_label = models.label(model)  # the model's name in the prose
+anatomy = anatomy_text.of(model)  # what this model adds to its input, and which norm
 SENTENCE_CHARS = 2_000  # plenty for a sentence; the server cuts again (core.text.cap_text)
 
 st.title("1 · Context from first principles")
@@ -112,7 +114,7 @@ st.subheader("Step 1 · X, one static vector per word piece")
 st.latex(r"X = \begin{bmatrix} x_1 \\ \vdots \\ x_n \end{bmatrix} \in \mathbb{R}^{n \times d}")
 st.markdown(
     f"Each row is a word piece's entry in the table, d = {model.d_model} numbers, drawn as a "
-    "band of colours (red below zero, blue above). No `[CLS]`/`[SEP]` and no position: just "
+    "band of colours (red below zero, blue above). No special piece and no position: just "
     "the words. The CSV holds every number."
 )
 side_by_side("x", {n: s.vectors for n, s in sentences.items()}, "X", square=False)
@@ -223,13 +225,13 @@ else:
         else f"the table's own rows keep {longer.self_weights.min():.3f} or more for themselves."
     )
     st.markdown(
-        f"The rows {model_label}'s first layer actually reads for the same pieces (table row + "
-        "position row + segment row, then LayerNorm) are "
+        f"The rows {model_label}'s first layer actually reads for the same pieces "
+        f"({anatomy_text.embedding_words(anatomy)}) are "
         f"{_span(zero.lengths.min(), zero.lengths.max(), 1)} long. Their self-scores lead by "
         f"{_lead_range(zero.self_leads)}, {mixing}. "
         f"The two “{shown_word}”s have cosine {zero.pair.cosine_before:.3f} going in and "
         f"{zero.pair.cosine_after:.3f} coming out. " + stretched_note,
-        help=terms.ahead("position rows", "segment rows", "LayerNorm"),
+        help=terms.ahead("position rows", "segment rows", "LayerNorm", anatomy=anatomy),
     )
     kinds = {
         "table rows (steps 1–4)": table,

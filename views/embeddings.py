@@ -4,6 +4,7 @@ import streamlit as st
 
 from core import embeddings
 from ui import (
+    anatomy_text,
     charts,
     display,
     embeddings_charts,
@@ -235,7 +236,13 @@ def path_through_layers() -> None:
         "the picture is the projection of a real "
         "change of the vector onto that plane (moves across the plane do not show). Much of the motion is shared by every token (the whole cloud drifts from layer to "
         "layer); the gaps between the coloured paths are what the context adds. The embedding output "
-        "already differs between sentences: position vectors were added. Grey: every token, "
+        + (
+            "already differs between sentences: position rows were added. "
+            if anatomy_text.of(model).position_table
+            else "is the same in both sentences: no position row is added (the positions are "
+            "rotary turns inside attention). "
+        )
+        + "Grey: every token, "
         f"{state_name}."
     )
     paths = embeddings_runs.trajectory_projection(shown.hidden, n_components)

@@ -5,6 +5,7 @@ import streamlit as st
 
 from core import explanations, rollout, saliency
 from ui import (
+    anatomy_text,
     display,
     explanations_charts,
     explanations_runs,
@@ -21,6 +22,8 @@ from ui.escape import literal
 from ui.numbers import signed
 
 inputs, model = state.page_context()
+anatomy = anatomy_text.of(model)
+special_names = anatomy_text.special_names(anatomy)  # "[CLS] and [SEP]", "" for none
 display.head_switch()  # the readout of the scores' image past 12 pieces
 
 st.title("10 · Explanations side by side")
@@ -150,8 +153,9 @@ st.latex(
     r"\frac{\partial f}{\partial x_j}\Big(\tfrac{k - 1/2}{m}\, x\Big)"
 )
 st.markdown(
-    "*xⱼ* is the word piece's row of the embedding table (position and segment vectors stay "
-    "put). Integrated gradients (Sundararajan et al., 2017) walks from an all-zero input to the "
+    "*xⱼ* is the word piece's row of the embedding table"
+    + anatomy_text.left_as_they_are(anatomy)
+    + ". Integrated gradients (Sundararajan et al., 2017) walks from an all-zero input to the "
     "real one and averages the gradient on the way; its scores add up to f(input) − f(zero): "
     f"here the sum is off by {gradients.ig_gap:+.4f} with {gradients.ig_steps} steps."
 )
@@ -179,7 +183,9 @@ st.caption(
     "do. Integrated gradients goes the whole way instead, adding up gradients from all-zero word "
     "vectors to the real ones, so its scores share out f(input) − f(all zero) (off by "
     f"{gradients.ig_gap:+.4f} here). A zero row is still not a removed piece: the piece keeps "
-    "its place and its position vector, so neither method predicts the deletion test below."
+    "its place"
+    + (" and its position row" if anatomy.position_table else "")
+    + ", so neither method predicts the deletion test below."
 )
 
 # 3 · Agreement.
@@ -187,7 +193,9 @@ allowed = saliency.removable(trace.tokens, trace.special)
 rho = explanations.rank_agreement(scores, allowed)
 st.subheader("2 · Do the methods agree? Spearman's ρ")
 st.markdown(
-    "Rank the word pieces by each method (special pieces such as [CLS] and [SEP] left out) and "
+    "Rank the word pieces by each method (special pieces"
+    + (f", {special_names}," if special_names else "")
+    + " left out) and "
     "correlate the ranks: "
     "1 = same order, 0 = unrelated, −1 = reversed. Computed on word pieces."
 )

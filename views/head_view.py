@@ -7,6 +7,7 @@ import streamlit as st
 import core
 from core import head_roles, head_stats
 from ui import (
+    anatomy_text,
     display,
     display_policy,
     exports,
@@ -100,7 +101,7 @@ with controls:
         key="hv_pair",
         bind="query-params",
         disabled=not paired,
-        help="A = first sentence (with [CLS] and its [SEP]), B = second sentence.",
+        help=anatomy_text.sentence_blocks(anatomy_text.of(model)),
     )
     value_weighted = st.toggle(
         "Value-weighted",
@@ -231,7 +232,8 @@ if not paired:
             if model.name == core.BUNDLED
             else f"Whether {model_label} was ever trained on pairs depends on how it was made. "
         )
-        + "Add a second sentence in the sidebar, or load the classic pair where "
+        + anatomy_text.segments_sentence(anatomy_text.of(model), model_label)
+        + " Add a second sentence in the sidebar, or load the classic pair where "
         "*flies* is first a verb, then a noun.",
         icon=":material/call_split:",  # an emoji kite rendered as a box on some systems
     )

@@ -5,6 +5,7 @@ import streamlit as st
 import core
 from core import head_roles, head_stats, positional
 from ui import (
+    anatomy_text,
     charts,
     display,
     display_policy,
@@ -225,20 +226,22 @@ st.caption(
     "their first pieces."
 )
 st.latex(r"H_i = -\sum_j \alpha_{ij}\log_2 \alpha_{ij}")
+stat_labels = heatmaps_runs.stat_labels(model)  # the shares on this model's own specials
 stat_name = st.selectbox(
     "Statistic",
-    list(head_stats.STAT_LABELS),
-    format_func=head_stats.STAT_LABELS.__getitem__,
+    list(stat_labels),
+    format_func=stat_labels.__getitem__,
     key="hm_stat",
     bind="query-params",
 )
-stat_label = head_stats.STAT_LABELS[stat_name]
+stat_label = stat_labels[stat_name]
 stat_grid = heatmaps_charts.head_stat_grid(
     stats.stat(stat_name),
     stats.sink,
-    title=f"{stat_label.capitalize()} per head",
+    title=f"{literal(stat_label.capitalize())} per head",  # a special's name is tokenizer text
     colorbar_title="bits" if stat_name == "entropy" else "share",
     zmax=None if stat_name == "entropy" else 1.0,
+    sink_on=specials or "special pieces",
 )
 display.show_figure(stat_grid, key="hm_stats", filename=f"head-{stat_name}")
 if renormalise:
@@ -264,8 +267,14 @@ tables.download_matrix(
 st.subheader("4 · One word in two sentences")
 st.markdown(
     "The same word piece starts from the same row of the word-piece table in both sentences. "
-    "Layer 0 already reads LayerNorm(word + position + segment), so at different positions "
-    "the two inputs differ a little; what the word reads depends on its neighbours. Below: "
+    + (
+        f"Layer 0 already reads {anatomy_text.embedding_words(anatomy_text.of(model))}, so at "
+        "different positions the two inputs differ a little"
+        if anatomy_text.of(model).position_table
+        else "Layer 0 reads that row itself, the same at any position (the model's rotary "
+        "positions act inside attention)"
+    )
+    + "; what the word reads depends on its neighbours. Below: "
     "its row in the head the sliders above choose, in each sentence, with the sidebar's "
     "switches."
 )

@@ -6,6 +6,7 @@ import streamlit as st
 import core
 from core import explanations, information_flow, lens, rollout, similarity
 from ui import (
+    anatomy_text,
     charts,
     display,
     explanations_runs,
@@ -50,6 +51,7 @@ def show_mixing(matrix, labels, title: str, unit: str, key: str, filename: str) 
 
 
 model_label = models.label(model)  # the model's name in the prose
+anatomy = anatomy_text.of(model)
 
 st.title("9 · Where the meaning comes from")
 st.markdown(
@@ -149,7 +151,7 @@ def two_sentences() -> None:
         )
     st.caption(
         "Each sentence runs through the model on its own, as in training (not as one "
-        "[CLS] A [SEP] B [SEP] input). With the default switches this number equals "
+        f"{anatomy_text.framing(anatomy)} input). With the default switches this number equals "
         "sentence-transformers' `encode()` of the same model to 1e-5 (tests/test_explain.py); "
         "sentence-transformers cuts inputs at 256 word pieces, this page reads up to "
         f"{model.max_positions}. Turn off √d_k scaling in the sidebar to see how much the "
@@ -179,7 +181,8 @@ def attention_rollout() -> None:
     )
     st.caption(
         "Caveat: rollout assumes each layer mixes token vectors linearly with exactly these weights. "
-        "It ignores what the value vectors, W_O, LayerNorm and the feed-forward block do, so it is "
+        f"It ignores what the value vectors, W_O, {anatomy.norm_name} and the feed-forward block "
+        "do, so it is "
         "a picture of the routing, not of what is carried along it."
     )
 
@@ -339,15 +342,17 @@ def norm_contributions() -> None:
         "A head can look hard at a token whose value vector is tiny, and then carries almost "
         "nothing (Kobayashi et al., 2020, found this for [SEP] and punctuation in BERT-base). They "
         "measure the length of what each key adds to the query instead of the weight, and their "
-        "follow-up (2021) splits the skip connection and the LayerNorm after attention exactly "
+        "follow-up (2021) splits the skip connection and the norm after attention exactly "
         "among the inputs: both look at one layer. Each row here is divided by its sum and the "
         "layers are chained like rollout, which is the idea of GlobEnc (Modarressi et al., 2022) "
-        "and ALTI (Ferrando et al., 2022). GlobEnc also splits the second LayerNorm, and ALTI "
+        "and ALTI (Ferrando et al., 2022). GlobEnc also splits the second norm, and ALTI "
         "measures a contribution by distance rather than length, so this is the plainest member of "
         "that family."
     )
-    st.latex(
-        r"c_{ij} = \frac{\big\lVert \gamma \odot \mathrm{centre}\big(\sum_h \alpha^h_{ij}\, "
+    st.latex(  # a pre-norm layer has no norm after the sum: nothing to fold in
+        r"c_{ij} = \big\lVert \sum_h \alpha^h_{ij}\, v^h_j W_O^h + [i{=}j]\,x_i \big\rVert"
+        if anatomy.pre_norm
+        else r"c_{ij} = \frac{\big\lVert \gamma \odot \mathrm{centre}\big(\sum_h \alpha^h_{ij}\, "
         r"v^h_j W_O^h + [i{=}j]\,x_i\big)\big\rVert}{\sigma_i}"
     )
     layer = rollout_layer()
@@ -360,10 +365,16 @@ def norm_contributions() -> None:
         filename=f"norm-rollout-L{layer}",
     )
     st.caption(
-        "An approximation, stated: the split is exact for attention, skip connection and the first "
-        "LayerNorm of each layer; the feed-forward block and the second LayerNorm are treated as "
-        "keeping each position's mixture (they work on one token at a time), and the biases b_O "
-        "and β belong to no token."
+        "An approximation, stated: the split is exact for attention and the skip connection "
+        f"of each layer ({model_label} normalises before attention, so no norm follows their "
+        f"sum); the feed-forward block and its {anatomy.norm_name} are treated as keeping each "
+        "position's mixture (they work on one token at a time), and the bias b_O belongs to "
+        "no token."
+        if anatomy.pre_norm
+        else "An approximation, stated: the split is exact for attention, skip connection and "
+        f"the first {anatomy.norm_name} of each layer; the feed-forward block and the second "
+        f"{anatomy.norm_name} are treated as keeping each position's mixture (they work on "
+        "one token at a time), and the biases b_O and β belong to no token."
     )
 
 
@@ -371,8 +382,11 @@ def logit_lens() -> None:
     """5, for a decoder: every state read through the final norm and the output head."""
     st.subheader("5 · The logit lens: what would each layer predict?")
     st.markdown(
-        f"{model_label} reads its next piece off the last layer's vector: final norm, then the "
-        "output head, then softmax. The logit lens (nostalgebraist, 2020) reads every earlier "
+        f"{model_label} reads its next piece off the last layer's vector: "
+        + (f"a final {anatomy.norm_name}, then " if anatomy.final_norm else "")
+        + "the output head"
+        + (" (the word-piece table itself: the head is tied to it)" if anatomy.tied_head else "")
+        + ", then softmax. The logit lens (nostalgebraist, 2020) reads every earlier "
         "state the same way, as if the layers above were skipped. The last row is the model's "
         "real prediction; the rows before it show when that prediction takes shape."
     )

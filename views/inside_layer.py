@@ -4,6 +4,7 @@ import streamlit as st
 
 import core
 from ui import (
+    anatomy_text,
     display,
     inside_layer_charts,
     inside_layer_runs,
@@ -19,43 +20,43 @@ from ui.numbers import signed
 
 inputs, model = state.page_context()
 name = models.label(model)
+anatomy = anatomy_text.of(model)
+norm = anatomy.norm_name
 
 st.title("5 · Inside a layer")
 st.markdown(
     "Attention is one of two sublayers in every layer. Around it run the **residual stream** "
     "(each sublayer adds its result to the token's vector instead of replacing it), "
-    "**LayerNorm** (which rescales each token's vector after every addition) and a "
-    "**feed-forward network** that transforms each token on its own, without looking at the "
+    f"**{norm}** (which rescales each token's vector"
+    + (" before each sublayer reads it" if anatomy.pre_norm else " after every addition")
+    + ") and a **feed-forward network** that transforms each token on its own, without looking at the "
     "others. Only attention moves information between tokens; the feed-forward network does "
     "much of the rest of the work."
 )
 
 st.subheader(f"1 · One layer of {name}, drawn from its weights")
-st.latex(  # one column, so it fits a phone's width
-    r"\begin{aligned} a &= \operatorname{MultiHead}(x) \\ h &= \operatorname{LayerNorm}(x + a)"
-    r"\\ f &= W_2\,\operatorname{GELU}(W_1 h) \\ y &= \operatorname{LayerNorm}(h + f)\end{aligned}"
-)
+st.latex(anatomy_text.layer_latex(anatomy))  # one column, so it fits a phone's width
 stages = inside_layer_runs.layer_stages(model)
 display.show_figure(
     inside_layer_charts.block_diagram(stages, f"{name}: one of its {model.n_layers} layers"),
     key="layer_diagram",
     filename="layer-diagram",
 )
-attention_params = sum(s.parameters for s in stages[1:4])
-ffn_params = sum(s.parameters for s in stages[5:7])
+attention_params = sum(s.parameters for s in stages if s.part == "attention")
+ffn_params = sum(s.parameters for s in stages if s.part == "ffn")
 st.markdown(
     f"Widths and parameter counts are read from the loaded weights. Per layer the attention "
     f"sublayer holds {attention_params:,} trained numbers, the feed-forward network "
-    f"{ffn_params:,}: {ffn_params / attention_params:.1f} times as many. This is the "
-    "post-LayerNorm arrangement of the original BERT; many later models normalise before each "
-    "sublayer instead."
+    f"({anatomy_text.ffn_words(anatomy)}) {ffn_params:,}: "
+    f"{ffn_params / attention_params:.1f} times as many. {anatomy_text.arrangement(anatomy)}"
 )
 
 st.subheader("2 · How much of each token's change comes from attention?")
 st.markdown(
     "Each sublayer writes one vector per token into the stream: *a* from attention, *f* from "
     "the feed-forward network. Their lengths, measured on the sidebar sentence, compare the "
-    "two contributions layer by layer (before the LayerNorm that follows each addition)."
+    "two contributions layer by layer"
+    + ("." if anatomy.pre_norm else f" (before the {norm} that follows each addition).")
 )
 st.latex(
     r"\text{attention share}_i = \frac{\lVert a_i \rVert}{\lVert a_i \rVert + \lVert f_i \rVert}"
@@ -86,7 +87,7 @@ st.caption(
 norms = {
     "‖x‖ stream in": means["stream"].tolist(),
     "‖a‖ attention": mean_a.tolist(),
-    "‖h‖ after LayerNorm": means["mid_stream"].tolist(),
+    ("‖h‖ = ‖x + a‖" if anatomy.pre_norm else f"‖h‖ after {norm}"): means["mid_stream"].tolist(),
     "‖f‖ feed-forward": mean_f.tolist(),
 }
 tables.static_table(
@@ -134,66 +135,104 @@ st.latex(r"\frac{\partial\,(x + a(x))}{\partial x} = I + \frac{\partial a}{\part
 # How far apart the longest and shortest vectors are, before and after the LayerNorm.
 spread_before = sizes.ffn_sum.max() / sizes.ffn_sum.min()
 spread_after = sizes.output.max() / sizes.output.min()
-st.markdown(
-    "**LayerNorm** (Ba, Kiros & Hinton, 2016) sets each token's "
-    f"{model.d_model} numbers to mean 0 and variance 1, then applies a learned gain and shift. "
-    "The sums it receives vary widely in size: on this sentence h + f is "
-    f"{sizes.ffn_sum.min():.1f}–{sizes.ffn_sum.max():.1f} long, token by token and layer by "
-    f"layer, and the same vectors after the LayerNorm are {sizes.output.min():.1f}–"
-    f"{sizes.output.max():.1f}: the longest is {spread_after:.1f} times the shortest, against "
-    f"{spread_before:.1f} times before the norm. So the next layer's weights meet inputs in "
-    + ("a narrow band of lengths" if spread_after < spread_before / 2 else "a band of lengths")
-    + ", whatever came before, which steadies training. In this post-LayerNorm arrangement the "
-    "norm sits on the residual path itself; Xiong et al. (2020) showed that this makes the "
-    "gradients near the output large early in training, one reason such models need a slow "
-    "start of the learning rate and later models normalise before each sublayer."
+stream_means = means["stream"]  # (L,) mean ‖x‖ entering each layer
+if anatomy.pre_norm:
+    norm_story = (
+        f"{anatomy_text.norm_definition(anatomy, model.d_model)} Here it sits before each "
+        "sublayer: the sublayer reads a normalised copy, and the stream itself is never "
+        f"normalised inside a layer. On this sentence the stream is {stream_means[0]:.1f} long "
+        f"entering layer 0 and {sizes.output.mean(axis=1)[-1]:.1f} leaving the last layer (means "
+        "over tokens)"
+        + (f"; a final {norm} follows the last layer" if anatomy.final_norm else "")
+        + ". Xiong et al. (2020) showed that with the norm before each sublayer the gradients "
+        "near the output stay well-behaved at the start of training, so such models need less "
+        "of a slow start of the learning rate."
+    )
+else:
+    norm_story = (
+        f"{anatomy_text.norm_definition(anatomy, model.d_model)} "
+        "The sums it receives vary widely in size: on this sentence h + f is "
+        f"{sizes.ffn_sum.min():.1f}–{sizes.ffn_sum.max():.1f} long, token by token and layer by "
+        f"layer, and the same vectors after the {norm} are {sizes.output.min():.1f}–"
+        f"{sizes.output.max():.1f}: the longest is {spread_after:.1f} times the shortest, against "
+        f"{spread_before:.1f} times before the norm. So the next layer's weights meet inputs in "
+        + ("a narrow band of lengths" if spread_after < spread_before / 2 else "a band of lengths")
+        + f", whatever came before, which steadies training. In this post-{norm} arrangement the "
+        "norm sits on the residual path itself; Xiong et al. (2020) showed that this makes the "
+        "gradients near the output large early in training, one reason such models need a slow "
+        "start of the learning rate and later models normalise before each sublayer."
+    )
+st.markdown(norm_story)
+act = anatomy.activation_name
+bend = (
+    f"so the {act} of the gate projection, multiplied into the up projection, is what lets the "
+    "feed-forward network compute something new: "
+    if anatomy.gated
+    else f"so the {act} between them is what lets the feed-forward network compute something new: "
 )
 st.markdown(
     "**The feed-forward network's bend.** For given weights, attention's output is αV, a "
     "weighted average of value vectors: it is linear in the values and can only blend what the "
-    "tokens already carry. Two linear maps in a row are one linear map (W_2 W_1 would fold into "
-    "a single matrix), so the GELU between them is what lets the feed-forward network compute "
-    "something new: large positive inputs pass almost unchanged, negative ones are "
+    "tokens already carry. Two linear maps in a row are one linear map "
+    + ("(W_down W_up" if anatomy.gated else "(W_2 W_1")
+    + " would fold into a single matrix), "
+    + bend
+    + f"large positive inputs to {act} pass almost unchanged, negative ones are "
     + (f"squeezed to between {signed(floor, 2)} and 0" if floor < 0 else "set to 0")
     + f". Which of the {model.dims.d_ff:,} units a token switches off depends "
     f"on its own vector; here {units_off.min():.0%}–{units_off.max():.0%} of them get a "
     "negative input (layer means). A non-linear transform of each position on its own is what "
     "this sublayer adds to attention's mixing."
 )
+activation_column = anatomy_text.activation_input_label(anatomy)
 tables.static_table(
     {
         "layer": list(range(model.n_layers)),
         "cos(x, x + a)": kept.tolist(),
-        "‖x + a‖ before LayerNorm": [
+        ("‖h‖ = ‖x + a‖" if anatomy.pre_norm else f"‖x + a‖ before {norm}"): [
             f"{low:.1f}–{high:.1f}"
             for low, high in zip(
                 sizes.attention_sum.min(axis=1), sizes.attention_sum.max(axis=1), strict=True
             )
         ],
-        "‖h + f‖ before LayerNorm": [
+        ("‖y‖ = ‖h + f‖" if anatomy.pre_norm else f"‖h + f‖ before {norm}"): [
             f"{low:.1f}–{high:.1f}"
             for low, high in zip(sizes.ffn_sum.min(axis=1), sizes.ffn_sum.max(axis=1), strict=True)
         ],
-        "‖y‖ after": [
-            f"{low:.1f}–{high:.1f}"
-            for low, high in zip(sizes.output.min(axis=1), sizes.output.max(axis=1), strict=True)
-        ],
-        "GELU inputs < 0": units_off.tolist(),
-    },
-    decimals={"cos(x, x + a)": 3, "GELU inputs < 0": 3},
+    }
+    | (
+        {}
+        if anatomy.pre_norm  # y is h + f itself: no norm after it
+        else {
+            "‖y‖ after": [
+                f"{low:.1f}–{high:.1f}"
+                for low, high in zip(
+                    sizes.output.min(axis=1), sizes.output.max(axis=1), strict=True
+                )
+            ]
+        }
+    )
+    | {activation_column: units_off.tolist()},
+    decimals={"cos(x, x + a)": 3, activation_column: 3},
 )
 st.caption(
-    "Per layer over the sentence's tokens: the cosine and the share of GELU inputs below zero "
+    f"Per layer over the sentence's tokens: the cosine and the share of {act} inputs below zero "
     "are means, the lengths are smallest–largest."
 )
 
 st.subheader("4 · Encoders and decoders: BERT and GPT")
 later = inside_layer_runs.weight_on_later_tokens(trace)
 st.markdown(
-    "The layer above is an **encoder** layer: every token reads every other, on both sides. A "
-    "**decoder** layer is the same but for a causal mask: each token reads only itself and the "
-    "tokens before it (page 3 shows the mask). On the sidebar sentence, "
-    f"{name}'s heads give {later:.0%} of a token's weight to tokens after it (mean over "
+    (
+        "The layer above is a **decoder** layer: each token reads only itself and the tokens "
+        "before it (page 3 shows the causal mask). An **encoder** layer is the same without "
+        "the mask: every token reads every other, on both sides. On the sidebar sentence, "
+        if anatomy.is_decoder
+        else "The layer above is an **encoder** layer: every token reads every other, on both "
+        "sides. A **decoder** layer is the same but for a causal mask: each token reads only "
+        "itself and the tokens before it (page 3 shows the mask). On the sidebar sentence, "
+    )
+    + f"{name}'s heads give {later:.0%} of a token's weight to tokens after it (mean over "
     "layers, heads and tokens); in a decoder that share is 0 by construction."
     + (" The sidebar's causal mask is on, which is why it is 0 here too." if inputs.causal else "")
     + " What each is trained for follows from what it can see:"
@@ -232,11 +271,15 @@ st.markdown(
         "and was then fine-tuned with a contrastive loss for sentence similarity: it was never "
         "trained by masked-word prediction."
         if model.name == core.BUNDLED
-        else f"{name} is an encoder of BERT's shape."
+        else f"{name} is {'a decoder' if anatomy.is_decoder else 'an encoder'} of "
+        f"{anatomy.family_name}'s shape."
     )
 )
 st.caption(
     "Sources: Vaswani et al. (2017) and Devlin et al. (2019) for the layer; He et al. (2016), "
-    "residual connections; Ba, Kiros & Hinton (2016), LayerNorm; Xiong et al. (2020), where "
-    "LayerNorm sits; Radford et al. (2018, 2019), GPT; Wang et al. (2020), MiniLM."
+    "residual connections; Ba, Kiros & Hinton (2016), LayerNorm; "
+    + ("Zhang & Sennrich (2019), RMSNorm; " if anatomy.norm_name == "RMSNorm" else "")
+    + ("Shazeer (2020), the gated feed-forward (SwiGLU); " if anatomy.gated else "")
+    + "Xiong et al. (2020), where LayerNorm sits; Radford et al. (2018, 2019), GPT; "
+    "Wang et al. (2020), MiniLM."
 )

@@ -4,6 +4,7 @@ import streamlit as st
 
 from core import head_roles, head_stats, induction, multi_head, scaling_masking
 from ui import (
+    anatomy_text,
     display,
     formulas,
     heatmaps_runs,
@@ -30,14 +31,26 @@ ROLE_PAIR = ("previous", "next")  # the two roles "Why several heads" sets side 
 
 inputs, model = state.page_context()
 model_label = models.label(model)  # the model's name in the prose
+anatomy = anatomy_text.of(model)
+# grouped key/value heads (core/anatomy.py): only W_Q is a head's own, W_K and W_V its group's
+own_weights = "W_Q (W_K and W_V its group's)" if anatomy.grouped_heads else "W_Q, W_K, W_V"
+first_piece = multi_head_runs.first_piece_name(model)  # [CLS], <s> or "the first piece"
+closing = anatomy_text.special_names_after(anatomy)  # [SEP], </s>, or "" when none
 
 st.title("4 · Multi-head attention")
 st.markdown(
     f"A layer of {model_label}, like a layer of BERT, does not run one attention pattern but "
     f"{model.n_heads} of them side by side. "
-    f"Each head has its own W_Q, W_K, W_V that map a {model.d_model}-wide token vector to "
+    f"Each head has its own {own_weights} that map a {model.d_model}-wide token vector to "
     f"{model.d_head}-wide queries, keys and values, so each can score a different relation. "
-    "Their outputs are then glued together and mixed by one more matrix, W_O.",
+    + (
+        f"In {model_label} the {model.n_heads} query heads share {model.n_kv_heads} key/value "
+        f"heads, {model.n_heads // model.n_kv_heads} query heads to each (grouped-query "
+        "attention): each head still has its own query, so its own scores. "
+        if anatomy.grouped_heads
+        else ""
+    )
+    + "Their outputs are then glued together and mixed by one more matrix, W_O.",
     help=terms.ahead("W_O", "layer", here="views/multi_head.py"),
 )
 trace = traces.trace_or_stop(model, inputs)
@@ -59,7 +72,7 @@ def why_several_heads() -> None:
         "average of value vectors. A token that needs two things at once, say the word before it "
         "and the word after it, would get from one head a blend of both, with no way to tell them "
         "apart afterwards. Several heads give several separate mixtures, each from its own "
-        "W_Q, W_K, W_V, and W_O decides how to combine them."
+        f"{own_weights}, and W_O decides how to combine them."
     )
     # The two heads: the best previous- and next-token heads on this very sentence; with the
     # causal mask on (no next token to see) or under five pieces, the probe sentences' heads.
@@ -144,7 +157,8 @@ def all_heads() -> None:
     st.markdown(
         "Same sentence, same layer, different patterns. Look for a line just below the diagonal "
         "(each token looks at the one before), just above it (the one after), a bright first "
-        "column ([CLS]) or an even wash; the measurement below names the heads that do each most "
+        f"column ({first_piece}) or an even wash; the measurement below names the heads that do "
+        "each most "
         "strongly. The sidebar switches apply here"
         + (
             ": with the causal mask on, everything above the diagonal is 0."
@@ -156,7 +170,8 @@ def all_heads() -> None:
     st.subheader("Heads with a name, found by measurement")
     st.markdown(
         f"For every head of {model_label}, the mean weight a word piece gives to the token "
-        f"before it, the token after it, [CLS], and another occurrence of the same word, over "
+        f"before it, the token after it, {first_piece}, and another occurrence of the same word, "
+        "over "
         f"{len(multi_head_runs.probe_sentences())} fixed probe sentences (the list "
         "is below). The framed head scores highest; another model gives other heads."
     )
@@ -167,7 +182,7 @@ def all_heads() -> None:
         r"\end{gathered}"
     )
     role_columns = st.columns(2)
-    for k, (role, role_name) in enumerate(multi_head_runs.ROLE_NAMES.items()):
+    for k, (role, role_name) in enumerate(multi_head_runs.role_names(model).items()):
         best_layer, best_head, best_mean = roles.best(role)
         with role_columns[k % 2]:
             display.show_figure(
@@ -194,10 +209,11 @@ def all_heads() -> None:
     )
     if repeat is not None:
         layer_zero = (
-            " Layer 0 sees only each piece's row of the word-piece table plus its position and "
-            "segment vectors: both occurrences arrive as the same table row plus a different "
-            "position row, so "
-            "this head matches the piece itself and cannot tell one sense, or one part of "
+            " Layer 0 sees only each piece's row of the word-piece table"
+            + "".join(f" plus its {term}" for term in anatomy_text.embedding_terms(anatomy)[1:])
+            + ": both occurrences arrive as the same table row"
+            + (" plus a different position row" if anatomy.position_table else "")
+            + ", so this head matches the piece itself and cannot tell one sense, or one part of "
             "speech, from the other."
             if same_layer == 0
             else ""
@@ -217,8 +233,9 @@ def all_heads() -> None:
             f"*{literal(repeat.word)}* (piece {repeat.second}) give the first (piece "
             f"{repeat.first}) {repeat.weight:.2f} of its weight, against 1/{repeat.n_tokens} = "
             f"{1 / repeat.n_tokens:.2f} for an even spread; it gives itself "
-            f"{repeat.to_itself:.2f}, [CLS] {repeat.to_cls:.2f} and [SEP] {repeat.to_sep:.2f}."
-            f"{largest}{layer_zero}"
+            f"{repeat.to_itself:.2f}, {first_piece} {repeat.to_cls:.2f}"
+            + (f" and {closing} {repeat.to_sep:.2f}." if closing else ".")
+            + f"{largest}{layer_zero}"
         )
     widgets.folded(
         "Probe sentences",

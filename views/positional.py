@@ -4,6 +4,7 @@ import streamlit as st
 
 from core import positional
 from ui import (
+    anatomy_text,
     display,
     display_policy,
     models,
@@ -35,43 +36,39 @@ st.markdown(
     "depends only on the position $p$. Other schemes put position inside attention instead: "
     "relative positions (Shaw et al., 2018) and rotary embeddings (Su et al., 2021)."
 )
-# The loaded model's own input, term by term: a segment table and a norm only where it has them
-input_sum = (
-    "E_{\\text{token}}"
-    + (" + E_{\\text{segment}}" if model.dims.type_vocab_size else "")
-    + " + P_p"
-)
-input_formula = f"\\mathrm{{LayerNorm}}({input_sum})" if model.arch.embedding_norm else input_sum
-rotary = model.arch.positions == "rotary"  # the Llama family: no table, q and k are turned
+anatomy = anatomy_text.of(model)  # the loaded model's own input, term by term
+rotary = not anatomy.position_table  # no table: q and k are turned by position
 st.info(
-    (
-        f"{model_label} has rotary positions: no position vector is added; inside every head, "
-        "each query and key is turned by an angle that grows with its position (tab 3)."
+    anatomy_text.positions_sentence(anatomy, model_label).removesuffix(".")
+    + (
+        " (tab 3)."
         if rotary
-        else f"{model_label} adds a learned position table (tab 3) to each word-piece vector: "
-        f"its input is $x_p = {input_formula}$."
+        else f" (tab 3): its input is $x_p = {anatomy_text.embedding_latex(anatomy)}$."
     ),
     icon=":material/location_on:",
 )
-n_segment_rows = model.dims.type_vocab_size  # 0: the model has no segment table
 st.caption(
-    "Position rows are not the only rows some models add: a BERT-style encoder reads one or two "
-    "sentences at once and adds a **segment row**, row 0 of a small learned table to every token "
-    "of the first sentence and row 1 to every token of the second, so each token carries which "
-    "sentence it is in. "
-    + (
-        f"{model_label} has no segment table."
-        if not n_segment_rows
-        else f"{model_label}'s table has one row, added to every token alike."
-        if n_segment_rows == 1
-        else f"{model_label}'s table has {n_segment_rows} rows."
+    (
+        "Position rows are not the only rows added here: a model that reads one or two "
+        "sentences at once can add a **segment row**, row 0 of a small learned table to every "
+        "token of the first sentence and row 1 to every token of the second, so each token "
+        "carries which sentence it is in. "
+        + (
+            f"{model_label}'s table has one row, added to every token alike."
+            if anatomy.segment_rows == 1
+            else f"{model_label}'s table has {anatomy.segment_rows} rows."
+        )
+        if anatomy.segment_rows
+        else f"{model_label} has no segment table: two sentences differ to it only by their "
+        "pieces and where they stand."
     )
     + (
-        " The LayerNorm around the sum rescales each token's vector before the first layer."
-        if model.arch.embedding_norm and not rotary
+        f" The {anatomy.norm_name} around the sum rescales each token's vector before the first "
+        "layer."
+        if anatomy.embedding_norm
         else ""
     ),
-    help=terms.ahead("LayerNorm") if model.arch.embedding_norm and not rotary else None,
+    help=terms.ahead("LayerNorm", anatomy=anatomy) if anatomy.embedding_norm else None,
 )
 
 
@@ -192,8 +189,8 @@ def rotary_section() -> None:
         f"max |Δ| = **{check.max_turn_error:.1e}** (float32 rounding).\n"
         f"- Move every one of the {trace.n_tokens} tokens {check.shift} places on: every score "
         f"R_(p+s) q · R_(r+s) k stays what it was, to max |Δ| = **{check.max_shift_error:.1e}**. "
-        "A learned table promises nothing of the kind (tab 4 measures how far one follows "
-        "distance)."
+        "A table learned in training promises nothing of the kind (tab 4 measures how far one "
+        "follows distance)."
     )
     display.show_figure(
         positional_charts.position_heatmap(
@@ -293,9 +290,14 @@ def near_positions_section() -> None:
     display.show_figure(fig, key="pos_profile", filename="similarity-vs-distance")
     st.markdown(
         "For the sinusoid the similarity is exactly a function of the distance (R² = 1). Binary codes "
-        "follow distance only loosely: 7 and 8 are neighbours but differ in four bits. Nobody told "
-        "the learned table about distance, yet distance explains a good part of its similarity "
-        "(R² above): training made neighbouring positions alike."
+        "follow distance only loosely: 7 and 8 are neighbours but differ in four bits. "
+        + (
+            f"{model_label}'s rotary angles are sines and cosines of position too; R² above says "
+            "how much of their similarity distance alone explains."
+            if rotary
+            else "Nobody told the learned table about distance; R² above says how much of its "
+            "similarity distance alone explains, which training alone put there."
+        )
     )
 
 
@@ -320,7 +322,12 @@ def rotation_section() -> None:
         f"dimensions: max |R_k·PE(p) − PE(p+k)| = **{check.max_abs_error:.1e}**. Vaswani et al. "
         "(2017) chose the sinusoid hoping that a layer could learn such a linear map and use it to "
         "attend k tokens back, whatever the position. That was a hypothesis, and "
-        f"{model_label} does not use it: its positions come from a learned table."
+        + (
+            f"{model_label} adds no such vector; its rotary positions (tab 3) turn q and k by "
+            "rotations of this kind inside attention."
+            if rotary
+            else f"{model_label} does not use it: its positions come from a learned table."
+        )
     )
 
     pairs = sorted({0, 1, 2, d_model // 4, d_model // 2 - 1})
@@ -432,18 +439,22 @@ def adding_section() -> None:
     terms = positional.score_terms(
         trace.static, positional_runs.position_rows(model)[: trace.n_tokens]
     )
+    later = (["segment row"] if anatomy.segment_rows else []) + (
+        [anatomy.norm_name] if anatomy.embedding_norm else []
+    )  # what the model does to x after word + position
+    added_later = f" (before the {' and '.join(later)})" if later else ""
     st.markdown(
         "Concatenating costs extra width (d_word + d_position numbers per token); adding keeps "
         "d_model but lets words and positions meet in the cross terms. Measured on the sidebar "
         f"sentence with {model_label}'s own rows, the cross terms are "
-        f"{terms.cross_share:.0%} of the total size of all three parts (before the LayerNorm). "
+        f"{terms.cross_share:.0%} of the total size of all three parts{added_later}. "
         "Near-perpendicular directions keep each cross term far below |w||p|, but adding is not a "
         "clean separation: the layers have to read past the mix. The table below shows that each "
         "part can still be read back."
     )
 
     st.markdown(
-        "So after $x = E_{\\text{token}} + P_p$ (before the segment vector and LayerNorm) both parts "
+        f"So after $x = E_{{\\text{{token}}}} + P_p${added_later} both parts "
         "can still be read back: compare $x$ with "
         "every vocabulary row and every position row. Rank 1 means the right one is the most similar. "
         f"Your sentence from the sidebar (first {MAX_RECOVERY_TOKENS} pieces):"
@@ -501,7 +512,7 @@ def word_order_section() -> None:
         trace = traces.trace_or_stop(model, inputs)
     st.subheader("7 · Order counts only through position")
     st.markdown(
-        "Run your sentence and a shuffled copy ([CLS] and every [SEP] stay in place; a word moves "
+        f"Run your sentence and a shuffled copy ({anatomy_text.specials_stay(anatomy)}; a word moves "
         "only within its own sentence) through all "
         "layers, then put the shuffled copy's attention rows and columns back in the original order: "
         f"once with positions removed ({POSITIONS_REMOVED[model.arch.positions]}), once as "

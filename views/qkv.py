@@ -4,6 +4,7 @@ import streamlit as st
 
 from core import context, qkv
 from ui import (
+    anatomy_text,
     context_runs,
     display,
     formulas,
@@ -58,7 +59,9 @@ if source == "random":
         model, trace, int(d_k), int(seed), scale=inputs.scale, causal=inputs.causal
     )
     x = trace.static
-    where = f"X holds the static word-piece vectors, as on page 1 plus the rows of [CLS] and [SEP]; W entries are drawn from N(0, 1) with seed {int(seed)}"
+    specials = anatomy_text.special_names(anatomy_text.of(model))
+    with_specials = f" plus the rows of {specials}" if specials else ""
+    where = f"X holds the static word-piece vectors, as on page 1{with_specials}; W entries are drawn from N(0, 1) with seed {int(seed)}"
 else:
     with size:
         layer = widgets.layer_slider(model)
@@ -318,10 +321,6 @@ POSITIONS_ENTER = {
     "learned": "each piece's position row added to X, as in what layer 0 reads",
     "rotary": "every query and key turned by its position, as {model} does inside attention",
 }
-POSITIONS_IN_X = {
-    "learned": ", with or without the position rows. ",
-    "rotary": ": it has no position rows; the positions turn q and k in the head. ",
-}
 
 
 def all_at_once() -> None:
@@ -350,7 +349,8 @@ def all_at_once() -> None:
     if not test.moved:
         st.info("Type at least two words in the sidebar to have something to shuffle.")
         return
-    st.caption("The shuffled order ([CLS] and [SEP] stay in place):")
+    anatomy = anatomy_text.of(model)
+    st.caption(f"The shuffled order ({anatomy_text.specials_stay(anatomy)}):")
     st.text(" ".join(test.shuffled_tokens))  # visitor text: shown as text
     without, with_positions = st.columns(2)
     without.metric("without positions: largest difference", f"{test.gap_without_positions:.1e}")
@@ -374,11 +374,17 @@ def all_at_once() -> None:
             f"float rounding (the outputs reach {test.largest_output:.3g}): for this head and "
             "sentence the positions change nothing this test can see."
         ),
-        help=terms.ahead("position rows"),
+        help=terms.ahead("position rows", anatomy=anatomy) or None,
     )
     st.caption(
-        "X is the embedding step's output in both runs, whichever layer the head comes from"
-        + POSITIONS_IN_X[model.arch.positions]
+        "X is the embedding step's output in both runs, whichever layer the head comes from: "
+        + (
+            f"{anatomy_text.embedding_words(anatomy)} with positions, "
+            f"{anatomy_text.embedding_words(anatomy, positions=False)} without. "
+            if anatomy.position_table
+            else f"{anatomy_text.embedding_words(anatomy)}; {model_label} adds no position row, "
+            "and its positions turn q and k inside the head. "
+        )
         + (
             "The sidebar's causal mask is left out: a mask that depends on position is an order "
             "signal of its own. "
@@ -386,7 +392,7 @@ def all_at_once() -> None:
             else ""
         )
         + "The positional-encoding lab shuffles the sentence through the whole model.",
-        help=terms.ahead("LayerNorm", "segment rows"),
+        help=terms.ahead("LayerNorm", "segment rows", anatomy=anatomy),
     )
     st.page_link(
         "views/positional.py",

@@ -5,6 +5,7 @@ import streamlit as st
 from core import head_stats, scaling_masking
 from core.errors import EmptyInput
 from ui import (
+    anatomy_text,
     display,
     display_policy,
     models,
@@ -441,10 +442,12 @@ def padding_mask() -> None:
     except EmptyInput as err:
         st.info(str(err), icon="✍️")
     else:
+        closing = anatomy_text.special_names_after(anatomy_text.of(model))  # [SEP], </s>, ""
+        closing_included = f" ({closing} included)" if closing else ""
         if trace.n_tokens > runs[True].n_real:
             st.caption(
                 f"The sidebar sentence has {trace.n_tokens} word pieces; this section reads its "
-                f"first {runs[True].n_real} ([SEP] included), enough to see the mask at work."
+                f"first {runs[True].n_real}{closing_included}, enough to see the mask at work."
             )
         st.warning(  # as state.off_distribution_note words every other switched-off experiment
             f"The run without the mask (“no mask”): {model_label} never attended to [PAD] pieces in "

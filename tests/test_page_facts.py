@@ -1,0 +1,216 @@
+"""Every page and tab, rendered for each of the five families, says only what the model has.
+
+The facts below are written here, by hand, from the papers and transformers' code, not read from
+core/anatomy.py: a page that states BERT's architecture for a GPT-2 or a Llama fails. Each rule
+is a pattern a visible sentence must not match for that family. A sentence that cites a paper on
+BERT ("Clark et al. (2019) ... BERT-base", a Sources line) speaks of that paper's model, not of the
+one on screen, and is exempt.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import pytest
+from family_pages import TabRender, family_folder, renders
+
+FAMILIES = ("bert", "roberta", "distilbert", "gpt2", "llama")
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What one family's architecture is, as its paper and transformers' code have it."""
+
+    kind: str  # "encoder" | "decoder"
+    norm_position: str  # "post" | "pre"
+    norm_kind: str  # "LayerNorm" | "RMSNorm"
+    positions: str  # "learned" | "rotary"
+    specials: frozenset[str]  # the pieces its tokenizer adds to a sentence pair
+    segment_rows: int  # rows of the segment table (RoBERTa: one, added to every piece)
+    activation: str  # "GELU" | "SiLU"
+    gated: bool  # a gate projection in the feed-forward (SwiGLU)
+
+
+FACTS = {
+    # Devlin et al. (2019): post-LN, GELU, learned positions, [CLS] A [SEP] B [SEP], 2 segments
+    "bert": Facts("encoder", "post", "LayerNorm", "learned", frozenset({"[CLS]", "[SEP]"}), 2,
+                  "GELU", False),
+    # Liu et al. (2019): BERT's layer, <s> A </s></s> B </s>, one token-type row
+    "roberta": Facts("encoder", "post", "LayerNorm", "learned", frozenset({"<s>", "</s>"}), 1,
+                     "GELU", False),
+    # Sanh et al. (2019): BERT's layer without token types
+    "distilbert": Facts("encoder", "post", "LayerNorm", "learned",
+                        frozenset({"[CLS]", "[SEP]"}), 0, "GELU", False),
+    # Radford et al. (2019): pre-LN, learned positions, no special piece added, GELU (tanh)
+    "gpt2": Facts("decoder", "pre", "LayerNorm", "learned", frozenset(), 0, "GELU", False),
+    # Touvron et al. (2023): pre-RMSNorm, rotary, SwiGLU; the tiny tokenizer adds <s>
+    "llama": Facts("decoder", "pre", "RMSNorm", "rotary", frozenset({"<s>"}), 0, "SiLU", True),
+}  # fmt: skip
+
+ALL_SPECIALS = ("[CLS]", "[SEP]", "<s>", "</s>", "<|endoftext|>")
+_NUMBER_WORDS = {
+    word: n
+    for n, word in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve".split()
+    )
+}
+
+
+def rules(facts: Facts, label: str | None = None) -> list[tuple[str, re.Pattern[str]]]:
+    """(what is wrong, a pattern no sentence about the model on screen may match). label: the
+    model's name as pages show it; "X is a decoder" is checked for it (the lab's own toy model is
+    a decoder whatever is loaded), for any name when None."""
+    found: list[tuple[str, str]] = []
+    who = re.escape(label) if label else r"\S+"
+    for piece in ALL_SPECIALS:
+        if piece not in facts.specials:
+            found.append((f"names {piece}, which this tokenizer never adds", re.escape(piece)))
+    if facts.kind == "decoder":
+        found.append(
+            ("calls a decoder an encoder", who + r" is an? (\*\*)?(bidirectional )?encoder\b")
+        )
+        found.append(("calls a decoder's layer an encoder layer", r"layer above is an \**encoder"))
+    else:
+        found.append(("calls an encoder a decoder", who + r" is an? (\*\*)?decoder\b"))
+    if facts.norm_position == "pre":
+        found.append(("says post-norm of a pre-norm model", r"\bpost-(Layer|RMS)?Norm"))
+        found.append(("normalises the residual sum", r"Norm\}?\s*\(\s*(x \+ a|h \+ f)"))
+        found.append(("says post-norm of a pre-norm model", r"\bpost-norm\b"))
+    else:
+        found.append(("says pre-norm of a post-norm model", r"\bpre-(Layer|RMS)?Norm|\bpre-norm\b"))
+    other_norm = "RMSNorm" if facts.norm_kind == "LayerNorm" else "LayerNorm"
+    found.append((f"names {other_norm}, which this model has not", rf"\b{other_norm}\b"))
+    if facts.positions == "rotary":
+        found.append(("gives a rotary model a position table",
+                      r"learned (position )?table|(?<!no )position (table|row)s?\b|\+ position\b"
+                      r"|x_p = [^$]*P_p|position vectors? (was|were) added|its position vector"
+                      r"|(segment|position) (row|vector)s? and"))  # fmt: skip
+    else:
+        found.append(("gives a table model rotary positions", r"\b(has|uses) rotary positions"))
+    if facts.segment_rows == 0:
+        found.append(("gives a model without segments a segment row",
+                      r"(?<!no )segment (row|vector|table|embedding)s?\b|\+ segment\b"
+                      r"|\\text\{segment\}"))  # fmt: skip
+    if facts.segment_rows < 2:
+        found.append(("says segments tell the sentences apart",
+                      r"segment rows? (tells?|marks?|distinguish)"))  # fmt: skip
+    if facts.activation != "GELU":
+        found.append(("names GELU for a model without it", r"\bGELU\b"))
+    if facts.activation != "SiLU":
+        found.append(("names SiLU for a model without it", r"\bSiLU\b|\bSwiGLU\b"))
+    if not facts.gated:
+        found.append(
+            ("gives an ungated feed-forward a gate", r"W_\{?\\?(text\{)?gate|\bgate projection")
+        )
+    return [(reason, re.compile(pattern)) for reason, pattern in found]
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+(?=[A-Z*(\[<$/])|\n+")
+_BERT_PAPER = re.compile(r"BERT|Devlin")
+_CITATION = re.compile(r"\(\d{4}\)|et al\.|\d{4}\)")
+
+
+def about_the_model_on_screen(sentence: str) -> bool:
+    """False for a sentence that cites a paper on BERT (it speaks of that model) and for the
+    Sources line."""
+    if sentence.lstrip("*_ ").startswith("Sources"):
+        return False
+    return not (_BERT_PAPER.search(sentence) and _CITATION.search(sentence))
+
+
+def sentences(text: str) -> list[str]:
+    return [part for part in _SENTENCE_END.split(text) if part.strip()]
+
+
+def violations(render: TabRender, facts: Facts, label: str | None = None) -> list[str]:
+    """Every sentence of one render that breaks a rule, with the rule."""
+    found = []
+    checks = rules(facts, label)
+    for text in render.texts:
+        if text.lstrip().startswith("Sources"):
+            continue
+        for sentence in sentences(text):
+            if not about_the_model_on_screen(sentence):
+                continue
+            for reason, pattern in checks:
+                if pattern.search(sentence):
+                    found.append(f"{render.page} [{render.tab}]: {reason}: {sentence[:200]!r}")
+    found.extend(section_count_mismatches(render))
+    return found
+
+
+_N_SECTIONS = re.compile(
+    r"\b(\d+|" + "|".join(_NUMBER_WORDS) + r") (sections|tabs)\b", re.IGNORECASE
+)
+
+
+def section_count_mismatches(render: TabRender) -> list[str]:
+    """'N sections' or 'N tabs' on a page must count the page's own tabs."""
+    found = []
+    for text in render.texts:
+        for match in _N_SECTIONS.finditer(text):
+            word = match.group(1).lower()
+            count = int(word) if word.isdigit() else _NUMBER_WORDS[word]
+            if count != render.n_tabs:
+                found.append(
+                    f"{render.page}: says {match.group(0)!r}, the page has {render.n_tabs} tabs"
+                )
+    return sorted(set(found))
+
+
+# ---- the checker catches what it must (fast, no page rendered) ---------------------------------
+def _render_of(*texts: str, n_tabs: int = 0) -> TabRender:
+    return TabRender("views/x.py", None, texts, n_tabs, (), (), ())
+
+
+@pytest.mark.parametrize(
+    "family, sentence",
+    [
+        ("gpt2", "Special pieces such as [CLS] and [SEP] are left out."),
+        ("llama", "Its positions come from a learned table."),
+        ("gpt2", "This is the post-LayerNorm arrangement of the model."),
+        ("llama", r"h = \operatorname{LayerNorm}(x + a)"),
+        ("gpt2", "The layer above is an **encoder** layer: every token reads every other."),
+        ("distilbert", "LayerNorm(word + position + segment) is what layer 0 reads."),
+        ("llama", "The share of GELU inputs below zero."),
+        ("bert", "Its RMSNorm rescales every vector."),
+        ("roberta", "The tokenizer wraps the text in [CLS] … [SEP]."),
+        ("bert", "MiniLM is a decoder: it predicts the next piece."),
+    ],
+)
+def test_the_checker_catches_a_false_fact(family, sentence):
+    assert violations(_render_of(sentence), FACTS[family])
+
+
+@pytest.mark.parametrize(
+    "family, sentence",
+    [
+        ("gpt2", "Clark et al. (2019) found heads on [SEP] in BERT-base."),
+        ("llama", "It normalises before each sublayer (pre-norm) with RMSNorm."),
+        ("bert", "h = LayerNorm(x + a), the post-LayerNorm arrangement."),
+        ("llama", "SwiGLU: SiLU of the gate projection times the up projection."),
+        ("roberta", "The tokenizer wraps the text in <s> … </s>."),
+        ("gpt2", "GPT-2 has no segment rows: it tells two sentences apart only by its pieces."),
+    ],
+)
+def test_the_checker_passes_a_true_one(family, sentence):
+    assert not violations(_render_of(sentence), FACTS[family])
+
+
+def test_a_section_count_must_match_the_tabs():
+    assert violations(_render_of("Five sections, one tab each.", n_tabs=6), FACTS["bert"])
+    assert not violations(_render_of("Six sections, one tab each.", n_tabs=6), FACTS["bert"])
+
+
+# ---- every page and tab, for every family ------------------------------------------------------
+@pytest.mark.slow
+@pytest.mark.parametrize("family", FAMILIES)
+def test_every_page_and_tab_states_only_this_models_facts(family):
+    rendered = renders(family)
+    assert len({r.page for r in rendered}) >= 14 and len(rendered) > 40  # the tabs were opened
+    label = str(family_folder(family))  # the name pages give a model loaded from a folder
+    problems = [f"{r.page} [{r.tab}]: raised {r.exceptions}" for r in rendered if r.exceptions]
+    problems += [problem for r in rendered for problem in violations(r, FACTS[family], label)]
+    problems = list(dict.fromkeys(problems))
+    assert not problems, f"{len(problems)} false statements:\n" + "\n".join(problems)
