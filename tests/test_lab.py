@@ -598,22 +598,32 @@ def test_learning_steps_play_every_snapshot_of_the_run(default_runs):
     run = default_runs["first"]
     spec = sent_figure(lab_charts.learning_steps(run))
     assert_plays_its_frames(spec, run)
-    heatmap, loss, mass, line, dot = spec["data"]
+    heatmap, loss, mass = spec["data"]
     assert heatmap["type"] == "heatmap" and loss["name"] == "training loss"
     np.testing.assert_allclose(sent_array(loss["y"]), run.loss, rtol=1e-6)
     np.testing.assert_allclose(sent_array(mass["y"]), run.eval_mass, atol=1e-4)
     # What the page opens on is the last frame.
     np.testing.assert_allclose(sent_array(heatmap["z"]), run.probe_attention[-1], atol=1e-4)
+    assert spec["layout"]["shapes"] == spec["frames"][-1]["layout"]["shapes"]
     for index, frame in enumerate(spec["frames"]):
         step = int(run.snapshot_steps[index])
-        assert frame["traces"] == [0, 3, 4]
-        weights, step_line, step_dot = frame["data"]
+        # Only the heatmap is a trace of a frame: plotly.js replots a frame's scatter traces
+        # alone and leaves the rest of the figure undrawn while it plays.
+        assert frame["traces"] == [0] and [trace["type"] for trace in frame["data"]] == ["heatmap"]
         np.testing.assert_allclose(
-            sent_array(weights["z"]), run.probe_attention[index], atol=1e-4, err_msg=str(step)
+            sent_array(frame["data"][0]["z"]),
+            run.probe_attention[index],
+            atol=1e-4,
+            err_msg=str(step),
         )
-        assert sent_array(step_line["x"]).tolist() == [step, step]
-        assert sent_array(step_dot["x"]).tolist() == [step]
-        assert sent_array(step_dot["y"])[0] == pytest.approx(run.eval_mass[index], abs=1e-4)
+        step_line, step_dot = frame["layout"]["shapes"]
+        assert (
+            (step_line["xref"], step_line["yref"])
+            == ("x2", "y3")
+            == (step_dot["xref"], step_dot["yref"])
+        )
+        assert step_line["x0"] == step_line["x1"] == step and step_dot["xanchor"] == step
+        assert step_dot["yanchor"] == pytest.approx(run.eval_mass[index], abs=1e-4)
     # The key labels reach plotly as text ("3 c"), one per key.
     assert [shown(label) for label in spec["layout"]["xaxis"]["ticktext"]] == (
         lab_charts.numbered(run.probe_tokens)
@@ -976,10 +986,44 @@ def test_the_comparison_trains_once_in_the_background(monkeypatch):
 
 
 # ---- the page in a real browser -----------------------------------------------------------------
+# At every redraw of the stepped figure while it plays: the frame last started, the heatmap's
+# image (plotly draws the map as one PNG, a pixel per cell) and whether the loss curve is drawn.
+RECORD_DRAWS_JS = """
+g => {
+  window.labFrames = []; window.labDraws = [];
+  g.on('plotly_animatingframe', e => window.labFrames.push(e.name));
+  g.on('plotly_afterplot', () => {
+    const image = g.querySelector('.hm image');
+    const lossLine = g.querySelector('.scatterlayer .trace path.js-line');
+    window.labDraws.push([window.labFrames[window.labFrames.length - 1] ?? null,
+                          image ? image.getAttribute('href') : null,
+                          lossLine ? (lossLine.getAttribute('d') || '').length : 0]);
+  });
+}
+"""
+
+
+def drawn_cells(href: str, n: int) -> np.ndarray:
+    """(n, n) luminance of a heatmap image's cells, read at each cell's centre pixel."""
+    import base64
+    import io
+
+    from PIL import Image
+
+    image = Image.open(io.BytesIO(base64.b64decode(href.split(",", 1)[1]))).convert("RGB")
+    width, height = image.size
+    pixels = np.asarray(image, dtype=np.float64)  # (height, width, 3)
+    rows = ((np.arange(n) + 0.5) * height / n).astype(int)
+    columns = ((np.arange(n) + 0.5) * width / n).astype(int)
+    cells = pixels[rows][:, columns]  # (n, n, 3)
+    return cells @ np.array([0.2126, 0.7152, 0.0722])  # viridis: brighter is more weight
+
+
 @pytest.mark.browser
 def test_lab_opens_trained_and_plays_in_chromium(server, browser):
-    """Open the lab: the run is drawn on the first screen without Train. Play shows every
-    snapshot in turn and the slider picks one, both in the browser, without a rerun."""
+    """Open the lab: the run is drawn on the first screen without Train. Play draws every
+    snapshot in turn (the map as trained to that step, the curves kept) and the slider picks
+    one, both in the browser, without a rerun."""
     from browser import (
         RunWatcher,
         figure_signatures,
@@ -988,7 +1032,9 @@ def test_lab_opens_trained_and_plays_in_chromium(server, browser):
         wait_for_figure,
     )
 
-    expected = lab.train_one(lab.Settings(task="first", steps=100))  # the page's defaults
+    from ui import lab_runs
+
+    expected = lab.train_one(lab_runs.PAGE_DEFAULTS)  # the run the page opens on
     names = [str(int(step)) for step in expected.snapshot_steps]
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     runs = RunWatcher(page)
@@ -1000,12 +1046,11 @@ def test_lab_opens_trained_and_plays_in_chromium(server, browser):
     assert "Learned attention" in learned.locator(".gtitle").text_content()
     assert learned.bounding_box()["y"] < 900 - 200, "its top on the first screen"
     opened = figure_signatures(page)[:2]  # the stepped figure and the target
-    step_state = "g => [g._fullLayout.sliders[0].active, g.data[3].x[0]]"  # slider, the step's line
-    assert learned.evaluate(step_state) == [len(names) - 1, 100]
-    learned.evaluate(
-        "g => { window.labFrames = []; g.on('plotly_animatingframe', e => "
-        "window.labFrames.push(e.name)); }"
-    )
+    # the slider, and the step's line on the curves
+    step_state = "g => [g._fullLayout.sliders[0].active, g._fullLayout.shapes[0].x0]"
+    last_step = expected.settings.steps
+    assert learned.evaluate(step_state) == [len(names) - 1, last_step]
+    learned.evaluate(RECORD_DRAWS_JS)
     mark = runs.mark()
     learned.locator(".updatemenu-button").first.click()  # Play
     page.wait_for_function(f"() => window.labFrames.length === {len(names)}", timeout=60_000)
@@ -1013,9 +1058,27 @@ def test_lab_opens_trained_and_plays_in_chromium(server, browser):
     page.wait_for_function(
         f"g => g._fullLayout.sliders[0].active === {len(names) - 1}", arg=learned.element_handle()
     )
+    page.wait_for_function(f"() => window.labDraws.some(d => d[0] === '{names[-1]}')")
+    draws = {
+        name: (href, loss_drawn)
+        for name, href, loss_drawn in page.evaluate("() => window.labDraws")
+    }
+    middle = names[1:-1]
+    drawn = [name for name in middle if name in draws]
+    # Each frame is redrawn before the next starts (a redraw takes a few ms, a frame 100 ms);
+    # a very loaded machine may merge some, never most.
+    assert len(drawn) >= len(middle) // 2, f"redrawn mid-animation: {drawn}"
+    n = len(expected.probe_targets)
+    for name in drawn:
+        href, loss_drawn = draws[name]
+        assert href and href.startswith("data:image/png"), f"step {name}: the heatmap is blank"
+        assert loss_drawn > 0, f"step {name}: the loss curve is gone"
+        weights = expected.probe_attention[list(names).index(name)]  # trained to that step
+        luminance = drawn_cells(href, n)
+        assert np.corrcoef(luminance.ravel(), weights.ravel())[0, 1] > 0.9, f"step {name}"
     rail = learned.locator(".slider-rail-rect").bounding_box()
     page.mouse.click(rail["x"] + 1, rail["y"] + rail["height"] / 2)  # the slider's start: step 0
-    page.wait_for_function("g => g.data[3].x[0] === 0", arg=learned.element_handle())
+    page.wait_for_function("g => g._fullLayout.shapes[0].x0 === 0", arg=learned.element_handle())
     assert learned.evaluate(step_state) == [0, 0]
     assert figure_signatures(page)[0] != opened[0], "the map shows step 0"
     assert not [event for event in runs.events[mark:] if event[1] == "new_session"], (

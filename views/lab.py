@@ -37,7 +37,7 @@ task_column, d_head_column, steps_column, seed_column = st.columns([2, 1, 1, 1])
 task_name = task_column.selectbox(
     "Task",
     list(lab.TASKS),
-    index=list(lab.TASKS).index("first"),  # learning takes a visible part of the default run
+    index=list(lab.TASKS).index(lab_runs.PAGE_DEFAULTS.task),
     format_func=lambda name: lab.TASKS[name].title,
     key="lab_task",
     bind="query-params",
@@ -46,14 +46,18 @@ task = lab.TASKS[task_name]
 d_head = d_head_column.select_slider(
     "d_head",
     [2, 4, 8, 16, 32, 64, 128],
-    value=8,
+    value=lab_runs.PAGE_DEFAULTS.d_head,
     key="lab_d_head",
     bind="query-params",
     help="The width of the head's queries and keys.",
 )
 LAB_STEPS = (100, 200, 300, 500)  # the run lengths the switches offer (at most MAX_STEPS)
 steps = steps_column.select_slider(
-    "Training steps", LAB_STEPS, value=100, key="lab_steps", bind="query-params"
+    "Training steps",
+    LAB_STEPS,
+    value=lab_runs.PAGE_DEFAULTS.steps,
+    key="lab_steps",
+    bind="query-params",
 )
 with seed_column:
     seed = widgets.whole_number_input("Seed", 0, 9999, 0, key="lab_seed")
