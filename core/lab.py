@@ -179,6 +179,11 @@ def start_factor(settings: Settings) -> float:
     return settings.d_head ** (0.25 if settings.scale else -0.25)
 
 
+def with_other_scale(settings: Settings) -> Settings:
+    """The same run (seed, start, batches) with the 1/√d_head switched the other way."""
+    return replace(settings, scale=not settings.scale)
+
+
 # What runs trained side by side must share: the shapes of their tensors and their schedule.
 SHARED_FIELDS = ("task", "d_head", "steps", "batch_size", "learning_rate", "positions", "causal")
 

@@ -687,11 +687,17 @@ def test_bilinear_steps_play_every_snapshot_on_one_colour_range(default_runs):
 
 
 def test_the_target_lines_up_with_the_learned_map(default_runs):
-    """Beside the stepped figure, the target's map starts at the same height, just as tall."""
+    """Beside the stepped figure, the target's map starts at the same height (its figure moved
+    down by the CSS offset), just as tall."""
+    import re
+
     run = default_runs["first"]
     learned = lab_charts.learning_steps(run).layout
     target = lab_charts.target_attention(run, beside_steps=True).layout
-    assert target.margin.t == learned.margin.t
+    css = lab_charts.beside_steps_css("lab_target")
+    offset = int(re.search(r"\.st-key-lab_target \{ padding-top: (\d+)px", css).group(1))
+    assert "@media (min-width: 641px)" in css, "only where the columns stand side by side"
+    assert target.margin.t + offset == learned.margin.t
     learned_plot = learned.height - learned.margin.t - learned.margin.b
     map_px = learned_plot * (learned.yaxis.domain[1] - learned.yaxis.domain[0])
     assert target.height - target.margin.t - target.margin.b == pytest.approx(map_px)
@@ -717,6 +723,36 @@ def test_causal_target_greys_exactly_the_keys_after_each_query(default_runs):
     )
     assert lab_charts.target_attention(run).layout.shapes[0].path == lab_charts.hidden_keys_path(8)
     assert not lab_charts.target_attention(default_runs["bracket"]).layout.shapes
+
+
+def test_the_scale_takeaway_follows_the_two_runs():
+    """The first screen's sentence on √d_k: its verdict and numbers come from the two runs,
+    whichever of them is on screen."""
+    from ui import lab_story
+
+    template = lab.train_one(lab.Settings(task="first", steps=2))
+
+    def run(scale: bool, accuracy: float, locked: float) -> lab.TrainingRun:
+        final = template.eval_accuracy.copy()
+        final[-1] = accuracy
+        stuck = template.locked_share.copy()
+        stuck[-1] = locked
+        settings = dataclasses.replace(template.settings, scale=scale)
+        return dataclasses.replace(
+            template, settings=settings, eval_accuracy=final, locked_share=stuck
+        )
+
+    scaled, unscaled = run(True, 1.0, 0.0), run(False, 0.7, 0.2)
+    for shown_run, other in ((scaled, unscaled), (unscaled, scaled)):
+        text = lab_story.scale_takeaway(shown_run, other)
+        assert "learns better with 1/√d_k" in text
+        assert "with 1/√d_k the head gets 100% of the held-out tokens right, without it 70%" in text
+        assert "without it 70% (20% of its rows locked on a wrong key)" in text
+    assert "learns better without 1/√d_k" in lab_story.scale_takeaway(
+        run(True, 0.6, 0.0), run(False, 0.9, 0.0)
+    )
+    alike = lab_story.scale_takeaway(run(True, 1.0, 0.0), run(False, 0.99, 0.0))
+    assert "makes no visible difference" in alike and "rows" not in alike
 
 
 # ---- the page -----------------------------------------------------------------------------------
@@ -755,7 +791,9 @@ def test_page_opens_on_the_trained_run_of_its_switches():
     at = run_page(LAB)
     assert_no_exception(at)
     assert not [info for info in at.info if "switches" in info.value], "nothing asks for Train"
-    expected = lab.train_one(lab.Settings(task="first", d_head=8, steps=100))  # the defaults
+    from ui import lab_runs
+
+    expected = lab.train_one(lab_runs.PAGE_DEFAULTS)
     spec = learned(at)
     assert_plays_its_frames(spec, expected)
     np.testing.assert_allclose(shown_weights(at), expected.probe_attention[-1], atol=1e-4)
@@ -770,33 +808,49 @@ def test_page_opens_on_the_trained_run_of_its_switches():
 
 def test_each_switch_trains_its_run_and_keeps_earlier_runs():
     """A switch acts at once, as the sidebar's do: the page shows the run its switches describe,
-    with no Train to press, and keeps the earlier runs side by side."""
+    with no Train to press, and keeps the earlier runs side by side, starting with the same run
+    under the other √d_k switch."""
+    from ui import lab_runs
+
     at = run_page(LAB)
-    first = lab.train_one(lab.Settings(task="first", steps=100))  # the page's defaults
+    first = lab.train_one(lab_runs.PAGE_DEFAULTS)
+    partner = lab.train_one(dataclasses.replace(lab_runs.PAGE_DEFAULTS, scale=False))
     np.testing.assert_allclose(shown_weights(at), first.probe_attention[-1], atol=1e-4)
     assert not [button for button in at.button if button.label == "Train"]
+    table = at.table[0].value
+    assert [shown(cell) for cell in table.iloc[:, 0]] == [
+        "#1 " + lab_charts.run_label(first.settings),
+        "#2 " + lab_charts.run_label(partner.settings),
+    ]
+    # The takeaway on the first screen states both runs' accuracies, as trained here.
+    takeaway = next(m.value for m in at.markdown if "1/√d_k**:" in m.value)
+    assert f"with 1/√d_k the head gets {first.eval_accuracy[-1]:.0%}" in takeaway
+    assert f"without it {partner.eval_accuracy[-1]:.0%}" in takeaway
+    assert first.eval_accuracy[-1] - partner.eval_accuracy[-1] >= 0.1, "the defaults show √d_k"
+    assert "learns better with 1/√d_k" in takeaway
 
     at.selectbox(key="lab_task").set_value("bracket").run()
     assert_no_exception(at)
-    expected = lab.train_one(lab.Settings(task="bracket", steps=100))
+    bracket = dataclasses.replace(lab_runs.PAGE_DEFAULTS, task="bracket")
+    expected = lab.train_one(bracket)
     np.testing.assert_allclose(shown_weights(at), expected.probe_attention[-1], atol=1e-4)
     assert_plays_its_frames(learned(at), expected)
 
     at.toggle(key="lab_scale").set_value(False).run()  # the unscaled run, next to the scaled one
     assert_no_exception(at)
-    unscaled = lab.train_one(lab.Settings(task="bracket", steps=100, scale=False))
+    unscaled = lab.train_one(dataclasses.replace(bracket, scale=False))
     np.testing.assert_allclose(shown_weights(at), unscaled.probe_attention[-1], atol=1e-4)
     table = at.table[0].value
-    assert len(table) == 3, "the opening run, then the two trained"
     assert [shown(cell) for cell in table.iloc[:, 0]] == [
         "#1 " + lab_charts.run_label(unscaled.settings),
         "#2 " + lab_charts.run_label(expected.settings),
         "#3 " + lab_charts.run_label(first.settings),
+        "#4 " + lab_charts.run_label(partner.settings),
     ]
     assert [float(cell) for cell in table.iloc[:, 1]] == pytest.approx(
-        [unscaled.eval_mass[-1], expected.eval_mass[-1], first.eval_mass[-1]], abs=1e-3
+        [r.eval_mass[-1] for r in (unscaled, expected, first, partner)], abs=1e-3
     )
-    side = next(spec for spec in charts(at).values() if len(spec["data"]) == 6)  # 3 runs × 2 panels
+    side = next(spec for spec in charts(at).values() if len(spec["data"]) == 8)  # 4 runs × 2
     np.testing.assert_allclose(sent_array(side["data"][0]["y"]), unscaled.eval_mass, atol=1e-4)
     np.testing.assert_allclose(sent_array(side["data"][2]["y"]), expected.eval_mass, atol=1e-4)
 
@@ -1127,6 +1181,41 @@ def test_lab_opens_trained_and_plays_in_chromium(server, browser):
     wait_for_figure(other, 90_000)
     wait_for_app(other)
     assert figure_signatures(other)[:2] == opened
+
+
+# The learned figure's and the target's boxes: the figure's top and bottom, its map's top.
+MAP_TOPS_JS = """
+() => ['.st-key-lab_learning', '.st-key-lab_target'].map(key => {
+  const figure = document.querySelector(key + ' .js-plotly-plot').getBoundingClientRect();
+  const map = document.querySelector(key + ' .nsewdrag[data-subplot="xy"]').getBoundingClientRect();
+  return {top: figure.top, bottom: figure.bottom, map: map.top};
+})
+"""
+
+
+@pytest.mark.browser
+def test_the_target_lines_up_on_a_desktop_and_follows_closely_on_a_phone(server, browser):
+    """At 1280 px the two maps start at one height; at 390 px, where the columns stack, the
+    target's map follows the figure above it with no empty band (it left ~250 px)."""
+    from browser import page_exceptions, wait_for_app, wait_for_figure
+
+    for width, height in ((1280, 900), (390, 844)):
+        page = browser.new_page(viewport={"width": width, "height": height})
+        page.goto(f"{server.url}/lab")
+        wait_for_figure(page, 90_000)
+        wait_for_app(page)
+        page.wait_for_function(
+            "() => document.querySelector('.st-key-lab_target .nsewdrag[data-subplot=\"xy\"]')"
+        )
+        learned_box, target_box = page.evaluate(MAP_TOPS_JS)
+        if width == 1280:
+            assert abs(learned_box["map"] - target_box["map"]) <= 2, (learned_box, target_box)
+        else:
+            assert target_box["top"] >= learned_box["bottom"], "stacked"
+            # the title's line over the map, and the gap between two elements
+            assert target_box["map"] - learned_box["bottom"] <= 100, (learned_box, target_box)
+        assert not page_exceptions(page)
+        page.close()
 
 
 def test_the_prose_and_formulas_follow_the_runs_switches():

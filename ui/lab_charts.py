@@ -35,6 +35,7 @@ RAIL_GREY = "rgba(150, 150, 150, 0.6)"  # the slider's rail and ticks, seen on l
 # pointer is over the figure), Play and Pause, and the slider with the step over it.
 TOP_PX = 160
 HEATMAP_PX = 300  # the learned map's plot, in the stepped figure
+TARGET_TOP_PX = 50  # over the target's map: its title only
 CURVES_PX = 150  # the loss and weight curves under it
 CURVES_BOTTOM_PX = 120  # their axis title and a legend of two lines on a phone
 
@@ -269,7 +270,8 @@ def target_attention(run: TrainingRun, beside_steps: bool = False) -> go.Figure:
 
     With the causal mask on, the keys a row may not see are greyed out: a target under the grey
     cannot be reached at all. beside_steps: the map at the height and size of learning_steps'
-    map, so that the two, side by side, line up cell for cell.
+    map, so that the two, side by side, line up cell for cell once beside_steps_css moves it
+    down by the lines the stepped figure has over its map.
     """
     labels = numbered(run.probe_tokens)
     title = "Target pattern (grey: hidden by the mask)" if run.settings.causal else "Target pattern"
@@ -281,10 +283,19 @@ def target_attention(run: TrainingRun, beside_steps: bool = False) -> go.Figure:
     if beside_steps:
         figure.update_layout(
             title=title_on_top(title),
-            height=TOP_PX + HEATMAP_PX + figure.layout.margin.b,
-            margin={"t": TOP_PX},
+            height=TARGET_TOP_PX + HEATMAP_PX + figure.layout.margin.b,
+            margin={"t": TARGET_TOP_PX},
         )
     return figure
+
+
+def beside_steps_css(key: str) -> str:
+    """Style-only HTML for the element `key` holding target_attention(beside_steps=True): where
+    columns stand side by side, it moves down by what learning_steps has over its map (buttons,
+    slider), so the two maps line up; below 640 px Streamlit stacks the columns, and the target
+    then follows the figure above it without that gap."""
+    offset = TOP_PX - TARGET_TOP_PX
+    return f"<style>@media (min-width: 641px) {{ .st-key-{key} {{ padding-top: {offset}px; }} }}</style>"
 
 
 def bilinear_heatmap(run: TrainingRun, index: int) -> go.Figure:

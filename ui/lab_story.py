@@ -266,3 +266,29 @@ def one_layer_story(one: induction.InductionRun, two: induction.InductionRun | N
             "bet over those, without knowing which of them comes next."
         )
     return " ".join(sentences)
+
+
+def scale_takeaway(shown: lab.TrainingRun, other: lab.TrainingRun) -> str:
+    """The shown run against the same run with √d_k the other way (lab.with_other_scale): what
+    the switch changes, in held-out accuracy and rows locked on a wrong key."""
+    scaled, unscaled = (shown, other) if shown.settings.scale else (other, shown)
+    scaled_right, unscaled_right = (
+        float(scaled.eval_accuracy[-1]),
+        float(unscaled.eval_accuracy[-1]),
+    )
+    locked = float(unscaled.locked_share[-1])
+    numbers = (
+        f"with 1/√d_k the head gets {scaled_right:.0%} of the held-out tokens right, without it "
+        f"{unscaled_right:.0%}"
+    )
+    if abs(scaled_right - unscaled_right) < 0.02:
+        return (
+            f"**At d_head {shown.settings.d_head}, √d_k makes no visible difference to this "
+            f"run**: {numbers}. Try a wider head."
+        )
+    better = "with" if scaled_right > unscaled_right else "without"
+    stuck = f" ({locked:.0%} of its rows locked on a wrong key)" if locked >= 0.01 else ""
+    return (
+        f"**At d_head {shown.settings.d_head}, this run learns better {better} 1/√d_k**: "
+        f"{numbers}{stuck}, same seed and batches. Flip the switch to watch the other run."
+    )

@@ -100,15 +100,17 @@ HISTORY = 4  # runs kept side by side
 
 
 def remember(chosen: lab.Settings) -> None:
-    """Show this run, and keep it at the front of the runs compared side by side."""
+    """Show this run, and keep it at the front of the runs compared side by side; a visit
+    starts with the same run under the other √d_k switch beside it."""
     st.session_state["lab_trained"] = chosen
-    earlier = [s for s in st.session_state.get("lab_history", []) if s != chosen]
+    history = st.session_state.get("lab_history") or [lab.with_other_scale(chosen)]
+    earlier = [s for s in history if s != chosen]
     st.session_state["lab_history"] = [chosen, *earlier][:HISTORY]
 
 
 # Every switch acts at once, as the sidebar's do on every other page: the page shows the run its
-# switches describe, trained on a miss (~0.4 s for the defaults, under 2 s for the largest, cached
-# per server), so its first screen shows learning and a copied link reopens what is on screen.
+# switches describe, trained on a miss (in seconds at most, bench/bench_lab.py; cached per
+# server), so its first screen shows learning and a copied link reopens what is on screen.
 # The switches may come from a link, which is visitor input, but a run is bounded by the clamped
 # settings.
 remember(settings)
@@ -119,10 +121,12 @@ def watch_it_learn(shown: lab.Settings) -> None:
     """Section 1: the shown run played step by step, its answer, its numbers, and W_qᵀW_k."""
     run = lab_runs.trained_run(shown)
     st.subheader("1 · Watch it learn")
+    st.markdown(lab_story.scale_takeaway(run, lab_runs.trained_run(lab.with_other_scale(shown))))
     left, right = st.columns(2)
     with left:
         display.show_figure(lab_charts.learning_steps(run), "lab_learning", filename="lab-learning")
     with right:
+        st.html(lab_charts.beside_steps_css("lab_target"))
         display.show_figure(
             lab_charts.target_attention(run, beside_steps=True), "lab_target", filename="lab-target"
         )
@@ -176,13 +180,11 @@ def watch_it_learn(shown: lab.Settings) -> None:
 def side_by_side(history: list[lab.Settings]) -> None:
     """Section 2: the last few runs trained, their curves and final maps next to each other."""
     st.subheader("2 · Your runs side by side")
-    if len(history) < 2:
-        st.caption(
-            "Change a switch (flip **Scale scores by 1/√d_k**, say) and the new run appears here "
-            f"next to this one. The last {HISTORY} runs stay for this visit; a copied link "
-            "carries only the run on screen."
-        )
-        return
+    st.caption(
+        "A visit starts with the run above and the same run with **Scale scores by 1/√d_k** "
+        "flipped. Change any switch and its run joins at the top; the last "
+        f"{HISTORY} runs stay for this visit, and a copied link carries only the run on screen."
+    )
     runs = [lab_runs.trained_run(chosen) for chosen in history]
     names = [
         f"#{number} {lab_charts.run_label(chosen)}" for number, chosen in enumerate(history, 1)
