@@ -694,7 +694,9 @@ def test_the_target_lines_up_with_the_learned_map(default_runs):
     run = default_runs["first"]
     learned = lab_charts.learning_steps(run).layout
     target = lab_charts.target_attention(run, beside_steps=True).layout
-    css = lab_charts.beside_steps_css("lab_target")
+    from conftest import ROOT
+
+    css = re.search(r'TARGET_BESIDE_STEPS_CSS = \(\n    "(.*)"\n\)', (ROOT / LAB).read_text())[1]
     offset = int(re.search(r"\.st-key-lab_target \{ padding-top: (\d+)px", css).group(1))
     assert "@media (min-width: 641px)" in css, "only where the columns stand side by side"
     assert target.margin.t + offset == learned.margin.t

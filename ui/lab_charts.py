@@ -270,8 +270,8 @@ def target_attention(run: TrainingRun, beside_steps: bool = False) -> go.Figure:
 
     With the causal mask on, the keys a row may not see are greyed out: a target under the grey
     cannot be reached at all. beside_steps: the map at the height and size of learning_steps'
-    map, so that the two, side by side, line up cell for cell once beside_steps_css moves it
-    down by the lines the stepped figure has over its map.
+    map, so that the two, side by side, line up cell for cell once the page moves it down by
+    TOP_PX − TARGET_TOP_PX, the lines the stepped figure has over its map.
     """
     labels = numbered(run.probe_tokens)
     title = "Target pattern (grey: hidden by the mask)" if run.settings.causal else "Target pattern"
@@ -287,15 +287,6 @@ def target_attention(run: TrainingRun, beside_steps: bool = False) -> go.Figure:
             margin={"t": TARGET_TOP_PX},
         )
     return figure
-
-
-def beside_steps_css(key: str) -> str:
-    """Style-only HTML for the element `key` holding target_attention(beside_steps=True): where
-    columns stand side by side, it moves down by what learning_steps has over its map (buttons,
-    slider), so the two maps line up; below 640 px Streamlit stacks the columns, and the target
-    then follows the figure above it without that gap."""
-    offset = TOP_PX - TARGET_TOP_PX
-    return f"<style>@media (min-width: 641px) {{ .st-key-{key} {{ padding-top: {offset}px; }} }}</style>"
 
 
 def bilinear_heatmap(run: TrainingRun, index: int) -> go.Figure:

@@ -97,6 +97,13 @@ settings = lab.Settings(
     start_at_other_spread=bool(other_start),
 )
 HISTORY = 4  # runs kept side by side
+# Where the columns stand side by side, the target's map moves down by what the stepped figure
+# has over its map (lab_charts.TOP_PX − TARGET_TOP_PX: tests/test_lab.py checks the number), so
+# the two maps line up; below 641 px Streamlit stacks the columns and the target follows the
+# figure above it without that empty band.
+TARGET_BESIDE_STEPS_CSS = (
+    "<style>@media (min-width: 641px) { .st-key-lab_target { padding-top: 110px; } }</style>"
+)
 
 
 def remember(chosen: lab.Settings) -> None:
@@ -126,7 +133,7 @@ def watch_it_learn(shown: lab.Settings) -> None:
     with left:
         display.show_figure(lab_charts.learning_steps(run), "lab_learning", filename="lab-learning")
     with right:
-        st.html(lab_charts.beside_steps_css("lab_target"))
+        st.html(TARGET_BESIDE_STEPS_CSS)
         display.show_figure(
             lab_charts.target_attention(run, beside_steps=True), "lab_target", filename="lab-target"
         )
