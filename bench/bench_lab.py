@@ -10,7 +10,15 @@ seed × task, as the page does, timed) and prints how many runs of each cell wer
 (held-out accuracy ≥ SOLVED_ACCURACY), the mean final weight on the target key, and the story
 the page tells for each task.
 
+With --defaults it trains the run the page opens on (ui.lab_runs.PAGE_DEFAULTS) and the same
+run unscaled, for seeds 0 … 9, and prints each one's held-out accuracy and time: the defaults
+are chosen so that flipping √d_k changes what is learned.
+
+With --imports it measures, each in a fresh process, what the libraries the lab could use cost
+on first use: torch.optim.Adam against torch's functional adam(), and scipy.stats.
+
     python bench/bench_lab.py [--repeats 3] [--scaling [--seeds 12 --d-head 128 --steps 300]]
+    python bench/bench_lab.py --defaults | --imports
 """
 
 from __future__ import annotations
@@ -58,10 +66,74 @@ def scaling_table(seeds: int, d_head: int, steps: int, loss: str) -> None:
         )
 
 
+def defaults_table(seeds: int = 10) -> None:
+    """The page's opening run, scaled and unscaled, seed by seed."""
+    from ui.lab_runs import PAGE_DEFAULTS
+
+    print(f"{PAGE_DEFAULTS}")
+    for scale in (True, False):
+        accuracies, times = [], []
+        for seed in range(seeds):
+            settings = dataclasses.replace(PAGE_DEFAULTS, scale=scale, seed=seed)
+            started = time.perf_counter()
+            run = lab.train_one(settings)
+            times.append(time.perf_counter() - started)
+            accuracies.append(float(run.eval_accuracy[-1]))
+        shown = " ".join(f"{accuracy:.2f}" for accuracy in accuracies)
+        print(
+            f"{'scaled' if scale else 'unscaled':<9} accuracy per seed {shown}; "
+            f"median {statistics.median(times):.2f} s a run"
+        )
+
+
+# Each snippet runs in a fresh interpreter after the lab's own imports; it prints the modules
+# and resident memory its first use added, and the seconds it took.
+FIRST_USE = {
+    "torch.optim.Adam": "p = torch.zeros(3, requires_grad=True); "
+    "o = torch.optim.Adam([p], lr=0.1); p.grad = torch.ones(3); o.step()",
+    "torch.optim.adam.adam": "from torch.optim.adam import adam; "
+    "adam([torch.zeros(3)], [torch.ones(3)], [torch.zeros(3)], [torch.zeros(3)], [], "
+    "[torch.tensor(0.0)], foreach=False, capturable=False, differentiable=False, fused=None, "
+    "grad_scale=None, found_inf=None, has_complex=False, amsgrad=False, beta1=0.9, "
+    "beta2=0.999, lr=0.1, weight_decay=0.0, eps=1e-8, maximize=False)",
+    "scipy.stats": "from scipy.stats import fisher_exact, rankdata; "
+    "fisher_exact([[3, 7], [9, 1]], alternative='greater'); rankdata([1, 2, 2])",
+}
+MEASURE_FIRST_USE = """
+import sys, time
+sys.path.insert(0, {root!r})
+import torch
+import core.lab
+def rss_mb():
+    with open("/proc/self/status") as status:
+        return next(int(l.split()[1]) for l in status if l.startswith("VmRSS")) / 1024
+before_mb, before_modules, started = rss_mb(), len(sys.modules), time.perf_counter()
+{snippet}
+print(f"{{time.perf_counter() - started:.2f}} s, +{{len(sys.modules) - before_modules}} modules, "
+      f"+{{rss_mb() - before_mb:.0f}} MB resident; torch._dynamo loaded: "
+      f"{{'torch._dynamo' in sys.modules}}")
+"""
+
+
+def imports_table() -> None:
+    """What each library call costs the first time a server process makes it."""
+    import subprocess
+
+    root = str(Path(__file__).resolve().parent.parent)
+    for name, snippet in FIRST_USE.items():
+        code = MEASURE_FIRST_USE.format(root=root, snippet=snippet)
+        result = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        )
+        print(f"{name:<24} {result.stdout.strip()}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--scaling", action="store_true", help="the page's scaling table")
+    parser.add_argument("--defaults", action="store_true", help="the page's opening run")
+    parser.add_argument("--imports", action="store_true", help="libraries' first-use cost")
     parser.add_argument("--seeds", type=int, default=12, help="seeds per cell of that table")
     parser.add_argument("--d-head", type=int, default=128)
     parser.add_argument("--steps", type=int, default=300)
@@ -70,6 +142,12 @@ def main() -> None:
     torch.set_num_threads(1)  # as the app
     if args.scaling:
         scaling_table(args.seeds, args.d_head, args.steps, args.loss)
+        return
+    if args.defaults:
+        defaults_table()
+        return
+    if args.imports:
+        imports_table()
         return
     model = core.load_model("minilm")
     n_tokens = model.run(SENTENCE).n_tokens

@@ -64,25 +64,16 @@ def side_by_side(flow: InformationFlow, gradients: GradientScores) -> dict[str, 
     return {name: scores[name] for name in METHOD_LABELS if name in scores}
 
 
-def average_ranks(values: np.ndarray) -> np.ndarray:
-    """(m,) values -> (m,) ranks 1..m, tied values sharing the mean of their ranks.
-
-    Written out rather than imported: scipy.stats costs ~60 MB of server memory to import.
-    """
-    values = np.asarray(values)
-    ranks = np.empty(len(values), dtype=np.float64)
-    ranks[np.argsort(values, kind="stable")] = np.arange(1, len(values) + 1)
-    _, group = np.unique(values, return_inverse=True)  # ties share a group
-    mean_rank = np.bincount(group, weights=ranks) / np.bincount(group)
-    return mean_rank[group]
-
-
 def rank_agreement(scores: Mapping[str, np.ndarray], allowed: np.ndarray) -> np.ndarray:
     """(M, M) Spearman's ρ between every two methods over the allowed pieces (ties averaged).
 
     ρ is Pearson's correlation of the ranks; NaN where a method gives every piece one score.
     """
-    ranks = np.stack([average_ranks(np.asarray(s)[allowed]) for s in scores.values()])  # (M, m)
+    # imported on first use: scipy.stats adds hundreds of modules and tens of MB to a server
+    # whose visitors may never open this comparison (bench/bench_lab.py --imports)
+    from scipy.stats import rankdata
+
+    ranks = np.stack([rankdata(np.asarray(s)[allowed]) for s in scores.values()])  # (M, m)
     centred = ranks - ranks.mean(axis=1, keepdims=True)
     norms = np.linalg.norm(centred, axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -597,7 +597,7 @@ def train_induction(
         per_prediction = next_token_losses(logits, batch.tokens)  # (B, n − 1)
         repeated = per_prediction[batch.repeated_half()].mean()
         gradients = torch.autograd.grad(repeated, decoder.tensors())
-        optimizer.step(list(gradients), t=step + 1)
+        optimizer.step(list(gradients))
         first_losses.append(float(per_prediction.detach()[batch.first_half()].mean()))
         repeated_losses.append(float(repeated.detach()))
         if on_step is not None:

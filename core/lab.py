@@ -29,11 +29,12 @@ import itertools
 import math
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import torch
 from torch.nn import functional as F
+from torch.optim.adam import adam
 
 from core.attention import apply_mask, causal_mask
 
@@ -176,6 +177,11 @@ def start_factor(settings: Settings) -> float:
     if not settings.start_at_other_spread:
         return 1.0
     return settings.d_head ** (0.25 if settings.scale else -0.25)
+
+
+def with_other_scale(settings: Settings) -> Settings:
+    """The same run (seed, start, batches) with the 1/√d_head switched the other way."""
+    return replace(settings, scale=not settings.scale)
 
 
 # What runs trained side by side must share: the shapes of their tensors and their schedule.
@@ -440,15 +446,15 @@ def bilinear_form(params: Parameters, stack: Stack) -> torch.Tensor:
 
 @dataclass
 class Adam:
-    """Adam (Kingma & Ba, 2015), written out: each parameter moves by about lr per step.
+    """Adam (Kingma & Ba, 2015), torch's own update: each parameter moves by about lr per step.
 
     m ← β₁m + (1 − β₁)g,  v ← β₂v + (1 − β₂)g²,  p ← p − lr · m̂ / (√v̂ + ε),
-    with m̂ = m / (1 − β₁ᵗ) and v̂ = v / (1 − β₂ᵗ) undoing the zero start of m and v.
-    (torch.optim.Adam computes the same; its first use imports torch._dynamo, which costs
-    seconds and ~800 modules on a server that otherwise never needs them.) Element by element:
-    stacked runs do not touch each other.
+    with m̂ = m / (1 − β₁ᵗ) and v̂ = v / (1 − β₂ᵗ) undoing the zero start of m and v. Element by
+    element: stacked runs do not touch each other.
     """
 
+    # torch.optim.Adam's constructor imports torch._dynamo; adam() is its update without that
+    # import (bench/bench_lab.py --imports).
     params: list[torch.Tensor]
     lr: float
     beta1: float = 0.9
@@ -456,20 +462,38 @@ class Adam:
     eps: float = 1e-8
     moments: list[torch.Tensor] = field(init=False)  # m, one per parameter
     squares: list[torch.Tensor] = field(init=False)  # v, one per parameter
+    steps: list[torch.Tensor] = field(init=False)  # t, one per parameter, as adam() counts it
 
     def __post_init__(self) -> None:
         self.moments = [torch.zeros_like(p) for p in self.params]
         self.squares = [torch.zeros_like(p) for p in self.params]
+        self.steps = [torch.tensor(0.0) for _ in self.params]
 
     @torch.no_grad()
-    def step(self, gradients: list[torch.Tensor], t: int) -> None:
-        """Update every parameter in place from its gradient; t counts updates from 1."""
-        correction1, correction2 = 1 - self.beta1**t, 1 - self.beta2**t
-        for p, g, m, v in zip(self.params, gradients, self.moments, self.squares, strict=True):
-            m.mul_(self.beta1).add_(g, alpha=1 - self.beta1)
-            v.mul_(self.beta2).addcmul_(g, g, value=1 - self.beta2)
-            denominator = (v / correction2).sqrt_().add_(self.eps)  # √v̂ + ε
-            p.addcdiv_(m, denominator, value=-self.lr / correction1)  # − lr · m̂ / (√v̂ + ε)
+    def step(self, gradients: list[torch.Tensor]) -> None:
+        """Update every parameter in place from its gradient."""
+        adam(
+            [p.detach() for p in self.params],
+            gradients,
+            self.moments,
+            self.squares,
+            [],  # no AMSGrad maxima
+            self.steps,
+            foreach=False,
+            capturable=False,
+            differentiable=False,
+            fused=None,
+            grad_scale=None,
+            found_inf=None,
+            has_complex=False,
+            amsgrad=False,
+            beta1=self.beta1,
+            beta2=self.beta2,
+            lr=self.lr,
+            weight_decay=0.0,
+            eps=self.eps,
+            maximize=False,
+        )
 
 
 N_SNAPSHOTS = 50  # pictures kept along the way: enough for a smooth slider, small to send
@@ -666,7 +690,7 @@ def train(
             gradients = torch.autograd.grad(
                 run_losses.sum(), params.tensors(), allow_unused=True, materialize_grads=True
             )
-            optimizer.step(list(gradients), t=step + 1)
+            optimizer.step(list(gradients))
             losses.append(run_losses.detach())
             if on_step is not None:
                 on_step(step + 1, shared.steps)
@@ -711,7 +735,9 @@ def train_one(settings: Settings, on_step: Callable[[int, int], None] | None = N
 # Many seeds side by side: does 1/√d_head help, and is it the start or the training?
 # ---------------------------------------------------------------------------------------------
 
-CLEAR_P = 0.05  # "clearly more often": a one-sided Fisher exact test below this
+# "Clearly more often": a one-sided Fisher exact test below this. Ten seeds a cell at 0.05 let
+# borderline counts decide a verdict that another block of seeds reversed.
+CLEAR_P = 0.01
 COMPARISON_SNAPSHOTS = 20  # the comparison keeps curves, not a slider: fewer snapshots
 
 
@@ -843,15 +869,12 @@ def compare(
 def more_often_p(solved_a: int, solved_b: int, n: int) -> float:
     """One-sided Fisher exact test: if a and b solved equally often, the chance that a would
     solve solved_a or more of its n runs, given solved_a + solved_b solved of the 2n in all."""
-    total = solved_a + solved_b
-    ways = math.comb(2 * n, n)
-    return (
-        sum(
-            math.comb(total, x) * math.comb(2 * n - total, n - x)
-            for x in range(solved_a, min(n, total) + 1)
-        )
-        / ways
-    )
+    # imported on first use: scipy.stats adds hundreds of modules and tens of MB to a server
+    # that may never compare seeds (bench/bench_lab.py --imports)
+    from scipy.stats import fisher_exact
+
+    table = [[solved_a, n - solved_a], [solved_b, n - solved_b]]
+    return float(fisher_exact(table, alternative="greater").pvalue)
 
 
 def clearly_more(solved_a: int, solved_b: int, n: int) -> bool:

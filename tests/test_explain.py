@@ -724,13 +724,3 @@ def test_checkpointed_gradients_equal_the_plain_ones(model):
         rtol=1e-4,
         atol=1e-6,
     )
-
-
-@pytest.mark.parametrize(
-    "values",
-    [[3.0, 1.0, 2.0], [1.0, 1.0, 2.0, 2.0, 2.0, 0.5], [5.0], [0.1, -0.3, 0.1, 0.1, 7.0, -0.3]],
-)
-def test_average_ranks_equal_scipys(values):
-    from scipy.stats import rankdata
-
-    np.testing.assert_array_equal(explanations.average_ranks(np.array(values)), rankdata(values))

@@ -213,20 +213,29 @@ def test_gradient_matches_finite_differences(loss_name):
         torch.testing.assert_close(gradient, numeric, rtol=1e-5, atol=1e-8)
 
 
-def test_written_out_adam_follows_torch_adam():
+def test_adam_follows_the_papers_formulas():
+    """Kingma & Ba (2015), Algorithm 1, written in float64 numpy: the lab's optimizer moves every
+    parameter as the paper's update does, step by step."""
     params, tokens, targets, stack = tiny_case()
-    twins = [tensor.detach().clone().requires_grad_() for tensor in params.tensors()]
-    ours = lab.Adam(params.tensors(), lr=0.05)
-    reference = torch.optim.Adam(twins, lr=0.05)
-    twin_params = lab.Parameters(*twins)
+    expected = [tensor.detach().double().numpy().copy() for tensor in params.tensors()]
+    moments = [np.zeros_like(value) for value in expected]
+    squares = [np.zeros_like(value) for value in expected]
+    lr, beta1, beta2, eps = 0.05, 0.9, 0.999, 1e-8
+    optimizer = lab.Adam(params.tensors(), lr=lr)
     for t in range(1, 6):
         loss_now = lab.loss(params, tokens, targets, stack).sum()
-        ours.step(list(torch.autograd.grad(loss_now, params.tensors())), t)
-        reference.zero_grad()
-        lab.loss(twin_params, tokens, targets, stack).sum().backward()
-        reference.step()
-    for mine, theirs in zip(params.tensors(), twins, strict=True):
-        torch.testing.assert_close(mine, theirs, rtol=1e-12, atol=1e-12)
+        gradients = list(torch.autograd.grad(loss_now, params.tensors()))
+        optimizer.step(gradients)
+        for value, gradient, m, v in zip(expected, gradients, moments, squares, strict=True):
+            g = gradient.double().numpy()
+            m[:] = beta1 * m + (1 - beta1) * g
+            v[:] = beta2 * v + (1 - beta2) * g**2
+            m_hat, v_hat = m / (1 - beta1**t), v / (1 - beta2**t)
+            value -= lr * m_hat / (np.sqrt(v_hat) + eps)
+        for mine, theirs in zip(params.tensors(), expected, strict=True):
+            np.testing.assert_allclose(
+                mine.detach().double().numpy(), theirs, rtol=1e-9, atol=1e-12
+            )
     assert not torch.equal(params.w_query, tiny_case()[0].w_query), "the parameters moved"
 
 
@@ -450,13 +459,26 @@ def test_initial_w_q_and_w_k_entries_have_variance_one_over_d_model():
 
 
 # ---- the comparison of many seeds ---------------------------------------------------------------
+def hypergeometric_tail(a: int, b: int, n: int) -> float:
+    """P(a or more solved of a's n | a + b solved of 2n), summed from the hypergeometric
+    probabilities C(total, x) C(2n − total, n − x) / C(2n, n)."""
+    total = a + b
+    tail = sum(
+        math.comb(total, x) * math.comb(2 * n - total, n - x) for x in range(a, min(n, total) + 1)
+    )
+    return tail / math.comb(2 * n, n)
+
+
+def written_p(a: int, b: int, n: int) -> str:
+    p = hypergeometric_tail(a, b, n)
+    return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
+
+
 @pytest.mark.parametrize(
     ("a", "b", "n"), [(10, 5, 10), (10, 7, 10), (6, 0, 6), (3, 3, 12), (0, 12, 12), (12, 9, 12)]
 )
-def test_fisher_exact_p_matches_scipy(a, b, n):
-    from scipy.stats import fisher_exact
-
-    _, expected = fisher_exact([[a, n - a], [b, n - b]], alternative="greater")
+def test_fisher_exact_p_follows_the_hypergeometric_tail(a, b, n):
+    expected = hypergeometric_tail(a, b, n)
     assert lab.more_often_p(a, b, n) == pytest.approx(expected, rel=1e-9)
     assert lab.clearly_more(a, b, n) == (expected < lab.CLEAR_P)
 
@@ -598,22 +620,32 @@ def test_learning_steps_play_every_snapshot_of_the_run(default_runs):
     run = default_runs["first"]
     spec = sent_figure(lab_charts.learning_steps(run))
     assert_plays_its_frames(spec, run)
-    heatmap, loss, mass, line, dot = spec["data"]
+    heatmap, loss, mass = spec["data"]
     assert heatmap["type"] == "heatmap" and loss["name"] == "training loss"
     np.testing.assert_allclose(sent_array(loss["y"]), run.loss, rtol=1e-6)
     np.testing.assert_allclose(sent_array(mass["y"]), run.eval_mass, atol=1e-4)
     # What the page opens on is the last frame.
     np.testing.assert_allclose(sent_array(heatmap["z"]), run.probe_attention[-1], atol=1e-4)
+    assert spec["layout"]["shapes"] == spec["frames"][-1]["layout"]["shapes"]
     for index, frame in enumerate(spec["frames"]):
         step = int(run.snapshot_steps[index])
-        assert frame["traces"] == [0, 3, 4]
-        weights, step_line, step_dot = frame["data"]
+        # Only the heatmap is a trace of a frame: plotly.js replots a frame's scatter traces
+        # alone and leaves the rest of the figure undrawn while it plays.
+        assert frame["traces"] == [0] and [trace["type"] for trace in frame["data"]] == ["heatmap"]
         np.testing.assert_allclose(
-            sent_array(weights["z"]), run.probe_attention[index], atol=1e-4, err_msg=str(step)
+            sent_array(frame["data"][0]["z"]),
+            run.probe_attention[index],
+            atol=1e-4,
+            err_msg=str(step),
         )
-        assert sent_array(step_line["x"]).tolist() == [step, step]
-        assert sent_array(step_dot["x"]).tolist() == [step]
-        assert sent_array(step_dot["y"])[0] == pytest.approx(run.eval_mass[index], abs=1e-4)
+        step_line, step_dot = frame["layout"]["shapes"]
+        assert (
+            (step_line["xref"], step_line["yref"])
+            == ("x2", "y3")
+            == (step_dot["xref"], step_dot["yref"])
+        )
+        assert step_line["x0"] == step_line["x1"] == step and step_dot["xanchor"] == step
+        assert step_dot["yanchor"] == pytest.approx(run.eval_mass[index], abs=1e-4)
     # The key labels reach plotly as text ("3 c"), one per key.
     assert [shown(label) for label in spec["layout"]["xaxis"]["ticktext"]] == (
         lab_charts.numbered(run.probe_tokens)
@@ -655,11 +687,19 @@ def test_bilinear_steps_play_every_snapshot_on_one_colour_range(default_runs):
 
 
 def test_the_target_lines_up_with_the_learned_map(default_runs):
-    """Beside the stepped figure, the target's map starts at the same height, just as tall."""
+    """Beside the stepped figure, the target's map starts at the same height (its figure moved
+    down by the CSS offset), just as tall."""
+    import re
+
     run = default_runs["first"]
     learned = lab_charts.learning_steps(run).layout
     target = lab_charts.target_attention(run, beside_steps=True).layout
-    assert target.margin.t == learned.margin.t
+    from conftest import ROOT
+
+    css = re.search(r'TARGET_BESIDE_STEPS_CSS = \(\n    "(.*)"\n\)', (ROOT / LAB).read_text())[1]
+    offset = int(re.search(r"\.st-key-lab_target \{ padding-top: (\d+)px", css).group(1))
+    assert "@media (min-width: 641px)" in css, "only where the columns stand side by side"
+    assert target.margin.t + offset == learned.margin.t
     learned_plot = learned.height - learned.margin.t - learned.margin.b
     map_px = learned_plot * (learned.yaxis.domain[1] - learned.yaxis.domain[0])
     assert target.height - target.margin.t - target.margin.b == pytest.approx(map_px)
@@ -685,6 +725,36 @@ def test_causal_target_greys_exactly_the_keys_after_each_query(default_runs):
     )
     assert lab_charts.target_attention(run).layout.shapes[0].path == lab_charts.hidden_keys_path(8)
     assert not lab_charts.target_attention(default_runs["bracket"]).layout.shapes
+
+
+def test_the_scale_takeaway_follows_the_two_runs():
+    """The first screen's sentence on √d_k: its verdict and numbers come from the two runs,
+    whichever of them is on screen."""
+    from ui import lab_story
+
+    template = lab.train_one(lab.Settings(task="first", steps=2))
+
+    def run(scale: bool, accuracy: float, locked: float) -> lab.TrainingRun:
+        final = template.eval_accuracy.copy()
+        final[-1] = accuracy
+        stuck = template.locked_share.copy()
+        stuck[-1] = locked
+        settings = dataclasses.replace(template.settings, scale=scale)
+        return dataclasses.replace(
+            template, settings=settings, eval_accuracy=final, locked_share=stuck
+        )
+
+    scaled, unscaled = run(True, 1.0, 0.0), run(False, 0.7, 0.2)
+    for shown_run, other in ((scaled, unscaled), (unscaled, scaled)):
+        text = lab_story.scale_takeaway(shown_run, other)
+        assert "learns better with 1/√d_k" in text
+        assert "with 1/√d_k the head gets 100% of the held-out tokens right, without it 70%" in text
+        assert "without it 70% (20% of its rows locked on a wrong key)" in text
+    assert "learns better without 1/√d_k" in lab_story.scale_takeaway(
+        run(True, 0.6, 0.0), run(False, 0.9, 0.0)
+    )
+    alike = lab_story.scale_takeaway(run(True, 1.0, 0.0), run(False, 0.99, 0.0))
+    assert "makes no visible difference" in alike and "rows" not in alike
 
 
 # ---- the page -----------------------------------------------------------------------------------
@@ -723,7 +793,9 @@ def test_page_opens_on_the_trained_run_of_its_switches():
     at = run_page(LAB)
     assert_no_exception(at)
     assert not [info for info in at.info if "switches" in info.value], "nothing asks for Train"
-    expected = lab.train_one(lab.Settings(task="first", d_head=8, steps=100))  # the defaults
+    from ui import lab_runs
+
+    expected = lab.train_one(lab_runs.PAGE_DEFAULTS)
     spec = learned(at)
     assert_plays_its_frames(spec, expected)
     np.testing.assert_allclose(shown_weights(at), expected.probe_attention[-1], atol=1e-4)
@@ -738,33 +810,49 @@ def test_page_opens_on_the_trained_run_of_its_switches():
 
 def test_each_switch_trains_its_run_and_keeps_earlier_runs():
     """A switch acts at once, as the sidebar's do: the page shows the run its switches describe,
-    with no Train to press, and keeps the earlier runs side by side."""
+    with no Train to press, and keeps the earlier runs side by side, starting with the same run
+    under the other √d_k switch."""
+    from ui import lab_runs
+
     at = run_page(LAB)
-    first = lab.train_one(lab.Settings(task="first", steps=100))  # the page's defaults
+    first = lab.train_one(lab_runs.PAGE_DEFAULTS)
+    partner = lab.train_one(dataclasses.replace(lab_runs.PAGE_DEFAULTS, scale=False))
     np.testing.assert_allclose(shown_weights(at), first.probe_attention[-1], atol=1e-4)
     assert not [button for button in at.button if button.label == "Train"]
+    table = at.table[0].value
+    assert [shown(cell) for cell in table.iloc[:, 0]] == [
+        "#1 " + lab_charts.run_label(first.settings),
+        "#2 " + lab_charts.run_label(partner.settings),
+    ]
+    # The takeaway on the first screen states both runs' accuracies, as trained here.
+    takeaway = next(m.value for m in at.markdown if "1/√d_k**:" in m.value)
+    assert f"with 1/√d_k the head gets {first.eval_accuracy[-1]:.0%}" in takeaway
+    assert f"without it {partner.eval_accuracy[-1]:.0%}" in takeaway
+    assert first.eval_accuracy[-1] - partner.eval_accuracy[-1] >= 0.1, "the defaults show √d_k"
+    assert "learns better with 1/√d_k" in takeaway
 
     at.selectbox(key="lab_task").set_value("bracket").run()
     assert_no_exception(at)
-    expected = lab.train_one(lab.Settings(task="bracket", steps=100))
+    bracket = dataclasses.replace(lab_runs.PAGE_DEFAULTS, task="bracket")
+    expected = lab.train_one(bracket)
     np.testing.assert_allclose(shown_weights(at), expected.probe_attention[-1], atol=1e-4)
     assert_plays_its_frames(learned(at), expected)
 
     at.toggle(key="lab_scale").set_value(False).run()  # the unscaled run, next to the scaled one
     assert_no_exception(at)
-    unscaled = lab.train_one(lab.Settings(task="bracket", steps=100, scale=False))
+    unscaled = lab.train_one(dataclasses.replace(bracket, scale=False))
     np.testing.assert_allclose(shown_weights(at), unscaled.probe_attention[-1], atol=1e-4)
     table = at.table[0].value
-    assert len(table) == 3, "the opening run, then the two trained"
     assert [shown(cell) for cell in table.iloc[:, 0]] == [
         "#1 " + lab_charts.run_label(unscaled.settings),
         "#2 " + lab_charts.run_label(expected.settings),
         "#3 " + lab_charts.run_label(first.settings),
+        "#4 " + lab_charts.run_label(partner.settings),
     ]
     assert [float(cell) for cell in table.iloc[:, 1]] == pytest.approx(
-        [unscaled.eval_mass[-1], expected.eval_mass[-1], first.eval_mass[-1]], abs=1e-3
+        [r.eval_mass[-1] for r in (unscaled, expected, first, partner)], abs=1e-3
     )
-    side = next(spec for spec in charts(at).values() if len(spec["data"]) == 6)  # 3 runs × 2 panels
+    side = next(spec for spec in charts(at).values() if len(spec["data"]) == 8)  # 4 runs × 2
     np.testing.assert_allclose(sent_array(side["data"][0]["y"]), unscaled.eval_mass, atol=1e-4)
     np.testing.assert_allclose(sent_array(side["data"][2]["y"]), expected.eval_mass, atol=1e-4)
 
@@ -854,20 +942,20 @@ def test_the_comparison_prose_says_what_the_counts_show(monkeypatch, small_compa
     assert_no_exception(at)
     text = page_text(at)
     previous, first = (lab.TASKS[name].title for name in ("previous", "first"))
+    assert f"**{previous}**: scaled and unscaled heads solved equally often (12 of 12 each)" in text
     assert (
-        f"**{previous}**: scaled and unscaled heads solved equally often (12 of 12 against 12 of 12)"
-        in text
-    )
-    assert (
-        f"**{first}**: the scaled head solved clearly more often (12 of 12 against 0 of 12)" in text
+        f"**{first}**: the scaled head solved clearly more often (12 of 12 against 0 of 12, "
+        f"{written_p(12, 0, 12)})" in text
     )
     assert (
         "Started at the scaled spread, the unscaled head solved 0 of 12: not clearly more than "
-        "from its own start, so a narrow start did not rescue it." in text
+        f"the 0 of 12 from its own start ({written_p(0, 0, 12)}), so a narrow start did not "
+        "rescue it." in text
     )
     assert (
         "Started at the unscaled spread, the scaled head solved 12 of 12: not clearly fewer than "
-        "from its own start, so it got out of a wide start." in text
+        f"the 12 of 12 from its own start ({written_p(12, 12, 12)}), so it got out of a wide "
+        "start." in text
     )
     assert "the start does not explain the difference" in text
     assert text.count("solved clearly more often") == 1, "only where the counts say so"
@@ -877,8 +965,14 @@ def test_the_comparison_prose_says_what_the_counts_show(monkeypatch, small_compa
     shown_comparison = synthetic_comparison(small_comparison_on_the_page, counts)
     at = run_page(LAB)
     text = page_text(at)
-    assert "clearly more than from its own start, so a narrow start rescued it." in text
-    assert "clearly fewer than from its own start, so a wide start cost it runs." in text
+    assert (
+        f"clearly more than the 2 of 12 from its own start ({written_p(12, 2, 12)}), so a narrow "
+        "start rescued it." in text
+    )
+    assert (
+        f"clearly fewer than the 12 of 12 from its own start ({written_p(12, 3, 12)}), so a wide "
+        "start cost it runs." in text
+    )
     assert "the starting spread explains the difference" in text
     assert f"**{first}**: scaled and unscaled heads solved equally often" in text
     cells = at.table[-1].value
@@ -887,19 +981,27 @@ def test_the_comparison_prose_says_what_the_counts_show(monkeypatch, small_compa
         f"2 of 12 · {shown_comparison.mean_mass('previous', lab.UNSCALED):.3f}",
     ]
 
-    # Ten seeds: 10 against 7 is within chance, 10 against 5 is not.
-    counts = {"previous": (10, 7, 10, 5), "first": (10, 0, 0, 8)}
+    # Ten seeds: 10 against 7 (p ≈ 0.105) and 10 against 5 (p ≈ 0.016) are borderline counts
+    # that another block of seeds can reverse: no verdict rests on them. 10 against 4 is clear.
+    counts = {"previous": (10, 7, 10, 5), "first": (10, 0, 0, 4)}
     shown_comparison = synthetic_comparison(small_comparison_on_the_page, counts, seeds=10)
     at = run_page(LAB)
     text = page_text(at)
     assert (
         f"**{previous}**: scaled and unscaled heads were not clearly apart (10 of 10 against 7 "
-        "of 10): with 10 seeds, these runs do not show the scale deciding the outcome here." in text
+        f"of 10, {written_p(10, 7, 10)}): with 10 seeds, these runs do not show the scale "
+        "deciding the outcome here." in text
     )
-    assert "scaled head solved 5 of 10: clearly fewer than from its own start" in text
-    assert "scaled head solved 8 of 10: not clearly fewer than from its own start" in text
-    assert "So on this task the start does not explain the difference" in text
-    assert text.count("So on this task") == 1, (
+    assert (
+        "scaled head solved 5 of 10: not clearly fewer than the 10 of 10 from its own start "
+        f"({written_p(10, 5, 10)})" in text
+    )
+    assert (
+        "scaled head solved 4 of 10: clearly fewer than the 10 of 10 from its own start "
+        f"({written_p(10, 4, 10)})" in text
+    )
+    assert "So on these seeds the start explains part of the difference" in text
+    assert text.count("So on these seeds") == 1, (
         "no conclusion where scaling made no clear difference"
     )
 
@@ -976,10 +1078,44 @@ def test_the_comparison_trains_once_in_the_background(monkeypatch):
 
 
 # ---- the page in a real browser -----------------------------------------------------------------
+# At every redraw of the stepped figure while it plays: the frame last started, the heatmap's
+# image (plotly draws the map as one PNG, a pixel per cell) and whether the loss curve is drawn.
+RECORD_DRAWS_JS = """
+g => {
+  window.labFrames = []; window.labDraws = [];
+  g.on('plotly_animatingframe', e => window.labFrames.push(e.name));
+  g.on('plotly_afterplot', () => {
+    const image = g.querySelector('.hm image');
+    const lossLine = g.querySelector('.scatterlayer .trace path.js-line');
+    window.labDraws.push([window.labFrames[window.labFrames.length - 1] ?? null,
+                          image ? image.getAttribute('href') : null,
+                          lossLine ? (lossLine.getAttribute('d') || '').length : 0]);
+  });
+}
+"""
+
+
+def drawn_cells(href: str, n: int) -> np.ndarray:
+    """(n, n) luminance of a heatmap image's cells, read at each cell's centre pixel."""
+    import base64
+    import io
+
+    from PIL import Image
+
+    image = Image.open(io.BytesIO(base64.b64decode(href.split(",", 1)[1]))).convert("RGB")
+    width, height = image.size
+    pixels = np.asarray(image, dtype=np.float64)  # (height, width, 3)
+    rows = ((np.arange(n) + 0.5) * height / n).astype(int)
+    columns = ((np.arange(n) + 0.5) * width / n).astype(int)
+    cells = pixels[rows][:, columns]  # (n, n, 3)
+    return cells @ np.array([0.2126, 0.7152, 0.0722])  # viridis: brighter is more weight
+
+
 @pytest.mark.browser
 def test_lab_opens_trained_and_plays_in_chromium(server, browser):
-    """Open the lab: the run is drawn on the first screen without Train. Play shows every
-    snapshot in turn and the slider picks one, both in the browser, without a rerun."""
+    """Open the lab: the run is drawn on the first screen without Train. Play draws every
+    snapshot in turn (the map as trained to that step, the curves kept) and the slider picks
+    one, both in the browser, without a rerun."""
     from browser import (
         RunWatcher,
         figure_signatures,
@@ -988,7 +1124,9 @@ def test_lab_opens_trained_and_plays_in_chromium(server, browser):
         wait_for_figure,
     )
 
-    expected = lab.train_one(lab.Settings(task="first", steps=100))  # the page's defaults
+    from ui import lab_runs
+
+    expected = lab.train_one(lab_runs.PAGE_DEFAULTS)  # the run the page opens on
     names = [str(int(step)) for step in expected.snapshot_steps]
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     runs = RunWatcher(page)
@@ -1000,12 +1138,11 @@ def test_lab_opens_trained_and_plays_in_chromium(server, browser):
     assert "Learned attention" in learned.locator(".gtitle").text_content()
     assert learned.bounding_box()["y"] < 900 - 200, "its top on the first screen"
     opened = figure_signatures(page)[:2]  # the stepped figure and the target
-    step_state = "g => [g._fullLayout.sliders[0].active, g.data[3].x[0]]"  # slider, the step's line
-    assert learned.evaluate(step_state) == [len(names) - 1, 100]
-    learned.evaluate(
-        "g => { window.labFrames = []; g.on('plotly_animatingframe', e => "
-        "window.labFrames.push(e.name)); }"
-    )
+    # the slider, and the step's line on the curves
+    step_state = "g => [g._fullLayout.sliders[0].active, g._fullLayout.shapes[0].x0]"
+    last_step = expected.settings.steps
+    assert learned.evaluate(step_state) == [len(names) - 1, last_step]
+    learned.evaluate(RECORD_DRAWS_JS)
     mark = runs.mark()
     learned.locator(".updatemenu-button").first.click()  # Play
     page.wait_for_function(f"() => window.labFrames.length === {len(names)}", timeout=60_000)
@@ -1013,9 +1150,27 @@ def test_lab_opens_trained_and_plays_in_chromium(server, browser):
     page.wait_for_function(
         f"g => g._fullLayout.sliders[0].active === {len(names) - 1}", arg=learned.element_handle()
     )
+    page.wait_for_function(f"() => window.labDraws.some(d => d[0] === '{names[-1]}')")
+    draws = {
+        name: (href, loss_drawn)
+        for name, href, loss_drawn in page.evaluate("() => window.labDraws")
+    }
+    middle = names[1:-1]
+    drawn = [name for name in middle if name in draws]
+    # Each frame is redrawn before the next starts (a redraw takes a few ms, a frame 100 ms);
+    # a very loaded machine may merge some, never most.
+    assert len(drawn) >= len(middle) // 2, f"redrawn mid-animation: {drawn}"
+    n = len(expected.probe_targets)
+    for name in drawn:
+        href, loss_drawn = draws[name]
+        assert href and href.startswith("data:image/png"), f"step {name}: the heatmap is blank"
+        assert loss_drawn > 0, f"step {name}: the loss curve is gone"
+        weights = expected.probe_attention[list(names).index(name)]  # trained to that step
+        luminance = drawn_cells(href, n)
+        assert np.corrcoef(luminance.ravel(), weights.ravel())[0, 1] > 0.9, f"step {name}"
     rail = learned.locator(".slider-rail-rect").bounding_box()
     page.mouse.click(rail["x"] + 1, rail["y"] + rail["height"] / 2)  # the slider's start: step 0
-    page.wait_for_function("g => g.data[3].x[0] === 0", arg=learned.element_handle())
+    page.wait_for_function("g => g._fullLayout.shapes[0].x0 === 0", arg=learned.element_handle())
     assert learned.evaluate(step_state) == [0, 0]
     assert figure_signatures(page)[0] != opened[0], "the map shows step 0"
     assert not [event for event in runs.events[mark:] if event[1] == "new_session"], (
@@ -1028,6 +1183,41 @@ def test_lab_opens_trained_and_plays_in_chromium(server, browser):
     wait_for_figure(other, 90_000)
     wait_for_app(other)
     assert figure_signatures(other)[:2] == opened
+
+
+# The learned figure's and the target's boxes: the figure's top and bottom, its map's top.
+MAP_TOPS_JS = """
+() => ['.st-key-lab_learning', '.st-key-lab_target'].map(key => {
+  const figure = document.querySelector(key + ' .js-plotly-plot').getBoundingClientRect();
+  const map = document.querySelector(key + ' .nsewdrag[data-subplot="xy"]').getBoundingClientRect();
+  return {top: figure.top, bottom: figure.bottom, map: map.top};
+})
+"""
+
+
+@pytest.mark.browser
+def test_the_target_lines_up_on_a_desktop_and_follows_closely_on_a_phone(server, browser):
+    """At 1280 px the two maps start at one height; at 390 px, where the columns stack, the
+    target's map follows the figure above it with no empty band (it left ~250 px)."""
+    from browser import page_exceptions, wait_for_app, wait_for_figure
+
+    for width, height in ((1280, 900), (390, 844)):
+        page = browser.new_page(viewport={"width": width, "height": height})
+        page.goto(f"{server.url}/lab")
+        wait_for_figure(page, 90_000)
+        wait_for_app(page)
+        page.wait_for_function(
+            "() => document.querySelector('.st-key-lab_target .nsewdrag[data-subplot=\"xy\"]')"
+        )
+        learned_box, target_box = page.evaluate(MAP_TOPS_JS)
+        if width == 1280:
+            assert abs(learned_box["map"] - target_box["map"]) <= 2, (learned_box, target_box)
+        else:
+            assert target_box["top"] >= learned_box["bottom"], "stacked"
+            # the title's line over the map, and the gap between two elements
+            assert target_box["map"] - learned_box["bottom"] <= 100, (learned_box, target_box)
+        assert not page_exceptions(page)
+        page.close()
 
 
 def test_the_prose_and_formulas_follow_the_runs_switches():

@@ -35,6 +35,7 @@ RAIL_GREY = "rgba(150, 150, 150, 0.6)"  # the slider's rail and ticks, seen on l
 # pointer is over the figure), Play and Pause, and the slider with the step over it.
 TOP_PX = 160
 HEATMAP_PX = 300  # the learned map's plot, in the stepped figure
+TARGET_TOP_PX = 50  # over the target's map: its title only
 CURVES_PX = 150  # the loss and weight curves under it
 CURVES_BOTTOM_PX = 120  # their axis title and a legend of two lines on a phone
 
@@ -137,13 +138,46 @@ def loss_traces(run: TrainingRun) -> list[go.Scatter]:
     ]
 
 
-def step_marks(run: TrainingRun, index: int) -> tuple[dict, dict]:
-    """What moves on the curves at snapshot `index`: a vertical line at its step and a dot on the
-    weight curve (the (x, y) a frame changes)."""
+STEP_DOT_PX = 9  # the dot on the weight curve at the step shown
+
+
+def step_marks(run: TrainingRun, index: int) -> list[dict]:
+    """What moves on the curves at snapshot `index`, as layout shapes on axes x2 and y3: a
+    vertical line at its step and a dot on the weight curve.
+
+    Shapes, not scatter traces: plotly.js animates a frame's scatter traces by replotting only
+    them, which left the heatmap and the loss curve undrawn at every frame of Play but the last
+    (a heatmap cannot be animated, so its redraw waits for the end); a frame whose one trace is
+    the heatmap is redrawn whole, shapes and all. tests/test_lab.py plays it in chromium.
+    """
     step = int(run.snapshot_steps[index])
-    line = {"x": [step, step], "y": [0, 1.02]}
-    dot = {"x": [step], "y": [round(float(run.eval_mass[index]), 4)]}
-    return line, dot
+    mass = round(float(run.eval_mass[index]), 4)
+    radius = STEP_DOT_PX / 2
+    on_curves = {"xref": "x2", "yref": "y3"}
+    line = {
+        "type": "line",
+        **on_curves,
+        "x0": step,
+        "x1": step,
+        "y0": 0,
+        "y1": 1.02,
+        "line": {"color": STEP_COLOUR, "width": 2},
+    }
+    dot = {  # a circle of STEP_DOT_PX pixels centred on (step, mass), whatever the axes' scales
+        "type": "circle",
+        **on_curves,
+        "xsizemode": "pixel",
+        "ysizemode": "pixel",
+        "xanchor": step,
+        "yanchor": mass,
+        "x0": -radius,
+        "x1": radius,
+        "y0": -radius,
+        "y1": radius,
+        "fillcolor": STEP_COLOUR,
+        "line": {"width": 0},
+    }
+    return [line, dot]
 
 
 def probe_attention(run: TrainingRun, index: int) -> go.Figure:
@@ -159,8 +193,8 @@ def learning_steps(run: TrainingRun) -> go.Figure:
     """The probe's learned attention over the loss and weight curves, at every snapshot.
 
     Opens on the last snapshot; frame frame_name(step) holds the (n, n) weights after that step
-    and moves the step's line and dot on the curves. Traces: 0 the map, 1 loss, 2 weight on the
-    target, 3 the step's line, 4 its dot.
+    and moves the step's line and dot on the curves (step_marks: layout shapes). Traces: 0 the
+    map, 1 loss, 2 weight on the target.
     """
     last = len(run.snapshot_steps) - 1
     base = probe_attention(run, last)  # its heatmap trace and token axes, already escaped
@@ -170,37 +204,16 @@ def learning_steps(run: TrainingRun) -> go.Figure:
     plot_px = HEATMAP_PX + under_map + CURVES_PX
     map_bottom = 1 - HEATMAP_PX / plot_px
     heatmap.update(colorbar={"y": 1, "yanchor": "top", "len": HEATMAP_PX / plot_px})
-    line, dot = step_marks(run, last)
-    marks = [
-        go.Scatter(
-            **line,
-            name="the step shown",
-            xaxis="x2",
-            yaxis="y3",
-            mode="lines",
-            line={"color": STEP_COLOUR, "width": 2},
-            hoverinfo="skip",
-        ),
-        go.Scatter(
-            **dot,
-            xaxis="x2",
-            yaxis="y3",
-            mode="markers",
-            marker={"color": STEP_COLOUR, "size": 9},
-            showlegend=False,
-            hovertemplate="step %{x}<br>weight on target %{y:.3f}<extra></extra>",
-        ),
-    ]
     frames = []
     for index, step in enumerate(run.snapshot_steps):
-        line, dot = step_marks(run, index)
         # 4 decimals, as the map's own weights; float32 halves the frames' bytes and keeps them
         weights = np.round(run.probe_attention[index].astype(np.float64), 4).astype(np.float32)
         frames.append(
             go.Frame(
                 name=frame_name(step),
-                data=[go.Heatmap(z=weights), go.Scatter(**line), go.Scatter(**dot)],
-                traces=[0, 3, 4],
+                data=[go.Heatmap(z=weights)],
+                traces=[0],
+                layout={"shapes": step_marks(run, index)},
             )
         )
     layout = {
@@ -233,10 +246,11 @@ def learning_steps(run: TrainingRun) -> go.Figure:
         },
         # under the curves' axis title (~50 px), in the plot's fractions
         "legend": {"orientation": "h", "y": -55 / plot_px, "x": 0},
+        "shapes": step_marks(run, last),
         **step_controls(run, last),
     }
     return go.Figure(
-        data=[heatmap, *loss_traces(run), *marks],
+        data=[heatmap, *loss_traces(run)],
         layout=layout,
         frames=frames,
     )
@@ -256,7 +270,8 @@ def target_attention(run: TrainingRun, beside_steps: bool = False) -> go.Figure:
 
     With the causal mask on, the keys a row may not see are greyed out: a target under the grey
     cannot be reached at all. beside_steps: the map at the height and size of learning_steps'
-    map, so that the two, side by side, line up cell for cell.
+    map, so that the two, side by side, line up cell for cell once the page moves it down by
+    TOP_PX − TARGET_TOP_PX, the lines the stepped figure has over its map.
     """
     labels = numbered(run.probe_tokens)
     title = "Target pattern (grey: hidden by the mask)" if run.settings.causal else "Target pattern"
@@ -268,8 +283,8 @@ def target_attention(run: TrainingRun, beside_steps: bool = False) -> go.Figure:
     if beside_steps:
         figure.update_layout(
             title=title_on_top(title),
-            height=TOP_PX + HEATMAP_PX + figure.layout.margin.b,
-            margin={"t": TOP_PX},
+            height=TARGET_TOP_PX + HEATMAP_PX + figure.layout.margin.b,
+            margin={"t": TARGET_TOP_PX},
         )
     return figure
 

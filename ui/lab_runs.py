@@ -22,6 +22,11 @@ from dataclasses import dataclass
 from core import lab
 from ui import door, widgets
 
+# The run the page opens on, and its switches' first positions. At d_head 128 a 100-step run
+# is short, and whether the scores are scaled decides what it learns: the scaled head finds
+# every first occurrence, the unscaled one leaves rows on wrong keys (bench/bench_lab.py
+# --defaults); at d_head 8 both learn the task alike.
+PAGE_DEFAULTS = lab.Settings(task="first", d_head=128, steps=100)
 MAX_STEPS = 500  # the longest run the page offers: ~1 s on one idle thread here, ~5 s loaded
 # Seeds per cell of the comparison: 2 tasks × 4 starts × 10 seeds = 80 runs of 300 steps at
 # d_head 128, trained side by side: 11.5 s of CPU here, 21–37 s of wall time on this 2-core

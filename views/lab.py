@@ -9,6 +9,7 @@ from ui import (
     induction_runs,
     lab_charts,
     lab_runs,
+    lab_story,
     tables,
     terms,
     widgets,
@@ -38,7 +39,7 @@ task_column, d_head_column, steps_column, seed_column = st.columns([2, 1, 1, 1])
 task_name = task_column.selectbox(
     "Task",
     list(lab.TASKS),
-    index=list(lab.TASKS).index("first"),  # learning takes a visible part of the default run
+    index=list(lab.TASKS).index(lab_runs.PAGE_DEFAULTS.task),
     format_func=lambda name: lab.TASKS[name].title,
     key="lab_task",
     bind="query-params",
@@ -47,14 +48,18 @@ task = lab.TASKS[task_name]
 d_head = d_head_column.select_slider(
     "d_head",
     [2, 4, 8, 16, 32, 64, 128],
-    value=8,
+    value=lab_runs.PAGE_DEFAULTS.d_head,
     key="lab_d_head",
     bind="query-params",
     help="The width of the head's queries and keys.",
 )
 LAB_STEPS = (100, 200, 300, 500)  # the run lengths the switches offer (at most MAX_STEPS)
 steps = steps_column.select_slider(
-    "Training steps", LAB_STEPS, value=100, key="lab_steps", bind="query-params"
+    "Training steps",
+    LAB_STEPS,
+    value=lab_runs.PAGE_DEFAULTS.steps,
+    key="lab_steps",
+    bind="query-params",
 )
 with seed_column:
     seed = widgets.whole_number_input("Seed", 0, 9999, 0, key="lab_seed")
@@ -94,18 +99,27 @@ settings = lab.Settings(
     start_at_other_spread=bool(other_start),
 )
 HISTORY = 4  # runs kept side by side
+# Where the columns stand side by side, the target's map moves down by what the stepped figure
+# has over its map (lab_charts.TOP_PX − TARGET_TOP_PX: tests/test_lab.py checks the number), so
+# the two maps line up; below 641 px Streamlit stacks the columns and the target follows the
+# figure above it without that empty band.
+TARGET_BESIDE_STEPS_CSS = (
+    "<style>@media (min-width: 641px) { .st-key-lab_target { padding-top: 110px; } }</style>"
+)
 
 
 def remember(chosen: lab.Settings) -> None:
-    """Show this run, and keep it at the front of the runs compared side by side."""
+    """Show this run, and keep it at the front of the runs compared side by side; a visit
+    starts with the same run under the other √d_k switch beside it."""
     st.session_state["lab_trained"] = chosen
-    earlier = [s for s in st.session_state.get("lab_history", []) if s != chosen]
+    history = st.session_state.get("lab_history") or [lab.with_other_scale(chosen)]
+    earlier = [s for s in history if s != chosen]
     st.session_state["lab_history"] = [chosen, *earlier][:HISTORY]
 
 
 # Every switch acts at once, as the sidebar's do on every other page: the page shows the run its
-# switches describe, trained on a miss (~0.4 s for the defaults, under 2 s for the largest, cached
-# per server), so its first screen shows learning and a copied link reopens what is on screen.
+# switches describe, trained on a miss (in seconds at most, bench/bench_lab.py; cached per
+# server), so its first screen shows learning and a copied link reopens what is on screen.
 # The switches may come from a link, which is visitor input, but a run is bounded by the clamped
 # settings.
 remember(settings)
@@ -116,10 +130,12 @@ def watch_it_learn(shown: lab.Settings) -> None:
     """Section 1: the shown run played step by step, its answer, its numbers, and W_qᵀW_k."""
     run = lab_runs.trained_run(shown)
     st.subheader("1 · Watch it learn")
+    st.markdown(lab_story.scale_takeaway(run, lab_runs.trained_run(lab.with_other_scale(shown))))
     left, right = st.columns(2)
     with left:
         display.show_figure(lab_charts.learning_steps(run), "lab_learning", filename="lab-learning")
     with right:
+        st.html(TARGET_BESIDE_STEPS_CSS)
         display.show_figure(
             lab_charts.target_attention(run, beside_steps=True), "lab_target", filename="lab-target"
         )
@@ -173,13 +189,11 @@ def watch_it_learn(shown: lab.Settings) -> None:
 def side_by_side(history: list[lab.Settings]) -> None:
     """Section 2: the last few runs trained, their curves and final maps next to each other."""
     st.subheader("2 · Your runs side by side")
-    if len(history) < 2:
-        st.caption(
-            "Change a switch (flip **Scale scores by 1/√d_k**, say) and the new run appears here "
-            f"next to this one. The last {HISTORY} runs stay for this visit; a copied link "
-            "carries only the run on screen."
-        )
-        return
+    st.caption(
+        "A visit starts with the run above and the same run with **Scale scores by 1/√d_k** "
+        "flipped. Change any switch and its run joins at the top; the last "
+        f"{HISTORY} runs stay for this visit, and a copied link carries only the run on screen."
+    )
     runs = [lab_runs.trained_run(chosen) for chosen in history]
     names = [
         f"#{number} {lab_charts.run_label(chosen)}" for number, chosen in enumerate(history, 1)
@@ -263,9 +277,10 @@ st.markdown(
     "begin almost one-hot, often on a wrong key, and cannot get out;\n"
     "- **the training**: Adam (Kingma & Ba, 2015) divides each update by a running size of its "
     "gradient, so every entry of W_q and W_k moves by about the learning rate per step, "
-    "whatever the gradient. A score adds up d_head products of query and key entries: "
-    "without the 1/√d_head, the same steps move it about √d_head times as far, and rows can "
-    "saturate *during* training.\n\n"
+    "whatever the gradient. A score adds up d_head products of query and key entries, and "
+    "without the 1/√d_head nothing shrinks that sum: the same steps can move an unscaled "
+    "score further, and rows can saturate *during* training. How much further, the runs "
+    "below measure.\n\n"
     "The switch **Start at the other head's score spread** separates them. It shrinks W_q and "
     "W_k of an unscaled head by d_head^¼ at the start, so its scores start exactly as spread "
     "as a scaled head's; on a scaled head it enlarges them by d_head^¼ instead. If the start "
@@ -316,110 +331,6 @@ def comparison_progress() -> None:
     )
 
 
-def solved_sentence(solved: int, total: int) -> str:
-    return f"{solved} of {total}"
-
-
-def task_verdict(comparison: lab.Comparison, name: str) -> str:
-    """What the comparison shows on one task, each sentence chosen by the counts."""
-    verdict = comparison.verdict(name)
-    n = verdict.seeds
-    scaled, unscaled = verdict.scaled, verdict.unscaled
-    narrow, wide = verdict.unscaled_narrow, verdict.scaled_wide
-    sentences = [f"**{lab.TASKS[name].title}**:"]
-    if verdict.scale_helps:
-        sentences.append(
-            f"the scaled head solved clearly more often ({solved_sentence(scaled, n)} against "
-            f"{solved_sentence(unscaled, n)})."
-        )
-    elif verdict.scale_hurts:
-        sentences.append(
-            f"the unscaled head solved clearly more often ({solved_sentence(unscaled, n)} "
-            f"against {solved_sentence(scaled, n)})."
-        )
-    else:
-        gap = "solved equally often" if scaled == unscaled else "were not clearly apart"
-        sentences.append(
-            f"scaled and unscaled heads {gap} ({solved_sentence(scaled, n)} against "
-            f"{solved_sentence(unscaled, n)}): with {n} seeds, these runs do not show the scale "
-            "deciding the outcome here."
-        )
-    narrow_start = (
-        f"Started at the scaled spread, the unscaled head solved {solved_sentence(narrow, n)}"
-    )
-    if verdict.narrow_start_rescues:
-        behind = lab.clearly_more(scaled, narrow, n)
-        sentences.append(
-            f"{narrow_start}: clearly more than from its own start, so a narrow start rescued "
-            + ("it in part (still clearly fewer than the scaled head)." if behind else "it.")
-        )
-    else:
-        sentences.append(
-            f"{narrow_start}: not clearly more than from its own start"
-            + (", so a narrow start did not rescue it." if verdict.scale_helps else ".")
-        )
-    wide_start = (
-        f"Started at the unscaled spread, the scaled head solved {solved_sentence(wide, n)}"
-    )
-    if verdict.wide_start_hurts:
-        sentences.append(
-            f"{wide_start}: clearly fewer than from its own start, so a wide start cost it runs."
-        )
-    else:
-        sentences.append(
-            f"{wide_start}: not clearly fewer than from its own start, so it got out of a wide "
-            "start."
-        )
-    if verdict.story in ("start", "training", "both"):
-        sentences.append(
-            {
-                "start": "So on this task the starting spread explains the difference.",
-                "training": "So on this task the start does not explain the difference: what "
-                "is left is how training moves the scores.",
-                "both": "So on this task the start explains part of the difference, not all of it.",
-            }[verdict.story]
-        )
-    return " ".join(sentences)
-
-
-def mechanism(comparison: lab.Comparison, name: str) -> str:
-    """The training explanation, checked on one task: spread growth and locked rows, measured
-    on the unscaled head started at the scaled spread against the scaled head (same start)."""
-    title = lab.TASKS[name].title
-    steps = comparison.snapshot_steps(name)
-    first_interval = int(steps[1])
-    narrow_growth = comparison.early_growth(name, lab.UNSCALED_NARROW)
-    scaled_growth = comparison.early_growth(name, lab.SCALED)
-    ratio = comparison.growth_ratio(name)
-    faster = ratio >= 1.5  # a clear difference in speed, not noise around 1
-    sentence = (
-        f"**{title}**: from the same start, the unscaled head's median score spread grew by "
-        f"{narrow_growth:.1f} in the first {first_interval} steps, the scaled head's by "
-        f"{scaled_growth:.1f}"
-        + (
-            f", {ratio:.1f} times as much (√d_head = {comparison.d_head**0.5:.1f})."
-            if faster
-            else ": about as fast, so here the steps do not move unscaled scores further."
-        )
-    )
-    peak_narrow = comparison.peak_locked(name, lab.UNSCALED_NARROW)
-    peak_scaled = comparison.peak_locked(name, lab.SCALED)
-    final_narrow = float(comparison.mean_locked(name, lab.UNSCALED_NARROW)[-1])
-    if peak_narrow > 2 * peak_scaled and peak_narrow >= 0.01:
-        sentence += (
-            f" At worst {peak_narrow:.0%} of its rows had {lab.LOCKED_WEIGHT:.0%} or more of "
-            f"their weight on one wrong key, against {peak_scaled:.0%} for the scaled head"
-            + (
-                f"; {final_narrow:.0%} were still locked after the last step."
-                if final_narrow >= 0.5 * peak_narrow
-                else "; most of them came free again by the last step."
-            )
-        )
-    else:
-        sentence += " Its rows did not lock onto wrong keys more than the scaled head's did."
-    return sentence
-
-
 def comparison_results(comparison: lab.Comparison) -> None:
     """The table, the verdicts per task, the mechanism per task, and the curves."""
     n = comparison.seeds
@@ -454,14 +365,18 @@ def comparison_results(comparison: lab.Comparison) -> None:
     )
     st.markdown(
         "“Clearly” below means the counts differ by more than chance would explain with "
-        f"{n} seeds (a one-sided Fisher exact test below {lab.CLEAR_P}).",
+        f"{n} seeds: a one-sided Fisher exact test gives p, the chance of counts at least this "
+        f"far apart if both heads solved equally often, below {lab.CLEAR_P}. Each count comes "
+        "with its p; "
+        "a verdict names only what these seeds show, and another block of seeds can move "
+        "counts near the bar.",
         help=terms.ahead("Fisher exact test"),
     )
     for name in comparison.tasks:
-        st.markdown(task_verdict(comparison, name))
+        st.markdown(lab_story.task_verdict(comparison, name))
     st.markdown("#### Does training move unscaled scores further?")
     for name in comparison.tasks:
-        st.markdown(mechanism(comparison, name))
+        st.markdown(lab_story.mechanism(comparison, name))
     if comparison.loss == "squared":
         st.markdown(
             "A row with nearly all its weight on one key has a nearly flat softmax: the "
@@ -542,9 +457,10 @@ st.markdown(
     "does something more general: when the current word appeared earlier, it looks at the "
     "word that came *after* that earlier occurrence and copies it, so “… Harry Potter … "
     "Harry” gets “Potter” next. Olsson et al. (2022) found such heads forming, in a sudden "
-    "change early in training, in the language models of two or more layers they studied, "
-    "and argued that they account for much of in-context learning. Here you train a small "
-    "decoder from random numbers and watch one form."
+    "change early in training, in the language models of two or more layers they studied. "
+    "They offer evidence, which they call preliminary and indirect, for the hypothesis that "
+    "such heads might be the mechanism behind most in-context learning in large models. "
+    "Here you train a small decoder from random numbers and watch one form."
 )
 st.markdown(
     f"**The task.** Every sequence has {induction_defaults.n_tokens} words from a vocabulary "
@@ -630,134 +546,6 @@ else:
     st.query_params.pop("ind_run", None)
 
 
-def first_crossing(crossings: dict[tuple[int, int], int]) -> tuple[str, int] | None:
-    """The head that reached the bar first, and its step."""
-    if not crossings:
-        return None
-    (layer, head), step = min(crossings.items(), key=lambda item: item[1])
-    return induction_charts.head_name(layer, head), step
-
-
-def two_layer_story(run: induction.InductionRun) -> str:
-    """What the two-layer run did, every sentence chosen by its numbers."""
-    settings, bar = run.settings, induction_charts.CROSSING_BAR
-    sentences = []
-    if run.solved_at is not None:
-        sentences.append(
-            f"Training stopped after {run.steps} steps, when the held-out loss on the repeat "
-            f"fell below {settings.solved_loss} nats."
-        )
-    else:
-        sentences.append(
-            f"Training ran all {run.steps} steps; the held-out loss on the repeat ended at "
-            f"{run.probe_repeated_loss[-1]:.2f} nats, above the {settings.solved_loss} that "
-            "counts as solved."
-        )
-    fall = run.fall()
-    if fall is not None and fall.steps <= run.steps / 4:
-        sentences.append(
-            f"It did not fall evenly: from step {fall.from_step} ({fall.from_loss:.2f} nats) "
-            f"to step {fall.to_step} ({fall.to_loss:.2f}) it made most of its way down from a "
-            f"uniform guess, in {fall.steps} of the run's steps: a phase change."
-        )
-    elif fall is not None:
-        sentences.append(
-            f"It fell gradually: from {fall.from_loss:.2f} nats at step {fall.from_step} to "
-            f"{fall.to_loss:.2f} at step {fall.to_step}, no sudden drop."
-        )
-    inductive = first_crossing(run.crossings(bar, "induction"))
-    previous = first_crossing(
-        {at: step for at, step in run.crossings(bar, "previous_token").items() if at[0] == 0}
-    )
-    final = run.scores_at(-1)
-    last_layer = settings.n_layers - 1
-    induction_heads = [
-        induction_charts.head_name(*at) for at in final.at_least("induction", bar) if at[0]
-    ]
-    if inductive is not None:
-        sentences.append(
-            f"{inductive[0]} was the first head whose induction score reached {bar:g}, at step "
-            f"{inductive[1]}; after the last step, "
-            + (
-                f"{len(induction_heads)} head{'s' if len(induction_heads) != 1 else ''} of "
-                f"layer {last_layer} score {bar:g} or more ({', '.join(induction_heads)})."
-                if induction_heads
-                else f"no head of layer {last_layer} is above {bar:g}."
-            )
-        )
-    else:
-        sentences.append(f"No head's induction score reached {bar:g}.")
-    prev_layer, prev_head, prev_score = final.best("previous_token")
-    if previous is not None and inductive is not None:
-        order = (
-            "before"
-            if previous[1] < inductive[1]
-            else "at the same measurement as"
-            if previous[1] == inductive[1]
-            else "after"
-        )
-        sentences.append(
-            f"In layer 0, {previous[0]}'s previous-token score reached {bar:g} at step "
-            f"{previous[1]}, {order} the first induction head: "
-            + (
-                "the two kinds of head grew together, as a circuit whose parts are of use only "
-                "with each other."
-                if order != "before"
-                else "the head that layer 1 reads came first."
-            )
-        )
-    elif prev_layer == 0:
-        sentences.append(
-            f"The strongest previous-token head is {induction_charts.head_name(0, prev_head)} "
-            f"({prev_score:.2f} after the last step): part of the job can be spread over "
-            "several layer-0 heads."
-        )
-    first_half = float(run.probe_first_half_loss[-1])
-    if first_half > settings.chance_loss:
-        sentences.append(
-            f"The first copy's held-out loss ended at {first_half:.2f} nats, worse than a "
-            f"uniform guess ({settings.chance_loss:.2f}). No word of the first copy appeared "
-            "before, yet the heads still look back and the model predicts, with confidence, "
-            "a word it copied from earlier: wrong, and wrong costs more than an even guess. "
-            "Nothing punishes it, since the loss trains the repeat only."
-        )
-    else:
-        sentences.append(
-            f"The first copy's held-out loss ended at {first_half:.2f} nats, against "
-            f"{settings.chance_loss:.2f} for a uniform guess."
-        )
-    return " ".join(sentences)
-
-
-def one_layer_story(one: induction.InductionRun, two: induction.InductionRun | None) -> str:
-    """What the one-layer run did, beside the two-layer run when there is one."""
-    settings, bar = one.settings, induction_charts.CROSSING_BAR
-    loss = float(one.probe_repeated_loss[-1])
-    layer, head, best = one.scores_at(-1).best("induction")
-    sentences = [
-        f"With one layer, after {one.steps} steps, the held-out loss on the repeat is "
-        f"{loss:.2f} nats"
-        + (
-            f" (two layers: {float(two.probe_repeated_loss[-1]):.2f} after {two.steps} steps)."
-            if two is not None
-            else "."
-        ),
-        f"Its best induction score is {best:.2f} ({induction_charts.head_name(layer, head)})"
-        + (
-            f", below {bar:g}: no head finds the word after the earlier copy."
-            if best < bar
-            else f", at or above {bar:g}: a head found the answer without a layer to read from."
-        ),
-    ]
-    if loss < settings.chance_loss:
-        sentences.append(
-            f"It still beats a uniform guess ({settings.chance_loss:.2f}): one layer can learn "
-            "that the next word is probably one already seen in the sequence, and spread its "
-            "bet over those, without knowing which of them comes next."
-        )
-    return " ".join(sentences)
-
-
 def two_layer_section(run: induction.InductionRun) -> None:
     st.subheader("Two layers: watch the induction head form")
     columns = st.columns(4)
@@ -768,7 +556,7 @@ def two_layer_section(run: induction.InductionRun) -> None:
         f"Best induction score ({induction_charts.head_name(layer, head)})", f"{best:.2f}"
     )
     columns[3].metric("Training time", f"{run.seconds:.1f} s")
-    st.markdown(two_layer_story(run))
+    st.markdown(lab_story.two_layer_story(run))
     every = int(run.settings.snapshot_every)
     last = int(run.snapshot_steps[-1])
     step = st.slider("Step", 0, last, last, step=every, key="ind_step", bind="query-params")
@@ -809,7 +597,7 @@ def two_layer_section(run: induction.InductionRun) -> None:
 
 def one_layer_section(one: induction.InductionRun, two: induction.InductionRun | None) -> None:
     st.subheader("One layer: the same run without a layer to read from")
-    st.markdown(one_layer_story(one, two))
+    st.markdown(lab_story.one_layer_story(one, two))
     display.show_figure(
         induction_charts.loss_curves(one), "ind_one_loss", filename="induction-1-layer-loss"
     )
