@@ -421,14 +421,6 @@ def projection(vectors: object, method: str, n_components: int, ids: object = No
     return project(vectors, method, n_components)
 
 
-@door.shared("a projection")
-def trajectory_projection(hidden: object, n_components: int) -> object:
-    """Cached core.embeddings.trajectories: (L + 1, m, d) -> (L + 1, m, c) in one PCA plane."""
-    from core.embeddings import trajectories
-
-    return trajectories(hidden, n_components)
-
-
 @door.shared("the word-piece table")
 def _vocabulary_view(model_name: str) -> tuple[object, object]:
     from core.embeddings import word_mask

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from core import embeddings
-from ui import charts, display, embeddings_charts, models, state, tables, widgets
+from ui import charts, display, embeddings_charts, embeddings_runs, models, state, tables, widgets
 from ui.escape import literal
 
 inputs, model = state.page_context()
@@ -116,8 +116,8 @@ if shown.n_points < points.n_total:
     )
 method_key = "tsne" if method == "t-SNE" else "pca"
 st.caption(
-    "Every tab follows the word piece chosen here; tabs 1, 2, 4 and 5 show the chosen hidden "
-    "state; Projection applies to tab 1, View to tabs 1 and 2."
+    "Every tab follows the word piece chosen here and shows the chosen hidden state (tab 2 as "
+    "its grey tokens, beside every state); Projection applies to tab 1, View to tabs 1 and 2."
 )
 
 
@@ -196,14 +196,7 @@ def sense_split() -> None:
 def path_through_layers() -> None:
     """Section 2: the followed word piece's occurrences, state by state."""
     st.subheader(f"2 · The path of '{shown_word}' through the layers")
-    st.markdown(
-        "All layers share one PCA plane here, so a step in the picture is the projection of a real "
-        "change of the vector onto that plane (moves across the plane do not show). Much of the motion is shared by every token (the whole cloud drifts from layer to "
-        "layer); the gaps between the coloured paths are what the context adds. The embedding output "
-        "already differs between sentences: position vectors were added. Grey: every token, "
-        f"{state_name}."
-    )
-    paths = state.trajectory_projection(shown.hidden, n_components)
+    paths = embeddings_runs.trajectory_projection(shown.hidden, chosen, n_components)
     fig = embeddings_charts.trajectory_figure(
         paths,
         chosen,
@@ -211,32 +204,73 @@ def path_through_layers() -> None:
         shown.sentence,
         shown.sentences,
         layer,
-        f"'{shown_word}', states 0 … {model.n_layers}",
+        f"'{shown_word}', from the embedding output (emb) to after layer {model.n_layers - 1}",
         senses,
     )
     display.show_figure(fig, key="emb_paths", filename="trajectories")
-
-
-def nearest_words() -> None:
-    """Section 3: the nearest rows of the input table to each occurrence, state by state."""
-    st.subheader("3 · Which vocabulary words is it closest to?")
-    st.latex(
-        r"\text{neighbours}(h) = \operatorname{top}_5\; \cos(h, W_v),\ v \in \text{vocabulary}"
+    st.markdown(
+        "Each path is one occurrence, its markers numbered by state (emb, then each layer) and "
+        "growing towards the last. What is drawn is the vector's direction, the thing a cosine "
+        "compares, with each state's mean direction over all tokens taken away: that drift is "
+        "shared by every token and would hide the rest. One PCA plane, fitted on these "
+        f"occurrences at every state, holds every path. Grey: every token, {state_name}."
     )
-    unit_table, allowed = state.vocabulary_view(model)
-    ids, cosines = embeddings.nearest_by_stage(shown, chosen, unit_table, allowed)
-    stages = ["static"] + [charts.state_name(index) for index in range(model.n_layers + 1)]
+    sense_match_line()
+
+
+def sense_match_line() -> None:
+    """Whether each occurrence's nearest other occurrence shares its sense, state by state."""
+    occurrence_senses = [senses[shown.sentence[i]] for i in chosen]
+    match = embeddings.sense_match(shown, chosen, occurrence_senses)
+    if not match.measured:
+        st.caption(
+            f"Whether context sorts '{shown_word}' by sense shows with two occurrences of one sense "
+            "and one of another, in the page's example sentences."
+        )
+        return
+    fig = embeddings_charts.sense_match_figure(
+        match.matched,
+        match.counted,
+        match.chance,
+        f"Is the nearest other '{shown_word}' one with the same sense?",
+    )
+    display.show_figure(fig, key="emb_sense_match", filename="sense-match")
+    first, last = int(match.matched[0]), int(match.matched[-1])
+    if last > first and last > match.chance * match.counted:
+        trend = "context sorts the occurrences by sense"
+    elif first == last == match.counted:
+        trend = "the positions alone already sorted them at the embedding output"
+    else:
+        trend = "by this measure, context does not sort them by sense here"
+    st.markdown(
+        f"At the embedding output, {first} of {match.counted} occurrences of '{shown_word}' have "
+        f"an occurrence with their own sense as their nearest; after layer {model.n_layers - 1}, "
+        f"{last} of {match.counted} (a random pick: {match.chance:.0%}): {trend}."
+    )
+
+
+def nearest_in_context() -> None:
+    """Section 3: the tokens of the other sentences nearest to each occurrence, at one state."""
+    st.subheader(f"3 · Which tokens of the other sentences is '{shown_word}' closest to?")
+    st.latex(
+        r"\text{neighbours}(h_i) = \operatorname{top}_5\; \cos(h_i, h_j),\ "
+        r"j \text{ a token of another sentence, at the same state}"
+    )
+    ids, cosines = embeddings.contextual_neighbours(shown, chosen, layer)
     labels = embeddings_charts.occurrence_labels(chosen, shown.tokens, shown.sentence, senses)
     # A static table, not st.dataframe: its cells wrap on a phone instead of being cut at the
     # right edge, and it has no toolbar to float over the formula above.
     st.table(
-        embeddings_charts.neighbour_table(ids, cosines, model.tokenizer, stages, labels),
+        embeddings_charts.neighbour_table(
+            ids, cosines, word, shown.tokens, shown.sentence, senses, labels
+        ),
         hide_index=True,
     )
     st.caption(
-        "Every layer adds its result to the token's vector instead of replacing it, so the word "
-        "itself usually stays first. The runners-up are where the sense shows: try 'monitor' on a "
-        "desk against 'monitor' a patient. Special tokens such as [unused7] are left out."
+        f"Every token is compared as it is {state_name} (the slider above), so the neighbours "
+        "carry their own context too: a river *bank* may sit nearest to another river *bank*, "
+        "or to *river* itself. Tokens of its own sentence are left out: they share its context "
+        "trivially."
     )
 
 
@@ -313,7 +347,7 @@ def scaling_switch() -> None:
 SECTIONS = {
     "1 · Before and after": before_and_after,
     "2 · Path": path_through_layers,
-    "3 · Nearest words": nearest_words,
+    "3 · Nearest in context": nearest_in_context,
     "4 · Occurrences": occurrences_alike,
     "5 · √d_k switch": scaling_switch,
 }
