@@ -101,13 +101,12 @@ def show_map(step: path.Step, model: core.Transformer, visited: frozenset[str]) 
     links = {
         key: page_link(path.step_of(home), step, visited) for key, home in path.PART_HOME.items()
     }
-    where = f"Step {path.STEPS.index(step) + 1} of {len(path.STEPS)}: {step.title}"
     before, after = path.neighbours(step)
     figure = model_map_chart.model_map(
         sizes_of(model),
         frozenset(step.parts),
         links,
-        where,
+        path.where(step),
         previous=None if before is None else page_link(before, step, visited),
         following=None if after is None else page_link(after, step, visited),
     )
