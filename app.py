@@ -31,17 +31,17 @@ step = path.step_at(navigation.url_path)
 # torch's import takes ~1.3 s on a fresh server: let the browser fetch plotly.js meanwhile, unless
 # the page opened draws without it (the Overview's head is HTML: ui/html_heatmap.py).
 with preload.plotly_download(needed=navigation.url_path not in PLOTLY_FREE_PAGES):
-    from ui import display, door, model_map, predict, state
+    from ui import display, door, model_map, page_switches, predict, state
 # Freezing the imported modules before the first page is drawn keeps Streamlit's garbage
 # collection after every rerun cheap (ui/housekeeping.py).
 housekeeping.freeze_once_at_startup()
 
 try:
     text_page = navigation.url_path not in OWN_TEXT_PAGES
+    word_level_page = navigation.url_path in WORD_LEVEL_PAGES
+    switches_page = navigation.url_path not in OWN_SWITCH_PAGES
     inputs, model = state.prepare_page_context(
-        word_level_page=navigation.url_path in WORD_LEVEL_PAGES,
-        switches_page=navigation.url_path not in OWN_SWITCH_PAGES,
-        text_page=text_page,
+        word_level_page=word_level_page, switches_page=switches_page, text_page=text_page
     )
     display.image_format_picker()
     with st.sidebar:
@@ -49,6 +49,8 @@ try:
     visited = path.visit(step)
     predict.visit(navigation.url_path)  # the questions' progress (ui/predict.py)
     model_map.show_map(step, model, visited)  # where this page sits in the model
+    if switches_page:  # the sidebar's switches are below its fold at 900 px: restate them here
+        page_switches.show(inputs, word_level_page)
     if text_page:  # a phone folds the sidebar away: where to type, at the top of the page
         state.sentence_box_in_page(inputs)
     navigation.run()
