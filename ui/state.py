@@ -20,7 +20,7 @@ import torch
 
 import core
 from core.text import MAX_CHARS
-from ui import door, housekeeping, models
+from ui import cut_notice, door, housekeeping, models
 from ui.models import load_model
 from ui.word_level import word_level_switch
 
@@ -117,9 +117,13 @@ def trace_or_stop(model: core.Transformer, inputs: Inputs, **switches: object) -
         st.info(f"{err} Enter a sentence in the sidebar to begin.", icon="✍️")
         end_page()
     if result.truncated:
+        end = cut_notice.ends_on(
+            result.tokens, result.segments.tolist(), result.piece_scheme, result.special
+        )
         st.warning(
-            f"The input has {result.n_pieces} word pieces; {models.label(model)} reads at most "
-            f"{model.max_positions}, so only the first {result.n_tokens} are shown.",
+            cut_notice.notice(
+                result.n_pieces, result.n_tokens, models.label(model), model.max_positions, end
+            ),
             icon="✂️",
         )
     return result
@@ -397,7 +401,8 @@ def _cached_points(
             notes.append(f"Line {number} holds no readable characters and is skipped.")
             continue
         if result.truncated:
-            notes.append(f"Line {number} is cut to {model.max_positions} word pieces.")
+            end = cut_notice.ends_on(result.tokens, None, result.piece_scheme, result.special)
+            notes.append(f"Line {number} is cut to {model.max_positions} word pieces: {end}.")
         rows.append(TraceRows.of(result))  # not the Trace: its attention blocks can go
         kept.append(sentence)
     return gather_points(rows, kept), tuple(notes)

@@ -9,6 +9,7 @@ from core import context
 from ui import (
     context_charts,
     context_runs,
+    cut_notice,
     display,
     matrix_charts,
     models,
@@ -54,8 +55,8 @@ if len(sentences) < 2:
 for name, sentence in sentences.items():
     if sentence.truncated:
         st.warning(
-            f"Sentence {name} has {sentence.n_pieces} word pieces; only the first "
-            f"{len(sentence.tokens)} are used.",
+            f"Sentence {name} has {sentence.n_pieces:,} word pieces; only the first "
+            f"{len(sentence.tokens):,} are used: {cut_notice.ends_on(sentence.tokens)}.",
             icon="✂️",
         )
     note = matrix_charts.limit_note(len(sentence.tokens))
