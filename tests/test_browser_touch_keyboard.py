@@ -71,3 +71,66 @@ def test_a_tap_on_a_token_keeps_its_lines_and_a_tap_off_the_dots_brings_all_back
         assert page_exceptions(page) == []
     finally:
         context.close()
+
+
+# What has the keyboard's focus, and how its focus ring is drawn.
+FOCUSED_JS = """
+() => {
+  const e = document.activeElement;
+  const style = getComputedStyle(e);
+  return {
+    tag: e.tagName,
+    text: (e.getAttribute('aria-label') || e.textContent || '').trim(),
+    inMap: !!e.closest('nav.ae-map'),
+    inProgress: !!e.closest('nav.ae-progress'),
+    pageLink: !!e.closest('[data-testid="stMain"] [data-testid="stPageLink"]'),
+    sidebarLink: !!e.closest('[data-testid="stSidebarNav"]'),
+    slider: e.getAttribute('role') === 'slider' || e.type === 'range',
+    outline: [style.outlineStyle, style.outlineWidth, style.outlineColor],
+  };
+}
+"""
+
+
+def test_tab_meets_the_map_and_the_progress_row_once_and_shows_focus(server, browser):
+    """Tab from the page's top: the map and the progress row are one stop each (arrow keys move
+    inside them), the first slider comes a few presses after the main area, and Previous/Next
+    show a focus ring as strong as the sidebar's links."""
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    try:
+        page.goto(f"{server.url}/qkv")
+        wait_for_app(page, 120_000)
+        page.wait_for_selector("nav.ae-progress a", timeout=60_000)
+        wait_idle(page)
+        walk = []
+        for _ in range(80):
+            page.keyboard.press("Tab")
+            walk.append(page.evaluate(FOCUSED_JS))
+            if walk[-1]["text"] == "Skip to main content" and len(walk) > 1:
+                break  # round the page once
+        assert walk[0]["text"] == "Skip to main content"
+        assert sum(stop["inMap"] for stop in walk) == 1
+        assert sum(stop["inProgress"] for stop in walk) == 1
+        main = next(i for i, stop in enumerate(walk) if stop["tag"] == "MAIN")
+        slider = next(i for i, stop in enumerate(walk) if stop["slider"])
+        assert slider - main <= 6, walk[main : slider + 1]
+        sidebar = next(stop for stop in walk if stop["sidebarLink"])
+        links = [stop for stop in walk if stop["pageLink"]]
+        assert len(links) == 2 and "Previous:" in links[0]["text"] and "Next:" in links[1]["text"]
+        for stop in links:  # as visible as the sidebar's: a solid ring at least as wide
+            assert stop["outline"][0] == sidebar["outline"][0] == "solid"
+            assert float(stop["outline"][1].rstrip("px")) >= float(
+                sidebar["outline"][1].rstrip("px")
+            )
+        # inside the map, the arrow keys move between its links; Tab then leaves it
+        page.locator("nav.ae-map a[tabindex='0']").focus()
+        first = page.evaluate(FOCUSED_JS)["text"]
+        page.keyboard.press("ArrowRight")
+        second = page.evaluate(FOCUSED_JS)
+        assert second["inMap"] and second["text"] != first
+        assert page.locator("nav.ae-map a[tabindex='0']").count() == 1
+        page.keyboard.press("Tab")
+        assert not page.evaluate(FOCUSED_JS)["inMap"]
+        assert page_exceptions(page) == []
+    finally:
+        page.close()
