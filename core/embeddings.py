@@ -348,6 +348,24 @@ def contextual_neighbours(
     return ids, cosines
 
 
+def first_neighbour_shares_sense(
+    points: PointSet, indices: np.ndarray, ids: np.ndarray, sentence_senses: Sequence[str | None]
+) -> tuple[int, int]:
+    """(how many, of how many): of the chosen occurrences whose sentence has a known sense
+    (sentence_senses: one per sentence, None: unknown), those whose first contextual neighbour
+    (ids[:, 0], from contextual_neighbours) is the same word piece in a sentence of that sense."""
+    counted = matched = 0
+    for row, i in enumerate(np.asarray(indices, dtype=np.int64)):
+        sense = sentence_senses[int(points.sentence[i])]
+        if sense is None:
+            continue
+        counted += 1
+        j = int(ids[row, 0])
+        if j >= 0 and points.tokens[j] == points.tokens[i]:
+            matched += sentence_senses[int(points.sentence[j])] == sense
+    return matched, counted
+
+
 @dataclass(frozen=True)
 class SenseMatch:
     """Whether each occurrence's nearest other occurrence (in another sentence) has its sense,

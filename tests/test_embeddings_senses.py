@@ -166,6 +166,7 @@ def test_nearest_tab_lists_other_sentences_tokens_by_cosine(model):
     assert_no_exception(at)
     (table,) = [t.value for t in at.table if "occurrence" in t.value.columns]
     traces = [model.run(sentence) for sentence, _ in BANKS]
+    same_sense_first = 0
     for s, trace in enumerate(traces):
         bank = trace.hidden_states[-1, trace.tokens.index("bank")]
         best = max(
@@ -180,3 +181,21 @@ def test_nearest_tab_lists_other_sentences_tokens_by_cosine(model):
         cos, o, token = best
         name = f"bank · {BANKS[o][1]} (s{o + 1})" if token == "bank" else f"{token} (s{o + 1})"
         assert shown(table["1st"][s]) == f"{name}\u00a0{cos:.2f}".replace("\u00a00.", "\u00a0.")
+        same_sense_first += token == "bank" and BANKS[o][1] == BANKS[s][1]
+    said = " ".join(m.value for m in at.markdown)
+    assert (
+        f"After layer {model.n_layers - 1}, {same_sense_first} of 4 occurrences of 'bank' with a "
+        "known sense have, as their nearest token in another sentence, a 'bank' with the same sense."
+    ) in said
+
+
+def test_first_neighbour_shares_sense_counts_by_hand():
+    tokens = [["bank", "x"], ["y", "bank"], ["bank"], ["z"]]
+    points = _points(tokens, seed=5)
+    chosen = embeddings.occurrences(points, "bank")  # points 0, 3, 4
+    ids = np.array([[4, 1], [2, 0], [5, 0]])  # first neighbours: bank s3, y s2, z s4
+    sentence_senses = ["river", "money", "river", None]
+    # bank s1 -> bank s3 (river, river): yes; bank s2 -> y: not a bank; bank s3 -> z: not either
+    assert embeddings.first_neighbour_shares_sense(points, chosen, ids, sentence_senses) == (1, 3)
+    unknown = [None, None, None, None]
+    assert embeddings.first_neighbour_shares_sense(points, chosen, ids, unknown) == (0, 0)

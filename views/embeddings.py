@@ -204,7 +204,7 @@ def path_through_layers() -> None:
         shown.sentence,
         shown.sentences,
         layer,
-        f"'{shown_word}', from the embedding output (emb) to after layer {model.n_layers - 1}",
+        f"'{shown_word}', emb → after layer {model.n_layers - 1}",  # short: a phone's width
         senses,
     )
     display.show_figure(fig, key="emb_paths", filename="trajectories")
@@ -232,7 +232,7 @@ def sense_match_line() -> None:
         match.matched,
         match.counted,
         match.chance,
-        f"Is the nearest other '{shown_word}' one with the same sense?",
+        f"Nearest other '{shown_word}': same sense?",
     )
     display.show_figure(fig, key="emb_sense_match", filename="sense-match")
     first, last = int(match.matched[0]), int(match.matched[-1])
@@ -257,6 +257,13 @@ def nearest_in_context() -> None:
         r"j \text{ a token of another sentence, at the same state}"
     )
     ids, cosines = embeddings.contextual_neighbours(shown, chosen, layer)
+    matched, counted = embeddings.first_neighbour_shares_sense(shown, chosen, ids, senses)
+    if counted:
+        st.markdown(
+            f"{state_name[0].upper()}{state_name[1:]}, {matched} of {counted} occurrences of "
+            f"'{shown_word}' with a known sense have, as their nearest token in another sentence, "
+            f"a '{shown_word}' with the same sense."
+        )
     labels = embeddings_charts.occurrence_labels(chosen, shown.tokens, shown.sentence, senses)
     # A static table, not st.dataframe: its cells wrap on a phone instead of being cut at the
     # right edge, and it has no toolbar to float over the formula above.
