@@ -20,7 +20,7 @@ step = path.step_at(navigation.url_path)
 # torch's import takes ~1.3 s on a fresh server: let the browser fetch plotly.js meanwhile, unless
 # the page opened draws without it (the Overview's head is HTML: ui/html_heatmap.py).
 with preload.plotly_download(needed=not step.plotly_free):
-    from ui import display, door, model_map, predict, state
+    from ui import display, door, model_map, page_switches, predict, state
 # Freezing the imported modules before the first page is drawn keeps Streamlit's garbage
 # collection after every rerun cheap (ui/housekeeping.py).
 housekeeping.freeze_once_at_startup()
@@ -38,6 +38,10 @@ try:
     visited = path.visit(step)
     predict.visit(navigation.url_path)  # the questions' progress (ui/predict.py)
     model_map.show_map(step, model, visited)  # where this page sits in the model
+    if (
+        not step.own_switches
+    ):  # the sidebar's switches are below its fold at 900 px: restate them here
+        page_switches.show(inputs, step.word_pieces)
     if text_page:  # a phone folds the sidebar away: where to type, at the top of the page
         sidebar.sentence_box_in_page(inputs)
     navigation.run()

@@ -932,9 +932,9 @@ MUTANTS = [
     ),
     M(
         "embeddings.py",
-        "return np.concatenate([static, points.hidden[:, indices]], axis=0)",
-        "return np.concatenate([points.hidden[:, indices], static], axis=0)",
-        "stages out of order",
+        "cos = np.where(own, -np.inf, cos)",
+        "cos = np.where(~own, -np.inf, cos)",
+        "contextual neighbours from the own sentence",
     ),
     # ---- a second round: the reductions and indices the first round left alone ----------------
     M(

@@ -1,4 +1,4 @@
-"""Where token vectors sit: projections to 2-D/3-D, cosine similarities, nearest vocabulary words.
+"""Where token vectors sit: projections to 2-D/3-D, cosine similarities, nearest tokens.
 
 A word piece starts as one fixed row of the word-piece table (its static vector): "bank" is the
 same point in every sentence. After each layer it is a different, contextual vector per
@@ -239,19 +239,28 @@ def explained_variance(
     return shares
 
 
-def trajectories(hidden: np.ndarray, n_components: int = 2, fit_rows: int = 4000) -> np.ndarray:
-    """(L + 1, m, d) -> (L + 1, m, c): every layer's vectors in ONE PCA plane fitted on all of them.
+def trajectories(hidden: np.ndarray, followed: np.ndarray, n_components: int = 2) -> np.ndarray:
+    """(L + 1, m, d) -> (L + 1, m, c): every token's direction at every state, in ONE plane.
 
-    One shared plane is what makes a path readable: a point moves only because its vector moved.
+    Three choices make the followed occurrences' paths read in order:
+    - directions (unit rows), which is what a cosine compares: a longer vector is not a move;
+    - each state's mean direction over all m tokens removed: that drift is shared by every
+      token, and it is what tangled the paths when it was left in;
+    - one PCA plane fitted on the followed occurrences at every state (`followed`, indices
+      into m), so the plane spans how they move apart; every token is projected onto it.
     """
     n_states, m, d = hidden.shape
+    directions = unit_rows(hidden)  # (L+1, m, d), float64
+    hidden = directions - directions.mean(axis=1, keepdims=True)  # (L+1, m, d) drift removed
     flat = hidden.reshape(n_states * m, d).astype(np.float64)  # (L+1, m, d) -> ((L+1)·m, d)
-    usable = min(n_components, flat.shape[0] - 1, d)
+    followed = np.asarray(followed, dtype=np.int64)
+    # (L+1, k, d) -> ((L+1)·k, d): the rows the plane is fitted on; every token if none followed
+    fit_on = (hidden[:, followed] if followed.size else hidden).reshape(-1, d)
+    usable = min(n_components, fit_on.shape[0] - 1, d)
     out = np.zeros((n_states * m, n_components))
     if usable >= 1:
-        step = max(1, flat.shape[0] // fit_rows)  # fit on a thinned set, project everything
         with threadpool_limits(THREADS):
-            pca = PCA(n_components=usable, random_state=0).fit(flat[::step])
+            pca = PCA(n_components=usable, random_state=0).fit(fit_on)
             out[:, :usable] = pca.transform(flat)
     return out.reshape(n_states, m, n_components)  # ((L+1)·m, c) -> (L+1, m, c)
 
@@ -356,26 +365,87 @@ def nearest_words(
     return ids, np.take_along_axis(cos, ids, axis=1)
 
 
-def stage_vectors(points: PointSet, indices: np.ndarray) -> np.ndarray:
-    """(L + 2, k, d): the chosen points' static vectors, then their hidden states 0..L."""
-    static = points.static[indices][None]  # (1, k, d)
-    return np.concatenate([static, points.hidden[:, indices]], axis=0)
-
-
-def nearest_by_stage(
-    points: PointSet,
-    indices: np.ndarray,
-    unit_table: np.ndarray,
-    allowed: np.ndarray | None = None,
-    k: int = 5,
+def contextual_neighbours(
+    points: PointSet, indices: np.ndarray, state: int, k: int = 5
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(L + 2, n_chosen, k) ids and cosines of the nearest word pieces at every stage."""
-    vectors = stage_vectors(points, indices)  # (S, n_chosen, d)
-    n_stages, n_chosen, d = vectors.shape
-    ids, cos = nearest_words(vectors.reshape(n_stages * n_chosen, d), unit_table, k, allowed)
-    top = ids.shape[1]
-    # (S·n_chosen, k) -> (S, n_chosen, k): one row of neighbours per stage and occurrence
-    return ids.reshape(n_stages, n_chosen, top), cos.reshape(n_stages, n_chosen, top)
+    """(q,) chosen points -> (q, k) indices into the points and (q, k) cosines of the tokens
+    nearest to each at hidden state `state`, among the tokens of the OTHER sentences.
+
+    The tokens a word is compared with are contextual too: which *bank* of another sentence
+    (or which *river*, *money*) a *bank* sits closest to is what its context made of it.
+    Ties keep the lower index first; fewer than k candidates leave -1 and NaN.
+    """
+    indices = np.asarray(indices, dtype=np.int64)
+    unit = unit_rows(points.hidden[state])  # (m, d)
+    cos = unit[indices] @ unit.T  # (q, m)
+    own = points.sentence[indices][:, None] == points.sentence[None, :]  # (q, m) same sentence
+    cos = np.where(own, -np.inf, cos)
+    order = np.lexsort((np.broadcast_to(np.arange(cos.shape[1]), cos.shape), -cos), axis=1)
+    top = order[:, :k]  # (q, ≤k) best first
+    top_cos = np.take_along_axis(cos, top, axis=1)
+    found = np.isfinite(top_cos)
+    ids = np.full((len(indices), k), -1, dtype=np.int64)
+    cosines = np.full((len(indices), k), np.nan)
+    ids[:, : top.shape[1]] = np.where(found, top, -1)
+    cosines[:, : top.shape[1]] = np.where(found, top_cos, np.nan)
+    return ids, cosines
+
+
+def first_neighbour_shares_sense(
+    points: PointSet, indices: np.ndarray, ids: np.ndarray, sentence_senses: Sequence[str | None]
+) -> tuple[int, int]:
+    """(how many, of how many): of the chosen occurrences whose sentence has a known sense
+    (sentence_senses: one per sentence, None: unknown), those whose first contextual neighbour
+    (ids[:, 0], from contextual_neighbours) is the same word piece in a sentence of that sense."""
+    counted = matched = 0
+    for row, i in enumerate(np.asarray(indices, dtype=np.int64)):
+        sense = sentence_senses[int(points.sentence[i])]
+        if sense is None:
+            continue
+        counted += 1
+        j = int(ids[row, 0])
+        if j >= 0 and points.tokens[j] == points.tokens[i]:
+            matched += sentence_senses[int(points.sentence[j])] == sense
+    return matched, counted
+
+
+@dataclass(frozen=True)
+class SenseMatch:
+    """Whether each occurrence's nearest other occurrence (in another sentence) has its sense,
+    at every hidden state, counted over the occurrences that have a choice (at least one other
+    occurrence of their sense and one of another)."""
+
+    matched: np.ndarray  # (L + 1,) int: how many counted occurrences met their own sense first
+    counted: int  # occurrences with a choice
+    chance: float  # expected share matched if the nearest were drawn at random (NaN if none)
+
+    @property
+    def measured(self) -> bool:
+        return self.counted > 0
+
+
+def sense_match(points: PointSet, indices: np.ndarray, senses: Sequence[str | None]) -> SenseMatch:
+    """indices: k occurrences of one word; senses: (k,) each one's sense (None: unknown)."""
+    indices = np.asarray(indices, dtype=np.int64)
+    labels = np.array([sense or "" for sense in senses], dtype=object)  # (k,)
+    known = labels != ""  # (k,)
+    other_sentence = points.sentence[indices][:, None] != points.sentence[indices][None, :]
+    rivals = other_sentence & known[:, None] & known[None, :]  # (k, k) who may be nearest
+    alike = labels[:, None] == labels[None, :]  # (k, k)
+    has_choice = known & (rivals & alike).any(axis=1) & (rivals & ~alike).any(axis=1)  # (k,)
+    if not has_choice.any():
+        return SenseMatch(np.zeros(points.hidden.shape[0], dtype=np.int64), 0, float("nan"))
+    choice = np.flatnonzero(has_choice)
+    # a random pick among its rivals meets its own sense with odds (alike rivals) / (rivals)
+    chance = float(np.mean((rivals & alike).sum(axis=1)[choice] / rivals.sum(axis=1)[choice]))
+    matched = []
+    for state in points.hidden:  # (m, d) one state
+        unit = unit_rows(state[indices])  # (k, d)
+        cos = np.where(rivals, unit @ unit.T, -np.inf)  # (k, k)
+        nearest = np.argmax(cos, axis=1)  # (k,) the first of equals wins
+        hits = alike[np.arange(len(indices)), nearest] & has_choice
+        matched.append(int(hits.sum()))
+    return SenseMatch(np.asarray(matched, dtype=np.int64), int(has_choice.sum()), chance)
 
 
 @dataclass(frozen=True)

@@ -134,3 +134,23 @@ def merge_attention(matrix: np.ndarray, groups: Sequence[Sequence[int]]) -> np.n
 def merge_scores(scores: np.ndarray, groups: Sequence[Sequence[int]]) -> np.ndarray:
     """(..., n) -> (..., w): per-piece scores summed within each word."""
     return np.add.reduceat(scores, word_starts(groups, scores.shape[-1]), axis=-1)
+
+
+def last_words(
+    tokens: Sequence[str],
+    segments: Sequence[int],
+    scheme: str | None = None,
+    special: Sequence[bool] | None = None,
+) -> tuple[str, ...]:
+    """The last whole or partial word of each sentence in a model input, specials left out: what
+    a cut input ends on ("arrow"; "embed" when "em", "##bed" were kept of "embeddings"). One
+    entry per segment that holds a word, in segment order.
+    """
+    groups = word_groups(tokens, scheme, special)
+    labels = word_labels(tokens, groups, scheme)
+    is_special = [bool(s) for s in special] if special else [_is_special(t) for t in tokens]
+    last: dict[int, str] = {}
+    for group, label in zip(groups, labels, strict=True):
+        if not any(is_special[p] for p in group):
+            last[int(segments[group[0]])] = label  # later words of a segment overwrite
+    return tuple(last[segment] for segment in sorted(last))

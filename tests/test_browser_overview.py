@@ -129,7 +129,7 @@ def test_a_tap_on_a_cell_writes_query_key_and_weight_under_the_figure(server, br
     short, long = "The bank flooded.", " ".join(["the river bank flooded again"] * 20)
     for device, visible in (
         ({"width": 390, "height": 844}, 16),
-        ({"width": 1300, "height": 1200}, 32),
+        ({"width": 1300, "height": 1200}, html_heatmap.MAX_LABELS),
     ):
         context = browser.new_context(viewport=device, has_touch=True)
         page = context.new_page()

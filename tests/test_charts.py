@@ -8,7 +8,7 @@ import io
 import numpy as np
 from shown import shown
 
-from ui import charts, display, embeddings_charts, tables
+from ui import charts, display, tables
 
 
 def test_repeated_tokens_keep_their_own_rows():
@@ -93,30 +93,6 @@ def test_long_heatmap_fits_its_colour_scale_and_says_so():
     assert len(fig.data[0].z) == n and len(fig.layout.xaxis.tickvals) * 14 <= plot_px + 100
     short = charts.attention_heatmap(np.eye(4) * 0.5, ["a"] * 4, ["a"] * 4, "t")
     assert short.data[0].zmax == 1.0 and "fitted" not in short.layout.title.text
-
-
-def test_path_chart_numbers_every_state_once():
-    """The first path numbers its states 0..L; the others are not numbered, so the numbers of
-    paths that start (and often end) close together do not pile up."""
-
-    n_states, m = 7, 5
-    coords = np.random.default_rng(0).normal(size=(n_states, m, 2))  # (L + 1, m, 2)
-    fig = embeddings_charts.trajectory_figure(
-        coords,
-        np.array([1, 3, 4]),
-        ["a", "bank", "c", "bank", "bank"],
-        np.array([0, 0, 1, 1, 2]),
-        ["s one", "s two", "s three"],
-        background_layer=6,
-        title="paths",
-    )
-    paths = [t for t in fig.data if t.mode == "lines+markers+text"]
-    assert [list(t.text) for t in paths] == [
-        [str(h) for h in range(n_states)],
-        [""] * n_states,
-        [""] * n_states,
-    ]
-    np.testing.assert_allclose(paths[1].x, coords[:, 3, 0], atol=1e-3)  # its own token, rounded
 
 
 def test_every_head_csv_has_one_row_per_layer_head_and_query():

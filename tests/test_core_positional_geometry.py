@@ -237,9 +237,17 @@ def test_pca_projections_equal_the_svd():
     np.testing.assert_array_equal(unique[0], unique[2])
     assert_same_up_to_sign(unique[[1, 3, 0]], pca_by_svd(rows[[1, 3, 0]], 2))
     hidden = rng.normal(size=(3, 4, 6))
-    paths = embeddings.trajectories(hidden)
-    expected = pca_by_svd(hidden.reshape(12, 6), 2).reshape(3, 4, 2)  # one plane for all layers
-    assert_same_up_to_sign(paths.reshape(12, 2), expected.reshape(12, 2))
+    paths = embeddings.trajectories(hidden, np.array([1, 3]))
+    # by hand: unit rows, each state's mean row taken away, one plane from the SVD of the
+    # followed rows (1 and 3) at every state, every row projected onto it
+    directions = hidden / np.linalg.norm(hidden, axis=-1, keepdims=True)
+    centred = directions - directions.mean(axis=1, keepdims=True)
+    fit = np.concatenate([centred[state, [1, 3]] for state in range(3)])  # (6, 6)
+    _, _, vt = np.linalg.svd(fit - fit.mean(axis=0), full_matrices=False)
+    expected = [
+        (centred[state, i] - fit.mean(axis=0)) @ vt[:2].T for state in range(3) for i in range(4)
+    ]
+    assert_same_up_to_sign(paths.reshape(12, 2), np.array(expected))
     plane = embeddings.shared_plane(hidden[0], hidden[1])
     both = pca_by_svd(np.concatenate([hidden[0], hidden[1]]), 2)
     assert_same_up_to_sign(np.concatenate([plane.coords_first, plane.coords_second]), both)
@@ -304,9 +312,6 @@ def test_points_gathered_from_traces(tiny):
     assert embeddings.pick_occurrences(points, "bank", 1).tolist() == [2]
     assert embeddings.sentence_sizes(points) == [4, 4]
     assert embeddings.word_counts(points)["bank"] == (2, 2)
-    stages = embeddings.stage_vectors(points, bank)
-    np.testing.assert_array_equal(stages[0], points.static[bank])
-    np.testing.assert_array_equal(stages[1:], points.hidden[:, bank])
     layers = embeddings.cosine_by_layer(points, bank)
     assert layers.shape == (tiny.n_layers + 2, 2, 2)
     assert layers[0, 0, 1] == pytest.approx(1.0)  # the same row of the word-piece table
@@ -316,9 +321,6 @@ def test_points_gathered_from_traces(tiny):
     capped = embeddings.cap_points(points, np.array([7]), cap=3)
     assert capped.n_points == 3 and 7 in [i for i in range(8) if points.tokens[i] in capped.tokens]
     assert "bank" in capped.tokens and capped.n_total == 8
-    unit_table = positional.unit_rows(tiny.word_vectors())
-    ids, _ = embeddings.nearest_by_stage(points, bank, unit_table, k=2)
-    assert ids.shape == (tiny.n_layers + 2, 2, 2) and (ids[0, :, 0] == 6).all()  # "bank" itself
     sentences_in, notes = embeddings.split_sentences(
         "a\n\n b \n" + "x" * 20, max_sentences=2, max_chars=5
     )

@@ -291,6 +291,30 @@ def test_a_plotly_figures_stores_are_one_hidden_element_of_text_only():
     assert html_heatmap.stores_element(stores[::-1])[0] != store_id
 
 
+@pytest.mark.parametrize("n", [33, 48, 49, 100])
+def test_labels_stay_until_they_cannot_be_read_then_the_line_says_how_to_read_a_cell(n):
+    """Up to 48 pieces every label shows on a wide screen (from 33 in a smaller font and a wider
+    frame); past that one piece in ceil(n / 48) is labelled, and the line under the figure says
+    so before telling how to read a cell. A phone, labelling at most 16, says its own."""
+    html = html_heatmap.attention_grid(
+        attentions_of(n), [f"t{i}" for i in range(n)], 0, 0, every_head=False
+    )
+    figure = read(html)
+    keys = [c for c in figure.children if "ae-key" in c["class"]]
+    wide = [i for i, c in enumerate(keys) if "ae-wide" in c["class"].split()]
+    step = 1 if n <= 48 else -(-n // 48)
+    assert wide == list(range(0, n, step))
+    assert 'class="ae-heatmap ae-many"' in html  # 10 px labels, a 52rem frame (preload's styles)
+    wide_note = "" if step == 1 else f"One piece in {step} is labelled. "
+    phone_note = f"One piece in {-(-n // 16)} is labelled. "
+    assert figure.texts["ae-readout"] == wide_note + phone_note + html_heatmap.READOUT_HINT
+    assert f'<span class="ae-phone-note">{phone_note}</span>' in html
+    if step > 1:
+        assert f'<span class="ae-wide-note">{wide_note}</span>' in html
+    few = html_heatmap.attention_grid(attentions_of(16), ["t"] * 16, 0, 0, every_head=False)
+    assert "ae-many" not in few and read(few).texts["ae-readout"] == html_heatmap.READOUT_HINT
+
+
 @pytest.mark.parametrize("n", [13, 40, 70, 100, 200, 512])
 def test_long_inputs_label_every_kth_piece_and_fewer_on_a_phone(n):
     """Every label is there (the hover reads them); evenly spaced ones show: between half and
@@ -425,7 +449,8 @@ def test_value_grid_past_twelve_is_one_image_whose_values_travel_as_text():
     np.testing.assert_allclose(back[shown], matrix[shown], rtol=5e-4)
     assert [c["text"] for c in figure.children if "ae-query" in c["class"]] == rows
     assert [c["text"] for c in figure.children if "ae-key" in c["class"]] == columns
-    assert figure.texts["ae-readout"] == html_heatmap.CELL_HINT
+    # 20 rows: every label on a wide screen, one in 2 on a phone (at most 16), which says so
+    assert figure.texts["ae-readout"] == "One piece in 2 is labelled. " + html_heatmap.CELL_HINT
     assert figure.tags <= {"style", "figure", "figcaption", "b", "span", "div", "img"}
     assert "<img src=x" not in html  # the hostile label's tag is text
     (image,) = [c for c in figure.children if c["tag"] == "img"]

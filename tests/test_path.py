@@ -177,6 +177,22 @@ def test_overview_starts_the_course_near_the_top_and_every_page_has_previous_nex
     assert 'title="Overview (visited)"' in progress
     model_map = _figure(at, "model-map")
     assert re.search(r'class="ae-part ae-here[^"]*"[^>]*aria-current="page"', model_map)
+    # one numbering: the map's line, the title, the progress row and Previous/Next agree
+    assert "Course page 2b of 0–11: Positional encoding" in model_map
+    assert re.search(r'class="ae-step[^"]*ae-now[^"]*"[^>]*>2b<', progress)
+
+
+def test_the_header_numbers_a_page_as_its_title_does():
+    """The line above the map names a page by the number in its title (0 … 11, with 2b), not
+    by its index on the path (which made "Step 4 of 14" of the page titled 2)."""
+    numbered = [s.title for s in path.STEPS if re.match(r"\d+b? · ", s.title)]
+    assert len(numbered) == len(path.STEPS) - 1  # every page but the Overview has a number
+    first, last = numbered[0].split(" · ")[0], numbered[-1].split(" · ")[0]
+    assert (first, last) == ("0", "11")
+    for step in path.STEPS[1:]:
+        number, name = step.title.split(" · ", 1)
+        assert path.where(step) == f"Course page {number} of 0–11: {name}"
+    assert path.where(path.STEPS[0]) == "Overview: the course's pages run 0–11"
 
 
 def test_every_page_title_is_its_title_on_the_path():

@@ -221,7 +221,7 @@ def test_equal_static_vectors_project_to_one_point():
 def test_trajectories_share_one_plane():
     rng = np.random.default_rng(0)
     hidden = np.repeat(rng.standard_normal((1, 12, 10)), 4, axis=0)  # the same vectors at 4 stages
-    coords = embeddings.trajectories(hidden, 2)
+    coords = embeddings.trajectories(hidden, np.array([0, 5]), 2)
     assert coords.shape == (4, 12, 2)
     np.testing.assert_allclose(coords[0], coords[3], atol=1e-12)
 
@@ -266,11 +266,6 @@ def test_points_cosines_and_capping(model):
     capped = embeddings.cap_points(points, chosen, cap=5)
     assert capped.n_points == 5 and capped.n_total == 12
     assert len(embeddings.occurrences(capped, "bank")) == 3
-    ids, cosines = embeddings.nearest_by_stage(
-        points, chosen, positional.unit_rows(model.word_vectors())
-    )
-    assert ids.shape == (model.n_layers + 2, 3, 5)
-    assert np.all(ids[0, :, 0] == model.tokenizer.id_of("bank"))
     assert embeddings.word_counts(points)["bank"] == (3, 3)
     np.testing.assert_array_equal(embeddings.pick_occurrences(points, "bank", 2), chosen[:2])
     np.testing.assert_array_equal(embeddings.pick_occurrences(points, "the", 2), [0, 5])
@@ -401,8 +396,8 @@ def test_positional_page_bad_input(name):
 # Every figure of Embedding projections, by the tab that draws it (views/embeddings.py, SECTIONS).
 EMBEDDING_FIGURES = {
     "1 · Before and after": {"emb_static", "emb_context", "emb_senses"},
-    "2 · Path": {"emb_paths"},
-    "3 · Nearest words": set(),  # a table
+    "2 · Path": {"emb_paths", "emb_sense_match"},
+    "3 · Nearest in context": set(),  # a table
     "4 · Occurrences": {"emb_cosine", "emb_cos_lines"},
     "5 · √d_k switch": {"emb_compare_fig"},  # the comparison, switched on from the start
 }
@@ -416,10 +411,6 @@ def test_embeddings_page_draws_one_tab_at_a_time():
     at = run_page("views/embeddings.py")
     assert_no_exception(at)
     conftest.assert_each_tab_draws(at, "views/embeddings.py", EMBEDDING_FIGURES)
-    open_embedding_tab(at, "3 · Nearest words")
-    table = next(frame.value for frame in at.table if "stage" in frame.value.columns)
-    assert sum("bank" in column for column in table.columns) == 4
-    assert table.iloc[0, 1].startswith("bank\u00a01.00")  # word and cosine never split
 
 
 def test_embeddings_page_labels_bank_by_sense_and_measures_the_split(model):

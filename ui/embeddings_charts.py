@@ -50,8 +50,13 @@ def _scatter(coords: np.ndarray, **kwargs: object) -> go.Scatter | go.Scatter3d:
     coords = np.round(np.asarray(coords, dtype=np.float64), 3)
     if coords.shape[1] == 3:
         marker = dict(kwargs.pop("marker", {}))
-        if "size" in marker:
-            marker["size"] = max(2, int(marker["size"] * 0.6))  # 3-D markers draw larger
+        if "size" in marker:  # 3-D markers draw larger
+            size = marker["size"]
+            marker["size"] = (
+                [max(2, int(v * 0.6)) for v in size]
+                if isinstance(size, list)
+                else max(2, int(size * 0.6))
+            )
         if marker.get("symbol") in SYMBOLS_2D and marker.get("symbol") not in SYMBOLS_3D:
             marker["symbol"] = "circle"
         return go.Scatter3d(x=coords[:, 0], y=coords[:, 1], z=coords[:, 2], marker=marker, **kwargs)
@@ -180,6 +185,11 @@ def projection_figure(
     return fig
 
 
+def state_marks(n_states: int) -> list[str]:
+    """Each hidden state's short mark on a path, as the state axes write it: emb, 0, 1, …"""
+    return ["emb", *(str(layer) for layer in range(n_states - 1))]
+
+
 def trajectory_figure(
     coords: np.ndarray,
     chosen: np.ndarray,
@@ -191,15 +201,21 @@ def trajectory_figure(
     senses: Sequence[str | None] | None = None,
     height: int = 560,
 ) -> go.Figure:
-    """(L + 1, m, 2|3) shared-plane coordinates: the chosen points' paths over layers 0..L,
-    coloured by their sentence's sense (or number), as projection_figure colours them."""
+    """(L + 1, m, 2|3) coordinates: the chosen points' paths over the states, coloured by their
+    sentence's sense (or number), as projection_figure colours them.
+
+    The states read in order on every path: each marker carries its state's mark (emb, 0, 1, …),
+    markers grow (and in 2-D darken) from the embedding output to the last layer, and in 2-D each marker
+    after the first is an arrowhead pointing the way the path goes."""
     n_states, _, n_components = coords.shape
     labels = [sentence_label(s, text) for s, text in enumerate(sentences)]
     names = sense_names(len(sentences), senses)
     colours = group_colours([names[sentence[i]] for i in np.asarray(chosen, dtype=np.int64)])
     path_names = occurrence_labels(chosen, tokens, sentence, senses)
+    marks = state_marks(n_states)
+    ramp = np.linspace(0.0, 1.0, n_states)  # (L + 1,) 0 at the embedding output, 1 at the end
     fig = go.Figure()
-    background = coords[background_layer]  # (m, c) every token at one layer, for orientation
+    background = coords[background_layer]  # (m, c) every token at one state, for orientation
     fig.add_trace(
         _scatter(
             background,
@@ -213,19 +229,24 @@ def trajectory_figure(
     for rank, i in enumerate(np.asarray(chosen, dtype=np.int64)):
         s = int(sentence[i])
         hue = colours[names[s]]
-        path = coords[:, i]  # (L + 1, c)
-        # Occurrences of one word start close together and often end close together too, so
-        # state numbers on every path piled up: only the first path is numbered (hover tells
-        # every state of every path).
-        numbers = [str(h) if rank == 0 else "" for h in range(n_states)]
+        marker: dict[str, object] = {
+            "size": np.round(7 + 7 * ramp, 1).tolist(),
+            "color": hue,
+            "line": {"width": 1, "color": "rgba(40,40,40,0.8)"},
+        }
+        if n_components == 2:  # Scatter3d has no arrowheads, nor an opacity per marker
+            marker["opacity"] = np.round(0.45 + 0.55 * ramp, 2).tolist()
+            marker["symbol"] = ["circle", *["arrow"] * (n_states - 1)]
+            marker["angleref"] = "previous"
         fig.add_trace(
             _scatter(
-                path,
+                coords[:, i],  # (L + 1, c)
                 mode="lines+markers+text",
-                text=numbers,
+                text=marks,
                 textposition="top center",
-                line={"color": hue, "width": 3},
-                marker={"size": 8, "color": hue},
+                textfont={"size": 10, "color": hue},
+                line={"color": hue, "width": 2},
+                marker=marker,
                 hovertext=[
                     f"<b>{literal(tokens[i])}</b> · {names[s]}, {state_name(h)}<br>{labels[s]}"
                     for h in range(n_states)
@@ -359,24 +380,67 @@ def layer_lines(
 def neighbour_table(
     ids: np.ndarray,
     cosines: np.ndarray,
-    vocabulary: Sequence[str] | object,
-    stage_labels: Sequence[str],
-    column_labels: Sequence[str],
+    word: str,
+    tokens: Sequence[str],
+    sentence: np.ndarray,
+    senses: Sequence[str | None] | None,
+    row_labels: Sequence[str],
 ) -> dict[str, list[str]]:
-    """(stages, columns, k) ids and cosines -> {column: ["river .61, water .55, …" per stage]}
-    (each word and its cosine joined by a no-break space).
+    """(q, k) neighbour indices into the points (-1: none) and their cosines -> a table of one
+    row per chosen occurrence, columns 1st … kth (escaped): another occurrence of the followed
+    `word` with its sense, "bank · river (s3) .84"; any other token with its sentence, "river
+    (s1) .42"."""
+    ordinals = ("1st", "2nd", "3rd", *(f"{n}th" for n in range(4, ids.shape[1] + 1)))
 
-    vocabulary is anything with token_of(id) or a sequence indexed by id.
-    """
-    token_of = vocabulary.token_of if hasattr(vocabulary, "token_of") else vocabulary.__getitem__
-    table: dict[str, list[str]] = {"stage": list(stage_labels)}
-    for c, label in enumerate(column_labels):
-        table[label] = [
-            ", ".join(
-                # a no-break space keeps each word with its cosine when a phone wraps the cell
-                f"{token_of(int(i))}\u00a0{cos:.2f}".replace("\u00a00.", "\u00a0.")
-                for i, cos in zip(ids[s, c], cosines[s, c], strict=True)
-            )
-            for s in range(len(stage_labels))
-        ]
+    def cell(index: int, cos: float) -> str:
+        if index < 0:
+            return "—"
+        if tokens[index] == word:
+            (name,) = occurrence_labels(np.array([index]), tokens, sentence, senses)
+        else:
+            name = f"{literal(tokens[index])} (s{int(sentence[index]) + 1})"
+        # a no-break space keeps each token with its cosine when a phone wraps the cell
+        return f"{name}\u00a0{cos:.2f}".replace("\u00a00.", "\u00a0.")
+
+    table: dict[str, list[str]] = {"occurrence": list(row_labels)}
+    for rank in range(ids.shape[1]):
+        table[ordinals[rank]] = [cell(int(ids[q, rank]), cosines[q, rank]) for q in range(len(ids))]
     return table
+
+
+def sense_match_figure(
+    matched: np.ndarray, counted: int, chance: float, title: str, height: int = 320
+) -> go.Figure:
+    """(L + 1,) occurrences whose nearest other occurrence has their sense, at every state, as a
+    share of the `counted` ones, beside the share a random pick would reach (a dashed line)."""
+    n_states = len(matched)
+    x = np.arange(n_states)
+    share = np.round(np.asarray(matched, dtype=np.float64) / counted, 4)
+    fig = go.Figure(
+        go.Scatter(
+            x=x,
+            y=share,
+            mode="lines+markers",
+            name="nearest has the same sense",
+            customdata=np.asarray(matched),
+            hovertemplate=f"%{{customdata}} of {counted}<extra></extra>",
+        )
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=[0, n_states - 1],
+            y=[round(chance, 4)] * 2,
+            mode="lines",
+            line={"dash": "dash", "color": "#7F7F7F"},
+            name="a random pick",
+            hoverinfo="skip",
+        )
+    )
+    fig.update_xaxes(
+        tickmode="array",
+        tickvals=list(x),
+        ticktext=state_marks(n_states),
+        title_text=STATE_AXIS_TITLE,
+    )
+    fig.update_yaxes(title_text="share of occurrences", range=[-0.05, 1.05], tickformat=".0%")
+    return plain_layout(fig, title, height)

@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 import core
-from ui import door, traces
+from core import embeddings
+from ui import cut_notice, door, traces
 from ui.models import load_model
 
 # The work one projection request may ask for: word pieces summed over its sentences. Each
@@ -60,7 +61,8 @@ def _cached_points(
             notes.append(f"Line {number} holds no readable characters and is skipped.")
             continue
         if result.truncated:
-            notes.append(f"Line {number} is cut to {model.max_positions} word pieces.")
+            end = cut_notice.ends_on(result.tokens, None, result.piece_scheme, result.special)
+            notes.append(f"Line {number} is cut to {model.max_positions} word pieces: {end}.")
         rows.append(TraceRows.of(result))  # not the Trace: its attention blocks can go
         kept.append(sentence)
     return gather_points(rows, kept), tuple(notes)
@@ -94,16 +96,15 @@ def projection(vectors: object, method: str, n_components: int, ids: object = No
     return project(vectors, method, n_components)
 
 
-def _trajectory_cost(hidden: np.ndarray, n_components: int) -> int:
-    # (L + 1) x m rows in float64, the PCA's fit on at most 4,000 of them, and the (.., c) result
-    n_states, m, d = hidden.shape
-    rows = n_states * m
-    return 8 * (rows * d + 3 * min(rows, 4_000) * d + rows * n_components)
+def _paths_cost(hidden: np.ndarray, **_: object) -> int:
+    # float64 directions and their centred copy, (L + 1, m, d) each, while the plane is fitted
+    return 2 * int(np.asarray(hidden).size) * 8
 
 
-@door.shared("a projection", cost=_trajectory_cost)
-def trajectory_projection(hidden: object, n_components: int) -> object:
-    """Cached core.embeddings.trajectories: (L + 1, m, d) -> (L + 1, m, c) in one PCA plane."""
-    from core.embeddings import trajectories
-
-    return trajectories(hidden, n_components)
+@door.shared("the paths' projection", cost=_paths_cost)
+def trajectory_projection(
+    hidden: np.ndarray, followed: np.ndarray, n_components: int
+) -> np.ndarray:
+    """Cached core.embeddings.trajectories: (L + 1, m, d) -> (L + 1, m, c), one plane fitted on
+    the followed occurrences' directions at every state."""
+    return embeddings.trajectories(hidden, followed, n_components)

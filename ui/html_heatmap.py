@@ -69,7 +69,11 @@ HtmlFigure = NewType("HtmlFigure", str)
 # begin one of escape.literal()'s numeric character references.
 RAW_MARKUP = re.compile(r"<|>|&(?!#\d+;)")
 
-MAX_LABELS = 32  # labels along an axis on a wide screen, at most
+# Labels along an axis on a wide screen, at most: every piece is labelled up to here. From
+# SMALL_LABELS_FROM pieces the figure widens and its labels take a smaller font ("ae-many" in
+# preload's figure styles), so 48 labels still get ~13 px each; past MAX_LABELS every k-th is.
+MAX_LABELS = 48
+SMALL_LABELS_FROM = 33
 PHONE_LABELS = 16  # the same at most 640 px wide (the media query of preload's figure styles)
 
 
@@ -163,6 +167,26 @@ def _label_classes(n: int) -> list[str]:
     ]
 
 
+def many_class(n: int) -> str:
+    """' ae-many' for a figure of n pieces that needs the smaller labels and the wider frame."""
+    return " ae-many" if n >= SMALL_LABELS_FROM else ""
+
+
+def readout_hint(n: int, hint: str) -> str:
+    """The line under a figure of n pieces before a cell is picked (markup of the code's own
+    words): where labels are thinned, how many pieces carry one, then `hint` (how to read a
+    cell). Wide screens and phones thin differently: each says its own in a span that the
+    figure styles show only on its kind of screen."""
+    wide_step = -(-n // MAX_LABELS)  # ceil: token_ticks' step for MAX_LABELS labels
+    phone_step = -(-n // PHONE_LABELS)
+    notes = [
+        f'<span class="{kind}">One piece in {step} is labelled. </span>'
+        for kind, step in (("ae-wide-note", wide_step), ("ae-phone-note", phone_step))
+        if step > 1
+    ]
+    return "".join(notes) + hint
+
+
 def number_text(steps: int) -> str:
     """A cell's printed weight from its k / WEIGHT_STEPS: 2 decimals, halves rounded up, no
     leading zero ('.37'; '1.0' for 1). Integer arithmetic, as HEAD_SWITCH_JS does it."""
@@ -253,7 +277,7 @@ def attention_grid(
         f'data-heads="{escape(store_json, quote=True)}"'
     )
     return HtmlFigure(
-        f'<figure class="ae-heatmap" {attributes}>'
+        f'<figure class="ae-heatmap{many_class(n)}" {attributes}>'
         f'<figcaption><b class="ae-title">{escape(shown["title"])}</b>'
         f'<span class="ae-note">{escape(shown["note"])}</span></figcaption>'
         '<div class="ae-body">'
@@ -261,7 +285,7 @@ def attention_grid(
         f'<div class="ae-grid" style="--pieces:{n};gap:{gap}">{"".join(cells)}</div>'
         "</div>"
         '<div class="ae-axis ae-axis-key">key (attended to)</div>'
-        f'<div class="ae-readout" aria-live="polite">{READOUT_HINT}</div>'
+        f'<div class="ae-readout" aria-live="polite">{readout_hint(n, READOUT_HINT)}</div>'
         "</figure>"
     )
 
@@ -477,7 +501,7 @@ def value_grid(
             blank=escape(blank),
         )
     else:
-        kind = "ae-matrix ae-image"
+        kind = "ae-matrix ae-image" + many_class(max(n_rows, n_columns))
         cells = _image_cells(values, rows, columns, rgb, list(column_labels))
     bar_decimals = 2 if fractions else decimals  # the ends as precisely as the cells
     cells += _colour_bar(
@@ -489,7 +513,8 @@ def value_grid(
         f"{low:.{bar_decimals}f}",
     )
     row_title, column_title = (escape(text) for text in axis_titles)
-    readout = "" if numbers else f'<div class="ae-readout" aria-live="polite">{CELL_HINT}</div>'
+    hint = readout_hint(max(n_rows, n_columns), CELL_HINT)
+    readout = "" if numbers else f'<div class="ae-readout" aria-live="polite">{hint}</div>'
     data = (
         ""
         if numbers

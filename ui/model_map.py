@@ -41,8 +41,11 @@ COURSE_CSS = """<style>
 .ae-part small { font-size: 10.5px; opacity: 0.8; }
 .ae-part.ae-here { border: 2px solid #1c83e1; background: rgba(28, 131, 225, 0.16); }
 a.ae-part:hover, a.ae-step:hover { border-color: #1c83e1; }
-.ae-map a:focus-visible, .ae-progress a:focus-visible, .st-key-ae_start_course a:focus-visible {
-  outline: 2px solid #1c83e1; outline-offset: 2px; }
+/* Keyboard focus as the sidebar's links show it: Previous/Next under a page had only a faint
+   grey fill (Streamlit's page links) */
+.ae-map a:focus-visible, .ae-progress a:focus-visible, .st-key-ae_start_course a:focus-visible,
+[data-testid="stMain"] [data-testid="stPageLink"] a:focus-visible {
+  outline: 3px solid #1c83e1; outline-offset: 2px; }
 .ae-tick { font-style: normal; margin-right: 0.2rem; }
 /* the parts every layer repeats: one tinted band (its items' backgrounds join up) */
 .ae-map .ae-in-layer { background: rgba(128, 128, 128, 0.13); padding: 0.15rem 0; }
@@ -105,13 +108,12 @@ def show_map(step: path.Step, model: core.Transformer, visited: frozenset[str]) 
     links = {
         key: page_link(path.step_of(home), step, visited) for key, home in path.PART_HOME.items()
     }
-    where = f"Step {path.STEPS.index(step) + 1} of {len(path.STEPS)}: {step.title}"
     before, after = path.neighbours(step)
     figure = model_map_chart.model_map(
         sizes_of(model),
         frozenset(step.parts),
         links,
-        where,
+        path.where(step),
         previous=None if before is None else page_link(before, step, visited),
         following=None if after is None else page_link(after, step, visited),
     )

@@ -241,7 +241,7 @@ def model_map(
     )
     return HtmlFigure(
         '<nav class="ae-map" data-figure="model-map" '
-        'aria-label="The model, with the parts this page explains marked">'
+        'aria-label="The model, with the parts this page explains marked; arrow keys move between its links">'
         f'<span class="ae-where">{escape(where)}{steps}</span>'
         f'<ol class="ae-flow">{"".join(items)}</ol></nav>'
     )
@@ -259,6 +259,7 @@ def path_progress(steps: Sequence[tuple[str, PageLink]]) -> HtmlFigure:
         boxes.append("<li>" + _link(link, classes, inner, f"{link.title} ({state})") + "</li>")
     return HtmlFigure(
         '<nav class="ae-progress" data-figure="path-progress" aria-label="The course, step by '
-        f'step"><span class="ae-where">{seen} of {len(steps)} pages visited</span>'
+        'step; arrow keys move between its links">'
+        f'<span class="ae-where">{seen} of {len(steps)} pages visited</span>'
         f"<ol>{''.join(boxes)}</ol></nav>"
     )

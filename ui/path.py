@@ -303,3 +303,14 @@ def mark(step: Step) -> str:
     """A step's short mark in the progress row: its number ("2b"), or ⌂ for the Overview."""
     number, separator, _ = step.title.partition(" · ")
     return number if separator else "⌂"
+
+
+def where(step: Step) -> str:
+    """Where a page sits in the course, in the one numbering the titles, the progress row and
+    Previous/Next use: "Course page 2 of 0–11: Queries, keys and values" (the page's own number,
+    never its index among the steps: an inserted page such as 2b would shift every index)."""
+    first, last = mark(STEPS[1]), mark(STEPS[-1])
+    number, separator, name = step.title.partition(" · ")
+    if not separator:  # the Overview stands before the numbered pages
+        return f"{step.title}: the course's pages run {first}–{last}"
+    return f"Course page {number} of {first}–{last}: {name}"

@@ -119,9 +119,15 @@ _HTML_FIGURE_CSS = """<style>
 .ae-top { position: absolute; left: 1.15rem; top: 0; line-height: 1; }
 .ae-bottom { position: absolute; left: 1.15rem; bottom: 0; line-height: 1; }
 .ae-readout { font-size: 12px; min-height: 1.2em; margin-top: 0.3rem; opacity: 0.9; }
+/* 33 to 48 pieces keep every label: a wider frame and a smaller font (html_heatmap.many_class) */
+.ae-heatmap.ae-many, .ae-matrix.ae-image.ae-many { max-width: 52rem; }
+.ae-many .ae-lab { font-size: 10px; }
+.ae-phone-note { display: none; }
 @media (max-width: 640px) {
+  .ae-wide-note { display: none; }
   .ae-lab.ae-wide:not(.ae-narrow) { visibility: hidden; }
   .ae-lab.ae-narrow { visibility: visible; }
+  .ae-phone-note { display: inline; }
   .ae-query { max-width: 4.5rem; }
   .ae-matrix .ae-query { max-width: 6rem; }  /* a method's name, cut, and six cells still fit */
 }

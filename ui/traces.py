@@ -11,7 +11,7 @@ import streamlit as st
 import torch
 
 import core
-from ui import door, models, sidebar, state
+from ui import cut_notice, door, models, sidebar, state
 from ui.models import load_model
 
 # One torch thread per forward pass. Streamlit runs each browser session in its own thread, and
@@ -76,9 +76,13 @@ def trace_or_stop(
         st.info(f"{err} Enter a sentence in the sidebar to begin.", icon="✍️")
         state.end_page()
     if result.truncated:
+        end = cut_notice.ends_on(
+            result.tokens, result.segments.tolist(), result.piece_scheme, result.special
+        )
         st.warning(
-            f"The input has {result.n_pieces} word pieces; {models.label(model)} reads at most "
-            f"{model.max_positions}, so only the first {result.n_tokens} are shown.",
+            cut_notice.notice(
+                result.n_pieces, result.n_tokens, models.label(model), model.max_positions, end
+            ),
             icon="✂️",
         )
     return result

@@ -10,6 +10,7 @@ from ui import (
     anatomy_text,
     context_charts,
     context_runs,
+    cut_notice,
     display,
     matrix_charts,
     models,
@@ -57,8 +58,8 @@ if len(sentences) < 2:
 for name, sentence in sentences.items():
     if sentence.truncated:
         st.warning(
-            f"Sentence {name} has {sentence.n_pieces} word pieces; only the first "
-            f"{len(sentence.tokens)} are used.",
+            f"Sentence {name} has {sentence.n_pieces:,} word pieces; only the first "
+            f"{len(sentence.tokens):,} are used: {cut_notice.ends_on(sentence.tokens)}.",
             icon="✂️",
         )
     note = matrix_charts.limit_note(len(sentence.tokens))

@@ -14,12 +14,12 @@ from ui import (
     state,
     tables,
     terms,
-    vocabulary,
     widgets,
 )
 from ui.escape import literal
 
 inputs, model = state.page_context()
+model_label = models.label(model)  # the model's name in the prose
 MAX_TEXT_CHARS = 20_000
 MAX_FOLLOW = 12  # occurrences of the chosen word that get a label, a path and a table column
 # The page's own example sentences, each with the sense of its ambiguous word that it was
@@ -138,8 +138,8 @@ if shown.n_points < points.n_total:
     )
 method_key = "tsne" if method == "t-SNE" else "pca"
 st.caption(
-    "Every tab follows the word piece chosen here; tabs 1, 2, 4 and 5 show the chosen hidden "
-    "state; Projection applies to tab 1, View to tabs 1 and 2."
+    "Every tab follows the word piece chosen here and shows the chosen hidden state (tab 2 as "
+    "its grey tokens, beside every state); Projection applies to tab 1, View to tabs 1 and 2."
 )
 
 
@@ -231,21 +231,7 @@ def sense_split() -> None:
 def path_through_layers() -> None:
     """Section 2: the followed word piece's occurrences, state by state."""
     st.subheader(f"2 · The path of '{shown_word}' through the layers")
-    st.markdown(
-        "All layers share one PCA plane here (its units arbitrary, as in tab 1), so a step in "
-        "the picture is the projection of a real "
-        "change of the vector onto that plane (moves across the plane do not show). Much of the motion is shared by every token (the whole cloud drifts from layer to "
-        "layer); the gaps between the coloured paths are what the context adds. The embedding output "
-        + (
-            "already differs between sentences: position rows were added. "
-            if anatomy_text.of(model).position_table
-            else "is the same in both sentences: no position row is added (the positions are "
-            "rotary turns inside attention). "
-        )
-        + "Grey: every token, "
-        f"{state_name}."
-    )
-    paths = embeddings_runs.trajectory_projection(shown.hidden, n_components)
+    paths = embeddings_runs.trajectory_projection(shown.hidden, chosen, n_components)
     fig = embeddings_charts.trajectory_figure(
         paths,
         chosen,
@@ -253,32 +239,81 @@ def path_through_layers() -> None:
         shown.sentence,
         shown.sentences,
         layer,
-        f"'{shown_word}', states 0 … {model.n_layers}",
+        f"'{shown_word}', emb → after layer {model.n_layers - 1}",  # short: a phone's width
         senses,
     )
     display.show_figure(fig, key="emb_paths", filename="trajectories")
-
-
-def nearest_words() -> None:
-    """Section 3: the nearest rows of the input table to each occurrence, state by state."""
-    st.subheader("3 · Which vocabulary words is it closest to?")
-    st.latex(
-        r"\text{neighbours}(h) = \operatorname{top}_5\; \cos(h, W_v),\ v \in \text{vocabulary}"
+    st.markdown(
+        "Each path is one occurrence, its markers numbered by state (emb, then each layer) and "
+        "growing towards the last. What is drawn is the vector's direction, the thing a cosine "
+        "compares, with each state's mean direction over all tokens taken away: that drift is "
+        "shared by every token and would hide the rest. One PCA plane (its units arbitrary, as "
+        "in tab 1), fitted on these occurrences at every state, holds every path. Grey: every "
+        f"token, {state_name}."
     )
-    unit_table, allowed = vocabulary.vocabulary_view(model)
-    ids, cosines = embeddings.nearest_by_stage(shown, chosen, unit_table, allowed)
-    stages = ["static"] + [charts.state_name(index) for index in range(model.n_layers + 1)]
+    sense_match_line()
+
+
+def sense_match_line() -> None:
+    """Whether each occurrence's nearest other occurrence shares its sense, state by state."""
+    occurrence_senses = [senses[shown.sentence[i]] for i in chosen]
+    match = embeddings.sense_match(shown, chosen, occurrence_senses)
+    if not match.measured:
+        st.caption(
+            f"Whether context sorts '{shown_word}' by sense shows with two occurrences of one sense "
+            "and one of another, in the page's example sentences."
+        )
+        return
+    fig = embeddings_charts.sense_match_figure(
+        match.matched,
+        match.counted,
+        match.chance,
+        f"Nearest other '{shown_word}': same sense?",
+    )
+    display.show_figure(fig, key="emb_sense_match", filename="sense-match")
+    first, last = int(match.matched[0]), int(match.matched[-1])
+    if last > first and last > match.chance * match.counted:
+        trend = "context sorts the occurrences by sense"
+    elif first == last == match.counted:
+        trend = "they were already sorted at the embedding output"
+    else:
+        trend = "by this measure, context does not sort them by sense here"
+    st.markdown(
+        f"At the embedding output, {first} of {match.counted} occurrences of '{shown_word}' have "
+        f"an occurrence with their own sense as their nearest; after layer {model.n_layers - 1}, "
+        f"{last} of {match.counted} (a random pick: {match.chance:.0%}): {trend}."
+    )
+
+
+def nearest_in_context() -> None:
+    """Section 3: the tokens of the other sentences nearest to each occurrence, at one state."""
+    st.subheader(f"3 · Which tokens of the other sentences is '{shown_word}' closest to?")
+    st.latex(
+        r"\text{neighbours}(h_i) = \operatorname{top}_5\; \cos(h_i, h_j),\ "
+        r"j \text{ a token of another sentence, at the same state}"
+    )
+    ids, cosines = embeddings.contextual_neighbours(shown, chosen, layer)
+    matched, counted = embeddings.first_neighbour_shares_sense(shown, chosen, ids, senses)
+    if counted:
+        st.markdown(
+            f"{state_name[0].upper()}{state_name[1:]}, {matched} of {counted} occurrences of "
+            f"'{shown_word}' with a known sense have, as their nearest token in another sentence, "
+            f"a '{shown_word}' with the same sense."
+        )
     labels = embeddings_charts.occurrence_labels(chosen, shown.tokens, shown.sentence, senses)
     # A static table, not st.dataframe: its cells wrap on a phone instead of being cut at the
     # right edge, and it has no toolbar to float over the formula above.
     st.table(
-        embeddings_charts.neighbour_table(ids, cosines, model.tokenizer, stages, labels),
+        embeddings_charts.neighbour_table(
+            ids, cosines, word, shown.tokens, shown.sentence, senses, labels
+        ),
         hide_index=True,
     )
     st.caption(
-        "Every layer adds its result to the token's vector instead of replacing it, so the word "
-        "itself usually stays first. The runners-up are where the sense shows: try 'monitor' on a "
-        "desk against 'monitor' a patient. Special tokens such as [unused7] are left out."
+        f"Every token is compared as it is {state_name} (the slider above), so the neighbours "
+        "carry their own context too: a river *bank* may sit nearest to another river *bank*, "
+        "or to *river* itself. Tokens of its own sentence are left out: they share its context "
+        "trivially."
     )
 
 
@@ -307,12 +342,27 @@ def occurrences_alike() -> None:
             "cosine",
         )
         display.show_figure(fig, key="emb_cos_lines", filename="cosine-by-layer")
-    st.markdown(
-        "In the static table every pair has cosine 1: one row. The embedding output (emb) "
-        "already differs a little, since each occurrence has its own position; through the layers "
-        "the occurrences mostly separate further (not always steadily: follow the line). "
-        + by_sense(cosine_tables)
-    )
+    mean_by_stage = embeddings.mean_off_diagonal(cosine_tables)  # static, emb, each layer
+    if len(chosen) >= 2:
+        at_emb, at_end = float(mean_by_stage[1]), float(mean_by_stage[-1])
+        position_rows = anatomy_text.of(model).position_table
+        st.markdown(
+            "In the static table every pair has cosine 1: one row. At the embedding output (emb) "
+            f"the mean over pairs is {at_emb:.3f}"
+            + (
+                ": each occurrence has its own position row. "
+                if position_rows
+                else f": {model_label} adds no position row, so every occurrence is still the same "
+                "row. "
+            )
+            + f"After layer {model.n_layers - 1} it is {at_end:.3f}"
+            + (
+                ": the layers pulled the occurrences apart (follow the line: not always steadily). "
+                if at_end < at_emb
+                else ": the layers did not pull them further apart on average. "
+            )
+            + by_sense(cosine_tables)
+        )
     if len(chosen) < 2:
         st.caption(
             f"'{shown_word}' occurs once: add a sentence that uses it again to compare occurrences."
@@ -408,7 +458,7 @@ def scaling_switch() -> None:
 SECTIONS = {
     "1 · Before and after": before_and_after,
     "2 · Path": path_through_layers,
-    "3 · Nearest words": nearest_words,
+    "3 · Nearest in context": nearest_in_context,
     "4 · Occurrences": occurrences_alike,
     "5 · √d_k switch": scaling_switch,
 }
