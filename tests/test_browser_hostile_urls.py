@@ -21,7 +21,16 @@ from pathlib import Path
 
 import pytest
 from bound_keys import url_bound_keys
-from browser import (
+from test_browser_suite import (
+    LONG_HOSTILE,
+    SENTENCE_TAB,
+    SHORT_HOSTILE,
+    SHOWN,
+    Tab,
+    new_tab,
+)
+
+from tests.support.browser import (
     ROOT,
     AppPage,
     app_pages,
@@ -31,14 +40,6 @@ from browser import (
     sidebar_pair,
     sidebar_text,
     wait_for_figure,
-)
-from test_browser_suite import (
-    LONG_HOSTILE,
-    SENTENCE_TAB,
-    SHORT_HOSTILE,
-    SHOWN,
-    Tab,
-    new_tab,
 )
 
 pytestmark = pytest.mark.browser
@@ -135,7 +136,7 @@ ROUNDS = ((0, OTHER), (1, BERT_BASE))
 def assert_link_shown_as_sent(tab: Tab, query: dict[str, str], model: str, where: str) -> None:
     """The sidebar's sentence and pair as the link sent them; a typed model waits for Load."""
     # One load, no retry: box_value waits out the frame on which Streamlit paints a box empty
-    # before filling it (bench/browser.py says why).
+    # before filling it (tests/support/browser.py says why).
     for key, box in (("text", sidebar_text(tab.page)), ("pair", sidebar_pair(tab.page))):
         shown = box_value(box, query[key])
         assert shown == query[key], f"{where}: the link's {key} was altered: {shown[:80]!r}"

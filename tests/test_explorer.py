@@ -738,7 +738,7 @@ def lines_on_screen(page) -> set[tuple[int, int]]:
 
 @pytest.mark.browser
 def test_browser_both_pages_change_layer_and_head(server, browser):
-    from browser import page_exceptions, wait_idle
+    from tests.support.browser import page_exceptions, wait_idle
 
     def figure_titles(page) -> list[str]:
         return page.evaluate(  # SVG text has no innerText: read textContent; and HTML figures'
@@ -832,7 +832,7 @@ def test_browser_head_view_switches_layer_and_head_in_the_browser(server, browse
     """The Layer and Head sliders redraw the Head view with no server run, and the lines drawn
     are the ones the server draws for that layer and heads (head_view_figure, computed here),
     with an extra head chosen too, and with the slider on that extra head (drawn once)."""
-    from browser import RunWatcher, page_exceptions, wait_idle
+    from tests.support.browser import RunWatcher, page_exceptions, wait_idle
 
     trace = model.run("Time flies like an arrow.")
     n_heads = model.n_heads

@@ -980,7 +980,7 @@ def test_the_comparison_trains_once_in_the_background(monkeypatch):
 def test_lab_opens_trained_and_plays_in_chromium(server, browser):
     """Open the lab: the run is drawn on the first screen without Train. Play shows every
     snapshot in turn and the slider picks one, both in the browser, without a rerun."""
-    from browser import (
+    from tests.support.browser import (
         RunWatcher,
         figure_signatures,
         page_exceptions,
