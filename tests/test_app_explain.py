@@ -19,12 +19,12 @@ from conftest import (
 )
 from shown import bar_series, html_figures, model_view_tiles, shown
 from shown import sent_array as array
+from test_html_heatmap import viridis
 
 from core import explanations, information_flow, saliency, similarity, words
 from ui import (
     explanations_charts,
     explanations_runs,
-    html_heatmap,
 )
 
 FLOW = "views/information_flow.py"
@@ -445,7 +445,7 @@ def test_heatmaps_word_level_reaches_the_grid_and_the_statistics(model):
     zmax = float(np.round(merged, 3).max())
     for layer, head in [(0, 0), (2, 7), (5, 11)]:
         assert tiles[layer, head]["pixels"].shape == (w, w, 3)
-        expected = html_heatmap.cell_rgb(np.round(merged[layer, head], 3), zmax)
+        expected = viridis(np.round(merged[layer, head], 3), zmax)
         np.testing.assert_allclose(tiles[layer, head]["pixels"], expected, atol=2)
     # entropy per head: the mean over word rows of -Σ p log2 p, computed here from the merge
     stats = next(

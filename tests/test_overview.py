@@ -9,10 +9,9 @@ import pytest
 from conftest import ROOT, assert_no_exception, run_page
 from shown import shown
 from streamlit.testing.v1 import AppTest
-from test_html_heatmap import background, grid_cells, image_rgb, read
+from test_html_heatmap import background, grid_cells, hex_of, image_rgb, read, viridis
 
 import core
-from ui import html_heatmap
 
 OVERVIEW = "views/overview.py"
 
@@ -34,9 +33,9 @@ def test_the_head_drawn_is_the_one_the_sliders_name_from_this_sentence(model):
     figure = read(drawn_grid(at))
     trace = model.run(text)
     weights = np.round(trace.attentions[2, 5].astype(np.float64), 4)  # (n_q, n_k)
-    expected = html_heatmap.hex_colours(html_heatmap.cell_rgb(weights, 1.0))
+    expected = [[hex_of(rgb) for rgb in row] for row in viridis(weights, 1.0)]
     cells = grid_cells(figure, trace.n_tokens)
-    assert [[background(c) for c in row] for row in cells] == expected.tolist()
+    assert [[background(c) for c in row] for row in cells] == expected
     assert figure.texts["ae-title"] == "Layer 2, head 5: attention weights"
     queries = [c["text"] for c in figure.children if "ae-query" in c["class"]]
     assert queries == list(trace.tokens)
@@ -75,7 +74,7 @@ def test_past_the_in_browser_bound_the_figure_carries_only_its_head(model):
     assert list(json.loads(figure.figure_attrs["data-heads"])) == [str(5 * 12 + 11)]
     weights = np.round(model.run(text).attentions[5, 11].astype(np.float64), 4)
     zmax = float(weights.max())  # 202 keys: the colours run to the largest weight
-    np.testing.assert_array_equal(image_rgb(figure), html_heatmap.cell_rgb(weights, zmax))
+    np.testing.assert_array_equal(image_rgb(figure), viridis(weights, zmax))
     assert "colour scale fitted" in figure.texts["ae-note"]
 
 
