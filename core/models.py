@@ -47,9 +47,9 @@ SUGGESTED_MODELS: dict[str, str] = {
     "bert-base-uncased": "bert-base-uncased · hub, 440 MB",
 }
 # The hub ids a server loads when its deployer named none: none. bert-base-uncased does not fit
-# Community Cloud's 690 MB guarantee: one process holds 888 MB after loading it and one 512-piece
-# run, before Streamlit, the bundled model and the caches (MiniLM: 416 MB; measured with
-# bench/bench_model_memory.py), so it is an opt-in.
+# Community Cloud's 690 MB guarantee: one process holding it after one 512-piece run is over it,
+# before Streamlit, the bundled model and the caches (bench/bench_model_memory.py; its table is
+# in bench/RESULTS.md, Resident memory of a model), so it is an opt-in.
 DEFAULT_HUB_MODELS: frozenset[str] = frozenset()
 ANY_HUB_ID = "*"  # in ATTENTION_EXPLORER_HUB_MODELS: any hub id (a local run's choice)
 TOKENIZER_FILES = ["config.json", "tokenizer.json", "vocab.txt", "tokenizer_config.json"]

@@ -81,7 +81,7 @@ def load_model(name: str) -> core.Transformer:
 
 
 def _load_with_spinner(name: str) -> core.Transformer:
-    # A spinner costs ~6 ms of every rerun (it starts a timer thread); it is only worth it the
+    # A spinner costs time on every rerun (a timer thread; bench/RESULTS.md); only worth it the
     # first time a process loads the model.
     if name in _loaded_names:
         return load_model(name)

@@ -25,9 +25,9 @@ from ui.models import load_model
 from ui.word_level import word_level_switch
 
 # One torch thread per forward pass. Streamlit runs each browser session in its own thread, and
-# on 2 cores a multi-threaded torch op collapses 20-47x as soon as another session competes for
-# the cores; a single thread barely slows down. Community Cloud gives 0.078-2 cores, so the same
-# choice holds there.
+# on 2 cores a multi-threaded torch op collapses as soon as another session competes for
+# the cores (bench/RESULTS.md, Cited in code); a single thread barely slows down. Community
+# Cloud gives 0.078-2 cores, so the same choice holds there.
 torch.set_num_threads(1)
 
 DEFAULT_TEXT = "Time flies like an arrow."
@@ -330,8 +330,8 @@ def sentence_box_in_page(inputs: Inputs) -> None:
 
 
 # ---- the reference check ----------------------------------------------------------------------
-# Loading transformers' reference model of MiniLM added 157 MB of RSS here (2026-11): its own
-# copy of the weights (~90 MB) and ~67 MB of transformers' modeling code.
+# Loading transformers' reference model of MiniLM adds its own copy of the weights (~90 MB) and
+# transformers' modeling code to the server's memory (bench/RESULTS.md, Cited in code).
 REFERENCE_IMPORT_BYTES = 70 * door.MB
 
 

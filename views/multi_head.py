@@ -531,8 +531,8 @@ SECTIONS = {
     "5 · Induction heads": induction_heads_found,  # a tab of its own: tab 1 holds five figures
 }
 # One section at a time, drawn only when its tab is open: all of them at once were 13 figures,
-# ~3.1 s of a first visit's browser work and ~1.1 s on every new sentence (2.5x and 4.2x the
-# reference app, bench/bench_browser.py). The URL keeps the open tab.
+# a first visit and every new sentence far heavier than the reference app's
+# (bench/bench_browser.py; bench/RESULTS.md, Cited in code). The URL keeps the open tab.
 widgets.section_tabs(SECTIONS, key="mh_section")
 
 st.caption(
