@@ -5,7 +5,7 @@ GPT-2, the Llama family); config.json's model_type says which.
 
 A model name can arrive from a shared link, so loading is guarded in layers:
 1. A ModelPolicy says what this server may load at all. Its defaults are safe for a server whose
-   deployer set nothing: no folders on this machine, no hub id beyond an allow-list (README, "The
+   deployer set nothing: no folders on this machine, no hub id beyond an allow-list (DEPLOY.md, "The
    public switch"). A local user opts in to folders (ATTENTION_EXPLORER_LOCAL_FOLDERS) and to
    other hub ids (ATTENTION_EXPLORER_HUB_MODELS). The check reads no disk and asks no network.
 2. Every name that cannot be used, refused by the policy or a folder that is missing, unreadable

@@ -34,7 +34,7 @@ CHROMIUM_ARGS = [
 ]
 
 
-# A local user's server: folders on this machine and any hub id may be loaded (README, "The
+# A local user's server: folders on this machine and any hub id may be loaded (DEPLOY.md, "The
 # public switch"). The shared test server runs so, so that typed models reach their Load button;
 # a server with nothing set refuses both (tests/test_overview.py, tests/test_registry.py).
 LOCAL_USER_ENV = {"ATTENTION_EXPLORER_LOCAL_FOLDERS": "1", "ATTENTION_EXPLORER_HUB_MODELS": "*"}
