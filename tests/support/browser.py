@@ -149,7 +149,7 @@ def page_exceptions(page: object) -> list[str]:
     return page.locator('[data-testid="stException"]').all_inner_texts()
 
 
-# ---- helpers for the browser suite and the benchmarks (issue 6) -------------------------------
+# ---- helpers for the browser suite and the benchmarks -----------------------------------------
 # Everything below is additive: the functions above keep their behaviour.
 
 # Context options for the tests that check what a page does rather than how it looks while it
@@ -587,7 +587,7 @@ def bound_text_keys(app_page: AppPage) -> list[str]:
     return keys
 
 
-# ---- every tab of every page (issue 34) -----------------------------------------------------
+# ---- every tab of every page -----------------------------------------------------------------
 # The load test's tour, the memory tours (bench/memory_tour.py) and the hostile-tokenizer test
 # open every tab the same way, through open_every_tab(). Tabs and expanders are found in the
 # page as drawn, so a tab or expander added later is opened without touching this file.
