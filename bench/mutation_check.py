@@ -10,9 +10,9 @@ refactor instead of going stale as hand-written text replacements did.
 The script copies core/, ui/, views/ and tests/ to a temporary directory, writes one mutant at a
 time into the copy and runs, in this process (torch is imported once), tests with `pytest -x`:
 the files that import the mutated module, then, for a mutant they leave alive, every other test
-file that imports core/. Each group first runs once on the unmutated copy and must pass. Browser
-tests and tests that drive a page through AppTest are deselected (they check what a page shows,
-and cost seconds each). A test taking longer than --test-timeout counts as a kill (a mutant that
+file that imports core/. Each group first runs once on the unmutated copy; a test failing there
+is left out of every mutant's run, and named. Browser tests and tests that drive a page through
+AppTest are deselected (they check what a page shows, and cost seconds each). A test taking longer than --test-timeout counts as a kill (a mutant that
 makes a loop endless). The working tree is never touched. It prints which mutants survived: a
 survivor is either a gap in the tests or a change that cannot alter any result (equivalent);
 the line and the change are printed for a person to judge.
@@ -370,11 +370,17 @@ def pytest_runtest_call(item):
         signal.signal(signal.SIGALRM, previous)
 
 
+def _names(code) -> set:
+    return set(code.co_names + code.co_varnames) if code is not None else set()
+
+
+# A browser test, or one that runs a page: by its own names or those of a helper in its module.
 def _drives_a_page(item) -> bool:
     if item.get_closest_marker("browser") or {{"server", "browser"}} & set(item.fixturenames):
         return True
-    code = getattr(getattr(item, "function", None), "__code__", None)
-    return code is not None and bool(PAGE_NAMES & set(code.co_names + code.co_varnames))
+    names = _names(getattr(getattr(item, "function", None), "__code__", None))
+    helpers = [getattr(getattr(item.module, name, None), "__code__", None) for name in names]
+    return bool(PAGE_NAMES & names) or any(PAGE_NAMES & _names(code) for code in helpers)
 
 
 def pytest_collection_modifyitems(config, items):
@@ -401,23 +407,40 @@ def test_stages(module_tests: list[Path], test_files: list[Path]) -> list[list[P
     return [stage for stage in (module_tests, rest) if stage]
 
 
-def run_tests(workdir: Path, tests: list[Path]) -> tuple[bool, float]:
-    """True when every selected test passed (the mutant survived), and the seconds it took.
+class Failures:
+    """A pytest plugin that keeps the ids of the tests that failed."""
+
+    def __init__(self) -> None:
+        self.ids: list[str] = []
+
+    def pytest_runtest_logreport(self, report) -> None:
+        if report.failed:
+            self.ids.append(report.nodeid)
+
+
+def run_tests(
+    workdir: Path, tests: list[Path], left_out: list[str], stop_first: bool = True
+) -> tuple[list[str], float]:
+    """The ids of the tests that failed ([] when the mutant survived), and the seconds it took.
 
     pytest runs in this process, so torch and transformers are imported once, not once per
     mutant; everything loaded from the copy is dropped first, so each run imports the mutated
-    core/ afresh.
+    core/ afresh. left_out: test ids that fail without any mutant, deselected.
     """
     import pytest
 
     for name, module in list(sys.modules.items()):
         if str(getattr(module, "__file__", None) or "").startswith(str(workdir)):
             del sys.modules[name]
+    failures = Failures()
     start = time.perf_counter()
     with open(os.devnull, "w") as sink, redirect_stdout(sink), redirect_stderr(sink):
-        args = ["-x", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", "-m", "not browser"]
-        code = pytest.main([*args, *(str(path) for path in tests)])
-    return code == pytest.ExitCode.OK, time.perf_counter() - start
+        args = ["-q", "-p", "no:cacheprovider", "-m", "not browser", *(["-x"] * stop_first)]
+        args += [arg for test_id in left_out for arg in ("--deselect", test_id)]
+        code = pytest.main([*args, *(str(path) for path in tests)], plugins=[failures])
+    if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) and not failures.ids:
+        failures.ids.append(f"pytest exit code {int(code)}")  # a collection error, say
+    return failures.ids, time.perf_counter() - start
 
 
 def copy_of_the_repository(workdir: Path, timeout: int) -> None:
@@ -483,20 +506,22 @@ def main() -> int:
         stages_of = {
             path.name: test_stages(tests_of(path.name, test_files), test_files) for path in files
         }
-        passing: set[tuple[Path, ...]] = set()  # test groups seen passing on the unmutated core/
+        passing: set[tuple[Path, ...]] = set()  # test groups run on the unmutated core/
+        left_out: list[str] = []  # tests that fail without any mutant
 
-        def passes_unmutated(stage: list[Path]) -> bool:
-            if tuple(stage) not in passing:
-                passed, seconds = run_tests(workdir, stage)
-                verdict = "pass" if passed else "FAIL"
-                print(
-                    f"unmutated core/: {len(stage)} test files {verdict} ({seconds:.0f} s)",
-                    flush=True,
-                )
-                if not passed:
-                    return False
-                passing.add(tuple(stage))
-            return True
+        def run_unmutated(stage: list[Path]) -> None:
+            """Run a group once on the unmutated copy; what fails there is left out of every
+            mutant's run, and said."""
+            if tuple(stage) in passing:
+                return
+            failed, seconds = run_tests(workdir, stage, left_out, stop_first=False)
+            print(
+                f"unmutated core/: {len(stage)} test files, {len(failed)} failing ({seconds:.0f} s)"
+            )
+            for test_id in failed:
+                print(f"  fails without a mutant, left out: {test_id}", flush=True)
+            left_out.extend(failed)
+            passing.add(tuple(stage))
 
         survived = []
         for number, m in enumerate(chosen, 1):
@@ -504,14 +529,14 @@ def main() -> int:
             original = path.read_bytes()
             alive, seconds = True, 0.0
             for stage in stages_of[m.file]:
-                if not passes_unmutated(stage):
-                    return 1
+                run_unmutated(stage)
                 path.write_bytes(m.apply(original))
                 try:
-                    alive, spent = run_tests(workdir, stage)
+                    failed, spent = run_tests(workdir, stage, left_out)
                 finally:
                     path.write_bytes(original)
                 seconds += spent
+                alive = not failed
                 if not alive:
                     break
             verdict = "SURVIVED" if alive else "killed"
@@ -524,10 +549,10 @@ def main() -> int:
         # The copy is back to the real core/: if a mutant's leftovers broke this process, every
         # later "kill" would be false, so the unmutated tests must still pass at the end.
         every = sorted({test for stage in passing for test in stage})
-        passed, seconds = run_tests(workdir, every)
-        print(f"unmutated core/ again: {'pass' if passed else 'FAIL'} ({seconds:.0f} s)")
+        failed, seconds = run_tests(workdir, every, left_out)
+        print(f"unmutated core/ again: {'FAIL' if failed else 'pass'} ({seconds:.0f} s)")
         os.chdir(ROOT)
-        if not passed:
+        if failed:
             return 1
     print(f"\nkilled {len(chosen) - len(survived)} of {len(chosen)} mutants")
     for m in survived:
