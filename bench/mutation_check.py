@@ -553,6 +553,8 @@ def main() -> int:
         every = sorted({test for stage in passing for test in stage})
         failed, seconds = run_tests(workdir, every, left_out)
         print(f"unmutated core/ again: {'FAIL' if failed else 'pass'} ({seconds:.0f} s)")
+        for test_id in failed:  # a mutant left something behind, or the tests depend on order
+            print(f"  fails on the unmutated copy now: {test_id}")
         os.chdir(ROOT)
         if failed:
             return 1
