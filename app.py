@@ -17,7 +17,7 @@ housekeeping.tune_malloc()  # before torch allocates anything (ui/housekeeping.p
 # Streamlit 1.67 folds a list of more than twelve into "View N more".
 navigation = st.navigation(path.navigation_pages(), expanded=True)
 step = path.step_at(navigation.url_path)
-# torch's import takes ~1.3 s on a fresh server: let the browser fetch plotly.js meanwhile, unless
+# torch's import is most of a fresh server's start: let the browser fetch plotly.js then, unless
 # the page opened draws without it (the Overview's head is HTML: ui/html_heatmap.py).
 with preload.plotly_download(needed=not step.plotly_free):
     from ui import display, door, model_map, page_switches, predict, state

@@ -43,13 +43,9 @@ ruff format --check .
 # after; --maxschedchunk 2 hands them out two at a time in that order (xdist's default first
 # hand is a quarter of a worker's share in one consecutive block, which would give one worker
 # most of the browser tests).
-# Measured 2026-11-25 on a 2-core AMD EPYC (a faster one than the day before, where this took
-# 21 min): 842 tests in 7.8 min, the whole of this script in 9.9 min, against 836 tests in
-# 10.7 min here before the browser tests were regrouped (typing in the navigation tour, the phone
-# check where a copied link reopens, one hostile link a page, hostile typing where a page has
-# boxes, one app server per worker). The browser tests' CPU time is what the wall time follows:
-# a page load costs chromium ~4 s of CPU here. --durations lists the slowest tests, where to
-# trim first.
+# The suite's wall time, and what regrouping the browser tests saved: bench/RESULTS.md, Test
+# suite. A page load costs chromium seconds of CPU, so the browser tests' CPU time is what the
+# wall time follows; --durations lists the slowest tests, where to trim first.
 python -m pytest -q -n 3 --dist load --maxschedchunk 2 --durations=15 "$@"
 
 # A short version of the many-visitors load test (4 browser sessions x 3 rounds): exits non-zero

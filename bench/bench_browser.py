@@ -31,10 +31,13 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT))  # for tests.support.browser, the harness the tests share
+sys.path.insert(0, str(ROOT / "bench"))  # for bench_speed
 
 from bench_speed import sentences  # noqa: E402
-from browser import (  # noqa: E402
+from playwright.sync_api import TimeoutError as PlaywrightTimeout  # noqa: E402
+
+from tests.support.browser import (  # noqa: E402
     FIGURE_SELECTOR,
     SENTENCE_TAB,
     RunWatcher,
@@ -42,7 +45,6 @@ from browser import (  # noqa: E402
     chromium,
     served_app,
 )
-from playwright.sync_api import TimeoutError as PlaywrightTimeout  # noqa: E402
 
 VIEWPORT = {"width": 1300, "height": 1400}
 # What shows that a page is drawn: its first figure. A page that drew none until the visitor

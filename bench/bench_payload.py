@@ -9,13 +9,15 @@ first load of the page; a second is moving the head slider one step with the key
 
 from __future__ import annotations
 
+import sys
 import time
 import urllib.parse
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # for tests.support.browser, the harness the tests share
 
-from browser import chromium, page_exceptions, running_app, wait_idle  # noqa: E402
+from tests.support.browser import chromium, page_exceptions, running_app, wait_idle  # noqa: E402
 
 SENTENCES = [
     "The river bank was quiet after the storm, and the boats stayed tied to the old wooden pier.",

@@ -18,8 +18,9 @@ import urllib.parse
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # for tests.support.browser, the harness the tests share
 
-from browser import (  # noqa: E402
+from tests.support.browser import (  # noqa: E402
     FIGURE_SELECTOR,
     AppPage,
     RunWatcher,

@@ -17,12 +17,14 @@ import argparse
 import json
 import random
 import statistics
+import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # for tests.support.browser, the harness the tests share
 
-from browser import (  # noqa: E402
+from tests.support.browser import (  # noqa: E402
     HEATMAP_SELECTOR,
     UPDATE_WATCH_JS,
     RunWatcher,

@@ -34,8 +34,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # for tests.support.browser, the harness the tests share
 
-from browser import (  # noqa: E402
+from tests.support.browser import (  # noqa: E402
     CHROMIUM,
     CHROMIUM_ARGS,
     FIGURE_SELECTOR,

@@ -48,7 +48,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from browser import (
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # for tests.support.browser, the harness the tests share
+
+from tests.support.browser import (  # noqa: E402
     LONG_QUERY,
     chromium,
     served_app,

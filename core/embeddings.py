@@ -27,7 +27,7 @@ MAX_POINTS = 600  # tokens drawn per projection; t-SNE on more is slow and the p
 TSNE_PERPLEXITY = 30.0
 TSNE_EXACT_UP_TO = 200  # below this, exact t-SNE is faster than Barnes-Hut and has no tree overhead
 # One BLAS/OpenMP thread: with other sessions (or processes) on the same cores, a multi-threaded
-# t-SNE here ran 10-90x slower than a single thread (measured on 2 shared cores).
+# t-SNE here ran many times slower than a single thread (bench/RESULTS.md, Cited in code).
 THREADS = 1
 
 # ---------------------------------------------------------------------------------------------

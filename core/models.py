@@ -5,7 +5,7 @@ GPT-2, the Llama family); config.json's model_type says which.
 
 A model name can arrive from a shared link, so loading is guarded in layers:
 1. A ModelPolicy says what this server may load at all. Its defaults are safe for a server whose
-   deployer set nothing: no folders on this machine, no hub id beyond an allow-list (README, "The
+   deployer set nothing: no folders on this machine, no hub id beyond an allow-list (DEPLOY.md, "The
    public switch"). A local user opts in to folders (ATTENTION_EXPLORER_LOCAL_FOLDERS) and to
    other hub ids (ATTENTION_EXPLORER_HUB_MODELS). The check reads no disk and asks no network.
 2. Every name that cannot be used, refused by the policy or a folder that is missing, unreadable
@@ -69,11 +69,10 @@ SUGGESTED_MODELS: dict[str, Suggestion] = {
     ),
 }
 # The hub ids a server loads when its deployer named none: none. bert-base-uncased does not fit
-# Community Cloud's 690 MB guarantee: one process holds 888 MB after loading it and one 512-piece
-# run, before Streamlit, the bundled model and the caches (MiniLM: 416 MB; measured with
-# bench/bench_model_memory.py), so it is an opt-in. Nor does distilgpt2 beside MiniLM: 931 MB
-# with a 512-piece run of each held, 1,077 MB at the peak, before Streamlit (the same bench,
-# "minilm+distilgpt2"); half-precision weights would save at most their 164 MB.
+# Community Cloud's 690 MB guarantee: one process holding it after one 512-piece run is over it,
+# before Streamlit, the bundled model and the caches, and so is distilgpt2 beside MiniLM, even
+# with half-precision weights (bench/bench_model_memory.py; its table is in bench/RESULTS.md,
+# Resident memory of a model), so it is an opt-in.
 DEFAULT_HUB_MODELS: frozenset[str] = frozenset()
 ANY_HUB_ID = "*"  # in ATTENTION_EXPLORER_HUB_MODELS: any hub id (a local run's choice)
 TOKENIZER_FILES = ["config.json", "tokenizer.json", "vocab.txt", "tokenizer_config.json"]

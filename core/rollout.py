@@ -38,7 +38,7 @@ from core.attention import merge_heads
 from core.multi_head import head_output_projection
 from core.transformer import Trace, Transformer
 
-MAX_FLOW_PIECES = 40  # n² max-flows on a graph of (L + 1)·n nodes: 0.5–0.7 s at 40 on one core
+MAX_FLOW_PIECES = 40  # n² max-flows on a graph of (L + 1)·n nodes (bench/RESULTS.md, Cited in code)
 FLOW_RESOLUTION = 1_000_000  # scipy's max-flow wants integer capacities: shares × 10⁶
 
 
@@ -209,7 +209,7 @@ def _contribution_norms(model: Transformer, trace: Trace, layers: range) -> np.n
         gram = torch.bmm(per_key, per_key.transpose(1, 2))  # (n_k, H + 1, H + 1): every G_j
         attention = _read_only(trace.attentions[layer])  # (H, n_q, n_k)
         # each head's matrix transposed, so a key's weights are rows the batched product reads;
-        # moving the key axis in front of the heads instead was ~4x slower (d695987)
+        # moving the key axis in front of the heads instead was slower (bench/bench_explain.py)
         by_key.copy_(attention.transpose(1, 2))
         for start in range(0, n, block):
             keys = slice(start, min(start + block, n))

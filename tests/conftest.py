@@ -11,11 +11,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+# The repository root: for core/ and ui/, and for tests.support.browser (the app server, chromium,
+# waiting for runs, opening every tab), the one harness the tests share with the bench scripts.
 sys.path.insert(0, str(ROOT))
-# The browser helpers (bench/browser.py: the app server, chromium, waiting for runs, opening every
-# tab) are shared with the bench scripts, which import them as a sibling module; the tests import
-# the same file as `browser`, so there is one copy and bench never imports tests.
-sys.path.insert(0, str(ROOT / "bench"))
 os.environ.setdefault("HF_HUB_OFFLINE", "0")  # the registry must fail fast on its own, not by flag
 
 
@@ -73,7 +71,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 # unit tests need neither playwright nor a server.
 @pytest.fixture(scope="session")
 def server():
-    from browser import LOCAL_USER_ENV, served_app
+    from tests.support.browser import LOCAL_USER_ENV, served_app
 
     with served_app(extra_env=LOCAL_USER_ENV) as app:
         yield app
@@ -81,7 +79,7 @@ def server():
 
 @pytest.fixture(scope="module")
 def browser():
-    from browser import chromium
+    from tests.support.browser import chromium
 
     with chromium() as instance:
         yield instance

@@ -19,12 +19,12 @@ from conftest import (
 )
 from shown import bar_series, html_figures, model_view_tiles, shown
 from shown import sent_array as array
+from test_html_heatmap import viridis
 
 from core import explanations, information_flow, saliency, similarity, words
 from ui import (
     explanations_charts,
     explanations_runs,
-    html_heatmap,
 )
 
 FLOW = "views/information_flow.py"
@@ -98,7 +98,8 @@ def test_flow_page_example_pair_and_layer_slider(model):
         assert float(at.metric[0].value) == pytest.approx(expected, abs=1e-4)
         layers = bar_series(html_figures(at)["ex_pair_layers"])["cos(A, B)"]
         assert layers[-1] == pytest.approx(expected, abs=5e-4)
-        assert any(first in shown(caption.value) for caption in at.caption[:1])
+        captions = [c for c in at.caption if not c.value.startswith("Set in the sidebar")]
+        assert any(first in shown(caption.value) for caption in captions[:1])
     at.button(key="ex_use_pair").click().run()
     assert_no_exception(at)
     assert at.session_state["pair"] == similarity.EXAMPLE_PAIRS[1][2]
@@ -445,7 +446,7 @@ def test_heatmaps_word_level_reaches_the_grid_and_the_statistics(model):
     zmax = float(np.round(merged, 3).max())
     for layer, head in [(0, 0), (2, 7), (5, 11)]:
         assert tiles[layer, head]["pixels"].shape == (w, w, 3)
-        expected = html_heatmap.cell_rgb(np.round(merged[layer, head], 3), zmax)
+        expected = viridis(np.round(merged[layer, head], 3), zmax)
         np.testing.assert_allclose(tiles[layer, head]["pixels"], expected, atol=2)
     # entropy per head: the mean over word rows of -Σ p log2 p, computed here from the merge
     stats = next(

@@ -12,7 +12,10 @@ from pathlib import Path
 from urllib.parse import parse_qs, quote, urlencode, urlparse
 
 import pytest
-from browser import (
+from conftest import section_key, section_labels
+from shown import shown
+
+from tests.support.browser import (
     FIGURE_SELECTOR,
     AppPage,
     RunWatcher,
@@ -20,8 +23,6 @@ from browser import (
     page_exceptions,
     wait_plots_fit,
 )
-from conftest import section_key, section_labels
-from shown import shown
 
 pytestmark = pytest.mark.browser
 

@@ -19,7 +19,12 @@ import urllib.parse
 from pathlib import Path
 
 import pytest
-from browser import (
+from test_browser_hostile_urls import LOAD_BUTTON, OTHER, assert_nothing_leaks
+from test_browser_path import NEXT_LINK, open_and_wait, url_path_of, visited_count
+from test_browser_suite import new_tab
+from tiny_families import write_tiny_family
+
+from tests.support.browser import (
     LOCAL_USER_ENV,
     Liveness,
     app_pages,
@@ -28,11 +33,6 @@ from browser import (
     settle,
     wait_for_figure,
 )
-from test_browser_hostile_urls import LOAD_BUTTON, OTHER, assert_nothing_leaks
-from test_browser_path import NEXT_LINK, open_and_wait, url_path_of, visited_count
-from test_browser_suite import new_tab
-from tiny_families import write_tiny_family
-
 from ui import path
 
 PAGES = app_pages()

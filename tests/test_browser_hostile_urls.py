@@ -21,17 +21,6 @@ from pathlib import Path
 
 import pytest
 from bound_keys import url_bound_keys
-from browser import (
-    ROOT,
-    AppPage,
-    app_pages,
-    bound_text_keys,
-    box_value,
-    served_app,
-    sidebar_pair,
-    sidebar_text,
-    wait_for_figure,
-)
 from test_browser_suite import (
     LONG_HOSTILE,
     SENTENCE_TAB,
@@ -42,6 +31,17 @@ from test_browser_suite import (
 )
 
 import core
+from tests.support.browser import (
+    ROOT,
+    AppPage,
+    app_pages,
+    bound_text_keys,
+    box_value,
+    served_app,
+    sidebar_pair,
+    sidebar_text,
+    wait_for_figure,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -137,7 +137,7 @@ ROUNDS = ((0, OTHER), (1, BERT_BASE))
 def assert_link_shown_as_sent(tab: Tab, query: dict[str, str], model: str, where: str) -> None:
     """The sidebar's sentence and pair as the link sent them; a typed model waits for Load."""
     # One load, no retry: box_value waits out the frame on which Streamlit paints a box empty
-    # before filling it (bench/browser.py says why).
+    # before filling it (tests/support/browser.py says why).
     for key, box in (("text", sidebar_text(tab.page)), ("pair", sidebar_pair(tab.page))):
         shown = box_value(box, query[key])
         assert shown == query[key], f"{where}: the link's {key} was altered: {shown[:80]!r}"

@@ -13,13 +13,13 @@ import urllib.parse
 
 import numpy as np
 import pytest
-from browser import LOCAL_USER_ENV, chromium, served_app, shown_errors
 from test_browser_hostile_urls import LOAD_BUTTON, OTHER
 from test_browser_suite import new_tab
 from tiny_families import write_tiny_family
 
 import core
 from core import induction
+from tests.support.browser import LOCAL_USER_ENV, chromium, served_app, shown_errors
 
 TEXT = "the river bank flows past the old mill"
 # A heatmap's cells as plotly holds them after drawing: _fullData's z is decoded from base64.

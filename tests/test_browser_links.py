@@ -22,7 +22,15 @@ import urllib.parse
 from pathlib import Path
 
 import pytest
-from browser import (
+from test_browser_devices import PHONE_DARK, assert_light_desktop, assert_phone_dark
+from test_browser_suite import (
+    SENTENCE_TAB,
+    query_of,
+    wait_boxes_filled,
+    widget_state,
+)
+
+from tests.support.browser import (
     QUIET_MOTION,
     AppPage,
     RunWatcher,
@@ -32,13 +40,6 @@ from browser import (
     page_exceptions,
     sidebar_text,
     wait_drawn,
-)
-from test_browser_devices import PHONE_DARK, assert_light_desktop, assert_phone_dark
-from test_browser_suite import (
-    SENTENCE_TAB,
-    query_of,
-    wait_boxes_filled,
-    widget_state,
 )
 
 pytestmark = pytest.mark.browser

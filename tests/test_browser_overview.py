@@ -5,7 +5,8 @@ from __future__ import annotations
 from urllib.parse import quote
 
 import pytest
-from browser import GRID_SELECTOR, page_exceptions, wait_for_app, wait_idle
+
+from tests.support.browser import GRID_SELECTOR, page_exceptions, wait_for_app, wait_idle
 
 pytestmark = pytest.mark.browser
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 from urllib.parse import urlparse
 
 import pytest
-from browser import wait_for_app
 
+from tests.support.browser import wait_for_app
 from ui import path
 
 pytestmark = pytest.mark.browser

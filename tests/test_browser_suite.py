@@ -2,7 +2,7 @@
 
 One Streamlit server and one chromium serve the whole module (starting them is the slow part);
 every test opens its own browser context, so session, storage and URL never leak between tests.
-Pages are discovered from app.py (bench/browser.py, app_pages), so a page registered there is
+Pages are discovered from app.py (tests/support/browser.py, app_pages), so a page registered there is
 covered without touching this file.
 
 Covered: navigation to every page, with a sentence and pair typed on each (the figures redraw,
@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from browser import (
+
+from tests.support.browser import (
     QUIET_MOTION,
     ROOT,
     SENTENCE_TAB,

@@ -4,7 +4,8 @@ focus that shows and gets past the map and the progress row quickly."""
 from __future__ import annotations
 
 import pytest
-from browser import page_exceptions, wait_for_app, wait_idle
+
+from tests.support.browser import page_exceptions, wait_for_app, wait_idle
 
 pytestmark = pytest.mark.browser
 

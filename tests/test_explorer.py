@@ -23,6 +23,7 @@ from shown import (
     sent_figures,
     shown,
 )
+from test_html_heatmap import viridis
 
 from core import head_stats
 from ui import exports, head_view_charts, heatmaps_charts
@@ -153,7 +154,7 @@ def test_model_view_is_each_heads_own_image_on_one_colour_scale():
     assert [key for key, tile in tiles.items() if tile["framed"]] == [(1, 2)]
     zmax = float(np.round(thumbs.astype(np.float64), 3).max())
     for (layer, head), tile in tiles.items():
-        expected = html_heatmap.cell_rgb(np.round(thumbs[layer, head].astype(np.float64), 3), zmax)
+        expected = viridis(np.round(thumbs[layer, head].astype(np.float64), 3), zmax)
         np.testing.assert_array_equal(tile["pixels"], expected)
     assert '--heads:4;--phone-heads:4"' in markup
     twelve = html_heatmap.model_view(random_attention(1, 12, 2), (0, 0), "t")
@@ -651,7 +652,7 @@ def test_heatmaps_send_every_head_as_the_server_draws_it():
 def test_heatmaps_up_close_through_the_server_and_at_length(model, monkeypatch):
     """A model too large to switch in the browser: the up-close grid carries the sliders' head
     alone; past 12 pieces it is one image, its colours Viridis over the head's own weights."""
-    from ui import display_policy, html_heatmap
+    from ui import display_policy
 
     text = " ".join(["The river bank was quiet after the storm."] * 2)  # 20 pieces
     monkeypatch.setattr(display_policy, "SWITCH_IN_BROWSER_UP_TO_WEIGHTS", 0)
@@ -671,7 +672,7 @@ def test_heatmaps_up_close_through_the_server_and_at_length(model, monkeypatch):
     image = np.asarray(Image.open(io.BytesIO(base64.b64decode(pixels))).convert("RGB"))
     assert image.shape == (20, 20, 3)  # one pixel per cell
     zmax = float(close["heads"][str(3 * n_heads + 2)]["zmax"])
-    expected = html_heatmap.cell_rgb(np.round(trace.attentions[3, 2].astype(np.float64), 4), zmax)
+    expected = viridis(np.round(trace.attentions[3, 2].astype(np.float64), 4), zmax)
     np.testing.assert_array_equal(image, expected)
 
 
@@ -738,7 +739,7 @@ def lines_on_screen(page) -> set[tuple[int, int]]:
 
 @pytest.mark.browser
 def test_browser_both_pages_change_layer_and_head(server, browser):
-    from browser import page_exceptions, wait_idle
+    from tests.support.browser import page_exceptions, wait_idle
 
     def figure_titles(page) -> list[str]:
         return page.evaluate(  # SVG text has no innerText: read textContent; and HTML figures'
@@ -832,7 +833,7 @@ def test_browser_head_view_switches_layer_and_head_in_the_browser(server, browse
     """The Layer and Head sliders redraw the Head view with no server run, and the lines drawn
     are the ones the server draws for that layer and heads (head_view_figure, computed here),
     with an extra head chosen too, and with the slider on that extra head (drawn once)."""
-    from browser import RunWatcher, page_exceptions, wait_idle
+    from tests.support.browser import RunWatcher, page_exceptions, wait_idle
 
     trace = model.run("Time flies like an arrow.")
     n_heads = model.n_heads

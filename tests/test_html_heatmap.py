@@ -98,6 +98,28 @@ def background(cell: dict) -> str:
     return dict(part.split(":", 1) for part in cell["style"].split(";"))["background"]
 
 
+def viridis(weights: np.ndarray, zmax: float) -> np.ndarray:
+    """(n, m) weights -> (n, m, 3) uint8 written here, not read from html_heatmap.cell_rgb: plotly's
+    Viridis hex stops, evenly spaced on [0, zmax], each channel interpolated by np.interp and
+    rounded half up."""
+    stops = np.array(
+        [
+            [int(hex_stop[i : i + 2], 16) for i in (1, 3, 5)]
+            for hex_stop in plotly.colors.sequential.Viridis
+        ],
+        dtype=np.float64,
+    )  # (10, 3)
+    where = np.clip(np.asarray(weights, dtype=np.float64) / zmax, 0.0, 1.0)  # (n, m) in [0, 1]
+    positions = np.linspace(0.0, 1.0, len(stops))  # (10,) where each stop sits
+    rgb = np.stack([np.interp(where, positions, stops[:, c]) for c in range(3)], axis=-1)
+    return np.floor(rgb + 0.5).astype(np.uint8)  # (n, m, 3)
+
+
+def hex_of(rgb: np.ndarray) -> str:
+    """(3,) uint8 -> '#rrggbb'."""
+    return "#" + "".join(f"{int(v):02x}" for v in rgb)
+
+
 def test_colours_are_plotlys_viridis_on_the_same_range():
     """An independent computation: plotly's own sampling of its Viridis scale."""
     weights = np.linspace(0.0, 1.0, 101)[None, :] * 0.6  # (1, 101) up to zmax
@@ -108,6 +130,7 @@ def test_colours_are_plotlys_viridis_on_the_same_range():
         mine_rgb = [int(mine[i : i + 2], 16) for i in (1, 3, 5)]
         assert max(abs(a - c) for a, c in zip(mine_rgb, (r, g, b), strict=True)) <= 1, mine
     assert tuple(html_heatmap.VIRIDIS) == tuple(plotly.colors.sequential.Viridis)
+    np.testing.assert_array_equal(html_heatmap.cell_rgb(weights, 0.6), viridis(weights, 0.6))
     # above the top of the scale the colour stays at its end
     assert (
         html_heatmap.hex_colours(html_heatmap.cell_rgb(np.array([[0.9]]), zmax=0.6))[0, 0]
@@ -132,9 +155,7 @@ def test_rows_are_queries_and_columns_keys_painted_for_the_head_asked_for():
     weights = np.round(attentions[1, 2].astype(np.float64), 4)
     for i in range(n):
         for j in range(n):
-            expected = html_heatmap.hex_colours(
-                html_heatmap.cell_rgb(np.array([[weights[i, j]]]), 1.0)
-            )[0, 0]
+            expected = hex_of(viridis(weights[i, j], 1.0))
             assert background(cells[i][j]) == expected, (i, j)
     assert figure.texts["ae-title"] == "Layer 1, head 2: attention weights"
     assert figure.figure_attrs["data-shown"] == str(1 * 4 + 2)
@@ -187,8 +208,8 @@ def test_past_twelve_pieces_the_cells_are_one_image_rows_queries_columns_keys():
     weights = np.round(attentions[1, 0].astype(np.float64), 4)
     pixels = image_rgb(figure)
     assert pixels.shape == (n, n, 3)
-    np.testing.assert_array_equal(pixels, html_heatmap.cell_rgb(weights, 1.0))
-    assert not np.array_equal(pixels, html_heatmap.cell_rgb(weights.T, 1.0))
+    np.testing.assert_array_equal(pixels, viridis(weights, 1.0))
+    assert not np.array_equal(pixels, viridis(weights.T, 1.0))
     (image,) = [c for c in figure.children if c["tag"] == "img"]
     assert (
         f"grid-row:2 / span {n}" in image["style"] and f"grid-column:2 / span {n}" in image["style"]

@@ -1116,14 +1116,13 @@ def test_lab_opens_trained_and_plays_in_chromium(server, browser):
     """Open the lab: the run is drawn on the first screen without Train. Play draws every
     snapshot in turn (the map as trained to that step, the curves kept) and the slider picks
     one, both in the browser, without a rerun."""
-    from browser import (
+    from tests.support.browser import (
         RunWatcher,
         figure_signatures,
         page_exceptions,
         wait_for_app,
         wait_for_figure,
     )
-
     from ui import lab_runs
 
     expected = lab.train_one(lab_runs.PAGE_DEFAULTS)  # the run the page opens on
@@ -1199,7 +1198,7 @@ MAP_TOPS_JS = """
 def test_the_target_lines_up_on_a_desktop_and_follows_closely_on_a_phone(server, browser):
     """At 1280 px the two maps start at one height; at 390 px, where the columns stack, the
     target's map follows the figure above it with no empty band (it left ~250 px)."""
-    from browser import page_exceptions, wait_for_app, wait_for_figure
+    from tests.support.browser import page_exceptions, wait_for_app, wait_for_figure
 
     for width, height in ((1280, 900), (390, 844)):
         page = browser.new_page(viewport={"width": width, "height": height})

@@ -424,7 +424,7 @@ def test_qkv_page_query_choice_follows_the_sentence():
 @pytest.mark.browser
 def test_both_pages_draw_in_chromium(server, browser):
     """Reach both pages through the sidebar, as a learner does, and wait for their plots."""
-    from browser import page_exceptions, wait_for_app
+    from tests.support.browser import page_exceptions, wait_for_app
 
     # (plotly figures, HTML matrices): Context's X, X Xᵀ, softmax and Y of both sentences are
     # HTML (its bars too); the Q, K, V page opens on Step 1, whose three 8 × 8 matrices (the
@@ -457,8 +457,7 @@ def test_a_tap_on_a_long_sentences_query_image_names_the_cell(server, browser, m
     dimension and Q[2, 5] (X W_q worked out here from the seeded W) under the figure."""
     from urllib.parse import quote
 
-    from browser import page_exceptions, wait_for_app
-
+    from tests.support.browser import page_exceptions, wait_for_app
     from ui import html_heatmap
 
     text = "the river bank flooded again after the long storm and the quiet night ended"

@@ -556,7 +556,7 @@ def test_pages_survive_bad_input(page, name):
 
 @pytest.mark.browser
 def test_both_pages_in_chromium(server, browser):
-    from browser import page_exceptions, wait_for_app
+    from tests.support.browser import page_exceptions, wait_for_app
 
     url = server.url  # the shared server (conftest.py); browser: this module's
     page = browser.new_page(viewport={"width": 1300, "height": 2400})

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
 from conftest import ROOT, assert_no_exception, run_page
 from shown import shown
 from streamlit.testing.v1 import AppTest
-from test_html_heatmap import background, grid_cells, image_rgb, read
+from test_html_heatmap import background, grid_cells, hex_of, image_rgb, read, viridis
 
 import core
-from ui import door, html_heatmap, sidebar
+from ui import door, sidebar
 
 OVERVIEW = "views/overview.py"
 
@@ -20,7 +21,8 @@ OVERVIEW = "views/overview.py"
 def drawn_grid(at) -> str | None:
     """The Overview's HTML heatmap (ui/html_heatmap.py) as sent, or None."""
     return next(
-        (h.proto.body for h in at.get("html") if 'class="ae-heatmap"' in h.proto.body), None
+        (h.proto.body for h in at.get("html") if re.search(r'class="ae-heatmap[ "]', h.proto.body)),
+        None,
     )
 
 
@@ -34,9 +36,9 @@ def test_the_head_drawn_is_the_one_the_sliders_name_from_this_sentence(model):
     figure = read(drawn_grid(at))
     trace = model.run(text)
     weights = np.round(trace.attentions[2, 5].astype(np.float64), 4)  # (n_q, n_k)
-    expected = html_heatmap.hex_colours(html_heatmap.cell_rgb(weights, 1.0))
+    expected = [[hex_of(rgb) for rgb in row] for row in viridis(weights, 1.0)]
     cells = grid_cells(figure, trace.n_tokens)
-    assert [[background(c) for c in row] for row in cells] == expected.tolist()
+    assert [[background(c) for c in row] for row in cells] == expected
     assert figure.texts["ae-title"] == "Layer 2, head 5: attention weights"
     queries = [c["text"] for c in figure.children if "ae-query" in c["class"]]
     assert queries == list(trace.tokens)
@@ -75,7 +77,7 @@ def test_past_the_in_browser_bound_the_figure_carries_only_its_head(model):
     assert list(json.loads(figure.figure_attrs["data-heads"])) == [str(5 * 12 + 11)]
     weights = np.round(model.run(text).attentions[5, 11].astype(np.float64), 4)
     zmax = float(weights.max())  # 202 keys: the colours run to the largest weight
-    np.testing.assert_array_equal(image_rgb(figure), html_heatmap.cell_rgb(weights, zmax))
+    np.testing.assert_array_equal(image_rgb(figure), viridis(weights, zmax))
     assert "colour scale fitted" in figure.texts["ae-note"]
 
 

@@ -550,7 +550,7 @@ def test_embeddings_page_samples_long_inputs():
 
 @pytest.mark.browser
 def test_both_pages_in_a_browser(server, browser):
-    from browser import page_exceptions, wait_for_app
+    from tests.support.browser import page_exceptions, wait_for_app
 
     url = server.url  # the shared server (conftest.py); browser: this module's
     page = browser.new_page(viewport={"width": 1300, "height": 1800})

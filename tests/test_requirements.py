@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-LOCAL_MODULES = {"core", "ui", "views", "tools", "app", "browser", "conftest", "shown", "tiny_bert"}
+LOCAL_MODULES = {"core", "ui", "views", "tools", "app", "tests", "conftest", "shown", "tiny_bert"}
 
 
 def _files(*folders: str) -> list[Path]:

@@ -213,7 +213,7 @@ def attention_heatmap(
     x_labels = [key_tokens[i] for i in x_ticks["tickvals"]]
     angle = 0 if upright_fits(x_labels) else -60  # three short words need no rotation
     # The layout goes in as one dict: plotly validates it in one pass (update_layout() after
-    # the fact parses every key path again and took 3x longer).
+    # the fact parses every key path again: bench/RESULTS.md, Cold start and keystroke latency).
     layout = {
         "title": {"text": title},
         "height": side,

@@ -20,13 +20,13 @@ from ui import charts, display_policy, html_heatmap, matrix_charts, scripts
 
 # Plotly's default for numeric axes, "hide past div", hides a tick label that would stick out of
 # the figure. To know, it measures every label's box on every draw: half of what a 32-piece
-# heatmap costs to redraw (40 -> 20 ms). The app fits its margins to its labels
+# heatmap costs to redraw (bench/RESULTS.md, Cited in code). The app fits its margins to labels
 # (charts.label_margin, automargin on), so no label sticks out and none was ever hidden; the
 # phone check in tests/test_browser_devices.py (assert_phone_dark) looks on every page.
 # Set here, where figures meet Streamlit: the chart modules import no streamlit, and Streamlit's
 # template ("streamlit", registered when streamlit is imported) must be merged in for its light
 # and dark theme to apply. Merged once: a default written "streamlit+x" is merged anew for every
-# figure built, ~5 ms each.
+# figure built (bench/RESULTS.md, Cited in code).
 pio.templates["attention_explorer"] = pio.templates.merge_templates(
     pio.templates["streamlit"],
     go.layout.Template(
@@ -122,7 +122,7 @@ def show_figure(
 # hold no colour, so they travel beside it, as the Overview's HTML heatmap keeps its own in
 # data-heads: text in an attribute, parsed by HEAD_SWITCH_JS with JSON.parse, never markup.
 # With the model view grid in float32, the colour rewrites of an Attention heatmaps update took
-# ~12 ms of CPU instead of ~33 (profiles); the update as a whole moved within the noise.
+# a third of the CPU in profiles; the update as a whole moved within the noise (bench/RESULTS.md).
 def stores_aside(fig: go.Figure) -> html_heatmap.HtmlFigure | None:
     """Take every head's stores out of fig's layout.meta into the element that carries them.
 

@@ -7,7 +7,7 @@ any mix of visitors and pages inside that:
    statistics, projections, gradients, lab runs) lives in one least-recently-used cache whose
    size is the bytes of the arrays it holds (`cachetools.LRUCache` with a size function). When a
    new entry would pass the budget, the entries used longest ago go first, whichever page made
-   them. The budget is `ATTENTION_EXPLORER_MEMORY_MB` (README, Deploy). A result is computed once
+   them. The budget is `ATTENTION_EXPLORER_MEMORY_MB` (DEPLOY.md). A result is computed once
    even when several visitors ask for it at the same moment: the others wait for it.
 2. **One admission limit.** A result that is not in the cache is computed inside a run slot: at
    most RUN_SLOTS at once, whatever the number of visitors (with one torch thread each, more

@@ -37,7 +37,7 @@ MIN_RANDOM_ORDERS = 3
 
 # The work one request may ask of the gradients: word pieces × integrated-gradient steps. Each
 # step is a forward and a backward pass over the whole sentence, so 32 steps at 128 pieces
-# (~2 s here) is the most one visitor's request may take; a longer text gets fewer steps, and
+# (bench/bench_explain.py) is the most one visitor's request may take; fewer steps past it, and
 # the page says how many it ran. It keeps a slider moved to 64 steps, or a 512-piece text, from
 # holding one of the server's two run slots for ten seconds.
 GRADIENT_WORK = 128 * 32

@@ -233,8 +233,9 @@ def attention_grid(
     }
     shown = stores[shown_index]
     weights = np.round(attentions[layer, head].astype(np.float64), 4)  # (n_q, n_k) as stored
-    # Up to display_policy.NUMBERS_UP_TO pieces, one element per cell with its number; past it, one image:
-    # 16,000 cells at 128 pieces took a browser ~0.7 s to sanitise, parse and lay out.
+    # Up to display_policy.NUMBERS_UP_TO pieces, one element per cell with its number; past it,
+    # one image: 16,000 cells at 128 pieces were slow to sanitise, parse and lay out
+    # (bench/RESULTS.md).
     numbers = display_policy.matrix_form(n, n) == "numbers"
     rgb = cell_rgb(weights, shown["zmax"])  # (n_q, n_k, 3)
     steps = np.rint(weights * charts.WEIGHT_STEPS).astype(int)  # (n_q, n_k) as packed
@@ -419,7 +420,7 @@ def stores_element(stores: list[dict]) -> tuple[str, HtmlFigure]:
 # ---- a small matrix with its numbers, as HTML ----------------------------------------------
 # The toy matrices of 0 · Attention by hand are the first thing a beginner sees, and all three of
 # them are a few cells with their numbers written in: a page that draws them with plotly loads
-# plotly.js (~0.6 s of main-thread work) for twelve coloured squares.
+# plotly.js (most of a plain app's page load, bench/bench_browser.py) for twelve coloured squares.
 ColourScale = Sequence[tuple[float, str]]  # plotly's form: (position 0..1, colour), in order
 DENSE_FROM = 6  # columns past which a value grid's cells are too narrow for 13 px type
 

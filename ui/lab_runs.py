@@ -27,10 +27,10 @@ from ui import door, widgets
 # every first occurrence, the unscaled one leaves rows on wrong keys (bench/bench_lab.py
 # --defaults); at d_head 8 both learn the task alike.
 PAGE_DEFAULTS = lab.Settings(task="first", d_head=128, steps=100)
-MAX_STEPS = 500  # the longest run the page offers: ~1 s on one idle thread here, ~5 s loaded
+MAX_STEPS = 500  # the longest run the page offers (bench/bench_lab.py times it)
 # Seeds per cell of the comparison: 2 tasks × 4 starts × 10 seeds = 80 runs of 300 steps at
-# d_head 128, trained side by side: 11.5 s of CPU here, 21–37 s of wall time on this 2-core
-# machine shared with other work (load 6–15). Fewer seeds leave more differences that chance
+# d_head 128, trained side by side: the page's longest wait (bench/bench_lab.py --scaling;
+# bench/RESULTS.md, Cited in code). Fewer seeds leave more differences that chance
 # could explain (the page then says so): 10 against 5 solved is clear, 10 against 7 is not.
 COMPARISON_SEEDS = 10
 COMPARISON_TASKS = ("previous", "first")  # the two tasks whose √d_head stories differ

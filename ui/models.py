@@ -4,7 +4,7 @@ A link can carry any model name (`?model=other&custom_model=…`). Opening it lo
 model; a name the server's policy refuses gets its one message and no button, any other hub id or
 folder is shown with a Load button, and nothing happens before a visitor presses it. What the
 server may load at all is core.models.ModelPolicy, read from the environment or from Streamlit
-secrets (README, "The public switch"); with nothing set it loads only the bundled model. Loaded
+secrets (DEPLOY.md, "The public switch"); with nothing set it loads only the bundled model. Loaded
 models are shared by every session (kept in ui.door's one cache); a failure is remembered for a
 minute so retries stay cheap.
 """
@@ -92,7 +92,7 @@ def load_model(name: str) -> core.Transformer:
 
 
 def _load_with_spinner(name: str) -> core.Transformer:
-    # A spinner costs ~6 ms of every rerun (it starts a timer thread); it is only worth it the
+    # A spinner costs time on every rerun (a timer thread; bench/RESULTS.md); only worth it the
     # first time a process loads the model.
     if name in _loaded_names:
         return load_model(name)

@@ -206,7 +206,7 @@ def plotly_download(needed: bool = True) -> Iterator[None]:
     Every run creates the same placeholder first, filled or not: Streamlit identifies elements
     by their position, and a placeholder present on the first run but missing on the next would
     shift every later element by one. The frontend then rebuilt every widget on the page, and a
-    slider moved with the keyboard lost its focus after the first key (issue 13).
+    slider moved with the keyboard lost its focus after the first key.
     Once the slow imports are done in this process, the block takes microseconds: no blank
     figure then, which spares the browser a plotly draw on every new visit.
     """

@@ -15,8 +15,8 @@ from ui import cut_notice, door, models, sidebar, state
 from ui.models import load_model
 
 # One torch thread per forward pass. Streamlit runs each browser session in its own thread, and
-# on 2 cores a multi-threaded torch op collapses 20-47x as soon as another session competes for
-# the cores; a single thread barely slows down. Community Cloud gives 0.078-2 cores, so the same
+# on 2 cores a multi-threaded torch op collapses as soon as another session competes for the
+# cores (bench/RESULTS.md, Cited in code); a single thread barely slows down. Community Cloud gives 0.078-2 cores, so the same
 # choice holds there.
 torch.set_num_threads(1)
 

@@ -17,8 +17,8 @@ from ui import door, housekeeping
 from ui.escape import literal
 from ui.models import label, load_model, policy
 
-# Loading transformers' reference model of MiniLM added 157 MB of RSS here: its own copy of the
-# weights (~90 MB, counted from the model below) and ~67 MB of transformers' modeling code.
+# Loading transformers' reference model adds its own copy of the weights (counted from the model
+# below) and transformers' modeling code to the server's memory (bench/RESULTS.md, Cited in code).
 REFERENCE_IMPORT_BYTES = 70 * door.MB
 
 

@@ -272,8 +272,8 @@ SECTIONS = {
     "4 · Fixed vs computed": fixed_against_computed,
     "5 · Cost": cost,
 }
-# One part at a time, drawn only when its tab is open: all at once were seven figures, ~2.2 s
-# of a first visit's browser work (1.8x the reference app, bench/bench_browser.py).
+# One part at a time, drawn only when its tab is open: all at once were seven figures, a first
+# visit far heavier than the reference app's (bench/bench_browser.py; bench/RESULTS.md).
 widgets.section_tabs(SECTIONS, key="hand_section")
 
 st.caption(

@@ -463,8 +463,8 @@ SECTIONS = {
     "5 · √d_k switch": scaling_switch,
 }
 # One section at a time, drawn only when its tab is open: all five at once were five large
-# figures and a table, ~2.2 s of a first visit's browser work and ~0.7 s on every change
-# (1.8x and 2.8x the reference app, bench/bench_browser.py). The URL keeps the open tab.
+# figures and a table, a first visit and every change far heavier than the reference app's
+# (bench/bench_browser.py; bench/RESULTS.md, Cited in code). The URL keeps the open tab.
 widgets.section_tabs(SECTIONS, key="emb_section")
 
 st.caption(

@@ -546,7 +546,7 @@ SECTIONS = {
     "5 · Lens": logit_lens if model.is_decoder else encoder_lens,
 }
 # One section at a time, drawn only when its tab is open: all at once were six figures and a
-# table, ~2.2 s of a first visit's browser work and ~0.7 s on every new sentence (1.8x and
-# 2.6x the reference app, bench/bench_browser.py). The URL keeps the open tab.
+# table, a first visit and every new sentence far heavier than the reference app's
+# (bench/bench_browser.py; bench/RESULTS.md, Cited in code). The URL keeps the open tab.
 display.head_switch()  # the readout of a long sentence's mixing matrices (one image each)
 widgets.section_tabs(SECTIONS, key="ex_section")

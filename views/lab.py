@@ -118,8 +118,8 @@ def remember(chosen: lab.Settings) -> None:
 
 
 # Every switch acts at once, as the sidebar's do on every other page: the page shows the run its
-# switches describe, trained on a miss (in seconds at most, bench/bench_lab.py; cached per
-# server), so its first screen shows learning and a copied link reopens what is on screen.
+# switches describe, trained on a miss (bench/bench_lab.py times the runs; cached
+# per server), so its first screen shows learning and a copied link reopens what is on screen.
 # The switches may come from a link, which is visitor input, but a run is bounded by the clamped
 # settings.
 remember(settings)

@@ -562,8 +562,8 @@ st.caption(  # written here, above the tabs, so the count is read from them
     "1 names heads measured on fixed probe sentences."
 )
 # One section at a time, drawn only when its tab is open: all of them at once were 13 figures,
-# ~3.1 s of a first visit's browser work and ~1.1 s on every new sentence (2.5x and 4.2x the
-# reference app, bench/bench_browser.py). The URL keeps the open tab.
+# a first visit and every new sentence far heavier than the reference app's
+# (bench/bench_browser.py; bench/RESULTS.md, Cited in code). The URL keeps the open tab.
 widgets.section_tabs(SECTIONS, key="mh_section")
 
 st.caption(

@@ -112,7 +112,7 @@ widgets.folded("Every word piece with its vocabulary id", "overview_pieces", wor
 
 st.subheader("3 · The model")
 dims = model.dims
-# One line of text, not six st.metric cards: ~45 ms less browser work on every visit.
+# One line of text, not six st.metric cards: less browser work on every visit (bench_browser.py).
 st.markdown(
     f"**{dims.n_layers}** layers · **{dims.n_heads}** heads per layer · "
     f"`d_model` **{dims.d_model}** · `d_head` **{dims.d_head}** · "

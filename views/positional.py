@@ -540,7 +540,7 @@ def word_order_section() -> None:
         for label, use_positions in (("positions removed", False), ("with positions", True))
     }
     st.caption("The shuffled order the model read:")
-    # st.text, not st.code: plain text all the same, without the code highlighter's ~0.3 s of
+    # st.text, not st.code: plain text all the same, without the code highlighter's share of
     # browser work on a page load (bench/bench_browser.py)
     st.text(" ".join(results["with positions"].shuffled_tokens))
     predict.ask_choice(
@@ -579,7 +579,7 @@ SECTIONS = {
     "7 · Word order": word_order_section,
 }
 # One section at a time, drawn only when its tab is open: all seven at once were 19 figures,
-# ~3.7 s of a first visit's browser work (3.2x the reference app, bench/bench_browser.py). The
+# a first visit far heavier than the reference app's (bench/bench_browser.py; bench/RESULTS.md). The
 # URL keeps the open tab, so a link still opens the section it was copied from.
 widgets.section_tabs(SECTIONS, key="pos_section")
 

@@ -412,8 +412,8 @@ SECTIONS = {
     "8 · All at once": all_at_once,
 }
 # One step at a time, drawn only when its tab is open: all seven at once were 12 figures,
-# ~2.8 s of a first visit's browser work and ~1.1 s on every new sentence (2.4x and 4.4x the
-# reference app, bench/bench_browser.py). The URL keeps the open tab.
+# a first visit and every new sentence far heavier than the reference app's
+# (bench/bench_browser.py; bench/RESULTS.md, Cited in code). The URL keeps the open tab.
 display.head_switch()  # the readout of a long sentence's matrices (one image each)
 widgets.section_tabs(SECTIONS, key="qkv_section")
 

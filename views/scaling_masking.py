@@ -488,8 +488,8 @@ SECTIONS = {
     "6 · Padding mask": padding_mask,
 }
 # One section at a time, drawn only when its tab is open: all six at once were 10 figures,
-# ~2.6 s of a first visit's browser work and ~0.7 s on every new sentence (2.2x and 2.6x the
-# reference app, bench/bench_browser.py). The URL keeps the open tab.
+# a first visit and every new sentence far heavier than the reference app's
+# (bench/bench_browser.py; bench/RESULTS.md, Cited in code). The URL keeps the open tab.
 widgets.section_tabs(SECTIONS, key="sm_section")
 
 st.caption(

@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -34,7 +34,7 @@ CHROMIUM_ARGS = [
 ]
 
 
-# A local user's server: folders on this machine and any hub id may be loaded (README, "The
+# A local user's server: folders on this machine and any hub id may be loaded (DEPLOY.md, "The
 # public switch"). The shared test server runs so, so that typed models reach their Load button;
 # a server with nothing set refuses both (tests/test_overview.py, tests/test_registry.py).
 # A local user's opt-ins; the budget holds bert-base's 436 MB twice over, so the picker lists it
@@ -155,7 +155,7 @@ def page_exceptions(page: object) -> list[str]:
     return page.locator('[data-testid="stException"]').all_inner_texts()
 
 
-# ---- helpers for the browser suite and the benchmarks (issue 6) -------------------------------
+# ---- helpers for the browser suite and the benchmarks -----------------------------------------
 # Everything below is additive: the functions above keep their behaviour.
 
 # Context options for the tests that check what a page does rather than how it looks while it
@@ -593,7 +593,7 @@ def bound_text_keys(app_page: AppPage) -> list[str]:
     return keys
 
 
-# ---- every tab of every page (issue 34) -----------------------------------------------------
+# ---- every tab of every page -----------------------------------------------------------------
 # The load test's tour, the memory tours (bench/memory_tour.py) and the hostile-tokenizer test
 # open every tab the same way, through open_every_tab(). Tabs and expanders are found in the
 # page as drawn, so a tab or expander added later is opened without touching this file.
