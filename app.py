@@ -17,7 +17,7 @@ housekeeping.tune_malloc()  # before torch allocates anything (ui/housekeeping.p
 WORD_LEVEL_PAGES = {"heatmaps", "head_view", "information_flow", "explanations"}
 # The pages that never run the model with the sidebar's √d_k and causal-mask switches (a toy, the
 # static vectors, the page's own switches); there the two are greyed out, keeping their values.
-OWN_SWITCH_PAGES = {"by_hand", "context", "scaling_masking", "lab"}
+OWN_SWITCH_PAGES = {"by_hand", "context", "scaling_masking", "lab", "check"}
 # The pages with sentences of their own (a toy's words, two boxes, the lab's sequences): there
 # the sidebar's sentence boxes are greyed out the same way.
 OWN_TEXT_PAGES = {"by_hand", "context", "lab"}

@@ -29,6 +29,7 @@ PUBLISHED_URL_PATHS = {
     "positional",
     "embeddings",
     "lab",
+    "check",  # new: the course's check, before and after
 }
 
 
@@ -91,8 +92,8 @@ def test_a_learner_sees_the_order_in_the_titles_and_groups():
     """Numbers rise along the path (2b after 2), and each sidebar group is one run of the path,
     so the sidebar's top-to-bottom order is the path's."""
     marks = [path.mark(step) for step in path.STEPS]
-    assert marks[0] == "⌂"
-    numbers = [re.fullmatch(r"(\d+)([a-z]?)", mark) for mark in marks[1:]]
+    assert marks[:2] == ["⌂", "✓"]  # the Overview, then the check the course starts and ends on
+    numbers = [re.fullmatch(r"(\d+)([a-z]?)", mark) for mark in marks[2:]]
     assert all(numbers), marks
     keys = [(int(m.group(1)), m.group(2)) for m in numbers]
     assert keys == sorted(keys) and len(set(keys)) == len(keys)
@@ -160,7 +161,7 @@ def test_overview_starts_the_course_near_the_top_and_every_page_has_previous_nex
     start = shown.index(f"page_link:Start the course: {first.title}")
     assert shown[0].startswith('html:<nav class="ae-map"')
     assert shown.index("title:Attention Explorer") < start < shown.index("subheader:")
-    assert "1 of 14 pages visited" in _figure(at, "path-progress")
+    assert f"1 of {len(path.STEPS)} pages visited" in _figure(at, "path-progress")
 
     at.switch_page("views/positional.py")
     at.run()
@@ -173,7 +174,7 @@ def test_overview_starts_the_course_near_the_top_and_every_page_has_previous_nex
     assert path.step_of("views/positional.py").next_because in [c.value for c in at.caption]
     # the session remembers both pages: the Overview's part has its tick now
     progress = _figure(at, "path-progress")
-    assert "2 of 14 pages visited" in progress
+    assert f"2 of {len(path.STEPS)} pages visited" in progress
     assert 'title="Overview (visited)"' in progress
     model_map = _figure(at, "model-map")
     assert re.search(r'class="ae-part ae-here[^"]*"[^>]*aria-current="page"', model_map)

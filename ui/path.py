@@ -45,6 +45,12 @@ PART_KEYS = (
     "output",
 )
 
+# The check stands at the start and is taken again at the end: the last step's way on leads back
+# to it, on the tab of its second round (views/check.py's SECTIONS).
+CHECK_FILE = "views/check.py"
+CHECK_AFTER_TAB = "After the course"  # the label of its second round's tab
+CHECK_TAB_KEY = "check_tab"  # the URL parameter that holds the check's open tab
+
 # Position comes right after queries and keys: a dot product of two vectors cannot tell where
 # their words stand, and from 3 · Scaling and masking on, pages lean on heads that look at the
 # previous or next word. The Explore, Explain and Lab pages follow the mechanism they look at.
@@ -55,6 +61,14 @@ STEPS: tuple[Step, ...] = (
         ":material/home:",
         "Start",
         ("pieces", "softmax"),
+        "First, six questions: answer them now, and again at the end of the course.",
+    ),
+    Step(
+        CHECK_FILE,
+        "Check, before and after",
+        ":material/fact_check:",
+        "Start",
+        ("scores", "softmax", "position", "w_o", "residual_norm"),
         "Start small: four words with four numbers each, attention worked out by hand.",
     ),
     Step(
@@ -275,13 +289,18 @@ def previous_next(step: Step) -> None:
             st.caption(step.next_because)
         else:
             st.page_link(
-                STEPS[0].file,
-                label=f"End of the course: back to the {STEPS[0].title}",
-                icon=":material/home:",
+                CHECK_FILE,
+                label="End of the course: the check again",
+                icon=":material/fact_check:",
+                query_params={CHECK_TAB_KEY: CHECK_AFTER_TAB},
             )
+            st.caption("The same six questions: now with the answers, beside your first ones.")
 
 
 def mark(step: Step) -> str:
-    """A step's short mark in the progress row: its number ("2b"), or ⌂ for the Overview."""
+    """A step's short mark in the progress row: its number ("2b"), ✓ for the check, or ⌂ for
+    the Overview."""
     number, separator, _ = step.title.partition(" · ")
-    return number if separator else "⌂"
+    if separator:
+        return number
+    return "✓" if step.file == CHECK_FILE else "⌂"
