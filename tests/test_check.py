@@ -100,7 +100,7 @@ def test_core_spread_and_cosines_match_formulas():
 
 # ---- the page -------------------------------------------------------------------------------
 def _pick(at, round_name: str, key: str, option: int):
-    (widget,) = [w for w in at.button_group if w.key == f"check_{round_name}_{key}"]
+    (widget,) = [w for w in at.radio if w.key == f"check_{round_name}_{key}"]
     return widget.set_value(option).run()
 
 
@@ -135,7 +135,8 @@ def test_before_then_after_with_the_models_numbers_and_a_record(model, captured_
         "After the course",
         "Your record",
     ]
-    assert len(at.button_group) == len(check_questions.QUESTIONS)
+    asked = [w.key for w in at.radio if w.key.startswith("check_before_")]
+    assert asked == [f"check_before_{item.key}" for item in check_questions.QUESTIONS]
 
     # 1. The first round notes a pick and reveals nothing: a wrong and a right pick read alike.
     at = _pick(at, "before", "row_sum", 1)  # "the number of words": wrong
@@ -154,12 +155,17 @@ def test_before_then_after_with_the_models_numbers_and_a_record(model, captured_
     at.switch_page("views/check.py")
     at.run()
     assert_no_exception(at)
+    # the first round's picks are shown again, though Streamlit dropped their widgets' state
+    shown_again = {w.key: w.value for w in at.radio if w.key.startswith("check_before_")}
+    assert shown_again["check_before_row_sum"] == 1
+    assert shown_again["check_before_causal_mask"] == 0
+    assert shown_again["check_before_shuffle"] is None
 
     # 3. The second round: right on the rows, wrong on the mask; the feedback's numbers are the
     # model's, computed here from its runs.
     at = open_tab(at, "check_tab", "After the course")
     for key in ("row_sum", "causal_mask", "sqrt_dk", "multi_head"):
-        assert f"check_after_{key}" in [w.key for w in at.button_group]
+        assert f"check_after_{key}" in [w.key for w in at.radio]
     at = _pick(at, "after", "row_sum", 0)
     at = _pick(at, "after", "causal_mask", 2)
     at = _pick(at, "after", "sqrt_dk", 0)
@@ -200,9 +206,13 @@ def test_before_then_after_with_the_models_numbers_and_a_record(model, captured_
     at = open_tab(at, "check_tab", "Your record")
     assert_no_exception(at)
     table = next(m.value for m in at.markdown if m.value.startswith("| Question"))
-    assert "| A softmax row | ✗ the number of words in the sentence | ✓ 1, in every row |" in table
     assert (
-        "| The causal mask | ✓ 0, exactly | ✗ the weights below the diagonal, mirrored |" in table
+        "| A softmax row | :red[✗] the number of words in the sentence | :green[✓] 1, in every row |"
+        in table
+    )
+    assert (
+        "| The causal mask | :green[✓] 0, exactly | :red[✗] the weights below the diagonal, mirrored |"
+        in table
     )
     assert "| Order without positions | — | — |" in table
     # two were answered before the course, one of them right
@@ -211,6 +221,12 @@ def test_before_then_after_with_the_models_numbers_and_a_record(model, captured_
         in m.value
         for m in at.markdown
     )
+
+    # the first round cannot be changed once its answer was revealed, only where it was not
+    at = open_tab(at, "check_tab", "Before the course")
+    locked = {w.key: w.disabled for w in at.radio if w.key.startswith("check_before_")}
+    assert locked["check_before_row_sum"] and locked["check_before_multi_head"]
+    assert not locked["check_before_shuffle"]
 
     # 5. The record: the answers of both rounds and of the page, the sentence as text only.
     record = captured_downloads[-1]

@@ -259,18 +259,20 @@ def _widget_key(round_name: str, key: str) -> str:
     return f"{WIDGET_PREFIX}{round_name}_{key}"
 
 
-def _pills(round_name: str, key: str, question: Question, locked: bool) -> int | None:
-    """The options as pills; the round's earlier pick shown again after a visit elsewhere
-    (Streamlit forgets a widget's value once a page without it has run)."""
+def _choice(round_name: str, key: str, question: Question, locked: bool) -> int | None:
+    """The options as radio buttons, none picked at first; the round's earlier pick shown again
+    after a visit elsewhere (Streamlit forgets a widget's value once a page without it has run).
+    Radio buttons, not the pages' pills: an option a sentence long wraps at 390 px, where a pill
+    cuts it off."""
     widget_key = _widget_key(round_name, key)
     earlier = answers()[round_name].get(key)
     if widget_key not in st.session_state and earlier is not None:
         st.session_state[widget_key] = earlier["picked"]
-    picked = st.pills(
+    picked = st.radio(
         "Your answer",  # the aria-label as written: plain words, never the Markdown prompt
         range(len(question.options)),
+        index=None,
         format_func=question.options.__getitem__,
-        selection_mode="single",
         key=widget_key,
         label_visibility="collapsed",
         disabled=locked,
@@ -306,7 +308,7 @@ def ask(round_name: str, number: int, key: str, question: Question) -> None:
     locked = round_name == BEFORE and after is not None  # the answer has been revealed
     with st.container(border=True):
         st.markdown(f"**{number}.** {question.prompt}")
-        picked = _pills(round_name, key, question, locked)
+        picked = _choice(round_name, key, question, locked)
         if picked is None:
             if round_name == AFTER and before is not None:
                 st.caption(f"Before the course you picked “{before['option']}”.")
@@ -353,6 +355,14 @@ def compared(
     return len(revealed), right_before, right_after
 
 
+def _coloured(cell: str) -> str:
+    """A table cell's ✓ in green and ✗ in red (Streamlit's colours, readable light and dark)."""
+    for mark, colour in (("✓ ", "green"), ("✗ ", "red")):
+        if cell.startswith(mark):
+            return f":{colour}[{mark.strip()}] {cell.removeprefix(mark)}"
+    return cell
+
+
 def side_by_side(questions: dict[str, Question]) -> str:
     """A Markdown table: each question, the two rounds' picks, the answer. A first-round pick is
     judged only once the second round has answered that question (before, it gives nothing away)."""
@@ -365,5 +375,5 @@ def side_by_side(questions: dict[str, Question]) -> str:
             first = "answered" if before is not None else "—"
         else:
             first = verdict(question, before)
-        rows.append(f"| {item.name} | {first} | {verdict(question, after)} |")
+        rows.append(f"| {item.name} | {_coloured(first)} | {_coloured(verdict(question, after))} |")
     return "\n".join(rows)

@@ -53,8 +53,6 @@ def after_round() -> None:
 
 
 def record() -> None:
-    st.markdown("Your two rounds side by side:")
-    st.markdown(check_questions.side_by_side(questions))
     revealed, right_before, right_after = check_questions.compared(
         questions, check_questions.answers()
     )
@@ -82,6 +80,11 @@ def record() -> None:
         "“Predict, then see” question of the course, built from this visit: open it in a "
         "browser, print it or hand it in.",
     )
+    st.markdown(
+        "Your two rounds side by side (a first answer is marked right or wrong once you have "
+        "answered the question again):"
+    )
+    st.markdown(check_questions.side_by_side(questions))
 
 
 # The tab labels are in the URL (check_tab): ui/path.py's end-of-course link opens the second
