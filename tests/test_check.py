@@ -17,6 +17,12 @@ import pytest
 import streamlit as st
 from conftest import ROOT, assert_no_exception, open_tab, run_page
 from shown import shown
+from test_decoder_pages import (  # noqa: F401 (fixtures)
+    DECODERS,
+    decoder_folders,
+    local_folders,
+    run_on,
+)
 
 from core import check_numbers
 from ui import check_questions, path, predict
@@ -276,3 +282,27 @@ def test_the_last_page_links_to_the_second_round(monkeypatch):
     assert page == path.CHECK_FILE
     assert kwargs["label"] == "End of the course: the check again"
     assert kwargs["query_params"] == {path.CHECK_TAB_KEY: path.CHECK_AFTER_TAB}
+
+
+@pytest.mark.parametrize("family", DECODERS)
+def test_a_decoder_answers_from_its_own_runs(decoder_folders, local_folders, family):  # noqa: F811
+    """A decoder's check: its mask is its own (removing it is off-distribution), and every
+    question's reasoned answer is right; Llama's rotary turn, which the word-order experiment
+    keeps, does not make "the same" wrong."""
+    at = open_tab(
+        run_on(decoder_folders[family], "views/check.py"), "check_tab", "After the course"
+    )
+    assert_no_exception(at)
+    for item in check_questions.QUESTIONS:
+        at = _pick(at, "after", item.key, 0)
+    assert_no_exception(at)
+    verdicts = _alerts(at)
+    assert len(verdicts) == len(check_questions.QUESTIONS)
+    assert all(text.startswith("**Right.**") for text in verdicts), verdicts
+    mask = _alert_for(at, "with the causal mask")
+    assert "0 with the causal mask" in mask and "off-distribution" in mask
+    # the shuffle's feedback: a difference of rounding without positions, or (a rotary model,
+    # whose turn the word-order experiment keeps) why that experiment cannot show it
+    shuffle = _alert_for(at, "pieces shuffled") if family == "gpt2" else _alert_for(at, "shuffle")
+    gap = re.search(r"head: (\S+) without positions", shuffle)
+    assert (gap and float(gap.group(1)) < 1e-4) or "(rotary)" in shuffle, shuffle
