@@ -23,6 +23,13 @@ from test_decoder_pages import (  # noqa: F401 (fixtures)
     local_folders,
     run_on,
 )
+from test_hostile_pieces_headless import (  # noqa: F401 (fixtures)
+    PIECE_AS_MARKDOWN,
+    PIECE_AS_TAG,
+    hostile_folder,
+    markdown_texts,
+    run_on_hostile_model,
+)
 
 from core import check_numbers
 from ui import check_questions, path, predict
@@ -306,3 +313,24 @@ def test_a_decoder_answers_from_its_own_runs(decoder_folders, local_folders, fam
     shuffle = _alert_for(at, "pieces shuffled") if family == "gpt2" else _alert_for(at, "shuffle")
     gap = re.search(r"head: (\S+) without positions", shuffle)
     assert (gap and float(gap.group(1)) < 1e-4) or "(rotary)" in shuffle, shuffle
+
+
+def test_a_hostile_tokenizers_piece_stays_text_in_feedback_and_record(
+    hostile_folder,  # noqa: F811
+    local_folders,  # noqa: F811
+    captured_downloads,
+):
+    """A custom tokenizer whose piece is an <img onerror> tag, a Markdown link and bold: the
+    feedback that names pieces, and the record, show it as text."""
+    at = run_on_hostile_model(hostile_folder, "views/check.py", {"check_tab": "After the course"})
+    at = _pick(at, "after", "multi_head", 0)
+    assert_no_exception(at)
+    heads = _alert_for(at, "different pieces most")
+    assert "onerror" in heads  # precondition: the feedback names the hostile piece
+    for text in markdown_texts(at):
+        assert not PIECE_AS_TAG.search(text), text[:200]
+        assert not any(raw in text for raw in PIECE_AS_MARKDOWN), text[:200]
+    at = open_tab(at, "check_tab", "Your record")
+    record = captured_downloads[-1]
+    assert "onerror" in record and not PIECE_AS_TAG.search(record)
+    assert not any(raw in record for raw in PIECE_AS_MARKDOWN)
