@@ -2,8 +2,8 @@
 whose numbers are the model's, both rounds side by side, and a record to download.
 
 The numbers are recomputed here with numpy on the model's own run (loops and formulas written
-out, not core/check_numbers.py), and the record is read as a browser would: decoded, with no markup of
-the visitor's surviving in it.
+out, not core/check_numbers.py), and the record is read as a browser would: decoded, with no
+markup of the visitor's surviving in it.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from test_decoder_pages import (  # noqa: F401 (fixtures)
     local_folders,
     run_on,
 )
+from test_door_pages import guarded_runs  # noqa: F401 (a fixture)
 from test_hostile_pieces_headless import (  # noqa: F401 (fixtures)
     PIECE_AS_MARKDOWN,
     PIECE_AS_TAG,
@@ -40,7 +41,7 @@ HOSTILE = "The <b>cat</b> sat [on](http://x.example) the **mat** because it was 
 FEEDBACK_ALERTS = ("success", "warning")
 
 
-# ---- core/check_numbers.py against loops ------------------------------------------------------------
+# ---- core/check_numbers.py against loops -----------------------------------------------
 def _random_weights(shape: tuple[int, ...], seed: int) -> np.ndarray:
     scores = np.random.default_rng(seed).normal(size=shape) * 3
     weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
@@ -334,3 +335,15 @@ def test_a_hostile_tokenizers_piece_stays_text_in_feedback_and_record(
     record = captured_downloads[-1]
     assert "onerror" in record and not PIECE_AS_TAG.search(record)
     assert not any(raw in record for raw in PIECE_AS_MARKDOWN)
+
+
+def test_the_checks_runs_go_through_the_door(guarded_runs):  # noqa: F811
+    """Every run the check makes (trained, mask flipped, without √d_k, the shuffles) is admitted
+    by ui/door.py, as on every other page."""
+    runs, outside = guarded_runs
+    at = run_page(path.CHECK_FILE, text="Time flies like an arrow.")
+    for label in ("After the course", "Your record"):
+        at = open_tab(at, "check_tab", label)
+        assert_no_exception(at)
+    assert {"run", "layer_forward"} <= set(runs)  # the shuffles run layer by layer
+    assert outside == [], f"model steps outside the door: {sorted(set(outside))}"

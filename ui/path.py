@@ -61,7 +61,7 @@ STEPS: tuple[Step, ...] = (
         ":material/home:",
         "Start",
         ("pieces", "softmax"),
-        "First, six questions: answer them now, and again at the end of the course.",
+        "First, a short check: answer it now, and again at the end of the course.",
     ),
     Step(
         CHECK_FILE,
@@ -294,7 +294,7 @@ def previous_next(step: Step) -> None:
                 icon=":material/fact_check:",
                 query_params={CHECK_TAB_KEY: CHECK_AFTER_TAB},
             )
-            st.caption("The same six questions: now with the answers, beside your first ones.")
+            st.caption("The same questions: now with the answers, beside your first ones.")
 
 
 def mark(step: Step) -> str:

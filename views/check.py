@@ -1,4 +1,4 @@
-"""Check, before and after: six questions at the start of the course and again at its end."""
+"""Check, before and after: a few questions at the start of the course and again at its end."""
 
 import streamlit as st
 
@@ -8,10 +8,12 @@ inputs, model = state.page_context()
 model_label = models.label(model)  # the model's name in the prose
 
 st.title("Check, before and after")
+n_questions = len(check_questions.QUESTIONS)
 st.markdown(
-    "Six questions the course teaches you to reason out. Answer them now, before the course, "
-    "and again at its end: the second round gives the answers, with the numbers of the model "
-    "and sentence on screen, and sets each of your answers beside your first."
+    f"Here are {n_questions} questions the course teaches you to reason out. Answer them now, "
+    "before the course, and again at its end: the second round gives the answers, with the "
+    "numbers of the model and sentence on screen, and sets each of your answers beside your "
+    "first."
 )
 st.caption(
     "Your answers stay in this browser tab, for this visit: nothing is stored on the server, "
@@ -26,7 +28,7 @@ questions = check_questions.built(numbers, model_label)
 
 
 def ask_round(round_name: str) -> None:
-    """One round: the six questions in order."""
+    """One round: every question, in order."""
     for number, item in enumerate(check_questions.QUESTIONS, start=1):
         check_questions.ask(round_name, number, item.key, questions[item.key])
 
@@ -46,8 +48,8 @@ def before_round() -> None:
 
 def after_round() -> None:
     st.markdown(
-        "The same six questions, after the course. Each answer now shows whether it is right, "
-        "why, the numbers behind it, and what you picked in the first round."
+        f"The same {n_questions} questions, after the course. Each answer now shows whether it "
+        "is right, why, the numbers behind it, and what you picked in the first round."
     )
     ask_round(check_questions.AFTER)
 
