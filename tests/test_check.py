@@ -347,3 +347,47 @@ def test_the_checks_runs_go_through_the_door(guarded_runs):  # noqa: F811
         assert_no_exception(at)
     assert {"run", "layer_forward"} <= set(runs)  # the shuffles run layer by layer
     assert outside == [], f"model steps outside the door: {sorted(set(outside))}"
+
+
+def test_a_first_round_code_brings_the_first_round_back_after_a_reload(model):
+    """A fresh session (a reloaded tab) types the code the first round showed: the second
+    round's feedback and the table set the first answers back beside the new ones."""
+    at = run_page(path.CHECK_FILE, text="Time flies like an arrow.")
+    at = _pick(at, "before", "row_sum", 1)
+    at = _pick(at, "before", "shuffle", 2)
+    (code_line,) = [m.value for m in at.markdown if m.value.startswith("Your first-round code")]
+    code = re.search(r"`([a-z-]+)`", code_line).group(1)
+    assert code == "b-c---"
+
+    fresh = run_page(path.CHECK_FILE, text="Time flies like an arrow.")
+    fresh = open_tab(fresh, "check_tab", "After the course")
+    fresh.text_input(key="check_code").input("BX").run()  # not a code of this check
+    assert any("not a code of this check" in c.value for c in fresh.caption)
+    fresh.text_input(key="check_code").input(code.upper()).run()
+    fresh = _pick(fresh, "after", "row_sum", 0)
+    assert_no_exception(fresh)
+    assert "Before the course: ✗ the number of words in the sentence." in _alert_for(
+        fresh, "sum to between"
+    )
+    fresh = open_tab(fresh, "check_tab", "Your record")
+    table = next(m.value for m in fresh.markdown if m.value.startswith("| Question"))
+    assert "| Order without positions | answered | — |" in table
+    fresh = open_tab(fresh, "check_tab", "Before the course")
+    picked = {w.key: w.value for w in fresh.radio if w.key.startswith("check_before_")}
+    assert picked["check_before_shuffle"] == 2 and picked["check_before_causal_mask"] is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", "abc", "a-----x", "zzzzzz", "e-----", "[x](y)", "a" * 10_000, "<b>a</b>"],
+)
+def test_anything_but_a_code_of_this_check_is_refused(text):
+    options = {item.key: ("p", "q", "r", "s") for item in check_questions.QUESTIONS}
+    questions = {key: type("Q", (), {"options": opts})() for key, opts in options.items()}
+    assert check_questions.read_code(text, questions) is None
+    assert check_questions.read_code(" dA-b-c ", questions) == {
+        "row_sum": 3,
+        "causal_mask": 0,
+        "sqrt_dk": 1,
+        "residual": 2,
+    }

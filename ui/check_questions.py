@@ -297,6 +297,58 @@ def _keep(round_name: str, key: str, question: Question, picked: int) -> Pick:
     return kept[key]
 
 
+# ---- the first round as a short code -----------------------------------------------------------
+# The session forgets the first round when the tab is reloaded or closed, and a course takes more
+# than one sitting. The first round fits in a code of one letter per question (a, b, … the option;
+# - none), which the learner notes and types in again in the second round: still nothing stored.
+UNANSWERED = "-"
+CODE_CHARS = 40  # a pasted essay is cut before it is read
+
+
+def first_round_code(picks: Mapping[str, Mapping[str, Pick]]) -> str:
+    """'bd----': the first round's picks, one letter per question in QUESTIONS' order."""
+    before = picks[BEFORE]
+    return "".join(
+        chr(ord("a") + before[item.key]["picked"]) if item.key in before else UNANSWERED
+        for item in QUESTIONS
+    )
+
+
+def read_code(text: str, questions: Mapping[str, Question]) -> dict[str, int] | None:
+    """The picks a first-round code holds, {question key: option}; None unless it is a code of
+    this check (one letter per question, each one of its options, or -)."""
+    code = text.strip().lower()[:CODE_CHARS]
+    if len(code) != len(QUESTIONS):
+        return None
+    picks = {}
+    for item, letter in zip(QUESTIONS, code, strict=True):
+        if letter == UNANSWERED:
+            continue
+        option = ord(letter) - ord("a")
+        if not 0 <= option < len(questions[item.key].options):
+            return None
+        picks[item.key] = option
+    return picks
+
+
+def restore_first_round(text: str, questions: Mapping[str, Question]) -> bool:
+    """Set the first round from a code (True), or leave it (False: not a code of this check).
+    The first-round widgets are not on the page when this runs (the second round's tab is), so
+    their values can be set too."""
+    picks = read_code(text, questions)
+    if picks is None:
+        return False
+    kept = answers()[BEFORE]
+    kept.clear()
+    for item in QUESTIONS:
+        widget_key = _widget_key(BEFORE, item.key)
+        if item.key in picks:
+            option = picks[item.key]
+            kept[item.key] = Pick(picked=option, option=questions[item.key].options[option])
+        st.session_state[widget_key] = picks.get(item.key)
+    return True
+
+
 def verdict(question: Question, pick: Pick | None) -> str:
     """'✓ option', '✗ option' or '—' for a table cell."""
     if pick is None:

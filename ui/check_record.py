@@ -13,7 +13,16 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from ui.check_questions import AFTER, BEFORE, QUESTIONS, Pick, compared, computed_answer, verdict
+from ui.check_questions import (
+    AFTER,
+    BEFORE,
+    QUESTIONS,
+    Pick,
+    compared,
+    computed_answer,
+    first_round_code,
+    verdict,
+)
 from ui.escape import literal
 from ui.predict_answers import Question
 
@@ -125,6 +134,7 @@ def record_html(
         )
         + "</p>"
         + "<h2>The check, before and after the course</h2>"
+        + f"<p>First-round code: <code>{first_round_code(picks)}</code></p>"
         + _score_line(questions, picks)
         + _check_table(questions, picks)
         + "<h2>Predict, then see: the course's pages</h2>"

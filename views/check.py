@@ -39,6 +39,12 @@ def before_round() -> None:
         "the second round."
     )
     ask_round(check_questions.BEFORE)
+    code = check_questions.first_round_code(check_questions.answers())
+    st.markdown(
+        f"Your first-round code: `{code}`. This tab forgets your answers when it is reloaded "
+        "or closed: note the code (or download the record), and type it in at the start of the "
+        "second round."
+    )
     st.page_link(
         path.neighbours(path.step_of(path.CHECK_FILE))[1].file,
         label="Done: on to the course",
@@ -51,6 +57,20 @@ def after_round() -> None:
         f"The same {n_questions} questions, after the course. Each answer now shows whether it "
         "is right, why, the numbers behind it, and what you picked in the first round."
     )
+    code = st.text_input(
+        "Your first-round code, if this tab was reloaded since (one letter per question)",
+        key="check_code",
+        max_chars=check_questions.CODE_CHARS,
+        placeholder=check_questions.first_round_code(check_questions.answers()),
+    )
+    if code and code != st.session_state.get("_check_code_read"):
+        if check_questions.restore_first_round(code, questions):
+            st.session_state["_check_code_read"] = code  # read once: later picks stay
+        else:
+            st.caption(
+                f"That is not a code of this check: {len(check_questions.QUESTIONS)} letters, "
+                "each the letter of an option or -."
+            )
     ask_round(check_questions.AFTER)
 
 
