@@ -349,6 +349,29 @@ def restore_first_round(text: str, questions: Mapping[str, Question]) -> bool:
     return True
 
 
+CODE_READ_KEY = "_check_code_read"  # the code last read back: read once, so later picks stay
+
+
+def first_round_box(questions: Mapping[str, Question]) -> None:
+    """The second round's box for a first-round code: a code of this check sets the first round
+    back (once); anything else gets a line on what a code looks like (never the text itself)."""
+    code = st.text_input(
+        "Your first-round code, if this tab was reloaded since (one letter per question)",
+        key="check_code",
+        max_chars=CODE_CHARS,
+        placeholder=first_round_code(answers()),
+    )
+    if not code or code == st.session_state.get(CODE_READ_KEY):
+        return
+    if restore_first_round(code, questions):
+        st.session_state[CODE_READ_KEY] = code
+    else:
+        st.caption(
+            f"That is not a code of this check: {len(QUESTIONS)} letters, each the letter of an "
+            f"option or {UNANSWERED}."
+        )
+
+
 def verdict(question: Question, pick: Pick | None) -> str:
     """'✓ option', '✗ option' or '—' for a table cell."""
     if pick is None:

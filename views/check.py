@@ -16,8 +16,8 @@ st.markdown(
     "first."
 )
 st.caption(
-    "Your answers stay in this browser tab, for this visit: nothing is stored on the server, "
-    "and a reload starts afresh. The record tab downloads them, with your predictions on the "
+    "Your answers stay in this browser tab, for this visit: nothing is stored on the server "
+    "(after a reload, a short code brings your first round back). The record tab downloads them, with your predictions on the "
     "course's pages, as one page to keep or hand in. This page's address opens the tab and "
     "sentence on screen: a teacher can hand it out as a link."
 )
@@ -57,20 +57,7 @@ def after_round() -> None:
         f"The same {n_questions} questions, after the course. Each answer now shows whether it "
         "is right, why, the numbers behind it, and what you picked in the first round."
     )
-    code = st.text_input(
-        "Your first-round code, if this tab was reloaded since (one letter per question)",
-        key="check_code",
-        max_chars=check_questions.CODE_CHARS,
-        placeholder=check_questions.first_round_code(check_questions.answers()),
-    )
-    if code and code != st.session_state.get("_check_code_read"):
-        if check_questions.restore_first_round(code, questions):
-            st.session_state["_check_code_read"] = code  # read once: later picks stay
-        else:
-            st.caption(
-                f"That is not a code of this check: {len(check_questions.QUESTIONS)} letters, "
-                "each the letter of an option or -."
-            )
+    check_questions.first_round_box(questions)  # after a reload: the first round back
     ask_round(check_questions.AFTER)
 
 
