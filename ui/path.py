@@ -298,9 +298,9 @@ def previous_next(step: Step) -> None:
 
 
 def mark(step: Step) -> str:
-    """A step's short mark in the progress row: its number ("2b"), ✓ for the check, or ⌂ for
-    the Overview."""
+    """A step's short mark in the progress row: its number ("2b"), ? for the check, or ⌂ for
+    the Overview (a visited step's box adds a tick, so the check's mark is not one)."""
     number, separator, _ = step.title.partition(" · ")
     if separator:
         return number
-    return "✓" if step.file == CHECK_FILE else "⌂"
+    return "?" if step.file == CHECK_FILE else "⌂"
