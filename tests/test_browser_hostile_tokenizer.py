@@ -126,7 +126,7 @@ def test_next_walks_every_page_with_a_decoder_and_hostile_pieces_as_text(tmp_pat
             assert seen == [path.url_path(step) for step in path.STEPS]
 
             # The last page's map: every part ticked, its own parts marked; a click on a part
-            # opens its page in this session, whose progress counts all 14 pages.
+            # opens its page in this session, whose progress counts every page.
             parts = page.locator('[data-figure="model-map"] .ae-part')
             assert parts.count() == len(path.PART_KEYS)
             ticked = page.locator('[data-figure="model-map"] .ae-part.ae-seen')

@@ -29,6 +29,7 @@ PUBLISHED_URL_PATHS = {
     "positional",
     "embeddings",
     "lab",
+    "check",  # new: the course's check, before and after
 }
 
 
@@ -91,8 +92,8 @@ def test_a_learner_sees_the_order_in_the_titles_and_groups():
     """Numbers rise along the path (2b after 2), and each sidebar group is one run of the path,
     so the sidebar's top-to-bottom order is the path's."""
     marks = [path.mark(step) for step in path.STEPS]
-    assert marks[0] == "⌂"
-    numbers = [re.fullmatch(r"(\d+)([a-z]?)", mark) for mark in marks[1:]]
+    assert marks[:2] == ["⌂", "?"]  # the Overview, then the check the course starts and ends on
+    numbers = [re.fullmatch(r"(\d+)([a-z]?)", mark) for mark in marks[2:]]
     assert all(numbers), marks
     keys = [(int(m.group(1)), m.group(2)) for m in numbers]
     assert keys == sorted(keys) and len(set(keys)) == len(keys)
@@ -160,7 +161,7 @@ def test_overview_starts_the_course_near_the_top_and_every_page_has_previous_nex
     start = shown.index(f"page_link:Start the course: {first.title}")
     assert shown[0].startswith('html:<nav class="ae-map"')
     assert shown.index("title:Attention Explorer") < start < shown.index("subheader:")
-    assert "1 of 14 pages visited" in _figure(at, "path-progress")
+    assert f"1 of {len(path.STEPS)} pages visited" in _figure(at, "path-progress")
 
     at.switch_page("views/positional.py")
     at.run()
@@ -173,7 +174,7 @@ def test_overview_starts_the_course_near_the_top_and_every_page_has_previous_nex
     assert path.step_of("views/positional.py").next_because in [c.value for c in at.caption]
     # the session remembers both pages: the Overview's part has its tick now
     progress = _figure(at, "path-progress")
-    assert "2 of 14 pages visited" in progress
+    assert f"2 of {len(path.STEPS)} pages visited" in progress
     assert 'title="Overview (visited)"' in progress
     model_map = _figure(at, "model-map")
     assert re.search(r'class="ae-part ae-here[^"]*"[^>]*aria-current="page"', model_map)
@@ -186,13 +187,16 @@ def test_the_header_numbers_a_page_as_its_title_does():
     """The line above the map names a page by the number in its title (0 … 11, with 2b), not
     by its index on the path (which made "Step 4 of 14" of the page titled 2)."""
     numbered = [s.title for s in path.STEPS if re.match(r"\d+b? · ", s.title)]
-    assert len(numbered) == len(path.STEPS) - 1  # every page but the Overview has a number
+    # every page but the Overview and the check (which stand outside the course) has a number
+    unnumbered = [s.file for s in path.STEPS if s.title not in numbered]
+    assert unnumbered == ["views/overview.py", path.CHECK_FILE]
     first, last = numbered[0].split(" · ")[0], numbered[-1].split(" · ")[0]
     assert (first, last) == ("0", "11")
-    for step in path.STEPS[1:]:
+    for step in path.STEPS[2:]:
         number, name = step.title.split(" · ", 1)
         assert path.where(step) == f"Course page {number} of 0–11: {name}"
     assert path.where(path.STEPS[0]) == "Overview: the course's pages run 0–11"
+    assert path.where(path.STEPS[1]) == "Check, before and after: the course's pages run 0–11"
 
 
 def test_every_page_title_is_its_title_on_the_path():

@@ -51,6 +51,12 @@ PART_KEYS = (
     "output",
 )
 
+# The check stands at the start and is taken again at the end: the last step's way on leads back
+# to it, on the tab of its second round (views/check.py's SECTIONS).
+CHECK_FILE = "views/check.py"
+CHECK_AFTER_TAB = "After the course"  # the label of its second round's tab
+CHECK_TAB_KEY = "check_tab"  # the URL parameter that holds the check's open tab
+
 # Position comes right after queries and keys: a dot product of two vectors cannot tell where
 # their words stand, and from 3 · Scaling and masking on, pages lean on heads that look at the
 # previous or next word. The Explore, Explain and Lab pages follow the mechanism they look at.
@@ -61,8 +67,17 @@ STEPS: tuple[Step, ...] = (
         ":material/home:",
         "Start",
         ("pieces", "softmax"),
-        "Start small: four words with four numbers each, attention worked out by hand.",
+        "First, a short check: answer it now, and again at the end of the course.",
         plotly_free=True,
+    ),
+    Step(
+        CHECK_FILE,
+        "Check, before and after",
+        ":material/fact_check:",
+        "Start",
+        ("scores", "softmax", "position", "w_o", "residual_norm"),
+        "Start small: four words with four numbers each, attention worked out by hand.",
+        own_switches=True,
     ),
     Step(
         "views/by_hand.py",
@@ -293,24 +308,30 @@ def previous_next(step: Step) -> None:
             st.caption(step.next_because)
         else:
             st.page_link(
-                STEPS[0].file,
-                label=f"End of the course: back to the {STEPS[0].title}",
-                icon=":material/home:",
+                CHECK_FILE,
+                label="End of the course: the check again",
+                icon=":material/fact_check:",
+                query_params={CHECK_TAB_KEY: CHECK_AFTER_TAB},
             )
+            st.caption("The same questions: now with the answers, beside your first ones.")
 
 
 def mark(step: Step) -> str:
-    """A step's short mark in the progress row: its number ("2b"), or ⌂ for the Overview."""
+    """A step's short mark in the progress row: its number ("2b"), ? for the check, or ⌂ for
+    the Overview (a visited step's box adds a tick, so the check's mark is not one)."""
     number, separator, _ = step.title.partition(" · ")
-    return number if separator else "⌂"
+    if separator:
+        return number
+    return "?" if step.file == CHECK_FILE else "⌂"
 
 
 def where(step: Step) -> str:
     """Where a page sits in the course, in the one numbering the titles, the progress row and
     Previous/Next use: "Course page 2 of 0–11: Queries, keys and values" (the page's own number,
     never its index among the steps: an inserted page such as 2b would shift every index)."""
-    first, last = mark(STEPS[1]), mark(STEPS[-1])
+    numbered = [s for s in STEPS if " · " in s.title]
+    first, last = mark(numbered[0]), mark(numbered[-1])
     number, separator, name = step.title.partition(" · ")
-    if not separator:  # the Overview stands before the numbered pages
+    if not separator:  # the Overview and the check stand outside the numbered pages
         return f"{step.title}: the course's pages run {first}–{last}"
     return f"Course page {number} of {first}–{last}: {name}"

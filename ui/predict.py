@@ -55,7 +55,8 @@ class PageProgress(TypedDict):
 
 def _store() -> dict:
     """This session's record: {"visited": [url_path], "current": url_path, "answers":
-    {url_path: {question key: {"version": digest, "right": bool}}}, "versions": {widget key:
+    {url_path: {question key: {"version": digest, "right": bool, "prompt", "picked", "answer":
+    Markdown}}}, "versions": {widget key:
     digest of the question last shown}}."""
     store = st.session_state.get(PROGRESS_KEY)
     if not isinstance(store, dict):
@@ -75,6 +76,12 @@ def visit(url_path: str) -> None:
 def progress() -> dict[str, PageProgress]:
     """Per page (its url_path): visited, questions answered, answered right, questions asked."""
     return summarize(_store())
+
+
+def answered() -> dict[str, dict[str, dict]]:
+    """This session's first picks, {url_path: {question key: {"right", "prompt", "picked",
+    "answer", "version"}}}: prompt, picked and answer are the Markdown the learner read."""
+    return _store()["answers"]
 
 
 def summarize(store: dict) -> dict[str, PageProgress]:
@@ -131,10 +138,17 @@ def ask_choice(key: str, question: Question | None) -> None:
             st.caption("Pick an answer before you look at the figure below: it gives it away.")
             return
         right = picked in question.answers
+        computed = " or ".join(f"“{options[k]}”" for k in sorted(question.answers))
         answers = store["answers"].setdefault(store["current"], {})
         if answers.get(key, {}).get("version") != version:  # the first pick is the one counted
-            answers[key] = {"version": version, "right": right}
-        computed = " or ".join(f"“{options[k]}”" for k in sorted(question.answers))
+            # with the words the learner read, for the record they can download (views/check.py)
+            answers[key] = {
+                "version": version,
+                "right": right,
+                "prompt": question.prompt,
+                "picked": options[picked],
+                "answer": computed,
+            }
         # "computed", not "the model's": page 0's toy has no model, and the numbers are the answer
         verdict = "**Right.**" if right else f"**Wrong.** The computed answer is {computed}."
         if answers[key]["right"] != right:
