@@ -33,7 +33,7 @@ from tests.support.browser import (  # noqa: E402
     wait_healthy,
 )
 
-APPS = {"this app": "app.py", "reference": "bench/reference_app.py"}
+APPS = {"this app": "serve.py", "reference": "bench/reference_app.py"}
 TARGETS = {"update_p50": 0.8, "cold_start": 0.6}
 VIEWPORT = {"width": 1300, "height": 1400}
 WORDS = [

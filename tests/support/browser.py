@@ -366,7 +366,7 @@ class AppServer:
 
 @contextmanager
 def served_app(
-    script: str = "app.py",
+    script: str = "serve.py",
     cwd: Path = ROOT,
     extra_env: dict | None = None,
     wait: bool = True,
