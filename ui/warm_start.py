@@ -11,11 +11,13 @@ def prepare() -> None:
     """Import the pages' modules, load the bundled model and run the default sentence through it
     with the default switches, as the Overview asks for it (one entry of the door's cache)."""
     import core
-    from ui import display, door, model_map, models, predict, state  # noqa: F401 (imports are the work)
+
+    # the modules app.py imports for every page (the imports are the work)
+    from ui import display, door, model_map, models, page_switches, predict, sidebar, state, traces  # noqa: F401
 
     try:
         model = models.load_model(core.BUNDLED)
-        state.trace(model, state.DEFAULT_TEXT)
+        traces.trace(model, sidebar.DEFAULT_TEXT)
     except (core.ModelUnavailable, door.ServerShort, MemoryError):
         # Nothing is lost: the first page does the same work, and says what went wrong.
         logging.getLogger("attention_explorer").warning("the head start at boot was skipped")

@@ -67,7 +67,7 @@ def wait_healthy(url: str, timeout: float = 60.0) -> None:
 
 @contextmanager
 def running_app(
-    script: str = "app.py", cwd: Path = ROOT, extra_env: dict | None = None
+    script: str = "serve.py", cwd: Path = ROOT, extra_env: dict | None = None
 ) -> Iterator[str]:
     """Start `streamlit run script` on a free port; yield its URL; stop it afterwards."""
     with served_app(script, cwd, extra_env) as server:
