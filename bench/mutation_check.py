@@ -492,7 +492,7 @@ def main() -> int:
         return 0
 
     # no HF_HUB_OFFLINE: tests/conftest.py points the hub at a closed port, and the fake-hub
-    # tests of tests/test_registry.py need it online
+    # tests of tests/test_models.py need it online
     os.environ.update(PYTHONDONTWRITEBYTECODE="1")
     sys.dont_write_bytecode = True  # a mutant of the same size and second must not reuse a .pyc
     with tempfile.TemporaryDirectory(prefix="mutants-") as tmp:

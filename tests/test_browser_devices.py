@@ -1,4 +1,4 @@
-"""Every page on every device (issue 13): a 390 px phone, a dark system scheme, a keyboard.
+"""Every page on every device: a 390 px phone, a dark system scheme, a keyboard.
 
 Every check opens its own browser context (own session, own colour scheme and viewport). The
 phone check of every page (assert_phone_dark) runs where each page's copied link is reopened,
@@ -318,7 +318,7 @@ def test_keyboard_keeps_focus_on_a_slider_across_presses(browser, server):
     plotly preload), the frontend rebuilt every widget, and focus fell to the body. On a page
     whose sliders rerun it: 4 · Multi-head attention, on the tab whose Layer and Head sliders
     drive it (the Overview, Attention heatmaps and the Head view switch heads in the browser,
-    tested below and in test_explorer.py).
+    tested below and in test_explore_pages.py).
     """
     multi_head = next(p for p in PAGES if p.path == "views/multi_head.py")
     tab = urlencode({"mh_section": "2 · Back to one vector"})
@@ -540,7 +540,7 @@ def test_menu_switches_a_dark_system_to_light_and_back(browser, server):
         context.close()
 
 
-# ---- issue 36 §5: phones and keyboards ---------------------------------------------------------
+# ---- phones and keyboards -------------------------------------------------------------------------
 def test_a_phone_sees_where_to_type_on_the_overview(browser, server):
     """On a 390 px phone the sidebar is folded away, and the Overview shows the sentence box in
     the page instead (ui/sidebar.py, sentence_box_in_page); a sentence typed there is the one the

@@ -84,7 +84,7 @@ DECODER_SWITCH = "Remove the causal mask (off-distribution)"  # the sidebar's, f
 @pytest.mark.browser
 def test_next_walks_every_page_with_a_decoder_and_hostile_pieces_as_text(tmp_path):
     """One visitor's course in chromium, three checks in one walk:
-    - issue 37's browser pass: a tiny GPT-2 from a local folder draws every page, as a decoder;
+    - the decoder pass: a tiny GPT-2 from a local folder draws every page, as a decoder;
     - this file's: its tokenizer's HTML and Markdown piece stays text on every page;
     - the course's path (ui/path.py): the sidebar lists every page, Next from the Overview
       visits each once, and the map keeps the session (every part ticked at the end; a click on

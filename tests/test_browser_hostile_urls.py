@@ -155,7 +155,7 @@ def test_hostile_values_in_every_url_key(tab, app_page):
     """One link per page, every key hostile; the pages take the two ROUNDS in turn, so each
     round reaches seven pages and every page's keys (the sidebar's included) get hostile values.
     (Every key of every page also gets garbage headless, without a browser:
-    test_url_and_review_fixes.py.) The sidebar's sentence and pair arrive unaltered in their
+    test_url_values.py.) The sidebar's sentence and pair arrive unaltered in their
     boxes (a page's own boxes cut a text at their max_chars); nothing the visitor wrote becomes
     markup, script or a server path."""
     round_index, model = ROUNDS[PAGES.index(app_page) % len(ROUNDS)]

@@ -1,4 +1,4 @@
-"""Induction heads in chromium (issue 37 §4): found in a decoder's heads, and learned in the lab.
+"""Induction heads in chromium: found in a decoder's heads, and learned in the lab.
 
 The headless tests (tests/test_induction_pages.py) check every number against core.induction;
 here a real browser shows the same: 4 · Multi-head's grid for a tiny GPT-2 loaded from a local

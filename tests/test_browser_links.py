@@ -10,7 +10,7 @@ context's; the phone's page must fit the phone (tests/test_browser_devices.py,
 assert_phone_dark). Typing the sidebar's sentence and pair on every page is the navigation
 tour's part (tests/test_browser_suite.py).
 
-Also here: the sidebar's sentence box after opening a link (issue 10 §5). Streamlit 1.67
+Also here: the sidebar's sentence box after opening a link. Streamlit 1.67
 paints every text box empty for a frame before its value arrives; the test shows that a link's
 sentence is never lost and that no second rerun is involved.
 """
@@ -328,7 +328,7 @@ def test_every_control_survives_a_copied_link_and_fits_a_phone(
 
     The sidebar's controls are changed by hand on the first page; every other page opens
     with all of them off their defaults in its URL, so each page's reopening covers them too.
-    The first look is also the desktop check of a light system scheme (issue 13): a light app,
+    The first look is also the desktop check of a light system scheme: a light app,
     and plotly's toolbar on hover. The reopening is the phone check (assert_phone_dark), on the
     page with every control changed: the 3-D view, the pair, the causal mask and so on.
     The sentence and pair come in the link (typing them, and their way into the URL, is the
@@ -378,7 +378,7 @@ def test_every_control_survives_a_copied_link_and_fits_a_phone(
         other.close()
 
 
-# ---- §5: the sentence box after opening a link -------------------------------------------------
+# ---- the sentence box after opening a link -------------------------------------------------
 # Logs, on every animation frame, each change of the sidebar sentence box's value.
 BOX_FRAMES_JS = """
 (() => {

@@ -401,7 +401,7 @@ def test_unloadable_model_says_why_and_app_keeps_working(tab, how):
         choose_model(tab, "other")
         tab.commit(page.get_by_label("Hub id or local folder"), name)
         tab.act(lambda: page.locator(".st-key-load_custom_model button").click())  # typed: Load
-    # Generous here (CI machines stall); the loader's own < 2 s is in tests/test_registry.py.
+    # Generous here (CI machines stall); the loader's own < 2 s is in tests/test_models.py.
     alert = page.locator('[data-testid="stAlert"]', has_text="Could not load")
     alert.first.wait_for(timeout=15_000)
     assert name in alert.first.inner_text()
@@ -477,7 +477,7 @@ def has_own_text_boxes(app_page: AppPage) -> bool:
 # The sidebar is one widget on every page: what a page does with the text is the same whether it
 # was typed or came in a link, and every page gets the hostile texts in a link
 # (test_browser_hostile_urls.py) and the unreadable and the one-word texts in its sidebar headless
-# (test_app_smoke.py). Typing into the sidebar of all 13 pages cost ~400 s of a CI run.
+# (test_app.py). Typing into the sidebar of all 13 pages cost ~400 s of a CI run.
 TYPING_PAGES = [p for p in FIGURE_PAGES if p.default or has_own_text_boxes(p)]
 
 

@@ -1,4 +1,4 @@
-"""Issue 12 §1-§3: the course's new math against independent computations, the corrected claims
+"""The course's math against independent computations, the corrected claims
 as computed facts, and the new and changed pages running with the corrected sentences."""
 
 from __future__ import annotations
@@ -349,7 +349,7 @@ def test_roles_on_one_sentence_equal_explicit_loops():
 
 
 def test_minilm_parks_attention_on_cls_not_sep(model):
-    """§2: MiniLM's parking spot is [CLS] (0.5-0.7 in layers 1-4), [SEP] stays small."""
+    """MiniLM's parking spot is [CLS] (0.5-0.7 in layers 1-4), [SEP] stays small."""
     trace = model.run("The bank raised its interest rates again.")
     cls, sep = head_roles.special_shares_by_layer(trace.attentions, trace.tokens)
     assert (cls[1:5] > 0.45).all() and (sep <= 0.15).all() and (sep[1:5] < 0.07).all()
@@ -400,9 +400,9 @@ def test_weight_on_pads_without_the_mask_equals_transformers_written_out(model, 
         )
 
 
-# ---- §1 errors as computed facts ----------------------------------------------------------------
+# ---- errors as computed facts -------------------------------------------------------------------
 def test_page_one_scores_are_symmetric_and_its_weights_are_not(model):
-    """§1: the row-wise softmax alone makes α asymmetric; S − Sᵀ is exactly 0 on page 1."""
+    """The row-wise softmax alone makes α asymmetric; S − Sᵀ is exactly 0 on page 1."""
     sentence = context.static_sentence(model, "money bank grows")
     result = context.parameter_free(sentence.vectors)
     assert np.array_equal(qkv.asymmetry(result.similarity), np.zeros((3, 3)))
@@ -440,7 +440,7 @@ def test_bilinear_form_equals_pairwise_loops(model):
 
 
 def test_same_word_piece_enters_layer_zero_differently_at_another_position(model):
-    """§1: the same table row, but layer 0 reads LayerNorm(word + position + segment)."""
+    """The same table row, but layer 0 reads LayerNorm(word + position + segment)."""
     a, b = model.run("She sat on the bank of the river."), model.run("The bank raised rates.")
     i, j = a.tokens.index("bank"), b.tokens.index("bank")
     assert i != j
@@ -449,7 +449,7 @@ def test_same_word_piece_enters_layer_zero_differently_at_another_position(model
 
 
 def test_binary_and_sinusoid_frequencies_are_both_geometric():
-    """§1: powers of two are geometric too (ratio ½); the sinusoid's ratio is 10000^(-2/d)."""
+    """Powers of two are geometric too (ratio ½); the sinusoid's ratio is 10000^(-2/d)."""
     d = 64
     omega = positional.frequencies(d)
     ratios = omega[1:] / omega[:-1]
@@ -463,7 +463,7 @@ def test_binary_and_sinusoid_frequencies_are_both_geometric():
 
 
 def test_switching_off_the_scale_multiplies_scores_by_sqrt_d_head(model):
-    """§1: off-distribution, not 'the model without scaling': every score × √d_head."""
+    """Off-distribution, not 'the model without scaling': every score × √d_head."""
     scaled, unscaled = model.run(SENTENCE), model.run(SENTENCE, scale=False)
     np.testing.assert_allclose(
         unscaled.head_scores(0, 3), scaled.head_scores(0, 3) * math.sqrt(model.d_head), rtol=1e-5
@@ -665,7 +665,7 @@ def test_changed_pages_state_the_corrected_claims():
 
 
 def test_named_heads_show_their_role_on_the_example_they_are_shown_with(model):
-    """Issue 35: the two heads of "Why several heads" are the best previous- and next-token
+    """The two heads of "Why several heads" are the best previous- and next-token
     heads on the sidebar sentence, shown on the row where both hold best, with how often each
     role holds; the same-word head's layer 0 is not said to see a noun or a verb."""
     text = "Time flies like an arrow."

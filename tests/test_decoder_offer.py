@@ -8,7 +8,7 @@ import json
 
 import pytest
 from conftest import assert_no_exception, page_paths, run_page
-from test_registry import REVISION, FakeHub, _as_the_hub_exports_it
+from test_models import REVISION, FakeHub, _as_the_hub_exports_it
 
 import core
 from core.models import files_to_fetch, policy_from_settings

@@ -9,7 +9,7 @@ import os
 import threading
 
 import pytest
-from test_registry import SMALL, FakeHub
+from test_models import SMALL, FakeHub
 
 import core
 from core import downloads, models

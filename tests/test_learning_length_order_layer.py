@@ -1,4 +1,4 @@
-"""What the course taught weakly (issue 35 §4), against independent computations:
+"""What the course taught weakly, against independent computations:
 
 - page 1: its payoff depends on the rows' length (short table rows vs layer 0's long inputs);
 - page 2: W_q, W_k and W_v separate asking, being found and handing over; attention computes

@@ -171,7 +171,7 @@ def test_every_allowed_string_is_still_in_a_page():
 
 
 # ---- the test can fail --------------------------------------------------------------------------
-# The results table and sentences views/lab.py once typed in (issue 35), and ones like them.
+# The results table and sentences views/lab.py once typed in, and ones like them.
 REMEMBERED = [
     "What we measured here (10 seeds per cell, 300 steps, positions on, no mask):",
     "6/10 (0.945)",

@@ -151,11 +151,15 @@ def two_sentences() -> None:
         )
     st.caption(
         "Each sentence runs through the model on its own, as in training (not as one "
-        f"{anatomy_text.framing(anatomy)} input). With the default switches this number equals "
-        "sentence-transformers' `encode()` of the same model to 1e-5 (tests/test_explain.py); "
-        "sentence-transformers cuts inputs at 256 word pieces, this page reads up to "
-        f"{model.max_positions}. Turn off √d_k scaling in the sidebar to see how much the "
-        "similarity depends on it."
+        f"{anatomy_text.framing(anatomy)} input). "
+        + (
+            "With the default switches this number equals, to 1e-5, the sentence vector the "
+            "sentence-transformers library gives for MiniLM, which cuts inputs at 256 word "
+            f"pieces; this page reads up to {model.max_positions}. "
+            if model.name == core.BUNDLED
+            else ""
+        )
+        + "Turn off √d_k scaling in the sidebar to see how much the similarity depends on it."
     )
 
 

@@ -36,7 +36,7 @@ CHROMIUM_ARGS = [
 
 # A local user's server: folders on this machine and any hub id may be loaded (DEPLOY.md, "The
 # public switch"). The shared test server runs so, so that typed models reach their Load button;
-# a server with nothing set refuses both (tests/test_overview.py, tests/test_registry.py).
+# a server with nothing set refuses both (tests/test_overview.py, tests/test_models.py).
 # A local user's opt-ins; the budget holds bert-base's 436 MB twice over, so the picker lists it
 # (a listed model that cannot be had here: the hub is a closed port).
 LOCAL_USER_ENV = {

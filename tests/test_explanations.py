@@ -1,4 +1,4 @@
-"""Issue 11's methods, each against an independent computation.
+"""The explanation methods, each against an independent computation.
 
 similarity: sentence-transformers' encode(); rollout: the formula with explicit loops; flow:
 every cut of a tiny graph (max-flow = min-cut); norm contributions: a per-head loop that slices

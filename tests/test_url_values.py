@@ -1,8 +1,8 @@
-"""Fast checks for issue 10 §4 and §6: URL values that cannot break a page, and the review's
+"""Fast checks: URL values that cannot break a page, and the review's
 smaller defects (statistics of the hidden specials, formulas from the switches, the
 permutation experiment on sentence pairs, pages that start from the model as it is, caches).
 
-The browser half of §4 (a copied link reopens the same figures) is tests/test_browser_links.py.
+The browser half of these URL checks (a copied link reopens the same figures) is tests/test_browser_links.py.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from ui import heatmaps_runs, positional_runs
 SPECIALS = ("[CLS]", "[SEP]")
 
 
-# ---- §4: every URL-bound control survives garbage in the URL ----------------------------------
+# ---- every URL-bound control survives garbage in the URL ----------------------------------
 ALL_KEYS = url_bound_keys()
 TEXT_KEYS = {"text", "pair", "custom_model", "model"}  # hostile text: tests/test_browser_suite.py
 
@@ -144,7 +144,7 @@ def test_garbage_in_every_url_key_falls_back_to_valid_values(page, round_index):
     assert checked >= 3, f"only {checked} widgets checked"  # the sidebar's switches at least
 
 
-# ---- §6: "Hide [CLS] and [SEP]" reaches the per-head statistics -------------------------------
+# ---- "Hide [CLS] and [SEP]" reaches the per-head statistics -------------------------------
 def hidden_statistics_by_loop(attn_weights: np.ndarray, tokens: list[str]) -> dict[str, np.ndarray]:
     """The statistics of the renormalised weights, one row at a time, written out."""
     n_layers, n_heads, n, _ = attn_weights.shape
@@ -207,7 +207,7 @@ def test_the_heatmaps_page_shows_statistics_of_what_it_shows(model):
     assert not np.allclose(drawn, head_stats.head_statistics(trace).entropy, atol=1e-2)
 
 
-# ---- §6: formulas follow the switches ---------------------------------------------------------
+# ---- formulas follow the switches ---------------------------------------------------------
 SWITCHED_PAGES = [
     "views/overview.py",
     "views/qkv.py",
@@ -246,7 +246,7 @@ def test_formulas_are_written_from_the_switches(page):
     )
 
 
-# ---- §6: the permutation experiment on a sentence pair ----------------------------------------
+# ---- the permutation experiment on a sentence pair ----------------------------------------
 def test_shuffle_keeps_cls_and_every_sep_and_each_sentence_apart():
     segments = np.array([0, 0, 0, 0, 0, 0, 1, 1, 1, 1])  # [CLS] a b c d [SEP] e f g [SEP]
     for seed in range(20):
@@ -275,7 +275,7 @@ def test_permutation_experiment_reads_a_pair_as_the_model_does(model):
     assert off.max_abs_diff < 1e-5, off.max_abs_diff_per_layer  # a bag of words per sentence
 
 
-# ---- §6, then issue 36 §4: the experiments open on one change, drawn --------------------------
+# ---- the experiments open on one change, drawn --------------------------
 def test_scaling_and_multi_head_pages_open_on_one_change():
     from conftest import drawn_figures, run_page
 
@@ -291,7 +291,7 @@ def test_scaling_and_multi_head_pages_open_on_one_change():
     assert "mh_ablation_final" in drawn_figures(at)
 
 
-# ---- §6: the heavy derived results are cached --------------------------------------------------
+# ---- the heavy derived results are cached --------------------------------------------------
 def test_derived_results_are_cached_per_trace_and_switch(model):
 
     first = model.run("The bank by the river.")
