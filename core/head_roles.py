@@ -207,14 +207,45 @@ def special_shares_by_layer(
     return share(is_cls), share(is_sep)
 
 
+def even_shares(
+    tokens: Sequence[str], special: Sequence[bool] | None = None, causal: bool = False
+) -> tuple[float, float]:
+    """What special_shares_by_layer's two shares would be if every row spread its weight evenly
+    over the keys it can see (n, or i + 1 for row i under the causal mask): the chance levels
+    of the first piece and of the other specials, averaged over the same query rows."""
+    real, _, is_sep = _sink_columns(tokens, special)  # (n,) each
+    rows = np.flatnonzero(real)
+    if not rows.size:
+        return 0.0, 0.0
+    n = len(tokens)
+    keys = rows + 1 if causal else np.full(rows.shape, n)  # (rows,) keys each row sees
+    seps = np.flatnonzero(is_sep)
+    seen = np.array([(seps <= i).sum() if causal else seps.size for i in rows])  # (rows,)
+    return float(np.mean(1.0 / keys)), float(np.mean(seen / keys))
+
+
+def has_other_specials(tokens: Sequence[str], special: Sequence[bool] | None = None) -> bool:
+    """Whether any special piece follows position 0 ([SEP], </s>); a GPT-2 text has none."""
+    return bool(_sink_columns(tokens, special)[2].any())
+
+
 def parking_spot(
-    attn_weights: np.ndarray, tokens: Sequence[str], special: Sequence[bool] | None = None
-) -> str:
-    """ "[CLS]" or "[SEP]" (sink_names' two names): where real word pieces park more weight,
-    over all layers."""
+    attn_weights: np.ndarray,
+    tokens: Sequence[str],
+    special: Sequence[bool] | None = None,
+    causal: bool = False,
+) -> str | None:
+    """sink_names' name ("[CLS]", "[SEP]", "the first piece") of the place where real word
+    pieces park more weight than an even spread would give it (even_shares, under the run's
+    mask), the one with the larger excess, over all layers; None when neither gets more."""
     cls, sep = special_shares_by_layer(attn_weights, tokens, special)
+    cls_even, sep_even = even_shares(tokens, special, causal)
     first_name, other_name = sink_names(tokens, special)
-    return first_name if cls.mean() >= sep.mean() or not sep.size else other_name
+    excess = {first_name: cls.mean() - cls_even}
+    if has_other_specials(tokens, special):
+        excess[other_name] = sep.mean() - sep_even
+    spot = max(excess, key=excess.__getitem__)
+    return spot if excess[spot] > 0 else None
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ import re
 import numpy as np
 import pytest
 from conftest import open_tab, run_page, section_key
-from family_pages import family_folder, run_on, visible_texts
+from family_pages import TEXT, family_folder, run_on, visible_texts
 
 import core
 from core import head_roles
@@ -87,3 +87,34 @@ def test_two_roles_are_two_heads_and_chance_follows_the_mask(family, model, loca
     assert float(chance.group(1)) == pytest.approx(100 * _even_share_of_previous(shown), abs=0.06)
     if decoder:
         assert "next token:" not in tab_text and "next-token head" not in tab_text
+
+
+@pytest.mark.parametrize("family", ["gpt2", "llama", "minilm"])
+def test_parking_spot_is_claimed_only_above_an_even_spread(family, model, local_folders):
+    at = run_page("views/heatmaps.py", text=TEXT) if family == "minilm" else None
+    at = at or run_on(family_folder(family), "views/heatmaps.py")
+    texts = " ".join(visible_texts(at))
+    shown = core.load_model(str(family_folder(family)), LOCAL) if family != "minilm" else model
+    trace = shown.run(TEXT)
+    causal = shown.is_decoder
+    special = np.asarray(trace.special)
+    n = trace.n_tokens
+    rows = [i for i in range(1, n) if not special[i]]  # real word pieces after position 0
+    share = np.mean([trace.attentions[:, :, i, 0].mean() for i in rows])  # rows equal-weighted
+    even = np.mean([1 / (i + 1) if causal else 1 / n for i in rows])
+    caption = re.search(r"\(mean (\d\.\d\d), against (\d\.\d\d) for an even spread", texts)
+    assert caption, texts[:3000]
+    assert float(caption.group(1)) == pytest.approx(share, abs=0.006)
+    assert float(caption.group(2)) == pytest.approx(even, abs=0.006)
+    others = special.copy()
+    others[0] = False
+    excess = {0: share - even}
+    if others.any():
+        seen = [(others[: i + 1].sum() if causal else others.sum()) for i in rows]
+        keys = [i + 1 if causal else n for i in rows]
+        sep = np.mean([trace.attentions[:, :, i][..., others].sum(-1).mean() for i in rows])
+        excess[1] = sep - np.mean(np.divide(seen, keys))
+    claimed = "the parking spot is" in texts
+    assert claimed == (max(excess.values()) > 0)
+    if not others.any():  # no special after the first piece: no legend or sentence about one
+        assert "other specials" not in texts

@@ -445,14 +445,21 @@ def value_weighted() -> None:
         r"\qquad \text{share}_{ij} = \frac{\lVert \alpha_{ij} v_j W_O^{h}\rVert}"
         r"{\sum_k \lVert \alpha_{ik} v_k W_O^{h}\rVert}"
     )
+    spot = head_roles.parking_spot(  # None: no piece above an even spread's share
+        trace.attentions, trace.tokens, trace.special, trace.options.causal
+    )
     st.markdown(
         "A weight α_ij says how much token *i* looks at token *j*; what actually reaches token *i* "
         "is α_ij times j's value, carried through W_O. When that value vector is short, a large "
         "weight moves almost nothing. Kobayashi et al. (2020) found that in BERT-base much of the "
         "weight on [SEP] and punctuation comes with such short vectors; in "
-        f"{model_label}, on this sentence, most parked weight lands on "
-        f"{literal(head_roles.parking_spot(trace.attentions, trace.tokens, trace.special))} "
-        "(Attention heatmaps measures it). "
+        f"{model_label}, on this sentence, "
+        + (
+            f"most parked weight lands on {literal(spot)} "
+            if spot
+            else "no piece takes more weight than an even spread would give it "
+        )
+        + "(Attention heatmaps measures it). "
         "The share rescales each row of contribution sizes to sum to 1, so it sits on the "
         "same scale as α."
     )
