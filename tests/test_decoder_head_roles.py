@@ -88,6 +88,14 @@ def test_two_roles_are_two_heads_and_chance_follows_the_mask(family, model, loca
     if decoder:
         assert "next token:" not in tab_text and "next-token head" not in tab_text
 
+    # tab 3 names a parking spot by the same rule (the test below checks it against chance)
+    open_tab(at, section_key(PAGE), "3 · Looking vs moving")
+    assert not at.exception
+    tab3 = " ".join(visible_texts(at))
+    assert ("most parked weight lands on" in tab3) != (
+        "no piece takes more weight than an even spread" in tab3
+    )
+
 
 @pytest.mark.parametrize("family", ["gpt2", "llama", "minilm"])
 def test_parking_spot_is_claimed_only_above_an_even_spread(family, model, local_folders):
