@@ -126,3 +126,5 @@ def test_parking_spot_is_claimed_only_above_an_even_spread(family, model, local_
     assert claimed == (max(excess.values()) > 0)
     if not others.any():  # no special after the first piece: no legend or sentence about one
         assert "other specials" not in texts
+    if not special.any():  # a tokenizer that adds no special piece: no sink legend about one
+        assert "sink head" not in texts

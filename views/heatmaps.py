@@ -262,7 +262,7 @@ stat_grid = heatmaps_charts.head_stat_grid(
     title=f"{literal(stat_label.capitalize())} per head",  # a special's name is tokenizer text
     colorbar_title="bits" if stat_name == "entropy" else "share",
     zmax=None if stat_name == "entropy" else 1.0,
-    sink_on=specials or "special pieces",
+    sink_on=specials or None,  # GPT-2: no special pieces, no sink legend
 )
 display.show_figure(stat_grid, key="hm_stats", filename=f"head-{stat_name}")
 if renormalise:
