@@ -35,6 +35,7 @@ PROBE_SENTENCES = (
 ROLES = {
     "previous": "previous token",
     "next": "next token",
+    "self": "itself",
     "cls": "[CLS]",
     "same_word": "same word again",
 }
@@ -69,6 +70,7 @@ def role_weights(
         # query i reads key i-1 / i+1; both must be real word pieces
         "previous": rows([weights[..., i, i - 1] for i in real if i - 1 in is_real]),
         "next": rows([weights[..., i, i + 1] for i in real if i + 1 in is_real]),
+        "self": rows([weights[..., i, i] for i in real]),
         "cls": rows([weights[..., i, 0] for i in real if i > 0]),  # (L, H, real rows after 0)
     }
     if same_rows:
@@ -84,33 +86,77 @@ def role_weights(
     return out
 
 
+def possible_roles(causal: bool) -> tuple[str, ...]:
+    """The roles a head can have: under the causal mask no key lies after the query, so every
+    head's next-token score is 0 and that role is left out."""
+    return tuple(role for role in ROLES if not (causal and role == "next"))
+
+
+def roles_for(causal: bool) -> tuple[str, str]:
+    """The two roles "Why several heads" sets side by side. Under the causal mask no key lies
+    after the query, so a next-token head cannot exist: the token before is set against the
+    query itself instead."""
+    return ("previous", "self") if causal else ("previous", "next")
+
+
+def role_chance(
+    tokens: Sequence[str], role: str, causal: bool, special: Sequence[bool] | None = None
+) -> np.ndarray:
+    """(rows,) the weight an even spread gives `role`'s key in each of role_weights' rows: one
+    over the keys the row can see, 1/n, or 1/(i + 1) for row i under the causal mask."""
+    n = len(tokens)
+    real = real_positions(tokens, special)
+    is_real = set(real)
+    step = ROLE_KEY.get(role)
+    if role == "cls":
+        rows = [i for i in real if i > 0]
+    elif step is not None:
+        rows = [i for i in real if i + step in is_real]
+    else:
+        return np.zeros(0)
+    return np.array([1.0 / (i + 1) if causal else 1.0 / n for i in rows])
+
+
 @dataclass(frozen=True)
 class RoleScores:
     """(L, H) mean weight per role, over every qualifying row of every probe sentence."""
 
     means: dict[str, np.ndarray]  # role -> (L, H)
     rows: dict[str, int]  # role -> how many query rows the mean is over
+    causal: bool = False  # the probe runs had the causal mask (a decoder as trained)
+    chance: dict[str, float] | None = None  # role -> an even spread's mean weight on its key
 
-    def best(self, role: str) -> tuple[int, int, float]:
-        """(layer, head, mean weight) of the head that plays `role` most strongly."""
-        grid = self.means[role]
+    def best(self, role: str, other_than: tuple[int, int] | None = None) -> tuple[int, int, float]:
+        """(layer, head, mean weight) of the head that plays `role` most strongly; other_than
+        leaves out one (layer, head), so that one head is never shown as two roles."""
+        grid = np.array(self.means[role], dtype=np.float64)
+        if other_than is not None and grid.size > 1:
+            grid[other_than] = -np.inf
         layer, head = np.unravel_index(int(np.argmax(grid)), grid.shape)
-        return int(layer), int(head), float(grid[layer, head])
+        return int(layer), int(head), float(self.means[role][layer, head])
 
 
 def role_scores(model: Transformer, sentences: Sequence[str] = PROBE_SENTENCES) -> RoleScores:
     """Run every probe sentence (as trained: scaled, no mask) and average each role per head."""
     collected: dict[str, list[np.ndarray]] = {role: [] for role in ROLES}
+    chances: dict[str, list[np.ndarray]] = {role: [] for role in ROLES}
+    causal = False
     for sentence in sentences:
         trace = model.run(sentence)
+        causal = trace.options.causal
         for role, rows in role_weights(trace.attentions, trace.tokens, trace.special).items():
             collected[role].append(rows)
+            chances[role].append(role_chance(trace.tokens, role, causal, trace.special))
     means, counts = {}, {}
     for role, parts in collected.items():
         stacked = np.concatenate(parts, axis=-1)  # (L, H, all qualifying rows)
         counts[role] = stacked.shape[-1]
         means[role] = stacked.mean(axis=-1) if stacked.shape[-1] else np.zeros(stacked.shape[:2])
-    return RoleScores(means, counts)
+    chance = {
+        role: float(np.concatenate(parts).mean()) if sum(p.size for p in parts) else 0.0
+        for role, parts in chances.items()
+    }
+    return RoleScores(means, counts, causal, chance)
 
 
 def _specials(tokens: Sequence[str], special: Sequence[bool] | None) -> np.ndarray:
@@ -161,14 +207,45 @@ def special_shares_by_layer(
     return share(is_cls), share(is_sep)
 
 
+def even_shares(
+    tokens: Sequence[str], special: Sequence[bool] | None = None, causal: bool = False
+) -> tuple[float, float]:
+    """What special_shares_by_layer's two shares would be if every row spread its weight evenly
+    over the keys it can see (n, or i + 1 for row i under the causal mask): the chance levels
+    of the first piece and of the other specials, averaged over the same query rows."""
+    real, _, is_sep = _sink_columns(tokens, special)  # (n,) each
+    rows = np.flatnonzero(real)
+    if not rows.size:
+        return 0.0, 0.0
+    n = len(tokens)
+    keys = rows + 1 if causal else np.full(rows.shape, n)  # (rows,) keys each row sees
+    seps = np.flatnonzero(is_sep)
+    seen = np.array([(seps <= i).sum() if causal else seps.size for i in rows])  # (rows,)
+    return float(np.mean(1.0 / keys)), float(np.mean(seen / keys))
+
+
+def has_other_specials(tokens: Sequence[str], special: Sequence[bool] | None = None) -> bool:
+    """Whether any special piece follows position 0 ([SEP], </s>); a GPT-2 text has none."""
+    return bool(_sink_columns(tokens, special)[2].any())
+
+
 def parking_spot(
-    attn_weights: np.ndarray, tokens: Sequence[str], special: Sequence[bool] | None = None
-) -> str:
-    """ "[CLS]" or "[SEP]" (sink_names' two names): where real word pieces park more weight,
-    over all layers."""
+    attn_weights: np.ndarray,
+    tokens: Sequence[str],
+    special: Sequence[bool] | None = None,
+    causal: bool = False,
+) -> str | None:
+    """sink_names' name ("[CLS]", "[SEP]", "the first piece") of the place where real word
+    pieces park more weight than an even spread would give it (even_shares, under the run's
+    mask), the one with the larger excess, over all layers; None when neither gets more."""
     cls, sep = special_shares_by_layer(attn_weights, tokens, special)
+    cls_even, sep_even = even_shares(tokens, special, causal)
     first_name, other_name = sink_names(tokens, special)
-    return first_name if cls.mean() >= sep.mean() or not sep.size else other_name
+    excess = {first_name: cls.mean() - cls_even}
+    if has_other_specials(tokens, special):
+        excess[other_name] = sep.mean() - sep_even
+    spot = max(excess, key=excess.__getitem__)
+    return spot if excess[spot] > 0 else None
 
 
 @dataclass(frozen=True)
@@ -218,18 +295,22 @@ def best_on_sentence(
     tokens: Sequence[str],
     role: str,
     special: Sequence[bool] | None = None,
+    other_than: tuple[int, int] | None = None,
 ) -> tuple[int, int, float] | None:
     """(layer, head, mean weight) of the head that plays `role` most strongly on this sentence
-    alone (role_weights' rows); None when the sentence has no row for the role."""
+    alone (role_weights' rows), other than `other_than`; None when the sentence has no row for
+    the role."""
     rows = role_weights(attn_weights, tokens, special)[role]  # (L, H, rows)
     if rows.shape[-1] == 0:
         return None
-    means = rows.mean(axis=-1)
+    means = rows.mean(axis=-1)  # (L, H)
+    if other_than is not None and means.size > 1:
+        means[other_than] = -np.inf  # one head is never shown as two roles
     layer, head = np.unravel_index(int(np.argmax(means)), means.shape)
     return int(layer), int(head), float(means[layer, head])
 
 
-ROLE_KEY = {"previous": -1, "next": +1}  # the key a neighbour role points at: i − 1 or i + 1
+ROLE_KEY = {"previous": -1, "next": +1, "self": 0}  # the key a role points at: i − 1, i + 1, i
 
 
 def _real_rows(special: Sequence[bool], steps: Sequence[int]) -> list[int]:
@@ -245,8 +326,8 @@ def _real_rows(special: Sequence[bool], steps: Sequence[int]) -> list[int]:
 
 
 def role_holds(head_weights: np.ndarray, role: str, special: Sequence[bool]) -> tuple[int, int]:
-    """(rows whose largest weight is on the role's neighbour, rows that have that neighbour as
-    a real word piece) for one head's (n, n) weights, role "previous" or "next", and the
+    """(rows whose largest weight is on the role's key, rows that have that key as a real word
+    piece) for one head's (n, n) weights, role "previous", "next" or "self", and the
     Trace's (n,) special mask."""
     weights = np.asarray(head_weights)
     step = ROLE_KEY[role]
@@ -256,15 +337,20 @@ def role_holds(head_weights: np.ndarray, role: str, special: Sequence[bool]) -> 
 
 
 def neighbour_focus(
-    previous_head: np.ndarray, next_head: np.ndarray, special: Sequence[bool]
+    previous_head: np.ndarray,
+    other_head: np.ndarray,
+    special: Sequence[bool],
+    other_role: str = "next",
 ) -> int | None:
-    """The query row both neighbour roles show best: argmax over rows i whose neighbours i − 1
-    and i + 1 are real word pieces of min(previous_head[i, i − 1], next_head[i, i + 1]).
+    """The query row both roles show best: argmax over rows i whose keys i − 1 and i + step
+    (other_role's step, ROLE_KEY) are real word pieces of
+    min(previous_head[i, i − 1], other_head[i, i + step]).
 
     Both heads are one head's (n, n) weights; special the Trace's (n,) mask. None when no row
-    has two real neighbours (under five pieces with [CLS] and [SEP], three without specials)."""
-    rows = _real_rows(special, [-1, 1])
+    has both keys as real word pieces."""
+    step = ROLE_KEY[other_role]
+    rows = _real_rows(special, [-1, step])
     if not rows:
         return None
-    both = [min(float(previous_head[i, i - 1]), float(next_head[i, i + 1])) for i in rows]
+    both = [min(float(previous_head[i, i - 1]), float(other_head[i, i + step])) for i in rows]
     return rows[int(np.argmax(both))]

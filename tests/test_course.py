@@ -244,6 +244,7 @@ def test_role_scores_are_means_over_every_probe_row(model):
             if i <= n - 3:
                 rows["next"].append(a[:, :, i, i + 1])
             rows["cls"].append(a[:, :, i, 0])
+            rows["self"].append(a[:, :, i, i])
             same = [j for j in range(1, n - 1) if j != i and t[j] == t[i]]
             if same:
                 rows["same_word"].append(sum(a[:, :, i, j] for j in same))
@@ -690,7 +691,8 @@ def test_named_heads_show_their_role_on_the_example_they_are_shown_with(model):
     assert f"L{pl} H{ph} gives the token before" in caption
     assert f"{a[pl, ph, focus, focus - 1]:.2f} of the row" in caption
     assert f"L{nl} H{nh} gives the token after" in caption
-    assert f"{a[nl, nh, focus, focus + 1]:.2f}. Each row sums to 1" in caption
+    assert f"{a[nl, nh, focus, focus + 1]:.2f}; an even spread over the {n} keys" in caption
+    assert f"this row can see gives each {1 / n:.2f}. Each row sums to 1" in caption
     next_rows = range(1, n - 2)
     held = sum(int(np.argmax(a[nl, nh, i])) == i + 1 for i in next_rows)
     assert f"H{nh}'s in {held} of {len(next_rows)}" in caption
@@ -709,9 +711,12 @@ def test_named_heads_show_their_role_on_the_example_they_are_shown_with(model):
     else:
         top_piece = model.run(probe).tokens[top_key]
         assert f"Its largest weight here goes to {top_piece}" in html.unescape(texts)
-    # an even spread over the probe sentences' rows, from their lengths, not a typed 10 %
+    # an even spread over the probe sentences' rows, from their lengths, not a typed 10 %:
+    # 1/n for each row between [CLS] + one piece and the last [SEP]
     lengths = [model.run(sentence).n_tokens for sentence in head_roles.PROBE_SENTENCES]
-    assert f"{1 / max(lengths):.0%} to {1 / min(lengths):.0%}" in texts and "10 %" not in texts
+    assert f"({min(lengths)} to {max(lengths)} pieces in the probe sentences)" in texts
+    even = np.mean([1 / n for n in lengths for _ in range(2, n - 1)])
+    assert f"gives the token before {even:.1%} on average" in texts and "10 %" not in texts
 
     scaling_page = open_tab(
         run_page("views/scaling_masking.py", text=SENTENCE), "sm_section", "3 · Switches"

@@ -36,10 +36,11 @@ def head_stat_grid(
     title: str,
     colorbar_title: str,
     zmax: float | None = None,
-    sink_on: str = "[CLS] and [SEP]",
+    sink_on: str | None = "[CLS] and [SEP]",
 ) -> go.Figure:
     """(L, H) heatmap of one per-head statistic with its value in each cell; sink heads ringed
-    (sink_on: the special pieces they park on, escaped)."""
+    (sink_on: the special pieces they park on, escaped; None for a tokenizer that adds none,
+    so no ring and no legend about special pieces)."""
     n_layers, n_heads = stat.shape
     values = np.round(stat.astype(np.float64), 3)
     heatmap = go.Heatmap(
@@ -57,20 +58,21 @@ def head_stat_grid(
     # at 11 px, or an entropy's "2.37", ran into their neighbours.
     annotate_heatmap(fig, decimals=2, size=10, compact=True, max_chars=3)
     sink_layer, sink_head = np.nonzero(sink)
-    fig.add_trace(
-        go.Scatter(
-            x=sink_head + 0.36,  # the top right corner of the cell, clear of its number
-            y=sink_layer - 0.3,
-            mode="markers",
-            marker={"symbol": "circle", "size": 7, "color": "#FF4B4B"},
-            # a dot on the last head reaches past the plot's right edge on a phone (~19 px a
-            # cell): drawn whole over the margin instead of cut there
-            cliponaxis=False,
-            name=f"sink head: ≥ half its weight on {sink_on}",
-            showlegend=True,  # plotly hides a lone legend entry; this one explains the dots
-            hoverinfo="skip",
+    if sink_on is not None:
+        fig.add_trace(
+            go.Scatter(
+                x=sink_head + 0.36,  # the top right corner of the cell, clear of its number
+                y=sink_layer - 0.3,
+                mode="markers",
+                marker={"symbol": "circle", "size": 7, "color": "#FF4B4B"},
+                # a dot on the last head reaches past the plot's right edge on a phone (~19 px a
+                # cell): drawn whole over the margin instead of cut there
+                cliponaxis=False,
+                name=f"sink head: ≥ half its weight on {sink_on}",
+                showlegend=True,  # plotly hides a lone legend entry; this one explains the dots
+                hoverinfo="skip",
+            )
         )
-    )
     fig.update_layout(
         title={"text": title},
         height=int(min(900, 48 * n_layers + 170)),

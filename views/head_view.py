@@ -249,12 +249,19 @@ if value_weighted:
         r"\text{opacity}_{ij} = \sqrt{\frac{\lVert \alpha_{ij}\, v_j W_O^h \rVert}"
         r"{\sum_k \lVert \alpha_{ik}\, v_k W_O^h \rVert}}"
     )
+    spot = head_roles.parking_spot(
+        trace.attentions, trace.tokens, trace.special, trace.options.causal
+    )  # None when no piece takes more than an even spread would give it
     st.markdown(
         "A weight says where a head *looks*; this says what it *brings back*. A key with a big "
         "weight but a short value vector adds almost nothing to the query, and its line fades "
-        "here. Kobayashi et al. (2020) found this for [SEP] and punctuation in BERT-base; in "
-        f"{model_label} try it on {literal(head_roles.parking_spot(trace.attentions, tokens, trace.special))}, where "
-        "most parked weight goes on this input."
+        "here. Kobayashi et al. (2020) found this for [SEP] and punctuation in BERT-base"
+        + (
+            f"; in {model_label} try it on {literal(spot)}, where most parked weight goes on "
+            "this input."
+            if spot
+            else "."
+        )
     )
 else:
     st.latex(  # written from the sidebar's switches, as the lines were computed

@@ -204,26 +204,47 @@ st.markdown(
 )
 cls_share, sep_share = head_roles.special_shares_by_layer(trace.attentions, tokens, trace.special)
 cls_name, sep_name = head_roles.sink_names(tokens, trace.special)  # [CLS], <s>, the first piece
+# what an even spread over the keys each row sees (the run's mask) would give the same pieces
+cls_even, sep_even = head_roles.even_shares(tokens, trace.special, trace.options.causal)
+with_others = head_roles.has_other_specials(tokens, trace.special)  # [SEP], </s>; GPT-2: none
+sink_bars = {f"on {cls_name}": cls_share} | ({f"on {sep_name}": sep_share} if with_others else {})
+sink_title = f"{model_label}: weight on {literal(cls_name)}" + (
+    f" and {literal(sep_name)}" if with_others else ""
+)
 display.show_weight_bars(  # two bars a layer, as HTML: one plotly figure fewer to draw
     [f"layer {layer_index}" for layer_index in range(model.n_layers)],
-    {f"on {cls_name}": cls_share, f"on {sep_name}": sep_share},  # escaped by the HTML bars
-    f"{model_label}: weight on {literal(cls_name)} and {literal(sep_name)}",
+    sink_bars,  # escaped by the HTML bars
+    sink_title,
     plotly_figure=lambda: heatmaps_charts.per_layer_lines(  # a deep model: one line per sink
-        {f"on {cls_name}": cls_share, f"on {sep_name}": sep_share},  # escaped by the figure
-        f"{model_label}: weight on {literal(cls_name)} and {literal(sep_name)}",
+        sink_bars,  # escaped by the figure
+        sink_title,
         "mean weight, all heads",
     ),
     key="hm_sinks",
     y_title="mean weight, all heads",
     filename="special-token-share",
 )
-spot = head_roles.parking_spot(trace.attentions, tokens, trace.special)  # more weight
+spot = head_roles.parking_spot(trace.attentions, tokens, trace.special, trace.options.causal)
+shares = (
+    f"by layer, word pieces give {literal(cls_name)} {cls_share.min():.2f}–{cls_share.max():.2f} "
+    f"of their weight (mean {cls_share.mean():.2f}, against {cls_even:.2f} for an even spread "
+    "over the keys each row can see)"
+    + (
+        f" and {literal(sep_name)} {sep_share.min():.2f}–{sep_share.max():.2f} (mean "
+        f"{sep_share.mean():.2f}, against {sep_even:.2f})"
+        if with_others
+        else ""
+    )
+)
 st.caption(
-    f"In {model_label} on this input the parking spot is {literal(spot)}: by layer, word pieces "
-    f"give {literal(cls_name)} {cls_share.min():.2f}–{cls_share.max():.2f} of their weight and "
-    f"{literal(sep_name)} {sep_share.min():.2f}–{sep_share.max():.2f}. Clark et al. report "
-    "[SEP] for BERT-base; Xiao et al. (2024) found language models park much weight on "
-    "their first pieces."
+    (
+        f"In {model_label} on this input the parking spot is {literal(spot)}: {shares}. "
+        if spot
+        else f"In {model_label} on this input no piece collects parked weight: {shares}, "
+        "no more than chance. "
+    )
+    + "Clark et al. report [SEP] for BERT-base; Xiao et al. (2024) found language models park "
+    "much weight on their first pieces."
 )
 st.latex(r"H_i = -\sum_j \alpha_{ij}\log_2 \alpha_{ij}")
 stat_labels = heatmaps_runs.stat_labels(model)  # the shares on this model's own specials
@@ -241,7 +262,7 @@ stat_grid = heatmaps_charts.head_stat_grid(
     title=f"{literal(stat_label.capitalize())} per head",  # a special's name is tokenizer text
     colorbar_title="bits" if stat_name == "entropy" else "share",
     zmax=None if stat_name == "entropy" else 1.0,
-    sink_on=specials or "special pieces",
+    sink_on=specials or None,  # GPT-2: no special pieces, no sink legend
 )
 display.show_figure(stat_grid, key="hm_stats", filename=f"head-{stat_name}")
 if renormalise:

@@ -27,7 +27,6 @@ from ui import (
 from ui.escape import literal
 
 MAX_ROWS = 64  # token rows drawn for the per-token matrices of section 2
-ROLE_PAIR = ("previous", "next")  # the two roles "Why several heads" sets side by side
 
 inputs, model = state.page_context()
 model_label = models.label(model)  # the model's name in the prose
@@ -58,38 +57,60 @@ sidebar.off_distribution_note(inputs, model_label)  # the sidebar's switches act
 labels = widgets.numbered(trace.tokens)
 token_axes = (trace.tokens, trace.tokens)  # query and key labels of a self-attention heatmap
 roles = multi_head_runs.role_scores(model)  # the named heads, measured once per model
-(prev_layer, prev_head, prev_mean), (next_layer, next_head, next_mean) = (
-    roles.best("previous"),
-    roles.best("next"),
-)
+# the two roles set side by side: previous and next token, or, under the causal mask the model
+# was trained with (no key after the query), previous token and the query itself
+ROLE_PAIR = head_roles.roles_for(roles.causal)
+PARTNER = ROLE_PAIR[1]
+partner_name = {"next": "next-token", "self": "self"}[PARTNER]  # "the next-token head"
+prev_layer, prev_head, prev_mean = roles.best("previous")
+# never the same head as two roles
+other_layer, other_head, other_mean = roles.best(PARTNER, other_than=(prev_layer, prev_head))
 
 
 def why_several_heads() -> None:
     """Why several heads: one softmax row is one mixture; two neighbours need two heads."""
     st.subheader("Why several heads: one softmax makes one mixture")
+    two_things = "the word after it" if PARTNER == "next" else "its own value"
     st.markdown(
         "A row of α is one set of weights that sums to 1, so one head hands each token one weighted "
         "average of value vectors. A token that needs two things at once, say the word before it "
-        "and the word after it, would get from one head a blend of both, with no way to tell them "
+        f"and {two_things}, would get from one head a blend of both, with no way to tell them "
         "apart afterwards. Several heads give several separate mixtures, each from its own "
         f"{own_weights}, and W_O decides how to combine them."
+        + (
+            f" {model_label} is trained with the causal mask: no token sees a later one, so no "
+            "head can look at the word after, and the second head here is the one that keeps "
+            "most weight on the token itself."
+            if PARTNER != "next"
+            else ""
+        )
     )
     # The two heads: the best previous- and next-token heads on this very sentence; with the
     # causal mask on (no next token to see) or under five pieces, the probe sentences' heads.
-    here = [
-        head_roles.best_on_sentence(trace.attentions, trace.tokens, r, trace.special)
-        for r in ROLE_PAIR
-    ]
-    picked_here = not inputs.causal and trace.n_tokens >= 5 and None not in here
-    probes = [roles.best(role) for role in ROLE_PAIR]
+    first_here = head_roles.best_on_sentence(
+        trace.attentions, trace.tokens, "previous", trace.special
+    )
+    second_here = (
+        head_roles.best_on_sentence(
+            trace.attentions, trace.tokens, PARTNER, trace.special, first_here[:2]
+        )
+        if first_here
+        else None
+    )
+    here = [first_here, second_here]
+    # the sentence's own heads only when the mask is as trained (a next-token head needs no
+    # mask, the self pair needs the mask) and the sentence is long enough
+    picked_here = inputs.causal == roles.causal and trace.n_tokens >= 5 and None not in here
+    probes = [(prev_layer, prev_head, prev_mean), (other_layer, other_head, other_mean)]
     (p_layer, p_head, _), (n_layer, n_head, _) = here if picked_here else probes
     previous_weights = trace.attentions[p_layer, p_head]  # (n, n)
-    next_weights = trace.attentions[n_layer, n_head]
-    focus = head_roles.neighbour_focus(previous_weights, next_weights, trace.special)
+    next_weights = trace.attentions[n_layer, n_head]  # the partner role's head
+    step = head_roles.ROLE_KEY[PARTNER]  # the partner's key: i + 1, or i itself
+    focus = head_roles.neighbour_focus(previous_weights, next_weights, trace.special, PARTNER)
     focus = min(2, trace.n_tokens - 2) if focus is None else focus
     focus_trace_rows = {
         f"L{p_layer} H{p_head} (previous-token head)": previous_weights[focus],
-        f"L{n_layer} H{n_head} (next-token head)": next_weights[focus],
+        f"L{n_layer} H{n_head} ({partner_name} head)": next_weights[focus],
     }
     display.show_weight_bars(
         labels,
@@ -99,34 +120,38 @@ def why_several_heads() -> None:
     )
     prev_row, next_row = focus_trace_rows.values()  # (n,) each: the focus token's weights
     found = (
-        "The previous- and next-token heads with the highest role score on this sentence, shown "
-        "on the token where both roles hold best"
+        f"The previous-token and {partner_name} heads with "
+        "the highest role score on this sentence, shown on the token where both roles hold best"
         if picked_here
         else "Two heads found by the measurement of tab 1 · All heads (on fixed probe sentences), "
         "here on "
         "the sidebar sentence"
     )
     prev_held, prev_rows = head_roles.role_holds(previous_weights, "previous", trace.special)
-    next_held, next_rows = head_roles.role_holds(next_weights, "next", trace.special)
+    next_held, next_rows = head_roles.role_holds(next_weights, PARTNER, trace.special)
+    partner_key = "the token after" if PARTNER == "next" else "the token itself"
     how_often = (
         f" Over the whole sentence, the token before is the largest weight of L{p_layer} "
-        f"H{p_head}'s row in {prev_held} of {prev_rows} rows, the token after that of L{n_layer} "
+        f"H{p_head}'s row in {prev_held} of {prev_rows} rows, {partner_key} that of L{n_layer} "
         f"H{n_head}'s in {next_held} of {next_rows}."
         if prev_rows and next_rows
         else ""
     )
+    # an even spread over the keys the focus row can see: 1/n, or 1/(i + 1) under the mask
+    even = 1 / (focus + 1) if inputs.causal else 1 / trace.n_tokens
     neighbour_note = (
         f"{found}: L{p_layer} H{p_head} gives the token before, "
         f"{literal(labels[focus - 1])}, {prev_row[focus - 1]:.2f} of the row, and "
-        f"L{n_layer} H{n_head} gives the token after, {literal(labels[focus + 1])}, "
-        f"{next_row[focus + 1]:.2f}"
+        f"L{n_layer} H{n_head} gives {partner_key}, {literal(labels[focus + step])}, "
+        f"{next_row[focus + step]:.2f}; an even spread over the {focus + 1 if inputs.causal else trace.n_tokens} "
+        f"keys this row can see gives each {even:.2f}"
         + (
-            ": the causal mask is on, so no head may look at a later token, and the next-token "
+            ". The causal mask is on, so no head may look at a later token, and the next-token "
             f"head's weight goes elsewhere ({next_row.max():.2f} to "
             f"{literal(labels[int(next_row.argmax())])})."
-            if inputs.causal
+            if inputs.causal and PARTNER == "next"
             else ". Each row sums to 1: one head could only split one budget between the two "
-            "neighbours, two heads keep them apart."
+            "keys, two heads keep them apart."
         )
         + how_often
     )
@@ -182,7 +207,9 @@ def all_heads() -> None:
         r"\end{gathered}"
     )
     role_columns = st.columns(2)
-    for k, (role, role_name) in enumerate(multi_head_runs.role_names(model).items()):
+    shown_roles = head_roles.possible_roles(roles.causal)  # no next-token grid under the mask
+    role_list = [(r, n) for r, n in multi_head_runs.role_names(model).items() if r in shown_roles]
+    for k, (role, role_name) in enumerate(role_list):
         best_layer, best_head, best_mean = roles.best(role)
         with role_columns[k % 2]:
             display.show_figure(
@@ -193,15 +220,21 @@ def all_heads() -> None:
                 ),
                 f"mh_role_{role}",
             )
+    partner_key_of = {"next": "the token after", "self": "itself"}
     probe_lengths = multi_head_runs.probe_lengths(model)  # pieces of each probe sentence
     shortest, longest = min(probe_lengths), max(probe_lengths)
     st.markdown(
         f"The previous-token head L{prev_layer} H{prev_head} gives the token before "
-        f"{prev_mean:.0%} of its weight on average; the next-token head L{next_layer} "
-        f"H{next_head}, {next_mean:.0%} to the token after. An even spread gives each key 1/n "
-        f"of a row of n pieces: {1 / longest:.0%} to {1 / shortest:.0%} over the probe "
-        f"sentences' {shortest} to {longest} pieces. Set the Layer slider above to either head's "
-        "layer to see its whole pattern in the grid."
+        f"{prev_mean:.1%} of its weight on average; the {partner_name} head L{other_layer} "
+        f"H{other_head}, {other_mean:.1%} to {partner_key_of[PARTNER]}. An even spread over the "
+        + (
+            "keys a row can see (row i sees i + 1 under the causal mask) "
+            if roles.causal
+            else f"n keys of a row ({shortest} to {longest} pieces in the probe sentences) "
+        )
+        + f"gives the token before {roles.chance['previous']:.1%} on average over the same "
+        f"rows, and {partner_key_of[PARTNER]} {roles.chance[PARTNER]:.1%}. Set the Layer slider "
+        "above to either head's layer to see its whole pattern in the grid."
     )
     same_layer, same_head, _ = roles.best("same_word")
     repeat = multi_head_runs.repeat_example(
@@ -412,14 +445,21 @@ def value_weighted() -> None:
         r"\qquad \text{share}_{ij} = \frac{\lVert \alpha_{ij} v_j W_O^{h}\rVert}"
         r"{\sum_k \lVert \alpha_{ik} v_k W_O^{h}\rVert}"
     )
+    spot = head_roles.parking_spot(  # None: no piece above an even spread's share
+        trace.attentions, trace.tokens, trace.special, trace.options.causal
+    )
     st.markdown(
         "A weight α_ij says how much token *i* looks at token *j*; what actually reaches token *i* "
         "is α_ij times j's value, carried through W_O. When that value vector is short, a large "
         "weight moves almost nothing. Kobayashi et al. (2020) found that in BERT-base much of the "
         "weight on [SEP] and punctuation comes with such short vectors; in "
-        f"{model_label}, on this sentence, most parked weight lands on "
-        f"{literal(head_roles.parking_spot(trace.attentions, trace.tokens, trace.special))} "
-        "(Attention heatmaps measures it). "
+        f"{model_label}, on this sentence, "
+        + (
+            f"most parked weight lands on {literal(spot)} "
+            if spot
+            else "no piece takes more weight than an even spread would give it "
+        )
+        + "(Attention heatmaps measures it). "
         "The share rescales each row of contribution sizes to sum to 1, so it sits on the "
         "same scale as α."
     )

@@ -1,0 +1,130 @@
+"""The multi-head page's two roles and its chance level, for a decoder (tiny GPT-2 and Llama)
+and for MiniLM: a causal model has no next-token head, one head is never shown as two roles,
+and an even spread is one over the keys a row can see (i + 1 under the causal mask)."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from conftest import open_tab, run_page, section_key
+from family_pages import TEXT, family_folder, run_on, visible_texts
+
+import core
+from core import head_roles
+from core.models import policy_from_settings
+
+PAGE = "views/multi_head.py"
+LOCAL = policy_from_settings({"ATTENTION_EXPLORER_LOCAL_FOLDERS": "1"})
+
+
+@pytest.fixture
+def local_folders(monkeypatch):
+    """A local user's server, as family_pages sets it: a checkpoint folder may be loaded."""
+    from ui import models
+
+    monkeypatch.setenv("ATTENTION_EXPLORER_LOCAL_FOLDERS", "1")
+    models.policy.clear()
+    yield
+    monkeypatch.delenv("ATTENTION_EXPLORER_LOCAL_FOLDERS")
+    models.policy.clear()
+
+
+def _page(family: str):
+    if family == "minilm":
+        return run_page(PAGE, text="the river bank flows past the old mill.")
+    return run_on(family_folder(family), PAGE)
+
+
+def _even_share_of_previous(model) -> float:
+    """Mean over the probe rows (a real piece i with a real piece before it) of one over the
+    keys row i sees: i + 1 for a decoder, n for an encoder."""
+    shares = []
+    for sentence in head_roles.PROBE_SENTENCES:
+        trace = model.run(sentence)
+        n = trace.n_tokens
+        for i in range(1, n):
+            if not trace.special[i] and not trace.special[i - 1]:
+                shares.append(1 / (i + 1) if model.is_decoder else 1 / n)
+    return float(np.mean(shares))
+
+
+@pytest.mark.parametrize("family", ["gpt2", "llama", "minilm"])
+def test_two_roles_are_two_heads_and_chance_follows_the_mask(family, model, local_folders):
+    at = _page(family)
+    texts = " ".join(visible_texts(at))
+    shown = core.load_model(str(family_folder(family)), LOCAL) if family != "minilm" else model
+    decoder = family != "minilm"
+    assert shown.is_decoder == decoder
+    # Why several heads: two different heads, no next-token head for a decoder
+    heads = re.findall(r"L(\d+) H(\d+) \(([a-z-]+) head\)", texts)
+    roles = {role: (int(layer), int(head)) for layer, head, role in heads}
+    assert set(roles) == (
+        {"previous-token", "self"} if decoder else {"previous-token", "next-token"}
+    )
+    assert roles["previous-token"] != roles["self" if decoder else "next-token"]
+    assert ("next-token head" in texts) != decoder
+    # the focus row's even spread: one over i + 1 keys under the mask, 1/n without
+    focus_match = re.search(
+        r"gives the token before, (\d+):.*?an even spread over the (\d+) keys"
+        r" this row can see gives each (\d+\.\d+)",
+        texts,
+    )
+    assert focus_match, texts[:2000]
+    focus = int(focus_match.group(1)) + 1
+    keys = int(focus_match.group(2))
+    if decoder:
+        assert keys == focus + 1
+    assert float(focus_match.group(3)) == pytest.approx(1 / keys, abs=0.006)
+    # tab 1: the chance level quoted is the mean of one over the visible keys, per row
+    open_tab(at, section_key(PAGE), "1 · All heads")
+    tab_text = " ".join(visible_texts(at))
+    chance = re.search(
+        r"gives the token before (\d+\.\d+)% on average over the same rows", tab_text
+    )
+    assert chance, tab_text[:2000]
+    assert float(chance.group(1)) == pytest.approx(100 * _even_share_of_previous(shown), abs=0.06)
+    if decoder:
+        assert "next token:" not in tab_text and "next-token head" not in tab_text
+
+    # tab 3 names a parking spot by the same rule (the test below checks it against chance)
+    open_tab(at, section_key(PAGE), "3 · Looking vs moving")
+    assert not at.exception
+    tab3 = " ".join(visible_texts(at))
+    assert ("most parked weight lands on" in tab3) != (
+        "no piece takes more weight than an even spread" in tab3
+    )
+
+
+@pytest.mark.parametrize("family", ["gpt2", "llama", "minilm"])
+def test_parking_spot_is_claimed_only_above_an_even_spread(family, model, local_folders):
+    at = run_page("views/heatmaps.py", text=TEXT) if family == "minilm" else None
+    at = at or run_on(family_folder(family), "views/heatmaps.py")
+    texts = " ".join(visible_texts(at))
+    shown = core.load_model(str(family_folder(family)), LOCAL) if family != "minilm" else model
+    trace = shown.run(TEXT)
+    causal = shown.is_decoder
+    special = np.asarray(trace.special)
+    n = trace.n_tokens
+    rows = [i for i in range(1, n) if not special[i]]  # real word pieces after position 0
+    share = np.mean([trace.attentions[:, :, i, 0].mean() for i in rows])  # rows equal-weighted
+    even = np.mean([1 / (i + 1) if causal else 1 / n for i in rows])
+    caption = re.search(r"\(mean (\d\.\d\d), against (\d\.\d\d) for an even spread", texts)
+    assert caption, texts[:3000]
+    assert float(caption.group(1)) == pytest.approx(share, abs=0.006)
+    assert float(caption.group(2)) == pytest.approx(even, abs=0.006)
+    others = special.copy()
+    others[0] = False
+    excess = {0: share - even}
+    if others.any():
+        seen = [(others[: i + 1].sum() if causal else others.sum()) for i in rows]
+        keys = [i + 1 if causal else n for i in rows]
+        sep = np.mean([trace.attentions[:, :, i][..., others].sum(-1).mean() for i in rows])
+        excess[1] = sep - np.mean(np.divide(seen, keys))
+    claimed = "the parking spot is" in texts
+    assert claimed == (max(excess.values()) > 0)
+    if not others.any():  # no special after the first piece: no legend or sentence about one
+        assert "other specials" not in texts
+    if not special.any():  # a tokenizer that adds no special piece: no sink legend about one
+        assert "sink head" not in texts
