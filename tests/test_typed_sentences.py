@@ -1,0 +1,115 @@
+"""Sentences that draw a conclusion follow the numbers beside them, on MiniLM and tiny decoders.
+
+Each test renders one page (one tab) with AppTest and recomputes the numbers the sentence rests
+on here, in numpy, from the model's own run: a word's position, the cosine of its two input rows,
+its self-weight under softmax(X Xᵀ), the table's size. The wording the page must (or must not)
+use is then decided by the test, not read from the page's code.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from conftest import ROOT, open_tab
+from family_pages import TEXT, family_folder, run_on, visible_texts
+from streamlit.testing.v1 import AppTest
+
+FAMILIES = ("minilm", "gpt2", "llama")
+
+
+@pytest.fixture(autouse=True)
+def _local_folders(monkeypatch):
+    """A local user's server: a tiny checkpoint's folder may be loaded (family_pages.renders)."""
+    from ui import models
+
+    monkeypatch.setenv("ATTENTION_EXPLORER_LOCAL_FOLDERS", "1")
+    models.policy.clear()
+    yield
+    models.policy.clear()
+
+
+def render(family: str, page: str, tab: tuple[str, str] | None = None) -> AppTest:
+    """`page` with `family` loaded (MiniLM: the bundled default), the tab (key, label) open."""
+    if family == "minilm":
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
+        at.session_state["text"] = TEXT
+        at.run()
+        at.switch_page(page)
+        at.run()
+    else:
+        at = run_on(family_folder(family), page)
+    if tab is not None:
+        at = open_tab(at, *tab)
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def loaded(family: str):
+    import core
+
+    if family == "minilm":
+        return core.load_model("minilm")
+    return core.models.load_folder(family_folder(family))
+
+
+def text_of(at: AppTest) -> str:
+    return "\n".join(visible_texts(at))
+
+
+def piece_index(tokens: list[str], word: str) -> int:
+    """First position whose piece is `word`, a leading byte-level space mark ignored."""
+    return next(i for i, token in enumerate(tokens) if token.lstrip("␣Ġ▁") == word)
+
+
+def cosine(a: np.ndarray, b: np.ndarray) -> float:
+    return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+
+def self_weight(x: np.ndarray, i: int) -> float:
+    """softmax(X Xᵀ)[i, i], in float64."""
+    scores = x.astype(np.float64) @ x.astype(np.float64).T  # (n, n)
+    row = np.exp(scores[i] - scores[i].max())
+    return float(row[i] / row.sum())
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_qkv_payoff_caption_follows_positions_cosine_and_self_weight(family):
+    model = loaded(family)
+    run_a, run_b = model.run("money bank grows"), model.run("river bank flows")
+    i_a, i_b = piece_index(run_a.tokens, "bank"), piece_index(run_b.tokens, "bank")
+    x_a, x_b = (np.asarray(run.hidden_states[0]) for run in (run_a, run_b))
+    input_cosine = cosine(x_a[i_a], x_b[i_b])
+    kept = min(self_weight(x_a, i_a), self_weight(x_b, i_b))
+
+    text = text_of(render(family, "views/qkv.py", ("qkv_section", "7 · Payoff")))
+    caption = next(line for line in text.split("\n") if line.startswith("Input cosine"))
+    assert f"Input cosine {input_cosine:.3f}" in caption
+    if i_a == i_b:
+        assert f"piece {i_a} in both sentences" in caption
+    else:
+        assert f"piece {i_a} in A and piece {i_b} in B" in caption
+    assert ("as the same vector" in caption) == (round(input_cosine, 3) >= 1.0)
+    assert ("next to nothing" in caption) == (kept >= 0.995)
+    assert "long vectors" not in caption
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_context_wording_follows_its_cosine_and_self_weights(family):
+    at = render(family, "views/context.py")
+    text = text_of(at)
+    shown = re.search(r"In Y each is a mix of its own sentence, ([^:]*):", text)
+    assert shown, "the sentence under the two cosines is missing"
+    y_value = next(m.value for m in at.metric if " in Y" in m.label)
+    assert ("the mixes differ" in shown.group(1)) == (float(y_value) < 1.0)
+
+    kept = re.search(
+        r"so a word keeps ([0-9.]+)(?:–([0-9.]+))? of its weight for itself([^.]*)", text
+    )
+    assert kept, "the self-weight sentence is missing"
+    low, high = float(kept.group(1)), float(kept.group(2) or kept.group(1))
+    assert ("real share" in kept.group(3)) == (high <= 0.5)
+    assert ("get little" in kept.group(3)) == (low >= 0.9)
+    assert "by only" not in text
+
