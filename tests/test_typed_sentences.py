@@ -113,3 +113,18 @@ def test_context_wording_follows_its_cosine_and_self_weights(family):
     assert ("get little" in kept.group(3)) == (low >= 0.9)
     assert "by only" not in text
 
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_embeddings_follow_a_readable_piece_and_tab_4_says_no_change_as_such(family):
+    at = render(family, "views/embeddings.py", ("emb_section", "4 · Occurrences"))
+    followed = at.selectbox(key="emb_word").value
+    assert followed.lstrip("␣") == "bank", followed  # the page's sentences all hold "bank"
+    text = text_of(at)
+    means = re.search(
+        r"mean over pairs is ([0-9.]+)[^\n]*?After layer \d+ it is ([0-9.]+): the layers ([^.]*)",
+        text,
+    )
+    assert means, "tab 4's sentence is missing"
+    at_emb, at_end = float(means.group(1)), float(means.group(2))
+    assert ("pulled the occurrences apart" in means.group(3)) == (at_end < at_emb)
+
