@@ -128,3 +128,45 @@ def test_embeddings_follow_a_readable_piece_and_tab_4_says_no_change_as_such(fam
     at_emb, at_end = float(means.group(1)), float(means.group(2))
     assert ("pulled the occurrences apart" in means.group(3)) == (at_end < at_emb)
 
+
+def centred_cosine_at(table: np.ndarray, distance: int) -> float:
+    """Mean cosine of position rows `distance` apart once the mean row is taken out (numpy)."""
+    centred = table.astype(np.float64) - table.astype(np.float64).mean(axis=0)  # (P, d)
+    unit = centred / np.linalg.norm(centred, axis=1, keepdims=True)
+    return float(np.diagonal(unit @ unit.T, offset=distance).mean())
+
+
+@pytest.mark.parametrize("family", ("minilm", "gpt2"))  # the models with a position table
+def test_positional_tab_6_names_only_distances_the_table_has(family):
+    table = np.asarray(loaded(family).position_vectors())
+    text = text_of(render(family, "views/positional.py", ("pos_section", "6 · Adding")))
+    sentence = re.search(r"([A-Z][a-z ]+in position[a-z ]*): without the mean row, ([^(]*)", text)
+    assert sentence, "tab 6's sentence on position rows is missing"
+    distances = [d for d in (1, 10, 100) if d < len(table)]
+    for d in distances:
+        shown = "neighbours have cosine" if d == 1 else f"rows {d} apart"
+        value = centred_cosine_at(table, d)
+        assert re.search(rf"{shown} [−-]?{abs(value):.2f}", sentence.group(2)), (d, value)
+    assert len(table) > 100 or "100 apart" not in sentence.group(2)
+    near, far = (round(centred_cosine_at(table, d), 2) for d in (1, distances[-1]))
+    closeness = sentence.group(1) == "What remains is closeness in position"
+    assert closeness == (near > far and near > 0)
+    alike = re.search(
+        r"Position rows look (more|no more) alike than token rows on average "
+        r"\(mean cosine ([−0-9.-]+) over random pairs, against ([−0-9.-]+)\)",
+        text,
+    )
+    assert alike, "the sentence comparing position rows with token rows is missing"
+    position_mean, token_mean = (float(alike.group(i).replace("−", "-")) for i in (2, 3))
+    assert (alike.group(1) == "more") == (position_mean > token_mean)
+
+
+@pytest.mark.parametrize("family", ("minilm", "gpt2"))
+def test_positional_tab_3_counts_the_rows_it_draws(family):
+    n_rows = len(loaded(family).position_vectors())
+    text = text_of(render(family, "views/positional.py", ("pos_section", "3 · Learned")))
+    assert "BERT-style" not in text
+    drawn = min(100, n_rows)  # the Positions slider's default
+    expected = f"all {n_rows} of its rows" if drawn >= n_rows else f"its first {drawn} rows"
+    assert f"Below, {expected} next to" in text
+
