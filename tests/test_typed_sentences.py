@@ -170,3 +170,11 @@ def test_positional_tab_3_counts_the_rows_it_draws(family):
     expected = f"all {n_rows} of its rows" if drawn >= n_rows else f"its first {drawn} rows"
     assert f"Below, {expected} next to" in text
 
+
+@pytest.mark.parametrize("family", ("minilm", "gpt2"))
+def test_causal_mask_tab_says_whether_the_model_was_trained_with_it(family):
+    decoder = {"minilm": False, "gpt2": True}[family]  # MiniLM is BERT's encoder; GPT-2 causal
+    text = text_of(render(family, "views/scaling_masking.py", ("sm_section", "4 · Causal mask")))
+    assert ("this is the mask it was trained with" in text) == decoder
+    assert ("never saw this mask in training" in text) == (not decoder)
+
