@@ -178,3 +178,25 @@ def test_causal_mask_tab_says_whether_the_model_was_trained_with_it(family):
     assert ("this is the mask it was trained with" in text) == decoder
     assert ("never saw this mask in training" in text) == (not decoder)
 
+
+# what each family's Sources line must cite, and must not, written here from the papers
+CITES = {
+    "minilm": ("Devlin et al. (2019)", "Wang et al. (2020), MiniLM", "Ba, Kiros & Hinton (2016)"),
+    "gpt2": ("Radford et al. (2019)", "Ba, Kiros & Hinton (2016)"),
+    "llama": ("Touvron et al. (2023)", "Zhang & Sennrich (2019), RMSNorm"),
+}
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("page", ("views/overview.py", "views/inside_layer.py"))
+def test_sources_line_cites_the_loaded_model(family, page):
+    text = text_of(render(family, page))
+    sources = next(line for line in text.split("\n") if line.startswith("Sources"))
+    family_paper, *layer_papers = CITES[family]
+    expected = [family_paper, *(layer_papers if page.endswith("inside_layer.py") else [])]
+    for citation in expected:
+        assert citation in sources, (citation, sources)
+    assert ("MiniLM" in sources) == (family == "minilm")
+    if family == "llama":
+        assert "LayerNorm" not in sources
+
