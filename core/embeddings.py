@@ -149,9 +149,15 @@ def word_counts(points: PointSet) -> dict[str, tuple[int, int]]:
     return {token: (len(seen), n) for token, (seen, n) in counts.items()}
 
 
-def default_word(words: Sequence[str], specials: Collection[str], prefer: str = "bank") -> str:
+def default_word(
+    words: Sequence[str],
+    counts: dict[str, tuple[int, int]],
+    specials: Collection[str],
+    prefer: str = "bank",
+) -> str:
     """The piece a page follows first: `prefer` (a leading space mark ignored) if present, else
-    the first of `words` (most sentences first) that is no special piece and holds a letter.
+    the first of `words` (most sentences first) that is no special piece, holds a letter and is
+    in several sentences (counts: word_counts), else the first that is no special piece.
 
     A special piece is a poor default: a decoder's first piece sits at position 0 in every
     sentence and sees only itself, so every comparison of its occurrences compares one vector.
@@ -159,8 +165,9 @@ def default_word(words: Sequence[str], specials: Collection[str], prefer: str = 
     for word in words:
         if word.removeprefix(SPACE_MARK) == prefer:
             return word
-    readable = [w for w in words if w not in specials and any(c.isalpha() for c in w)]
-    return readable[0] if readable else words[0]
+    plain = [w for w in words if w not in specials]
+    readable = [w for w in plain if any(c.isalpha() for c in w) and counts[w][0] >= 2]
+    return (readable or plain or list(words))[0]
 
 
 def cap_points(

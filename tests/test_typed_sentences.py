@@ -200,3 +200,13 @@ def test_sources_line_cites_the_loaded_model(family, page):
     if family == "llama":
         assert "LayerNorm" not in sources
 
+
+def test_default_word_skips_specials_and_one_sentence_pieces():
+    from core import embeddings
+
+    counts = {"<s>": (3, 3), ".": (3, 3), "␣river": (2, 2), "␣mill": (1, 1)}
+    words = list(counts)  # already most sentences first
+    assert embeddings.default_word(words, counts, ("<s>",)) == "␣river"
+    assert embeddings.default_word([*words, "␣bank"], {**counts, "␣bank": (1, 1)}, ()) == "␣bank"
+    only_marks = {"<": (3, 3), "a": (1, 1)}  # no readable piece in several sentences
+    assert embeddings.default_word(list(only_marks), only_marks, ()) == "<"

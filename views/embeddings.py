@@ -99,7 +99,9 @@ word = c1.selectbox(
     words,
     # "bank" (page 1's word), else a readable piece: never a special, which a decoder always
     # sees at position 0 alone, so its occurrences would all be one vector
-    index=words.index(embeddings.default_word(words, anatomy_text.of(model).special_pieces)),
+    index=words.index(
+        embeddings.default_word(words, counts, anatomy_text.of(model).special_pieces)
+    ),
     help="Word pieces found in the most sentences come first.",
     key="emb_word",
     bind="query-params",
