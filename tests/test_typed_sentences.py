@@ -92,6 +92,8 @@ def test_qkv_payoff_caption_follows_positions_cosine_and_self_weight(family):
         assert f"piece {i_a} in A and piece {i_b} in B" in caption
     assert ("as the same vector" in caption) == (round(input_cosine, 3) >= 1.0)
     assert ("next to nothing" in caption) == (kept >= 0.995)
+    assert ("only a little" in caption) == (0.9 <= kept < 0.995)
+    assert ("already mixes" in caption) == (kept < 0.9)
     assert "long vectors" not in caption
 
 

@@ -344,7 +344,10 @@ def _payoff_caption(through_heads: qkv.SharedWordThroughHeads) -> str:
         ", so it changes next to nothing (page 1's section on vector length measures this); "
         "the projections let a head look past the token to its neighbours."
         if min(kept) >= 0.995
-        else ", so it already mixes in neighbours; the projections choose which ones."
+        else ", so it mixes in only a little of its neighbours; the projections let a head look "
+        "past the token."
+        if min(kept) >= 0.9
+        else ", so it already mixes in its neighbours; the projections choose which ones."
     )
     return f"Input cosine {through_heads.cosine_input:.3f}: {where}, {enters}. {keeps}{effect}"
 
