@@ -430,7 +430,7 @@ def adding_section() -> None:
     remains = (
         "What remains is closeness in position"
         if near > far and near > 0
-        else "Closeness in position does not show either"
+        else "Closeness in position does not show"
     )
     token_mean = summary["token · token"][0]
     alike = (  # compared at the two decimals both are shown with
@@ -445,7 +445,8 @@ def adding_section() -> None:
         f"perpendicular (mean cosine {summary['token · position'][0]:.3f}, variance "
         f"{summary['token · position'][1]:.4f}, against 1/{model.d_model} = "
         f"{1 / model.d_model:.4f} for random directions). {alike} "
-        f"(mean cosine {shared.mean_cosine:.2f} over random pairs, against {token_mean:.2f}). "
+        f"(mean cosine {signed(shared.mean_cosine, 2, plus='')} over random pairs, against "
+        f"{signed(token_mean, 2, plus='')}). "
         f"The mean row, one direction every position row shares, holds "
         f"{shared.mean_row_share:.0%} of a row's squared length; "
         f"without it the mean cosine is {signed(shared.centred_mean_cosine, 2, plus='')}. "
