@@ -8,7 +8,7 @@ sentence. The functions here gather those vectors from several Traces, project t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -18,7 +18,7 @@ from sklearn.manifold import TSNE
 from threadpoolctl import threadpool_limits
 
 from core.positional import cosine, similarity_matrix, unit_rows
-from core.text import CLS, SEP
+from core.text import CLS, SEP, SPACE_MARK
 from core.transformer import Trace
 
 MAX_SENTENCES = 12
@@ -147,6 +147,27 @@ def word_counts(points: PointSet) -> dict[str, tuple[int, int]]:
         seen, n = counts.get(token, (set(), 0))
         counts[token] = (seen | {int(s)}, n + 1)
     return {token: (len(seen), n) for token, (seen, n) in counts.items()}
+
+
+def default_word(
+    words: Sequence[str],
+    counts: dict[str, tuple[int, int]],
+    specials: Collection[str],
+    prefer: str = "bank",
+) -> str:
+    """The piece a page follows first: `prefer` (a leading space mark ignored) if present, else
+    the first of `words` (most sentences first) that is no special piece, holds a letter and is
+    in several sentences (counts: word_counts), else the first that is no special piece.
+
+    A special piece is a poor default: a decoder's first piece sits at position 0 in every
+    sentence and sees only itself, so every comparison of its occurrences compares one vector.
+    """
+    for word in words:
+        if word.removeprefix(SPACE_MARK) == prefer:
+            return word
+    plain = [w for w in words if w not in specials]
+    readable = [w for w in plain if any(c.isalpha() for c in w) and counts[w][0] >= 2]
+    return (readable or plain or list(words))[0]
 
 
 def cap_points(

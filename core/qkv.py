@@ -289,7 +289,11 @@ class SharedWordThroughHeads:
 
     word: str
     layer: int
+    index_a: int  # the word's first position in sentence A
+    index_b: int  # the word's first position in sentence B
     cosine_input: float  # the word's two rows of X (what the layer reads)
+    input_lengths: tuple[float, float]  # ‖x‖ of the word's two rows of X (A, B)
+    self_weight_parameter_free: tuple[float, float]  # softmax(X Xᵀ)[i, i] for the word (A, B)
     cosine_parameter_free: float  # its two rows of softmax(X Xᵀ) X
     cosine_by_head: np.ndarray  # (H,) its two output rows of softmax(Q Kᵀ/√d_k) V, head by head
 
@@ -315,7 +319,14 @@ def shared_word_through_heads(
     return SharedWordThroughHeads(
         word=word,
         layer=layer,
+        index_a=i_a,
+        index_b=i_b,
         cosine_input=float(cosine(x_a[i_a], x_b[i_b])),
+        input_lengths=(float(np.linalg.norm(x_a[i_a])), float(np.linalg.norm(x_b[i_b]))),
+        self_weight_parameter_free=(
+            float(free_a.attn_weights[i_a, i_a]),
+            float(free_b.attn_weights[i_b, i_b]),
+        ),
         cosine_parameter_free=float(cosine(free_a.output[i_a], free_b.output[i_b])),
         cosine_by_head=np.array(by_head),
     )

@@ -222,3 +222,35 @@ def sentence_blocks(anatomy: Anatomy) -> str:
         f"A = first sentence, B = second sentence, framed as {framing(anatomy)}: a special piece "
         "counts with the sentence before it (the first one with A)."
     )
+
+
+# ---- citations ----------------------------------------------------------------------------------
+# The paper that describes each family's architecture, for a page's Sources line: data keyed by
+# core.weights' family names, so a Sources line cites the model on screen and no other.
+FAMILY_PAPERS = {
+    "bert": "Devlin et al. (2019), BERT",
+    "roberta": "Liu et al. (2019), RoBERTa",
+    "distilbert": "Sanh et al. (2019), DistilBERT",
+    "gpt2": "Radford et al. (2019), GPT-2",
+    "llama": "Touvron et al. (2023), LLaMA",
+}
+# MiniLM's own papers, cited only when a MiniLM checkpoint is loaded (its name says so)
+MINILM_PAPERS = "Wang et al. (2020), MiniLM; Reimers & Gurevych (2019), sentence embeddings"
+NORM_PAPERS = {
+    "LayerNorm": "Ba, Kiros & Hinton (2016), LayerNorm",
+    "RMSNorm": "Zhang & Sennrich (2019), RMSNorm",
+}
+
+
+def model_papers(model: core.Transformer, anatomy: Anatomy) -> str:
+    """'Devlin et al. (2019), BERT; Wang et al. (2020), MiniLM; …': the loaded model's family
+    paper, then MiniLM's papers when the checkpoint is a MiniLM."""
+    papers = [FAMILY_PAPERS[anatomy.arch.family]]
+    if "minilm" in model.name.lower():
+        papers.append(MINILM_PAPERS)
+    return "; ".join(papers)
+
+
+def norm_paper(anatomy: Anatomy) -> str:
+    """The paper of the norm the model uses."""
+    return NORM_PAPERS[anatomy.norm_name]

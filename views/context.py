@@ -80,6 +80,15 @@ def _lead_range(leads) -> str:
     return _span(min(finite), max(finite), 1) if finite else "—"
 
 
+def _neighbour_share(self_weights) -> str:
+    """What the self-weights leave the neighbours, in words that follow the numbers."""
+    if float(max(self_weights)) <= 0.5:  # even the most self-bound word hands out half
+        return ", and the neighbours keep a real share"
+    if float(min(self_weights)) >= 0.9:
+        return ", and the neighbours get little"
+    return ", the rest to its neighbours"
+
+
 display.head_switch()  # the readout of a long sentence's matrices (one image each)
 
 
@@ -181,9 +190,15 @@ after.metric(
     delta=f"{pair.cosine_change:+.3f}",
     delta_color="off",
 )
+# "differ" only if the cosine in Y is below 1 at the three decimals the metric shows
+mixes = (
+    "and the mixes differ because the neighbours differ"
+    if round(pair.cosine_after, 3) < 1.0
+    else "yet the mixes agree to three decimals: each row keeps nearly all of its weight"
+)
 st.markdown(
     f"In X the two rows of “{shown_word}” are one and the same table entry (cosine 1). In Y "
-    "each is a mix of its own sentence, and the mixes differ because the neighbours differ:"
+    f"each is a mix of its own sentence, {mixes}:"
 )
 display.show_shared_word(
     word,
@@ -210,8 +225,9 @@ else:
         "long the rows are. The word-piece table's rows are short, "
         f"{length.table_mean_length:.2f} on average over all {model.dims.vocab_size:,} of "
         f"them and {_span(table.lengths.min(), table.lengths.max(), 2)} here: each word's "
-        f"self-score leads the next best by only {_lead_range(table.self_leads)}, and the "
-        "neighbours keep a real share."
+        f"self-score leads the next best by {_lead_range(table.self_leads)}, so a word keeps "
+        f"{_span(table.self_weights.min(), table.self_weights.max(), 2)} of its weight for "
+        f"itself{_neighbour_share(table.self_weights)}."
     )
     near_identity = zero.self_weights.min() >= 0.9995  # the identity to three decimals
     mixing = (

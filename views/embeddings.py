@@ -97,7 +97,11 @@ c1, c2, c3, c4 = st.columns([2, 2, 1, 1])
 word = c1.selectbox(
     "Word piece to follow",
     words,
-    index=words.index("bank") if "bank" in words else 0,
+    # "bank" (page 1's word), else a readable piece: never a special, which a decoder always
+    # sees at position 0 alone, so its occurrences would all be one vector
+    index=words.index(
+        embeddings.default_word(words, counts, anatomy_text.of(model).special_pieces)
+    ),
     help="Word pieces found in the most sentences come first.",
     key="emb_word",
     bind="query-params",
@@ -357,8 +361,9 @@ def occurrences_alike() -> None:
             )
             + f"After layer {model.n_layers - 1} it is {at_end:.3f}"
             + (
+                # compared as shown: two means that print alike are no change
                 ": the layers pulled the occurrences apart (follow the line: not always steadily). "
-                if at_end < at_emb
+                if round(at_end, 3) < round(at_emb, 3)
                 else ": the layers did not pull them further apart on average. "
             )
             + by_sense(cosine_tables)

@@ -276,10 +276,8 @@ st.markdown(
     )
 )
 st.caption(
-    "Sources: Vaswani et al. (2017) and Devlin et al. (2019) for the layer; He et al. (2016), "
-    "residual connections; Ba, Kiros & Hinton (2016), LayerNorm; "
-    + ("Zhang & Sennrich (2019), RMSNorm; " if anatomy.norm_name == "RMSNorm" else "")
+    f"Sources: Vaswani et al. (2017) and {anatomy_text.model_papers(model, anatomy)} for the "
+    f"layer; He et al. (2016), residual connections; {anatomy_text.norm_paper(anatomy)}; "
     + ("Shazeer (2020), the gated feed-forward (SwiGLU); " if anatomy.gated else "")
-    + "Xiong et al. (2020), where LayerNorm sits; Radford et al. (2018, 2019), GPT; "
-    "Wang et al. (2020), MiniLM."
+    + "Xiong et al. (2020), where the norm sits."
 )

@@ -3,6 +3,7 @@
 import streamlit as st
 
 from ui import (
+    anatomy_text,
     display,
     display_policy,
     formulas,
@@ -142,6 +143,6 @@ else:
         "the model's own causal mask) to run it."
     )
 st.caption(
-    "Sources: Vaswani et al. (2017), the Transformer; Devlin et al. (2019), BERT; Wang et al. "
-    "(2020), MiniLM; Reimers & Gurevych (2019), sentence embeddings."
+    "Sources: Vaswani et al. (2017), the Transformer; "
+    f"{anatomy_text.model_papers(model, anatomy_text.of(model))}."
 )

@@ -215,10 +215,16 @@ def learned_section() -> None:
     st.subheader(f"3 · What {model_label} learned instead")
     n_positions, d_model, sinusoid, learned = sized_encodings()  # its sliders
     slow = positional.lag_one_correlations(learned) > positional.SLOW_DRIFT  # (d_model,)
+    # the slider may ask for more positions than the table has: say how many rows are drawn
+    shown_rows = (
+        f"all {len(learned)} of its rows"
+        if len(learned) >= model.dims.max_positions
+        else f"its first {len(learned)} rows"
+    )
     st.markdown(
-        f"BERT-style models do not use the formula: {model_label} learned a table of "
+        f"{model_label} does not use the formula: it learned a table of "
         f"{model.dims.max_positions} position vectors "
-        f"of {model.d_model} numbers during training. Below, its first {n_positions} rows next to a "
+        f"of {model.d_model} numbers during training. Below, {shown_rows} next to a "
         f"sinusoid of the same width. {slow.mean():.0%} of the learned dimensions drift slowly "
         f"over these positions (the vertical streaks: a value correlates above "
         f"{positional.SLOW_DRIFT} with its value one position on), the others change faster, "
@@ -413,20 +419,38 @@ def adding_section() -> None:
     shared = geometry.shared
     # what remains once the shared direction is gone: cosines of the centred rows by distance
     profile = geometry.centred_by_distance
-    near_far = profile[[min(d, len(profile) - 1) for d in (1, 10, 100)]]  # a short table: its end
+    # only distances the table has (a 64-row table has no rows 100 apart)
+    distances = [d for d in (1, 10, 100) if d < len(profile)]
+    by_distance = ", ".join(
+        f"{'neighbours have cosine' if d == 1 else f'rows {d} apart'} "
+        f"{signed(profile[d], 2, plus='')}"
+        for d in distances
+    )
+    near, far = round(float(profile[1]), 2), round(float(profile[distances[-1]]), 2)
+    remains = (
+        "What remains is closeness in position"
+        if near > far and near > 0
+        else "Closeness in position does not show"
+    )
+    token_mean = summary["token · token"][0]
+    alike = (  # compared at the two decimals both are shown with
+        "Position rows look more alike than token rows on average"
+        if round(shared.mean_cosine, 2) > round(token_mean, 2)
+        else "Position rows look no more alike than token rows on average"
+    )
     with sentence_notice:
         trace = traces.trace_or_stop(model, inputs)
     st.markdown(
         "Trained vectors are not random, yet a token row and a position row are still close to "
         f"perpendicular (mean cosine {summary['token · position'][0]:.3f}, variance "
         f"{summary['token · position'][1]:.4f}, against 1/{model.d_model} = "
-        f"{1 / model.d_model:.4f} for random directions). Position rows look more alike on average "
-        f"(mean cosine {shared.mean_cosine:.2f} over random pairs), but that is one direction every "
-        f"row shares: the mean row holds {shared.mean_row_share:.0%} of a row's squared length, and "
-        f"without it the mean cosine is {signed(shared.centred_mean_cosine, 2, plus='')}. What "
-        f"remains is closeness in position: without the mean row, neighbours have cosine "
-        f"{signed(near_far[0], 2, plus='')}, rows 10 apart {signed(near_far[1], 2, plus='')}, "
-        f"rows 100 apart {signed(near_far[2], 2, plus='')}, over all {model.max_positions} rows "
+        f"{1 / model.d_model:.4f} for random directions). {alike} "
+        f"(mean cosine {signed(shared.mean_cosine, 2, plus='')} over random pairs, against "
+        f"{signed(token_mean, 2, plus='')}). "
+        f"The mean row, one direction every position row shares, holds "
+        f"{shared.mean_row_share:.0%} of a row's squared length; "
+        f"without it the mean cosine is {signed(shared.centred_mean_cosine, 2, plus='')}. "
+        f"{remains}: without the mean row, {by_distance}, over all {model.max_positions} rows "
         "(tab 4 draws such a curve with the shared direction kept, for the positions it shows)."
     )
 

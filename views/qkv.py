@@ -285,9 +285,17 @@ def one_matrix() -> None:
 def payoff() -> None:
     """Step 7: page 1's two banks, mixed by each trained head of layer 0."""
     st.subheader("Step 7 · Page 1's payoff, now with projections")
-    st.markdown(
+    page_one_cosine = f"cosine {page_one_payoff.cosine_after:.3f} on the static rows"
+    page_one_result = (
+        # pulled apart only if the cosine moved at the three decimals it is shown with
         "Page 1 pulled the two *bank*s of “money bank grows” and “river bank flows” apart with no "
-        f"parameters at all (cosine {page_one_payoff.cosine_after:.3f} on the static rows). Here both "
+        f"parameters at all ({page_one_cosine})."
+        if round(page_one_payoff.cosine_after, 3) < round(page_one_payoff.cosine_before, 3)
+        else "On page 1 the parameter-free formula left the two *bank*s of “money bank grows” "
+        f"and “river bank flows” where they were ({page_one_cosine})."
+    )
+    st.markdown(
+        f"{page_one_result} Here both "
         f"sentences go through {model_label}'s embedding step, "
         "and the word's two vectors are mixed once by page 1's formula and once by each trained "
         "head of layer 0. The lower the cosine, the more the head tells the two banks apart."
@@ -306,13 +314,42 @@ def payoff() -> None:
         key="qkv_payoff",
         filename="qkv-bank-cosines",
     )
-    st.caption(
-        f"Input cosine {through_heads.cosine_input:.3f}: *bank* is piece 2 in both sentences, so "
-        "it enters layer 0 as the same vector. On these long vectors each token's dot product "
-        "with itself dwarfs the others, so page 1's unscaled X Xᵀ puts almost all weight on the "
-        "token itself and changes next to nothing (page 1's section on vector length measures this); the "
-        "projections let a head look past the token to its neighbours."
+    st.caption(_payoff_caption(through_heads))
+
+
+def _payoff_caption(through_heads: qkv.SharedWordThroughHeads) -> str:
+    """Where the word sits, whether it enters the layer as one vector, and how much page 1's
+    unscaled X Xᵀ keeps it on itself: each clause follows the numbers it sits beside."""
+    word = f"*{literal(through_heads.word)}*"
+    i_a, i_b = through_heads.index_a, through_heads.index_b
+    where = (
+        f"{word} is piece {i_a} in both sentences"
+        if i_a == i_b
+        else f"{word} is piece {i_a} in A and piece {i_b} in B"
     )
+    same_vector = round(through_heads.cosine_input, 3) >= 1.0
+    enters = (
+        "so it enters layer 0 as the same vector"
+        if same_vector
+        else "and it enters layer 0 as two different vectors"
+    )
+    lengths = through_heads.input_lengths
+    kept = through_heads.self_weight_parameter_free
+    keeps = (
+        f"Its rows are {min(lengths):.1f} and {max(lengths):.1f} long; page 1's unscaled X Xᵀ "
+        f"keeps {min(kept):.2f} and {max(kept):.2f} of its weight on the token itself"
+    )
+    # "next to nothing" only when both rows keep practically all of it (the identity to 2 d.p.)
+    effect = (
+        ", so it changes next to nothing (page 1's section on vector length measures this); "
+        "the projections let a head look past the token to its neighbours."
+        if min(kept) >= 0.995
+        else ", so it mixes in only a little of its neighbours; the projections let a head look "
+        "past the token."
+        if min(kept) >= 0.9
+        else ", so it already mixes in its neighbours; the projections choose which ones."
+    )
+    return f"Input cosine {through_heads.cosine_input:.3f}: {where}, {enters}. {keeps}{effect}"
 
 
 # How the loaded model brings positions in, by its position scheme (core/weights.py's

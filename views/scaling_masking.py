@@ -331,7 +331,10 @@ def causal_mask() -> None:
         + (
             f" {model_label} is a decoder: this is the mask it was trained with, in every layer."
             if model.is_decoder
-            else ""
+            # an encoder's scores under a mask: as the sidebar's off-distribution warning says
+            else f" {model_label} never saw this mask in training: it is an encoder, every "
+            "token seeing the whole sentence, so what follows is its trained scores pushed off "
+            "their training distribution, not a model trained with the mask."
         )
     )
     masked_scores, masked_weights = scaling_masking.causal_view(trace, layer, head, max_tokens=40)
