@@ -140,11 +140,12 @@ class _Hooks:
             value = value if replaced is None else replaced
         return value
 
-    def for_layer(self, layer: int) -> Callable[[str, torch.Tensor], torch.Tensor] | None:
-        """The hook core.attention.multi_head_attention calls inside this layer's attention."""
+    def for_layer(self, layer: int) -> Callable[[torch.Tensor, str], torch.Tensor] | None:
+        """The hook core.attention.multi_head_attention calls inside this layer's attention:
+        (value, point), the order of every model hook."""
         if not self.by_name:
             return None
-        return lambda point, value: self.at(point, layer, value)
+        return lambda value, point: self.at(point, layer, value)
 
 
 @dataclass(frozen=True)
