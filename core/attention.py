@@ -203,7 +203,8 @@ class AttentionWeights:
 # The values inside attention a caller may read or replace (core/transformer.py names them per
 # layer): queries and keys after the rotary turn, values, per query head, and the weights.
 QUERY, KEY, VALUE, ATTN_WEIGHTS = "query", "key", "value", "attn_weights"
-AttentionHook = Callable[[str, torch.Tensor], torch.Tensor]  # (point, value) -> value to use
+# (value, point) -> the value to use (None keeps it): the order of core/transformer.py's hooks
+AttentionHook = Callable[[torch.Tensor, str], torch.Tensor | None]
 
 
 @dataclass(frozen=True)
@@ -247,11 +248,11 @@ def multi_head_attention(
     (F.scaled_dot_product_attention), which never holds the (H, n_q, n_k) scores or weights (a
     gradient pass at 512 pieces kept ~60 MB of them per layer for the way back, the fused kernel
     ~16 MB); the result then has no scores or weights. No row may be fully masked.
-    hook(point, value): called with the queries, keys, values (QUERY, KEY, VALUE) and weights
-    (ATTN_WEIGHTS, not when fused); what it returns is used from then on (a weight written into
-    out_weights stays in it).
+    hook(value, point): called with the queries, keys, values (QUERY, KEY, VALUE) and weights
+    (ATTN_WEIGHTS, not when fused); what it returns is used from then on, None keeps the value
+    (a weight written into out_weights stays in it).
     """
-    hook = hook or _unhooked
+    hook = _keeping(hook)
     # 1. Project every token into query, key and value space, then cut each into heads.
     n_kv_heads = n_kv_heads or n_heads
     query = split_heads(weights.query(x_query), n_heads)  # (..., H, n_q, d_head)
@@ -260,7 +261,7 @@ def multi_head_attention(
     if rotary is not None:  # positions enter here, as a turn of every query and key
         query, key = apply_rotary(query, *rotary), apply_rotary(key, *rotary)
     key, value = share_heads(key, n_heads), share_heads(value, n_heads)  # (..., H, n_k, d_head)
-    query, key, value = hook(QUERY, query), hook(KEY, key), hook(VALUE, value)
+    query, key, value = hook(query, QUERY), hook(key, KEY), hook(value, VALUE)
     if fused:  # 2-4 at once; scale=None is 1/√d_head, 1.0 is none
         head_outputs = F.scaled_dot_product_attention(
             query, key, value, attn_mask=mask, scale=None if scale else 1.0
@@ -273,7 +274,7 @@ def multi_head_attention(
             scores.masked_fill_(~mask, float("-inf"))
         # 3. Softmax each row into weights that sum to 1.
         attn_weights = masked_softmax(scores, out=out_weights)
-        replaced = hook(ATTN_WEIGHTS, attn_weights)
+        replaced = hook(attn_weights, ATTN_WEIGHTS)
         if replaced is not attn_weights:  # keep a preallocated block true to what was used
             attn_weights = replaced if out_weights is None else out_weights.copy_(replaced)
         # 4. Each head mixes its value vectors with its own weights.
@@ -285,5 +286,13 @@ def multi_head_attention(
     return MultiHeadResult(query, key, value, scores, attn_weights, head_outputs, output)
 
 
-def _unhooked(_point: str, value: torch.Tensor) -> torch.Tensor:
-    return value
+def _keeping(hook: AttentionHook | None) -> Callable[[torch.Tensor, str], torch.Tensor]:
+    """The hook as one that always returns the value to use (None from it keeps the value)."""
+    if hook is None:
+        return lambda value, _point: value
+
+    def hooked(value: torch.Tensor, point: str) -> torch.Tensor:
+        replaced = hook(value, point)
+        return value if replaced is None else replaced
+
+    return hooked

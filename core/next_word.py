@@ -44,7 +44,13 @@ def next_log_probs(
     segments = torch.tensor(encoded.segments, dtype=torch.long)  # (n,)
     word_vectors = model.word_embeddings[input_ids][None]  # (1, n, d_model): a batch of one
     last_hidden = model.forward_from_word_vectors(
-        word_vectors, segments, scale=scale, causal=causal, positions=positions, ablate=ablate
+        word_vectors,
+        segments,
+        scale=scale,
+        causal=causal,
+        positions=positions,
+        ablate=ablate,
+        input_ids=input_ids,
     )  # (1, n, d_model)
     logits = model.logits(last_hidden[0, -1]).double()  # (vocab,)
     log_probs = torch.log_softmax(logits, dim=-1).float().numpy()

@@ -100,6 +100,11 @@ def _inputs(model: Transformer, trace: Trace) -> tuple[torch.Tensor, torch.Tenso
     return word_vectors, torch.from_numpy(np.array(trace.segments))
 
 
+def _input_ids(trace: Trace) -> torch.Tensor:
+    """(n,) the Trace's word-piece ids: the differentiable pass reads the positions they read."""
+    return torch.from_numpy(np.array(trace.input_ids))
+
+
 def pass_bytes(model: Transformer, n: int, batch: int, checkpointed: bool) -> int:
     """Estimated bytes a backward pass over `batch` inputs of n pieces keeps for the way back.
 
@@ -133,7 +138,10 @@ def _forward(
     word_vectors: torch.Tensor,
     segments: torch.Tensor,
     checkpointed: bool = False,
+    input_ids: torch.Tensor | None = None,
 ):
+    """The differentiable pass under the Trace's switches; input_ids (n,) or (B, n), None: the
+    Trace's own (a typed RoBERTa "<pad>" moves no position there either)."""
     options = trace.options
     return model.forward_from_word_vectors(
         word_vectors,
@@ -142,6 +150,7 @@ def _forward(
         causal=options.causal,
         positions=options.positions,
         checkpointed=checkpointed,
+        input_ids=_input_ids(trace) if input_ids is None else input_ids,
     )
 
 
@@ -237,6 +246,7 @@ def deletion_curves(
     remain (ValueError otherwise): an empty input has nothing to run.
     """
     word_vectors, segments = _inputs(model, trace)
+    input_ids = _input_ids(trace)
     names = list(rankings)
     curves = np.empty((len(names), k_max + 1))
     n = word_vectors.shape[0]
@@ -252,7 +262,9 @@ def deletion_curves(
                 raise ValueError(f"removing {k} pieces leaves nothing to run")
             batch = torch.stack([word_vectors[rows] for rows in kept])  # (U, n − k, d)
             batch_segments = torch.stack([segments[rows] for rows in kept])  # (U, n − k)
-            values = target(_forward(model, trace, batch, batch_segments)).numpy()  # (U,)
+            batch_ids = torch.stack([input_ids[rows] for rows in kept])  # (U, n − k)
+            values = target(_forward(model, trace, batch, batch_segments, False, batch_ids))
+            values = values.numpy()  # (U,)
             curves[:, k] = values[[distinct.index(gone) for gone in removed]]
     return {name: curves[m] for m, name in enumerate(names)}
 

@@ -140,11 +140,12 @@ class _Hooks:
             value = value if replaced is None else replaced
         return value
 
-    def for_layer(self, layer: int) -> Callable[[str, torch.Tensor], torch.Tensor] | None:
-        """The hook core.attention.multi_head_attention calls inside this layer's attention."""
+    def for_layer(self, layer: int) -> Callable[[torch.Tensor, str], torch.Tensor] | None:
+        """The hook core.attention.multi_head_attention calls inside this layer's attention:
+        (value, point), the order of every model hook."""
         if not self.by_name:
             return None
-        return lambda point, value: self.at(point, layer, value)
+        return lambda value, point: self.at(point, layer, value)
 
 
 @dataclass(frozen=True)
@@ -707,6 +708,7 @@ class Transformer:
         positions: bool = True,
         ablate: frozenset[tuple[int, int]] | set | tuple = frozenset(),
         checkpointed: bool = False,
+        input_ids: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """(B, n, d_model) word-piece vectors -> (B, n, d_model) last hidden state.
 
@@ -717,11 +719,15 @@ class Transformer:
         checkpointed: keep only each layer's input for the backward pass and recompute the
         layer there (torch.utils.checkpoint): the same gradients for one extra forward pass,
         with one layer's attention block in memory instead of every layer's.
+        input_ids (n,) or (B, n): the pieces the vectors stand for, so that the positions read
+        are the Trace's (RoBERTa: a typed "<pad>" reads the padding row and does not count);
+        None reads positions 0..n-1, right only when no piece is the padding piece.
         """
         options = self.options(scale, causal, positions, ablate)
+        position_ids = None if input_ids is None else self._position_ids_of(_long_tensor(input_ids))
         return self._forward(
             word_vectors, segments, options, _Hooks((), self.n_layers), fused=True,
-            checkpointed=checkpointed and torch.is_grad_enabled(),
+            position_ids=position_ids, checkpointed=checkpointed and torch.is_grad_enabled(),
         )  # fmt: skip
 
     # ---- what a decoder predicts --------------------------------------------------------------

@@ -152,6 +152,29 @@ def test_removing_every_head_leaves_only_the_output_bias():
     torch.testing.assert_close(result.output, weights.output.bias.expand(4, 8))
 
 
+def test_attention_hook_takes_value_then_point_as_every_model_hook():
+    """hook(value, point), as core/transformer.py's Hook; None keeps the value."""
+    generator = torch.Generator().manual_seed(5)
+    x = torch.randn(4, 8, generator=generator, dtype=torch.float64)
+    weights = _random_weights(8, generator)
+    seen: list[str] = []
+
+    def hook(value: torch.Tensor, point: str) -> torch.Tensor | None:
+        assert isinstance(value, torch.Tensor) and isinstance(point, str)
+        seen.append(point)
+        if point == attn.ATTN_WEIGHTS:  # every query reads only the first key
+            uniform = torch.zeros_like(value)
+            uniform[..., 0] = 1.0
+            return uniform
+        return None
+
+    result = attn.multi_head_attention(x, x, weights, 2, hook=hook)
+    assert seen == [attn.QUERY, attn.KEY, attn.VALUE, attn.ATTN_WEIGHTS]
+    # each row then carries the first token's value vector through W_O, computed here by hand
+    expected = weights.output(weights.value(x)[0]).expand(4, 8)
+    torch.testing.assert_close(result.output, expected)
+
+
 def test_cross_attention_shapes():
     generator = torch.Generator().manual_seed(1)
     weights = _random_weights(8, generator)

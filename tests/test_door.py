@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+import core
 from ui import door, embeddings_runs, explanations_runs
 
 WAIT_S = 30  # an upper bound for a thread to reach a point it is known to reach
@@ -107,6 +108,55 @@ def test_cached_arrays_are_read_only(fresh_door):
     shared = counting(calls)("a", 10)
     with pytest.raises(ValueError, match="read-only"):
         shared[0] = 1
+
+
+def test_arrays_in_plain_objects_and_sets_are_read_only_too(fresh_door):
+    class Holder:  # a plain object: nbytes counts its attributes, so they are shared too
+        def __init__(self) -> None:
+            self.rows = np.zeros(3)
+            self.parts = {"inner": [np.ones(2)]}
+            self.frozen = frozenset({(np.arange(2).tobytes(), 1)})
+
+    @door.shared("a test", cost=lambda **_: 0)
+    def held(n: int) -> Holder:
+        return Holder()
+
+    holder = held(1)
+    for array in (holder.rows, holder.parts["inner"][0]):
+        with pytest.raises(ValueError, match="read-only"):
+            array[0] = 1
+
+
+def test_a_cached_tensor_is_refused(fresh_door):
+    """torch has no read-only flag: a tensor shared by every session is refused, not kept."""
+
+    @door.shared("a test", cost=lambda **_: 0)
+    def tensor_result(n: int) -> dict:
+        return {"rows": torch.zeros(n)}
+
+    with pytest.raises(TypeError, match="torch Tensor"):
+        tensor_result(2)
+
+    @door.shared("a test", cost=lambda **_: 0)
+    def array_result(n: int) -> dict:
+        return {"rows": np.zeros(n)}
+
+    assert array_result(2)["rows"].flags.writeable is False
+
+
+def test_an_argument_of_an_unknown_type_fails_at_the_first_call(fresh_door):
+    class Unknown:  # hashed by identity, two equal ones would miss the cache
+        pass
+
+    @door.shared("a test", cost=lambda **_: 0)
+    def echo(value: object) -> int:
+        return 1
+
+    with pytest.raises(TypeError, match="Unknown"):
+        echo(Unknown())
+    # plain values, nested tuples and frozen dataclasses are keyed by what they hold
+    assert echo((1, "a", None, 2.5)) == echo([1, "a", None, 2.5]) == 1
+    assert echo(core.RunOptions()) == 1
 
 
 def test_arguments_with_an_underscore_are_not_part_of_the_key(fresh_door):

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import ast
 import functools
+import importlib
 import inspect
+import sys
 import textwrap
 import threading
 
 import pytest
 from conftest import assert_no_exception, each_tab, page_paths, run_page
+from test_architecture import _calls, core_index
 
 import core.lab
 import core.transformer
@@ -54,6 +57,62 @@ def model_steps() -> tuple[str, ...]:
         steps |= more
 
 
+def _optimizer_steps(function: ast.FunctionDef, optimizers: set[str]) -> bool:
+    """True if the function calls x.step(...) on an x it made from an optimizer class."""
+    made = {
+        target.id
+        for node in ast.walk(function)
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+        and (ast.unparse(node.value.func).split(".")[-1] in optimizers
+             or "optim" in ast.unparse(node.value.func))
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }  # fmt: skip
+    return any(
+        isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+        and call.func.attr == "step" and isinstance(call.func.value, ast.Name)
+        and call.func.value.id in made
+        for call in ast.walk(function)
+    )  # fmt: skip
+
+
+@functools.cache
+def core_runs() -> tuple[tuple[str, str], ...]:
+    """(module, name) of every public core function that runs torch work: it trains (steps an
+    optimizer, a core class with a step method or torch.optim's), calls a model step
+    (model_steps) on anything, or calls such a function. Read from core's syntax, so a new
+    run in core/ is guarded without a list to update. Functions that only read sizes or costs
+    of the model (pass_bytes, run_bytes) call no step and stay out: the door calls them before
+    it opens a run slot."""
+    index = core_index()
+    optimizers = {
+        name
+        for name, node in index.classes.items()
+        if any(isinstance(f, ast.FunctionDef) and f.name == "step" for f in node.body)
+    }
+    functions = index.functions()
+    steps = set(model_steps())
+    bindings = {module: index.bindings(module) for module in index.trees}
+    called = {key: _calls(node, bindings[key[0]]) for key, node in functions.items()}
+    runs = {key for key, node in functions.items() if _optimizer_steps(node, optimizers)}
+    runs |= {key for key in functions if called[key].methods & steps}
+    while True:
+        more = {key for key in functions if key not in runs and called[key].resolved & runs}
+        if not more:
+            break
+        runs |= more
+    return tuple(sorted(key for key in runs if not key[1].startswith("_")))
+
+
+def test_the_core_runs_are_read_from_core():
+    runs = set(core_runs())
+    # the trainers, and runs that call the model's steps, are found by reading core/
+    assert {("lab", "train"), ("lab", "compare"), ("induction", "train_induction")} <= runs
+    assert {("saliency", "integrated_gradients"), ("next_word", "next_log_probs")} <= runs
+    # a cost, read before a run slot opens, is no run
+    assert not {("saliency", "pass_bytes"), ("saliency", "batch_plan")} & runs
+
+
 def test_the_model_steps_are_read_from_the_model():
     steps = model_steps()
     assert {"run", "run_with_hooks", "forward_from_word_vectors", "next_pieces"} <= set(steps)
@@ -81,8 +140,18 @@ def guarded_runs(monkeypatch):
             name,
             guard(name, getattr(core.transformer.Transformer, name)),
         )
-    monkeypatch.setattr(core.lab, "train", guard("train", core.lab.train))
-    monkeypatch.setattr(core.lab, "compare", guard("compare", core.lab.compare))
+    # every binding of a core run in a loaded core/ui/views module: `from core.x import f`
+    # made its own name for f, which a patch of core.x alone would miss
+    for module_name, name in core_runs():
+        module = importlib.import_module(f"core.{module_name}")
+        original = getattr(module, name)
+        guarded = guard(name, original)
+        for loaded in list(sys.modules.values()):
+            if getattr(loaded, "__name__", "").split(".")[0] not in ("core", "ui", "views"):
+                continue
+            for bound, value in list(vars(loaded).items()):
+                if value is original:
+                    monkeypatch.setattr(loaded, bound, guarded)
     door.forget_all()  # results cached by earlier tests would hide the runs
     yield runs, outside
     door.forget_all()
@@ -118,6 +187,12 @@ def test_the_guard_catches_a_run_outside_the_door(guarded_runs, model):
     with door.run_slot(0, "a run through the door"):
         model.run("A run through the door.")
     assert runs.count("run") == 2 and outside.count("run") == 1
+    # a core run found by reading core/ is guarded too (an encoder refuses it, after the guard)
+    import core.next_word
+
+    with pytest.raises(ValueError):
+        core.next_word.next_log_probs(model, "A run of a core function outside the door.")
+    assert "next_log_probs" in outside
 
 
 def test_a_server_short_of_memory_says_so_on_the_page(monkeypatch):

@@ -510,6 +510,30 @@ def test_roberta_reads_its_positions_after_the_padding_row(checkpoints):
     assert_parity(model, load_reference(folder, family), trace)
 
 
+def test_the_differentiable_pass_reads_the_traces_positions_past_a_typed_pad(checkpoints):
+    from core import saliency
+
+    _, model, _ = loaded(checkpoints, "roberta")
+    trace = model.run("bank <pad> river flows")
+    pad = trace.tokens.index("<pad>")
+    # the Trace's rows, by RoBERTa's rule written here: the pad reads row 1, the rest count on
+    padding_idx = model.arch.position_offset - 1
+    real = np.array(trace.input_ids) != padding_idx
+    assert not real[pad]
+    word_vectors = torch.tensor(np.array(trace.static))[None]  # (1, n, d_model)
+    segments = torch.tensor(np.array(trace.segments))
+    last = model.forward_from_word_vectors(
+        word_vectors, segments, input_ids=torch.tensor(np.array(trace.input_ids))
+    )
+    np.testing.assert_allclose(last[0].numpy(), trace.hidden_states[-1], atol=1e-5)
+    # the saliency methods call it through one helper that passes the Trace's ids
+    through = saliency._forward(model, trace, word_vectors, segments)
+    np.testing.assert_allclose(through[0].numpy(), trace.hidden_states[-1], atol=1e-5)
+    # without the ids the pieces after the pad read other rows: the trap this guards
+    blind = model.forward_from_word_vectors(word_vectors, segments)
+    assert not np.allclose(blind[0, pad + 1 :].numpy(), trace.hidden_states[-1, pad + 1 :])
+
+
 # ---- 7. what each sublayer writes, read from transformers' own modules --------------------------
 # module paths inside one layer: (what attention writes after W_O, the stream between the
 # sublayers, what the feed-forward writes); "<" reads a module's input instead of its output.

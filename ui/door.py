@@ -23,6 +23,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
+import enum
 import functools
 import hashlib
 import inspect
@@ -105,8 +106,15 @@ def nbytes(value: object) -> int:
     return size(value)
 
 
-def _read_only(value: object) -> None:
-    """Make every numpy array inside a cached value read-only: it is shared by every session."""
+def _read_only(value: object, tensors: bool = False) -> None:
+    """Make every numpy array inside a cached value read-only: it is shared by every session.
+
+    Walks what nbytes walks (tuples, lists, sets, dict keys and values, dataclasses, plain
+    objects' attributes). A torch tensor has no read-only flag, so a shared one could be changed
+    in place by any session: a cached result holding one is refused (TypeError; hand numpy
+    arrays to the cache). A torch module (a reference model) and tensors=True (a loaded model
+    kept apart) pass: models whose weights every run only reads.
+    """
     seen: set[int] = set()
 
     def walk(item: object) -> None:
@@ -117,15 +125,29 @@ def _read_only(value: object) -> None:
             if item.flags.owndata or item.base is not None:
                 with contextlib.suppress(ValueError):
                     item.setflags(write=False)
+        elif isinstance(item, torch.nn.Module):
+            return
+        elif isinstance(item, torch.Tensor):
+            if not tensors:
+                raise TypeError(
+                    f"a cached result holds a torch {type(item).__name__}, which cannot be made "
+                    "read-only for the sessions sharing it: return numpy arrays"
+                )
+        elif isinstance(item, str | bytes | type):
+            return
         elif isinstance(item, dict):
-            for part in item.values():
+            for key, part in item.items():
+                walk(key)
                 walk(part)
-        elif isinstance(item, tuple | list):
+        elif isinstance(item, tuple | list | set | frozenset):
             for part in item:
                 walk(part)
-        elif dataclasses.is_dataclass(item) and not isinstance(item, type):
+        elif dataclasses.is_dataclass(item):
             for f in dataclasses.fields(item):
                 walk(getattr(item, f.name))
+        elif hasattr(item, "__dict__"):
+            for part in vars(item).values():
+                walk(part)
 
     walk(value)
 
@@ -328,9 +350,17 @@ def trace_key(trace: core.Trace) -> tuple:
     )
 
 
+# Arguments that are their own key: immutable values whose hash and equality are by content.
+_PLAIN_KEYS = (type(None), bool, int, float, complex, str, bytes, np.generic, enum.Enum)
+
+
 def _key_part(value: object) -> object:
     """A hashable stand-in for an argument: a Trace by what determines it, a model by its name,
-    arrays by their bytes' digest, lists as tuples."""
+    arrays by their bytes' digest, lists as tuples, frozen dataclasses field by field.
+
+    Any other type raises TypeError: hashed by identity, two equal arguments would run twice
+    and one changed in place would return a stale result.
+    """
     if isinstance(value, core.Trace):
         return ("trace", *trace_key(value))
     if isinstance(value, core.Transformer):
@@ -338,13 +368,23 @@ def _key_part(value: object) -> object:
     if isinstance(value, np.ndarray):
         digest = hashlib.blake2b(np.ascontiguousarray(value).tobytes(), digest_size=16).digest()
         return ("array", value.shape, value.dtype.str, digest)
+    if isinstance(value, _PLAIN_KEYS):
+        return value
     if isinstance(value, list | tuple):
         return tuple(_key_part(part) for part in value)
     if isinstance(value, dict):
         return tuple(sorted((key, _key_part(part)) for key, part in value.items()))
     if isinstance(value, set | frozenset):
         return frozenset(_key_part(part) for part in value)
-    return value
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        if not type(value).__dataclass_params__.frozen:  # type: ignore[attr-defined]
+            raise TypeError(f"a cached run's argument {type(value).__name__} is not frozen")
+        fields = (_key_part(getattr(value, f.name)) for f in dataclasses.fields(value))
+        return (type(value).__qualname__, *fields)
+    raise TypeError(
+        f"a cached run cannot key an argument of type {type(value).__name__}: pass plain "
+        "values, arrays, a Trace or the model (or teach ui/door.py's _key_part the type)"
+    )
 
 
 def _evict_until(free_needed: int) -> bool:
@@ -507,7 +547,7 @@ def _get_or_compute(key: tuple, compute: Callable[[], R], keep: bool = False) ->
             return value
         try:
             value = compute()
-            _read_only(value)
+            _read_only(value, tensors=keep)
             _store(key, value, keep)
         finally:
             with _lock:
