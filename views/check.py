@@ -44,9 +44,11 @@ def ask_round(round_name: str) -> None:
 
 
 def before_round() -> None:
-    st.markdown(
+    st.subheader("Before the course")
+    st.info(
         "Pick what you expect. Nothing tells you yet whether it is right: the answers come in "
-        "the second round."
+        "the second round.",
+        icon=":material/help:",
     )
     ask_round(check_questions.BEFORE)
     code = check_questions.first_round_code(check_questions.answers())
@@ -63,6 +65,7 @@ def before_round() -> None:
 
 
 def after_round() -> None:
+    st.subheader("After the course")
     st.markdown(
         f"The same {n_questions} questions, after the course. Each answer now shows whether it "
         "is right, why, the numbers behind it, and what you picked in the first round."
@@ -72,6 +75,7 @@ def after_round() -> None:
 
 
 def record() -> None:
+    st.subheader("Your record")
     revealed, right_before, right_after = check_questions.compared(
         questions, check_questions.answers()
     )

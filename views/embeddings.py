@@ -293,8 +293,8 @@ def nearest_in_context() -> None:
     """Section 3: the tokens of the other sentences nearest to each occurrence, at one state."""
     st.subheader(f"3 · Which tokens of the other sentences is '{shown_word}' closest to?")
     st.latex(
-        r"\text{neighbours}(h_i) = \operatorname{top}_5\; \cos(h_i, h_j),\ "
-        r"j \text{ a token of another sentence, at the same state}"
+        r"\begin{gathered}\text{neighbours}(h_i) = \operatorname{top}_5\, \cos(h_i, h_j)"
+        r"\\ j \in \text{other sentences, same state}\end{gathered}"
     )
     ids, cosines = embeddings.contextual_neighbours(shown, chosen, layer)
     matched, counted = embeddings.first_neighbour_shares_sense(shown, chosen, ids, senses)
