@@ -117,6 +117,13 @@ SKIPPED = {
     # the sidebar's sentence box repeated in the page for phones (ui/sidebar.py), hidden on a wide
     # screen; the sidebar's own box is the one bound to the link
     ("stTextArea", "Your sentence (the sidebar's, here while the sidebar is folded)"),
+    # the check's answers stay in the visitor's session (ui/check_questions.py): a link a teacher
+    # hands out opens the questions, never someone's answers
+    ("stRadio", "Your answer"),
+    (
+        "stTextInput",
+        "Your first-round code, if this tab was reloaded since (one letter per question)",
+    ),
 }
 SIDEBAR_CONTROLS = (  # (URL key, label)
     ("pair", "Second sentence (optional)"),
