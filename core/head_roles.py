@@ -89,7 +89,7 @@ def role_weights(
 def possible_roles(causal: bool) -> tuple[str, ...]:
     """The roles the page sets out: under the causal mask no key lies after the query, so every
     head's next-token score is 0 and the query itself takes that role's place (roles_for);
-    without the mask the next token keeps it (one grid each, five in all)."""
+    without the mask the next token keeps it (one grid each, four in all)."""
     left_out = "next" if causal else "self"
     return tuple(role for role in ROLES if role != left_out)
 

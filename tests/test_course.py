@@ -658,7 +658,7 @@ def test_changed_pages_state_the_corrected_claims():
     assert drawn_figures(heads) == {"mh_two_mixtures"}  # the first tab
     assert "Why several heads: one softmax makes one mixture" in [h.value for h in heads.subheader]
     charts = {c.key for c in open_tab(heads, "mh_section", "1 · All heads").get("plotly_chart")}
-    assert {f"mh_role_{role}" for role in head_roles.ROLES} <= charts
+    assert {f"mh_role_{role}" for role in head_roles.possible_roles(causal=False)} <= charts
     texts = _texts(open_tab(heads, "mh_section", "3 · Looking vs moving"))
     assert "Kobayashi et al. (2020) found" in texts
     assert "[SEP] or a full stop" not in texts and "[SEP], [CLS] or punctuation" not in texts

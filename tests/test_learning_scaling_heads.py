@@ -445,7 +445,7 @@ HEADS_FIGURES = {
     "Why several heads": {"mh_two_mixtures"},
     "1 · All heads": {
         "mh_grid",
-        *(f"mh_role_{role}" for role in head_roles.ROLES),
+        *(f"mh_role_{role}" for role in head_roles.possible_roles(causal=False)),  # MiniLM: no mask
     },
     "2 · Back to one vector": {"mh_head_output", "mh_concat", "mh_w_o"},
     "3 · Looking vs moving": {"mh_raw", "mh_share", "mh_disagreement", "mh_gap"},
