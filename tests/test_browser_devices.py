@@ -157,8 +157,9 @@ def assert_phone_dark(page, where: str) -> None:
     phone (no sideways scroll, no formula scrolling in its own box, no table cut off, no tick
     label or title outside its figure), and plotly's toolbar hidden until a figure is touched.
 
-    Called by the copied-link test (tests/test_browser_links.py), which reopens every page's
-    link on a phone in dark mode, with every control of the page changed.
+    Called on every page, opened with the sidebar's switches changed (the pair, the causal mask:
+    test_every_page_and_tab_fits_a_phone below), and by the copied-link test
+    (tests/test_browser_links.py), which reopens a link on a phone with every control changed.
     """
     page.wait_for_selector(f"{FIGURE_SELECTOR}, [data-testid='stAlert'], [data-testid='stButton']")
     assert page.evaluate(FORMULAS_SETTLED_JS), (
@@ -201,20 +202,24 @@ EVERY_CHART_DRAWN_JS = """
 () => [...document.querySelectorAll('[data-testid="stPlotlyChart"]')]
   .every(chart => chart.querySelector('.main-svg'))
 """
-# Pages drawn one tab at a time (widgets.section_tabs), with their tab labels.
-TABBED_PAGES = [p for p in PAGES if section_labels(p.path)]
+# The sidebar's switches off their defaults: a pair and the causal mask give the pages their
+# widest figures and longest captions.
+SIDEBAR_CHANGED = "pair=The+water+rose.&scale=false&causal=true&image_format=SVG"
 
 
-@pytest.mark.parametrize("app_page", TABBED_PAGES, ids=[Path(p.path).stem for p in TABBED_PAGES])
-def test_every_tab_fits_a_phone_and_stays_in_the_link(browser, server, app_page):
-    """The phone checks above, on each tab of a page that draws one tab at a time (the
-    parametrized test sees only the first). A click draws that tab alone and the URL names it."""
+@pytest.mark.parametrize("app_page", PAGES, ids=[Path(p.path).stem for p in PAGES])
+def test_every_page_and_tab_fits_a_phone(browser, server, app_page):
+    """The phone checks above on every page as it opens, then on each further tab of a page that
+    draws one tab at a time: a click draws that tab alone and the URL names it."""
     labels, key = section_labels(app_page.path), section_key(app_page.path)
     page, context = open_page(
-        browser, server, app_page, viewport=PHONE, color_scheme="dark", is_mobile=True,
-        has_touch=True,
+        browser, server, app_page, SIDEBAR_CHANGED, viewport=PHONE, color_scheme="dark",
+        is_mobile=True, has_touch=True,
     )  # fmt: skip
     try:
+        assert_phone_dark(page, f"{app_page.title} on a phone")
+        if not labels:
+            return
         # Every tab's name in sight: the bar wraps instead of hiding later tabs off to the right
         # (a link to the last tab would open with its tab out of view). Counted first: with no
         # tab bar on the page at all, "none out of sight" would pass for nothing.

@@ -1,14 +1,15 @@
-"""A copied link reopens exactly the view: every control of every page lives in the URL.
+"""A copied link reopens exactly the view, in chromium: the address bar carries every control.
 
-Per page (discovered from app.py, so a page registered there is covered without touching this
-file): open it, change every control a visitor can change (sliders, select boxes,
-multiselects, radios, toggles, number inputs and the page's own text boxes), checking after each
-change that the address bar changed with it; then open the copied address in a fresh browser
-context (its own session), a phone in dark mode, and compare the figures' data, titles, tick
-labels and export format, the texts, switches and sliders, and the address itself with the first
-context's; the phone's page must fit the phone (tests/test_browser_devices.py,
-assert_phone_dark). Typing the sidebar's sentence and pair on every page is the navigation
-tour's part (tests/test_browser_suite.py).
+Every page and tab is covered headless (tests/test_url_links.py: every control changed, the link
+reopened, the same figures sent). Here, in a real browser, on the Overview and the three pages
+that between them hold every kind of control (LINK_PAGES): open one, change every control a
+visitor can change (sliders, select sliders, select boxes, multiselects, radios, toggles, number
+inputs and the page's own text boxes), checking after each change that the address bar changed
+with it; then open the copied address in a fresh browser context (its own session), a phone in
+dark mode, and compare the figures' data, titles, tick labels and export format, the texts,
+switches and sliders, and the address itself with the first context's; the phone's page must
+fit the phone (tests/test_browser_devices.py, assert_phone_dark). Typing the sidebar's sentence
+and pair on every page is the navigation tour's part (tests/test_browser_suite.py).
 
 Also here: the sidebar's sentence box after opening a link. Streamlit 1.67
 paints every text box empty for a frame before its value arrives; the test shows that a link's
@@ -24,7 +25,6 @@ from pathlib import Path
 import pytest
 from test_browser_devices import PHONE_DARK, assert_light_desktop, assert_phone_dark
 from test_browser_suite import (
-    SENTENCE_TAB,
     query_of,
     wait_boxes_filled,
     widget_state,
@@ -311,12 +311,15 @@ def first_difference(first: list[str], second: list[str]) -> str:
     return "none"
 
 
+# The Overview (the sidebar's controls, changed by hand there) and three pages that between them
+# hold every kind of control the app has; the URL's format per kind is what the browser adds to
+# the headless test, which covers every page (tests/test_url_links.py).
+LINK_PAGES = ("views/overview.py", "views/embeddings.py", "views/head_view.py", "views/qkv.py")
+
+
 def link_cases() -> list[tuple[AppPage, dict[str, str]]]:
-    """Every page as it opens, and a page with tabs once more on the tab that reads the sentence
-    (Positional encoding's first tab has controls of its own but does not read the sentence)."""
-    cases = [(app_page, {}) for app_page in PAGES]
-    cases += [(p, SENTENCE_TAB[p.path]) for p in PAGES if p.path in SENTENCE_TAB]
-    return cases
+    """The LINK_PAGES as they open."""
+    return [(app_page, {}) for app_page in PAGES if app_page.path in LINK_PAGES]
 
 
 LINK_CASES = link_cases()
