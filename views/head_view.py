@@ -264,10 +264,12 @@ if value_weighted:
         )
     )
 else:
-    st.latex(  # written from the sidebar's switches, as the lines were computed
-        r"\text{opacity}_{ij} = \sqrt{\alpha_{ij}},\quad \alpha_{ij} = "
+    st.latex(  # written from the sidebar's switches, as the lines were computed; stacked, so
+        # the masked form fits a phone
+        r"\begin{gathered}\text{opacity}_{ij} = \sqrt{\alpha_{ij}},\\ \alpha_{ij} = "
         rf"\operatorname{{softmax}}_j\!\left({formulas.pair_score(inputs.scale)}\right)"
-        + (r"\quad (j \le i;\ 0 \text{ for } j > i)" if inputs.causal else "")
+        + (r"\\ (j \le i;\ 0 \text{ for } j > i)" if inputs.causal else "")
+        + r"\end{gathered}"
     )
 
 labels = widgets.numbered(tokens)
