@@ -9,11 +9,16 @@ one on screen, and is exempt.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
+import numpy as np
 import pytest
-from family_pages import TabRender, family_folder, renders
+from family_pages import TabRender, family_folder, renders, run_on, visible_texts
+from safetensors.numpy import load_file
+from tokenizers import Tokenizer
 
 FAMILIES = ("bert", "roberta", "distilbert", "gpt2", "llama")
 
@@ -214,3 +219,99 @@ def test_every_page_and_tab_states_only_this_models_facts(family):
     problems += [problem for r in rendered for problem in violations(r, FACTS[family], label)]
     problems = list(dict.fromkeys(problems))
     assert not problems, f"{len(problems)} false statements:\n" + "\n".join(problems)
+
+
+# ---- conclusion words follow the numbers beside them (one page of one tiny family each) --------
+# Each test reads a sentence off the rendered page and checks its number and its word against a
+# computation written here from the checkpoint's own files (tokenizer.json, model.safetensors,
+# config.json), in float64 numpy: the bands below are the wording the pages promise.
+_WORD_TABLES = ("word_embeddings.weight", "wte.weight", "embed_tokens.weight")
+_BPE_SPACES = "Ġ▁"  # byte-level BPE's and SentencePiece's mark of a word after a space
+
+
+@pytest.fixture()
+def local_folder_server(monkeypatch):
+    """A local user's server: the app may load a checkpoint from a folder."""
+    from ui import models
+
+    monkeypatch.setenv("ATTENTION_EXPLORER_LOCAL_FOLDERS", "1")
+    models.policy.clear()
+    yield
+    models.policy.clear()
+
+
+def _page_texts(family: str, page: str, state: dict[str, object] | None = None) -> list[str]:
+    at = run_on(family_folder(family), page, state)
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]  # the tiny model was loaded
+    return visible_texts(at)
+
+
+def _one_match(texts: list[str], pattern: str) -> re.Match[str]:
+    found = [m for text in texts for m in [re.search(pattern, text)] if m]
+    assert len(found) == 1, f"{len(found)} texts match {pattern!r}"
+    return found[0]
+
+
+def _tensors(folder: Path) -> dict[str, np.ndarray]:
+    return {
+        k: v.astype(np.float64) for k, v in load_file(str(folder / "model.safetensors")).items()
+    }
+
+
+def _tensor(tensors: dict[str, np.ndarray], *suffixes: str) -> np.ndarray:
+    (name,) = [name for name in tensors if name.endswith(suffixes)]
+    return tensors[name]
+
+
+def _ids(folder: Path, text: str, specials: bool) -> tuple[list[str], list[int]]:
+    encoding = Tokenizer.from_file(str(folder / "tokenizer.json")).encode(
+        text, add_special_tokens=specials
+    )
+    return list(encoding.tokens), list(encoding.ids)
+
+
+def _cosine(a: np.ndarray, b: np.ndarray) -> float:
+    return float(a @ b / np.linalg.norm(a) / np.linalg.norm(b))
+
+
+@pytest.mark.parametrize("family", ["roberta", "gpt2"])
+def test_the_same_word_in_two_sentences_is_worded_by_its_input_cosine(family, local_folder_server):
+    texts = _page_texts(family, "views/heatmaps.py")
+    caption = _one_match(
+        texts,
+        r"layer-0 inputs \(positions (\d+) and (\d+)\): cosine (-?[\d.]+), they ([^.]+)\.",
+    )
+    where_a, where_b, shown, words = (*map(int, caption.groups()[:2]), *caption.groups()[2:])
+    # layer 0's input rebuilt from the checkpoint: word row + position row (+ segment row, norm)
+    folder = family_folder(family)
+    tensors, config = _tensors(folder), json.loads((folder / "config.json").read_text())
+    offset = config["pad_token_id"] + 1 if family == "roberta" else 0  # Liu et al. (2019)
+    rows = []
+    for text, where in (
+        ("She sat on the bank of the river.", where_a),
+        ("He deposited the cheque at the bank.", where_b),
+    ):
+        _, ids = _ids(folder, text, specials=True)
+        row = _tensor(tensors, *_WORD_TABLES)[ids[where]]
+        row = row + _tensor(tensors, "position_embeddings.weight", "wpe.weight")[where + offset]
+        if family == "roberta":  # one token-type row, then LayerNorm
+            row = row + _tensor(tensors, "token_type_embeddings.weight")[0]
+            row = (row - row.mean()) / np.sqrt(row.var() + config["layer_norm_eps"])
+            row = row * _tensor(tensors, "embeddings.LayerNorm.weight")
+            row = row + _tensor(tensors, "embeddings.LayerNorm.bias")
+        rows.append(row)
+    cosine = _cosine(*rows)
+    assert abs(float(shown) - cosine) < 1e-3
+    expected = (
+        "are the same to three decimals"
+        if round(cosine, 3) >= 1
+        else "differ a little"
+        if cosine >= 0.95
+        else "differ clearly"
+        if cosine >= 0.8
+        else "differ a lot"
+        if cosine >= 0.5
+        else "point in very different directions"
+    )
+    assert words == expected, f"cosine {cosine:.4f}"
