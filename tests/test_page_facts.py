@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -315,3 +316,41 @@ def test_the_same_word_in_two_sentences_is_worded_by_its_input_cosine(family, lo
         else "point in very different directions"
     )
     assert words == expected, f"cosine {cosine:.4f}"
+
+
+def test_as_in_training_is_said_only_of_a_model_trained_on_mean_pooled_sentences(
+    local_folder_server, tmp_path
+):
+    """A BERT checkpoint names no sentence pooling; the same weights with sentence-transformers'
+    files saying mean pooling (as all-MiniLM-L6-v2 ships them) were trained for this cosine."""
+    not_trained = " ".join(_page_texts("bert", "views/information_flow.py"))
+    assert "as in training" not in not_trained
+    assert "was not trained to make one vector of a sentence" in not_trained
+
+    sentence_encoder = tmp_path / "sentence-encoder"
+    shutil.copytree(family_folder("bert"), sentence_encoder)
+    modules = [
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {
+            "idx": 1,
+            "name": "1",
+            "path": "1_Pooling",
+            "type": "sentence_transformers.models.Pooling",
+        },
+    ]
+    (sentence_encoder / "modules.json").write_text(json.dumps(modules))
+    (sentence_encoder / "1_Pooling").mkdir()
+    (sentence_encoder / "1_Pooling" / "config.json").write_text(
+        json.dumps({"pooling_mode_mean_tokens": True, "pooling_mode_cls_token": False})
+    )
+    at = run_on(sentence_encoder, "views/information_flow.py")
+    trained = " ".join(visible_texts(at))
+    assert "as in training" in trained
+    assert "was not trained" not in trained
+
+
+def test_a_decoders_flow_tab_names_what_it_explains_in_one_clause(local_folder_server):
+    texts = _page_texts("gpt2", "views/information_flow.py", {"ex_section": "3 · Flow"})
+    paragraph = _one_match(texts, r"Abnar & Zuidema \(2020\) found.*").string
+    assert "classifier's output" in paragraph and "likeliest next piece" in paragraph
+    assert not re.search(r"\)\s*,?\s*\(", paragraph), "two parentheses in a row"
