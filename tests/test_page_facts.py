@@ -276,6 +276,11 @@ def _cosine(a: np.ndarray, b: np.ndarray) -> float:
     return float(a @ b / np.linalg.norm(a) / np.linalg.norm(b))
 
 
+def _softmax_rows(scores: np.ndarray) -> np.ndarray:
+    shifted = np.exp(scores - scores.max(axis=1, keepdims=True))
+    return shifted / shifted.sum(axis=1, keepdims=True)
+
+
 @pytest.mark.parametrize("family", ["roberta", "gpt2"])
 def test_the_same_word_in_two_sentences_is_worded_by_its_input_cosine(family, local_folder_server):
     texts = _page_texts(family, "views/heatmaps.py")
@@ -354,3 +359,36 @@ def test_a_decoders_flow_tab_names_what_it_explains_in_one_clause(local_folder_s
     paragraph = _one_match(texts, r"Abnar & Zuidema \(2020\) found.*").string
     assert "classifier's output" in paragraph and "likeliest next piece" in paragraph
     assert not re.search(r"\)\s*,?\s*\(", paragraph), "two parentheses in a row"
+
+
+def test_the_payoff_verb_follows_how_far_page_ones_cosine_fell(local_folder_server):
+    texts = _page_texts("roberta", "views/qkv.py", {"qkv_section": "7 · Payoff"})
+    assert not any(re.search(r"cosine [\d.]+ on the static rows", text) for text in texts)
+    said = _one_match(
+        texts,
+        r"“river bank flows” ([a-z ]+): mixing the static rows took their cosine from "
+        r"([\d.]+) to ([\d.]+)\.",
+    )
+    verb, before, after = said.group(1), float(said.group(2)), float(said.group(3))
+    # page 1's Y = softmax(X Xᵀ) X on the table rows of each sentence, in float64
+    folder = family_folder("roberta")
+    table = _tensor(_tensors(folder), *_WORD_TABLES)
+    banks = []
+    for text in ("money bank grows", "river bank flows"):
+        pieces, ids = _ids(folder, text, specials=False)
+        x = table[ids]  # (n, d_model)
+        y = _softmax_rows(x @ x.T) @ x
+        banks.append(y[[piece.lstrip(_BPE_SPACES) for piece in pieces].index("bank")])
+    cosine = _cosine(*banks)
+    assert before == 1.0 and abs(after - cosine) < 1e-3
+    fall = 1.0 - round(cosine, 3)
+    expected = (
+        "stayed where they were"
+        if fall <= 0
+        else "barely moved apart"
+        if fall < 0.02
+        else "moved a little apart"
+        if fall < 0.1
+        else "moved far apart"
+    )
+    assert verb == expected, f"cosine fell by {fall:.3f}"

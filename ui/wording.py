@@ -29,3 +29,24 @@ def how_far_apart(cosine: float) -> str:
         if shown >= floor:
             return words
     return "point in very different directions"
+
+
+# A fall of the cosine below these counts as barely moving two vectors apart / a little.
+BARELY = 0.02
+A_LITTLE = 0.1
+
+
+def moved_apart(before: float, after: float) -> str:
+    """What a change of cosine from `before` to `after` did to two vectors, said of them:
+    "stayed where they were" (no change at three decimals), "barely moved apart" (a fall under
+    0.02), "moved a little apart" (under 0.1), "moved far apart"; a rise says "closer together"
+    in the same bands."""
+    change = round(float(after), 3) - round(float(before), 3)  # as the page prints both
+    if change == 0:
+        return "stayed where they were"
+    way = "apart" if change < 0 else "closer together"
+    if abs(change) < BARELY:
+        return f"barely moved {way}"
+    if abs(change) < A_LITTLE:
+        return f"moved a little {way}"
+    return f"moved far {way}"
