@@ -392,3 +392,28 @@ def test_the_payoff_verb_follows_how_far_page_ones_cosine_fell(local_folder_serv
         else "moved far apart"
     )
     assert verb == expected, f"cosine fell by {fall:.3f}"
+
+
+def test_the_deletion_verdict_counts_the_random_orders_it_beats(local_folder_server):
+    texts = _page_texts("roberta", "views/explanations.py")
+    assert not any("below only" in text for text in texts)
+    (lesson,) = [text for text in texts if "- the fastest fall" in text]
+    said = re.search(
+        r"moves [a-z ]+ (−?[\d.]+) on average over k = [^;]+; (\d+) of the (\d+) random orders "
+        r"move it less far down and (\d+) as far or further \((−?[\d.]+) on average, sd [\d.]+, "
+        r"from (−?[\d.]+) to (−?[\d.]+); the other methods: ([^)]*)\)",
+        lesson,
+    )
+    assert said, lesson
+    number = lambda text: float(text.replace("−", "-"))  # noqa: E731
+    lowest, beaten, n_orders, rest = number(said[1]), int(said[2]), int(said[3]), int(said[4])
+    chance_low, chance_high = number(said[6]), number(said[7])
+    assert beaten + rest == n_orders
+    assert any(f"mean of the {n_orders} random orders" in text for text in texts)  # the legend
+    others = [number(part.rsplit(" ", 1)[1]) for part in said[8].split(", ")]
+    assert all(lowest <= other for other in others), "the fastest fall is not the lowest"
+    # a method below every random order beats them all; one above every order beats none
+    if lowest < chance_low - 5e-4:
+        assert beaten == n_orders
+    if lowest > chance_high + 5e-4:
+        assert beaten == 0
