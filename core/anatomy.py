@@ -119,6 +119,15 @@ class Anatomy:
         return self.arch.positions == "learned"
 
     @property
+    def position_table_rows(self) -> int:
+        """Rows of the learned position table (0 for rotary): the positions a run can use plus
+        the rows before the offset, which no position reads (RoBERTa's first row for a real
+        piece comes after its padding index)."""
+        if not self.position_table:
+            return 0
+        return self.dims.max_positions + self.arch.position_offset
+
+    @property
     def segment_rows(self) -> int:
         """Rows of the segment table: 2 (first or second sentence), 1 (added to every piece,
         telling nothing apart), 0 (none)."""

@@ -417,3 +417,15 @@ def test_the_deletion_verdict_counts_the_random_orders_it_beats(local_folder_ser
         assert beaten == n_orders
     if lowest > chance_high + 5e-4:
         assert beaten == 0
+
+
+def test_roberta_position_table_counts_its_rows_and_the_usable_ones(local_folder_server):
+    texts = _page_texts("roberta", "views/positional.py", {"pos_section": "3 · Learned"})
+    folder = family_folder("roberta")
+    rows = len(_tensor(_tensors(folder), "position_embeddings.weight"))
+    # position ids start after the padding index (Liu et al., 2019; transformers' RoBERTa)
+    usable = rows - (json.loads((folder / "config.json").read_text())["pad_token_id"] + 1)
+    said = " ".join(texts)
+    assert f"a table of {rows} position vectors, of which a run reads the last {usable}" in said
+    assert f"table of {usable} position vectors" not in said
+    assert f"all {usable} of its rows" not in said
