@@ -281,6 +281,12 @@ def _softmax_rows(scores: np.ndarray) -> np.ndarray:
     return shifted / shifted.sum(axis=1, keepdims=True)
 
 
+def _count_words(count: int, total: int) -> str:
+    if count == total:
+        return "the only" if total == 1 else f"all {total}"
+    return f"none of the {total}" if count == 0 else f"{count} of {total}"
+
+
 @pytest.mark.parametrize("family", ["roberta", "gpt2"])
 def test_the_same_word_in_two_sentences_is_worded_by_its_input_cosine(family, local_folder_server):
     texts = _page_texts(family, "views/heatmaps.py")
@@ -361,6 +367,19 @@ def test_a_decoders_flow_tab_names_what_it_explains_in_one_clause(local_folder_s
     assert not re.search(r"\)\s*,?\s*\(", paragraph), "two parentheses in a row"
 
 
+def _page_one_bank_cosine(folder: Path) -> float:
+    """Page 1's Y = softmax(X Xᵀ) X on the table rows of each sentence, in float64: the cosine
+    of the two banks' rows of Y."""
+    table = _tensor(_tensors(folder), *_WORD_TABLES)
+    banks = []
+    for text in ("money bank grows", "river bank flows"):
+        pieces, ids = _ids(folder, text, specials=False)
+        x = table[ids]  # (n, d_model)
+        y = _softmax_rows(x @ x.T) @ x
+        banks.append(y[[piece.lstrip(_BPE_SPACES) for piece in pieces].index("bank")])
+    return _cosine(*banks)
+
+
 def test_the_payoff_verb_follows_how_far_page_ones_cosine_fell(local_folder_server):
     texts = _page_texts("roberta", "views/qkv.py", {"qkv_section": "7 · Payoff"})
     assert not any(re.search(r"cosine [\d.]+ on the static rows", text) for text in texts)
@@ -370,16 +389,7 @@ def test_the_payoff_verb_follows_how_far_page_ones_cosine_fell(local_folder_serv
         r"([\d.]+) to ([\d.]+)\.",
     )
     verb, before, after = said.group(1), float(said.group(2)), float(said.group(3))
-    # page 1's Y = softmax(X Xᵀ) X on the table rows of each sentence, in float64
-    folder = family_folder("roberta")
-    table = _tensor(_tensors(folder), *_WORD_TABLES)
-    banks = []
-    for text in ("money bank grows", "river bank flows"):
-        pieces, ids = _ids(folder, text, specials=False)
-        x = table[ids]  # (n, d_model)
-        y = _softmax_rows(x @ x.T) @ x
-        banks.append(y[[piece.lstrip(_BPE_SPACES) for piece in pieces].index("bank")])
-    cosine = _cosine(*banks)
+    cosine = _page_one_bank_cosine(family_folder("roberta"))
     assert before == 1.0 and abs(after - cosine) < 1e-3
     fall = 1.0 - round(cosine, 3)
     expected = (
@@ -429,3 +439,54 @@ def test_roberta_position_table_counts_its_rows_and_the_usable_ones(local_folder
     assert f"a table of {rows} position vectors, of which a run reads the last {usable}" in said
     assert f"table of {usable} position vectors" not in said
     assert f"all {usable} of its rows" not in said
+
+
+@pytest.mark.parametrize("family", ["gpt2", "llama"])
+def test_page_ones_diagonal_and_self_weights_are_said_with_their_counts(
+    family, local_folder_server
+):
+    texts = _page_texts(family, "views/context.py")
+    said = " ".join(texts)
+    folder = family_folder(family)
+    table = _tensor(_tensors(folder), *_WORD_TABLES)
+    counts, leads_all, self_weights = [], [], []
+    for text in ("money bank grows", "river bank flows"):
+        _, ids = _ids(folder, text, specials=False)
+        x = table[ids]  # (n, d_model)
+        scores = x @ x.T  # (n, n)
+        others = np.where(np.eye(len(ids), dtype=bool), -np.inf, scores)
+        leads = np.diag(scores) - others.max(axis=1)  # (n,) own score minus the best other
+        counts.append(_count_words(int(np.sum(leads > 0)), len(ids)))
+        leads_all += list(leads)
+        self_weights += list(np.diag(_softmax_rows(scores)))
+    assert f"largest in its row in {counts[0]} rows of A and {counts[1]} rows of B" in said
+    (paragraph,) = [text for text in texts if text.startswith("Softmax turns differences")]
+    n_led = int(np.sum(np.array(leads_all) > 0))
+    if n_led == len(leads_all):
+        assert "each word's self-score leads the next best by" in paragraph
+    else:
+        assert f"leads the next best in {_count_words(n_led, len(leads_all))} rows" in paragraph
+        assert "each word's self-score leads" not in paragraph
+    neighbours = (
+        "and the neighbours keep a real share"
+        if max(self_weights) <= 0.5
+        else "and the neighbours get little"
+        if min(self_weights) >= 0.9
+        else "the rest to its neighbours"
+    )
+    assert f"of its weight for itself, {neighbours}." in paragraph
+    # the payoff: how much the two banks' mixes differ follows their cosine in Y
+    cosine = _page_one_bank_cosine(folder)
+    mixes = (
+        "differ a little"
+        if cosine >= 0.95
+        else "differ clearly"
+        if cosine >= 0.8
+        else "differ a lot"
+        if cosine >= 0.5
+        else "point in very different directions"
+    )
+    if round(cosine, 3) < 1:
+        assert f"and the mixes {mixes} because the neighbours differ" in said
+    else:
+        assert "yet the mixes agree to three decimals" in said

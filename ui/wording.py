@@ -50,3 +50,24 @@ def moved_apart(before: float, after: float) -> str:
     if abs(change) < A_LITTLE:
         return f"moved a little {way}"
     return f"moved far {way}"
+
+
+def neighbours_share(self_weights: Sequence[float]) -> str:
+    """What the weights a row keeps on itself leave its neighbours, as a closing clause: "a real
+    share" when every row keeps at most half, "little" when every row keeps 0.9 or more, else
+    "the rest"."""
+    kept = [float(weight) for weight in self_weights]
+    if max(kept) <= 0.5:  # even the most self-bound word hands out half
+        return ", and the neighbours keep a real share"
+    if min(kept) >= 0.9:
+        return ", and the neighbours get little"
+    return ", the rest to its neighbours"
+
+
+def count_of(count: int, total: int) -> str:
+    """ "all 5", "none of the 5", "3 of 5" or "the only": a count said as the count it is."""
+    if count == total:
+        return "the only" if total == 1 else f"all {total}"
+    if count == 0:
+        return f"none of the {total}"
+    return f"{count} of {total}"
