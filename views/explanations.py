@@ -336,8 +336,9 @@ if curves is not None:
             f"{quantity} {moved}{tied}; {verdict.orders_beaten} of the {n_orders} random orders "
             f"move it less far down and {n_orders - verdict.orders_beaten} as far or further "
             f"({chance_numbers}; the other methods: {others or 'none'});",
-            "- so here the deletion test cannot tell the methods from chance: removing pieces "
-            f"at random does as much. Try a paraphrase pair{longer}, or √d_k scaling off in the "
+            "- so here the deletion test cannot tell the methods from chance: "
+            f"{n_orders - verdict.orders_beaten} of the {n_orders} random orders lower {quantity} "
+            f"as far or further. Try a paraphrase pair{longer}, or √d_k scaling off in the "
             "sidebar.",
         ]
 else:
