@@ -327,8 +327,10 @@ def test_the_same_word_in_two_sentences_is_worded_by_its_input_cosine(family, lo
         else "differ clearly"
         if cosine >= 0.8
         else "differ a lot"
-        if cosine >= 0.5
-        else "point in very different directions"
+        if cosine >= 0.3
+        else "are close to perpendicular"
+        if cosine >= -0.3
+        else "point largely opposite ways"
     )
     assert words == expected, f"cosine {cosine:.4f}"
 
@@ -500,8 +502,10 @@ def test_page_ones_diagonal_and_self_weights_are_said_with_their_counts(
         else "differ clearly"
         if cosine >= 0.8
         else "differ a lot"
-        if cosine >= 0.5
-        else "point in very different directions"
+        if cosine >= 0.3
+        else "are close to perpendicular"
+        if cosine >= -0.3
+        else "point largely opposite ways"
     )
     if round(cosine, 3) < 1:
         assert f"and the mixes {mixes} because the neighbours differ" in said

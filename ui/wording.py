@@ -10,25 +10,26 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 # Bands of the cosine of two vectors of one word piece (1: the same direction). A cosine of 0.95
-# is an angle of 18 degrees, 0.8 of 37 degrees, 0.5 of 60 degrees.
+# is an angle of 18 degrees, 0.8 of 37 degrees, 0.3 of 73 degrees, -0.3 of 107 degrees.
 _APART_BANDS: tuple[tuple[float, str], ...] = (
     (0.95, "differ a little"),
     (0.8, "differ clearly"),
-    (0.5, "differ a lot"),
+    (0.3, "differ a lot"),
+    (-0.3, "are close to perpendicular"),
 )
 
 
 def how_far_apart(cosine: float) -> str:
     """What two vectors with this cosine do, as a verb phrase: "are the same to three decimals",
-    "differ a little" (≥ 0.95), "differ clearly" (≥ 0.8), "differ a lot" (≥ 0.5), "point in very
-    different directions" (below)."""
+    "differ a little" (≥ 0.95), "differ clearly" (≥ 0.8), "differ a lot" (≥ 0.3), "are close to
+    perpendicular" (≥ −0.3), "point largely opposite ways" (below)."""
     shown = round(float(cosine), 3)  # pages print a cosine with three decimals
     if shown >= 1.0:
         return "are the same to three decimals"
     for floor, words in _APART_BANDS:
         if shown >= floor:
             return words
-    return "point in very different directions"
+    return "point largely opposite ways"
 
 
 # A fall of the cosine below these counts as barely moving two vectors apart / a little.
