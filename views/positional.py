@@ -216,11 +216,15 @@ def learned_section() -> None:
     n_positions, d_model, sinusoid, learned = sized_encodings()  # its sliders
     slow = positional.lag_one_correlations(learned) > positional.SLOW_DRIFT  # (d_model,)
     # the slider may ask for more positions than the table has: say how many rows are drawn
-    readable = "rows a run reads" if anatomy.arch.position_offset else "of its rows"
+    offset = anatomy.arch.position_offset  # rows before it are never read (RoBERTa)
     shown_rows = (
-        f"all {len(learned)} {readable}"
+        (f"all {len(learned)} rows a run reads" if offset else f"all {len(learned)} of its rows")
         if len(learned) >= model.dims.max_positions
-        else f"the first {len(learned)} {readable.removeprefix('of its ')}"
+        else (
+            f"the first {len(learned)} rows a run reads"
+            if offset
+            else f"its first {len(learned)} rows"
+        )
     )
     st.markdown(
         f"{model_label} does not use the formula: it learned "
