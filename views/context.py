@@ -230,7 +230,7 @@ st.subheader("Why this works here: the vectors are short")
 length = context_runs.length_effect(model, text_a or "", text_b or "", word)
 if length is None:
     st.caption(
-        f"“{shown_word}” lies beyond the {context.pieces_a_run_keeps(model)} word pieces a run "
+        f"“{shown_word}” lies beyond the {context_runs.pieces_a_run_keeps(model)} word pieces a run "
         "keeps, so "
         "there is no layer-0 row of it to compare."
     )
