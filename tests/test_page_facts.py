@@ -511,3 +511,14 @@ def test_page_ones_diagonal_and_self_weights_are_said_with_their_counts(
         assert f"and the mixes {mixes} because the neighbours differ" in said
     else:
         assert "yet the mixes agree to three decimals" in said
+
+
+def test_the_feed_forwards_part_follows_the_shares_the_page_prints(local_folder_server):
+    """The shares themselves are checked against a recomputation elsewhere (the inside-a-layer
+    tests); here the words must follow the percentages printed beside them."""
+    said = " ".join(_page_texts("distilbert", "views/inside_layer.py"))
+    shares = re.search(r"attention writes (\d+)%–(\d+)% of the combined update", said)
+    assert shares, said[:2000]
+    ffn_low, ffn_high = 1 - int(shares[2]) / 100, 1 - int(shares[1]) / 100
+    part = "much of" if ffn_low >= 0.3 else "little of" if ffn_high < 0.1 else "part of"
+    assert f"the feed-forward layers do {part} the transforming" in said

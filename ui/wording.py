@@ -65,6 +65,22 @@ def neighbours_share(self_weights: Sequence[float]) -> str:
     return ", the rest to its neighbours"
 
 
+# Shares of a whole below which a part does "little of" it, from which it does "much of" it.
+LITTLE_SHARE = 0.1
+MUCH_SHARE = 0.3
+
+
+def how_much_of(low: float, high: float) -> str:
+    """How much of a whole a part does whose share runs from `low` to `high` (0 to 1): "much of"
+    when even its smallest share is 0.3 or more, "little of" when even its largest is under 0.1,
+    else "part of"."""
+    if low >= MUCH_SHARE:
+        return "much of"
+    if high < LITTLE_SHARE:
+        return "little of"
+    return "part of"
+
+
 def count_of(count: int, total: int) -> str:
     """ "all 5", "none of the 5", "3 of 5" or "the only": a count said as the count it is."""
     if count == total:
