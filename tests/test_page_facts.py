@@ -286,9 +286,11 @@ def _softmax_rows(scores: np.ndarray) -> np.ndarray:
 
 
 def _count_words(count: int, total: int) -> str:
+    if total == 1:
+        return "the one row" if count else "not the one row"
     if count == total:
-        return "the only" if total == 1 else f"all {total}"
-    return f"none of the {total}" if count == 0 else f"{count} of {total}"
+        return f"all {total} rows"
+    return f"none of the {total} rows" if count == 0 else f"{count} of {total} rows"
 
 
 @pytest.mark.parametrize("family", ["roberta", "gpt2"])
@@ -478,13 +480,13 @@ def test_page_ones_diagonal_and_self_weights_are_said_with_their_counts(
         counts.append(_count_words(int(np.sum(leads > 0)), len(ids)))
         leads_all += list(leads)
         self_weights += list(np.diag(_softmax_rows(scores)))
-    assert f"largest in its row in {counts[0]} rows of A and {counts[1]} rows of B" in said
+    assert f"largest in its row in {counts[0]} of A and {counts[1]} of B" in said
     (paragraph,) = [text for text in texts if text.startswith("Softmax turns differences")]
     n_led = int(np.sum(np.array(leads_all) > 0))
     if n_led == len(leads_all):
         assert "each word's self-score leads the next best by" in paragraph
     else:
-        assert f"leads the next best in {_count_words(n_led, len(leads_all))} rows" in paragraph
+        assert f"leads the next best in {_count_words(n_led, len(leads_all))}" in paragraph
         assert "each word's self-score leads" not in paragraph
     neighbours = (
         "and the neighbours keep a real share"
@@ -522,3 +524,16 @@ def test_the_feed_forwards_part_follows_the_shares_the_page_prints(local_folder_
     ffn_low, ffn_high = 1 - int(shares[2]) / 100, 1 - int(shares[1]) / 100
     part = "much of" if ffn_low >= 0.3 else "little of" if ffn_high < 0.1 else "part of"
     assert f"the feed-forward layers do {part} the transforming" in said
+
+
+def test_the_wording_rules_read_numbers_as_the_page_prints_them():
+    """Three decimals decide: 0.9996 prints as 1.000, a change that prints as none is none."""
+    from ui import wording
+
+    assert wording.how_far_apart(0.9996) == "are the same to three decimals"
+    assert wording.how_far_apart(0.9494) == "differ clearly"  # 0.949 is below the 0.95 band
+    assert wording.moved_apart(0.5001, 0.4996) == "stayed where they were"  # both print 0.500
+    assert wording.moved_apart(0.6, 0.75) == "moved far closer together"
+    assert (
+        wording.count_of(1, 1) == "the one row" and wording.count_of(0, 3) == "none of the 3 rows"
+    )

@@ -81,10 +81,13 @@ def how_much_of(low: float, high: float) -> str:
     return "part of"
 
 
-def count_of(count: int, total: int) -> str:
-    """ "all 5", "none of the 5", "3 of 5" or "the only": a count said as the count it is."""
+def count_of(count: int, total: int, noun: str = "row") -> str:
+    """A count of `total` things said as the count it is: "all 5 rows", "none of the 5 rows",
+    "3 of 5 rows"; of one thing, "the one row" or "not the one row"."""
+    if total == 1:
+        return f"the one {noun}" if count else f"not the one {noun}"
     if count == total:
-        return "the only" if total == 1 else f"all {total}"
+        return f"all {total} {noun}s"
     if count == 0:
-        return f"none of the {total}"
-    return f"{count} of {total}"
+        return f"none of the {total} {noun}s"
+    return f"{count} of {total} {noun}s"

@@ -93,7 +93,7 @@ def _leads_words(leads) -> str:
     if led == len(leads):
         return f"each word's self-score leads the next best by {_lead_range(leads)}"
     return (
-        f"the self-score leads the next best in {wording.count_of(led, len(leads))} rows "
+        f"the self-score leads the next best in {wording.count_of(led, len(leads))} "
         f"(S_ii minus the largest other S_ij runs {_lead_range(leads)})"
     )
 
@@ -149,7 +149,7 @@ diagonal_leads = {  # rows whose largest entry is their own, counted per sentenc
 st.markdown(
     "A dot product is large when two vectors point the same way. The diagonal holds each "
     "word's similarity with itself (its squared length); it is the largest in its row in "
-    f"{diagonal_leads['A']} rows of A and {diagonal_leads['B']} rows of B. S is "
+    f"{diagonal_leads['A']} of A and {diagonal_leads['B']} of B. S is "
     "symmetric, S_ij = S_ji, since x_i·x_j = x_j·x_i."
 )
 predict.ask_choice(
