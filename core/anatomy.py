@@ -9,7 +9,9 @@ the same family can ship tokenizers that differ (a Llama tokenizer may or may no
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 
@@ -39,6 +41,9 @@ class Anatomy:
     pair: tuple[str, ...]  # of a pair: ("<s>", "A", "</s>", "</s>", "B", "</s>"), ...
     ffn_parameters: int  # trained numbers of one layer's feed-forward, gate included
     attention_parameters: int  # of one layer's attention: Q, K, V (grouped) and W_O
+    # how the model was trained to make one vector of a sentence ("mean", "cls", "max"), as its
+    # sentence-transformers files say; None for a model trained on something else
+    sentence_pooling: str | None = None
 
     # ---- the layer ---------------------------------------------------------------------------
     @property
@@ -114,6 +119,15 @@ class Anatomy:
         return self.arch.positions == "learned"
 
     @property
+    def position_table_rows(self) -> int:
+        """Rows of the learned position table (0 for rotary): the positions a run can use plus
+        the rows before the offset, which no position reads (RoBERTa's first row for a real
+        piece comes after its padding index)."""
+        if not self.position_table:
+            return 0
+        return self.dims.max_positions + self.arch.position_offset
+
+    @property
     def segment_rows(self) -> int:
         """Rows of the segment table: 2 (first or second sentence), 1 (added to every piece,
         telling nothing apart), 0 (none)."""
@@ -156,6 +170,36 @@ class Anatomy:
     def adds_specials(self) -> bool:
         return bool(self.special_pieces)
 
+    # ---- what it was trained for -------------------------------------------------------------
+    @property
+    def trained_mean_pooled(self) -> bool:
+        """True for a sentence encoder trained on the mean of its top layer's vectors (MiniLM):
+        the cosine of two such means is an answer it learned to give."""
+        return self.sentence_pooling == "mean"
+
+
+# sentence-transformers' Pooling config: which flag names which way of pooling
+_POOLING_MODES = {
+    "pooling_mode_mean_tokens": "mean",
+    "pooling_mode_cls_token": "cls",
+    "pooling_mode_max_tokens": "max",
+    "pooling_mode_mean_sqrt_len_tokens": "mean_sqrt_len",
+}
+
+
+def sentence_pooling(model_dir: Path) -> str | None:
+    """The pooling a sentence-transformers model was trained with, from modules.json and its
+    Pooling module's config.json; None when the folder describes no such module (a model
+    trained on masked or next pieces) or the files cannot be read."""
+    try:
+        modules = json.loads((model_dir / "modules.json").read_text())
+        pooling = next(m for m in modules if str(m.get("type", "")).endswith(".Pooling"))
+        config = json.loads((model_dir / str(pooling["path"]) / "config.json").read_text())
+    except (OSError, ValueError, TypeError, KeyError, AttributeError, StopIteration):
+        return None
+    modes = [mode for flag, mode in _POOLING_MODES.items() if config.get(flag) is True]
+    return modes[0] if len(modes) == 1 else None
+
 
 def _framing(tokens: tuple[str, ...], special: tuple[bool, ...], segments: tuple[int, ...]):
     """Pieces -> their framing: each special as it is, each run of text pieces as A or B."""
@@ -187,4 +231,5 @@ def describe(model: Transformer) -> Anatomy:
         pair=_framing(two.tokens, two.special, two.segments),
         ffn_parameters=sum(parameter_count(p.weight, p.bias) for p in ffn),
         attention_parameters=sum(parameter_count(p.weight, p.bias) for p in projections),
+        sentence_pooling=sentence_pooling(Path(model.model_dir)),
     )

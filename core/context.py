@@ -208,6 +208,18 @@ def self_leads(similarity: np.ndarray) -> np.ndarray:
     return np.diag(similarity).astype(np.float64) - others.max(axis=1)
 
 
+def rows_led_by_self(leads: np.ndarray) -> int:
+    """(n,) self-score leads (self_leads) -> how many rows have their largest score on the
+    diagonal, strictly above every other entry of the row."""
+    return int(np.sum(np.asarray(leads) > 0))
+
+
+def pieces_a_run_keeps(model: Transformer) -> int:
+    """Word pieces of one text a run keeps: the model's positions minus the specials its
+    tokenizer adds to one text (2 for [CLS] … [SEP], 1 for <s> …, 0 for GPT-2)."""
+    return model.max_positions - model.tokenizer.n_specials[0]
+
+
 def mix_at_length(a: StaticSentence, b: StaticSentence, word: str) -> MixingAtLength:
     """softmax(X Xᵀ) X of two sentences: row lengths, self-score leads, diagonal weights, and
     the shared word's cosine."""
@@ -253,7 +265,7 @@ def length_effect(model: Transformer, text_a: str, text_b: str, word: str) -> Le
     every kind of row holds the same pieces; None when `word` is not among them in both.
     """
     zero_a, zero_b = layer_zero_sentence(model, text_a), layer_zero_sentence(model, text_b)
-    keep = model.max_positions - model.tokenizer.n_specials[0]  # a run's room besides specials
+    keep = pieces_a_run_keeps(model)
     table_a = static_sentence(model, text_a, max_pieces=keep)
     table_b = static_sentence(model, text_b, max_pieces=keep)
     if piece_index(table_a.tokens, word) is None or piece_index(table_b.tokens, word) is None:

@@ -75,7 +75,15 @@ SUGGESTED_MODELS: dict[str, Suggestion] = {
 # Resident memory of a model), so it is an opt-in.
 DEFAULT_HUB_MODELS: frozenset[str] = frozenset()
 ANY_HUB_ID = "*"  # in ATTENTION_EXPLORER_HUB_MODELS: any hub id (a local run's choice)
-TOKENIZER_FILES = ["config.json", "tokenizer.json", "vocab.txt", "tokenizer_config.json"]
+TOKENIZER_FILES = [
+    "config.json",
+    "tokenizer.json",
+    "vocab.txt",
+    "tokenizer_config.json",
+    # a sentence encoder's pooling (core/anatomy.py's sentence_pooling): what it was trained for
+    "modules.json",
+    "1_Pooling/config.json",
+]
 WEIGHT_FILES = ["model.safetensors", "pytorch_model.bin"]  # the first one the hub has is taken
 HUB_TIMEOUT_S = 1.5
 MAX_NAME_CHARS = 96  # the hub's own limit for "owner/name"

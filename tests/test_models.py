@@ -416,6 +416,11 @@ def test_only_the_needed_files_are_fetched():
     assert files_to_fetch({"config.json": 1, "pytorch_model.bin": 5})[-1] == "pytorch_model.bin"
     with pytest.raises(core.ModelUnavailable, match="no model.safetensors"):
         files_to_fetch({"config.json": 1})
+    # a sentence encoder's pooling files come along: they say what it was trained for
+    sentence_encoder = {**sizes, "modules.json": 1, "1_Pooling/config.json": 1, "2_Dense/x": 9}
+    assert files_to_fetch(sentence_encoder) == [
+        "config.json", "modules.json", "1_Pooling/config.json", "model.safetensors",
+    ]  # fmt: skip
 
 
 def test_a_full_download_folder_deletes_the_least_recently_used_checkpoints(model, tmp_path):

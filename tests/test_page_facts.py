@@ -9,11 +9,21 @@ one on screen, and is exempt.
 
 from __future__ import annotations
 
+import json
 import re
+import shutil
 from dataclasses import dataclass
+from pathlib import Path
 
+import numpy as np
 import pytest
-from family_pages import TabRender, family_folder, renders
+from family_pages import TEXT, TabRender, family_folder, renders, run_on, visible_texts
+from safetensors.numpy import load_file
+from shown import sent_array
+from tokenizers import Tokenizer
+
+from core import saliency
+from core.models import load_folder
 
 FAMILIES = ("bert", "roberta", "distilbert", "gpt2", "llama")
 
@@ -214,3 +224,316 @@ def test_every_page_and_tab_states_only_this_models_facts(family):
     problems += [problem for r in rendered for problem in violations(r, FACTS[family], label)]
     problems = list(dict.fromkeys(problems))
     assert not problems, f"{len(problems)} false statements:\n" + "\n".join(problems)
+
+
+# ---- conclusion words follow the numbers beside them (one page of one tiny family each) --------
+# Each test reads a sentence off the rendered page and checks its number and its word against a
+# computation written here from the checkpoint's own files (tokenizer.json, model.safetensors,
+# config.json), in float64 numpy: the bands below are the wording the pages promise.
+_WORD_TABLES = ("word_embeddings.weight", "wte.weight", "embed_tokens.weight")
+_BPE_SPACES = "Ġ▁"  # byte-level BPE's and SentencePiece's mark of a word after a space
+
+
+@pytest.fixture()
+def local_folder_server(monkeypatch):
+    """A local user's server: the app may load a checkpoint from a folder."""
+    from ui import models
+
+    monkeypatch.setenv("ATTENTION_EXPLORER_LOCAL_FOLDERS", "1")
+    models.policy.clear()
+    yield
+    models.policy.clear()
+
+
+def _page_texts(family: str, page: str, state: dict[str, object] | None = None) -> list[str]:
+    at = run_on(family_folder(family), page, state)
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]  # the tiny model was loaded
+    return visible_texts(at)
+
+
+def _one_match(texts: list[str], pattern: str) -> re.Match[str]:
+    found = [m for text in texts for m in [re.search(pattern, text)] if m]
+    assert len(found) == 1, f"{len(found)} texts match {pattern!r}"
+    return found[0]
+
+
+def _tensors(folder: Path) -> dict[str, np.ndarray]:
+    return {
+        k: v.astype(np.float64) for k, v in load_file(str(folder / "model.safetensors")).items()
+    }
+
+
+def _tensor(tensors: dict[str, np.ndarray], *suffixes: str) -> np.ndarray:
+    (name,) = [name for name in tensors if name.endswith(suffixes)]
+    return tensors[name]
+
+
+def _ids(folder: Path, text: str, specials: bool) -> tuple[list[str], list[int]]:
+    encoding = Tokenizer.from_file(str(folder / "tokenizer.json")).encode(
+        text, add_special_tokens=specials
+    )
+    return list(encoding.tokens), list(encoding.ids)
+
+
+def _cosine(a: np.ndarray, b: np.ndarray) -> float:
+    return float(a @ b / np.linalg.norm(a) / np.linalg.norm(b))
+
+
+def _softmax_rows(scores: np.ndarray) -> np.ndarray:
+    shifted = np.exp(scores - scores.max(axis=1, keepdims=True))
+    return shifted / shifted.sum(axis=1, keepdims=True)
+
+
+def _count_words(count: int, total: int) -> str:
+    if total == 1:
+        return "the one row" if count else "not the one row"
+    if count == total:
+        return f"all {total} rows"
+    return f"none of the {total} rows" if count == 0 else f"{count} of {total} rows"
+
+
+@pytest.mark.parametrize("family", ["roberta", "gpt2"])
+def test_the_same_word_in_two_sentences_is_worded_by_its_input_cosine(family, local_folder_server):
+    texts = _page_texts(family, "views/heatmaps.py")
+    caption = _one_match(
+        texts,
+        r"layer-0 inputs \(positions (\d+) and (\d+)\): cosine (-?[\d.]+), they ([^.]+)\.",
+    )
+    where_a, where_b, shown, words = (*map(int, caption.groups()[:2]), *caption.groups()[2:])
+    # layer 0's input rebuilt from the checkpoint: word row + position row (+ segment row, norm)
+    folder = family_folder(family)
+    tensors, config = _tensors(folder), json.loads((folder / "config.json").read_text())
+    offset = config["pad_token_id"] + 1 if family == "roberta" else 0  # Liu et al. (2019)
+    rows = []
+    for text, where in (
+        ("She sat on the bank of the river.", where_a),
+        ("He deposited the cheque at the bank.", where_b),
+    ):
+        _, ids = _ids(folder, text, specials=True)
+        row = _tensor(tensors, *_WORD_TABLES)[ids[where]]
+        row = row + _tensor(tensors, "position_embeddings.weight", "wpe.weight")[where + offset]
+        if family == "roberta":  # one token-type row, then LayerNorm
+            row = row + _tensor(tensors, "token_type_embeddings.weight")[0]
+            row = (row - row.mean()) / np.sqrt(row.var() + config["layer_norm_eps"])
+            row = row * _tensor(tensors, "embeddings.LayerNorm.weight")
+            row = row + _tensor(tensors, "embeddings.LayerNorm.bias")
+        rows.append(row)
+    cosine = _cosine(*rows)
+    assert abs(float(shown) - cosine) < 1e-3
+    expected = (
+        "are the same to three decimals"
+        if round(cosine, 3) >= 1
+        else "differ a little"
+        if cosine >= 0.95
+        else "differ clearly"
+        if cosine >= 0.8
+        else "differ a lot"
+        if cosine >= 0.3
+        else "are close to perpendicular"
+        if cosine >= -0.3
+        else "point largely opposite ways"
+    )
+    assert words == expected, f"cosine {cosine:.4f}"
+
+
+def test_as_in_training_is_said_only_of_a_model_trained_on_mean_pooled_sentences(
+    local_folder_server, tmp_path
+):
+    """A BERT checkpoint names no sentence pooling; the same weights with sentence-transformers'
+    files saying mean pooling (as all-MiniLM-L6-v2 ships them) were trained for this cosine."""
+    not_trained = " ".join(_page_texts("bert", "views/information_flow.py"))
+    assert "as in training" not in not_trained
+    assert "was not trained to make one vector of a sentence" in not_trained
+
+    sentence_encoder = tmp_path / "sentence-encoder"
+    shutil.copytree(family_folder("bert"), sentence_encoder)
+    modules = [
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {
+            "idx": 1,
+            "name": "1",
+            "path": "1_Pooling",
+            "type": "sentence_transformers.models.Pooling",
+        },
+    ]
+    (sentence_encoder / "modules.json").write_text(json.dumps(modules))
+    (sentence_encoder / "1_Pooling").mkdir()
+    (sentence_encoder / "1_Pooling" / "config.json").write_text(
+        json.dumps({"pooling_mode_mean_tokens": True, "pooling_mode_cls_token": False})
+    )
+    at = run_on(sentence_encoder, "views/information_flow.py")
+    trained = " ".join(visible_texts(at))
+    assert "as in training" in trained
+    assert "was not trained" not in trained
+
+
+def test_a_decoders_flow_tab_names_what_it_explains_in_one_clause(local_folder_server):
+    texts = _page_texts("gpt2", "views/information_flow.py", {"ex_section": "3 · Flow"})
+    paragraph = _one_match(texts, r"Abnar & Zuidema \(2020\) found.*").string
+    assert "classifier's output" in paragraph and "likeliest next piece" in paragraph
+    assert not re.search(r"\)\s*,?\s*\(", paragraph), "two parentheses in a row"
+
+
+def _page_one_bank_cosine(folder: Path) -> float:
+    """Page 1's Y = softmax(X Xᵀ) X on the table rows of each sentence, in float64: the cosine
+    of the two banks' rows of Y."""
+    table = _tensor(_tensors(folder), *_WORD_TABLES)
+    banks = []
+    for text in ("money bank grows", "river bank flows"):
+        pieces, ids = _ids(folder, text, specials=False)
+        x = table[ids]  # (n, d_model)
+        y = _softmax_rows(x @ x.T) @ x
+        banks.append(y[[piece.lstrip(_BPE_SPACES) for piece in pieces].index("bank")])
+    return _cosine(*banks)
+
+
+def test_the_payoff_verb_follows_how_far_page_ones_cosine_fell(local_folder_server):
+    texts = _page_texts("roberta", "views/qkv.py", {"qkv_section": "7 · Payoff"})
+    assert not any(re.search(r"cosine [\d.]+ on the static rows", text) for text in texts)
+    said = _one_match(
+        texts,
+        r"“river bank flows” ([a-z ]+): mixing the static rows took their cosine from "
+        r"([\d.]+) to ([\d.]+)\.",
+    )
+    verb, before, after = said.group(1), float(said.group(2)), float(said.group(3))
+    cosine = _page_one_bank_cosine(family_folder("roberta"))
+    assert before == 1.0 and abs(after - cosine) < 1e-3
+    fall = 1.0 - round(cosine, 3)
+    expected = (
+        "stayed where they were"
+        if fall <= 0
+        else "barely moved apart"
+        if fall < 0.02
+        else "moved a little apart"
+        if fall < 0.1
+        else "moved far apart"
+    )
+    assert verb == expected, f"cosine fell by {fall:.3f}"
+
+
+def test_the_deletion_verdict_counts_the_random_orders_it_beats(local_folder_server):
+    """Tiny RoBERTa's sentence lands where the fastest method beats some random orders, not all:
+    both counts are recomputed here from the drawn curves and the ten seeded orders."""
+    at = run_on(family_folder("roberta"), "views/explanations.py")
+    texts = visible_texts(at)
+    assert not any("below only" in text for text in texts)
+    (lesson,) = [text for text in texts if "- the fastest fall" in text]
+    said = re.search(
+        r"moves [a-z ]+ (−?[\d.]+) on average over k = [^;]+; (\d+) of the (\d+) random orders "
+        r"move it less far down and (\d+) as far or further",
+        lesson,
+    )
+    assert said, lesson
+    lowest, beaten, n_orders, rest = float(said[1].replace("−", "-")), *map(int, said.groups()[1:])
+    # the curves as drawn (one per method), and the ten seeded random orders recomputed
+    (spec,) = [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+    curves = {t["name"]: sent_array(t["y"]).astype(np.float64) for t in spec["data"]}
+    methods = {name: y for name, y in curves.items() if "random" not in name}
+    model = load_folder(family_folder("roberta"))
+    trace = model.run(TEXT)
+    allowed = saliency.removable(trace.tokens, trace.special)
+    k_max = len(next(iter(methods.values()))) - 1
+    randoms = {str(seed): saliency.random_ranking(allowed, seed) for seed in range(n_orders)}
+    target = saliency.embedding_target(trace)
+    chance = np.stack(list(saliency.deletion_curves(model, trace, target, randoms, k_max).values()))
+    np.testing.assert_allclose(curves[f"mean of the {n_orders} random orders"], chance.mean(0),
+                               atol=2e-5)  # fmt: skip
+    # mean change over k = 1…k_max, each curve from its own start
+    fastest = min(float(np.mean(y[1:] - y[0])) for y in methods.values())
+    chance_changes = (chance[:, 1:] - chance[:, :1]).mean(axis=1)  # (n_orders,)
+    assert abs(lowest - fastest) < 1e-3
+    assert beaten == int(np.sum(fastest < chance_changes - 5e-4))  # beaten by more than a tie
+    assert rest == n_orders - beaten
+    if beaten < n_orders:  # the conclusion says how many orders do as much, not "random does"
+        assert f"{rest} of the {n_orders} random orders lower" in lesson
+        assert "at random does as much" not in lesson
+
+
+def test_roberta_position_table_counts_its_rows_and_the_usable_ones(local_folder_server):
+    texts = _page_texts("roberta", "views/positional.py", {"pos_section": "3 · Learned"})
+    folder = family_folder("roberta")
+    rows = len(_tensor(_tensors(folder), "position_embeddings.weight"))
+    # position ids start after the padding index (Liu et al., 2019; transformers' RoBERTa)
+    usable = rows - (json.loads((folder / "config.json").read_text())["pad_token_id"] + 1)
+    said = " ".join(texts)
+    assert f"a table of {rows} position vectors, of which a run reads the last {usable}" in said
+    assert f"table of {usable} position vectors" not in said
+    assert f"all {usable} of its rows" not in said
+
+
+@pytest.mark.parametrize("family", ["gpt2", "llama"])
+def test_page_ones_diagonal_and_self_weights_are_said_with_their_counts(
+    family, local_folder_server
+):
+    texts = _page_texts(family, "views/context.py")
+    said = " ".join(texts)
+    folder = family_folder(family)
+    table = _tensor(_tensors(folder), *_WORD_TABLES)
+    counts, leads_all, self_weights = [], [], []
+    for text in ("money bank grows", "river bank flows"):
+        _, ids = _ids(folder, text, specials=False)
+        x = table[ids]  # (n, d_model)
+        scores = x @ x.T  # (n, n)
+        others = np.where(np.eye(len(ids), dtype=bool), -np.inf, scores)
+        leads = np.diag(scores) - others.max(axis=1)  # (n,) own score minus the best other
+        counts.append(_count_words(int(np.sum(leads > 0)), len(ids)))
+        leads_all += list(leads)
+        self_weights += list(np.diag(_softmax_rows(scores)))
+    assert f"largest in its row in {counts[0]} of A and {counts[1]} of B" in said
+    (paragraph,) = [text for text in texts if text.startswith("Softmax turns differences")]
+    n_led = int(np.sum(np.array(leads_all) > 0))
+    if n_led == len(leads_all):
+        assert "each word's self-score leads the next best by" in paragraph
+    else:
+        assert f"leads the next best in {_count_words(n_led, len(leads_all))}" in paragraph
+        assert "each word's self-score leads" not in paragraph
+    neighbours = (
+        "and the neighbours keep a real share"
+        if max(self_weights) <= 0.5
+        else "and the neighbours get little"
+        if min(self_weights) >= 0.9
+        else "the rest to its neighbours"
+    )
+    assert f"of its weight for itself, {neighbours}." in paragraph
+    # the payoff: how much the two banks' mixes differ follows their cosine in Y
+    cosine = _page_one_bank_cosine(folder)
+    mixes = (
+        "differ a little"
+        if cosine >= 0.95
+        else "differ clearly"
+        if cosine >= 0.8
+        else "differ a lot"
+        if cosine >= 0.3
+        else "are close to perpendicular"
+        if cosine >= -0.3
+        else "point largely opposite ways"
+    )
+    if round(cosine, 3) < 1:
+        assert f"and the mixes {mixes} because the neighbours differ" in said
+    else:
+        assert "yet the mixes agree to three decimals" in said
+
+
+def test_the_feed_forwards_part_follows_the_shares_the_page_prints(local_folder_server):
+    """The shares themselves are checked against a recomputation elsewhere (the inside-a-layer
+    tests); here the words must follow the percentages printed beside them."""
+    said = " ".join(_page_texts("distilbert", "views/inside_layer.py"))
+    shares = re.search(r"attention writes (\d+)%–(\d+)% of the combined update", said)
+    assert shares, said[:2000]
+    ffn_low, ffn_high = 1 - int(shares[2]) / 100, 1 - int(shares[1]) / 100
+    part = "much of" if ffn_low >= 0.3 else "little of" if ffn_high < 0.1 else "part of"
+    assert f"the feed-forward layers do {part} the transforming" in said
+
+
+def test_the_wording_rules_read_numbers_as_the_page_prints_them():
+    """Three decimals decide: 0.9996 prints as 1.000, a change that prints as none is none."""
+    from ui import wording
+
+    assert wording.how_far_apart(0.9996) == "are the same to three decimals"
+    assert wording.how_far_apart(0.9494) == "differ clearly"  # 0.949 is below the 0.95 band
+    assert wording.moved_apart(0.5001, 0.4996) == "stayed where they were"  # both print 0.500
+    assert wording.moved_apart(0.6, 0.75) == "moved far closer together"
+    assert (
+        wording.count_of(1, 1) == "the one row" and wording.count_of(0, 3) == "none of the 3 rows"
+    )

@@ -165,6 +165,22 @@ def positions_sentence(anatomy: Anatomy, label: str) -> str:
     return f"{label} adds a learned position table{offset} to each word-piece vector."
 
 
+def position_table_words(anatomy: Anatomy) -> str:
+    """The learned position table's size in words, with the rows no position reads: "a table of
+    512 position vectors", or for RoBERTa "a table of 514 position vectors, of which a run reads
+    the last 512 (position p reads row p + 2: the rows up to its padding index are never
+    read)"."""
+    rows = anatomy.position_table_rows
+    offset = anatomy.arch.position_offset
+    if not offset:
+        return f"a table of {rows} position vectors"
+    return (
+        f"a table of {rows} position vectors, of which a run reads the last "
+        f"{anatomy.dims.max_positions} (position p reads row p + {offset}: the rows up to its "
+        "padding index are never read)"
+    )
+
+
 def segments_sentence(anatomy: Anatomy, label: str) -> str:
     """What the segment table does for this model, in one sentence."""
     if anatomy.segment_rows > 1:

@@ -36,3 +36,8 @@ def static_sentence(model: core.Transformer, text: str) -> context.StaticSentenc
     """core.context.static_sentence: the text's word pieces and their rows of the word-piece
     table (EmptyInput for a text with none)."""
     return context.static_sentence(model, text)
+
+
+def pieces_a_run_keeps(model: core.Transformer) -> int:
+    """Word pieces of one text a run keeps (core.context.pieces_a_run_keeps): no run, no cost."""
+    return context.pieces_a_run_keeps(model)

@@ -20,8 +20,10 @@ from ui import (
     tables,
     terms,
     widgets,
+    wording,
 )
 from ui.escape import literal
+from ui.numbers import signed
 
 _, model = state.page_context()
 model_label = models.label(model)  # the model's name in the prose
@@ -75,18 +77,25 @@ def _span(low: float, high: float, places: int) -> str:
 
 
 def _lead_range(leads) -> str:
-    """'1.0–1.5': the smallest and largest self-score lead a sentence pair has ('—' for none)."""
+    """'1.0–1.5': the smallest and largest self-score lead a sentence pair has ('—' for none);
+    'from −0.4 to 1.5' when one is negative, so a minus sign never reads as a dash."""
     finite = [float(lead) for lead in leads if math.isfinite(lead)]
-    return _span(min(finite), max(finite), 1) if finite else "—"
+    if not finite:
+        return "—"
+    if min(finite) < 0:
+        return f"from {signed(min(finite), 1, plus='')} to {signed(max(finite), 1, plus='')}"
+    return _span(min(finite), max(finite), 1)
 
 
-def _neighbour_share(self_weights) -> str:
-    """What the self-weights leave the neighbours, in words that follow the numbers."""
-    if float(max(self_weights)) <= 0.5:  # even the most self-bound word hands out half
-        return ", and the neighbours keep a real share"
-    if float(min(self_weights)) >= 0.9:
-        return ", and the neighbours get little"
-    return ", the rest to its neighbours"
+def _leads_words(leads) -> str:
+    """By how much the self-scores lead, said only of the rows where they do lead."""
+    led = context.rows_led_by_self(leads)
+    if led == len(leads):
+        return f"each word's self-score leads the next best by {_lead_range(leads)}"
+    return (
+        f"the self-score leads the next best in {wording.count_of(led, len(leads))} "
+        f"(S_ii minus the largest other S_ij runs {_lead_range(leads)})"
+    )
 
 
 display.head_switch()  # the readout of a long sentence's matrices (one image each)
@@ -131,9 +140,16 @@ side_by_side("x", {n: s.vectors for n, s in sentences.items()}, "X", square=Fals
 
 st.subheader("Step 2 · X Xᵀ, how alike every two words are")
 st.latex(r"S = X X^\top,\qquad S_{ij} = x_i \cdot x_j")
+diagonal_leads = {  # rows whose largest entry is their own, counted per sentence
+    name: wording.count_of(
+        context.rows_led_by_self(context.self_leads(r.similarity)), len(r.similarity)
+    )
+    for name, r in results.items()
+}
 st.markdown(
     "A dot product is large when two vectors point the same way. The diagonal holds each "
-    "word's similarity with itself (its squared length), usually the largest in its row. S is "
+    "word's similarity with itself (its squared length); it is the largest in its row in "
+    f"{diagonal_leads['A']} of A and {diagonal_leads['B']} of B. S is "
     "symmetric, S_ij = S_ji, since x_i·x_j = x_j·x_i."
 )
 predict.ask_choice(
@@ -190,9 +206,9 @@ after.metric(
     delta=f"{pair.cosine_change:+.3f}",
     delta_color="off",
 )
-# "differ" only if the cosine in Y is below 1 at the three decimals the metric shows
+# how much the mixes differ follows the cosine in Y at the three decimals the metric shows
 mixes = (
-    "and the mixes differ because the neighbours differ"
+    f"and the mixes {wording.how_far_apart(pair.cosine_after)} because the neighbours differ"
     if round(pair.cosine_after, 3) < 1.0
     else "yet the mixes agree to three decimals: each row keeps nearly all of its weight"
 )
@@ -214,7 +230,8 @@ st.subheader("Why this works here: the vectors are short")
 length = context_runs.length_effect(model, text_a or "", text_b or "", word)
 if length is None:
     st.caption(
-        f"“{shown_word}” lies beyond the {model.max_positions - 2} word pieces a run keeps, so "
+        f"“{shown_word}” lies beyond the {context_runs.pieces_a_run_keeps(model)} word pieces a run "
+        "keeps, so "
         "there is no layer-0 row of it to compare."
     )
 else:
@@ -224,10 +241,10 @@ else:
         "weight. A word's score with itself is its squared length, so the payoff depends on how "
         "long the rows are. The word-piece table's rows are short, "
         f"{length.table_mean_length:.2f} on average over all {model.dims.vocab_size:,} of "
-        f"them and {_span(table.lengths.min(), table.lengths.max(), 2)} here: each word's "
-        f"self-score leads the next best by {_lead_range(table.self_leads)}, so a word keeps "
+        f"them and {_span(table.lengths.min(), table.lengths.max(), 2)} here: "
+        f"{_leads_words(table.self_leads)}, so a word keeps "
         f"{_span(table.self_weights.min(), table.self_weights.max(), 2)} of its weight for "
-        f"itself{_neighbour_share(table.self_weights)}."
+        f"itself{wording.neighbours_share(table.self_weights)}."
     )
     near_identity = zero.self_weights.min() >= 0.9995  # the identity to three decimals
     mixing = (
@@ -244,8 +261,8 @@ else:
     st.markdown(
         f"The rows {model_label}'s first layer actually reads for the same pieces "
         f"({anatomy_text.embedding_words(anatomy)}) are "
-        f"{_span(zero.lengths.min(), zero.lengths.max(), 1)} long. Their self-scores lead by "
-        f"{_lead_range(zero.self_leads)}, {mixing}. "
+        f"{_span(zero.lengths.min(), zero.lengths.max(), 1)} long; "
+        f"{_leads_words(zero.self_leads)}, {mixing}. "
         f"The two “{shown_word}”s have cosine {zero.pair.cosine_before:.3f} going in and "
         f"{zero.pair.cosine_after:.3f} coming out. " + stretched_note,
         help=terms.ahead("position rows", "segment rows", "LayerNorm", anatomy=anatomy),

@@ -15,6 +15,7 @@ from ui import (
     tables,
     terms,
     widgets,
+    wording,
 )
 from ui.escape import literal
 
@@ -360,13 +361,8 @@ def occurrences_alike() -> None:
                 "row. "
             )
             + f"After layer {model.n_layers - 1} it is {at_end:.3f}"
-            + (
-                # compared as shown: two means that print alike are no change
-                ": the layers pulled the occurrences apart (follow the line: not always steadily). "
-                if round(at_end, 3) < round(at_emb, 3)
-                else ": the layers did not pull them further apart on average. "
-            )
-            + by_sense(cosine_tables)
+            + f": through the layers the occurrences {wording.moved_apart(at_emb, at_end)} on "
+            "average (follow the line: not always steadily). " + by_sense(cosine_tables)
         )
     if len(chosen) < 2:
         st.caption(

@@ -290,11 +290,11 @@ if curves is not None:
         for name, change in changes.items()
         if name not in fastest
     )
-    band = (
-        f"the {n_orders} random orders: {signed(float(chance_changes.mean()))} on average, "
-        f"sd {float(chance_changes.std()):.3f}, from {signed(float(chance_changes.min()))} to "
-        f"{signed(float(chance_changes.max()))}"
+    chance_numbers = (
+        f"{signed(float(chance_changes.mean()))} on average, sd {float(chance_changes.std()):.3f}, "
+        f"from {signed(float(chance_changes.min()))} to {signed(float(chance_changes.max()))}"
     )
+    band = f"the {n_orders} random orders: {chance_numbers}"
     over_k = "k = 1" if k_max == 1 else f"k = 1…{k_max}"
     moved = f"{signed(verdict.lowest)} on average over {over_k}"
     tied = f"; their {len(fastest)} curves lie on top of each other" if several else ""
@@ -333,10 +333,12 @@ if curves is not None:
     else:
         lesson += [
             f"- the fastest fall, {fastest_names}, {'move' if several else 'moves'} "
-            f"{quantity} {moved}{tied}, below only {verdict.orders_beaten} of {band} (the "
-            f"others: {others or 'none'});",
-            "- so here the deletion test cannot tell the methods from chance: removing pieces "
-            f"at random does as much. Try a paraphrase pair{longer}, or √d_k scaling off in the "
+            f"{quantity} {moved}{tied}; {verdict.orders_beaten} of the {n_orders} random orders "
+            f"move it less far down and {n_orders - verdict.orders_beaten} as far or further "
+            f"({chance_numbers}; the other methods: {others or 'none'});",
+            "- so here the deletion test cannot tell the methods from chance: "
+            f"{n_orders - verdict.orders_beaten} of the {n_orders} random orders lower {quantity} "
+            f"as far or further. Try a paraphrase pair{longer}, or √d_k scaling off in the "
             "sidebar.",
         ]
 else:

@@ -22,6 +22,7 @@ from ui import (
     terms,
     traces,
     widgets,
+    wording,
 )
 from ui.escape import literal
 from ui.word_level import WordView
@@ -290,7 +291,7 @@ st.markdown(
     "The same word piece starts from the same row of the word-piece table in both sentences. "
     + (
         f"Layer 0 already reads {anatomy_text.embedding_words(anatomy_text.of(model))}, so at "
-        "different positions the two inputs differ a little"
+        "different positions the two inputs are two vectors (their cosine is under the figure)"
         if anatomy_text.of(model).position_table
         else "Layer 0 reads that row itself, the same at any position (the model's rotary "
         "positions act inside attention)"
@@ -368,7 +369,8 @@ else:
         )
         st.caption(
             "If the word occurs more than once, its first occurrence is shown. Its two layer-0 "
-            f"inputs (positions {where[0]} and {where[1]}): cosine {input_cosine:.4f}."
+            f"inputs (positions {where[0]} and {where[1]}): cosine {input_cosine:.4f}, they "
+            f"{wording.how_far_apart(input_cosine)}."
         )
 
 # 5 · Take it with you.

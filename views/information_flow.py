@@ -149,9 +149,17 @@ def two_sentences() -> None:
             f"“{literal(second)}”. “Use this pair” puts it in the sidebar, where the rest of the "
             "page reads it too; the sections below work on the sidebar's first sentence."
         )
+    untrained = (  # from the model's own files: only a sentence encoder learned this cosine
+        ""
+        if anatomy.trained_mean_pooled
+        else f"{model_label} was not trained to make one vector of a sentence (its folder names "
+        "no mean pooling), so this cosine is no answer it learned to give. "
+    )
     st.caption(
-        "Each sentence runs through the model on its own, as in training (not as one "
-        f"{anatomy_text.framing(anatomy)} input). "
+        "Each sentence runs through the model on its own (not as one "
+        f"{anatomy_text.framing(anatomy)} input)"
+        + (", as in training. " if anatomy.trained_mean_pooled else ". ")
+        + untrained
         + (
             "With the default switches this number equals, to 1e-5, the sentence vector the "
             "sentence-transformers library gives for MiniLM, which cuts inputs at 256 word "
@@ -283,14 +291,14 @@ def the_paper_and_this_sentence() -> None:
     st.markdown(
         "Abnar & Zuidema (2020) found that on the models they tested, rollout and flow ranked the "
         "input tokens closer than raw attention did to two measures of importance: what blanking "
-        "out one input did to the output, and input gradients. The same comparison on this "
-        "sentence, "
+        "out one input did to the output, and input gradients. Theirs explained a classifier's "
+        "output; the same comparison on this sentence explains "
         + (
-            "for the log-probability of the likeliest next piece (the decoder's output), "
+            "the decoder's own output, the log-probability of its likeliest next piece: "
             if trace.is_decoder
-            else "for the mean-pooled sentence vector "
+            else "the mean-pooled sentence vector: "
         )
-        + "(theirs explained a classifier's output): Spearman's ρ of each method's shares "
+        + "Spearman's ρ of each method's shares "
         "against removing each piece alone (removal) and against integrated gradients (IG), "
         "special pieces left out.",
         help=terms.ahead("Spearman's ρ", "integrated gradients"),

@@ -15,6 +15,7 @@ from ui import (
     state,
     tables,
     traces,
+    wording,
 )
 from ui.numbers import signed
 
@@ -76,7 +77,9 @@ st.markdown(
     f"On this sentence attention writes {min(share):.0%}–{max(share):.0%} of the combined "
     f"update per layer, the feed-forward network the rest. A page that credits every change "
     "of a token's vector to attention overstates it: attention decides *which* tokens' "
-    "information arrives, and the feed-forward layers do much of the transforming."
+    "information arrives, and the feed-forward layers do "
+    # the feed-forward's share of each layer's update is 1 minus attention's
+    f"{wording.how_much_of(1 - max(share), 1 - min(share))} the transforming."
 )
 st.caption(
     f"The page recomputes every layer step by step from the run's inputs; its result matches "

@@ -246,8 +246,8 @@ def all_heads() -> None:
             + "".join(f" plus its {term}" for term in anatomy_text.embedding_terms(anatomy)[1:])
             + ": both occurrences arrive as the same table row"
             + (" plus a different position row" if anatomy.position_table else "")
-            + ", so this head matches the piece itself and cannot tell one sense, or one part of "
-            "speech, from the other."
+            + ", so a head of layer 0 can find the same piece but cannot tell one sense, or one "
+            "part of speech, from the other."
             if same_layer == 0
             else ""
         )

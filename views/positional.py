@@ -216,15 +216,20 @@ def learned_section() -> None:
     n_positions, d_model, sinusoid, learned = sized_encodings()  # its sliders
     slow = positional.lag_one_correlations(learned) > positional.SLOW_DRIFT  # (d_model,)
     # the slider may ask for more positions than the table has: say how many rows are drawn
+    offset = anatomy.arch.position_offset  # rows before it are never read (RoBERTa)
     shown_rows = (
-        f"all {len(learned)} of its rows"
+        (f"all {len(learned)} rows a run reads" if offset else f"all {len(learned)} of its rows")
         if len(learned) >= model.dims.max_positions
-        else f"its first {len(learned)} rows"
+        else (
+            f"the first {len(learned)} rows a run reads"
+            if offset
+            else f"its first {len(learned)} rows"
+        )
     )
     st.markdown(
-        f"{model_label} does not use the formula: it learned a table of "
-        f"{model.dims.max_positions} position vectors "
-        f"of {model.d_model} numbers during training. Below, {shown_rows} next to a "
+        f"{model_label} does not use the formula: it learned "
+        f"{anatomy_text.position_table_words(anatomy)}, each of {model.d_model} numbers, during "
+        f"training. Below, {shown_rows} next to a "
         f"sinusoid of the same width. {slow.mean():.0%} of the learned dimensions drift slowly "
         f"over these positions (the vertical streaks: a value correlates above "
         f"{positional.SLOW_DRIFT} with its value one position on), the others change faster, "
@@ -450,7 +455,7 @@ def adding_section() -> None:
         f"The mean row, one direction every position row shares, holds "
         f"{shared.mean_row_share:.0%} of a row's squared length; "
         f"without it the mean cosine is {signed(shared.centred_mean_cosine, 2, plus='')}. "
-        f"{remains}: without the mean row, {by_distance}, over all {model.max_positions} rows "
+        f"{remains}: without the mean row, {by_distance}, over all {model.max_positions} rows{' a run reads' if anatomy.arch.position_offset else ''} "
         "(tab 4 draws such a curve with the shared direction kept, for the positions it shows)."
     )
 

@@ -20,6 +20,7 @@ from ui import (
     terms,
     traces,
     widgets,
+    wording,
 )
 from ui.escape import literal
 
@@ -285,14 +286,12 @@ def one_matrix() -> None:
 def payoff() -> None:
     """Step 7: page 1's two banks, mixed by each trained head of layer 0."""
     st.subheader("Step 7 · Page 1's payoff, now with projections")
-    page_one_cosine = f"cosine {page_one_payoff.cosine_after:.3f} on the static rows"
+    # the verb follows how far the cosine fell, at the three decimals it is shown with
+    moved = wording.moved_apart(page_one_payoff.cosine_before, page_one_payoff.cosine_after)
     page_one_result = (
-        # pulled apart only if the cosine moved at the three decimals it is shown with
-        "Page 1 pulled the two *bank*s of “money bank grows” and “river bank flows” apart with no "
-        f"parameters at all ({page_one_cosine})."
-        if round(page_one_payoff.cosine_after, 3) < round(page_one_payoff.cosine_before, 3)
-        else "On page 1 the parameter-free formula left the two *bank*s of “money bank grows” "
-        f"and “river bank flows” where they were ({page_one_cosine})."
+        "On page 1, with no parameters at all, the two *bank*s of “money bank grows” and "
+        f"“river bank flows” {moved}: mixing the static rows took their cosine from "
+        f"{page_one_payoff.cosine_before:.3f} to {page_one_payoff.cosine_after:.3f}."
     )
     st.markdown(
         f"{page_one_result} Here both "

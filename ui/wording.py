@@ -1,0 +1,93 @@
+"""Conclusion words chosen from the numbers they sit beside, one small rule per kind of number.
+
+A page that says "differ a little" or "pulled apart" must say it because of the cosine it shows,
+so the word is picked here from the number, never typed next to it. Each rule compares the number
+at the decimals the page prints it with, so the words and the printed number cannot disagree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+# Bands of the cosine of two vectors of one word piece (1: the same direction). A cosine of 0.95
+# is an angle of 18 degrees, 0.8 of 37 degrees, 0.3 of 73 degrees, -0.3 of 107 degrees.
+_APART_BANDS: tuple[tuple[float, str], ...] = (
+    (0.95, "differ a little"),
+    (0.8, "differ clearly"),
+    (0.3, "differ a lot"),
+    (-0.3, "are close to perpendicular"),
+)
+
+
+def how_far_apart(cosine: float) -> str:
+    """What two vectors with this cosine do, as a verb phrase: "are the same to three decimals",
+    "differ a little" (≥ 0.95), "differ clearly" (≥ 0.8), "differ a lot" (≥ 0.3), "are close to
+    perpendicular" (≥ −0.3), "point largely opposite ways" (below)."""
+    shown = round(float(cosine), 3)  # pages print a cosine with three decimals
+    if shown >= 1.0:
+        return "are the same to three decimals"
+    for floor, words in _APART_BANDS:
+        if shown >= floor:
+            return words
+    return "point largely opposite ways"
+
+
+# A fall of the cosine below these counts as barely moving two vectors apart / a little.
+BARELY = 0.02
+A_LITTLE = 0.1
+
+
+def moved_apart(before: float, after: float) -> str:
+    """What a change of cosine from `before` to `after` did to two vectors, said of them:
+    "stayed where they were" (no change at three decimals), "barely moved apart" (a fall under
+    0.02), "moved a little apart" (under 0.1), "moved far apart"; a rise says "closer together"
+    in the same bands."""
+    change = round(float(after), 3) - round(float(before), 3)  # as the page prints both
+    if change == 0:
+        return "stayed where they were"
+    way = "apart" if change < 0 else "closer together"
+    if abs(change) < BARELY:
+        return f"barely moved {way}"
+    if abs(change) < A_LITTLE:
+        return f"moved a little {way}"
+    return f"moved far {way}"
+
+
+def neighbours_share(self_weights: Sequence[float]) -> str:
+    """What the weights a row keeps on itself leave its neighbours, as a closing clause: "a real
+    share" when every row keeps at most half, "little" when every row keeps 0.9 or more, else
+    "the rest"."""
+    kept = [float(weight) for weight in self_weights]
+    if max(kept) <= 0.5:  # even the most self-bound word hands out half
+        return ", and the neighbours keep a real share"
+    if min(kept) >= 0.9:
+        return ", and the neighbours get little"
+    return ", the rest to its neighbours"
+
+
+# Shares of a whole below which a part does "little of" it, from which it does "much of" it.
+LITTLE_SHARE = 0.1
+MUCH_SHARE = 0.3
+
+
+def how_much_of(low: float, high: float) -> str:
+    """How much of a whole a part does whose share runs from `low` to `high` (0 to 1): "much of"
+    when even its smallest share is 0.3 or more, "little of" when even its largest is under 0.1,
+    else "part of"."""
+    if low >= MUCH_SHARE:
+        return "much of"
+    if high < LITTLE_SHARE:
+        return "little of"
+    return "part of"
+
+
+def count_of(count: int, total: int, noun: str = "row") -> str:
+    """A count of `total` things said as the count it is: "all 5 rows", "none of the 5 rows",
+    "3 of 5 rows"; of one thing, "the one row" or "not the one row"."""
+    if total == 1:
+        return f"the one {noun}" if count else f"not the one {noun}"
+    if count == total:
+        return f"all {total} {noun}s"
+    if count == 0:
+        return f"none of the {total} {noun}s"
+    return f"{count} of {total} {noun}s"
