@@ -868,19 +868,6 @@ def test_a_pages_flags_live_in_the_one_manifest():
 
 
 # ---- one layer loop: the forward path in core/transformer.py -----------------------------------
-# What runs a layer of a loaded model when called: the path's entries, and attention itself.
-RUNS_LAYERS = frozenset(
-    {
-        "run",
-        "run_ids",
-        "run_with_hooks",
-        "run_with_cache",
-        "forward_from_word_vectors",
-        "multi_head_attention",
-    }
-)
-
-
 def _called_names(node: ast.AST) -> set[str]:
     """Every name a piece of code calls: f(...) gives "f", x.f(...) gives "f"."""
     names = set()
@@ -893,14 +880,85 @@ def _called_names(node: ast.AST) -> set[str]:
     return names
 
 
+def _transformer_class(tree: ast.Module) -> ast.ClassDef:
+    (cls,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == MODEL]
+    return cls
+
+
+def _self_calls(function: ast.AST) -> set[str]:
+    """The methods a method calls on self: self.f(...) gives "f"."""
+    return {
+        call.func.attr
+        for call in ast.walk(function)
+        if isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and isinstance(call.func.value, ast.Name)
+        and call.func.value.id == "self"
+    }
+
+
+def _steps_called(body: list[ast.stmt], index: str) -> set[str]:
+    """Methods of self a loop's body calls or hands on (checkpoint(self.f, ...)) with its index
+    among the arguments: `for layer in ...: x = self._step(x, layer)` gives "_step"."""
+    found = set()
+    for call in ast.walk(ast.Module(body=body, type_ignores=[])):
+        if not isinstance(call, ast.Call) or index not in _names_in(call):
+            continue
+        for part in [call.func, *call.args]:
+            if (
+                isinstance(part, ast.Attribute)
+                and isinstance(part.value, ast.Name)
+                and part.value.id == "self"
+            ):
+                found.add(part.attr)
+    return found
+
+
+def runs_layers(source: str) -> frozenset[str]:
+    """What runs a layer of a loaded model when called, read from core/transformer.py's source:
+    the Transformer's public methods that reach its layer step (the private method its own loop
+    calls with the loop's index), and the core functions that step calls (attention itself)."""
+    tree = ast.parse(source)
+    methods = {
+        node.name: node
+        for node in _transformer_class(tree).body
+        if isinstance(node, ast.FunctionDef)
+    }
+    steps = {
+        name
+        for method in methods.values()
+        for loop in ast.walk(method)
+        if isinstance(loop, ast.For) and isinstance(loop.target, ast.Name)
+        for name in _steps_called(loop.body, loop.target.id)
+        if name.startswith("_") and name in methods
+    }
+    reaching = set(steps)
+    while True:
+        more = {
+            name
+            for name, method in methods.items()
+            if name not in reaching and _self_calls(method) & reaching
+        }
+        if not more:
+            break
+        reaching |= more
+    from_core = {name for name, (module, _) in _core_imports(tree).items() if module}
+    attention = set().union(*(_called_names(methods[step]) for step in steps)) & from_core
+    return frozenset({name for name in reaching if not name.startswith("_")} | attention)
+
+
+@functools.cache
+def transformer_runs_layers() -> frozenset[str]:
+    return runs_layers((ROOT / "core" / "transformer.py").read_text())
+
+
 def transformer_private_methods() -> set[str]:
     """The Transformer's own private methods (its per-layer step and the step's parts), read
     from core/transformer.py: no other module may call them."""
     tree = ast.parse((ROOT / "core" / "transformer.py").read_text())
-    (cls,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Transformer"]
     return {
         node.name
-        for node in cls.body
+        for node in _transformer_class(tree).body
         if isinstance(node, ast.FunctionDef)
         and node.name.startswith("_")
         and not node.name.startswith("__")
@@ -916,9 +974,10 @@ def _over_layers(iterable: ast.expr) -> bool:
     )
 
 
-def layer_loops(source: str, private: set[str]) -> list[str]:
+def layer_loops(source: str, private: set[str], running: frozenset[str] | None = None) -> list[str]:
     """Calls of the Transformer's private methods on anything but self, and loops over a
-    model's layers whose body runs a layer (RUNS_LAYERS)."""
+    model's layers whose body runs a layer (running: transformer_runs_layers() by default)."""
+    running = transformer_runs_layers() if running is None else running
     found = []
     for node in ast.walk(ast.parse(source)):
         if (
@@ -934,10 +993,8 @@ def layer_loops(source: str, private: set[str]) -> list[str]:
             loops = [(generator.iter, [node]) for generator in node.generators]
         for iterable, body in loops:
             called = set().union(*(_called_names(statement) for statement in body))
-            if _over_layers(iterable) and called & RUNS_LAYERS:
-                found.append(
-                    f"line {node.lineno}: a loop over the layers runs {called & RUNS_LAYERS}"
-                )
+            if _over_layers(iterable) and called & running:
+                found.append(f"line {node.lineno}: a loop over the layers runs {called & running}")
     return found
 
 
@@ -971,3 +1028,24 @@ def test_the_layer_loop_rule_can_fail():
     # F's private method of the same name is its own
     found = sorted(line.split(":")[0] for line in layer_loops(source, private))
     assert found == ["line 3", "line 5", "line 8"]
+
+
+def test_what_runs_a_layer_is_read_from_the_transformer():
+    """The loop rule's names come from core/transformer.py: a new entry that reaches the layer
+    step is covered without editing the test, and a method that does not reach it is not."""
+    toy = (
+        "from core.attention import attend, causal\n"
+        "class Transformer:\n"
+        "    def _step(self, x, layer):\n        return attend(x, causal(3))\n"
+        "    def _loop(self, x, last):\n        for layer in range(last):\n"
+        "            x = self._step(x, layer)\n        return x\n"
+        "    def go(self, x):\n        return self._loop(x, 2)\n"
+        "    def go_twice(self, x):\n        return self.go(self.go(x))\n"
+        "    def sizes(self):\n        for i in range(3):\n            print(i)\n"
+        "    def embed(self, x):\n        return self._norm(x)\n"
+    )
+    assert runs_layers(toy) == {"go", "go_twice", "attend", "causal"}
+    real = transformer_runs_layers()
+    assert {"run", "run_ids", "run_with_hooks", "run_with_cache"} <= real
+    assert {"forward_from_word_vectors", "multi_head_attention"} <= real
+    assert not {"encode", "logits", "word_vectors", "position_ids"} & real
