@@ -39,6 +39,7 @@ class Anatomy:
     pair: tuple[str, ...]  # of a pair: ("<s>", "A", "</s>", "</s>", "B", "</s>"), ...
     ffn_parameters: int  # trained numbers of one layer's feed-forward, gate included
     attention_parameters: int  # of one layer's attention: Q, K, V (grouped) and W_O
+    lowercases: bool  # the tokenizer lowercases the text before cutting it into pieces
 
     # ---- the layer ---------------------------------------------------------------------------
     @property
@@ -187,4 +188,5 @@ def describe(model: Transformer) -> Anatomy:
         pair=_framing(two.tokens, two.special, two.segments),
         ffn_parameters=sum(parameter_count(p.weight, p.bias) for p in ffn),
         attention_parameters=sum(parameter_count(p.weight, p.bias) for p in projections),
+        lowercases=model.tokenizer.lowercases,
     )

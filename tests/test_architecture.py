@@ -271,6 +271,63 @@ def model_calls_in_view(text: str, index: CoreIndex) -> list[str]:
     return found
 
 
+# The model's name is what the visitor picked, shown as a label: the one field a view may read.
+SHOWN_FIELDS = frozenset({"name"})
+
+
+def model_fields(source: str) -> frozenset[str]:
+    """The Transformer's own fields, read from its __init__ (self.x = ...): its architecture,
+    sizes, tokenizer and weights. Its properties (n_layers, d_model, ...) are not fields."""
+    (init,) = [
+        node
+        for node in _transformer_class(ast.parse(source)).body
+        if isinstance(node, ast.FunctionDef) and node.name == "__init__"
+    ]
+    return frozenset(
+        target.attr
+        for node in ast.walk(init)
+        if isinstance(node, ast.Assign | ast.AnnAssign)
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        if isinstance(target, ast.Attribute)
+        and isinstance(target.value, ast.Name)
+        and target.value.id == "self"
+    )
+
+
+def model_fields_read_in_view(text: str, fields: frozenset[str]) -> list[str]:
+    """model.<field> in a view, for a field of the Transformer but its name: what the model is
+    made of reaches a page through the anatomy (ui/anatomy_text.py) or ui/, never read raw."""
+    return [
+        f"line {node.lineno}: {ast.unparse(node)}"
+        for node in ast.walk(ast.parse(text))
+        if isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "model"
+        and node.attr in fields - SHOWN_FIELDS
+    ]
+
+
+@pytest.mark.parametrize("path", files("views"), ids=lambda p: p.name)
+def test_views_read_no_field_of_the_model(path):
+    """A view may show the model's sizes (its properties) and name; its architecture, its
+    tokenizer and its weights it reads through the anatomy or asks ui/ for."""
+    fields = model_fields((ROOT / "core" / "transformer.py").read_text())
+    assert model_fields_read_in_view(path.read_text(), fields) == []
+
+
+def test_the_model_field_rule_can_fail():
+    fields = model_fields((ROOT / "core" / "transformer.py").read_text())
+    assert {"arch", "dims", "tokenizer", "layers", "word_embeddings", "name"} <= fields
+    assert not {"n_layers", "d_model", "is_decoder"} & fields  # properties: sizes a page shows
+    view = (
+        "if model.arch.norm_position == 'pre':\n    pass\n"
+        "x = model.n_layers\ny = model.name\nz = anatomy.arch.final_norm\n"
+        "w = model.tokenizer.token_of(3)\n"
+    )
+    found = [line.split(":")[0] for line in model_fields_read_in_view(view, fields)]
+    assert found == ["line 1", "line 6"]
+
+
 @pytest.mark.parametrize("path", files("views"), ids=lambda p: p.name)
 def test_views_hand_the_model_to_no_core_function(path):
     """A view takes from core/ only types, constants and pure functions of arrays; whatever

@@ -170,7 +170,7 @@ def rotary_section() -> None:
     st.markdown(
         f"{model_label} adds nothing to the word-piece vectors. Inside every head, each pair of "
         "a query's and a key's coordinates is turned like the sinusoid's clock hands (tab 5), "
-        f"by p θ_i at position p, with Θ = {model.dims.rope_theta:,.0f} and d_head = "
+        f"by p θ_i at position p, with Θ = {anatomy.dims.rope_theta:,.0f} and d_head = "
         f"{model.d_head}. A turned query meets a turned key through the difference of their "
         "turns only, so a score depends on how far apart two tokens are, not on where they sit "
         "(Su et al., 2021). Checked below on the sidebar sentence's own queries and keys."
@@ -218,12 +218,12 @@ def learned_section() -> None:
     # the slider may ask for more positions than the table has: say how many rows are drawn
     shown_rows = (
         f"all {len(learned)} of its rows"
-        if len(learned) >= model.dims.max_positions
+        if len(learned) >= anatomy.dims.max_positions
         else f"its first {len(learned)} rows"
     )
     st.markdown(
         f"{model_label} does not use the formula: it learned a table of "
-        f"{model.dims.max_positions} position vectors "
+        f"{anatomy.dims.max_positions} position vectors "
         f"of {model.d_model} numbers during training. Below, {shown_rows} next to a "
         f"sinusoid of the same width. {slow.mean():.0%} of the learned dimensions drift slowly "
         f"over these positions (the vertical streaks: a value correlates above "
@@ -262,7 +262,7 @@ def near_positions_section() -> None:
         **(
             {  # the angles the model turns by: its own position code
                 "rotary angles": positional.rotary_encoding(
-                    n_positions, model.d_head, model.dims.rope_theta
+                    n_positions, model.d_head, anatomy.dims.rope_theta
                 )
             }
             if rotary
@@ -539,7 +539,7 @@ def word_order_section() -> None:
         f"Run your sentence and a shuffled copy ({anatomy_text.specials_stay(anatomy)}; a word moves "
         "only within its own sentence) through all "
         "layers, then put the shuffled copy's attention rows and columns back in the original order: "
-        f"once with positions removed ({POSITIONS_REMOVED[model.arch.positions]}), once as "
+        f"once with positions removed ({POSITIONS_REMOVED[anatomy.arch.positions]}), once as "
         f"{model_label} reads them. {model_label} never ran without positions in training, so "
         "only whether the two runs agree means something there, not the patterns themselves."
     )

@@ -72,7 +72,9 @@ else:
     )
     x = trace.hidden_states[layer]
     where = f"X is what layer {layer} reads; W_q, W_k, W_v are the slices of head {head} (with their biases)"
-    if model.arch.positions == "rotary":  # the model turns q and k by position; this page not
+    if (
+        anatomy_text.of(model).arch.positions == "rotary"
+    ):  # the model turns q and k by position; this page not
         where += (
             f". {model_label} also turns every q and k by its position (rotary positions, see "
             "Positional encoding) before the product: left out here, so these scores are not "
@@ -393,7 +395,7 @@ def all_at_once() -> None:
     without.metric("without positions: largest difference", f"{test.gap_without_positions:.1e}")
     with_positions.metric("with positions: largest difference", f"{test.gap_with_positions:.3g}")
     gap_without, gap_with = test.gap_without_positions, test.gap_with_positions
-    how = POSITIONS_ENTER[model.arch.positions].format(model=model_label)
+    how = POSITIONS_ENTER[anatomy.arch.positions].format(model=model_label)
     st.markdown(
         (
             "Without positions the two runs agree to float rounding: this head reads the "
