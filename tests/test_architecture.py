@@ -855,8 +855,14 @@ def test_shared_ui_modules_import_no_pages_module():
     ]
 
 
+def _draws_figures(module: str) -> bool:
+    """A ui module that decides or draws figures: the policy, display, a chart module, the HTML
+    builder. A size read from any of them is a display size."""
+    return module in ("display_policy", "display", "html_heatmap") or "chart" in module
+
+
 def sizes_compared_in(text: str) -> list[str]:
-    """Comparisons in a view with a size of the display policy (display_policy.X, display.X)."""
+    """Comparisons in a view with a display size (display_policy.X, a chart module's X)."""
     found = []
     for node in ast.walk(ast.parse(text)):
         if not isinstance(node, ast.Compare):
@@ -865,7 +871,7 @@ def sizes_compared_in(text: str) -> list[str]:
             if (
                 isinstance(part, ast.Attribute)
                 and isinstance(part.value, ast.Name)
-                and part.value.id in ("display_policy", "display")
+                and _draws_figures(part.value.id)
                 and part.attr.isupper()
             ):
                 found.append(f"line {node.lineno}: {ast.unparse(node)[:70]}")
@@ -883,22 +889,100 @@ def test_the_size_rule_can_fail():
     view = (
         "if len(tokens) <= display.HTML_BARS_UP_TO:\n    pass\n"
         "x = n > display_policy.DRAW_LIMIT\ny = display.show_bars(n, html=h, plotly=p, key='k')\n"
+        "z = trace.n_tokens > multi_head_charts.GRID_MAX\nw = n > explanations_runs.MAX_PIECES\n"
     )
-    assert [line.split(":")[0] for line in sizes_compared_in(view)] == ["line 1", "line 3"]
+    found = [line.split(":")[0] for line in sizes_compared_in(view)]
+    assert found == ["line 1", "line 3", "line 5"]
+
+
+def _whole_number(node: ast.expr | None, at_least: int = 0) -> bool:
+    """A whole-number literal (or arithmetic of them, 72 * 128 * 128) of at least at_least."""
+    if isinstance(node, ast.BinOp):
+        return _whole_number(node.left) and _whole_number(node.right)
+    return (
+        isinstance(node, ast.Constant)
+        and type(node.value) is int
+        and (at_least == 0 or node.value >= at_least)
+    )
+
+
+# A figure's own layout, not how much of a matrix or how many labels it draws: pixels, time.
+LAYOUT_SUFFIXES = ("_PX", "_MS")
+# From here a number compared with a size or given as a limit is a size (0-3 count things:
+# an empty input, one row, a pair, the three axes of a 3-D projection).
+SIZE_FROM = 4
+
+
+def size_constants_in(text: str) -> list[str]:
+    """Sizes written into a chart module instead of read from ui/display_policy.py: a
+    module-level name bound to a whole number (but *_PX, *_MS), a whole number from SIZE_FROM
+    up in a comparison (an assert states an invariant: not a choice), and such a default for a
+    parameter that limits what is drawn (max_*, *_up_to, limit)."""
+    tree = ast.parse(text)
+    found = []
+    for node in tree.body:
+        if isinstance(node, ast.Assign | ast.AnnAssign) and _whole_number(node.value):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names = [t.id for t in targets if isinstance(t, ast.Name)]
+            if not all(name.endswith(LAYOUT_SUFFIXES) for name in names):
+                found.append(f"line {node.lineno}: {ast.unparse(node)[:70]}")
+    asserted = {
+        id(part)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assert)
+        for part in ast.walk(node)
+    }
+    for node in ast.walk(tree):
+        sides = [node.left, *node.comparators] if isinstance(node, ast.Compare) else []
+        if id(node) not in asserted and any(_whole_number(side, SIZE_FROM) for side in sides):
+            found.append(f"line {node.lineno}: {ast.unparse(node)[:70]}")
+        if isinstance(node, ast.FunctionDef):
+            arguments = node.args
+            positional = [*arguments.posonlyargs, *arguments.args]
+            pairs = [
+                *zip(positional[::-1], arguments.defaults[::-1], strict=False),
+                *zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True),
+            ]
+            for argument, default in pairs:
+                name = argument.arg
+                limits = name.startswith("max_") or name.endswith("_up_to") or name == "limit"
+                if limits and _whole_number(default, SIZE_FROM):
+                    found.append(f"line {node.lineno}: {node.name}({name}={ast.unparse(default)})")
+    return found
+
+
+@pytest.mark.parametrize(
+    "path", [p for p in files("ui") if "chart" in p.name], ids=lambda p: p.name
+)
+def test_chart_modules_read_their_sizes_from_the_display_policy(path):
+    """How many rows, cells and labels a figure draws is decided in ui/display_policy.py, the
+    one place a reader looks for it; a chart module reads it from there."""
+    assert size_constants_in(path.read_text()) == []
+
+
+def test_the_chart_size_rule_can_fail():
+    module = (
+        "GRID_MAX = 48\nTOP_PX = 160\nBUDGET = 64 * 96\nCOLOUR = '#fff'\nSHARE = 0.5\n"
+        "def f(n, limit=32, height=420, max_rows=display_policy.DRAW_LIMIT):\n"
+        "    assert n <= 256\n    if n > 6:\n        return n == 3\n"
+        "    return n <= display_policy.NUMBERS_UP_TO\n"
+    )
+    found = sorted(line.split(":")[0] for line in size_constants_in(module))
+    assert found == ["line 1", "line 3", "line 6", "line 8"]
 
 
 def test_every_size_of_the_display_policy_lives_in_one_module():
-    """The sizes that choose HTML, an image or plotly are assigned in ui/display_policy.py only."""
+    """The sizes that choose HTML, an image or plotly are assigned in ui/display_policy.py only
+    (every whole number it names, read from it)."""
+    policy = ast.parse((ROOT / "ui" / "display_policy.py").read_text())
     sizes = {
-        "NUMBERS_UP_TO",
-        "IMAGE_UP_TO",
-        "DRAW_LIMIT",
-        "BARS_UP_TO",
-        "ANNOTATE_UP_TO",
-        "GRID_UP_TO",
-        "HTML_BARS_UP_TO",
-        "SWITCH_IN_BROWSER_UP_TO_WEIGHTS",
+        target.id
+        for node in policy.body
+        if isinstance(node, ast.Assign) and _whole_number(node.value)
+        for target in node.targets
+        if isinstance(target, ast.Name)
     }
+    assert {"NUMBERS_UP_TO", "DRAW_LIMIT", "SWITCH_IN_BROWSER_UP_TO_WEIGHTS"} <= sizes
     for path in [*files("ui"), *files("views")]:
         if path.name == "display_policy.py":
             continue

@@ -6,7 +6,6 @@ import core
 from core import head_roles, head_stats, positional
 from ui import (
     anatomy_text,
-    charts,
     display,
     display_policy,
     exports,
@@ -157,7 +156,7 @@ else:
             masked=trace.options.causal,
         )
     )
-if n_shown > charts.FITTED_SCALE_FROM:
+if display_policy.scale_fitted(n_shown):
     st.caption(
         f"Over {n_shown} {unit} a typical weight is about 1/{n_shown}: the colour "
         "scale runs up to each head's largest weight instead of 1, so the pattern stays visible."

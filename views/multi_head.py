@@ -6,6 +6,7 @@ from core import head_roles, head_stats, induction, multi_head, scaling_masking
 from ui import (
     anatomy_text,
     display,
+    display_policy,
     formulas,
     heatmaps_runs,
     induction_charts,
@@ -174,10 +175,10 @@ def all_heads() -> None:
     display.show_figure(
         multi_head_charts.heads_grid(trace.attentions[layer], trace.tokens, layer), "mh_grid"
     )
-    if trace.n_tokens > multi_head_charts.GRID_MAX:
+    if display_policy.averaged_in_heads_grid(trace.n_tokens):
         st.caption(
             f"{trace.n_tokens} tokens: each small map averages blocks of "
-            f"{head_stats.block_size(trace.n_tokens, multi_head_charts.GRID_MAX)} tokens. Attention heatmaps draws any one head in full."
+            f"{head_stats.block_size(trace.n_tokens, display_policy.HEADS_GRID_TOKENS)} tokens. Attention heatmaps draws any one head in full."
         )
     st.markdown(
         "Same sentence, same layer, different patterns. Look for a line just below the diagonal "

@@ -95,7 +95,7 @@ def sinusoid_section() -> None:
         sinusoid, f"Sinusoidal encoding, {n_positions} × {d_model}"
     )
     display.show_figure(fig, key="pos_sinusoid", filename="sinusoidal-encoding")
-    if n_positions > positional_charts.MAX_HEATMAP_ROWS:
+    if display_policy.reduced_in_heatmap(n_positions):
         st.caption(
             f"The heatmap shows every {positional_charts.thin_rows(n_positions)[1]}th position."
         )

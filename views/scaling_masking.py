@@ -263,10 +263,10 @@ def switches() -> None:
             key=tuple(key for _, _, key, _ in runs),
             rows_up_to=display_policy.DRAW_LIMIT,
         )
-        if trace.n_tokens > scaling_masking_charts.MAX_DRAWN:
+        if display_policy.reduced_in_heatmap(trace.n_tokens):
             st.caption(
                 f"{trace.n_tokens} tokens: the heatmaps average blocks of tokens so that at most "
-                f"{scaling_masking_charts.MAX_DRAWN}×{scaling_masking_charts.MAX_DRAWN} cells are drawn. The bar charts show every token."
+                f"{display_policy.HEATMAP_AXIS_UP_TO}×{display_policy.HEATMAP_AXIS_UP_TO} cells are drawn. The bar charts show every token."
             )
         st.latex(r"H_i = -\sum_j \alpha_{ij}\log_2 \alpha_{ij}\quad\text{(bits)}")
         entropies = {
