@@ -613,13 +613,14 @@ def _is_builder_form(node: ast.expr | None, wrappers: frozenset[tuple[str, str]]
 
 
 def _form_arguments(call: ast.Call, name: str) -> list[ast.expr]:
-    """The html= and strip= forms a call of show_matrix / show_bars passes (by keyword or place)."""
+    """The html= and strip= forms a call of show_matrix / show_bars passes (by keyword or place);
+    None (no HTML form: plotly draws it) is no form."""
     found = []
     for form in FORM_TAKERS[name]:
         keyword = [k.value for k in call.keywords if k.arg == form]
         position = FORM_POSITIONS[form]
         found += keyword or ([call.args[position]] if len(call.args) > position else [])
-    return found
+    return [form for form in found if not (isinstance(form, ast.Constant) and form.value is None)]
 
 
 def _inside_function(tree: ast.Module, call: ast.Call, name: str) -> bool:
@@ -1262,3 +1263,138 @@ def test_what_runs_a_layer_is_read_from_the_transformer():
     assert {"forward_from_word_vectors", "multi_head_attention"} <= real
     assert not {"encode", "logits", "word_vectors", "position_ids"} & real
 
+
+# ---- every figure a view draws goes through the display policy --------------------------------
+# A matrix (a plotly Heatmap) goes through display.show_matrix, bars (a plotly Bar) through
+# display.show_bars: ui/display_policy.py decides their form. show_figure is for the rest
+# (lines, scatters, diagrams), and a view never calls st.plotly_chart itself.
+POLICY_FOR = {"Heatmap": "show_matrix", "Bar": "show_bars"}
+
+
+def _ui_bindings(tree: ast.Module, module: str, defined: set[tuple[str, str]]) -> dict:
+    """Names a ui module binds to ui functions: its own, and `from ui.x import f` as (x, f)."""
+    bound = {name: (module, name) for (owner, name) in defined if owner == module}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("ui."):
+            owner = node.module.split(".")[1]
+            for alias in node.names:
+                bound[alias.asname or alias.name] = (owner, alias.name)
+    return bound
+
+
+def _ui_call_target(call: ast.Call, bound: dict) -> tuple[str, str] | None:
+    """(module, function) of f(...) bound to a ui function, or of module.f(...)."""
+    func = call.func
+    if isinstance(func, ast.Name):
+        return bound.get(func.id)
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+        return func.value.id, func.attr
+    return None
+
+
+@functools.cache
+def figure_kinds() -> dict[tuple[str, str], frozenset[str]]:
+    """(ui module, function) -> the plotly traces it draws among POLICY_FOR's (go.Heatmap(...),
+    go.Bar(...), figure.add_heatmap(...), figure.add_bar(...)), in its body or through the ui
+    functions it calls, read from ui/."""
+    trees = {path.stem: ast.parse(path.read_text()) for path in files("ui")}
+    functions = {
+        (module, node.name): node
+        for module, tree in trees.items()
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef)
+    }
+    kinds: dict[tuple[str, str], set[str]] = {key: set() for key in functions}
+    calls: dict[tuple[str, str], set[tuple[str, str]]] = {}
+    for (module, name), node in functions.items():
+        bound = _ui_bindings(trees[module], module, set(functions))
+        calls[(module, name)] = set()
+        for call in ast.walk(node):
+            if not isinstance(call, ast.Call):
+                continue
+            if isinstance(call.func, ast.Attribute):  # go.Heatmap(...), figure.add_heatmap(...)
+                drawn = call.func.attr.removeprefix("add_").capitalize()
+                if drawn in POLICY_FOR:
+                    kinds[(module, name)].add(drawn)
+            target = _ui_call_target(call, bound)
+            if target in functions:
+                calls[(module, name)].add(target)
+    while True:
+        grown = False
+        for key, called in calls.items():
+            more = set().union(*(kinds[c] for c in called)) - kinds[key]
+            if more:
+                kinds[key] |= more
+                grown = True
+        if not grown:
+            return {key: frozenset(found) for key, found in kinds.items()}
+
+
+def _figure_source(figure: ast.expr, scope: ast.AST, line: int) -> ast.expr | None:
+    """What a figure argument was built by: the call itself, or the value last assigned to its
+    name before `line` in the enclosing function (or module); None when nothing was assigned
+    (a parameter, a loop's variable)."""
+    if not isinstance(figure, ast.Name):
+        return figure
+    assigned = [
+        node
+        for node in ast.walk(scope)
+        if isinstance(node, ast.Assign)
+        and node.lineno < line
+        and any(isinstance(t, ast.Name) and t.id == figure.id for t in node.targets)
+    ]
+    return max(assigned, key=lambda node: node.lineno).value if assigned else None
+
+
+def figures_around_the_policy(text: str, kinds: dict[tuple[str, str], frozenset[str]]) -> list[str]:
+    """show_figure calls in a view whose figure is a matrix or bars (or is not a ui chart
+    function's figure at all), and any st.plotly_chart of a view's own."""
+    tree = ast.parse(text)
+    scopes = [node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)]
+    found = []
+    for call in ast.walk(tree):
+        if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Attribute | ast.Name):
+            continue
+        name = call.func.attr if isinstance(call.func, ast.Attribute) else call.func.id
+        if name == "plotly_chart":
+            found.append(f"line {call.lineno}: st.plotly_chart: a view shows figures via display")
+        if name != "show_figure":
+            continue
+        figure = (
+            call.args[0] if call.args else next(k.value for k in call.keywords if k.arg == "fig")
+        )
+        scope = next((s for s in reversed(scopes) if call in ast.walk(s)), tree)
+        source = _figure_source(figure, scope, call.lineno)
+        target = _ui_call_target(source, {}) if isinstance(source, ast.Call) else None
+        if target not in kinds:
+            found.append(f"line {call.lineno}: {ast.unparse(figure)} is no ui chart's figure")
+            continue
+        for kind in sorted(kinds[target]):
+            found.append(f"line {call.lineno}: a {kind} goes through display.{POLICY_FOR[kind]}")
+    return found
+
+
+@pytest.mark.parametrize("path", files("views"), ids=lambda p: p.name)
+def test_views_draw_matrices_and_bars_through_the_display_policy(path):
+    """Every matrix a view draws goes through display.show_matrix and every set of bars through
+    show_bars, which ask ui/display_policy.py; show_figure takes the other figures."""
+    assert figures_around_the_policy(path.read_text(), figure_kinds()) == []
+
+
+def test_the_figure_rule_can_fail():
+    kinds = figure_kinds()
+    assert "Heatmap" in kinds[("positional_charts", "position_heatmap")]
+    assert "Heatmap" in kinds[("scaling_masking_charts", "reduced_heatmap")]  # via charts
+    assert "Bar" in kinds[("charts", "weight_bars")]
+    assert not kinds[("embeddings_charts", "projection_figure")]
+    view = (
+        "fig = positional_charts.position_heatmap(m, 't')\n"
+        "display.show_figure(fig, key='a')\n"
+        "display.show_figure(embeddings_charts.projection_figure(p), key='b')\n"
+        "def f(fig):\n    display.show_figure(fig, 'c')\n"
+        "display.show_figure(charts.weight_bars(l, s, 't', 'y'), key='d')\n"
+        "st.plotly_chart(fig)\n"
+        "display.show_matrix(m.shape, None, lambda: positional_charts.position_heatmap(m, 't'), 'e')\n"
+    )
+    found = [line.split(":")[0] for line in figures_around_the_policy(view, kinds)]
+    assert sorted(found) == ["line 2", "line 5", "line 6", "line 7"]

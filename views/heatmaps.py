@@ -263,7 +263,13 @@ stat_grid = heatmaps_charts.head_stat_grid(
     zmax=None if stat_name == "entropy" else 1.0,
     sink_on=specials or None,  # GPT-2: no special pieces, no sink legend
 )
-display.show_figure(stat_grid, key="hm_stats", filename=f"head-{stat_name}")
+display.show_matrix(
+    (model.n_layers, model.n_heads),
+    None,
+    lambda: stat_grid,
+    key="hm_stats",
+    filename=f"head-{stat_name}",
+)
 if renormalise:
     st.caption(
         f"{specials} are hidden: the statistics describe the renormalised weights, so the "
@@ -361,7 +367,9 @@ else:
                 title=compare_title(layer, head),
             )
         filename = "compare-head" if in_browser else f"compare-L{layer}-H{head}"
-        display.show_figure(compare, key="hm_compare", filename=filename)
+        display.show_bars(
+            max(map(len, tokens_ab)), None, lambda: compare, key="hm_compare", filename=filename
+        )
         input_cosine = positional.cosine(
             trace_a.hidden_states[0][where[0]], trace_b.hidden_states[0][where[1]]
         )

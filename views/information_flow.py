@@ -456,7 +456,9 @@ def encoder_lens() -> None:
             trace.tokens,
             "Each token vs its final vector (word pieces)",
         )
-        display.show_figure(fig, key="ex_lens", filename="lens-tokens")
+        display.show_matrix(
+            token_settling.shape, None, lambda: fig, key="ex_lens", filename="lens-tokens"
+        )
     with right:
         settling = lens.sentence_settling(trace.hidden_states)
         fig = information_flow_charts.settling_figure(settling, "Sentence vs final embedding")

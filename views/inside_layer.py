@@ -67,8 +67,12 @@ sizes = inside_layer_runs.sublayer_sizes(model, trace)
 means = sizes.layer_means()  # (L,) each, averaged over the tokens
 mean_a, mean_f, share = means["attention_update"], means["ffn_update"], means["attention_share"]
 predict.ask_choice("layer_share", predict_answers.largest_attention_share(share))
-display.show_figure(
-    inside_layer_charts.sublayer_figure(mean_a, mean_f, share, f"{name}: what each sublayer adds"),
+display.show_bars(
+    len(share),
+    None,
+    lambda: inside_layer_charts.sublayer_figure(
+        mean_a, mean_f, share, f"{name}: what each sublayer adds"
+    ),
     key="layer_sizes",
     filename="sublayer-sizes",
 )

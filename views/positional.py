@@ -94,7 +94,9 @@ def sinusoid_section() -> None:
     fig = positional_charts.position_heatmap(
         sinusoid, f"Sinusoidal encoding, {n_positions} × {d_model}"
     )
-    display.show_figure(fig, key="pos_sinusoid", filename="sinusoidal-encoding")
+    display.show_matrix(
+        sinusoid.shape, None, lambda: fig, key="pos_sinusoid", filename="sinusoidal-encoding"
+    )
     if display_policy.reduced_in_heatmap(n_positions):
         st.caption(
             f"The heatmap shows every {positional_charts.thin_rows(n_positions)[1]}th position."
@@ -147,7 +149,9 @@ def binary_section() -> None:
             symmetric=False,
             colorscale="Greys",
         )
-        display.show_figure(fig, key="pos_binary", filename="binary-encoding")
+        display.show_matrix(
+            bits.shape, None, lambda: fig, key="pos_binary", filename="binary-encoding"
+        )
     with right:
         smooth = positional.smooth_bit(range(n_positions), bit)
         display.show_figure(
@@ -192,8 +196,10 @@ def rotary_section() -> None:
         "A table learned in training promises nothing of the kind (tab 4 measures how far one "
         "follows distance)."
     )
-    display.show_figure(
-        positional_charts.position_heatmap(
+    display.show_matrix(
+        check.scores.shape,
+        None,
+        lambda: positional_charts.position_heatmap(
             check.scores,
             f"Layer {layer}, head {head}: turned q · turned k",
             x_title="key position",
@@ -236,13 +242,21 @@ def learned_section() -> None:
         fig = positional_charts.position_heatmap(
             learned, f"{model_label}: learned position vectors"
         )
-        display.show_figure(fig, key="pos_learned", filename="learned-positions")
+        display.show_matrix(
+            learned.shape, None, lambda: fig, key="pos_learned", filename="learned-positions"
+        )
     with right:
         same_width = positional.sinusoidal_encoding(n_positions, model.d_model)
         fig = positional_charts.position_heatmap(
             same_width, f"Sinusoid with d_model = {model.d_model}"
         )
-        display.show_figure(fig, key="pos_sinusoid_same", filename="sinusoid-same-width")
+        display.show_matrix(
+            same_width.shape,
+            None,
+            lambda: fig,
+            key="pos_sinusoid_same",
+            filename="sinusoid-same-width",
+        )
 
 
 def near_positions_section() -> None:
@@ -281,7 +295,13 @@ def near_positions_section() -> None:
             fig = positional_charts.position_heatmap(
                 similarity, f"{name}: {kind}", x_title="position q", colorbar_title=kind, height=380
             )
-            display.show_figure(fig, key=f"pos_sim_{name}", filename=f"position-similarity-{name}")
+            display.show_matrix(
+                similarity.shape,
+                None,
+                lambda fig=fig: fig,
+                key=f"pos_sim_{name}",
+                filename=f"position-similarity-{name}",
+            )
             share = positional.explained_by_distance(similarity)
             st.metric(
                 "explained by distance |p − q| alone (R²)",
@@ -369,7 +389,13 @@ def rotation_section() -> None:
                 colorbar_title="dot",
                 height=360,
             )
-            display.show_figure(fig, key=f"pos_pair_{label}", filename="sine-cosine-pairs")
+            display.show_matrix(
+                similarity.shape,
+                None,
+                lambda fig=fig: fig,
+                key=f"pos_pair_{label}",
+                filename="sine-cosine-pairs",
+            )
             st.metric(
                 "explained by distance |p − q| alone (R²)",
                 f"{positional.explained_by_distance(similarity):.2f}",
