@@ -72,8 +72,9 @@ def token_matrix(
 ) -> go.Figure:
     """Heatmap of an (n, m) matrix, one row per token, shape in the title.
 
-    Draws the first `limit` rows, fewer when the matrix is wide, so that at most display_policy.CELL_BUDGET
-    cells are sent (a 384-wide X has more columns than its figure has pixels anyway).
+    Draws the first `limit` rows, fewer when the matrix is wide, so that at most
+    display_policy.CELL_BUDGET cells are sent (a 384-wide X has more columns than its figure has
+    pixels anyway).
     columns: a name for each of the m columns (the toy's features), written under them.
     """
     rows_for_budget = max(8, display_policy.CELL_BUDGET // max(1, matrix.shape[1]))
