@@ -41,6 +41,7 @@ class Anatomy:
     pair: tuple[str, ...]  # of a pair: ("<s>", "A", "</s>", "</s>", "B", "</s>"), ...
     ffn_parameters: int  # trained numbers of one layer's feed-forward, gate included
     attention_parameters: int  # of one layer's attention: Q, K, V (grouped) and W_O
+    lowercases: bool  # the tokenizer lowercases the text before cutting it into pieces
     # how the model was trained to make one vector of a sentence ("mean", "cls", "max"), as its
     # sentence-transformers files say; None for a model trained on something else
     sentence_pooling: str | None = None
@@ -231,5 +232,6 @@ def describe(model: Transformer) -> Anatomy:
         pair=_framing(two.tokens, two.special, two.segments),
         ffn_parameters=sum(parameter_count(p.weight, p.bias) for p in ffn),
         attention_parameters=sum(parameter_count(p.weight, p.bias) for p in projections),
+        lowercases=model.tokenizer.lowercases,
         sentence_pooling=sentence_pooling(Path(model.model_dir)),
     )

@@ -14,25 +14,34 @@ BINDING_HELPERS = {
     "section_tabs",
     "token_picker",
     "whole_number_input",
+    "_layer_switch",  # ui/sidebar.py: the switches for every layer
 }  # ui/widgets.py: bound by design
 
 
 def bound_keys(path: Path) -> list[str]:
     """Keys of every URL-bound widget call in one file (f-string keys without their prefix)."""
     keys = []
-    for node in ast.walk(ast.parse(path.read_text())):
+    tree = ast.parse(path.read_text())
+    inside_helpers = {
+        id(node)
+        for function in ast.walk(tree)
+        if isinstance(function, ast.FunctionDef) and function.name in BINDING_HELPERS
+        for node in ast.walk(function)
+    }
+    for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
         kwargs = {k.arg: k.value for k in node.keywords}
         bind, key = kwargs.get("bind"), kwargs.get("key")
         binds = isinstance(bind, ast.Constant) and bind.value == "query-params"
-        if not (binds or getattr(node.func, "attr", "") in BINDING_HELPERS):
+        helper = getattr(node.func, "attr", getattr(node.func, "id", "")) in BINDING_HELPERS
+        if not (binds or helper):
             continue
         if isinstance(key, ast.Constant):
             keys.append(str(key.value))
         elif isinstance(key, ast.JoinedStr):  # f"{key_prefix}layer": the plain default
             keys.append("".join(str(v.value) for v in key.values if isinstance(v, ast.Constant)))
-        elif path.name != "widgets.py":  # there the BINDING_HELPERS pass their key through
+        elif id(node) not in inside_helpers:  # there the BINDING_HELPERS pass their key through
             # A key computed at run time cannot be read here, so no hostile-URL test would
             # reach that widget: keep keys literal.
             raise ValueError(f"{path.name}:{node.lineno}: a URL-bound widget with a computed key")

@@ -100,24 +100,44 @@ def page_paths() -> list[str]:
     return [step.file for step in path.STEPS]
 
 
+@pytest.fixture()
+def local_folders(monkeypatch):
+    """A local user's server: a checkpoint folder may be loaded (the public one refuses)."""
+    from ui import models
+
+    monkeypatch.setenv("ATTENTION_EXPLORER_LOCAL_FOLDERS", "1")
+    models.policy.clear()
+    yield
+    models.policy.clear()
+
+
 def run_page(
     page: str,
     text: str | None = None,
     pair: str | None = None,
     timeout: float = 120,
     query: dict[str, str] | None = None,
+    folder: str | Path | None = None,
+    state: dict[str, object] | None = None,
 ):
     """Run app.py headless on `page` with the sidebar text set (and these URL query parameters);
-    return the finished AppTest."""
+    return the finished AppTest. folder: a checkpoint folder loaded as after its Load button
+    (with the local_folders fixture); state: session values set before the first run (a tab)."""
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
     for key, value in (query or {}).items():
         at.query_params[key] = value
+    if folder is not None:
+        at.session_state["model"] = "other"
+        at.session_state["custom_model"] = str(folder)
+        at.session_state["_confirmed_custom_model"] = str(folder)  # what the Load button sets
     if text is not None:
         at.session_state["text"] = text
     if pair is not None:
         at.session_state["pair"] = pair
+    for key, value in (state or {}).items():
+        at.session_state[key] = value
     at.run()
     if page != page_paths()[0]:
         at.switch_page(page)

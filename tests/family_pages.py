@@ -21,7 +21,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from conftest import ROOT, each_tab, page_paths, section_labels
+from conftest import each_tab, page_paths, run_page, section_labels
 from streamlit.testing.v1 import AppTest
 from tiny_families import write_tiny_family
 
@@ -56,18 +56,7 @@ def family_folder(family: str) -> Path:
 
 def run_on(folder: Path, page: str, state: dict[str, object] | None = None) -> AppTest:
     """app.py on `page` with the folder's model loaded (as after its Load button)."""
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
-    at.session_state["model"] = "other"
-    at.session_state["custom_model"] = str(folder)
-    at.session_state["_confirmed_custom_model"] = str(folder)  # what the Load button sets
-    at.session_state["text"] = TEXT
-    for key, value in (state or {}).items():
-        at.session_state[key] = value
-    at.run()
-    if page != page_paths()[0]:
-        at.switch_page(page)
-        at.run()
-    return at
+    return run_page(page, TEXT, timeout=180, folder=folder, state=state)
 
 
 @functools.cache

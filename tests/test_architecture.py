@@ -271,6 +271,63 @@ def model_calls_in_view(text: str, index: CoreIndex) -> list[str]:
     return found
 
 
+# The model's name is what the visitor picked, shown as a label: the one field a view may read.
+SHOWN_FIELDS = frozenset({"name"})
+
+
+def model_fields(source: str) -> frozenset[str]:
+    """The Transformer's own fields, read from its __init__ (self.x = ...): its architecture,
+    sizes, tokenizer and weights. Its properties (n_layers, d_model, ...) are not fields."""
+    (init,) = [
+        node
+        for node in _transformer_class(ast.parse(source)).body
+        if isinstance(node, ast.FunctionDef) and node.name == "__init__"
+    ]
+    return frozenset(
+        target.attr
+        for node in ast.walk(init)
+        if isinstance(node, ast.Assign | ast.AnnAssign)
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        if isinstance(target, ast.Attribute)
+        and isinstance(target.value, ast.Name)
+        and target.value.id == "self"
+    )
+
+
+def model_fields_read_in_view(text: str, fields: frozenset[str]) -> list[str]:
+    """model.<field> in a view, for a field of the Transformer but its name: what the model is
+    made of reaches a page through the anatomy (ui/anatomy_text.py) or ui/, never read raw."""
+    return [
+        f"line {node.lineno}: {ast.unparse(node)}"
+        for node in ast.walk(ast.parse(text))
+        if isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "model"
+        and node.attr in fields - SHOWN_FIELDS
+    ]
+
+
+@pytest.mark.parametrize("path", files("views"), ids=lambda p: p.name)
+def test_views_read_no_field_of_the_model(path):
+    """A view may show the model's sizes (its properties) and name; its architecture, its
+    tokenizer and its weights it reads through the anatomy or asks ui/ for."""
+    fields = model_fields((ROOT / "core" / "transformer.py").read_text())
+    assert model_fields_read_in_view(path.read_text(), fields) == []
+
+
+def test_the_model_field_rule_can_fail():
+    fields = model_fields((ROOT / "core" / "transformer.py").read_text())
+    assert {"arch", "dims", "tokenizer", "layers", "word_embeddings", "name"} <= fields
+    assert not {"n_layers", "d_model", "is_decoder"} & fields  # properties: sizes a page shows
+    view = (
+        "if model.arch.norm_position == 'pre':\n    pass\n"
+        "x = model.n_layers\ny = model.name\nz = anatomy.arch.final_norm\n"
+        "w = model.tokenizer.token_of(3)\n"
+    )
+    found = [line.split(":")[0] for line in model_fields_read_in_view(view, fields)]
+    assert found == ["line 1", "line 6"]
+
+
 @pytest.mark.parametrize("path", files("views"), ids=lambda p: p.name)
 def test_views_hand_the_model_to_no_core_function(path):
     """A view takes from core/ only types, constants and pure functions of arrays; whatever
@@ -556,13 +613,14 @@ def _is_builder_form(node: ast.expr | None, wrappers: frozenset[tuple[str, str]]
 
 
 def _form_arguments(call: ast.Call, name: str) -> list[ast.expr]:
-    """The html= and strip= forms a call of show_matrix / show_bars passes (by keyword or place)."""
+    """The html= and strip= forms a call of show_matrix / show_bars passes (by keyword or place);
+    None (no HTML form: plotly draws it) is no form."""
     found = []
     for form in FORM_TAKERS[name]:
         keyword = [k.value for k in call.keywords if k.arg == form]
         position = FORM_POSITIONS[form]
         found += keyword or ([call.args[position]] if len(call.args) > position else [])
-    return found
+    return [form for form in found if not (isinstance(form, ast.Constant) and form.value is None)]
 
 
 def _inside_function(tree: ast.Module, call: ast.Call, name: str) -> bool:
@@ -798,8 +856,14 @@ def test_shared_ui_modules_import_no_pages_module():
     ]
 
 
+def _draws_figures(module: str) -> bool:
+    """A ui module that decides or draws figures: the policy, display, a chart module, the HTML
+    builder. A size read from any of them is a display size."""
+    return module in ("display_policy", "display", "html_heatmap") or "chart" in module
+
+
 def sizes_compared_in(text: str) -> list[str]:
-    """Comparisons in a view with a size of the display policy (display_policy.X, display.X)."""
+    """Comparisons in a view with a display size (display_policy.X, a chart module's X)."""
     found = []
     for node in ast.walk(ast.parse(text)):
         if not isinstance(node, ast.Compare):
@@ -808,7 +872,7 @@ def sizes_compared_in(text: str) -> list[str]:
             if (
                 isinstance(part, ast.Attribute)
                 and isinstance(part.value, ast.Name)
-                and part.value.id in ("display_policy", "display")
+                and _draws_figures(part.value.id)
                 and part.attr.isupper()
             ):
                 found.append(f"line {node.lineno}: {ast.unparse(node)[:70]}")
@@ -826,22 +890,100 @@ def test_the_size_rule_can_fail():
     view = (
         "if len(tokens) <= display.HTML_BARS_UP_TO:\n    pass\n"
         "x = n > display_policy.DRAW_LIMIT\ny = display.show_bars(n, html=h, plotly=p, key='k')\n"
+        "z = trace.n_tokens > multi_head_charts.GRID_MAX\nw = n > explanations_runs.MAX_PIECES\n"
     )
-    assert [line.split(":")[0] for line in sizes_compared_in(view)] == ["line 1", "line 3"]
+    found = [line.split(":")[0] for line in sizes_compared_in(view)]
+    assert found == ["line 1", "line 3", "line 5"]
+
+
+def _whole_number(node: ast.expr | None, at_least: int = 0) -> bool:
+    """A whole-number literal (or arithmetic of them, 72 * 128 * 128) of at least at_least."""
+    if isinstance(node, ast.BinOp):
+        return _whole_number(node.left) and _whole_number(node.right)
+    return (
+        isinstance(node, ast.Constant)
+        and type(node.value) is int
+        and (at_least == 0 or node.value >= at_least)
+    )
+
+
+# A figure's own layout, not how much of a matrix or how many labels it draws: pixels, time.
+LAYOUT_SUFFIXES = ("_PX", "_MS")
+# From here a number compared with a size or given as a limit is a size (0-3 count things:
+# an empty input, one row, a pair, the three axes of a 3-D projection).
+SIZE_FROM = 4
+
+
+def size_constants_in(text: str) -> list[str]:
+    """Sizes written into a chart module instead of read from ui/display_policy.py: a
+    module-level name bound to a whole number (but *_PX, *_MS), a whole number from SIZE_FROM
+    up in a comparison (an assert states an invariant: not a choice), and such a default for a
+    parameter that limits what is drawn (max_*, *_up_to, limit)."""
+    tree = ast.parse(text)
+    found = []
+    for node in tree.body:
+        if isinstance(node, ast.Assign | ast.AnnAssign) and _whole_number(node.value):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names = [t.id for t in targets if isinstance(t, ast.Name)]
+            if not all(name.endswith(LAYOUT_SUFFIXES) for name in names):
+                found.append(f"line {node.lineno}: {ast.unparse(node)[:70]}")
+    asserted = {
+        id(part)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assert)
+        for part in ast.walk(node)
+    }
+    for node in ast.walk(tree):
+        sides = [node.left, *node.comparators] if isinstance(node, ast.Compare) else []
+        if id(node) not in asserted and any(_whole_number(side, SIZE_FROM) for side in sides):
+            found.append(f"line {node.lineno}: {ast.unparse(node)[:70]}")
+        if isinstance(node, ast.FunctionDef):
+            arguments = node.args
+            positional = [*arguments.posonlyargs, *arguments.args]
+            pairs = [
+                *zip(positional[::-1], arguments.defaults[::-1], strict=False),
+                *zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True),
+            ]
+            for argument, default in pairs:
+                name = argument.arg
+                limits = name.startswith("max_") or name.endswith("_up_to") or name == "limit"
+                if limits and _whole_number(default, SIZE_FROM):
+                    found.append(f"line {node.lineno}: {node.name}({name}={ast.unparse(default)})")
+    return found
+
+
+@pytest.mark.parametrize(
+    "path", [p for p in files("ui") if "chart" in p.name], ids=lambda p: p.name
+)
+def test_chart_modules_read_their_sizes_from_the_display_policy(path):
+    """How many rows, cells and labels a figure draws is decided in ui/display_policy.py, the
+    one place a reader looks for it; a chart module reads it from there."""
+    assert size_constants_in(path.read_text()) == []
+
+
+def test_the_chart_size_rule_can_fail():
+    module = (
+        "GRID_MAX = 48\nTOP_PX = 160\nBUDGET = 64 * 96\nCOLOUR = '#fff'\nSHARE = 0.5\n"
+        "def f(n, limit=32, height=420, max_rows=display_policy.DRAW_LIMIT):\n"
+        "    assert n <= 256\n    if n > 6:\n        return n == 3\n"
+        "    return n <= display_policy.NUMBERS_UP_TO\n"
+    )
+    found = sorted(line.split(":")[0] for line in size_constants_in(module))
+    assert found == ["line 1", "line 3", "line 6", "line 8"]
 
 
 def test_every_size_of_the_display_policy_lives_in_one_module():
-    """The sizes that choose HTML, an image or plotly are assigned in ui/display_policy.py only."""
+    """The sizes that choose HTML, an image or plotly are assigned in ui/display_policy.py only
+    (every whole number it names, read from it)."""
+    policy = ast.parse((ROOT / "ui" / "display_policy.py").read_text())
     sizes = {
-        "NUMBERS_UP_TO",
-        "IMAGE_UP_TO",
-        "DRAW_LIMIT",
-        "BARS_UP_TO",
-        "ANNOTATE_UP_TO",
-        "GRID_UP_TO",
-        "HTML_BARS_UP_TO",
-        "SWITCH_IN_BROWSER_UP_TO_WEIGHTS",
+        target.id
+        for node in policy.body
+        if isinstance(node, ast.Assign) and _whole_number(node.value)
+        for target in node.targets
+        if isinstance(target, ast.Name)
     }
+    assert {"NUMBERS_UP_TO", "DRAW_LIMIT", "SWITCH_IN_BROWSER_UP_TO_WEIGHTS"} <= sizes
     for path in [*files("ui"), *files("views")]:
         if path.name == "display_policy.py":
             continue
@@ -868,19 +1010,6 @@ def test_a_pages_flags_live_in_the_one_manifest():
 
 
 # ---- one layer loop: the forward path in core/transformer.py -----------------------------------
-# What runs a layer of a loaded model when called: the path's entries, and attention itself.
-RUNS_LAYERS = frozenset(
-    {
-        "run",
-        "run_ids",
-        "run_with_hooks",
-        "run_with_cache",
-        "forward_from_word_vectors",
-        "multi_head_attention",
-    }
-)
-
-
 def _called_names(node: ast.AST) -> set[str]:
     """Every name a piece of code calls: f(...) gives "f", x.f(...) gives "f"."""
     names = set()
@@ -893,14 +1022,115 @@ def _called_names(node: ast.AST) -> set[str]:
     return names
 
 
+def _transformer_class(tree: ast.Module) -> ast.ClassDef:
+    (cls,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == MODEL]
+    return cls
+
+
+def _self_calls(function: ast.AST) -> set[str]:
+    """The methods a method calls on self: self.f(...) gives "f"."""
+    return {
+        call.func.attr
+        for call in ast.walk(function)
+        if isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and isinstance(call.func.value, ast.Name)
+        and call.func.value.id == "self"
+    }
+
+
+def _steps_called(body: list[ast.stmt], index: str) -> set[str]:
+    """Methods of self a loop's body calls or hands on (checkpoint(self.f, ...)) with its index
+    among the arguments: `for layer in ...: x = self._step(x, layer)` gives "_step"."""
+    found = set()
+    for call in ast.walk(ast.Module(body=body, type_ignores=[])):
+        if not isinstance(call, ast.Call) or index not in _names_in(call):
+            continue
+        for part in [call.func, *call.args]:
+            if (
+                isinstance(part, ast.Attribute)
+                and isinstance(part.value, ast.Name)
+                and part.value.id == "self"
+            ):
+                found.add(part.attr)
+    return found
+
+
+def runs_layers(source: str) -> frozenset[str]:
+    """What runs a layer of a loaded model when called, read from core/transformer.py's source:
+    the Transformer's public methods that reach its layer step (the private method its own loop
+    calls with the loop's index), and the core functions that step calls (attention itself)."""
+    tree = ast.parse(source)
+    methods = {
+        node.name: node
+        for node in _transformer_class(tree).body
+        if isinstance(node, ast.FunctionDef)
+    }
+    steps = {
+        name
+        for method in methods.values()
+        for loop in ast.walk(method)
+        if isinstance(loop, ast.For) and isinstance(loop.target, ast.Name)
+        for name in _steps_called(loop.body, loop.target.id)
+        if name.startswith("_") and name in methods
+    }
+    reaching = set(steps)
+    while True:
+        more = {
+            name
+            for name, method in methods.items()
+            if name not in reaching and _self_calls(method) & reaching
+        }
+        if not more:
+            break
+        reaching |= more
+    from_core = {name for name, (module, _) in _core_imports(tree).items() if module}
+    attention = set().union(*(_called_names(methods[step]) for step in steps)) & from_core
+    return frozenset({name for name in reaching if not name.startswith("_")} | attention)
+
+
+@functools.cache
+def transformer_runs_layers() -> frozenset[str]:
+    return runs_layers((ROOT / "core" / "transformer.py").read_text()) | attention_parts()
+
+
+def attention_parts(source: str | None = None) -> frozenset[str]:
+    """The pieces attention is computed from, read from core/attention.py: multi_head_attention
+    (the layer step's attention) and the functions of the module it calls, directly or through
+    each other. A loop over layers that calls one computes attention itself."""
+    tree = ast.parse(source or (ROOT / "core" / "attention.py").read_text())
+    defined = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
+    found = {"multi_head_attention"} & set(defined)
+    while True:
+        more = set().union(*(_called_names(defined[name]) for name in found)) & set(defined)
+        if more <= found:
+            return frozenset(name for name in found if not name.startswith("_"))
+        found |= more
+
+
+# The name of a module's one function allowed its own layer loop: `OWN_LAYER_LOOP = forward`,
+# after the function, whose docstring says why it is not the explained model.
+OWN_LAYER_LOOP = "OWN_LAYER_LOOP"
+
+
+def own_layer_loops(source: str) -> set[str]:
+    """The functions a module names as its own layer loop (OWN_LAYER_LOOP = <function>)."""
+    return {
+        node.value.id
+        for node in ast.parse(source).body
+        if isinstance(node, ast.Assign)
+        and isinstance(node.value, ast.Name)
+        and any(isinstance(t, ast.Name) and t.id == OWN_LAYER_LOOP for t in node.targets)
+    }
+
+
 def transformer_private_methods() -> set[str]:
     """The Transformer's own private methods (its per-layer step and the step's parts), read
     from core/transformer.py: no other module may call them."""
     tree = ast.parse((ROOT / "core" / "transformer.py").read_text())
-    (cls,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Transformer"]
     return {
         node.name
-        for node in cls.body
+        for node in _transformer_class(tree).body
         if isinstance(node, ast.FunctionDef)
         and node.name.startswith("_")
         and not node.name.startswith("__")
@@ -916,11 +1146,21 @@ def _over_layers(iterable: ast.expr) -> bool:
     )
 
 
-def layer_loops(source: str, private: set[str]) -> list[str]:
+def layer_loops(source: str, private: set[str], running: frozenset[str] | None = None) -> list[str]:
     """Calls of the Transformer's private methods on anything but self, and loops over a
-    model's layers whose body runs a layer (RUNS_LAYERS)."""
+    model's layers whose body runs a layer (running: transformer_runs_layers() by default)."""
+    running = transformer_runs_layers() if running is None else running
+    tree = ast.parse(source)
+    exempt = {
+        id(node)
+        for function in tree.body
+        if isinstance(function, ast.FunctionDef) and function.name in own_layer_loops(source)
+        for node in ast.walk(function)
+    }
     found = []
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(tree):
+        if id(node) in exempt:
+            continue
         if (
             isinstance(node, ast.Attribute)
             and node.attr in private
@@ -934,10 +1174,8 @@ def layer_loops(source: str, private: set[str]) -> list[str]:
             loops = [(generator.iter, [node]) for generator in node.generators]
         for iterable, body in loops:
             called = set().union(*(_called_names(statement) for statement in body))
-            if _over_layers(iterable) and called & RUNS_LAYERS:
-                found.append(
-                    f"line {node.lineno}: a loop over the layers runs {called & RUNS_LAYERS}"
-                )
+            if _over_layers(iterable) and called & running:
+                found.append(f"line {node.lineno}: a loop over the layers runs {called & running}")
     return found
 
 
@@ -971,3 +1209,192 @@ def test_the_layer_loop_rule_can_fail():
     # F's private method of the same name is its own
     found = sorted(line.split(":")[0] for line in layer_loops(source, private))
     assert found == ["line 3", "line 5", "line 8"]
+
+
+def test_a_layer_loop_of_attentions_pieces_is_one_too():
+    """A loop over layers that computes attention from core/attention.py's pieces is a second
+    layer loop, unless its module names it OWN_LAYER_LOOP; and one function in the whole tree
+    does: core/induction.py's forward, the toy decoder the lab trains from scratch."""
+    toy = (
+        "from core.attention import masked_softmax, split_heads\n"
+        "def forward(decoder, x):\n    for layer in decoder.layers:\n"
+        "        x = x + masked_softmax(split_heads(x @ layer.w, 2))\n    return x\n"
+        "def stats(decoder, x):\n    return [x.mean() for layer in decoder.layers]\n"
+    )
+    private = transformer_private_methods()
+    assert [line.split(":")[0] for line in layer_loops(toy, private)] == ["line 3"]
+    assert layer_loops(toy + "OWN_LAYER_LOOP = forward\n", private) == []
+    second = toy.replace(
+        "def stats(decoder, x):\n    return [x.mean()",
+        "def again(decoder, x):\n    return [masked_softmax(x)",
+    )
+    assert len(layer_loops(second + "OWN_LAYER_LOOP = forward\n", private)) == 1
+    parts = attention_parts(
+        "def multi_head_attention(x):\n    return merge(soft(x))\n"
+        "def soft(x):\n    return _keep(x)\ndef merge(x): ...\ndef _keep(x): ...\ndef other(x): ...\n"
+    )
+    assert parts == {"multi_head_attention", "soft", "merge"}
+    assert {"masked_softmax", "attention_scores", "split_heads"} <= attention_parts()
+    marked = {
+        f"{path.parent.name}/{path.name}": own_layer_loops(path.read_text())
+        for path in [*files("core"), *files("ui"), *files("views"), ROOT / "app.py"]
+        if own_layer_loops(path.read_text())
+    }
+    assert marked == {"core/induction.py": {"forward"}}
+
+
+def test_what_runs_a_layer_is_read_from_the_transformer():
+    """The loop rule's names come from core/transformer.py: a new entry that reaches the layer
+    step is covered without editing the test, and a method that does not reach it is not."""
+    toy = (
+        "from core.attention import attend, causal\n"
+        "class Transformer:\n"
+        "    def _step(self, x, layer):\n        return attend(x, causal(3))\n"
+        "    def _loop(self, x, last):\n        for layer in range(last):\n"
+        "            x = self._step(x, layer)\n        return x\n"
+        "    def go(self, x):\n        return self._loop(x, 2)\n"
+        "    def go_twice(self, x):\n        return self.go(self.go(x))\n"
+        "    def sizes(self):\n        for i in range(3):\n            print(i)\n"
+        "    def embed(self, x):\n        return self._norm(x)\n"
+    )
+    assert runs_layers(toy) == {"go", "go_twice", "attend", "causal"}
+    real = transformer_runs_layers()
+    assert {"run", "run_ids", "run_with_hooks", "run_with_cache"} <= real
+    assert {"forward_from_word_vectors", "multi_head_attention"} <= real
+    assert not {"encode", "logits", "word_vectors", "position_ids"} & real
+
+
+# ---- every figure a view draws goes through the display policy --------------------------------
+# A matrix (a plotly Heatmap) goes through display.show_matrix, bars (a plotly Bar) through
+# display.show_bars: ui/display_policy.py decides their form. show_figure is for the rest
+# (lines, scatters, diagrams), and a view never calls st.plotly_chart itself.
+POLICY_FOR = {"Heatmap": "show_matrix", "Bar": "show_bars"}
+
+
+def _ui_bindings(tree: ast.Module, module: str, defined: set[tuple[str, str]]) -> dict:
+    """Names a ui module binds to ui functions: its own, and `from ui.x import f` as (x, f)."""
+    bound = {name: (module, name) for (owner, name) in defined if owner == module}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("ui."):
+            owner = node.module.split(".")[1]
+            for alias in node.names:
+                bound[alias.asname or alias.name] = (owner, alias.name)
+    return bound
+
+
+def _ui_call_target(call: ast.Call, bound: dict) -> tuple[str, str] | None:
+    """(module, function) of f(...) bound to a ui function, or of module.f(...)."""
+    func = call.func
+    if isinstance(func, ast.Name):
+        return bound.get(func.id)
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+        return func.value.id, func.attr
+    return None
+
+
+@functools.cache
+def figure_kinds() -> dict[tuple[str, str], frozenset[str]]:
+    """(ui module, function) -> the plotly traces it draws among POLICY_FOR's (go.Heatmap(...),
+    go.Bar(...), figure.add_heatmap(...), figure.add_bar(...)), in its body or through the ui
+    functions it calls, read from ui/."""
+    trees = {path.stem: ast.parse(path.read_text()) for path in files("ui")}
+    functions = {
+        (module, node.name): node
+        for module, tree in trees.items()
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef)
+    }
+    kinds: dict[tuple[str, str], set[str]] = {key: set() for key in functions}
+    calls: dict[tuple[str, str], set[tuple[str, str]]] = {}
+    for (module, name), node in functions.items():
+        bound = _ui_bindings(trees[module], module, set(functions))
+        calls[(module, name)] = set()
+        for call in ast.walk(node):
+            if not isinstance(call, ast.Call):
+                continue
+            if isinstance(call.func, ast.Attribute):  # go.Heatmap(...), figure.add_heatmap(...)
+                drawn = call.func.attr.removeprefix("add_").capitalize()
+                if drawn in POLICY_FOR:
+                    kinds[(module, name)].add(drawn)
+            target = _ui_call_target(call, bound)
+            if target in functions:
+                calls[(module, name)].add(target)
+    while True:
+        grown = False
+        for key, called in calls.items():
+            more = set().union(*(kinds[c] for c in called)) - kinds[key]
+            if more:
+                kinds[key] |= more
+                grown = True
+        if not grown:
+            return {key: frozenset(found) for key, found in kinds.items()}
+
+
+def _figure_source(figure: ast.expr, scope: ast.AST, line: int) -> ast.expr | None:
+    """What a figure argument was built by: the call itself, or the value last assigned to its
+    name before `line` in the enclosing function (or module); None when nothing was assigned
+    (a parameter, a loop's variable)."""
+    if not isinstance(figure, ast.Name):
+        return figure
+    assigned = [
+        node
+        for node in ast.walk(scope)
+        if isinstance(node, ast.Assign)
+        and node.lineno < line
+        and any(isinstance(t, ast.Name) and t.id == figure.id for t in node.targets)
+    ]
+    return max(assigned, key=lambda node: node.lineno).value if assigned else None
+
+
+def figures_around_the_policy(text: str, kinds: dict[tuple[str, str], frozenset[str]]) -> list[str]:
+    """show_figure calls in a view whose figure is a matrix or bars (or is not a ui chart
+    function's figure at all), and any st.plotly_chart of a view's own."""
+    tree = ast.parse(text)
+    scopes = [node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)]
+    found = []
+    for call in ast.walk(tree):
+        if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Attribute | ast.Name):
+            continue
+        name = call.func.attr if isinstance(call.func, ast.Attribute) else call.func.id
+        if name == "plotly_chart":
+            found.append(f"line {call.lineno}: st.plotly_chart: a view shows figures via display")
+        if name != "show_figure":
+            continue
+        figure = (
+            call.args[0] if call.args else next(k.value for k in call.keywords if k.arg == "fig")
+        )
+        scope = next((s for s in reversed(scopes) if call in ast.walk(s)), tree)
+        source = _figure_source(figure, scope, call.lineno)
+        target = _ui_call_target(source, {}) if isinstance(source, ast.Call) else None
+        if target not in kinds:
+            found.append(f"line {call.lineno}: {ast.unparse(figure)} is no ui chart's figure")
+            continue
+        for kind in sorted(kinds[target]):
+            found.append(f"line {call.lineno}: a {kind} goes through display.{POLICY_FOR[kind]}")
+    return found
+
+
+@pytest.mark.parametrize("path", files("views"), ids=lambda p: p.name)
+def test_views_draw_matrices_and_bars_through_the_display_policy(path):
+    """Every matrix a view draws goes through display.show_matrix and every set of bars through
+    show_bars, which ask ui/display_policy.py; show_figure takes the other figures."""
+    assert figures_around_the_policy(path.read_text(), figure_kinds()) == []
+
+
+def test_the_figure_rule_can_fail():
+    kinds = figure_kinds()
+    assert "Heatmap" in kinds[("positional_charts", "position_heatmap")]
+    assert "Heatmap" in kinds[("scaling_masking_charts", "reduced_heatmap")]  # via charts
+    assert "Bar" in kinds[("charts", "weight_bars")]
+    assert not kinds[("embeddings_charts", "projection_figure")]
+    view = (
+        "fig = positional_charts.position_heatmap(m, 't')\n"
+        "display.show_figure(fig, key='a')\n"
+        "display.show_figure(embeddings_charts.projection_figure(p), key='b')\n"
+        "def f(fig):\n    display.show_figure(fig, 'c')\n"
+        "display.show_figure(charts.weight_bars(l, s, 't', 'y'), key='d')\n"
+        "st.plotly_chart(fig)\n"
+        "display.show_matrix(m.shape, None, lambda: positional_charts.position_heatmap(m, 't'), 'e')\n"
+    )
+    found = [line.split(":")[0] for line in figures_around_the_policy(view, kinds)]
+    assert sorted(found) == ["line 2", "line 5", "line 6", "line 7"]

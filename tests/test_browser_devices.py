@@ -400,7 +400,7 @@ def press_until_grid_titled(page, label: str, title: str) -> None:
     press_until(page, label, title, GRID_SHOWN_JS)
 
 
-# 60-odd word pieces: more than charts.FITTED_SCALE_FROM keys, so every head has its own colour
+# 60-odd word pieces: more than display_policy.FITTED_SCALE_FROM keys, so every head has its own colour
 # scale and a title line that says so; fewer than the ~128 that still switch in the browser.
 FITTED_TEXT = " ".join(["The river bank flooded after the storm, so the bank moved its money."] * 4)
 # Few enough pieces for every cell to print its weight (display_policy.NUMBERS_UP_TO).

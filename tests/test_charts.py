@@ -8,7 +8,7 @@ import io
 import numpy as np
 from shown import shown
 
-from ui import charts, display, tables
+from ui import charts, display, display_policy, tables
 
 
 def test_repeated_tokens_keep_their_own_rows():
@@ -24,7 +24,7 @@ def test_repeated_tokens_keep_their_own_rows():
 def test_long_inputs_thin_their_tick_labels_but_keep_every_cell():
     tokens = [f"w{i}" for i in range(512)]
     fig = charts.attention_heatmap(np.full((512, 512), 1 / 512), tokens, tokens, "t")
-    assert len(fig.layout.xaxis.ticktext) <= charts.MAX_TICK_LABELS
+    assert len(fig.layout.xaxis.ticktext) <= display_policy.MAX_TICK_LABELS
     assert np.asarray(fig.data[0].z).shape == (512, 512)
     assert fig.data[0].customdata is None  # no n² hover strings for long inputs
 

@@ -20,7 +20,6 @@ from shown import shown
 from test_decoder_pages import (  # noqa: F401 (fixtures)
     DECODERS,
     decoder_folders,
-    local_folders,
     run_on,
 )
 from test_door_pages import guarded_runs  # noqa: F401 (a fixture)
@@ -317,7 +316,7 @@ def test_a_decoder_answers_from_its_own_runs(decoder_folders, local_folders, fam
 
 def test_a_hostile_tokenizers_piece_stays_text_in_feedback_and_record(
     hostile_folder,  # noqa: F811
-    local_folders,  # noqa: F811
+    local_folders,
     captured_downloads,
 ):
     """A custom tokenizer whose piece is an <img onerror> tag, a Markdown link and bold: the

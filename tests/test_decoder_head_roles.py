@@ -19,18 +19,6 @@ PAGE = "views/multi_head.py"
 LOCAL = policy_from_settings({"ATTENTION_EXPLORER_LOCAL_FOLDERS": "1"})
 
 
-@pytest.fixture
-def local_folders(monkeypatch):
-    """A local user's server, as family_pages sets it: a checkpoint folder may be loaded."""
-    from ui import models
-
-    monkeypatch.setenv("ATTENTION_EXPLORER_LOCAL_FOLDERS", "1")
-    models.policy.clear()
-    yield
-    monkeypatch.delenv("ATTENTION_EXPLORER_LOCAL_FOLDERS")
-    models.policy.clear()
-
-
 def _page(family: str):
     if family == "minilm":
         return run_page(PAGE, text="the river bank flows past the old mill.")

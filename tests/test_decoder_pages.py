@@ -31,16 +31,6 @@ def decoder_folders():
     return {family: family_folder(family) for family in DECODERS}
 
 
-@pytest.fixture()
-def local_folders(monkeypatch):
-    from ui import models
-
-    monkeypatch.setenv("ATTENTION_EXPLORER_LOCAL_FOLDERS", "1")
-    models.policy.clear()
-    yield
-    models.policy.clear()
-
-
 def texts(at: AppTest) -> str:
     kinds = ("markdown", "caption", "info", "warning", "subheader", "latex")
     return " ".join(str(element.value) for kind in kinds for element in at.get(kind))

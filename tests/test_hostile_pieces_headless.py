@@ -15,7 +15,7 @@ import json
 import re
 
 import pytest
-from conftest import ROOT, assert_no_exception, each_tab, page_paths
+from conftest import ROOT, assert_no_exception, each_tab, page_paths, run_page
 from shown import shown
 from streamlit.testing.v1 import AppTest
 from test_browser_hostile_tokenizer import HOSTILE_PIECE, hostile_tokenizer_model
@@ -31,28 +31,9 @@ def hostile_folder(tmp_path_factory):
     return hostile_tokenizer_model(tmp_path_factory.mktemp("hostile") / "model")
 
 
-@pytest.fixture()
-def local_folders(monkeypatch):
-    from ui import models
-
-    monkeypatch.setenv("ATTENTION_EXPLORER_LOCAL_FOLDERS", "1")
-    models.policy.clear()
-    yield
-    models.policy.clear()
-
-
 def run_on_hostile_model(folder, page: str, state: dict[str, object]) -> AppTest:
     """app.py on `page` with the hostile model loaded (as after its Load button) and `state`."""
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-    at.session_state["model"] = "other"
-    at.session_state["custom_model"] = str(folder)
-    at.session_state["_confirmed_custom_model"] = str(folder)  # what the Load button sets
-    at.session_state["text"] = SENTENCE
-    for key, value in state.items():
-        at.session_state[key] = value
-    at.run()
-    at.switch_page(page)
-    return at.run()
+    return run_page(page, SENTENCE, folder=folder, state=state)
 
 
 def markdown_texts(at: AppTest) -> list[str]:

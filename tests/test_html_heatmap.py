@@ -824,6 +824,26 @@ def test_widgets_draw_written_cells_an_image_or_plotly_by_size(monkeypatch):
         assert drawn_as(monkeypatch, *case) == expected, (case[0].__name__, shape, expected)
 
 
+def test_a_matrix_or_bars_without_an_html_form_are_plotly_at_any_size(monkeypatch):
+    """html=None: a figure the policy has no HTML form for (subplots, frames, a line over bars)
+    is drawn by plotly even where its size would be written cells or HTML rows."""
+
+    def no_html_matrix(n: int, with_html: bool) -> None:
+        weights = np.full((n, n), 1.0 / n)
+        grid = lambda: matrix_charts.pair_grid(weights, ["t"] * n, "W", name="k")  # noqa: E731
+        display.show_matrix(weights.shape, grid if with_html else None, lambda: go.Figure(), "k")
+
+    def no_html_bars(n: int, with_html: bool) -> None:
+        rows = lambda: html_heatmap.bar_rows(  # noqa: E731
+            ["t"] * n, {"w": np.ones(n)}, "W", "w", ["#111111"], "k"
+        )
+        display.show_bars(n, rows if with_html else None, lambda: go.Figure(), "k")
+
+    for show in (no_html_matrix, no_html_bars):
+        assert drawn_as(monkeypatch, show, 3, True) == "written", show.__name__
+        assert drawn_as(monkeypatch, show, 3, False) == "plotly", show.__name__
+
+
 def test_bars_are_html_up_to_24_labels_and_plotly_past_them_or_below_zero(monkeypatch):
     """display.show_bars asks the one policy: HTML rows for up to 24 labels of values that are
     not negative, plotly's bars past 24 labels or for a negative value (they grow down from 0)."""

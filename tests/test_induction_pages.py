@@ -11,7 +11,6 @@ import dataclasses
 
 import numpy as np
 import pytest
-from conftest import ROOT
 from tiny_families import write_tiny_family
 
 import core
@@ -121,16 +120,6 @@ HEADS_PAGE = "views/multi_head.py"
 ALL_HEADS = {"mh_section": "5 · Induction heads"}
 
 
-@pytest.fixture()
-def local_folders(monkeypatch):
-    from ui import models
-
-    monkeypatch.setenv("ATTENTION_EXPLORER_LOCAL_FOLDERS", "1")
-    models.policy.clear()
-    yield
-    models.policy.clear()
-
-
 def grid_cells(at, key: str) -> tuple[np.ndarray, np.ndarray]:
     """The two heatmaps' (L, H) values as the browser receives them."""
     import json
@@ -167,19 +156,11 @@ def test_multi_head_page_shows_minilms_grid_and_says_it_is_an_encoder(model):
 
 
 def test_multi_head_page_shows_a_tiny_gpt2s_grid(tmp_path, local_folders):
-    from conftest import assert_no_exception
-    from streamlit.testing.v1 import AppTest
+    from conftest import assert_no_exception, run_page
 
     folder = write_tiny_family(tmp_path / "gpt2", "gpt2", seed=3)
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-    at.session_state["model"] = "other"
-    at.session_state["custom_model"] = str(folder)
-    at.session_state["_confirmed_custom_model"] = str(folder)  # what the Load button sets
-    at.session_state["text"] = "the river bank flows past the old mill"
-    at.session_state["mh_section"] = "5 · Induction heads"
-    at.run()
-    at.switch_page(HEADS_PAGE)
-    at.run()
+    text = "the river bank flows past the old mill"
+    at = run_page(HEADS_PAGE, text, folder=folder, state={"mh_section": "5 · Induction heads"})
     assert_no_exception(at)
     assert not [e.value for e in at.error], "the tiny model was not loaded"
     previous, inductive = grid_cells(at, "mh_induction_grid")

@@ -198,7 +198,7 @@ def test_long_inputs_are_cut_in_the_figure_not_in_the_title():
     assert "first 48" in matrix_charts.limit_note(n)
     assert matrix_charts.limit_note(10) is None
     wide = matrix_charts.token_matrix(np.zeros((n, 384), np.float32), tokens, "X", "dimension")
-    assert np.asarray(wide.data[0].z).size <= matrix_charts.CELL_BUDGET
+    assert np.asarray(wide.data[0].z).size <= display_policy.CELL_BUDGET
     assert wide.layout.title.text == "X (300 × 384) · first 16 rows drawn"
 
 

@@ -298,7 +298,9 @@ def test_long_input_figures_stay_small(model):
     assert "4×4 block means" in fig.layout.title.text and fig.data[0].zmax is None
     grid = multi_head_charts.heads_grid(long_trace.attentions[0], long_trace.tokens, 0)
     assert len(grid.data) == model.n_heads
-    assert all(np.asarray(trace.z).shape[0] <= multi_head_charts.GRID_MAX for trace in grid.data)
+    assert all(
+        np.asarray(trace.z).shape[0] <= display_policy.HEADS_GRID_TOKENS for trace in grid.data
+    )
     assert len(pio.to_json(grid)) < 400_000
 
 

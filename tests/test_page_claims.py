@@ -51,31 +51,10 @@ def test_inside_a_layer_says_the_norms_sit_on_the_stream_of_a_post_norm_model():
     assert PRE_PHRASE not in paragraph
 
 
-@pytest.fixture()
-def local_folders(monkeypatch):
-    from ui import models
-
-    monkeypatch.setenv("ATTENTION_EXPLORER_LOCAL_FOLDERS", "1")
-    models.policy.clear()
-    yield
-    models.policy.clear()
-
-
-def run_on_folder(folder, page: str) -> AppTest:
-    """app.py on `page` with a local checkpoint loaded, as after its Load button."""
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
-    at.session_state["model"] = "other"
-    at.session_state["custom_model"] = str(folder)
-    at.session_state["_confirmed_custom_model"] = str(folder)
-    at.run()
-    at.switch_page(page)
-    return at.run()
-
-
 def test_inside_a_layer_gives_a_pre_norm_model_the_identity_path(tmp_path, local_folders):
     assert NORM_POSITION["gpt2"] == "pre"
     folder = write_tiny_family(tmp_path / "model", "gpt2", seed=7)
-    at = run_on_folder(folder, "views/inside_layer.py")
+    at = run_page("views/inside_layer.py", timeout=180, folder=folder)
     assert_no_exception(at)
     assert not [e.value for e in at.error], "the tiny GPT-2 was not loaded"
     paragraph = residual_paragraph(at)

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from shown import bar_series, html_figures, shown
 
 from core import embeddings, positional
-from ui import embeddings_charts, positional_charts
+from ui import display_policy, embeddings_charts, positional_charts
 
 # ---- sinusoidal encoding -----------------------------------------------------------------------
 
@@ -309,7 +309,7 @@ def test_projection_figure_escapes_user_text():
 
 def test_position_heatmap_thins_long_inputs():
     fig = positional_charts.position_heatmap(positional.sinusoidal_encoding(512, 64), "t")
-    assert len(fig.data[0].y) <= positional_charts.MAX_HEATMAP_ROWS
+    assert len(fig.data[0].y) <= display_policy.HEATMAP_AXIS_UP_TO
     assert fig.data[0].y[0] == 0
 
 

@@ -19,7 +19,6 @@ from shown import shown
 from test_hostile_pieces_headless import (  # noqa: F401 (fixtures)
     RAW_MARKUP,
     hostile_folder,
-    local_folders,
     run_on_hostile_model,
 )
 

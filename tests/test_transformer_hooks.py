@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from conftest import ROOT
+from conftest import run_page
 from streamlit.testing.v1 import AppTest
 from tiny_families import FAMILIES, load_reference, write_tiny_family
 
@@ -431,15 +431,7 @@ def test_a_sentence_cross_attending_to_itself_is_its_own_attention(tiny, family)
 # ---- the word-order sentences follow their numbers -------------------------------------------------
 def page_on(folder, page: str, tab: tuple[str, str]) -> AppTest:
     """app.py on `page`, the folder's model loaded (as after its Load button), one tab open."""
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
-    at.session_state["model"] = "other"
-    at.session_state["custom_model"] = str(folder)
-    at.session_state["_confirmed_custom_model"] = str(folder)
-    at.session_state["text"] = TEXT
-    at.session_state[tab[0]] = tab[1]
-    at.run()
-    at.switch_page(page)
-    at.run()
+    at = run_page(page, TEXT, timeout=180, folder=folder, state=dict([tab]))
     assert not at.exception and not [e.value for e in at.error], "the page did not draw"
     return at
 
@@ -448,16 +440,6 @@ def page_text(at: AppTest) -> str:
     return " ".join(
         str(element.value) for kind in ("markdown", "caption") for element in at.get(kind)
     )
-
-
-@pytest.fixture()
-def local_folders(monkeypatch):
-    from ui import models
-
-    monkeypatch.setenv("ATTENTION_EXPLORER_LOCAL_FOLDERS", "1")
-    models.policy.clear()
-    yield
-    models.policy.clear()
 
 
 @pytest.mark.parametrize("family", ["gpt2", "llama"])

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import ROOT
-from streamlit.testing.v1 import AppTest
+from conftest import run_page
 from tiny_families import write_tiny_family
 
 from core import reference
@@ -23,14 +22,6 @@ EXPECTED_CLASS = {
     "llama": "LlamaForCausalLM",
 }
 TOLERANCE = 1e-4  # float32 sums in another order; a wrong sign or transpose is off by ~0.1-1
-
-
-@pytest.fixture()
-def local_folders(monkeypatch):
-    monkeypatch.setenv("ATTENTION_EXPLORER_LOCAL_FOLDERS", "1")
-    models.policy.clear()
-    yield
-    models.policy.clear()
 
 
 @pytest.fixture(scope="module")
@@ -87,12 +78,7 @@ def test_the_logits_compared_are_the_models_own(folders, local_folders, monkeypa
 
 def test_the_overview_button_runs_the_decoders_own_class(folders, local_folders):
     folder = str(folders("gpt2"))
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
-    at.session_state["model"] = "other"
-    at.session_state["custom_model"] = folder
-    at.session_state["_confirmed_custom_model"] = folder  # what the Load button sets
-    at.session_state["text"] = TEXT
-    at.run()
+    at = run_page("views/overview.py", TEXT, timeout=180, folder=folder)
     prose = " ".join(m.value for m in at.markdown)
     assert "`GPT2LMHeadModel`" in prose and "BertModel" not in prose
     next(b for b in at.button if b.label == "Verify against transformers").click().run()

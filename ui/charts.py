@@ -17,6 +17,14 @@ import pandas  # noqa: F401  imported up front, see below
 import plotly.colors
 import plotly.graph_objects as go
 
+from ui.display_policy import (
+    CELL_CHARS,
+    HOVER_TOKENS_UP_TO,
+    LABELLED_BARS,
+    MAX_TICK_LABELS,
+    WEIGHT_STEPS,
+    scale_fitted,
+)
 from ui.escape import literal
 
 # The one place for this: plotly's validators look numpy and pandas up in sys.modules without
@@ -25,8 +33,6 @@ from ui.escape import literal
 # has no attribute 'Series'"). Importing both in full here, before any figure is built, closes
 # that race; every chart module and ui/preload.py import this module.
 
-MAX_TICK_LABELS = 64  # beyond this, every k-th token is labelled so labels stay legible
-HOVER_TOKENS_UP_TO = 160  # per-cell hover text costs n² strings; long inputs hover by index
 COLORSCALE = "Viridis"  # perceptually even and readable on light and dark backgrounds
 # Mid-tone categorical colours (heads, sentences) that stay readable on white and on dark.
 QUALITATIVE_COLOURS = (
@@ -38,7 +44,6 @@ QUALITATIVE_COLOURS = (
 # The lessons' small figures (bars, lines, grids on the learning path) share one frame.
 SOFT, HARD = "#636EFA", "#EF553B"  # plotly's blue and red: readable on light and dark
 LESSON_MARGIN = {"l": 10, "r": 10, "t": 50, "b": 10}
-LABELLED_BARS = 12  # bars that still get their value printed on them
 
 
 def lesson_layout(figure: go.Figure, title: str, height: int = 340, **axes: object) -> go.Figure:
@@ -134,7 +139,6 @@ def label_margin(labels: Sequence[str], angle: float = 0.0, title: bool = True) 
     return math.ceil(extent + 14 + (50 if title else 0))
 
 
-FITTED_SCALE_FROM = 48  # keys: beyond this a typical weight (1/n) is too small for a 0-1 scale
 LABEL_PX = 14  # one tick label needs this much room along its axis to stay legible
 UPRIGHT_LABELS_UP_TO_PX = 150  # key labels stay upright while they fit a phone-width plot (~200 px)
 
@@ -260,7 +264,7 @@ def causal_overlay(n_q: int, n_k: int) -> go.Heatmap:
 def fitted_scale(values: np.ndarray) -> tuple[float, str]:
     """(top of the colour scale, note) for attention weights: 1 and no note, or the largest
     weight when there are more than FITTED_SCALE_FROM keys, with a note that says so."""
-    if values.shape[-1] <= FITTED_SCALE_FROM or not values.size:
+    if not scale_fitted(values.shape[-1]) or not values.size:
         return 1.0, ""
     largest = float(np.nanmax(values)) or 1.0
     return largest, fitted_scale_note(largest)
@@ -295,9 +299,6 @@ def state_axis(n_states: int) -> dict[str, object]:
 
 def head_title(layer: int, head: int) -> str:
     return f"Layer {layer}, head {head}: attention weights"
-
-
-WEIGHT_STEPS = 10_000  # attention heatmaps show weights to 4 decimals: k / 10,000, k in 0..10,000
 
 
 def packed_weights(weights: np.ndarray) -> str:
@@ -377,7 +378,7 @@ def luminance(rgb: str) -> float:
     return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
 
 
-def cell_number(value: float, decimals: int, compact: bool, max_chars: int = 4) -> str:
+def cell_number(value: float, decimals: int, compact: bool, max_chars: int = CELL_CHARS) -> str:
     """A cell's number, never "-0.00" (the rounding took the sign away). compact fits it in
     max_chars characters where it can, for narrow cells (phones): no leading zero (-0.62 ->
     -.62), then fewer decimals (-7.17 -> -7.2 -> -7)."""
@@ -403,7 +404,7 @@ def cell_numbers(
     decimals: int = 2,
     size: int = 11,
     compact: bool = False,
-    max_chars: int = 4,
+    max_chars: int = CELL_CHARS,
 ) -> go.Scatter:
     """A text layer writing each cell's value on an (n, m) heatmap drawn at x = 0..m-1, y = 0..n-1.
 
@@ -436,7 +437,7 @@ def annotate_heatmap(
     decimals: int = 2,
     size: int = 11,
     compact: bool = False,
-    max_chars: int = 4,
+    max_chars: int = CELL_CHARS,
 ) -> go.Figure:
     """Add cell_numbers() over the figure's first heatmap, on the colour range it is drawn with."""
     heatmap = next(trace for trace in figure.data if trace.type == "heatmap")

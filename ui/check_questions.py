@@ -47,11 +47,31 @@ def _piece(tokens: tuple[str, ...], position: int) -> str:
 
 
 # ---- the six questions, built from the numbers on screen ---------------------------------------
+def _settled(
+    prompt: str,
+    options: tuple[str, ...],
+    holds: bool,
+    expected: tuple[int, str],
+    otherwise: tuple[int, str],
+    numbers: str,
+) -> Question:
+    """A question the computed numbers settle: the expected option and why (index, reason) when
+    what the course teaches holds on this run; otherwise the option they show, and what they show."""
+    answer, reason = expected if holds else otherwise
+    return Question(
+        prompt=prompt,
+        options=options,
+        answers=frozenset({answer}),
+        reason=reason,
+        numbers=numbers,
+    )
+
+
 def row_sum(numbers: CheckNumbers, model_label: str) -> Question:
     """What one row of attention weights adds up to (softmax's normalisation)."""
     runs = numbers.runs
     exact = max(abs(runs.row_sum_min - 1), abs(runs.row_sum_max - 1)) < ROUNDING
-    return Question(
+    return _settled(
         prompt="Take any head and any word of a sentence. The attention weights in that word's "
         "row, one per word it can look at: what do they add up to?",
         options=(
@@ -60,11 +80,16 @@ def row_sum(numbers: CheckNumbers, model_label: str) -> Question:
             "it depends on the head and the sentence",
             "anything: they are the raw scores",
         ),
-        answers=frozenset({0 if exact else 2}),
-        reason="Softmax divides each e^score by the sum of its row's e^scores, so a row's weights "
-        "are shares of one whole, however large or small the scores are."
-        if exact
-        else "These rows do not all sum to 1: something other than one softmax per row made them.",
+        holds=exact,
+        expected=(
+            0,
+            "Softmax divides each e^score by the sum of its row's e^scores, so a row's weights "
+            "are shares of one whole, however large or small the scores are.",
+        ),
+        otherwise=(
+            2,
+            "These rows do not all sum to 1: something other than one softmax per row made them.",
+        ),
         numbers=f"{model_label} on this sentence: its {runs.n_rows:,} rows ({numbers.n_layers} "
         f"layers × {numbers.n_heads} heads × {len(runs.tokens)} pieces) sum to between "
         f"{runs.row_sum_min:.7f} and {runs.row_sum_max:.7f}.",
@@ -80,7 +105,7 @@ def causal_mask(numbers: CheckNumbers, model_label: str) -> Question:
         if numbers.model_decoder
         else "as it was trained"
     )
-    return Question(
+    return _settled(
         prompt="A causal mask lets each word look only at itself and the words before it. In a "
         "head's weights (a row per word looking, a column per word looked at), what is left "
         "above the diagonal?",
@@ -90,11 +115,17 @@ def causal_mask(numbers: CheckNumbers, model_label: str) -> Question:
             "the weights below the diagonal, mirrored",
             "1 in each cell",
         ),
-        answers=frozenset({0 if zero else 1}),
-        reason="A masked score becomes −∞ before the softmax and e^(−∞) = 0: the words after get "
-        "no weight at all, and each row's whole weight is shared by the word and those before it."
-        if zero
-        else "Here the mask left weight above the diagonal: it did not reach every score.",
+        holds=zero,
+        expected=(
+            0,
+            "A masked score becomes −∞ before the softmax and e^(−∞) = 0: the words after get "
+            "no weight at all, and each row's whole weight is shared by the word and those "
+            "before it.",
+        ),
+        otherwise=(
+            1,
+            "Here the mask left weight above the diagonal: it did not reach every score.",
+        ),
         numbers=f"{model_label} on this sentence, the largest weight above the diagonal over "
         f"every layer and head: {runs.above_with_mask:.3g} with the causal mask, "
         f"{runs.above_without_mask:.3f} without it ({trained}).",
@@ -120,7 +151,7 @@ def shuffle(numbers: CheckNumbers, model_label: str) -> Question:
         same = True
     else:
         same = False
-    return Question(
+    return _settled(
         prompt="Run a sentence with no position information at all, then run it again with its "
         "words shuffled. Put the second run's attention weights back in the original order: how "
         "do they compare with the first run's?",
@@ -129,11 +160,13 @@ def shuffle(numbers: CheckNumbers, model_label: str) -> Question:
             "different: each word has new neighbours",
             "spread evenly over the words",
         ),
-        answers=frozenset({0 if same else 1}),
-        reason=invariance
-        if same
-        else "Here something in the run still reads word order, so the shuffled run's numbers "
-        "differ.",
+        holds=same,
+        expected=(0, invariance),
+        otherwise=(
+            1,
+            "Here something in the run still reads word order, so the shuffled run's numbers "
+            "differ.",
+        ),
         numbers=measured,
     )
 

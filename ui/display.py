@@ -173,8 +173,8 @@ def _show_plotly_form(plotly: PlotlyForm, key: str | tuple[str, ...], filename: 
 
 
 def show_matrix(
-    shape: tuple[int, int],
-    html: HtmlForm,
+    shape: tuple[int, ...],
+    html: HtmlForm | None,
     plotly: PlotlyForm,
     key: str | tuple[str, ...],
     filename: str = "attention-explorer",
@@ -184,9 +184,11 @@ def show_matrix(
     """A matrix of this shape (rows, columns) drawn as display_policy.matrix_form decides: html()
     (its cells with numbers written in, or one image), strip() for a few rows of any width where
     the view has one, else plotly(). rows_up_to: as matrix_form takes it (DRAW_LIMIT where the
-    plotly form draws the first DRAW_LIMIT tokens)."""
-    form = display_policy.matrix_form(*shape, rows_up_to, strip=strip is not None)
-    if form == "plotly":
+    plotly form draws the first DRAW_LIMIT tokens). html None: a matrix with no HTML form yet
+    (several in subplots, frames to play, overlays), drawn by plotly at every size."""
+    n_rows, n_columns = shape[-2:]
+    form = display_policy.matrix_form(n_rows, n_columns, rows_up_to, strip=strip is not None)
+    if html is None or form == "plotly":
         _show_plotly_form(plotly, key, filename)
     elif form == "strip" and strip is not None:
         _show_html_form(strip)
@@ -196,7 +198,7 @@ def show_matrix(
 
 def show_bars(
     n_labels: int,
-    html: HtmlForm,
+    html: HtmlForm | None,
     plotly: PlotlyForm | None,
     key: str | tuple[str, ...],
     filename: str = "attention-explorer",
@@ -204,8 +206,9 @@ def show_bars(
 ) -> None:
     """Bars over n_labels labels drawn as display_policy.bars_as_html decides: html() (HTML rows)
     or plotly() (grouped bars; None: nothing past the HTML sizes). values: the numbers of bars
-    whose HTML form has no zero line to draw a negative one from (bars from a zero line: none)."""
-    if display_policy.bars_as_html(n_labels, values):
+    whose HTML form has no zero line to draw a negative one from (bars from a zero line: none).
+    html None: bars with no HTML form yet (histograms, bars beside curves), drawn by plotly."""
+    if html is not None and display_policy.bars_as_html(n_labels, values):
         _show_html_form(html)
     elif plotly is not None:
         _show_plotly_form(plotly, key, filename)

@@ -28,6 +28,30 @@ BARS_UP_TO = 24  # labels: up to here bars are HTML rows, past it plotly's group
 # server. Counted in weights, not pieces: BERT-base's 144 heads switch in the browser up to 90.
 SWITCH_IN_BROWSER_UP_TO_WEIGHTS = 72 * 128 * 128
 
+# ---- how much a plotly figure draws, and how it labels it --------------------------------------
+# Rows or columns one plotly heatmap draws: past it, block means (the scaling and masking page's
+# heatmaps) or every k-th row (the positional page's tables).
+HEATMAP_AXIS_UP_TO = 128
+HEADS_GRID_TOKENS = (
+    48  # tokens per axis of each small map of an all-heads grid: block means past it
+)
+CELL_BUDGET = 6_144  # cells per token-by-dimension heatmap: 16 rows of a 384-wide X
+TOKEN_ROWS_UP_TO = 64  # tokens of a per-token weights heatmap: the first ones past it
+MAX_TICK_LABELS = 64  # beyond this, every k-th token is labelled so labels stay legible
+SQUARE_TICKS = 16  # token labels per axis on a square heatmap, which often sits in a half column
+WEIGHT_LABELS_UP_TO = 32  # row labels of a weights heatmap: every k-th past it (they overlap)
+LAYER_TICKS_UP_TO = 12  # every layer numbered on an axis while the numbers fit a phone's
+FEWEST_TICKS = 4  # a log axis labelled with 1, 2, 5 × 10^k that gets fewer takes every digit
+HOVER_TOKENS_UP_TO = 160  # per-cell hover text costs n² strings; long inputs hover by index
+LABELLED_BARS = 12  # bars that still get their value printed on them
+SENTENCE_LABEL_CHARS = 60  # a sentence named in a legend: shortened past it
+# ---- the numbers written in cells ----------------------------------------------------------------
+DENSE_FROM = 6  # columns past which a cell is too narrow for two decimals at 13 px (one is kept)
+CELL_CHARS = 4  # characters of a number in a narrow cell (phones): -0.62 is written -.62
+COMPACT_FROM_HEADS = 9  # from this many heads per row, cell numbers drop their leading zero
+WEIGHT_STEPS = 10_000  # attention heatmaps show weights to 4 decimals: k / 10,000, k in 0..10,000
+FITTED_SCALE_FROM = 48  # keys: beyond this a typical weight (1/n) is too small for a 0-1 scale
+
 MatrixForm = Literal["numbers", "strip", "image", "plotly"]
 
 
@@ -54,6 +78,21 @@ def bars_as_html(n_labels: int, values: Iterable[np.ndarray] = ()) -> bool:
     negative value among values (the numbers of HTML bars that grow from the left edge only:
     plotly's bars grow down from zero)."""
     return n_labels <= BARS_UP_TO and all((np.asarray(v) >= 0).all() for v in values)
+
+
+def reduced_in_heatmap(n_tokens: int) -> bool:
+    """Whether a plotly heatmap of n_tokens rows averages or thins them (HEATMAP_AXIS_UP_TO)."""
+    return n_tokens > HEATMAP_AXIS_UP_TO
+
+
+def averaged_in_heads_grid(n_tokens: int) -> bool:
+    """Whether each small map of an all-heads grid averages blocks of tokens."""
+    return n_tokens > HEADS_GRID_TOKENS
+
+
+def scale_fitted(n_keys: int) -> bool:
+    """Whether attention weights over n_keys keys are coloured up to the largest weight, not 1."""
+    return n_keys > FITTED_SCALE_FROM
 
 
 def switches_in_browser(n_layers: int, n_heads: int, n_pieces: int) -> bool:

@@ -18,13 +18,13 @@ from ui.charts import (
     plain_layout,
     state_name,
 )
+from ui.display_policy import NUMBERS_UP_TO, SENTENCE_LABEL_CHARS
 from ui.escape import literal
 
 SENTENCE_COLOURS = QUALITATIVE_COLOURS[:10]
 SYMBOLS_2D = ("circle", "square", "diamond", "triangle-up")
 SYMBOLS_3D = ("circle", "square", "diamond", "cross")
 FAINT = "rgba(150, 150, 150, 0.35)"  # background points: visible in both themes, never dominant
-SENTENCE_LABEL_CHARS = 60
 # Long sentence legends beside a half-width plot squeeze it to a strip: put them underneath.
 LEGEND_BELOW = {"orientation": "h", "yanchor": "top", "y": -0.15, "x": 0, "font": {"size": 11}}
 
@@ -334,7 +334,7 @@ def cosine_heatmap(
             hovertemplate="%{customdata[0]} vs %{customdata[1]}: %{z:.3f}<extra></extra>",
         )
     )
-    if k <= 12:
+    if k <= NUMBERS_UP_TO:
         annotate_heatmap(fig)  # black or white by the cell's colour (grey sat on mid-green)
     fig.update_xaxes(**ticks, tickangle=-40)
     fig.update_yaxes(**ticks, autorange="reversed")

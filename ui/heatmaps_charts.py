@@ -17,12 +17,12 @@ from plotly.subplots import make_subplots
 from ui.charts import (
     COLORSCALE,
     QUALITATIVE_COLOURS,
-    WEIGHT_STEPS,
     annotate_heatmap,
     lesson_layout,
     packed_weights,
     token_ticks,
 )
+from ui.display_policy import LAYER_TICKS_UP_TO, WEIGHT_STEPS
 from ui.escape import literal
 
 SENTENCE_COLOURS = ("#4C78A8", "#F58518")  # sentence A, sentence B
@@ -199,7 +199,10 @@ def per_layer_lines(series: Mapping[str, np.ndarray], title: str, y_title: str) 
         figure,
         title,
         # every layer numbered while the numbers fit a phone's axis; plotly picks them past that
-        xaxis={"title": {"text": "layer"}, "dtick": 1 if len(values) <= 12 else None},
+        xaxis={
+            "title": {"text": "layer"},
+            "dtick": 1 if len(values) <= LAYER_TICKS_UP_TO else None,
+        },
         yaxis={"title": {"text": y_title}, "rangemode": "tozero"},
         legend={"orientation": "h", "y": -0.25},
     )

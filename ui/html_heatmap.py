@@ -422,7 +422,6 @@ def stores_element(stores: list[dict]) -> tuple[str, HtmlFigure]:
 # them are a few cells with their numbers written in: a page that draws them with plotly loads
 # plotly.js (most of a plain app's page load, bench/bench_browser.py) for twelve coloured squares.
 ColourScale = Sequence[tuple[float, str]]  # plotly's form: (position 0..1, colour), in order
-DENSE_FROM = 6  # columns past which a value grid's cells are too narrow for 13 px type
 
 
 def _channels(colour: str) -> tuple[int, int, int]:
@@ -487,7 +486,7 @@ def value_grid(
     columns = [literal(label) for label in column_labels]
     numbers = display_policy.matrix_form(n_rows, n_columns) == "numbers"
     if numbers:
-        dense = n_columns > DENSE_FROM  # narrow cells: smaller type, shorter numbers
+        dense = n_columns > display_policy.DENSE_FROM  # narrow cells: smaller type, shorter numbers
         kind = "ae-matrix ae-dense" if dense else "ae-matrix"
         key_class = "ae-key ae-upright" if charts.upright_fits(list(column_labels)) else "ae-key"
         cells = _written_cells(

@@ -16,13 +16,13 @@ from plotly.subplots import make_subplots
 
 from core.induction import SCORE_NAMES, HeadScores, InductionRun
 from ui import charts
+from ui.display_policy import COMPACT_FROM_HEADS, FEWEST_TICKS
 
 FIRST_HALF_COLOUR = "#AB63FA"  # purple: the random first copy
 REPEATED_COLOUR = "#636EFA"  # blue: the repeat, where the phase change shows
 CROSSING_COLOUR = "#EF553B"  # red: a head's induction score reaches the bar
 STEP_COLOUR = "#00CC96"  # green: the step a slider chose
 CHANCE_COLOUR = "#7F7F7F"  # grey: a uniform guess
-COMPACT_FROM_HEADS = 9  # from this many heads per row, cell numbers drop their leading zero
 CROSSING_BAR = 0.5  # an induction score this high: the head attends mostly to the answer
 MARGIN = {"l": 60, "r": 20, "t": 70, "b": 50}
 
@@ -102,7 +102,7 @@ def loss_ticks(low: float, high: float) -> tuple[list[float], list[str]]:
         return values
 
     values = covering((1, 2, 5))
-    if len(values) < 4:
+    if len(values) < FEWEST_TICKS:
         values = covering(tuple(range(1, 10)))
     return values, [f"{value:g}" for value in values]
 

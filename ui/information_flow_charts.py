@@ -15,7 +15,6 @@ import plotly.graph_objects as go
 from ui import html_heatmap
 from ui.charts import (
     COLORSCALE,
-    HOVER_TOKENS_UP_TO,
     QUALITATIVE_COLOURS,
     attention_heatmap,
     label_margin,
@@ -23,6 +22,7 @@ from ui.charts import (
     state_name,
     token_ticks,
 )
+from ui.display_policy import HOVER_TOKENS_UP_TO
 from ui.escape import literal
 from ui.numbers import signed
 

@@ -20,8 +20,6 @@ from plotly.subplots import make_subplots
 from ui import charts, display_policy, html_heatmap
 from ui.escape import literal
 
-CELL_BUDGET = 6_144  # cells per token-by-dimension heatmap: 16 rows of a 384-wide X
-SQUARE_TICKS = 16  # token labels per axis on a square heatmap, which often sits in a half column
 HIGHLIGHT = "#EF553B"  # the chosen token's bar: a warm red, visible on light and dark themes
 OTHERS = "#636EFA"  # every other bar: plotly's blue
 
@@ -30,7 +28,7 @@ def annotate_small(figure: go.Figure, n_rows: int, n_cols: int) -> go.Figure:
     """Print each cell's value (2 decimals) on small heatmaps: the real numbers, not just colour."""
     if display_policy.matrix_form(n_rows, n_cols) == "numbers":
         # Eight columns share a third of the page: one decimal at 10 px fits, two did not.
-        wide = n_cols > 6
+        wide = n_cols > display_policy.DENSE_FROM
         charts.annotate_heatmap(figure, decimals=1 if wide else 2, size=10 if wide else 11)
     return figure
 
@@ -74,11 +72,12 @@ def token_matrix(
 ) -> go.Figure:
     """Heatmap of an (n, m) matrix, one row per token, shape in the title.
 
-    Draws the first `limit` rows, fewer when the matrix is wide, so that at most CELL_BUDGET
-    cells are sent (a 384-wide X has more columns than its figure has pixels anyway).
+    Draws the first `limit` rows, fewer when the matrix is wide, so that at most
+    display_policy.CELL_BUDGET cells are sent (a 384-wide X has more columns than its figure has
+    pixels anyway).
     columns: a name for each of the m columns (the toy's features), written under them.
     """
-    rows_for_budget = max(8, CELL_BUDGET // max(1, matrix.shape[1]))
+    rows_for_budget = max(8, display_policy.CELL_BUDGET // max(1, matrix.shape[1]))
     shown = min(len(tokens), limit, rows_for_budget)
     figure = charts.matrix_heatmap(
         _finite_or_gap(matrix[:shown]),
@@ -116,9 +115,9 @@ def pair_matrix(
         colorbar_title=colorbar_title,
         height=height,
     )
-    if shown > SQUARE_TICKS:  # fewer labels, or they overlap in a half-width column
-        figure.update_xaxes(charts.token_ticks(list(tokens[:shown]), SQUARE_TICKS))
-        figure.update_yaxes(charts.token_ticks(list(tokens[:shown]), SQUARE_TICKS))
+    if shown > display_policy.SQUARE_TICKS:  # fewer labels, or they overlap in a half-width column
+        figure.update_xaxes(charts.token_ticks(list(tokens[:shown]), display_policy.SQUARE_TICKS))
+        figure.update_yaxes(charts.token_ticks(list(tokens[:shown]), display_policy.SQUARE_TICKS))
     return annotate_small(figure, shown, shown)
 
 
@@ -137,7 +136,7 @@ def _centred_range(matrix: np.ndarray) -> tuple[float, float]:
 def grid_decimals(n_columns: int) -> int:
     """Decimals a grid's cells print: one past six columns, where two no longer fit a cell of a
     matrix sharing the page's width with two others (as annotate_small prints them)."""
-    return 1 if n_columns > 6 else 2
+    return 1 if n_columns > display_policy.DENSE_FROM else 2
 
 
 def pair_grid(

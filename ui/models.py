@@ -236,6 +236,11 @@ def label(model: core.Transformer) -> str:
     return label_of(model.name)
 
 
+def piece_text(model: core.Transformer, piece_id: int) -> str:
+    """The vocabulary's text of one piece id (the tokenizer's, raw: escape it where shown)."""
+    return model.tokenizer.token_of(piece_id)
+
+
 def piece_scheme_note(trace: core.Trace) -> str:
     """Two sentences, read from the Trace, on how this model marks its pieces (WordPiece's ##,
     or a byte-level or SentencePiece space) and which special pieces its tokenizer adds."""

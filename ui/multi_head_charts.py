@@ -13,19 +13,16 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ui import charts
+from ui import charts, display_policy
 from ui.charts import COLORSCALE, matrix_heatmap, token_ticks
 from ui.scaling_masking_charts import (
     DEFAULT_COLOUR,
-    MAX_DRAWN,
     VARIANT_COLOUR,
     block_average,
     block_labels,
     lean,
     token_axis,
 )
-
-GRID_MAX = 48  # each small heatmap of the all-heads grid shows at most this many
 
 
 def heads_grid(
@@ -43,7 +40,9 @@ def heads_grid(
     )
     step = 1
     for head in range(n_heads):
-        reduced, step, _ = block_average(attn_weights[head], GRID_MAX)  # square: one step
+        reduced, step, _ = block_average(
+            attn_weights[head], display_policy.HEADS_GRID_TOKENS
+        )  # square: one step
         size = reduced.shape[0]
         fig.add_trace(
             go.Heatmap(
@@ -167,7 +166,7 @@ def token_matrix_heatmap(
     tokens: Sequence[str],
     title: str,
     x_title: str,
-    max_rows: int = 64,
+    max_rows: int = display_policy.TOKEN_ROWS_UP_TO,
 ) -> go.Figure:
     """ui.charts.matrix_heatmap of an (n, m) per-token matrix, showing at most max_rows tokens."""
     if matrix.shape[0] > max_rows:
@@ -182,7 +181,7 @@ def weights_heatmap(
     x_title: str,
     height: int | None = None,
     y_title: str | None = None,
-    max_labels: int = 32,
+    max_labels: int = display_policy.WEIGHT_LABELS_UP_TO,
 ) -> go.Figure:
     """ui.charts.matrix_heatmap (diverging, centred on 0) sent as float32."""
     fig = matrix_heatmap(matrix, row_labels, title, x_title, height=height)
@@ -196,7 +195,9 @@ def disagreement_heatmap(
     attn_weights: np.ndarray, share: np.ndarray, tokens: Sequence[str], title: str
 ) -> go.Figure:
     """(n, n) share − α on a diverging scale: blue where the value-weighted view gives more."""
-    difference, step, _ = block_average(share - attn_weights, MAX_DRAWN)  # square
+    difference, step, _ = block_average(
+        share - attn_weights, display_policy.HEATMAP_AXIS_UP_TO
+    )  # square
     labels = block_labels(tokens, step)
     size = difference.shape[0]
     limit = float(np.abs(difference).max()) or 1.0

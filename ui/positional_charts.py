@@ -18,12 +18,11 @@ from ui.charts import (
     QUALITATIVE_COLOURS,
     plain_layout,
 )
+from ui.display_policy import HEATMAP_AXIS_UP_TO
 from ui.escape import literal
 
-MAX_HEATMAP_ROWS = 128  # position heatmaps show at most this many rows (every k-th beyond)
 
-
-def thin_rows(n_rows: int, max_rows: int = MAX_HEATMAP_ROWS) -> np.ndarray:
+def thin_rows(n_rows: int, max_rows: int = HEATMAP_AXIS_UP_TO) -> np.ndarray:
     """Row indices 0, k, 2k, … so that at most max_rows remain (all rows if already few)."""
     step = max(1, int(np.ceil(n_rows / max_rows)))
     return np.arange(0, n_rows, step)
@@ -36,7 +35,7 @@ def position_heatmap(
     colorbar_title: str = "value",
     symmetric: bool = True,
     colorscale: str = "RdBu",
-    max_rows: int = MAX_HEATMAP_ROWS,
+    max_rows: int = HEATMAP_AXIS_UP_TO,
     height: int = 420,
 ) -> go.Figure:
     """Heatmap of an (n_positions, m) matrix: position down the y axis, m columns across."""

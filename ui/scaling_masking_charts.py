@@ -17,14 +17,13 @@ from core.head_stats import block_size
 from core.scaling_masking import DotProducts
 from ui import html_heatmap
 from ui.charts import attention_heatmap, token_ticks
+from ui.display_policy import HEATMAP_AXIS_UP_TO, NUMBERS_UP_TO
 from ui.escape import literal
 
 # Two series colours that read on both the light and the dark theme.
 DEFAULT_COLOUR = "#4C78A8"  # blue: BERT as trained
 VARIANT_COLOUR = "#F58518"  # orange: the switched run
 SCORE_COLOUR = "#888888"  # grey: scores, before any softmax
-MAX_DRAWN = 128  # a full-size heatmap shows at most this many rows/columns
-MINUS_INF_TEXT_UP_TO = 12  # write "−∞" into masked cells only while they stay legible
 SERIES_COLOURS = (DEFAULT_COLOUR, VARIANT_COLOUR, "#54A24B")  # per_token_bars', in order
 
 
@@ -71,7 +70,7 @@ def reduced_heatmap(
     query_tokens: Sequence[str],
     key_tokens: Sequence[str],
     title: str,
-    max_size: int = MAX_DRAWN,
+    max_size: int = HEATMAP_AXIS_UP_TO,
     zmax: float | None = 1.0,
     colorbar_title: str = "weight",
 ) -> go.Figure:
@@ -429,7 +428,7 @@ def masked_scores_heatmap(
     n = masked_scores.shape[0]
     is_masked = np.isneginf(masked_scores)
     values = lean(np.where(is_masked, np.nan, masked_scores))
-    show_text = n <= MINUS_INF_TEXT_UP_TO
+    show_text = n <= NUMBERS_UP_TO  # "−∞" written in while the cells hold numbers
     fig = go.Figure(
         go.Heatmap(
             z=values,

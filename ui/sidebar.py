@@ -114,36 +114,31 @@ def sidebar_switches(
             st.caption(
                 "Not used on this page: it has its own switches, in the page, or no model layers."
             )
-        scale = st.toggle(
-            SCALE_LABEL,
-            value=True,
-            key="scale",
-            bind="query-params",
-            disabled=not switches_page,
-            help=SCALE_HELP,
-        )
+        scale = _layer_switch(SCALE_LABEL, SCALE_HELP, switches_page, key="scale", as_trained=True)
         if model.is_decoder:
-            unmask = st.toggle(
-                UNMASK_LABEL,
-                value=False,
-                key="unmask",
-                bind="query-params",
-                disabled=not switches_page,
-                help=UNMASK_HELP,
-            )
+            unmask = _layer_switch(UNMASK_LABEL, UNMASK_HELP, switches_page, key="unmask")
             causal = not unmask
         else:
-            causal = st.toggle(
-                CAUSAL_LABEL,
-                value=False,
-                key="causal",
-                bind="query-params",
-                disabled=not switches_page,
-                help=CAUSAL_HELP,
-            )
+            causal = _layer_switch(CAUSAL_LABEL, CAUSAL_HELP, switches_page, key="causal")
         st.markdown("**How to show it**")
         word_level = word_level_switch(disabled=not word_level_page)
     return bool(scale), bool(causal), word_level
+
+
+def _layer_switch(
+    label: str, help_text: str, applies: bool, *, key: str, as_trained: bool = False
+) -> bool:
+    """One switch for every layer, bound to the URL (key: a literal at every call, which
+    tests/bound_keys.py reads); as_trained: its value for the model as trained; greyed out,
+    its value kept, where it does not apply."""
+    return st.toggle(
+        label,
+        value=as_trained,
+        key=key,
+        bind="query-params",
+        disabled=not applies,
+        help=help_text,
+    )
 
 
 def off_distribution_note(

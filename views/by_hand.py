@@ -223,6 +223,7 @@ def fixed_against_computed() -> None:
 def cost() -> None:
     """Section 5: the multiply-adds of one layer, and where the n² part takes over."""
     st.subheader("5 · What it costs: every pair, so n²")
+    anatomy = anatomy_text.of(model)  # grouped keys and values, a gated feed-forward
     st.markdown(
         f"The score matrix has one entry per pair of tokens. For {name}'s sizes "
         f"(d_model = {model.d_model}, {model.n_heads} heads"
@@ -231,13 +232,12 @@ def cost() -> None:
             if model.n_kv_heads < model.n_heads
             else ""
         )
-        + f", feed-forward width {model.dims.d_ff}) "
+        + f", feed-forward width {anatomy.dims.d_ff}) "
         "one layer needs these multiply-adds:",
         help=terms.ahead("layer", "head", "Q, K, V", "W_O", "d_ff"),
     )
-    anatomy = anatomy_text.of(model)  # grouped keys and values, a gated feed-forward
     st.latex(anatomy_text.cost_latex(anatomy))
-    sizes = (model.d_model, model.n_heads, model.dims.d_ff, anatomy.d_q, anatomy.d_kv)
+    sizes = (model.d_model, model.n_heads, anatomy.dims.d_ff, anatomy.d_q, anatomy.d_kv)
     lengths = [8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096]
     costs = [by_hand.layer_cost(n, *sizes, anatomy.ffn_matrices) for n in lengths]
     display.show_figure(
@@ -254,7 +254,7 @@ def cost() -> None:
         filename="attention-cost",
     )
     crossing = by_hand.break_even_length(
-        model.d_model, model.dims.d_ff, anatomy.d_q, anatomy.d_kv, anatomy.ffn_matrices
+        model.d_model, anatomy.dims.d_ff, anatomy.d_q, anatomy.d_kv, anatomy.ffn_matrices
     )
     at_max = by_hand.layer_cost(model.max_positions, *sizes, anatomy.ffn_matrices)
     st.markdown(

@@ -240,7 +240,7 @@ else:
         "Softmax turns differences of scores into ratios: a score larger by Δ gets e^Δ times the "
         "weight. A word's score with itself is its squared length, so the payoff depends on how "
         "long the rows are. The word-piece table's rows are short, "
-        f"{length.table_mean_length:.2f} on average over all {model.dims.vocab_size:,} of "
+        f"{length.table_mean_length:.2f} on average over all {anatomy.dims.vocab_size:,} of "
         f"them and {_span(table.lengths.min(), table.lengths.max(), 2)} here: "
         f"{_leads_words(table.self_leads)}, so a word keeps "
         f"{_span(table.self_weights.min(), table.self_weights.max(), 2)} of its weight for "

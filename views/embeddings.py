@@ -333,7 +333,13 @@ def occurrences_alike() -> None:
         fig = embeddings_charts.cosine_heatmap(
             cosine_tables[layer + 1], labels, f"Cosine, {state_name}"
         )
-        display.show_figure(fig, key="emb_cosine", filename=f"cosine-state{layer}")
+        display.show_matrix(
+            cosine_tables[layer + 1].shape,
+            None,
+            lambda: fig,
+            key="emb_cosine",
+            filename=f"cosine-state{layer}",
+        )
         tables.download_matrix(
             cosine_tables[layer + 1], labels, labels, f"cosine-{word}-state{layer}", key="emb_csv"
         )

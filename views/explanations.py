@@ -125,7 +125,7 @@ display.show_matrix(  # a row per method, scaled to its largest |score|
     filename="explanations",
 )
 if next_piece is not None:
-    shown_piece = literal(model.tokenizer.token_of(next_piece))
+    shown_piece = literal(models.piece_text(model, next_piece))
     st.markdown(
         f"{models.label(model)} is a decoder: what it outputs is the next word piece, so the "
         f"gradients explain **f = log p(“{shown_piece}” | this sentence)**, the "

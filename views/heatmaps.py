@@ -6,7 +6,6 @@ import core
 from core import head_roles, head_stats, positional
 from ui import (
     anatomy_text,
-    charts,
     display,
     display_policy,
     exports,
@@ -158,7 +157,7 @@ else:
             masked=trace.options.causal,
         )
     )
-if n_shown > charts.FITTED_SCALE_FROM:
+if display_policy.scale_fitted(n_shown):
     st.caption(
         f"Over {n_shown} {unit} a typical weight is about 1/{n_shown}: the colour "
         "scale runs up to each head's largest weight instead of 1, so the pattern stays visible."
@@ -265,7 +264,13 @@ stat_grid = heatmaps_charts.head_stat_grid(
     zmax=None if stat_name == "entropy" else 1.0,
     sink_on=specials or None,  # GPT-2: no special pieces, no sink legend
 )
-display.show_figure(stat_grid, key="hm_stats", filename=f"head-{stat_name}")
+display.show_matrix(
+    (model.n_layers, model.n_heads),
+    None,
+    lambda: stat_grid,
+    key="hm_stats",
+    filename=f"head-{stat_name}",
+)
 if renormalise:
     st.caption(
         f"{specials} are hidden: the statistics describe the renormalised weights, so the "
@@ -363,7 +368,9 @@ else:
                 title=compare_title(layer, head),
             )
         filename = "compare-head" if in_browser else f"compare-L{layer}-H{head}"
-        display.show_figure(compare, key="hm_compare", filename=filename)
+        display.show_bars(
+            max(map(len, tokens_ab)), None, lambda: compare, key="hm_compare", filename=filename
+        )
         input_cosine = positional.cosine(
             trace_a.hidden_states[0][where[0]], trace_b.hidden_states[0][where[1]]
         )

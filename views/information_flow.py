@@ -411,7 +411,7 @@ def logit_lens() -> None:
     )
     reading = information_flow_runs.logit_lens(model, trace, position)
     states = ["embeddings", *[f"after layer {i}" for i in range(model.n_layers)]]
-    final_pieces = [model.tokenizer.token_of(int(i)) for i in reading.final_ids]
+    final_pieces = [models.piece_text(model, int(i)) for i in reading.final_ids]
     display.show_html_figure(
         information_flow_charts.logit_lens_grid(
             reading.final_probabilities, states, final_pieces, name="ex_logit_lens"
@@ -422,7 +422,7 @@ def logit_lens() -> None:
             "state": states,
             "its own likeliest next pieces": [
                 ", ".join(
-                    f"{model.tokenizer.token_of(int(i))} {p:.2f}"
+                    f"{models.piece_text(model, int(i))} {p:.2f}"
                     for i, p in zip(ids, probabilities, strict=True)
                 )
                 for ids, probabilities in zip(reading.ids, reading.probabilities, strict=True)
@@ -464,7 +464,9 @@ def encoder_lens() -> None:
             trace.tokens,
             "Each token vs its final vector (word pieces)",
         )
-        display.show_figure(fig, key="ex_lens", filename="lens-tokens")
+        display.show_matrix(
+            token_settling.shape, None, lambda: fig, key="ex_lens", filename="lens-tokens"
+        )
     with right:
         settling = lens.sentence_settling(trace.hidden_states)
         fig = information_flow_charts.settling_figure(settling, "Sentence vs final embedding")

@@ -68,8 +68,12 @@ sizes = inside_layer_runs.sublayer_sizes(model, trace)
 means = sizes.layer_means()  # (L,) each, averaged over the tokens
 mean_a, mean_f, share = means["attention_update"], means["ffn_update"], means["attention_share"]
 predict.ask_choice("layer_share", predict_answers.largest_attention_share(share))
-display.show_figure(
-    inside_layer_charts.sublayer_figure(mean_a, mean_f, share, f"{name}: what each sublayer adds"),
+display.show_bars(
+    len(share),
+    None,
+    lambda: inside_layer_charts.sublayer_figure(
+        mean_a, mean_f, share, f"{name}: what each sublayer adds"
+    ),
     key="layer_sizes",
     filename="sublayer-sizes",
 )
@@ -103,14 +107,14 @@ floor = inside_layer_runs.activation_floor(model)  # the lowest output of the mo
 units_off = means["units_off"]
 modest = kept.min() >= 0.8  # the corrections turn x by less than ~37 degrees on average
 # Where the norms sit decides whether the error signal has a bare identity path back.
-if model.arch.norm_position == "pre":  # x + a(norm(x)): the stream is a chain of plain sums
+if anatomy.arch.norm_position == "pre":  # x + a(norm(x)): the stream is a chain of plain sums
     gradient_path = (
         f"{name} normalises before each sublayer, off the stream, so from the last layer back to "
         "the first the error signal has a path along the identity, however little a sublayer "
         "passes back"
         + (
             " (only the one norm after the last layer sits on it)."
-            if model.arch.final_norm
+            if anatomy.arch.final_norm
             else "."
         )
     )
@@ -182,7 +186,7 @@ st.markdown(
     + bend
     + f"large positive inputs to {act} pass almost unchanged, negative ones are "
     + (f"squeezed to between {signed(floor, 2)} and 0" if floor < 0 else "set to 0")
-    + f". Which of the {model.dims.d_ff:,} units a token switches off depends "
+    + f". Which of the {anatomy.dims.d_ff:,} units a token switches off depends "
     f"on its own vector; here {units_off.min():.0%}–{units_off.max():.0%} of them get a "
     "negative input (layer means). A non-linear transform of each position on its own is what "
     "this sublayer adds to attention's mixing."

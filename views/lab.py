@@ -133,11 +133,21 @@ def watch_it_learn(shown: lab.Settings) -> None:
     st.markdown(lab_story.scale_takeaway(run, lab_runs.trained_run(lab.with_other_scale(shown))))
     left, right = st.columns(2)
     with left:
-        display.show_figure(lab_charts.learning_steps(run), "lab_learning", filename="lab-learning")
+        display.show_matrix(
+            run.probe_attention.shape,
+            None,
+            lambda: lab_charts.learning_steps(run),
+            "lab_learning",
+            filename="lab-learning",
+        )
     with right:
         st.html(TARGET_BESIDE_STEPS_CSS)
-        display.show_figure(
-            lab_charts.target_attention(run, beside_steps=True), "lab_target", filename="lab-target"
+        display.show_matrix(
+            run.target_pattern.shape,
+            None,
+            lambda: lab_charts.target_attention(run, beside_steps=True),
+            "lab_target",
+            filename="lab-target",
         )
         st.caption(f"The answer. {TASK_HELP[shown.task]}")
         top, bottom = st.columns(2), st.columns(2)
@@ -169,7 +179,13 @@ def watch_it_learn(shown: lab.Settings) -> None:
         st.latex(r"s_{ij} = x_i^{\top}\, \frac{W_q^{\top} W_k}{\sqrt{d_{\text{head}}}}\, x_j")
     else:
         st.latex(r"s_{ij} = x_i^{\top}\, W_q^{\top} W_k\, x_j")
-    display.show_figure(lab_charts.bilinear_steps(run), "lab_bilinear", filename="lab-wqwk")
+    display.show_matrix(
+        run.bilinear.shape,
+        None,
+        lambda: lab_charts.bilinear_steps(run),
+        "lab_bilinear",
+        filename="lab-wqwk",
+    )
     sums = (
         "Because x_i is a word vector plus a position vector, every score is a sum of four "
         "entries of this map: word→word, word→position, position→word and position→position "
@@ -219,8 +235,10 @@ def side_by_side(history: list[lab.Settings]) -> None:
     columns = st.columns(min(len(runs), 2))
     for number, (run, name) in enumerate(zip(runs, names, strict=True)):
         with columns[number % len(columns)]:
-            display.show_figure(
-                lab_charts.final_attention(run, name),
+            display.show_matrix(
+                run.probe_attention.shape,
+                None,
+                lambda run=run, name=name: lab_charts.final_attention(run, name),
                 f"lab_final_{number}",
                 filename=f"lab-run-{number + 1}",
             )
@@ -581,8 +599,10 @@ def two_layer_section(run: induction.InductionRun) -> None:
         "ind_induction_curves",
         filename="induction-scores",
     )
-    display.show_figure(
-        induction_charts.score_grid(
+    display.show_matrix(
+        run.induction.shape,
+        None,
+        lambda: induction_charts.score_grid(
             run.scores_at(index), f"Every head's two scores after step {run.snapshot_steps[index]}"
         ),
         "ind_grid",
@@ -601,8 +621,10 @@ def one_layer_section(one: induction.InductionRun, two: induction.InductionRun |
     display.show_figure(
         induction_charts.loss_curves(one), "ind_one_loss", filename="induction-1-layer-loss"
     )
-    display.show_figure(
-        induction_charts.score_grid(one.scores_at(-1), "One layer, after the last step"),
+    display.show_matrix(
+        one.induction.shape,
+        None,
+        lambda: induction_charts.score_grid(one.scores_at(-1), "One layer, after the last step"),
         "ind_one_grid",
         filename="induction-1-layer-grid",
     )

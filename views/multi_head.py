@@ -6,6 +6,7 @@ from core import head_roles, head_stats, induction, multi_head, scaling_masking
 from ui import (
     anatomy_text,
     display,
+    display_policy,
     formulas,
     heatmaps_runs,
     induction_charts,
@@ -171,13 +172,16 @@ def all_heads() -> None:
     )
     on_previous = heatmaps_runs.head_statistics(trace, False).on_previous[layer]  # (H,)
     predict.ask_choice("mh_previous_head", predict_answers.previous_token_head(on_previous, layer))
-    display.show_figure(
-        multi_head_charts.heads_grid(trace.attentions[layer], trace.tokens, layer), "mh_grid"
+    display.show_matrix(
+        trace.attentions[layer].shape,
+        None,
+        lambda: multi_head_charts.heads_grid(trace.attentions[layer], trace.tokens, layer),
+        "mh_grid",
     )
-    if trace.n_tokens > multi_head_charts.GRID_MAX:
+    if display_policy.averaged_in_heads_grid(trace.n_tokens):
         st.caption(
             f"{trace.n_tokens} tokens: each small map averages blocks of "
-            f"{head_stats.block_size(trace.n_tokens, multi_head_charts.GRID_MAX)} tokens. Attention heatmaps draws any one head in full."
+            f"{head_stats.block_size(trace.n_tokens, display_policy.HEADS_GRID_TOKENS)} tokens. Attention heatmaps draws any one head in full."
         )
     st.markdown(
         "Same sentence, same layer, different patterns. Look for a line just below the diagonal "
@@ -212,11 +216,11 @@ def all_heads() -> None:
     for k, (role, role_name) in enumerate(role_list):
         best_layer, best_head, best_mean = roles.best(role)
         with role_columns[k % 2]:
-            display.show_figure(
-                multi_head_charts.role_grid(
-                    roles.means[role],
-                    (best_layer, best_head),
-                    f"{role_name}: best L{best_layer} H{best_head}, mean {best_mean:.2f}",
+            display.show_matrix(
+                roles.means[role].shape,
+                None,
+                lambda role=role, best=(best_layer, best_head), title=(f"{role_name}: best L{best_layer} H{best_head}, mean {best_mean:.2f}"): (
+                    multi_head_charts.role_grid(roles.means[role], best, title)
                 ),
                 f"mh_role_{role}",
             )
@@ -312,8 +316,10 @@ def induction_heads_found() -> None:
         r"\text{induction}(h) = \operatorname{mean}_{i \in \text{2nd copy}}\ "
         r"\alpha^{h}_{i,\,i-T+1}\end{gathered}"
     )
-    display.show_figure(
-        induction_charts.score_grid(found.scores, "Every head, two scores"),
+    display.show_matrix(
+        found.scores.induction.shape,
+        None,
+        lambda: induction_charts.score_grid(found.scores, "Every head, two scores"),
         "mh_induction_grid",
     )
     scores, bar = found.scores, induction_charts.CROSSING_BAR
@@ -377,8 +383,10 @@ def back_to_one_vector() -> None:
     )
     left, right = st.columns([1, 2])
     with left:
-        display.show_figure(
-            multi_head_charts.token_matrix_heatmap(
+        display.show_matrix(
+            (trace.n_tokens, model.d_head),
+            None,
+            lambda: multi_head_charts.token_matrix_heatmap(
                 multi_head.head_outputs(trace, layer)[head],
                 trace.tokens,
                 f"head {head} output ({n} × {model.d_head})",
@@ -389,8 +397,10 @@ def back_to_one_vector() -> None:
         )
     with right:
         concatenated = multi_head.concatenated_heads(trace, layer)
-        display.show_figure(
-            multi_head_charts.head_block_heatmap(
+        display.show_matrix(
+            concatenated.shape,
+            None,
+            lambda: multi_head_charts.head_block_heatmap(
                 concatenated,
                 model.n_heads,
                 model.d_head,
@@ -411,8 +421,10 @@ def back_to_one_vector() -> None:
         st.caption(f"The two matrices above show the first {MAX_ROWS} of {n} tokens.")
     w_o = multi_head_runs.output_projection(model, layer)
     w_o_slices = w_o.per_head  # (H, d_head, d_model)
-    display.show_figure(
-        multi_head_charts.weights_heatmap(
+    display.show_matrix(
+        w_o_slices[head].shape,
+        None,
+        lambda: multi_head_charts.weights_heatmap(
             w_o_slices[head],
             [str(d) for d in range(model.d_head)],
             f"Layer {layer}: head {head}'s slice of W_Oᵀ ({model.d_head} × {model.d_model})",
@@ -468,21 +480,29 @@ def value_weighted() -> None:
     title = f"L{layer} H{head}: "
     left, right = st.columns(2)
     with left:
-        display.show_figure(
-            scaling_masking_charts.reduced_heatmap(attn_weights[head], *token_axes, title + "α"),
+        display.show_matrix(
+            attn_weights[head].shape,
+            None,
+            lambda: scaling_masking_charts.reduced_heatmap(
+                attn_weights[head], *token_axes, title + "α"
+            ),
             "mh_raw",
         )
     with right:
-        display.show_figure(
-            scaling_masking_charts.reduced_heatmap(
+        display.show_matrix(
+            share[head].shape,
+            None,
+            lambda: scaling_masking_charts.reduced_heatmap(
                 share[head], *token_axes, title + "value-weighted share", colorbar_title="share"
             ),
             "mh_share",
         )
     left, right = st.columns(2)
     with left:
-        display.show_figure(
-            multi_head_charts.disagreement_heatmap(
+        display.show_matrix(
+            attn_weights[head].shape,
+            None,
+            lambda: multi_head_charts.disagreement_heatmap(
                 attn_weights[head], share[head], trace.tokens, "Where they disagree: share − α"
             ),
             "mh_disagreement",
@@ -493,7 +513,9 @@ def value_weighted() -> None:
         )
     with right:
         gap = multi_head.raw_vs_weighted_gap(attn_weights, share)
-        display.show_figure(multi_head_charts.gap_by_head_figure(gap, head, layer), "mh_gap")
+        display.show_bars(
+            len(gap), None, lambda: multi_head_charts.gap_by_head_figure(gap, head, layer), "mh_gap"
+        )
         st.caption("0 = α and the share agree; 1 = they point at entirely different keys.")
     st.markdown("**Largest disagreements in this head**")
     st.dataframe(
@@ -562,8 +584,10 @@ def remove_heads() -> None:
     cosines = scaling_masking.layer_cosines(trace, ablated)  # (L + 1, n)
     moved = scaling_masking.summarize_cosines(cosines[-1])  # the last row: final vectors
     predict.ask_choice("mh_most_moved", predict_answers.most_moved_token(trace, ablated, removed))
-    display.show_figure(
-        scaling_masking_charts.per_token_bars(
+    display.show_bars(
+        trace.n_tokens,
+        None,
+        lambda: scaling_masking_charts.per_token_bars(
             trace.tokens,
             {"1 − cosine": scaling_masking.how_far_moved(cosines[-1])},
             f"Final vectors with {removed_name(removed)} removed",
@@ -571,8 +595,10 @@ def remove_heads() -> None:
         ),
         "mh_ablation_final",
     )
-    display.show_figure(
-        multi_head_charts.layer_cosine_heatmap(
+    display.show_matrix(
+        cosines.shape,
+        None,
+        lambda: multi_head_charts.layer_cosine_heatmap(
             cosines, trace.tokens, "Cosine to the full model after every layer"
         ),
         "mh_ablation_layers",

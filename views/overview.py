@@ -81,10 +81,11 @@ with chart_col:
 next_word.panel(model, inputs.text, key="overview_next", heading="The next word")  # decoders
 
 st.subheader("2 · The word pieces")
+anatomy = anatomy_text.of(model)  # the vocabulary's size, whether the tokenizer lowercases
 st.markdown(
     f"{model_label} cuts text into pieces from a fixed vocabulary of "
-    f"{model.dims.vocab_size:,} entries"
-    + (" and lowercases the text first" if model.tokenizer.lowercases else "")
+    f"{anatomy.dims.vocab_size:,} entries"
+    + (" and lowercases the text first" if anatomy.lowercases else "")
     + ": a common word is one piece, a rare word several. "
     + models.piece_scheme_note(trace)
     + f" This input is **{trace.n_tokens} word pieces**. Each piece, numbered from 0, is one row "
@@ -112,7 +113,7 @@ def word_piece_table() -> None:
 widgets.folded("Every word piece with its vocabulary id", "overview_pieces", word_piece_table)
 
 st.subheader("3 · The model")
-dims = model.dims
+dims = anatomy.dims
 # One line of text, not six st.metric cards: less browser work on every visit (bench_browser.py).
 st.markdown(
     f"**{dims.n_layers}** layers · **{dims.n_heads}** heads per layer · "
@@ -143,6 +144,5 @@ else:
         "the model's own causal mask) to run it."
     )
 st.caption(
-    "Sources: Vaswani et al. (2017), the Transformer; "
-    f"{anatomy_text.model_papers(model, anatomy_text.of(model))}."
+    f"Sources: Vaswani et al. (2017), the Transformer; {anatomy_text.model_papers(model, anatomy)}."
 )

@@ -94,8 +94,10 @@ def sinusoid_section() -> None:
     fig = positional_charts.position_heatmap(
         sinusoid, f"Sinusoidal encoding, {n_positions} × {d_model}"
     )
-    display.show_figure(fig, key="pos_sinusoid", filename="sinusoidal-encoding")
-    if n_positions > positional_charts.MAX_HEATMAP_ROWS:
+    display.show_matrix(
+        sinusoid.shape, None, lambda: fig, key="pos_sinusoid", filename="sinusoidal-encoding"
+    )
+    if display_policy.reduced_in_heatmap(n_positions):
         st.caption(
             f"The heatmap shows every {positional_charts.thin_rows(n_positions)[1]}th position."
         )
@@ -147,7 +149,9 @@ def binary_section() -> None:
             symmetric=False,
             colorscale="Greys",
         )
-        display.show_figure(fig, key="pos_binary", filename="binary-encoding")
+        display.show_matrix(
+            bits.shape, None, lambda: fig, key="pos_binary", filename="binary-encoding"
+        )
     with right:
         smooth = positional.smooth_bit(range(n_positions), bit)
         display.show_figure(
@@ -170,7 +174,7 @@ def rotary_section() -> None:
     st.markdown(
         f"{model_label} adds nothing to the word-piece vectors. Inside every head, each pair of "
         "a query's and a key's coordinates is turned like the sinusoid's clock hands (tab 5), "
-        f"by p θ_i at position p, with Θ = {model.dims.rope_theta:,.0f} and d_head = "
+        f"by p θ_i at position p, with Θ = {anatomy.dims.rope_theta:,.0f} and d_head = "
         f"{model.d_head}. A turned query meets a turned key through the difference of their "
         "turns only, so a score depends on how far apart two tokens are, not on where they sit "
         "(Su et al., 2021). Checked below on the sidebar sentence's own queries and keys."
@@ -192,8 +196,10 @@ def rotary_section() -> None:
         "A table learned in training promises nothing of the kind (tab 4 measures how far one "
         "follows distance)."
     )
-    display.show_figure(
-        positional_charts.position_heatmap(
+    display.show_matrix(
+        check.scores.shape,
+        None,
+        lambda: positional_charts.position_heatmap(
             check.scores,
             f"Layer {layer}, head {head}: turned q · turned k",
             x_title="key position",
@@ -219,7 +225,7 @@ def learned_section() -> None:
     offset = anatomy.arch.position_offset  # rows before it are never read (RoBERTa)
     shown_rows = (
         (f"all {len(learned)} rows a run reads" if offset else f"all {len(learned)} of its rows")
-        if len(learned) >= model.dims.max_positions
+        if len(learned) >= anatomy.dims.max_positions
         else (
             f"the first {len(learned)} rows a run reads"
             if offset
@@ -241,13 +247,21 @@ def learned_section() -> None:
         fig = positional_charts.position_heatmap(
             learned, f"{model_label}: learned position vectors"
         )
-        display.show_figure(fig, key="pos_learned", filename="learned-positions")
+        display.show_matrix(
+            learned.shape, None, lambda: fig, key="pos_learned", filename="learned-positions"
+        )
     with right:
         same_width = positional.sinusoidal_encoding(n_positions, model.d_model)
         fig = positional_charts.position_heatmap(
             same_width, f"Sinusoid with d_model = {model.d_model}"
         )
-        display.show_figure(fig, key="pos_sinusoid_same", filename="sinusoid-same-width")
+        display.show_matrix(
+            same_width.shape,
+            None,
+            lambda: fig,
+            key="pos_sinusoid_same",
+            filename="sinusoid-same-width",
+        )
 
 
 def near_positions_section() -> None:
@@ -267,7 +281,7 @@ def near_positions_section() -> None:
         **(
             {  # the angles the model turns by: its own position code
                 "rotary angles": positional.rotary_encoding(
-                    n_positions, model.d_head, model.dims.rope_theta
+                    n_positions, model.d_head, anatomy.dims.rope_theta
                 )
             }
             if rotary
@@ -286,7 +300,13 @@ def near_positions_section() -> None:
             fig = positional_charts.position_heatmap(
                 similarity, f"{name}: {kind}", x_title="position q", colorbar_title=kind, height=380
             )
-            display.show_figure(fig, key=f"pos_sim_{name}", filename=f"position-similarity-{name}")
+            display.show_matrix(
+                similarity.shape,
+                None,
+                lambda fig=fig: fig,
+                key=f"pos_sim_{name}",
+                filename=f"position-similarity-{name}",
+            )
             share = positional.explained_by_distance(similarity)
             st.metric(
                 "explained by distance |p − q| alone (R²)",
@@ -374,7 +394,13 @@ def rotation_section() -> None:
                 colorbar_title="dot",
                 height=360,
             )
-            display.show_figure(fig, key=f"pos_pair_{label}", filename="sine-cosine-pairs")
+            display.show_matrix(
+                similarity.shape,
+                None,
+                lambda fig=fig: fig,
+                key=f"pos_pair_{label}",
+                filename="sine-cosine-pairs",
+            )
             st.metric(
                 "explained by distance |p − q| alone (R²)",
                 f"{positional.explained_by_distance(similarity):.2f}",
@@ -544,7 +570,7 @@ def word_order_section() -> None:
         f"Run your sentence and a shuffled copy ({anatomy_text.specials_stay(anatomy)}; a word moves "
         "only within its own sentence) through all "
         "layers, then put the shuffled copy's attention rows and columns back in the original order: "
-        f"once with positions removed ({POSITIONS_REMOVED[model.arch.positions]}), once as "
+        f"once with positions removed ({POSITIONS_REMOVED[anatomy.arch.positions]}), once as "
         f"{model_label} reads them. {model_label} never ran without positions in training, so "
         "only whether the two runs agree means something there, not the patterns themselves."
     )

@@ -73,7 +73,9 @@ else:
     )
     x = trace.hidden_states[layer]
     where = f"X is what layer {layer} reads; W_q, W_k, W_v are the slices of head {head} (with their biases)"
-    if model.arch.positions == "rotary":  # the model turns q and k by position; this page not
+    if (
+        anatomy_text.of(model).arch.positions == "rotary"
+    ):  # the model turns q and k by position; this page not
         where += (
             f". {model_label} also turns every q and k by its position (rotary positions, see "
             "Positional encoding) before the product: left out here, so these scores are not "
@@ -190,8 +192,10 @@ def one_query() -> None:
         + r"\alpha_{ij}\\ \to\; o_i = \sum_j \alpha_{ij} v_j\end{gathered}"
     )
     predict.ask_choice("qkv_strongest", predict_answers.strongest_key(result, tokens, query_index))
-    display.show_figure(
-        qkv_charts.query_steps(
+    display.show_bars(
+        len(tokens),
+        None,
+        lambda: qkv_charts.query_steps(
             row.dots, row.scores, row.weights, tokens, query_index, inputs.scale
         ),
         key="qkv_steps",
@@ -210,8 +214,12 @@ def one_query() -> None:
             "Each row is a value vector scaled by its weight; the last row is their sum, "
             f"row {query_index} of the output."
         )
-        display.show_figure(
-            qkv_charts.weighted_values(row.weighted_values, row.output, tokens, query_index),
+        display.show_matrix(
+            row.weighted_values.shape,
+            None,
+            lambda: qkv_charts.weighted_values(
+                row.weighted_values, row.output, tokens, query_index
+            ),
             key="qkv_weighted",
             filename=f"qkv-weighted-values-{query_index}",
         )
@@ -242,16 +250,20 @@ def not_symmetric() -> None:
     )
     left, right = st.columns(2)
     with left:
-        display.show_figure(
-            qkv_charts.score_asymmetry_heatmap(
+        display.show_matrix(
+            result.dot.shape,
+            None,
+            lambda: qkv_charts.score_asymmetry_heatmap(
                 qkv.asymmetry(result.dot), tokens, "S − Sᵀ, q_i·k_j minus q_j·k_i"
             ),
             key="qkv_score_asymmetry",
             filename="qkv-score-asymmetry",
         )
     with right:
-        display.show_figure(
-            qkv_charts.asymmetry_heatmap(
+        display.show_matrix(
+            result.attn_weights.shape,
+            None,
+            lambda: qkv_charts.asymmetry_heatmap(
                 qkv.asymmetry(result.attn_weights),
                 tokens,
                 "α − αᵀ, weight i→j minus weight j→i",
@@ -303,8 +315,10 @@ def payoff() -> None:
         model, "money bank grows", "river bank flows", page_one_word, 0
     )
     predict.ask_choice("qkv_bank_head", predict_answers.most_separating_head(through_heads))
-    display.show_figure(
-        qkv_charts.head_cosines(
+    display.show_bars(
+        len(through_heads.cosine_by_head),
+        None,
+        lambda: qkv_charts.head_cosines(
             through_heads.cosine_by_head,
             through_heads.cosine_parameter_free,
             f"page 1's formula: {through_heads.cosine_parameter_free:.3f}",
@@ -392,7 +406,7 @@ def all_at_once() -> None:
     without.metric("without positions: largest difference", f"{test.gap_without_positions:.1e}")
     with_positions.metric("with positions: largest difference", f"{test.gap_with_positions:.3g}")
     gap_without, gap_with = test.gap_without_positions, test.gap_with_positions
-    how = POSITIONS_ENTER[model.arch.positions].format(model=model_label)
+    how = POSITIONS_ENTER[anatomy.arch.positions].format(model=model_label)
     st.markdown(
         (
             "Without positions the two runs agree to float rounding: this head reads the "

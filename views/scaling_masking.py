@@ -22,14 +22,6 @@ from ui import (
 )
 from ui.escape import literal
 
-
-def side_by_side(*figures: tuple) -> None:
-    """Show (figure, key) pairs in equal columns."""
-    for column, (fig, key) in zip(st.columns(len(figures)), figures, strict=True):
-        with column:
-            display.show_figure(fig, key)
-
-
 inputs, model = state.page_context()
 model_label = models.label(model)  # the model's name in the prose
 
@@ -128,10 +120,18 @@ def why_root_dk() -> None:
     experiments = [
         scaling_masking.random_dot_products(d_k) for d_k in sorted({4, model.d_head, 256})
     ]
-    display.show_figure(scaling_masking_charts.dot_product_histograms(experiments), "sm_histograms")
+    display.show_bars(
+        len(experiments),
+        None,
+        lambda: scaling_masking_charts.dot_product_histograms(experiments),
+        "sm_histograms",
+    )
     st.dataframe(scaling_masking.width_table(experiments), hide_index=True)
-    display.show_figure(
-        scaling_masking_charts.entropy_by_width_figure(experiments), "sm_entropy_widths"
+    display.show_bars(
+        len(experiments),
+        None,
+        lambda: scaling_masking_charts.entropy_by_width_figure(experiments),
+        "sm_entropy_widths",
     )
     n_queries, n_keys = experiments[0].raw.shape
     raw_entropies = [e.raw_entropy for e in experiments]  # widths in increasing order
@@ -263,10 +263,10 @@ def switches() -> None:
             key=tuple(key for _, _, key, _ in runs),
             rows_up_to=display_policy.DRAW_LIMIT,
         )
-        if trace.n_tokens > scaling_masking_charts.MAX_DRAWN:
+        if display_policy.reduced_in_heatmap(trace.n_tokens):
             st.caption(
                 f"{trace.n_tokens} tokens: the heatmaps average blocks of tokens so that at most "
-                f"{scaling_masking_charts.MAX_DRAWN}×{scaling_masking_charts.MAX_DRAWN} cells are drawn. The bar charts show every token."
+                f"{display_policy.HEATMAP_AXIS_UP_TO}×{display_policy.HEATMAP_AXIS_UP_TO} cells are drawn. The bar charts show every token."
             )
         st.latex(r"H_i = -\sum_j \alpha_{ij}\log_2 \alpha_{ij}\quad\text{(bits)}")
         entropies = {
@@ -342,7 +342,12 @@ def causal_mask() -> None:
     scores_fig, weights_fig = scaling_masking_charts.causal_mask_figures(
         masked_scores, masked_weights, trace.tokens
     )
-    side_by_side((scores_fig, "sm_masked_scores"), (weights_fig, "sm_masked_weights"))
+    display.show_matrix(  # side by side, one key each
+        masked_scores.shape,
+        None,
+        lambda: (scores_fig, weights_fig),
+        ("sm_masked_scores", "sm_masked_weights"),
+    )
     st.caption(
         "Blank cells are −∞ (a chart file cannot store −∞, so they are sent as empty). "
         + (
@@ -391,8 +396,10 @@ def cross_attention() -> None:
         st.info(f"Sentence B: {err}", icon="✍️")
     else:
         cross = scaling_masking_runs.cross_attention(model, trace_a, trace_b, layer)
-        display.show_figure(
-            scaling_masking_charts.reduced_heatmap(
+        display.show_matrix(
+            cross.attn_weights[head].shape,
+            None,
+            lambda: scaling_masking_charts.reduced_heatmap(
                 cross.attn_weights[head],
                 trace_a.tokens,
                 trace_b.tokens,
@@ -460,8 +467,10 @@ def padding_mask() -> None:
         )
         for column, (masked, run) in zip(st.columns(2), runs.items(), strict=True):
             with column:
-                display.show_figure(
-                    scaling_masking_charts.reduced_heatmap(
+                display.show_matrix(
+                    run.attentions[layer, head].shape,
+                    None,
+                    lambda run=run, masked=masked: scaling_masking_charts.reduced_heatmap(
                         run.attentions[layer, head],
                         run.tokens,
                         run.tokens,
