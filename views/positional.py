@@ -48,9 +48,7 @@ st.info(
     ),
     icon=":material/location_on:",
 )
-with st.expander(
-    "Besides positions: segment rows" + (", and the norm" if anatomy.embedding_norm else "")
-):
+with st.expander("Besides word and position: what else goes into the input"):
     st.caption(
         (
             "Position rows are not the only rows added here: a model that reads one or two "
