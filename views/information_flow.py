@@ -133,21 +133,18 @@ def two_sentences() -> None:
         information_flow_runs.sentence_trace(model, second, inputs).hidden_states,
     )
     start, end = float(by_layer[0]), float(by_layer[-1])  # embedding output, last layer
+    peak_at = int(by_layer.argmax())  # the state where the two vectors are most alike
+    on_the_way = (
+        f", and on the way it reaches {by_layer[peak_at]:.3f} ({charts.state_name(peak_at)})"
+        if 0 < peak_at < len(by_layer) - 1
+        else ""
+    )
     with payoff_box:
         takeaway.show(
-            f"The sentence vectors of {whose} have cosine {end:.3f} after the last layer, "
-            f"against {start:.3f} for the same average taken at the embedding output: "
-            + (
-                "the layers pull the two meanings together; the tabs below trace which word "
-                "pieces a sentence vector is made of."
-                if round(end, 3) > round(start, 3)
-                else "the layers push the two meanings apart; the tabs below trace which word "
-                "pieces a sentence vector is made of."
-                if round(end, 3) < round(start, 3)
-                else "the layers leave it where it was; the tabs below trace which word pieces "
-                "a sentence vector is made of."
-            )
+            f"The sentence vectors of {whose} have cosine {end:.3f} after the last layer; the "
+            f"same average taken at the embedding output gives {start:.3f}{on_the_way}."
         )
+
     # one bar per state, as HTML: the section is on every tab, and needs no plotly.js (a
     # negative cosine goes to plotly's line, whose axis reaches below 0)
     title = "cos(A, B) of the mean-pooled states"
