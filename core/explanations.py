@@ -234,3 +234,11 @@ def paper_check(
                 comparisons += 1
                 wins += rolled > raw
     return PaperCheck(rho, wins, comparisons)
+
+
+def top_pieces(scores: Mapping[str, np.ndarray], allowed: np.ndarray) -> dict[str, int]:
+    """{method: (n,) scores}, (n,) bool pieces that may be ranked -> {method: index of its
+    highest-scoring allowed piece}: what each method names as mattering most."""
+    return {
+        name: int(np.argmax(np.where(allowed, values, -np.inf))) for name, values in scores.items()
+    }

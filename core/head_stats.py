@@ -343,3 +343,14 @@ def shared_pieces(
     }
     shared = [t for t in shared_tokens(tokens_a, tokens_b) if t not in specials]
     return sorted(shared, key=lambda token: -len(token.removeprefix("##")))  # a stable sort
+
+
+def boldest_line(attentions: np.ndarray, special: np.ndarray) -> tuple[int, int, int, int, float]:
+    """(L, H, n, n) weights, (n,) bool special pieces -> (layer, head, query, key, weight) of
+    the largest weight between two ordinary pieces in any head: the head view's boldest line
+    once the special pieces, where many heads park their weight, are left out."""
+    ordinary = ~np.asarray(special, dtype=bool)  # (n,)
+    between = ordinary[:, None] & ordinary[None, :]  # (n, n) query and key both ordinary
+    weights = np.where(between, attentions, -np.inf)  # (L, H, n, n)
+    layer, head, query, key = np.unravel_index(int(np.argmax(weights)), weights.shape)
+    return int(layer), int(head), int(query), int(key), float(attentions[layer, head, query, key])

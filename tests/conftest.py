@@ -214,6 +214,16 @@ def each_tab(at, view: str):
         yield open_tab(at, section_key(view), label)
 
 
+def takeaway_text(at) -> str:
+    """The page's one takeaway sentence as sent (ui/takeaway.py), its lead words stripped;
+    fails unless the page sent exactly one."""
+    from ui import takeaway
+
+    found = [m.value for m in at.markdown if m.value.startswith(takeaway.LEAD)]
+    assert len(found) == 1, f"expected one takeaway, found {found}"
+    return found[0].removeprefix(takeaway.LEAD).strip()
+
+
 def assert_no_exception(at) -> None:
     errors = [e.value for e in at.exception]
     assert not errors, f"page raised: {errors}"

@@ -393,13 +393,15 @@ def test_positional_page_bad_input(name):
             assert "512" in " ".join(c.value for c in [*at.caption, *at.info, *at.warning])
 
 
-# Every figure of Embedding projections, by the tab that draws it (views/embeddings.py, SECTIONS).
+# Every figure of Embedding projections, by the tab that draws it (views/embeddings.py, SECTIONS);
+# the split by sense is the page's payoff, above the tabs, so every tab sends it.
+PAYOFF = "emb_senses"
 EMBEDDING_FIGURES = {
-    "1 · Before and after": {"emb_static", "emb_context", "emb_senses"},
-    "2 · Path": {"emb_paths", "emb_sense_match"},
-    "3 · Nearest in context": set(),  # a table
-    "4 · Occurrences": {"emb_cosine", "emb_cos_lines"},
-    "5 · √d_k switch": {"emb_compare_fig"},  # the comparison, switched on from the start
+    "1 · Before and after": {PAYOFF, "emb_static", "emb_context"},
+    "2 · Path": {PAYOFF, "emb_paths", "emb_sense_match"},
+    "3 · Nearest in context": {PAYOFF},  # and a table
+    "4 · Occurrences": {PAYOFF, "emb_cosine", "emb_cos_lines"},
+    "5 · √d_k switch": {PAYOFF, "emb_compare_fig"},  # the comparison, switched on from the start
 }
 
 
@@ -454,8 +456,9 @@ def test_embeddings_page_labels_bank_by_sense_and_measures_the_split(model):
     np.testing.assert_allclose(bars["same sense"], [1.0, *same], atol=6e-4)
     np.testing.assert_allclose(bars["other sense"], [1.0, *other], atol=6e-4)
     assert same[-1] > other[-1]  # after the last layer the senses have split
-    captions = " ".join(c.value for c in at.caption)
-    assert f"same sense have a mean cosine of {same[-1]:.3f}" in captions
+    said = conftest.takeaway_text(at)  # the page's first sentence states the last state's split
+    assert f"same sense have a mean cosine of {same[-1]:.3f}" in said
+    assert f"different senses {other[-1]:.3f}: context has set the senses apart" in said
 
 
 def test_sentence_table_numbers_the_sentences_their_senses_and_pieces():

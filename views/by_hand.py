@@ -13,6 +13,7 @@ from ui import (
     predict_answers,
     state,
     tables,
+    takeaway,
     terms,
     widgets,
 )
@@ -31,7 +32,6 @@ st.markdown(
 
 def four_features() -> None:
     """Sections 1 and 2: the toy's four features per word, then S, e^S, the weights and Y."""
-    st.subheader("1 · Four features per word")
     text = st.text_input(
         f"Sentence: two to four of {', '.join(by_hand.TOY_VECTORS)}",
         "money bank grows",
@@ -54,6 +54,25 @@ def four_features() -> None:
         )
     else:
         toy = by_hand.toy_sentence(words)
+        result = by_hand.attention_by_hand(toy.vectors)
+        # The payoff first: the weights every word gives every word, then how they are made.
+        kept = result.attn_weights.diagonal()  # (n,) each word's weight on itself
+        most, least = int(kept.argmax()), int(kept.argmin())
+        takeaway.show(
+            "Each row of α is one word's recipe, weights that add up to 1: "
+            f"**{literal(toy.words[most])}** keeps {kept[most]:.3f} of its weight for itself, "
+            f"**{literal(toy.words[least])}** only {kept[least]:.3f}, so its new vector y is "
+            "the most mixed."
+            if most != least
+            else "Each row of α is one word's recipe, weights that add up to 1: every word "
+            f"keeps {kept[most]:.3f} of its weight for itself."
+        )
+        display.show_html_figure(
+            matrix_charts.pair_grid(
+                result.attn_weights, toy.words, "α = softmax of each row", name="hand_weights"
+            )
+        )
+        st.subheader("1 · Four features per word")
         tables.static_table(
             {"word": list(toy.words)}
             | {
@@ -62,7 +81,6 @@ def four_features() -> None:
             },
             decimals=dict.fromkeys(by_hand.TOY_FEATURES, 0),  # the toy's numbers are whole
         )
-        result = by_hand.attention_by_hand(toy.vectors)
 
         st.subheader("2 · Scores, exponentials, weights")
         st.latex(  # stacked, so it fits a phone's width
@@ -86,10 +104,9 @@ def four_features() -> None:
                 )
             )
         with second:
-            display.show_html_figure(
-                matrix_charts.pair_grid(
-                    result.attn_weights, toy.words, "α = softmax of each row", name="hand_weights"
-                )
+            st.caption(
+                "Softmax of each row of S gives α, the grid at the top of this tab: a larger "
+                "score, a larger weight."
             )
         word = toy.words[row]
         terms = " : ".join(f"e^{result.scores[row, j]:.0f}" for j in range(len(words)))

@@ -18,6 +18,7 @@ from ui import (
     predict_answers,
     state,
     tables,
+    takeaway,
     terms,
     widgets,
     wording,
@@ -100,6 +101,43 @@ def _leads_words(leads) -> str:
 
 display.head_switch()  # the readout of a long sentence's matrices (one image each)
 
+# The payoff first: the shared word's two mixes, then the four steps that make them.
+shared = context.shared_tokens(sentences["A"].tokens, sentences["B"].tokens)
+if not shared:
+    st.warning(
+        "The two sentences share no word piece, so there is nothing to compare. "
+        "Put one word into both (e.g. *bank*).",
+        icon="🔍",
+    )
+    state.end_page()
+word = (
+    st.selectbox("Shared word piece", shared, key="ctx_word", bind="query-params")
+    if len(shared) > 1
+    else shared[0]
+)
+pair = context.compare_shared_word(word, sentences["A"], results["A"], sentences["B"], results["B"])
+shown_word = literal(word)  # a token is text, never markup
+# "two vectors" only if the cosine in Y is below 1 at the three decimals it is shown with
+takeaway.show(
+    f"One table row, two contexts: the two “{shown_word}”s are the same vector in X (cosine "
+    f"{pair.cosine_before:.3f}), and after one softmax(X Xᵀ) X their cosine is "
+    f"{pair.cosine_after:.3f}: "
+    + (
+        "each has mixed in its own sentence."
+        if round(pair.cosine_after, 3) < 1.0
+        else "each keeps nearly all of its weight for itself, so the mixes agree."
+    )
+)
+display.show_shared_word(
+    word,
+    {
+        "A": (pair.weights_a, sentences["A"].tokens, pair.index_a),
+        "B": (pair.weights_b, sentences["B"].tokens, pair.index_b),
+    },
+    key="ctx_payoff",
+    filename="context-shared-word",
+)
+
 
 def side_by_side(step: str, matrices: dict, title: str, square: bool, **figure_args) -> None:
     """One figure and one CSV button per sentence, A on the left, B on the right."""
@@ -181,22 +219,7 @@ st.markdown(
 )
 side_by_side("y", {n: r.output for n, r in results.items()}, "Y", square=False)
 
-st.subheader("The payoff: the same word, two vectors")
-shared = context.shared_tokens(sentences["A"].tokens, sentences["B"].tokens)
-if not shared:
-    st.warning(
-        "The two sentences share no word piece, so there is nothing to compare. "
-        "Put one word into both (e.g. *bank*).",
-        icon="🔍",
-    )
-    state.end_page()
-word = (
-    st.selectbox("Shared word piece", shared, key="ctx_word", bind="query-params")
-    if len(shared) > 1
-    else shared[0]
-)
-pair = context.compare_shared_word(word, sentences["A"], results["A"], sentences["B"], results["B"])
-shown_word = literal(word)  # a token is text, never markup
+st.subheader("The payoff, measured: the same word, two vectors")
 predict.ask_choice("ctx_cosine", predict_answers.shared_word_cosine(pair))
 before, after = st.columns(2)
 before.metric(f"cosine of “{shown_word}”, A vs B, in X", f"{pair.cosine_before:.3f}")
@@ -214,16 +237,7 @@ mixes = (
 )
 st.markdown(
     f"In X the two rows of “{shown_word}” are one and the same table entry (cosine 1). In Y "
-    f"each is a mix of its own sentence, {mixes}:"
-)
-display.show_shared_word(
-    word,
-    {
-        "A": (pair.weights_a, sentences["A"].tokens, pair.index_a),
-        "B": (pair.weights_b, sentences["B"].tokens, pair.index_b),
-    },
-    key="ctx_payoff",
-    filename="context-shared-word",
+    f"each is a mix of its own sentence, {mixes}: the bars at the top of the page."
 )
 
 st.subheader("Why this works here: the vectors are short")

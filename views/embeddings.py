@@ -13,6 +13,7 @@ from ui import (
     sidebar,
     state,
     tables,
+    takeaway,
     terms,
     widgets,
     wording,
@@ -49,6 +50,9 @@ st.markdown(
     f"Below, the tokens of many sentences, squeezed from {model.d_model} dimensions into a "
     "picture."
 )
+# The page's point comes first, above the controls it depends on: filled in once the word piece
+# and the hidden state are chosen (payoff()).
+payoff_box = st.container()
 # The sentences fold away above the figures (an expander, always sent: a text box that is not
 # drawn would lose its value); the figures come first.
 sentences_box = st.expander("The sentences, and the sense each was written for: read or edit")
@@ -203,20 +207,44 @@ def before_and_after() -> None:
             f"static vectors' variance and {' + '.join(f'{v:.0%}' for v in context_kept)} of "
             "the contextual ones'; the rest is spread across dimensions the picture cannot show."
         )
-    sense_split()
 
 
-def sense_split() -> None:
-    """The split at a glance: cosines between occurrences of one sense and of two, by stage."""
+def payoff() -> None:
+    """The split at a glance: cosines between occurrences of one sense and of two, by stage,
+    with the page's takeaway read from them."""
     occurrence_senses = [senses[shown.sentence[i]] for i in chosen]
-    split = embeddings.sense_split(embeddings.cosine_by_layer(shown, chosen), occurrence_senses)
+    cosine_tables = embeddings.cosine_by_layer(shown, chosen)  # static, then states 0..L
+    split = embeddings.sense_split(cosine_tables, occurrence_senses)
     stages = ["static"] + [charts.state_name(index) for index in range(model.n_layers + 1)]
+    state_here = f"{state_name[0].upper()}{state_name[1:]}"
     if not split.measured:
+        mean_here = float(embeddings.mean_off_diagonal(cosine_tables)[layer + 1])
+        takeaway.show(
+            f"Every '{shown_word}' starts as one row of the table (cosine 1). {state_here}, its "
+            f"{len(chosen)} occurrences have a mean cosine of {mean_here:.3f}"
+            + (": each has taken on its own sentence." if round(mean_here, 3) < 1.0 else ".")
+            if len(chosen) >= 2
+            else f"'{shown_word}' occurs once here: add a sentence that uses it again, and see "
+            "what context makes of each occurrence."
+        )
         st.caption(
             f"The split by sense needs two occurrences of '{shown_word}' with one sense and one "
             "with another, in the page's example sentences."
         )
         return
+    same, other = float(split.same[layer + 1]), float(split.other[layer + 1])
+    # "apart" only if the same-sense pairs are closer at the three decimals shown
+    apart = round(same, 3) > round(other, 3)
+    takeaway.show(
+        f"Every '{shown_word}' starts as one row of the table (cosine 1). {state_here}, two with "
+        f"the same sense have a mean cosine of {same:.3f}, two with different senses "
+        f"{other:.3f}: "
+        + (
+            "context has set the senses apart."
+            if apart
+            else "here context has not set the senses apart."
+        )
+    )
     display.show_weight_bars(
         stages,
         {"same sense": split.same, "other sense": split.other},
@@ -225,11 +253,6 @@ def sense_split() -> None:
         y_title="mean cosine between two occurrences",
         filename="sense-split",
         decimals=3,
-    )
-    st.caption(
-        f"{state_name[0].upper()}{state_name[1:]}, two occurrences with the same sense have a "
-        f"mean cosine of {split.same[layer + 1]:.3f}, two with different senses "
-        f"{split.other[layer + 1]:.3f}; in the static table both are 1, one row."
     )
 
 
@@ -472,6 +495,8 @@ SECTIONS = {
 # One section at a time, drawn only when its tab is open: all five at once were five large
 # figures and a table, a first visit and every change far heavier than the reference app's
 # (bench/bench_browser.py; bench/RESULTS.md, Cited in code). The URL keeps the open tab.
+with payoff_box:
+    payoff()
 widgets.section_tabs(SECTIONS, key="emb_section")
 
 st.caption(

@@ -14,6 +14,7 @@ from ui import (
     sidebar,
     state,
     tables,
+    takeaway,
     traces,
     widgets,
     word_level,
@@ -111,6 +112,18 @@ if steps < wanted_steps:
 # 2 · The table and the picture: the figure first, then what it measures.
 st.subheader("1 · Every method, every " + unit)
 merged = {label: view.scores(scores[name]) for label, name in zip(labels, scores, strict=True)}
+# The page's point: the methods' answers side by side, and whether their top pieces agree
+tops = explanations.top_pieces(scores, saliency.removable(trace.tokens, trace.special))
+named = sorted({trace.tokens[index] for index in tops.values()})
+takeaway.show(
+    f"Asked which word piece matters most, the {len(tops)} methods name "
+    + (
+        f"the same one, {literal(named[0])}."
+        if len(named) == 1
+        else f"{len(named)} different ones ({', '.join(literal(piece) for piece in named)}): "
+        "they answer different questions, and the deletion test below checks one of them."
+    )
+)
 methods_title = f"Scores per {unit}, each row ÷ its max |score|"
 method_labels, by_method = list(merged), explanations_charts.stacked_scores(merged)  # (methods, n)
 display.show_matrix(  # a row per method, scaled to its largest |score|

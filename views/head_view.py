@@ -19,6 +19,7 @@ from ui import (
     sidebar,
     state,
     tables,
+    takeaway,
     traces,
     widgets,
 )
@@ -41,6 +42,17 @@ st.markdown(
 trace = traces.trace_or_stop(model, inputs)
 sidebar.off_distribution_note(inputs, model_label)  # the sidebar's switches act on the lines here
 tokens = trace.tokens
+# The page's point, over every head (the sliders move in the browser, so not the shown head's)
+bold_layer, bold_head, bold_query, bold_key, bold_weight = head_stats.boldest_line(
+    trace.attentions, trace.special
+)
+takeaway.show(
+    f"Each token's lines share one unit of weight; the boldest between two ordinary pieces in "
+    f"all {model.n_layers * model.n_heads} heads is L{bold_layer} H{bold_head}'s "
+    f"{literal(tokens[bold_query])} → "
+    + ("itself" if bold_query == bold_key else literal(tokens[bold_key]))
+    + f", {bold_weight:.2f}: set Layer and Head to it to see its fan."
+)
 paired = head_stats.has_pair(trace.segments)
 
 # 1 · Which heads, which lines: the figure on the left, its controls beside it (below it on a

@@ -18,6 +18,7 @@ from ui import (
     sidebar,
     state,
     tables,
+    takeaway,
     terms,
     traces,
     widgets,
@@ -59,8 +60,21 @@ shown_tokens = words_view.tokens(tokens)  # the words when the switch is on
 n_shown = len(shown_tokens)
 unit = "words" if word_level else "tokens"
 
-# 1 · The model view: every head, small.
+# 1 · The model view: every head, small; the page's point in one sentence above it.
 st.subheader("1 · Every head at once")
+head_summary = heatmaps_runs.head_statistics(trace, renormalise, word_level)  # (L, H) fields
+prev_layer, prev_head = divmod(int(head_summary.on_previous.argmax()), model.n_heads)
+sinks = (  # the specials' share is gone once they are hidden
+    f"{head_summary.n_sinks} park at least half of a row on {specials} on average, and "
+    if specials and not renormalise
+    else ""
+)
+takeaway.show(
+    f"One sentence, {model.n_layers * model.n_heads} heads, each with its own table: {sinks}"
+    f"L{prev_layer} H{prev_head} gives the {unit[:-1]} before "
+    f"{head_summary.on_previous[prev_layer, prev_head]:.2f} of a row, against "
+    f"{float(head_summary.on_previous.mean()):.2f} for the average head."
+)
 st.markdown(
     "Each row of the grid is a layer, input side at the top (on a phone a layer takes two "
     "rows), and each tile a head, labelled H0, H1, …. Vertical stripes are heads that send "

@@ -18,6 +18,7 @@ from ui import (
     sidebar,
     state,
     tables,
+    takeaway,
     terms,
     traces,
     widgets,
@@ -71,10 +72,7 @@ pair = information_flow_runs.readable_pair(model, inputs)  # None when empty or 
 def two_sentences() -> None:
     """1: the pair's cosine similarity, and how it builds up layer by layer."""
     st.subheader("1 · Two sentences, one number")
-    st.latex(
-        r"\bar h = \frac{1}{n}\sum_{i=1}^{n} h_i^{(L)},\qquad e = \frac{\bar h}{\lVert \bar h \rVert}"
-    )
-    st.latex(r"\cos(e_A, e_B) = e_A \cdot e_B")
+    payoff_box = st.container()  # the takeaway, above the pair it reads (filled below)
     labels = [label for label, _, _ in similarity.EXAMPLE_PAIRS]
     left, right = st.columns([3, 1])
     example = left.selectbox(
@@ -115,6 +113,11 @@ def two_sentences() -> None:
             f"Total variation distance between the two predictions, over the whole vocabulary: "
             f"{distance:.3f} (0: the same, 1: nothing in common). Each sentence runs on its own."
         )
+        with payoff_box:
+            takeaway.show(
+                f"For {whose}, {model_label}'s two next-piece predictions are {distance:.3f} "
+                "apart (total variation: 0 the same, 1 nothing in common)."
+            )
         return
     similarity_now = information_flow_runs.pair_similarity(
         model, first, second, scale=inputs.scale, causal=inputs.causal
@@ -125,11 +128,23 @@ def two_sentences() -> None:
             model, first, second, scale=True, causal=inputs.causal_by_nature
         )
         delta = f"{similarity_now - as_trained:+.4f} against the model as trained"
-    st.metric(f"Cosine similarity of {whose}", f"{similarity_now:.4f}", delta)
     by_layer = lens.similarity_by_layer(
         information_flow_runs.sentence_trace(model, first, inputs).hidden_states,
         information_flow_runs.sentence_trace(model, second, inputs).hidden_states,
     )
+    start, end = float(by_layer[0]), float(by_layer[-1])  # embedding output, last layer
+    peak_at = int(by_layer.argmax())  # the state where the two vectors are most alike
+    on_the_way = (
+        f", and on the way it reaches {by_layer[peak_at]:.3f} ({charts.state_name(peak_at)})"
+        if 0 < peak_at < len(by_layer) - 1
+        else ""
+    )
+    with payoff_box:
+        takeaway.show(
+            f"The sentence vectors of {whose} have cosine {end:.3f} after the last layer; the "
+            f"same average taken at the embedding output gives {start:.3f}{on_the_way}."
+        )
+
     # one bar per state, as HTML: the section is on every tab, and needs no plotly.js (a
     # negative cosine goes to plotly's line, whose axis reaches below 0)
     title = "cos(A, B) of the mean-pooled states"
@@ -143,6 +158,11 @@ def two_sentences() -> None:
         plotly_figure=lambda: information_flow_charts.settling_figure(by_layer, title, "cos(A, B)"),
         decimals=3,
     )
+    st.metric(f"Cosine similarity of {whose}", f"{similarity_now:.4f}", delta)
+    st.latex(
+        r"\bar h = \frac{1}{n}\sum_{i=1}^{n} h_i^{(L)},\qquad e = \frac{\bar h}{\lVert \bar h \rVert}"
+    )
+    st.latex(r"\cos(e_A, e_B) = e_A \cdot e_B")
     if not pair:
         st.caption(
             f"The sidebar holds one sentence, so this is the example pair: “{literal(first)}” and "
@@ -160,15 +180,15 @@ def two_sentences() -> None:
         f"{anatomy_text.framing(anatomy)} input)"
         + (", as in training. " if anatomy.trained_mean_pooled else ". ")
         + untrained
-        + (
-            "With the default switches this number equals, to 1e-5, the sentence vector the "
-            "sentence-transformers library gives for MiniLM, which cuts inputs at 256 word "
-            f"pieces; this page reads up to {model.max_positions}. "
-            if model.name == core.BUNDLED
-            else ""
-        )
         + "Turn off √d_k scaling in the sidebar to see how much the similarity depends on it."
     )
+    if model.name == core.BUNDLED:  # where the number comes from, for whoever checks it
+        with st.expander("Is this the number MiniLM was trained to give?"):
+            st.markdown(
+                "Yes: with the default switches it equals, to 1e-5, the sentence vector of the "
+                "all-MiniLM-L6-v2 release, which cuts inputs at 256 word pieces; this page "
+                f"reads up to {model.max_positions}."
+            )
 
 
 def attention_rollout() -> None:
@@ -519,8 +539,9 @@ def encoder_lens() -> None:
 
 two_sentences()  # drawn whole, above the tabs: the number the tabs explain
 st.caption(
-    "Sections 2 to 5, one tab each, follow the sentence picked here; the rollouts of tabs 2 and "
-    "4 stop after the layer picked inside them."
+    "Sections 2 to 5, one tab each, follow the sentence picked here"
+    + (": the sidebar's first sentence, no longer the example pair above" if not pair else "")
+    + "; the rollouts of tabs 2 and 4 stop after the layer picked inside them."
 )
 followed = st.radio(
     "Sentence to follow",

@@ -14,6 +14,7 @@ from ui import (
     sidebar,
     state,
     tables,
+    takeaway,
     traces,
     wording,
 )
@@ -36,15 +37,26 @@ st.markdown(
 )
 
 st.subheader(f"1 · One layer of {name}, drawn from its weights")
-st.latex(anatomy_text.layer_latex(anatomy))  # one column, so it fits a phone's width
 stages = inside_layer_runs.layer_stages(model)
+attention_params = sum(s.parameters for s in stages if s.part == "attention")
+ffn_params = sum(s.parameters for s in stages if s.part == "ffn")
+takeaway.show(
+    f"Per layer, attention holds {attention_params:,} trained numbers and the feed-forward "
+    f"network {ffn_params:,}: "
+    + (
+        f"{ffn_params / attention_params:.1f} times as many in the part that looks at one token "
+        "at a time."
+        if ffn_params > attention_params
+        else f"{attention_params / ffn_params:.1f} times as many in attention, the part that "
+        "moves information between tokens."
+    )
+)
 display.show_figure(
     inside_layer_charts.block_diagram(stages, f"{name}: one of its {model.n_layers} layers"),
     key="layer_diagram",
     filename="layer-diagram",
 )
-attention_params = sum(s.parameters for s in stages if s.part == "attention")
-ffn_params = sum(s.parameters for s in stages if s.part == "ffn")
+st.latex(anatomy_text.layer_latex(anatomy))  # one column, so it fits a phone's width
 st.markdown(
     f"Widths and parameter counts are read from the loaded weights. Per layer the attention "
     f"sublayer holds {attention_params:,} trained numbers, the feed-forward network "

@@ -11,6 +11,7 @@ from ui import (
     lab_runs,
     lab_story,
     tables,
+    takeaway,
     terms,
     widgets,
 )
@@ -130,7 +131,7 @@ def watch_it_learn(shown: lab.Settings) -> None:
     """Section 1: the shown run played step by step, its answer, its numbers, and W_qᵀW_k."""
     run = lab_runs.trained_run(shown)
     st.subheader("1 · Watch it learn")
-    st.markdown(lab_story.scale_takeaway(run, lab_runs.trained_run(lab.with_other_scale(shown))))
+    takeaway.show(lab_story.scale_takeaway(run, lab_runs.trained_run(lab.with_other_scale(shown))))
     left, right = st.columns(2)
     with left:
         display.show_matrix(

@@ -21,6 +21,7 @@ from ui import (
     sidebar,
     state,
     tables,
+    takeaway,
     terms,
     traces,
     widgets,
@@ -71,21 +72,6 @@ other_layer, other_head, other_mean = roles.best(PARTNER, other_than=(prev_layer
 def why_several_heads() -> None:
     """Why several heads: one softmax row is one mixture; two neighbours need two heads."""
     st.subheader("Why several heads: one softmax makes one mixture")
-    two_things = "the word after it" if PARTNER == "next" else "its own value"
-    st.markdown(
-        "A row of α is one set of weights that sums to 1, so one head hands each token one weighted "
-        "average of value vectors. A token that needs two things at once, say the word before it "
-        f"and {two_things}, would get from one head a blend of both, with no way to tell them "
-        "apart afterwards. Several heads give several separate mixtures, each from its own "
-        f"{own_weights}, and W_O decides how to combine them."
-        + (
-            f" {model_label} is trained with the causal mask: no token sees a later one, so no "
-            "head can look at the word after, and the second head here is the one that keeps "
-            "most weight on the token itself."
-            if PARTNER != "next"
-            else ""
-        )
-    )
     # The two heads: the best previous- and next-token heads on this very sentence; with the
     # causal mask on (no next token to see) or under five pieces, the probe sentences' heads.
     first_here = head_roles.best_on_sentence(
@@ -113,13 +99,43 @@ def why_several_heads() -> None:
         f"L{p_layer} H{p_head} (previous-token head)": previous_weights[focus],
         f"L{n_layer} H{n_head} ({partner_name} head)": next_weights[focus],
     }
+    prev_row, next_row = focus_trace_rows.values()  # (n,) each: the focus token's weights
+    partner_key = "the token after" if PARTNER == "next" else "the token itself"
+    # an even spread over the keys the focus row can see: 1/n, or 1/(i + 1) under the mask
+    even = 1 / (focus + 1) if inputs.causal else 1 / trace.n_tokens
+    both_hold = prev_row[focus - 1] > even and next_row[focus + step] > even
+    takeaway.show(
+        f"For {literal(labels[focus])}, L{p_layer} H{p_head} gives the token before "
+        f"{prev_row[focus - 1]:.2f} of its row and L{n_layer} H{n_head} gives {partner_key} "
+        f"{next_row[focus + step]:.2f} (an even spread: {even:.2f}): "
+        + (
+            "two heads, two separate mixtures, where one row of weights could only split one "
+            "budget between them."
+            if both_hold
+            else "on this sentence the two heads do not both keep their role for this token."
+        )
+    )
     display.show_weight_bars(
         labels,
         focus_trace_rows,
         f"Where {literal(labels[focus])} looks, in two heads",
         key="mh_two_mixtures",
     )
-    prev_row, next_row = focus_trace_rows.values()  # (n,) each: the focus token's weights
+    two_things = "the word after it" if PARTNER == "next" else "its own value"
+    st.markdown(
+        "A row of α is one set of weights that sums to 1, so one head hands each token one weighted "
+        "average of value vectors. A token that needs two things at once, say the word before it "
+        f"and {two_things}, would get from one head a blend of both, with no way to tell them "
+        "apart afterwards. Several heads give several separate mixtures, each from its own "
+        f"{own_weights}, and W_O decides how to combine them."
+        + (
+            f" {model_label} is trained with the causal mask: no token sees a later one, so no "
+            "head can look at the word after, and the second head here is the one that keeps "
+            "most weight on the token itself."
+            if PARTNER != "next"
+            else ""
+        )
+    )
     found = (
         f"The previous-token and {partner_name} heads with "
         "the highest role score on this sentence, shown on the token where both roles hold best"
@@ -130,7 +146,6 @@ def why_several_heads() -> None:
     )
     prev_held, prev_rows = head_roles.role_holds(previous_weights, "previous", trace.special)
     next_held, next_rows = head_roles.role_holds(next_weights, PARTNER, trace.special)
-    partner_key = "the token after" if PARTNER == "next" else "the token itself"
     how_often = (
         f" Over the whole sentence, the token before is the largest weight of L{p_layer} "
         f"H{p_head}'s row in {prev_held} of {prev_rows} rows, {partner_key} that of L{n_layer} "
@@ -138,8 +153,6 @@ def why_several_heads() -> None:
         if prev_rows and next_rows
         else ""
     )
-    # an even spread over the keys the focus row can see: 1/n, or 1/(i + 1) under the mask
-    even = 1 / (focus + 1) if inputs.causal else 1 / trace.n_tokens
     neighbour_note = (
         f"{found}: L{p_layer} H{p_head} gives the token before, "
         f"{literal(labels[focus - 1])}, {prev_row[focus - 1]:.2f} of the row, and "

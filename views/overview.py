@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from core import head_stats
 from ui import (
     anatomy_text,
     display,
@@ -14,11 +15,13 @@ from ui import (
     sidebar,
     state,
     tables,
+    takeaway,
     terms,
     traces,
     verify,
     widgets,
 )
+from ui.escape import literal
 
 inputs, model = state.page_context()
 model_label = models.label(model)  # the model's name in the prose
@@ -40,6 +43,18 @@ sidebar.off_distribution_note(inputs, model_label)  # the sidebar's switches act
 
 # The head comes first: it is what a visitor comes for, and it reaches the browser sooner.
 st.subheader("1 · One attention head")
+# Over every head, not the one shown: the sliders switch the heatmap in the browser.
+bold_layer, bold_head, bold_query, bold_key, bold_weight = head_stats.boldest_line(
+    trace.attentions, trace.special
+)
+takeaway.show(
+    f"{model_label} reads this sentence as {trace.n_tokens} word pieces, and each of its "
+    f"{model.n_layers * model.n_heads} heads gives every piece a row of weights over all of "
+    f"them; the strongest link between two ordinary pieces is L{bold_layer} H{bold_head}'s "
+    f"{literal(trace.tokens[bold_query])} → "
+    + ("itself" if bold_query == bold_key else literal(trace.tokens[bold_key]))
+    + f", {bold_weight:.2f}."
+)
 chart_col, notes_col = st.columns([2, 1], gap="large")
 with notes_col:
     st.latex(  # written from the sidebar's switches, as the heatmap was computed

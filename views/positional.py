@@ -14,6 +14,7 @@ from ui import (
     predict_answers,
     state,
     tables,
+    takeaway,
     terms,
     traces,
     widgets,
@@ -47,29 +48,30 @@ st.info(
     ),
     icon=":material/location_on:",
 )
-st.caption(
-    (
-        "Position rows are not the only rows added here: a model that reads one or two "
-        "sentences at once can add a **segment row**, row 0 of a small learned table to every "
-        "token of the first sentence and row 1 to every token of the second, so each token "
-        "carries which sentence it is in. "
-        + (
-            f"{model_label}'s table has one row, added to every token alike."
-            if anatomy.segment_rows == 1
-            else f"{model_label}'s table has {anatomy.segment_rows} rows."
+with st.expander("Besides word and position: what else goes into the input"):
+    st.caption(
+        (
+            "Position rows are not the only rows added here: a model that reads one or two "
+            "sentences at once can add a **segment row**, row 0 of a small learned table to every "
+            "token of the first sentence and row 1 to every token of the second, so each token "
+            "carries which sentence it is in. "
+            + (
+                f"{model_label}'s table has one row, added to every token alike."
+                if anatomy.segment_rows == 1
+                else f"{model_label}'s table has {anatomy.segment_rows} rows."
+            )
+            if anatomy.segment_rows
+            else f"{model_label} has no segment table: two sentences differ to it only by their "
+            "pieces and where they stand."
         )
-        if anatomy.segment_rows
-        else f"{model_label} has no segment table: two sentences differ to it only by their "
-        "pieces and where they stand."
+        + (
+            f" The {anatomy.norm_name} around the sum rescales each token's vector before the first "
+            "layer."
+            if anatomy.embedding_norm
+            else ""
+        ),
+        help=terms.ahead("LayerNorm", anatomy=anatomy) if anatomy.embedding_norm else None,
     )
-    + (
-        f" The {anatomy.norm_name} around the sum rescales each token's vector before the first "
-        "layer."
-        if anatomy.embedding_norm
-        else ""
-    ),
-    help=terms.ahead("LayerNorm", anatomy=anatomy) if anatomy.embedding_norm else None,
-)
 
 
 def sized_encodings() -> positional.Encodings:
@@ -89,14 +91,28 @@ def sized_encodings() -> positional.Encodings:
 def sinusoid_section() -> None:
     """1 · The sinusoid: a clock hand per pair of dimensions."""
     st.subheader("1 · The sinusoid")
+    payoff_box = st.container()  # the takeaway and the encoding, above the sliders that size it
     n_positions, d_model, sinusoid, learned = sized_encodings()  # its sliders
-    # the encoding first, then how it is made
-    fig = positional_charts.position_heatmap(
-        sinusoid, f"Sinusoidal encoding, {n_positions} × {d_model}"
-    )
-    display.show_matrix(
-        sinusoid.shape, None, lambda: fig, key="pos_sinusoid", filename="sinusoidal-encoding"
-    )
+    # (distance,) mean cosine of two positions that far apart
+    by_distance = positional.distance_profile(positional.similarity_matrix(sinusoid, "cosine"))[0]
+    far = n_positions // 2
+    with payoff_box:
+        takeaway.show(
+            f"Each of these {n_positions} positions gets a row of its own: neighbours have a mean "
+            f"cosine of {by_distance[1]:.2f}, positions {far} apart {by_distance[far]:.2f}"
+            + (
+                ": near positions look alike, far ones less, so distance can be read off."
+                if round(by_distance[1], 2) > round(by_distance[far], 2)
+                else "."
+            )
+        )
+        # the encoding first, then how it is made
+        fig = positional_charts.position_heatmap(
+            sinusoid, f"Sinusoidal encoding, {n_positions} × {d_model}"
+        )
+        display.show_matrix(
+            sinusoid.shape, None, lambda: fig, key="pos_sinusoid", filename="sinusoidal-encoding"
+        )
     if display_policy.reduced_in_heatmap(n_positions):
         st.caption(
             f"The heatmap shows every {positional_charts.thin_rows(n_positions)[1]}th position."

@@ -17,6 +17,7 @@ from ui import (
     sidebar,
     state,
     tables,
+    takeaway,
     terms,
     traces,
     widgets,
@@ -86,11 +87,25 @@ d_k = projections.d_k
 switches = ("scores divided by √d_k" if inputs.scale else "scores not scaled") + (
     ", causal mask on" if inputs.causal else ""
 )
-st.caption(
-    f"{where}. Sidebar switches: {switches}. Steps 1 to 6 and 8 use these W_q, W_k and W_v on "
-    "the sidebar's sentence; Step 7 runs two fixed sentences through every head of layer 0.",
-    help=terms.ahead("layer", "head", "√d_k", "causal mask"),
+# The page's point first: one vector for three jobs picks itself; three projections need not.
+picks_itself_one_vector = qkv.rows_that_pick_themselves(context.parameter_free(x).attn_weights)
+picks_itself_projected = qkv.rows_that_pick_themselves(result.attn_weights)
+takeaway.show(
+    "With one vector for all three jobs, softmax(X Xᵀ) gives each token's largest weight to "
+    f"itself in {picks_itself_one_vector} of {len(tokens)} rows; with these W_q and W_k a "
+    f"token's own key wins in {picks_itself_projected} of {len(tokens)}: "
+    + (
+        "looking and being found have come apart."
+        if picks_itself_projected < picks_itself_one_vector
+        else "here they have not come apart; try another seed or a trained head."
+    )
 )
+with st.expander("What X and W are here, and which switches act"):
+    st.caption(
+        f"{where}. Sidebar switches: {switches}. Steps 1 to 6 and 8 use these W_q, W_k and W_v "
+        "on the sidebar's sentence; Step 7 runs two fixed sentences through every head of layer 0.",
+        help=terms.ahead("layer", "head", "√d_k", "causal mask"),
+    )
 if source != "random":  # random weights were never trained, so they have no inputs to leave
     sidebar.off_distribution_note(inputs, model_label)
 note = matrix_charts.limit_note(len(tokens))

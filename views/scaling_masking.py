@@ -16,6 +16,7 @@ from ui import (
     sidebar,
     state,
     tables,
+    takeaway,
     terms,
     traces,
     widgets,
@@ -45,6 +46,7 @@ def pick_head() -> tuple[int, int]:
 def saturation() -> None:
     """Section 1: multiplying scores by c sharpens the softmax until one key takes all."""
     st.subheader("1 · Softmax saturates when scores grow")
+    payoff_box = st.container()  # the takeaway, above the choices it reads (filled below)
     source_column, multiplier_column = st.columns(2)  # one row: the figure sooner
     source = source_column.radio(
         "Scores",
@@ -70,6 +72,19 @@ def saturation() -> None:
     )
     predict.ask_choice("sm_saturation", predict_answers.saturation_top_share(scores, multiplier))
     base, sharp = scaling_masking.saturation(scores, [1.0, multiplier])
+    with payoff_box:
+        top_base, top_sharp = float(base.max()), float(sharp.max())
+        takeaway.show(
+            f"Multiplying the scores by c = {multiplier} keeps their order, yet the largest gets "
+            f"{top_sharp:.2f} of the weight instead of {top_base:.2f} at c = 1: "
+            + (
+                "the larger the scores, the closer softmax comes to picking one key."
+                if round(top_sharp, 2) > round(top_base, 2)
+                else "the smaller the scores, the more evenly softmax spreads the weight."
+                if round(top_sharp, 2) < round(top_base, 2)
+                else "at two decimals, no change."
+            )
+        )
     display.show_bars(  # the scores and the weights side by side (stacked on a phone)
         len(scores),
         html=lambda: (
@@ -153,46 +168,7 @@ def why_root_dk() -> None:
 def switches() -> None:
     """Section 3: scaling off and the causal mask on, inside the trained model."""
     st.subheader(f"3 · Flip the switches inside {model_label}")
-    spread = scaling_masking.score_spread_by_layer(trace)  # (L,) std of the scaled scores per layer
-    st.markdown(
-        "Section 2 assumes query and key entries that are independent with mean 0 and "
-        "variance 1, the assumption Vaswani et al. (2017, footnote 4) use to explain the factor. "
-        "Trained, "
-        f"{model_label}'s scaled scores on the sidebar sentence have a standard deviation "
-        f"of {spread.min():.1f}–{spread.max():.1f} depending on the layer, not 1: training sets "
-        "its own spread."
-    )
-    display.show_weight_bars(  # one bar per layer: HTML, so the tab loads no plotly.js
-        [f"layer {layer}" for layer in range(len(spread))],
-        {"std of QKᵀ/√d_k": spread},
-        "Spread of the trained, scaled scores",
-        key="sm_score_spread",
-        y_title="standard deviation",
-    )
-    st.markdown(
-        "What the switches below do, and what they do not: the weights were trained with the "
-        f"1/√d_k factor, so turning it off multiplies every score by √d_head = {model.d_head**0.5:.2f}. "
-        'That shows the model on inputs it never met in training, not "the model without '
-        'scaling". A model trained without the factor would not look like this: training could '
-        "absorb the factor into W_Q and W_K. What the factor changes is training itself. Vaswani "
-        "et al. (2017) suspect that for large d_k the dot products grow large and push the "
-        "softmax into regions where its gradients are extremely small, and scale to counteract "
-        "it. Whether an unscaled head trains worse depends on the task and on where it starts: "
-        "the Lab trains small heads both ways from the same seeds, so you can compare how the "
-        "runs go. The causal-mask switch is off-distribution in the same way: "
-        + (
-            f"{model_label} is a decoder, trained with the mask, so the switch removes it and "
-            "lets every token see the tokens after it, which it never did in training."
-            if model.is_decoder
-            else f"{model_label} is a bidirectional encoder, trained with every token seeing "
-            "every other, so the switch adds a mask it never had."
-        )
-    )
-    st.page_link(
-        "views/lab.py",
-        label="Lab: train a head with and without √d_k",
-        icon=":material/model_training:",
-    )
+    payoff_box = st.container()  # the takeaway, above the switches it reads (filled below)
     st.markdown(
         "Now the real model. The switches below act in **every** layer, so a change in layer 0 "
         f"feeds into all later layers. The reference is {model_label} as trained (scaled, "
@@ -308,10 +284,70 @@ def switches() -> None:
             key="sm_final_cosine",
         )
         moved = scaling_masking.summarize_cosines(comparison.final_cosine)
+        with payoff_box:
+            before = float(comparison.default_entropy.mean())
+            after = float(comparison.variant_entropy.mean())
+            change = (
+                "sharper"
+                if round(after, 2) < round(before, 2)
+                else "flatter"
+                if round(after, 2) > round(before, 2)
+                else "as spread, at two decimals,"
+            )
+            takeaway.show(
+                f"With {variant_name}, the rows of L{layer} H{head} are {change} than as trained "
+                f"(mean entropy {after:.2f} bits against {before:.2f}), and since the switch acts "
+                f"in every layer, the final vectors keep a mean cosine of {moved.mean:.3f} with "
+                "the model as trained."
+            )
         st.caption(
             f"Cosine 1 means the token ends up pointing the same way as in the model as trained. "
             f"Mean cosine {moved.mean:.3f}; the token that moved most is "
             f"{literal(labels[moved.most_moved])} ({moved.lowest:.3f})."
+        )
+
+    # What the switches mean, and what they do not, folded below the comparison it qualifies.
+    with st.expander("What the switches do, and what they do not"):
+        # (L,) std of the scaled scores per layer
+        spread = scaling_masking.score_spread_by_layer(trace)
+        st.markdown(
+            "Section 2 assumes query and key entries that are independent with mean 0 and "
+            "variance 1, the assumption Vaswani et al. (2017, footnote 4) use to explain the factor. "
+            "Trained, "
+            f"{model_label}'s scaled scores on the sidebar sentence have a standard deviation "
+            f"of {spread.min():.1f}–{spread.max():.1f} depending on the layer, not 1: training sets "
+            "its own spread."
+        )
+        display.show_weight_bars(  # one bar per layer: HTML, so the tab loads no plotly.js
+            [f"layer {layer}" for layer in range(len(spread))],
+            {"std of QKᵀ/√d_k": spread},
+            "Spread of the trained, scaled scores",
+            key="sm_score_spread",
+            y_title="standard deviation",
+        )
+        st.markdown(
+            "What the switches above do, and what they do not: the weights were trained with the "
+            f"1/√d_k factor, so turning it off multiplies every score by √d_head = {model.d_head**0.5:.2f}. "
+            'That shows the model on inputs it never met in training, not "the model without '
+            'scaling". A model trained without the factor would not look like this: training could '
+            "absorb the factor into W_Q and W_K. What the factor changes is training itself. Vaswani "
+            "et al. (2017) suspect that for large d_k the dot products grow large and push the "
+            "softmax into regions where its gradients are extremely small, and scale to counteract "
+            "it. Whether an unscaled head trains worse depends on the task and on where it starts: "
+            "the Lab trains small heads both ways from the same seeds, so you can compare how the "
+            "runs go. The causal-mask switch is off-distribution in the same way: "
+            + (
+                f"{model_label} is a decoder, trained with the mask, so the switch removes it and "
+                "lets every token see the tokens after it, which it never did in training."
+                if model.is_decoder
+                else f"{model_label} is a bidirectional encoder, trained with every token seeing "
+                "every other, so the switch adds a mask it never had."
+            )
+        )
+        st.page_link(
+            "views/lab.py",
+            label="Lab: train a head with and without √d_k",
+            icon=":material/model_training:",
         )
 
 

@@ -1,0 +1,226 @@
+"""Every page's takeaway: the one sentence on its first screen states numbers computed here,
+independently of the page (numpy on the model's weights or the toy's vectors)."""
+
+from __future__ import annotations
+
+import numpy as np
+from conftest import assert_no_exception, open_tab, run_page, takeaway_text
+from shown import shown
+
+from core import by_hand
+
+
+def softmax_rows(scores: np.ndarray) -> np.ndarray:
+    """(n, n) -> (n, n): each row's softmax, in float64."""
+    shifted = np.exp(scores - scores.max(axis=1, keepdims=True))
+    return shifted / shifted.sum(axis=1, keepdims=True)
+
+
+def test_by_hand_takeaway_states_each_words_weight_on_itself():
+    at = run_page("views/by_hand.py")
+    assert_no_exception(at)
+    words = ["money", "bank", "grows"]  # the page's default sentence
+    x = np.array([by_hand.TOY_VECTORS[w] for w in words], dtype=np.float64)  # (n, 4)
+    kept = softmax_rows(x @ x.T).diagonal()
+    most, least = int(kept.argmax()), int(kept.argmin())
+    said = takeaway_text(at)
+    assert f"**{words[most]}** keeps {kept[most]:.3f}" in said
+    assert f"**{words[least]}** only {kept[least]:.3f}" in said
+
+
+def test_context_takeaway_states_the_shared_words_cosines(model):
+    at = run_page("views/context.py")
+    assert_no_exception(at)
+    table = model.word_vectors().astype(np.float64)
+    tokenizer = model.tokenizer
+    outputs = []
+    for words in (["money", "bank", "grows"], ["river", "bank", "flows"]):
+        x = table[[tokenizer.id_of(w) for w in words]]  # (3, d_model) static rows
+        outputs.append((softmax_rows(x @ x.T) @ x)[1])  # bank's row of Y
+    first, second = outputs
+    cosine = first @ second / np.linalg.norm(first) / np.linalg.norm(second)
+    said = takeaway_text(at)
+    assert "same vector in X (cosine 1.000)" in said
+    assert f"their cosine is {cosine:.3f}: each has mixed in its own sentence" in said
+    assert cosine < 0.9995
+
+
+def entropy_bits(weights: np.ndarray) -> np.ndarray:
+    """(..., n) rows of weights -> (...,) their entropy in bits (0 log 0 = 0)."""
+    return -(weights * np.log2(np.where(weights > 0, weights, 1))).sum(axis=-1)
+
+
+def test_scaling_takeaways_state_the_top_weight_and_the_switched_run(model):
+    from core import scaling_masking
+
+    at = run_page("views/scaling_masking.py", text="Time flies like an arrow.")
+    assert_no_exception(at)
+    # tab 1 opens on 8 random scores times c = 10: the largest weight at c = 10 and at c = 1
+    scores = scaling_masking.random_scores(8).astype(np.float64)
+    top = {c: softmax_rows((c * scores)[None, :]).max() for c in (1, 10)}
+    assert top[10] > top[1]
+    said = takeaway_text(at)
+    assert f"c = 10 keeps their order, yet the largest gets {top[10]:.2f}" in said
+    assert f"instead of {top[1]:.2f} at c = 1: the larger the scores" in said
+    # tab 3 opens with scaling off: L0 H0's mean row entropy both ways, the final vectors' cosine
+    open_tab(at, "sm_section", "3 · Switches")
+    assert_no_exception(at)
+    runs = [model.run("Time flies like an arrow.", scale=scale) for scale in (True, False)]
+    trained, unscaled = (entropy_bits(r.attentions[0, 0].astype(np.float64)).mean() for r in runs)
+    final = [r.hidden_states[-1].astype(np.float64) for r in runs]  # (n, d_model) each
+    cosines = (final[0] * final[1]).sum(-1) / np.linalg.norm(final[0], axis=-1)
+    cosines /= np.linalg.norm(final[1], axis=-1)
+    said = takeaway_text(at)
+    change = "sharper" if round(unscaled, 2) < round(trained, 2) else "flatter"
+    assert f"With no scaling, the rows of L0 H0 are {change} than as trained" in said
+    assert f"(mean entropy {unscaled:.2f} bits against {trained:.2f})" in said
+    assert f"keep a mean cosine of {cosines.mean():.3f}" in said
+
+
+def test_information_flow_takeaway_states_the_pairs_cosine_before_and_after(model):
+    from core import similarity
+
+    at = run_page("views/information_flow.py", text="Time flies like an arrow.")
+    assert_no_exception(at)
+    _, first, second = similarity.EXAMPLE_PAIRS[0]  # the sidebar holds one sentence
+    states = [model.run(s).hidden_states.astype(np.float64) for s in (first, second)]
+    pooled = [h.mean(axis=1) for h in states]  # (L + 1, d_model) each
+    cosines = (pooled[0] * pooled[1]).sum(-1)
+    cosines /= np.linalg.norm(pooled[0], axis=-1) * np.linalg.norm(pooled[1], axis=-1)
+    said = takeaway_text(at)
+    assert f"the example pair have cosine {cosines[-1]:.3f} after the last layer" in said
+    assert f"at the embedding output gives {cosines[0]:.3f}" in said
+    peak = int(cosines.argmax())  # where the two are most alike, named when it is in between
+    if 0 < peak < len(cosines) - 1:
+        assert f"on the way it reaches {cosines[peak]:.3f} (after layer {peak - 1})" in said
+    texts = " ".join(c.value for c in at.caption) + " ".join(m.value for m in at.markdown)
+    assert "sentence-transformers" not in texts and "test_" not in texts
+    assert "no longer the example pair above" in texts  # where the page switches sentences
+
+
+SENTENCE = "Time flies like an arrow."
+
+
+def ordinary(tokens) -> np.ndarray:
+    """(n,) True for a word piece the tokenizer did not add."""
+    return np.array([token not in ("[CLS]", "[SEP]") for token in tokens])
+
+
+def test_overview_and_head_view_name_the_boldest_line_over_every_head(model):
+    trace = model.run(SENTENCE)
+    weights = trace.attentions.astype(np.float64)  # (L, H, n, n)
+    keep = ordinary(trace.tokens)
+    best = (-1.0, None)
+    for index in np.ndindex(weights.shape):  # every weight between two ordinary pieces
+        layer, head, query, key = index
+        if keep[query] and keep[key] and weights[index] > best[0]:
+            best = (weights[index], index)
+    weight, (layer, head, query, key) = best
+    arrow = f"{trace.tokens[query]} → " + ("itself" if query == key else trace.tokens[key])
+    line = f"L{layer} H{head}'s {arrow}, {weight:.2f}"
+    for page in ("views/overview.py", "views/head_view.py"):
+        at = run_page(page, text=SENTENCE)
+        assert_no_exception(at)
+        said = takeaway_text(at)
+        assert line in said, (page, said)
+    assert f"as {len(trace.tokens)} word pieces" in takeaway_text(run_page("views/overview.py"))
+
+
+def test_heatmaps_takeaway_counts_sinks_and_the_previous_token_head(model):
+    at = run_page("views/heatmaps.py", text=SENTENCE)
+    assert_no_exception(at)
+    trace = model.run(SENTENCE)
+    weights = trace.attentions.astype(np.float64)  # (L, H, n, n)
+    special = ~ordinary(trace.tokens)
+    parked = weights[..., special].sum(-1).mean(-1)  # (L, H) mean weight on [CLS] and [SEP]
+    n = len(trace.tokens)
+    previous = np.stack([weights[..., i, i - 1] for i in range(1, n)], -1).mean(-1)  # (L, H)
+    layer, head = np.unravel_index(previous.argmax(), previous.shape)
+    said = shown(takeaway_text(at))  # the specials as a visitor reads them
+    assert f"{int((parked >= 0.5).sum())} park at least half of a row on [CLS] and [SEP]" in said
+    assert f"L{layer} H{head} gives the token before {previous[layer, head]:.2f}" in said
+    assert f"against {previous.mean():.2f} for the average head" in said
+
+
+def test_inside_layer_takeaway_counts_each_sublayers_weights(model):
+    at = run_page("views/inside_layer.py", text=SENTENCE)
+    assert_no_exception(at)
+    d, d_ff = model.d_model, model.dims.d_ff
+    attention = 4 * (d * d + d)  # W_q, W_k, W_v, W_O with their biases
+    feed_forward = d * d_ff + d_ff + d_ff * d + d  # two matrices with their biases
+    said = takeaway_text(at)
+    assert f"attention holds {attention:,} trained numbers" in said, said
+    assert (
+        f"the feed-forward network {feed_forward:,}: {feed_forward / attention:.1f} times" in said
+    )
+
+
+def test_positional_takeaway_reads_the_sinusoids_similarity_by_distance():
+    at = run_page("views/positional.py", text=SENTENCE)
+    assert_no_exception(at)
+    n, d = 100, 128  # the sliders' defaults
+    positions = np.arange(n)[:, None]
+    frequencies = 10000.0 ** (-np.arange(0, d, 2) / d)  # (d/2,)
+    table = np.zeros((n, d))
+    table[:, 0::2], table[:, 1::2] = (
+        np.sin(positions * frequencies),
+        np.cos(positions * frequencies),
+    )
+    unit = table / np.linalg.norm(table, axis=1, keepdims=True)
+    cosines = unit @ unit.T
+
+    def mean_at(distance: int) -> float:
+        return float(np.mean([cosines[p, p + distance] for p in range(n - distance)]))
+
+    said = takeaway_text(at)
+    assert f"neighbours have a mean cosine of {mean_at(1):.2f}" in said, said
+    assert f"positions 50 apart {mean_at(50):.2f}: near positions look alike" in said
+
+
+def test_qkv_takeaway_counts_rows_that_pick_themselves_for_a_trained_head(model):
+    at = run_page("views/qkv.py", text=SENTENCE, query={"qkv_source": "trained head"})
+    assert_no_exception(at)
+    trace = model.run(SENTENCE)
+    x = trace.hidden_states[0].astype(np.float64)  # what layer 0 reads
+    one_vector = int((softmax_rows(x @ x.T).argmax(1) == np.arange(len(x))).sum())
+    query, key = (a[0, 0].astype(np.float64) for a in (trace.queries, trace.keys))
+    scores = query @ key.T / np.sqrt(model.d_head)
+    projected = int((scores.argmax(1) == np.arange(len(x))).sum())
+    said = takeaway_text(at)
+    n = len(trace.tokens)
+    assert f"to itself in {one_vector} of {n} rows" in said, said
+    assert f"a token's own key wins in {projected} of {n}" in said
+
+
+def test_multi_head_takeaway_reads_the_two_heads_rows_from_the_trace(model):
+    import re
+
+    at = run_page("views/multi_head.py", text=SENTENCE)
+    assert_no_exception(at)
+    said = shown(takeaway_text(at))
+    found = re.search(
+        r"For (\d+):(\S+), L(\d) H(\d+) gives the token before ([\d.]+) of its row and "
+        r"L(\d) H(\d+) gives the token after ([\d.]+) \(an even spread: ([\d.]+)\)",
+        said,
+    )
+    assert found, said
+    focus = int(found[1])
+    trace = model.run(SENTENCE)
+    assert trace.tokens[focus] == found[2]
+    weights = trace.attentions.astype(np.float64)  # (L, H, n, n)
+    before = weights[int(found[3]), int(found[4]), focus, focus - 1]
+    after = weights[int(found[6]), int(found[7]), focus, focus + 1]
+    assert (found[5], found[8]) == (f"{before:.2f}", f"{after:.2f}")
+    assert found[9] == f"{1 / len(trace.tokens):.2f}"
+    assert ("two heads, two separate mixtures" in said) == (
+        min(before, after) > 1 / len(trace.tokens)
+    )
+
+
+def test_explanations_takeaway_names_pieces_of_the_sentence():
+    at = run_page("views/explanations.py", text=SENTENCE)
+    assert_no_exception(at)
+    said = shown(takeaway_text(at))
+    assert said.startswith("Asked which word piece matters most, the 6 methods name ")
+    named = said.split("(")[1].split(")")[0].split(", ") if "(" in said else [said.split(", ")[-1]]
+    assert set(named) <= {"time", "flies", "like", "an", "arrow", "."}, said
