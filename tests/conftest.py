@@ -106,12 +106,20 @@ def run_page(
     pair: str | None = None,
     timeout: float = 120,
     query: dict[str, str] | None = None,
+    answered: bool = True,
 ):
     """Run app.py headless on `page` with the sidebar text set (and these URL query parameters);
-    return the finished AppTest."""
+    return the finished AppTest.
+
+    answered: every "predict, then see" question starts answered with its first option, as a
+    learner's picks do, so the figures a question folds away until answered are drawn (a question
+    whose sentence or slider changes later starts unanswered again: ui/predict.py).
+    """
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
+    if answered:
+        answer_every_question(at)
     for key, value in (query or {}).items():
         at.query_params[key] = value
     if text is not None:
@@ -123,6 +131,17 @@ def run_page(
         at.switch_page(page)
         at.run()
     return at
+
+
+def answer_every_question(at) -> None:
+    """Before an AppTest's first run: every "predict, then see" question of the course answered
+    with its first option (through the pills' session state, as a learner's pick), so the
+    figures each question keeps folded until answered are drawn."""
+    from ui import predict
+
+    for keys in predict.QUESTIONS.values():
+        for key in keys:
+            at.session_state[predict.WIDGET_PREFIX + key] = 0
 
 
 def open_tab(at, key: str, label: str):

@@ -21,7 +21,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from conftest import ROOT, each_tab, page_paths, section_labels
+from conftest import ROOT, answer_every_question, each_tab, page_paths, section_labels
 from streamlit.testing.v1 import AppTest
 from tiny_families import write_tiny_family
 
@@ -57,6 +57,7 @@ def family_folder(family: str) -> Path:
 def run_on(folder: Path, page: str, state: dict[str, object] | None = None) -> AppTest:
     """app.py on `page` with the folder's model loaded (as after its Load button)."""
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
+    answer_every_question(at)  # the figures questions fold are drawn
     at.session_state["model"] = "other"
     at.session_state["custom_model"] = str(folder)
     at.session_state["_confirmed_custom_model"] = str(folder)  # what the Load button sets

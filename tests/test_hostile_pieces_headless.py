@@ -15,7 +15,7 @@ import json
 import re
 
 import pytest
-from conftest import ROOT, assert_no_exception, each_tab, page_paths
+from conftest import ROOT, answer_every_question, assert_no_exception, each_tab, page_paths
 from shown import shown
 from streamlit.testing.v1 import AppTest
 from test_browser_hostile_tokenizer import HOSTILE_PIECE, hostile_tokenizer_model
@@ -44,6 +44,7 @@ def local_folders(monkeypatch):
 def run_on_hostile_model(folder, page: str, state: dict[str, object]) -> AppTest:
     """app.py on `page` with the hostile model loaded (as after its Load button) and `state`."""
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    answer_every_question(at)  # the figures questions fold are drawn
     at.session_state["model"] = "other"
     at.session_state["custom_model"] = str(folder)
     at.session_state["_confirmed_custom_model"] = str(folder)  # what the Load button sets

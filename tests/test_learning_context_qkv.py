@@ -12,6 +12,7 @@ from conftest import (
     BAD_INPUTS,
     LONG_TEXT,
     ROOT,
+    answer_every_question,
     assert_each_tab_draws,
     assert_no_exception,
     drawn_figures,
@@ -233,6 +234,7 @@ def run_context(text_a: str, text_b: str = "river bank flows"):
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    answer_every_question(at)  # the figures questions fold are drawn
     at.run()
     at.switch_page(CONTEXT)
     at.session_state["ctx_a"] = text_a
@@ -409,6 +411,7 @@ def test_qkv_page_query_choice_follows_the_sentence():
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    answer_every_question(at)  # the figures questions fold are drawn
     at.session_state["text"] = "short"
     at.query_params["qkv_query"] = "5"
     at.query_params["qkv_section"] = "4 · One query"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import ROOT, assert_no_exception, open_tab, run_page
+from conftest import ROOT, answer_every_question, assert_no_exception, open_tab, run_page
 from streamlit.testing.v1 import AppTest
 from tiny_families import write_tiny_family
 
@@ -64,6 +64,7 @@ def local_folders(monkeypatch):
 def run_on_folder(folder, page: str) -> AppTest:
     """app.py on `page` with a local checkpoint loaded, as after its Load button."""
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
+    answer_every_question(at)  # the figures questions fold are drawn
     at.session_state["model"] = "other"
     at.session_state["custom_model"] = str(folder)
     at.session_state["_confirmed_custom_model"] = str(folder)
@@ -129,6 +130,7 @@ def pca_shares(points: np.ndarray, n_axes: int) -> np.ndarray:
 @pytest.fixture(scope="module")
 def embeddings_page():
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
+    answer_every_question(at)  # the figures questions fold are drawn
     at.session_state["emb_sentences"] = "\n".join(BANK_SENTENCES)
     at.session_state["emb_sidebar"] = False  # the four sentences only
     at.run()

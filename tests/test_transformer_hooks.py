@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from conftest import ROOT
+from conftest import ROOT, answer_every_question
 from streamlit.testing.v1 import AppTest
 from tiny_families import FAMILIES, load_reference, write_tiny_family
 
@@ -432,6 +432,7 @@ def test_a_sentence_cross_attending_to_itself_is_its_own_attention(tiny, family)
 def page_on(folder, page: str, tab: tuple[str, str]) -> AppTest:
     """app.py on `page`, the folder's model loaded (as after its Load button), one tab open."""
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
+    answer_every_question(at)  # the figures questions fold are drawn
     at.session_state["model"] = "other"
     at.session_state["custom_model"] = str(folder)
     at.session_state["_confirmed_custom_model"] = str(folder)

@@ -76,7 +76,6 @@ def saturation() -> None:
         key="sm_multiplier",
         bind="query-params",
     )
-    predict.ask_choice("sm_saturation", predict_answers.saturation_top_share(scores, multiplier))
     base, sharp = scaling_masking.saturation(scores, [1.0, multiplier])
     display.show_bars(  # the scores and the weights side by side (stacked on a phone)
         len(scores),
@@ -89,7 +88,7 @@ def saturation() -> None:
         ),
         key="sm_saturation",
     )
-    # the why after the figure: the question above asks for a guess first
+    # the why after the figure: a look at the numbers first
     st.latex(r"\operatorname{softmax}(c\,s)_j = \frac{e^{c\,s_j}}{\sum_k e^{c\,s_k}}")
     st.markdown(
         "Multiply a score vector by a constant *c* and the ranking stays the same, yet the weights "
@@ -201,10 +200,6 @@ def switches() -> None:
     )
     layer, head = pick_head()
     display.head_switch()  # the readout of the HTML heatmaps' cells (one image past 12 pieces)
-    predict.ask_choice(
-        "sm_sharper",
-        predict_answers.sharper_without_scaling(model, inputs.text, inputs.pair, layer, head),
-    )
     left, right = st.columns(2)
     # The sidebar's wording, for the changed model; scaling off at first, so the section opens
     # on a comparison, not a request.
@@ -218,101 +213,111 @@ def switches() -> None:
         bind="query-params",
     )
     causal_on = mask_switched != model.is_decoder  # the mask the variant runs with
-    if not (scale_off or mask_switched):
-        st.info(
-            "Change at least one switch from the model as trained (scaling off, or the mask "
-            "changed) to compare the two."
-        )
-    else:
-        variant_name = " + ".join(
-            name
-            for name, on in (
-                ("no scaling", scale_off),
-                ("mask removed" if model.is_decoder else "causal", mask_switched),
+
+    def compared_runs() -> None:
+        """The model as trained beside the switched one: heatmaps, row entropies, final vectors."""
+        if not (scale_off or mask_switched):
+            st.info(
+                "Change at least one switch from the model as trained (scaling off, or the mask "
+                "changed) to compare the two."
             )
-            if on
-        )
-        variant = traces.trace(
-            model, inputs.text, inputs.pair, scale=not scale_off, causal=causal_on
-        )
-        comparison = scaling_masking.compare_runs(trace, variant, layer, head)
-        title = f"L{layer} H{head}: "
-        runs = (  # (weights, title, key, causal mask on) of the two runs
-            (comparison.default_weights, title + "as trained", "sm_a", model.is_decoder),
-            (comparison.variant_weights, title + variant_name, "sm_b", causal_on),
-        )
-        display.show_matrix(  # the two runs side by side
-            (trace.n_tokens, trace.n_tokens),
-            html=lambda: tuple(
-                scaling_masking_charts.compared_grid(
-                    weights,
-                    trace.tokens,
-                    layer,
-                    head,
-                    (model.n_layers, model.n_heads),
-                    heading,
-                    key,
-                    masked,
+        else:
+            variant_name = " + ".join(
+                name
+                for name, on in (
+                    ("no scaling", scale_off),
+                    ("mask removed" if model.is_decoder else "causal", mask_switched),
                 )
-                for weights, heading, key, masked in runs
-            ),
-            plotly=lambda: tuple(
-                scaling_masking_charts.reduced_heatmap(weights, *token_axes, heading)
-                for weights, heading, _, _ in runs
-            ),
-            key=tuple(key for _, _, key, _ in runs),
-            rows_up_to=display_policy.DRAW_LIMIT,
-        )
-        if trace.n_tokens > scaling_masking_charts.MAX_DRAWN:
-            st.caption(
-                f"{trace.n_tokens} tokens: the heatmaps average blocks of tokens so that at most "
-                f"{scaling_masking_charts.MAX_DRAWN}×{scaling_masking_charts.MAX_DRAWN} cells are drawn. The bar charts show every token."
+                if on
             )
-        st.latex(r"H_i = -\sum_j \alpha_{ij}\log_2 \alpha_{ij}\quad\text{(bits)}")
-        entropies = {
-            "as trained": comparison.default_entropy,
-            variant_name: comparison.variant_entropy,
-        }
-        entropy_title = f"L{layer} H{head}: entropy of each query's row"
-        display.show_bars(
-            trace.n_tokens,
-            html=lambda: scaling_masking_charts.per_token_html_bars(
-                labels, entropies, entropy_title, "entropy (bits)", "sm_entropy_rows"
-            ),
-            plotly=lambda: scaling_masking_charts.per_token_bars(
-                trace.tokens, entropies, entropy_title, "entropy (bits)"
-            ),
-            key="sm_entropy_rows",
-        )
-        st.markdown(
-            "Low entropy means a row that puts nearly all weight on one key. With the causal mask "
-            "the row of token *i* can spread over at most i + 1 keys, so early tokens have little "
-            "room for entropy."
-        )
-        cosine_title = f"Final vectors, {variant_name} vs as trained"  # phone-wide
-        cosine_axis = "cosine to the trained run's final vector"
-        display.show_bars(  # a cosine may be negative: signed bars from a zero line
-            trace.n_tokens,
-            html=lambda: scaling_masking_charts.per_token_html_bars(
-                labels,
-                {"cosine": comparison.final_cosine},
-                cosine_title,
-                cosine_axis,
-                "sm_final_cosine",
-                decimals=3,
-                signed=True,
-            ),
-            plotly=lambda: scaling_masking_charts.per_token_bars(
-                trace.tokens, {"cosine": comparison.final_cosine}, cosine_title, cosine_axis
-            ),
-            key="sm_final_cosine",
-        )
-        moved = scaling_masking.summarize_cosines(comparison.final_cosine)
-        st.caption(
-            f"Cosine 1 means the token ends up pointing the same way as in the model as trained. "
-            f"Mean cosine {moved.mean:.3f}; the token that moved most is "
-            f"{literal(labels[moved.most_moved])} ({moved.lowest:.3f})."
-        )
+            variant = traces.trace(
+                model, inputs.text, inputs.pair, scale=not scale_off, causal=causal_on
+            )
+            comparison = scaling_masking.compare_runs(trace, variant, layer, head)
+            title = f"L{layer} H{head}: "
+            runs = (  # (weights, title, key, causal mask on) of the two runs
+                (comparison.default_weights, title + "as trained", "sm_a", model.is_decoder),
+                (comparison.variant_weights, title + variant_name, "sm_b", causal_on),
+            )
+            display.show_matrix(  # the two runs side by side
+                (trace.n_tokens, trace.n_tokens),
+                html=lambda: tuple(
+                    scaling_masking_charts.compared_grid(
+                        weights,
+                        trace.tokens,
+                        layer,
+                        head,
+                        (model.n_layers, model.n_heads),
+                        heading,
+                        key,
+                        masked,
+                    )
+                    for weights, heading, key, masked in runs
+                ),
+                plotly=lambda: tuple(
+                    scaling_masking_charts.reduced_heatmap(weights, *token_axes, heading)
+                    for weights, heading, _, _ in runs
+                ),
+                key=tuple(key for _, _, key, _ in runs),
+                rows_up_to=display_policy.DRAW_LIMIT,
+            )
+            if trace.n_tokens > scaling_masking_charts.MAX_DRAWN:
+                st.caption(
+                    f"{trace.n_tokens} tokens: the heatmaps average blocks of tokens so that at most "
+                    f"{scaling_masking_charts.MAX_DRAWN}×{scaling_masking_charts.MAX_DRAWN} cells are drawn. The bar charts show every token."
+                )
+            st.latex(r"H_i = -\sum_j \alpha_{ij}\log_2 \alpha_{ij}\quad\text{(bits)}")
+            entropies = {
+                "as trained": comparison.default_entropy,
+                variant_name: comparison.variant_entropy,
+            }
+            entropy_title = f"L{layer} H{head}: entropy of each query's row"
+            display.show_bars(
+                trace.n_tokens,
+                html=lambda: scaling_masking_charts.per_token_html_bars(
+                    labels, entropies, entropy_title, "entropy (bits)", "sm_entropy_rows"
+                ),
+                plotly=lambda: scaling_masking_charts.per_token_bars(
+                    trace.tokens, entropies, entropy_title, "entropy (bits)"
+                ),
+                key="sm_entropy_rows",
+            )
+            st.markdown(
+                "Low entropy means a row that puts nearly all weight on one key. With the causal mask "
+                "the row of token *i* can spread over at most i + 1 keys, so early tokens have little "
+                "room for entropy."
+            )
+            cosine_title = f"Final vectors, {variant_name} vs as trained"  # phone-wide
+            cosine_axis = "cosine to the trained run's final vector"
+            display.show_bars(  # a cosine may be negative: signed bars from a zero line
+                trace.n_tokens,
+                html=lambda: scaling_masking_charts.per_token_html_bars(
+                    labels,
+                    {"cosine": comparison.final_cosine},
+                    cosine_title,
+                    cosine_axis,
+                    "sm_final_cosine",
+                    decimals=3,
+                    signed=True,
+                ),
+                plotly=lambda: scaling_masking_charts.per_token_bars(
+                    trace.tokens, {"cosine": comparison.final_cosine}, cosine_title, cosine_axis
+                ),
+                key="sm_final_cosine",
+            )
+            moved = scaling_masking.summarize_cosines(comparison.final_cosine)
+            st.caption(
+                f"Cosine 1 means the token ends up pointing the same way as in the model as trained. "
+                f"Mean cosine {moved.mean:.3f}; the token that moved most is "
+                f"{literal(labels[moved.most_moved])} ({moved.lowest:.3f})."
+            )
+
+    predict.ask_choice(
+        "sm_sharper",
+        predict_answers.sharper_without_scaling(model, inputs.text, inputs.pair, layer, head),
+        reveal=compared_runs,
+        folded="the two runs' heatmaps, row entropies and final vectors",
+    )
 
 
 def causal_mask() -> None:
@@ -339,25 +344,37 @@ def causal_mask() -> None:
     )
     masked_scores, masked_weights = scaling_masking.causal_view(trace, layer, head, max_tokens=40)
     shown = masked_scores.shape[0]
-    scores_fig, weights_fig = scaling_masking_charts.causal_mask_figures(
-        masked_scores, masked_weights, trace.tokens
-    )
-    side_by_side((scores_fig, "sm_masked_scores"), (weights_fig, "sm_masked_weights"))
-    st.caption(
-        "Blank cells are −∞ (a chart file cannot store −∞, so they are sent as empty). "
-        + (
-            f"Only the first {shown} of {trace.n_tokens} tokens are drawn; under a causal mask "
-            "their rows never see later tokens, so this corner is exact."
-            if shown < trace.n_tokens
-            else ""
+
+    def masked_figures() -> None:
+        """The head's scores and weights with the mask, and their file."""
+        scores_fig, weights_fig = scaling_masking_charts.causal_mask_figures(
+            masked_scores, masked_weights, trace.tokens
         )
-    )
-    tables.download_matrix(
-        masked_scores,
-        labels[:shown],
-        labels[:shown],
-        f"causal-scores-L{layer}-H{head}",
-        key="sm_csv",
+        side_by_side((scores_fig, "sm_masked_scores"), (weights_fig, "sm_masked_weights"))
+        st.caption(
+            "Blank cells are −∞ (a chart file cannot store −∞, so they are sent as empty). "
+            + (
+                f"Only the first {shown} of {trace.n_tokens} tokens are drawn; under a causal mask "
+                "their rows never see later tokens, so this corner is exact."
+                if shown < trace.n_tokens
+                else ""
+            )
+        )
+        tables.download_matrix(
+            masked_scores,
+            labels[:shown],
+            labels[:shown],
+            f"causal-scores-L{layer}-H{head}",
+            key="sm_csv",
+        )
+
+    predict.ask_choice(
+        "sm_first_row",
+        predict_answers.first_row_under_mask(
+            masked_weights, float(trace.attentions[layer, head, 0, 0]), trace.tokens
+        ),
+        reveal=masked_figures,
+        folded="the head's scores and weights with the mask",
     )
 
 
