@@ -144,6 +144,22 @@ def answer_every_question(at) -> None:
             at.session_state[predict.WIDGET_PREFIX + key] = 0
 
 
+def answer_open_questions(at):
+    """Pick the first option of every "predict, then see" question on screen that is still
+    unanswered (a question whose sentence or slider changed starts so), then rerun: the figures
+    they fold are drawn. Returns the AppTest."""
+    from ui import predict
+
+    unanswered = [
+        widget
+        for widget in at.button_group
+        if (widget.key or "").startswith(predict.WIDGET_PREFIX) and widget.value is None
+    ]
+    for widget in unanswered:
+        widget.set_value(0)
+    return at.run() if unanswered else at
+
+
 def open_tab(at, key: str, label: str):
     """Rerun a page with one of its tabs open, as a click on that tab does
     (widgets.section_tabs: only the open tab is drawn)."""
