@@ -552,3 +552,60 @@ def test_a_hostile_models_pieces_stay_text_on_the_page(hostile_folder, local_fol
     prompts = _prompts(at)
     assert len(prompts) == 1 and shown(prompts[0])
     assert not [raw for raw in RAW_MARKUP if raw in verdict + prompts[0]], verdict
+
+
+# ---- a tiny decoder: the builders' answers against numpy ---------------------------------------
+@pytest.fixture(scope="module")
+def tiny_decoder():
+    from family_pages import family_folder
+
+    return core.load_folder(family_folder("gpt2"))
+
+
+def test_a_tiny_decoders_questions_have_the_answers_numpy_gives(tiny_decoder):
+    """On a causal model: the previous-token row, the first row under the mask, the attention
+    majority and a rollout row, each answer recomputed here from the run's own weights."""
+    from core import information_flow
+    from core import scaling_masking as masking
+
+    trace = tiny_decoder.run("the river bank flows past the old mill")
+    weights = trace.attentions.astype(np.float64)  # (L, H, n, n), causal
+    n_layers, _, n, _ = weights.shape
+
+    def right(question) -> set[str]:
+        return {question.options[k] for k in question.answers}
+
+    for layer in range(n_layers):  # 1. which key the previous-token head's row weights most
+        on_previous = np.array([weights[layer, :, i, i - 1] for i in range(1, n)]).mean(axis=0)
+        head = int(np.argmax(on_previous))
+        query = max(range(2, n), key=lambda i: weights[layer, head, i, i - 1])
+        question = predict_answers.previous_token_row(
+            trace.attentions[layer], trace.tokens, on_previous, layer
+        )
+        assert right(question) == _labels(trace.tokens, _argmax(weights[layer, head, query]))
+        assert np.triu(weights[layer, head], 1).max() == 0  # the mask: nothing after the query
+
+    # 2. under the mask the first row keeps everything: a decoder's run had it already
+    masked_scores, masked_weights = masking.causal_view(trace, 0, 0, max_tokens=40)
+    question = predict_answers.first_row_under_mask(
+        masked_weights, weights[0, 0, 0, 0], trace.tokens
+    )
+    assert right(question) == {"all of it: 1", "what it took without the mask"}
+
+    # 3. in how many layers ‖a‖ > ‖f‖, token by token on average
+    sizes = inside_layer.sublayer_sizes(tiny_decoder, trace)
+    share = (sizes.attention_update / (sizes.attention_update + sizes.ffn_update)).mean(axis=1)
+    question = predict_answers.attention_majority(sizes.layer_means()["attention_share"], 4.0)
+    majority = int((share > 0.5).sum())
+    expected = 0 if majority == 0 else 2 if majority == n_layers else 1
+    assert question.answers == {expected}
+
+    # 4. a rollout row adds up to 1 after every layer (numpy's own rollout, and core's)
+    rolled = information_flow.information_flow(tiny_decoder, trace).rolled  # (L, n, n)
+    mine = np.eye(n)
+    for layer in range(n_layers):
+        mixing = 0.5 * (weights[layer].mean(axis=0) + np.eye(n))
+        mine = (mixing / mixing.sum(axis=1, keepdims=True)) @ mine
+        np.testing.assert_allclose(rolled[layer], mine, atol=1e-4)
+        question = predict_answers.rollout_row_sum(rolled, trace.tokens, layer)
+        assert "exactly 1, at every layer" in right(question)

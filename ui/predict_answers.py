@@ -240,18 +240,20 @@ def weight_ratio(result: qkv.QKVResult, tokens: Sequence[str], query: int) -> Qu
     best, second = int(order[0]), int(order[1])
     word, top, runner_up = (_token_label(tokens, j) for j in (query, best, second))
     gap = float(result.scores[query, best] - result.scores[query, second])  # after √d_k
-    ratio = float(result.attn_weights[query, best] / result.attn_weights[query, second])
+    # α_best / α_second = e^gap: the row's sum cancels (and a weight that underflows to 0 in
+    # float32 cannot turn the ratio into a division by zero)
+    ratio = math.exp(min(gap, 700.0))
     root = math.sqrt(result.query.shape[-1])
-    divided = f", each divided by √d_k = {root:.2f}," if result.scale else ""
+    divide = f"Divide each by √d_k = {root:.2f} and take" if result.scale else "Take"
     return _bucket_question(
         f"The query **{word}**'s two largest dot products are q·k = "
         f"{result.dot[query, best]:.2f} with **{top}** and {result.dot[query, second]:.2f} with "
-        f"**{runner_up}**. After the softmax{divided} how many times the weight of "
-        f"{runner_up} will {top} get?",
+        f"**{runner_up}**. {divide} the softmax: how many times the weight of {runner_up} will "
+        f"{top} get?",
         ratio,
         RATIO_BUCKETS,
         f"Both weights are e^score divided by the same row sum, so the sum cancels in their "
-        f"ratio: e^({gap:.2f}) = {math.exp(gap):.3g}. Only the gap between two scores decides "
+        f"ratio: e^({gap:.2f}) = {ratio:.3g}. Only the gap between two scores decides "
         "how their weights compare"
         + (", and √d_k shrinks the gap before the exponential." if result.scale else "."),
         f"α in the row of {word}: {top} {result.attn_weights[query, best]:.3f}, {runner_up} "
