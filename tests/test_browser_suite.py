@@ -266,7 +266,7 @@ def type_and_see_redraw(tab: Tab, app_page: AppPage, sentence: str, pair: str) -
 
 # The picked pill's border: ui/predict.py's RIGHT_STYLE and WRONG_STYLE colours, as computed.
 PILL_BORDER_JS = """() => {
-  const pill = document.querySelector('[data-testid="stBaseButton-pillsActive"]');
+  const pill = document.querySelector('button[data-variant="pills"][aria-checked="true"]');
   return pill ? getComputedStyle(pill).borderTopColor : null;
 }"""
 VERDICT_COLOURS = {"Right.": "rgb(33, 166, 81)", "Wrong.": "rgb(224, 57, 62)"}
@@ -277,7 +277,7 @@ def answer_and_see_the_pill(tab: Tab, where: str) -> None:
     figures draw, and the picked pill's border is green for a right pick, red for a wrong one,
     as the verdict's words say."""
     page = tab.page
-    pills = page.locator('[data-testid="stMain"] [data-testid="stBaseButton-pills"]')
+    pills = page.locator('[data-testid="stMain"] button[data-variant="pills"]')
     if not pills.count():
         return
     tab.act(lambda: pills.first.click())

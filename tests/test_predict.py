@@ -433,7 +433,7 @@ def _figure_drawn(at) -> bool:
 
 def _style_of(at) -> str:
     """The verdict's pill style sent with the page ("" before a pick)."""
-    styles = [e.proto.body for e in at.get("html") if "stBaseButton-pillsActive" in e.proto.body]
+    styles = [e.proto.body for e in at.get("html") if 'data-variant="pills"' in e.proto.body]
     return "".join(styles)
 
 

@@ -117,23 +117,24 @@ def _version(question: Question) -> str:
 
 
 # The picked pill says right or wrong by colour too (the verdict under it says it in words, so
-# colour is never the only cue). Streamlit gives a keyed container the class st-key-<key>, a
-# picked pill data-testid "stBaseButton-pillsActive" and an alert "stAlertContent<Kind>"; its
-# own style tints a picked pill with the theme's primary colour, red here, right or wrong. A
+# colour is never the only cue). Streamlit gives a keyed container the class st-key-<key> and an
+# alert the data-testid "stAlertContent<Kind>"; a pill is a button with data-variant="pills",
+# aria-checked="true" once picked (Streamlit 1.67's markup, checked in Chromium by the browser
+# tour), which Streamlit tints with the theme's primary colour, red here, right or wrong. A
 # question's box holding a success alert (a right pick: _verdict) turns its picked pill green, a
 # warning (a wrong one) red. The text keeps the theme's colour, so it reads in light and dark;
 # border and tint carry the verdict, and a mark leads the label.
 VERDICT_CSS = """<style>
 [class*="st-key-predict_box_"]:has([data-testid="stAlertContentSuccess"])
-  [data-testid="stBaseButton-pillsActive"] {
+  button[data-variant="pills"][aria-checked="true"] {
   border: 2px solid #21a651; background-color: rgba(33, 166, 81, 0.16); color: inherit; }
 [class*="st-key-predict_box_"]:has([data-testid="stAlertContentWarning"])
-  [data-testid="stBaseButton-pillsActive"] {
+  button[data-variant="pills"][aria-checked="true"] {
   border: 2px solid #e0393e; background-color: rgba(224, 57, 62, 0.14); color: inherit; }
 [class*="st-key-predict_box_"]:has([data-testid="stAlertContentSuccess"])
-  [data-testid="stBaseButton-pillsActive"]::before { content: "\\2713\\00a0"; color: #21a651; }
+  button[data-variant="pills"][aria-checked="true"]::before { content: "\\2713\\00a0"; color: #21a651; }
 [class*="st-key-predict_box_"]:has([data-testid="stAlertContentWarning"])
-  [data-testid="stBaseButton-pillsActive"]::before { content: "\\2717\\00a0"; color: #e0393e; }
+  button[data-variant="pills"][aria-checked="true"]::before { content: "\\2717\\00a0"; color: #e0393e; }
 </style>"""
 BOX_PREFIX = "predict_box_"  # the question's container (VERDICT_CSS finds it by this prefix)
 SHOW_SUFFIX = "_show"  # the "Show me" button's key: the widget's key + SHOW_SUFFIX

@@ -177,7 +177,7 @@ def soft_lookup_spread(
         (
             "At c = 0 every score becomes e⁰ = 1: an even blend, whatever the query."
             if sharpness == 0
-            else f"The best key leads the next by {gap:.0f}, so it gets e^(c × {gap:.0f}) = "
+            else f"The best key leads the next by {gap:.0f}, so it gets e^({sharpness:g} × {gap:.0f}) = "
             f"{math.exp(min(sharpness * gap, 700)):.3g} times the runner-up's weight; the "
             "larger c, the closer the soft lookup comes to the hard one."
         ),
