@@ -119,13 +119,21 @@ def run_page(
     query: dict[str, str] | None = None,
     folder: str | Path | None = None,
     state: dict[str, object] | None = None,
+    answered: bool = True,
 ):
     """Run app.py headless on `page` with the sidebar text set (and these URL query parameters);
     return the finished AppTest. folder: a checkpoint folder loaded as after its Load button
-    (with the local_folders fixture); state: session values set before the first run (a tab)."""
+    (with the local_folders fixture); state: session values set before the first run (a tab).
+
+    answered: every "predict, then see" question starts answered with its first option, as a
+    learner's picks do, so the figures a question folds away until answered are drawn (a question
+    whose sentence or slider changes later starts unanswered again: ui/predict.py).
+    """
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
+    if answered:
+        answer_every_question(at)
     for key, value in (query or {}).items():
         at.query_params[key] = value
     if folder is not None:
@@ -143,6 +151,33 @@ def run_page(
         at.switch_page(page)
         at.run()
     return at
+
+
+def answer_every_question(at) -> None:
+    """Before an AppTest's first run: every "predict, then see" question of the course answered
+    with its first option (through the pills' session state, as a learner's pick), so the
+    figures each question keeps folded until answered are drawn."""
+    from ui import predict
+
+    for keys in predict.QUESTIONS.values():
+        for key in keys:
+            at.session_state[predict.WIDGET_PREFIX + key] = 0
+
+
+def answer_open_questions(at):
+    """Pick the first option of every "predict, then see" question on screen that is still
+    unanswered (a question whose sentence or slider changed starts so), then rerun: the figures
+    they fold are drawn. Returns the AppTest."""
+    from ui import predict
+
+    unanswered = [
+        widget
+        for widget in at.button_group
+        if (widget.key or "").startswith(predict.WIDGET_PREFIX) and widget.value is None
+    ]
+    for widget in unanswered:
+        widget.set_value(0)
+    return at.run() if unanswered else at
 
 
 def open_tab(at, key: str, label: str):

@@ -264,6 +264,36 @@ def type_and_see_redraw(tab: Tab, app_page: AppPage, sentence: str, pair: str) -
     return follows_text
 
 
+# The picked pill's border: ui/predict.py's RIGHT_STYLE and WRONG_STYLE colours, as computed.
+PILL_BORDER_JS = """() => {
+  const pill = document.querySelector('button[data-variant="pills"][aria-checked="true"]');
+  return pill ? getComputedStyle(pill).borderTopColor : null;
+}"""
+VERDICT_COLOURS = {"Right.": "rgb(33, 166, 81)", "Wrong.": "rgb(224, 57, 62)"}
+# Pages (on their SENTENCE_TAB) whose figures drawn from the sentence all wait for the question
+# above them (ui/predict.py): the tour answers it first. Its prompt and answer do not change
+# with the tour's sentences, so it stays answered and its figures redraw when typed into.
+ANSWERED_FIRST = {"views/inside_layer.py", *SENTENCE_TAB}
+
+
+def answer_and_see_the_pill(tab: Tab, where: str) -> None:
+    """Pick the first option of the tab's "predict, then see" question: its figures draw, and
+    the picked pill's border is green for a right pick, red for a wrong one, as the verdict's
+    words say."""
+    page = tab.page
+    pills = page.locator('[data-testid="stMain"] button[data-variant="pills"]')
+    pills.first.wait_for(timeout=60_000)
+    tab.act(lambda: pills.first.click())
+    page.wait_for_function(  # the verdict's style arrives with the rerun that picked it
+        f"colours => colours.includes(({PILL_BORDER_JS})())",
+        arg=list(VERDICT_COLOURS.values()),
+        timeout=30_000,
+    )
+    verdict = page.locator('[data-testid="stAlert"]').filter(has_text="The computed answer")
+    words = "Wrong." if verdict.count() else "Right."
+    assert page.evaluate(PILL_BORDER_JS) == VERDICT_COLOURS[words], f"{where}: pill colour"
+
+
 def test_every_page_opens_from_navigation_types_and_keeps_sentence(tab):
     """Click through the navigation: each page draws a figure, shows no error, keeps the text
     typed on the page before (in its boxes and in the URL), and redraws when a new sentence and
@@ -300,6 +330,9 @@ def test_every_page_opens_from_navigation_types_and_keeps_sentence(tab):
             continue
         if app_page.path in SENTENCE_TAB:
             tab.open_on_sentence_tab(app_page, {"text": sentence, "pair": pair})
+        if app_page.path in ANSWERED_FIRST:  # the question folds the figures the sentence draws
+            answer_and_see_the_pill(tab, app_page.title)
+        if app_page.path in SENTENCE_TAB:
             wait_for_figure(page)
         new_sentence, new_pair = TOUR_TEXTS[index % len(TOUR_TEXTS)]
         if type_and_see_redraw(tab, app_page, new_sentence, new_pair):

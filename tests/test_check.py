@@ -141,7 +141,7 @@ def captured_downloads(monkeypatch):
 
 
 def test_before_then_after_with_the_models_numbers_and_a_record(model, captured_downloads):
-    at = run_page("views/check.py", text=HOSTILE)
+    at = run_page("views/check.py", text=HOSTILE, answered=False)
     assert_no_exception(at)
     assert [tab.label for tab in at.tabs] == [
         "Before the course",
@@ -161,8 +161,8 @@ def test_before_then_after_with_the_models_numbers_and_a_record(model, captured_
 
     # 2. A "predict, then see" question on a page of the course, answered on the way.
     at.switch_page("views/by_hand.py")
-    at.run()
-    (toy,) = [w for w in at.button_group if w.key == predict.WIDGET_PREFIX + "hand_strongest"]
+    at = open_tab(at, "hand_section", "3 · Soft lookup")
+    (toy,) = [w for w in at.button_group if w.key == predict.WIDGET_PREFIX + "hand_soft_lookup"]
     toy_option = shown(toy.options[0])
     at = toy.set_value(0).run()
     at.switch_page("views/check.py")

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, assert_no_exception
 from test_browser_hostile_urls import IMAGE, LINK, LOAD_BUTTON, OTHER, ROUNDS, hostile_link
-from test_hostile_pieces_headless import local_folders, plotly_strings  # noqa: F401 (fixture)
+from test_hostile_pieces_headless import plotly_strings
 from test_url_links import open_link
 
 from tests.support.browser import SENTENCE_TAB, app_pages

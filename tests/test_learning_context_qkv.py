@@ -12,6 +12,8 @@ from conftest import (
     BAD_INPUTS,
     LONG_TEXT,
     ROOT,
+    answer_every_question,
+    answer_open_questions,
     assert_each_tab_draws,
     assert_no_exception,
     drawn_figures,
@@ -233,6 +235,7 @@ def run_context(text_a: str, text_b: str = "river bank flows"):
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    answer_every_question(at)  # the figures questions fold are drawn
     at.run()
     at.switch_page(CONTEXT)
     at.session_state["ctx_a"] = text_a
@@ -402,13 +405,14 @@ def test_qkv_page_on_a_trained_head_and_a_long_input():
 
 def test_qkv_page_query_choice_follows_the_sentence():
     at = run_page(QKV, text=DEFAULT_SENTENCE, query={"qkv_section": "4 · One query"})
-    at.slider(key="qkv_query").set_value(5).run()
+    at = answer_open_questions(at.slider(key="qkv_query").set_value(5).run())  # a new query
     assert "Query 5" in at.get("plotly_chart")[0].proto.spec
     assert "Position 5: **arrow**" in [c.value for c in at.caption]  # the token is named
     # A shared link made on a longer sentence: its query position does not exist here.
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    answer_every_question(at)  # the figures questions fold are drawn
     at.session_state["text"] = "short"
     at.query_params["qkv_query"] = "5"
     at.query_params["qkv_section"] = "4 · One query"
@@ -426,10 +430,11 @@ def test_both_pages_draw_in_chromium(server, browser):
     """Reach both pages through the sidebar, as a learner does, and wait for their plots."""
     from tests.support.browser import page_exceptions, wait_for_app
 
-    # (plotly figures, HTML matrices): Context's X, X Xᵀ, softmax and Y of both sentences are
-    # HTML (its bars too); the Q, K, V page opens on Step 1, whose three 8 × 8 matrices (the
-    # default sentence's 8 word pieces, d_k = 8) are HTML grids
-    expected = {"1 · Context from first principles": (0, 8), "2 · Queries, keys and values": (0, 3)}
+    # (plotly figures, HTML matrices): Context's X and Y of both sentences are HTML (its bars
+    # too), its X Xᵀ and softmax wait for Step 2's question (ui/predict.py); the Q, K, V page
+    # opens on Step 1, whose three 8 × 8 matrices (the default sentence's 8 word pieces,
+    # d_k = 8) are HTML grids
+    expected = {"1 · Context from first principles": (0, 4), "2 · Queries, keys and values": (0, 3)}
     url = server.url  # the shared server (conftest.py); browser: this module's
     page = browser.new_page(viewport={"width": 1300, "height": 1600})
     page.goto(url)

@@ -19,7 +19,7 @@ import re
 import numpy as np
 import pytest
 import torch
-from conftest import BAD_INPUTS, assert_no_exception, run_page
+from conftest import BAD_INPUTS, answer_every_question, assert_no_exception, run_page
 from shown import html_figures
 
 from core import context, inside_layer, positional, qkv
@@ -354,6 +354,7 @@ def test_inside_layer_page_under_the_causal_switch_says_why_the_share_is_zero():
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    answer_every_question(at)  # the figures questions fold are drawn
     at.session_state["text"] = SENTENCE
     at.session_state["causal"] = True  # the sidebar's switch
     at.run()

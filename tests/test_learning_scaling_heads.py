@@ -11,6 +11,7 @@ import torch
 from conftest import (
     BAD_INPUTS,
     LONG_TEXT,
+    answer_open_questions,
     assert_each_tab_draws,
     assert_no_exception,
     drawn_figures,
@@ -507,10 +508,12 @@ def test_heads_page_draws_one_tab_at_a_time_and_ablates(model):
     drawn = sent_array(json.loads(bars.proto.spec)["data"][0]["y"])
     np.testing.assert_allclose(drawn, 1 - cosine, atol=1e-4)
     at.toggle(key="mh_ablate_layer").set_value(True).run()
+    at = answer_open_questions(at)  # other heads removed: the tab's question is asked anew
     assert_no_exception(at)
     assert "Mean final cosine" in _texts(at)
     at.toggle(key="mh_ablate_layer").set_value(False).run()
     at.multiselect(key="mh_ablate").set_value(["layer 5 · head 11", "layer 0 · head 3"]).run()
+    at = answer_open_questions(at)
     assert_no_exception(at)
     assert "2 heads removed" in json.dumps(
         [c.proto.spec for c in at.get("plotly_chart")], ensure_ascii=False

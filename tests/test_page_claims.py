@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import ROOT, assert_no_exception, open_tab, run_page
+from conftest import ROOT, answer_every_question, assert_no_exception, open_tab, run_page
 from streamlit.testing.v1 import AppTest
 from tiny_families import write_tiny_family
 
@@ -108,6 +108,7 @@ def pca_shares(points: np.ndarray, n_axes: int) -> np.ndarray:
 @pytest.fixture(scope="module")
 def embeddings_page():
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
+    answer_every_question(at)  # the figures questions fold are drawn
     at.session_state["emb_sentences"] = "\n".join(BANK_SENTENCES)
     at.session_state["emb_sidebar"] = False  # the four sentences only
     at.run()

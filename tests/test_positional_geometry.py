@@ -558,12 +558,14 @@ def test_both_pages_in_a_browser(server, browser):
     url = server.url  # the shared server (conftest.py); browser: this module's
     page = browser.new_page(viewport={"width": 1300, "height": 1800})
     # the positional tab with four figures and the embeddings tab with two, opened from links
-    for path, figures in (
-        (f"positional?pos_section={quote('4 · Near positions')}", 4),
-        (f"embeddings?emb_section={quote('4 · Occurrences')}", 2),
+    for path, figures, asks in (
+        (f"positional?pos_section={quote('4 · Near positions')}", 4, True),
+        (f"embeddings?emb_section={quote('4 · Occurrences')}", 2, False),
     ):
         page.goto(f"{url}/{path}")
         wait_for_app(page)
+        if asks:  # the tab's question folds its four figures until answered: skip it
+            page.get_by_role("button", name="Show me").click(timeout=60_000)
         page.wait_for_selector(".js-plotly-plot", timeout=60_000)
         # Figures mount one by one once plotly.js has loaded: wait for four, not a fixed time.
         page.wait_for_function(

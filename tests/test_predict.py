@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 from conftest import ROOT, assert_no_exception, run_page
-from shown import shown
+from shown import html_figures, shown
 from test_hostile_pieces_headless import (  # noqa: F401 (fixtures)
     RAW_MARKUP,
     hostile_folder,
@@ -28,7 +28,6 @@ from core import (
     context,
     inside_layer,
     positional,
-    scaling_masking,
 )
 from ui import predict, predict_answers
 
@@ -63,11 +62,13 @@ def _entropy_bits(weights: np.ndarray) -> np.ndarray:
     return -(weights * np.log2(np.where(weights > 0, weights, 1))).sum(-1)
 
 
-def hand_strongest(model, state: dict) -> set[str]:
-    words = [w.strip(".").lower() for w in state["hand_text"].split()][: by_hand.MAX_TOY_WORDS]
-    x = np.array([by_hand.TOY_VECTORS[w] for w in words], dtype=np.float64)  # (n, 4)
-    scores = x @ x.T  # softmax keeps their order: the largest score is the largest weight
-    return _labels(words, _argmax(scores[1], [j for j in range(len(words)) if j != 1]))
+def hand_soft_lookup(model, state: dict) -> set[str]:
+    keys = np.array(list(by_hand.TOY_VECTORS.values()), dtype=np.float64)  # (n, 4)
+    scores = keys @ np.asarray(by_hand.TOY_VECTORS[state["hand_query"]], dtype=np.float64)
+    weights = _softmax(state["hand_sharp"] * scores)
+    if np.allclose(weights, weights[0], atol=5e-4):
+        return {predict_answers.SPREAD_OPTIONS[0]}
+    return {predict_answers.SPREAD_OPTIONS[2 if weights.max() >= 0.95 else 1]}
 
 
 def _static(model, text: str) -> tuple[tuple[str, ...], np.ndarray]:
@@ -83,51 +84,50 @@ def ctx_strongest(model, state: dict) -> set[str]:
     return _labels(tokens, _argmax(scores[row], [j for j in range(len(tokens)) if j != row]))
 
 
-def ctx_cosine(model, state: dict) -> set[str]:
-    (tokens_a, x_a), (tokens_b, x_b) = (
-        _static(model, state["ctx_a"]),
-        _static(model, state["ctx_b"]),
-    )
-    word = next(t for t in tokens_a if t in tokens_b)
-    y_a, y_b = _softmax(x_a @ x_a.T) @ x_a, _softmax(x_b @ x_b.T) @ x_b
-    value = float(_cosine(y_a[tokens_a.index(word)], y_b[tokens_b.index(word)]))
-    return {label for label, low, high in predict_answers.COSINE_BUCKETS if low <= value < high}
-
-
-def qkv_strongest(model, state: dict) -> set[str]:
+def qkv_weight_ratio(model, state: dict) -> set[str]:
     trace = model.run(state["text"])  # the trained head: the model's own attention
-    row = trace.attentions[state["layer"], state["head"], 1]  # Step 4's query: piece 1
-    return _labels(trace.tokens, _argmax(row))
+    row = np.sort(trace.attentions[state["layer"], state["head"], 1].astype(np.float64))  # piece 1
+    ratio = row[-1] / row[-2]  # the top key's weight over the runner-up's
+    return {label for label, low, high in predict_answers.RATIO_BUCKETS if low <= ratio < high}
 
 
-def qkv_bank_head(model, state: dict) -> set[str]:
-    cosines = []
+def qkv_same_input(model, state: dict) -> set[str]:
     runs = [model.run(text) for text in ("money bank grows", "river bank flows")]
     outputs = [run.attentions[0] @ run.values[0] for run in runs]  # (H, n, d_head) each
     at = [run.tokens.index("bank") for run in runs]
-    for head in range(model.n_heads):
-        cosines.append(_cosine(outputs[0][head, at[0]], outputs[1][head, at[1]]))
-    return {f"head {int(np.argmin(cosines))}"}
+    cosines = [
+        _cosine(outputs[0][head, at[0]], outputs[1][head, at[1]]) for head in range(model.n_heads)
+    ]
+    apart = round(float(min(cosines)), 3) < 1.0
+    return {
+        "no: some heads pull them apart"
+        if apart
+        else "yes: the same vector in gives the same vector out"
+    }
 
 
-def sm_saturation(model, state: dict) -> set[str]:
-    scores = scaling_masking.random_scores(8)  # section 1's "8 random scores"
-    top = float(_softmax(state["sm_multiplier"] * np.asarray(scores, np.float64)).max())
-    return {label for label, low, high in predict_answers.SHARE_BUCKETS if low <= top < high}
+def sm_first_row(model, state: dict) -> set[str]:
+    trace = model.run(state["text"])
+    scores = trace.scores[state["layer"], state["head"]].astype(np.float64)  # (n, n)
+    n = scores.shape[0]
+    masked = np.where(np.tril(np.ones((n, n), dtype=bool)), scores, -np.inf)  # j ≤ i only
+    first = _softmax(masked)[0, 0]
+    values = {
+        "all of it: 1": 1.0,
+        f"an even share: 1/{n}": 1 / n,
+        "what it took without the mask": trace.attentions[state["layer"], state["head"], 0, 0],
+    }
+    return {label for label, value in values.items() if f"{value:.3f}" == f"{first:.3f}"}
 
 
-def sm_sharper(model, state: dict) -> set[str]:
-    layer, head = state["layer"], state["head"]
-    trained = _entropy_bits(model.run(state["text"]).attentions[layer, head]).mean()
-    unscaled = _entropy_bits(model.run(state["text"], scale=False).attentions[layer, head]).mean()
-    return {"sharper (lower entropy)" if unscaled < trained else "flatter (higher entropy)"}
-
-
-def mh_previous_head(model, state: dict) -> set[str]:
-    weights = model.run(state["text"]).attentions[state["layer"]]  # (H, n, n)
+def mh_previous_row(model, state: dict) -> set[str]:
+    trace = model.run(state["text"])
+    weights = trace.attentions[state["layer"]]  # (H, n, n)
     n = weights.shape[-1]
     on_previous = np.array([weights[:, i, i - 1] for i in range(1, n)]).mean(axis=0)  # (H,)
-    return {f"head {int(np.argmax(on_previous))}"}
+    head = int(np.argmax(on_previous))
+    query = max(range(2, n), key=lambda i: weights[head, i, i - 1])  # the row most "previous"
+    return _labels(trace.tokens, _argmax(weights[head, query]))
 
 
 def mh_most_moved(model, state: dict) -> set[str]:
@@ -137,10 +137,26 @@ def mh_most_moved(model, state: dict) -> set[str]:
     return _labels(full.tokens, {int(np.argmin(cosines))})
 
 
-def layer_share(model, state: dict) -> set[str]:
+def layer_majority(model, state: dict) -> set[str]:
     sizes = inside_layer.sublayer_sizes(model, model.run(state["text"]))  # core: ‖a‖, ‖f‖ per token
     share = (sizes.attention_update / (sizes.attention_update + sizes.ffn_update)).mean(axis=1)
-    return {f"layer {int(np.argmax(share))}"}
+    count = int((share > 0.5).sum())
+    if count == 0:
+        return {"in none of them"}
+    return {"in every one" if count == len(share) else "in some of them"}
+
+
+def flow_row_sum(model, state: dict) -> set[str]:
+    attentions = model.run(state["text"]).attentions.astype(np.float64)  # (L, H, n, n)
+    n = attentions.shape[-1]
+    rolled = np.eye(n)
+    for layer in range(state["ex_layer"] + 1):  # Abnar & Zuidema: ½(mean of heads + I), chained
+        mixing = 0.5 * (attentions[layer].mean(axis=0) + np.eye(n))
+        rolled = (mixing / mixing.sum(axis=1, keepdims=True)) @ rolled
+    total = rolled[n // 2].sum()
+    labels = {"exactly 1, at every layer": 1.0}
+    labels[f"{state['ex_layer'] + 1}, one for each layer so far"] = state["ex_layer"] + 1.0
+    return {label for label, value in labels.items() if abs(total - value) < 5e-4}
 
 
 def pos_distance(model, state: dict) -> set[str]:
@@ -181,10 +197,11 @@ TRAINED = {"qkv_source": "trained head", "layer": 0, "head": 0}
 CASES = [
     Case(
         "views/by_hand.py",
-        "hand_strongest",
-        {"hand_text": "money bank grows"},
-        {"hand_text": "river bank grows"},
-        hand_strongest,
+        "hand_soft_lookup",
+        {"hand_query": "bank", "hand_sharp": 5.0},
+        {"hand_query": "bank", "hand_sharp": 0.0},
+        hand_soft_lookup,
+        tab={"hand_section": "3 · Soft lookup"},
     ),
     Case(
         "views/context.py",
@@ -194,50 +211,36 @@ CASES = [
         ctx_strongest,
     ),
     Case(
-        "views/context.py",
-        "ctx_cosine",
-        {"ctx_a": "money bank grows", "ctx_b": "river bank flows"},
-        {"ctx_a": "money bank grows", "ctx_b": "money bank grows"},
-        ctx_cosine,
-    ),
-    Case(
         "views/qkv.py",
-        "qkv_strongest",
+        "qkv_weight_ratio",
         {"text": RIVER, **TRAINED},
-        {"text": MONEY, **TRAINED},
-        qkv_strongest,
+        {"text": MONEY, **TRAINED, "head": 1},
+        qkv_weight_ratio,
         tab={"qkv_section": "4 · One query"},
     ),
     Case(
         "views/qkv.py",
-        "qkv_bank_head",
+        "qkv_same_input",
         {"text": RIVER},
         None,  # page 1's two fixed sentences
-        qkv_bank_head,
+        qkv_same_input,
         tab={"qkv_section": "7 · Payoff"},
     ),
     Case(
         "views/scaling_masking.py",
-        "sm_saturation",
-        {"text": RIVER, "sm_multiplier": 10},
-        {"text": RIVER, "sm_multiplier": 1},
-        sm_saturation,
-    ),
-    Case(
-        "views/scaling_masking.py",
-        "sm_sharper",
+        "sm_first_row",
         {"text": RIVER, "layer": 0, "head": 0},
-        {"text": MONEY, "layer": 5, "head": 3},
-        sm_sharper,
-        follows=False,  # larger scores sharpen: on MiniLM every head tried does
-        tab={"sm_section": "3 · Switches"},
+        {"text": MONEY, "layer": 3, "head": 2},
+        sm_first_row,
+        follows=False,  # the first row keeps all of its weight under the mask, on any head
+        tab={"sm_section": "4 · Causal mask"},
     ),
     Case(
         "views/multi_head.py",
-        "mh_previous_head",
+        "mh_previous_row",
         {"text": RIVER, "layer": 0},
         {"text": MONEY, "layer": 2},
-        mh_previous_head,
+        mh_previous_row,
         tab={"mh_section": "1 · All heads"},
     ),
     Case(
@@ -248,7 +251,14 @@ CASES = [
         mh_most_moved,
         tab={"mh_section": "4 · Remove heads"},
     ),
-    Case("views/inside_layer.py", "layer_share", {"text": RIVER}, {"text": MONEY}, layer_share),
+    Case(
+        "views/inside_layer.py",
+        "layer_majority",
+        {"text": RIVER},
+        {"text": MONEY},
+        layer_majority,
+        follows=False,  # on MiniLM the feed-forward network writes more in every layer
+    ),
     Case(
         "views/positional.py",
         "pos_distance",
@@ -266,12 +276,21 @@ CASES = [
         follows=False,  # without positions a shuffle changes nothing, on any sentence
         tab={"pos_section": "7 · Word order"},
     ),
+    Case(
+        "views/information_flow.py",
+        "flow_row_sum",
+        {"text": RIVER, "ex_layer": 5},
+        {"text": MONEY, "ex_layer": 2},
+        flow_row_sum,
+        follows=False,  # a rollout's rows are mixtures on any sentence, after any layer
+        tab={"ex_section": "2 · Rollout"},
+    ),
 ]
 
 
 # ---- driving a page -------------------------------------------------------------------------
 def _open(case: Case, state: dict):
-    at = run_page(case.page, text=state.get("text"))
+    at = run_page(case.page, text=state.get("text"), answered=False)
     for key, value in {**case.tab, **state}.items():
         at.session_state[key] = value
     return at.run()
@@ -290,6 +309,10 @@ def _feedback(at) -> list[str]:
     """The verdicts on screen: every alert that starts with Right or Wrong."""
     alerts = [element.value for kind in ("success", "warning") for element in at.get(kind)]
     return [text for text in alerts if text.startswith(("**Right.**", "**Wrong.**"))]
+
+
+def _prompts(at) -> list[str]:
+    return [e.value for e in at.markdown if e.value.startswith("**Predict, then see.**")]
 
 
 def _progress(at) -> dict:
@@ -332,14 +355,20 @@ def test_the_page_calls_the_models_answer_right_and_follows_its_input(model, cas
 
     if case.second is None:
         return
+    asked = (_prompts(at), options)
     for key, value in case.second.items():  # 3. another sentence (or slider): a new question
         at.session_state[key] = value
     at.run()
     assert_no_exception(at)
     widget = _question(at, case.key)
-    assert widget.value is None and not _feedback(at), "a changed question starts unanswered"
     new_right = case.expected(model, case.second)
     assert (new_right != right) == case.follows, (right, new_right)
+    if (_prompts(at), _options(widget)) == asked and new_right == right:
+        # the same question with the same answer (only its numbers moved): still answered
+        (verdict,) = _feedback(at)
+        assert widget.value is not None and verdict.startswith("**Right.**"), verdict
+        return
+    assert widget.value is None and not _feedback(at), "a changed question starts unanswered"
     options = _options(widget)
     at = widget.set_value(options.index(min(new_right))).run()
     (verdict,) = _feedback(at)
@@ -365,6 +394,76 @@ def test_every_view_asks_what_the_registry_lists():
     assert {case.key for case in CASES} == {k for keys in predict.QUESTIONS.values() for k in keys}
 
 
+def test_every_question_folds_the_figure_that_answers_it():
+    """Each ask_choice call passes reveal (the figure it folds) and says in words what it folds:
+    a question cannot be asked with its answer drawn beside it."""
+    calls = [
+        (path.stem, node)
+        for path in sorted((ROOT / "views").glob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "ask_choice"
+    ]
+    assert len(calls) == sum(len(keys) for keys in predict.QUESTIONS.values())
+    for page, call in calls:
+        passed = {keyword.arg for keyword in call.keywords}
+        assert {"reveal", "folded"} <= passed, (page, call.args[0].value)
+    assert len(predict.QUESTIONS) >= 8, "at least eight pages ask"
+
+
+def _figure_drawn(at) -> bool:
+    return "hand_lookup" in html_figures(at)
+
+
+def _style_of(at) -> str:
+    """The verdict's pill style sent with the page ("" before a pick)."""
+    styles = [e.proto.body for e in at.get("html") if 'data-variant="pills"' in e.proto.body]
+    return "".join(styles)
+
+
+LOOKUP = {"hand_query": "bank", "hand_sharp": 2.0}
+
+
+@pytest.mark.parametrize("how", ["wrong", "right", "show me"])
+def test_the_answer_stays_folded_until_answered_or_shown(model, how):
+    """Page 0's soft-lookup bars (they give the answer away) are absent before an answer and
+    drawn after a wrong pick, a right pick or Show me, and on every rerun after, until the
+    question changes (another sharpness)."""
+    case = next(c for c in CASES if c.key == "hand_soft_lookup")
+    at = _open(case, LOOKUP)
+    assert_no_exception(at)
+    assert not _figure_drawn(at), "the answering figure waits for an answer"
+    folded = [c.value for c in at.caption if c.value.startswith("Folded until you answer")]
+    assert folded == [
+        "Folded until you answer or press Show me: the weight on each key and the vector each "
+        "lookup returns."
+    ]
+    widget = _question(at, case.key)
+    right = hand_soft_lookup(model, LOOKUP)
+    options = _options(widget)
+    if how == "show me":
+        (button,) = [b for b in at.button if b.key == predict.WIDGET_PREFIX + case.key + "_show"]
+        at = button.click().run()
+        (note,) = [i.value for i in at.info if i.value.startswith("**Skipped**")]
+        assert any(f"“{label}”" in shown(note) for label in right), "it names the answer"
+        assert _question(at, case.key).disabled, "no pick after the answer was seen"
+        assert _progress(at)["by_hand"]["answered"] == 0, "a skip is not an answer"
+        assert _style_of(at) == ""
+    else:
+        pick = min(right) if how == "right" else next(o for o in options if o not in right)
+        at = widget.set_value(options.index(pick)).run()
+        (verdict,) = _feedback(at)
+        assert verdict.startswith("**Right.**" if how == "right" else "**Wrong.**")
+        # the pill's colour follows the verdict's kind (checked in Chromium: the browser tour)
+        assert _style_of(at) == predict.VERDICT_CSS
+        assert len(at.success if how == "right" else at.warning) == 1
+    assert _figure_drawn(at)
+    at.run()  # any later rerun: the figure stays
+    assert _figure_drawn(at) and not [b for b in at.button if b.key.endswith("_show")]
+    at.session_state["hand_sharp"] = 0.0  # another sharpness: a new question
+    at.run()
+    assert not _figure_drawn(at) and _question(at, case.key).value is None
+
+
 def test_progress_counts_pages_visited_in_the_session():
     at = run_page("views/overview.py", text=RIVER)
     for page in ("views/by_hand.py", "views/inside_layer.py"):
@@ -375,7 +474,7 @@ def test_progress_counts_pages_visited_in_the_session():
     visited = {page for page, entry in progress.items() if entry["visited"]}
     assert visited == {"", "by_hand", "inside_layer"}
     assert set(predict.QUESTIONS) <= set(progress)
-    assert progress["context"] == {"visited": False, "answered": 0, "right": 0, "questions": 2}
+    assert progress["context"] == {"visited": False, "answered": 0, "right": 0, "questions": 1}
 
 
 # ---- the builders on their own ----------------------------------------------------------------
@@ -433,6 +532,63 @@ def test_a_hostile_models_pieces_stay_text_on_the_page(hostile_folder, local_fol
     at = widget.set_value(0).run()
     (verdict,) = _feedback(at)
     shown(verdict)
-    prompts = [e.value for e in at.markdown if e.value.startswith("**Predict, then see.**")]
+    prompts = _prompts(at)
     assert len(prompts) == 1 and shown(prompts[0])
     assert not [raw for raw in RAW_MARKUP if raw in verdict + prompts[0]], verdict
+
+
+# ---- a tiny decoder: the builders' answers against numpy ---------------------------------------
+@pytest.fixture(scope="module")
+def tiny_decoder():
+    from family_pages import family_folder
+
+    return core.load_folder(family_folder("gpt2"))
+
+
+def test_a_tiny_decoders_questions_have_the_answers_numpy_gives(tiny_decoder):
+    """On a causal model: the previous-token row, the first row under the mask, the attention
+    majority and a rollout row, each answer recomputed here from the run's own weights."""
+    from core import information_flow
+    from core import scaling_masking as masking
+
+    trace = tiny_decoder.run("the river bank flows past the old mill")
+    weights = trace.attentions.astype(np.float64)  # (L, H, n, n), causal
+    n_layers, _, n, _ = weights.shape
+
+    def right(question) -> set[str]:
+        return {question.options[k] for k in question.answers}
+
+    for layer in range(n_layers):  # 1. which key the previous-token head's row weights most
+        on_previous = np.array([weights[layer, :, i, i - 1] for i in range(1, n)]).mean(axis=0)
+        head = int(np.argmax(on_previous))
+        query = max(range(2, n), key=lambda i: weights[layer, head, i, i - 1])
+        question = predict_answers.previous_token_row(
+            trace.attentions[layer], trace.tokens, on_previous, layer
+        )
+        assert right(question) == _labels(trace.tokens, _argmax(weights[layer, head, query]))
+        assert np.triu(weights[layer, head], 1).max() == 0  # the mask: nothing after the query
+
+    # 2. under the mask the first row keeps everything: a decoder's run had it already
+    masked_scores, masked_weights = masking.causal_view(trace, 0, 0, max_tokens=40)
+    question = predict_answers.first_row_under_mask(
+        masked_weights, weights[0, 0, 0, 0], trace.tokens
+    )
+    assert right(question) == {"all of it: 1", "what it took without the mask"}
+
+    # 3. in how many layers ‖a‖ > ‖f‖, token by token on average
+    sizes = inside_layer.sublayer_sizes(tiny_decoder, trace)
+    share = (sizes.attention_update / (sizes.attention_update + sizes.ffn_update)).mean(axis=1)
+    question = predict_answers.attention_majority(sizes.layer_means()["attention_share"], 4.0)
+    majority = int((share > 0.5).sum())
+    expected = 0 if majority == 0 else 2 if majority == n_layers else 1
+    assert question.answers == {expected}
+
+    # 4. a rollout row adds up to 1 after every layer (numpy's own rollout, and core's)
+    rolled = information_flow.information_flow(tiny_decoder, trace).rolled  # (L, n, n)
+    mine = np.eye(n)
+    for layer in range(n_layers):
+        mixing = 0.5 * (weights[layer].mean(axis=0) + np.eye(n))
+        mine = (mixing / mixing.sum(axis=1, keepdims=True)) @ mine
+        np.testing.assert_allclose(rolled[layer], mine, atol=1e-4)
+        question = predict_answers.rollout_row_sum(rolled, trace.tokens, layer)
+        assert "exactly 1, at every layer" in right(question)

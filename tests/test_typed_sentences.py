@@ -12,7 +12,7 @@ import re
 
 import numpy as np
 import pytest
-from conftest import ROOT, open_tab
+from conftest import ROOT, answer_every_question, open_tab
 from family_pages import TEXT, family_folder, run_on, visible_texts
 from streamlit.testing.v1 import AppTest
 
@@ -34,6 +34,7 @@ def render(family: str, page: str, tab: tuple[str, str] | None = None) -> AppTes
     """`page` with `family` loaded (MiniLM: the bundled default), the tab (key, label) open."""
     if family == "minilm":
         at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
+        answer_every_question(at)  # the figures questions fold are drawn
         at.session_state["text"] = TEXT
         at.run()
         at.switch_page(page)

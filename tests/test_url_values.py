@@ -14,6 +14,7 @@ import pytest
 from bound_keys import url_bound_keys
 from conftest import (
     ROOT,
+    answer_every_question,
     assert_no_exception,
     open_tab,
     page_paths,
@@ -66,6 +67,7 @@ def page_run(page: str, query: dict[str, str]):
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
+    answer_every_question(at)  # the figures questions fold are drawn
     for key, value in query.items():
         at.query_params[key] = value
     at.run()
@@ -195,6 +197,7 @@ def test_the_heatmaps_page_shows_statistics_of_what_it_shows(model):
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
+    answer_every_question(at)  # the figures questions fold are drawn
     at.query_params.update({"text": "The bank by the river.", "hm_renorm": "true"})
     at.run()
     at.switch_page("views/heatmaps.py")
@@ -229,6 +232,7 @@ def test_formulas_are_written_from_the_switches(page):
     shown = {}
     for scale, causal in ((True, False), (False, True)):
         at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
+        answer_every_question(at)  # the figures questions fold are drawn
         at.query_params.update({"scale": str(scale).lower(), "causal": str(causal).lower()})
         at.query_params.update(FORMULA_TABS.get(page, {}))
         at.run()

@@ -5,9 +5,14 @@ figure will show), never from a stored string: change the sentence, the model, a
 switch and the answer follows. A builder returns a Question, or None when the page's state
 leaves nothing to ask (a one-word sentence). ui/predict.py shows it and checks the pick.
 
+A question is one a learner can reason out from what the course showed before it (a formula,
+a rule such as "softmax keeps the order", the numbers its prompt quotes), never a pick among
+near-equal numbers, and never one a figure above it already answered; its reason says why
+the computed answer is what it is, not only which option won.
+
 The extra runs a question needs (page 3's sentence without √d_k) go through ui.traces.trace,
 which caches them in ui.door's one cache and admits them through its run slots; everything
-else here is an argmax over a row or a vector the page already holds.
+else reads a row or a vector the page already holds.
 
 Ties: an option is right when its number, as the feedback prints it, equals the best one's.
 A learner who reads "0.412 and 0.412" must not be told one of them is wrong.
@@ -22,8 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 
 import core
-from core import by_hand, context, head_stats, positional, qkv, scaling_masking
-from ui import door, traces
+from core import by_hand, context, positional, qkv, scaling_masking
+from ui import door
 from ui.escape import literal
 
 MAX_OPTIONS = 8  # token choices offered at most: a phone shows them in two or three rows
@@ -118,31 +123,6 @@ def _token_question(
     )
 
 
-def _numbered_question(
-    prompt: str,
-    noun: str,
-    values: np.ndarray,
-    shown: Callable[[float], str],
-    largest: bool,
-    reason: str,
-    numbers_title: str,
-) -> Question:
-    """Which of `noun` 0 … k−1 (a head, a layer) holds the largest (or smallest) value."""
-    values = np.asarray(values, dtype=np.float64)
-    if len(values) <= ALL_NUMBERS_UP_TO:  # every one, in order: a learner reads them as a row
-        order = np.arange(len(values))
-    else:  # the strongest first
-        order = np.argsort(-values if largest else values, kind="stable")[:SHOWN_NUMBERS]
-        numbers_title += ", " + ("largest" if largest else "lowest") + " first"
-    return Question(
-        prompt=prompt,
-        options=tuple(f"{noun} {k}" for k in range(len(values))),
-        answers=frozenset(_best(values, shown, largest)),
-        reason=reason,
-        numbers=f"{numbers_title}: " + " · ".join(f"{noun} {k} {shown(values[k])}" for k in order),
-    )
-
-
 def _bucket_question(
     prompt: str,
     value: float,
@@ -168,30 +148,40 @@ def _bucket_question(
 
 
 # ---- page 0: the toy ---------------------------------------------------------------------------
-def toy_strongest_other(words: Sequence[str], row: int) -> Question | None:
-    """Page 0: besides itself, which toy word takes the largest weight in the row of words[row]."""
-    if len(words) < 2:
-        return None
-    toy = by_hand.toy_sentence(tuple(words))
-    result = by_hand.attention_by_hand(toy.vectors)  # S = X Xᵀ, α = softmax of each row
-    word = _token_label(words, row)
+SPREAD_OPTIONS = (
+    "an even blend: the same weight on every key",
+    "most on the best key, a fair share on others",
+    "almost all on the best key (95 % or more)",
+)
 
-    def reason(best: int) -> str:
-        scores = result.scores[row]
-        return (
-            f"The dot product of {word} and {_token_label(words, best)}, {scores[best]:.0f}, is "
-            f"its largest with another word (with itself: {scores[row]:.0f}), and softmax keeps "
-            "the order of the scores: the largest score gets the largest weight."
-        )
 
-    return _token_question(
-        f"Besides itself, which word will **{word}** take the most from?",
-        words,
-        result.attn_weights[row],
-        reason,
-        f"α in the row of {word}",
-        query=row,
-        exclude={row},
+def soft_lookup_spread(
+    words: Sequence[str], vectors: np.ndarray, query_word: str, sharpness: float
+) -> Question:
+    """Page 0, section 3: how softmax(c · q·k) spreads the query's weight over the toy's keys.
+    words: (n,) the keys' words; vectors: (n, d) the keys (and values); the query is the row
+    of query_word."""
+    query = np.asarray(vectors[list(words).index(query_word)], dtype=np.float64)
+    found = by_hand.lookup(query, vectors, vectors, sharpness)
+    top = float(found.soft_weights.max())
+    even = f"{found.soft_weights.min():.3f}" == f"{top:.3f}"
+    answer = 0 if even else 2 if top >= 0.95 else 1
+    ordered = np.sort(found.scores)[::-1]
+    gap = float(ordered[0] - ordered[1]) if len(ordered) > 1 else 0.0
+    scores = " · ".join(f"{literal(w)} {v:.0f}" for w, v in zip(words, found.scores, strict=True))
+    return Question(
+        f"The query **{literal(query_word)}** scores q·k = {scores}. With sharpness "
+        f"c = {sharpness:g}, how will the soft lookup spread its weight?",
+        SPREAD_OPTIONS,
+        frozenset({answer}),
+        (
+            "At c = 0 every score becomes e⁰ = 1: an even blend, whatever the query."
+            if sharpness == 0
+            else f"The best key leads the next by {gap:.0f}, so it gets e^({sharpness:g} × {gap:.0f}) = "
+            f"{math.exp(min(sharpness * gap, 700)):.3g} times the runner-up's weight; the "
+            "larger c, the closer the soft lookup comes to the hard one."
+        ),
+        f"soft weights: {_named_values(words, found.soft_weights, _weight)}",
     )
 
 
@@ -232,155 +222,143 @@ def static_strongest_other(
     )
 
 
-COSINE_BUCKETS = (
-    ("almost the same (0.99 or more)", 0.99, 1.0),
-    ("alike, but apart (0.8 to 0.99)", 0.8, 0.99),
-    ("far apart (below 0.8)", -1.0, 0.8),
+# ---- page 2: queries, keys and values ----------------------------------------------------------
+RATIO_BUCKETS = (
+    ("less than twice as much", 1.0, 2.0),
+    ("2 to 10 times as much", 2.0, 10.0),
+    ("more than 10 times as much", 10.0, math.inf),
 )
 
 
-def shared_word_cosine(pair: context.SharedWord) -> Question:
-    """Page 1: how alike the shared word's two rows of Y are (cosine), in three ranges."""
-    word = literal(pair.word)
+def weight_ratio(result: qkv.QKVResult, tokens: Sequence[str], query: int) -> Question | None:
+    """Page 2, step 4: how many times the weight of the query's top key is its runner-up's.
+    None when the row has fewer than two keys it may read (the first row under a mask)."""
+    allowed = np.flatnonzero(np.isfinite(result.scores[query]))  # keys the mask leaves
+    if len(allowed) < 2:
+        return None
+    order = allowed[np.argsort(-result.scores[query, allowed], kind="stable")]
+    best, second = int(order[0]), int(order[1])
+    word, top, runner_up = (_token_label(tokens, j) for j in (query, best, second))
+    gap = float(result.scores[query, best] - result.scores[query, second])  # after √d_k
+    # α_best / α_second = e^gap: the row's sum cancels (and a weight that underflows to 0 in
+    # float32 cannot turn the ratio into a division by zero)
+    ratio = math.exp(min(gap, 700.0))
+    root = math.sqrt(result.query.shape[-1])
+    divide = f"Divide each by √d_k = {root:.2f} and take" if result.scale else "Take"
     return _bucket_question(
-        f"In X the two **{word}**s are one and the same row. After Y = softmax(X Xᵀ) X, how "
-        "alike will they be?",
-        pair.cosine_after,
-        COSINE_BUCKETS,
-        f"Each {word} became a blend of its own sentence; the blends differ only as far as the "
-        f"neighbours do, and {word} keeps {pair.weights_a[pair.index_a]:.2f} of its weight for "
-        f"itself in A and {pair.weights_b[pair.index_b]:.2f} in B.",
-        f"cosine of the two {word}s: {pair.cosine_before:.3f} in X, {pair.cosine_after:.3f} in Y",
+        f"The query **{word}**'s two largest dot products are q·k = "
+        f"{result.dot[query, best]:.2f} with **{top}** and {result.dot[query, second]:.2f} with "
+        f"**{runner_up}**. {divide} the softmax: how many times the weight of {runner_up} will "
+        f"{top} get?",
+        ratio,
+        RATIO_BUCKETS,
+        f"Both weights are e^score divided by the same row sum, so the sum cancels in their "
+        f"ratio: e^({gap:.2f}) = {ratio:.3g}. Only the gap between two scores decides "
+        "how their weights compare"
+        + (", and √d_k shrinks the gap before the exponential." if result.scale else "."),
+        f"α in the row of {word}: {top} {result.attn_weights[query, best]:.3f}, {runner_up} "
+        f"{result.attn_weights[query, second]:.3f}, a ratio of {ratio:.3g}",
     )
 
 
-# ---- page 2: queries, keys and values ----------------------------------------------------------
-def strongest_key(result: qkv.QKVResult, tokens: Sequence[str], query: int) -> Question:
-    """Page 2, step 4: which key the query's row of α weights most, with the page's W_q, W_k."""
-    word = _token_label(tokens, query)
-    scaled = "q·k/√d_k" if result.scale else "q·k"
-
-    def reason(best: int) -> str:
-        return (
-            f"Its score with {_token_label(tokens, best)}, {scaled} = "
-            f"{result.scores[query, best]:.2f}, is the largest in its row, and softmax keeps "
-            "the order of the scores."
-            + (
-                " The causal mask leaves it only itself and the pieces before it."
-                if result.causal
-                else ""
-            )
-        )
-
-    return _token_question(
-        f"With these W_q and W_k, which key will the query **{word}** weight most?",
-        tokens,
-        result.attn_weights[query],
-        reason,
-        f"α in the row of {word}",
-        query=query,
-    )
-
-
-def most_separating_head(through_heads: qkv.SharedWordThroughHeads) -> Question:
-    """Page 2, step 7: which head of the layer leaves the shared word's two rows least alike."""
+def same_input_apart(through_heads: qkv.SharedWordThroughHeads) -> Question:
+    """Page 2, step 7: does any head of the layer give the shared word's two occurrences
+    different outputs (cosine below 1.000 as printed)?"""
     cosines = through_heads.cosine_by_head  # (H,)
-    best = int(np.argmin(cosines))
     word = literal(through_heads.word)
-    return _numbered_question(
-        f"Which head of layer {through_heads.layer} will pull the two **{word}**s furthest "
-        "apart (the lowest cosine)?",
-        "head",
-        cosines,
-        lambda v: f"{v:.3f}",
-        largest=False,
-        reason=f"Head {best}'s two outputs for {word} end at cosine {cosines[best]:.3f}, the "
-        f"lowest of the layer: its W_q, W_k and W_v mix each {word} with its own "
-        "sentence most differently. Page 1's formula, which has no W_q or W_k, leaves them at "
-        f"{through_heads.cosine_parameter_free:.3f}.",
-        numbers_title="cosine of the two outputs",
+    lowest = int(np.argmin(cosines))
+    same_input = f"{through_heads.cosine_input:.3f}" == "1.000"
+    apart = f"{cosines[lowest]:.3f}" != "1.000"
+    if len(cosines) <= ALL_NUMBERS_UP_TO:
+        order = np.arange(len(cosines))
+        title = "cosine of the two outputs"
+    else:
+        order = np.argsort(cosines, kind="stable")[:SHOWN_NUMBERS]
+        title = "cosine of the two outputs, lowest first"
+    return Question(
+        f"The two **{word}**s enter layer {through_heads.layer} as "
+        + ("one and the same vector" if same_input else "vectors at cosine ")
+        + ("" if same_input else f"{through_heads.cosine_input:.3f}")
+        + f". Will each of its {len(cosines)} heads hand them the same output?",
+        (
+            "yes: the same vector in gives the same vector out",
+            "no: some heads pull them apart",
+        ),
+        frozenset({1 if apart else 0}),
+        f"A head's output for {word} is Σ α_j v_j over its own sentence, as on page 1: the "
+        "neighbours differ, so their values and the weights they get differ, whatever the "
+        f"word's own vector. Head {lowest} pulls them furthest apart, to cosine "
+        f"{cosines[lowest]:.3f}; page 1's formula gives {through_heads.cosine_parameter_free:.3f}."
+        if apart
+        else f"Every head keeps the two {word}s together to three decimals: each row keeps "
+        "nearly all of its weight on the word itself.",
+        f"{title}: " + " · ".join(f"head {k} {cosines[k]:.3f}" for k in order),
     )
 
 
 # ---- page 3: scaling -------------------------------------------------------------------------
-SHARE_BUCKETS = (
-    ("less than half", 0.0, 0.5),
-    ("half to 90 %", 0.5, 0.9),
-    ("more than 90 %", 0.9, 1.0),
-)
-
-
-def saturation_top_share(scores: np.ndarray, multiplier: float) -> Question:
-    """Page 3, section 1: the weight softmax(c·s) gives the largest score, in three ranges."""
-    base, sharp = scaling_masking.saturation(
-        scores, [1.0, multiplier]
-    )  # (n,) weights at c = 1 and c
-    ordered = np.sort(np.asarray(scores, dtype=np.float64))[::-1]
-    gap = ordered[0] - ordered[1] if len(ordered) > 1 else math.inf
-    return _bucket_question(
-        f"Multiply these scores by c = {multiplier:g}: how much of the weight will the largest "
-        "score take?",
-        float(sharp.max()),
-        SHARE_BUCKETS,
-        f"The largest score leads the next by {gap:.2f}, so after multiplying it gets "
-        f"e^(c × {gap:.2f}) = {math.exp(min(multiplier * gap, 700)):.3g} times the runner-up's "
-        "weight, and the rest of the row counts too.",
-        f"largest weight: {base.max():.3f} at c = 1, {sharp.max():.3f} at c = {multiplier:g}",
-    )
-
-
-def sharper_without_scaling(
-    model: core.Transformer, text: str, pair: str | None, layer: int, head: int
+def first_row_under_mask(
+    masked_weights: np.ndarray, before: float, tokens: Sequence[str]
 ) -> Question:
-    """Page 3, section 3: does the head's mean row entropy fall (sharper) or rise (flatter) when
-    every layer runs without the 1/√d_k factor? Two cached runs of the sentence."""
-    trained = traces.trace(model, text, pair, scale=True, causal=False)
-    unscaled = traces.trace(model, text, pair, scale=False, causal=False)
-    before = float(head_stats.row_entropy(trained.attentions[layer, head]).mean())  # bits
-    after = float(head_stats.row_entropy(unscaled.attentions[layer, head]).mean())
-
-    def bits(value: float) -> str:
-        return f"{value:.2f}"
-
-    options = ("sharper (lower entropy)", "flatter (higher entropy)")
-    same = bits(before) == bits(after)
-    answers = frozenset({0, 1}) if same else frozenset({0 if after < before else 1})
-    why = (
-        f"Every score of layer {layer} is √d_k = {model.d_head**0.5:.2f} times larger, and a "
-        "softmax of larger scores gives the top keys more of the weight"
-        + (
-            "."
-            if layer == 0
-            else "; the layers before it changed its input too, and here the larger scores win."
-            if after < before
-            else "; but the layers before it changed its input too, and here that wins."
-        )
-    )
+    """Page 3, section 4: the weight the first token gives itself under the causal mask.
+    masked_weights: (m, m) a head's weights with the mask; before: that head's weight from the
+    first token to itself in the run without it."""
+    value = float(masked_weights[0, 0])
+    n = len(tokens)
+    candidates = (1.0, 1.0 / n, before)  # the options' values, in order
+    first = _token_label(tokens, 0)
     return Question(
-        f"Turn off 1/√d_k in every layer: will L{layer} H{head}'s rows get sharper or flatter, "
-        "on average?",
-        options,
-        answers,
-        why,
-        f"mean row entropy of L{layer} H{head}: {bits(before)} bits as trained, {bits(after)} "
-        "bits without √d_k",
+        f"Under the mask the first token, **{first}**, may read only itself. How much of its "
+        "row's weight will it give itself?",
+        ("all of it: 1", f"an even share: 1/{n}", "what it took without the mask"),
+        frozenset(k for k, v in enumerate(candidates) if f"{v:.3f}" == f"{value:.3f}"),
+        "Every key after it scores −∞ and e^−∞ = 0, while a row of weights still adds up to 1: "
+        "the one key left takes all of it, whatever its score.",
+        f"α({first} → {first}): {value:.3f} with the mask, {before:.3f} without",
     )
 
 
 # ---- page 4: heads -----------------------------------------------------------------------------
-def previous_token_head(on_previous: np.ndarray, layer: int) -> Question:
-    """Page 4, section 1: which head of the layer gives the token before the most weight.
-    on_previous: (H,) each head's mean weight on the token before (head_stats.HeadStats)."""
-    best = int(np.argmax(on_previous))
-    return _numbered_question(
-        f"Which head of layer {layer} looks most at the token just before, on this sentence?",
-        "head",
-        on_previous,
-        lambda v: f"{v:.2f}",
-        largest=True,
-        reason=f"Head {best} gives the token before {on_previous[best]:.2f} of a row's weight on "
-        "average: its line just below the diagonal is the brightest.",
-        numbers_title="mean weight on the token before",
+def previous_token_row(
+    weights: np.ndarray, tokens: Sequence[str], on_previous: np.ndarray, layer: int
+) -> Question | None:
+    """Page 4, section 1: in the row of one token, which key the layer's previous-token head
+    weights most. weights: (H, n, n) the layer's attention; on_previous: (H,) each head's mean
+    weight on the token before (head_stats.HeadStats). The row asked about is the one that
+    gives the token before the most weight (its answer is the reason the head has its name),
+    from the third piece on: the second's token before is the first piece, where many heads of
+    every kind put their weight. None under three tokens."""
+    n = weights.shape[-1]
+    if n < 3:
+        return None
+    head = int(np.argmax(on_previous))
+    before = weights[head, np.arange(2, n), np.arange(1, n - 1)]  # (n − 2,) row i's on i − 1
+    query = 2 + int(np.argmax(before))
+    row = weights[head, query]  # (n,)
+    word, previous = _token_label(tokens, query), _token_label(tokens, query - 1)
+
+    def reason(best: int) -> str:
+        if best == query - 1:
+            return (
+                f"Head {head} is the layer's previous-token head: its rows give the token just "
+                f"before {on_previous[head]:.2f} of their weight on average, and the row of "
+                f"{word} gives {previous} {row[query - 1]:.2f}."
+            )
+        return (
+            f"Head {head} leans to the token before ({on_previous[head]:.2f} on average), yet "
+            f"this row gives {_token_label(tokens, best)} {row[best]:.2f}, more than the "
+            f"{row[query - 1]:.2f} of {previous}, the token before."
+        )
+
+    return _token_question(
+        f"On this sentence head {head} of layer {layer} gives the token just before "
+        f"{on_previous[head]:.2f} of a row's weight on average, the most of the layer's heads. "
+        f"In its row for **{word}**, which token will take the most weight?",
+        tokens,
+        row,
+        reason,
+        f"α in head {head}'s row of {word}",
+        query=query,
     )
 
 
@@ -423,19 +401,34 @@ def most_moved_token(
 
 
 # ---- page 5: a layer ---------------------------------------------------------------------------
-def largest_attention_share(share_by_layer: np.ndarray) -> Question:
-    """Page 5: the layer whose attention writes the largest share of the update."""
+def attention_majority(share_by_layer: np.ndarray, parameter_ratio: float) -> Question:
+    """Page 5: in how many layers attention writes more than half of the update (‖a‖ > ‖f‖).
+    parameter_ratio: the feed-forward network's trained numbers over attention's, per layer."""
     share = np.asarray(share_by_layer, dtype=np.float64)  # (L,)
-    best = int(np.argmax(share))
-    return _numbered_question(
-        "In which layer does attention write the largest share of the update, on this sentence?",
-        "layer",
-        share,
-        lambda v: f"{v:.0%}",
-        largest=True,
-        reason=f"In layer {best} attention's ‖a‖ is {share[best]:.0%} of ‖a‖ + ‖f‖, token by "
-        "token on average; in every layer the feed-forward network writes the rest.",
-        numbers_title="attention share",
+    n_layers = len(share)
+    majority = int((share > 0.5).sum())
+    answer = 0 if majority == 0 else 2 if majority == n_layers else 1
+    if len(share) <= ALL_NUMBERS_UP_TO:
+        listed = " · ".join(f"layer {k} {share[k]:.0%}" for k in range(n_layers))
+    else:
+        listed = f"{share.min():.0%} to {share.max():.0%}"
+    return Question(
+        f"The feed-forward network holds {parameter_ratio:.1f} times as many trained numbers as "
+        "attention, and transforms each token on its own; attention moves information between "
+        f"tokens. In how many of the {n_layers} layers will attention write more than half of "
+        "a token's update, ‖a‖ > ‖f‖, on this sentence?",
+        ("in none of them", "in some of them", "in every one"),
+        frozenset({answer}),
+        (
+            "In every layer the feed-forward network writes the larger part: attention decides "
+            "which tokens' information arrives, the feed-forward network does most of the "
+            "transforming."
+            if answer == 0
+            else f"Attention writes more than the feed-forward network in {majority} of "
+            f"{n_layers} layers here: how much a sublayer writes depends on what it does with "
+            "this sentence, not on how many numbers it holds."
+        ),
+        f"attention share ‖a‖ / (‖a‖ + ‖f‖), token by token on average: {listed}",
     )
 
 
@@ -493,4 +486,31 @@ def distance_explains(model: core.Transformer, n_positions: int, kind: str) -> Q
         ),
         "R²: "
         + " · ".join(f"{name} {value:.2f}" for name, value in zip(names, explained, strict=True)),
+    )
+
+
+# ---- information flow ---------------------------------------------------------------------------
+def rollout_row_sum(rolled: np.ndarray, tokens: Sequence[str], layer: int) -> Question:
+    """Information flow, section 2: what a row of the rollout after `layer` adds up to.
+    rolled: (L, n, n) attention rollout after every layer (core.information_flow)."""
+    position = len(tokens) // 2
+    total = float(np.asarray(rolled[layer, position], dtype=np.float64).sum())
+    targets = (1.0, float(layer + 1))  # options 0 and 1: a mixture, or one unit per layer
+    close = {k for k, target in enumerate(targets) if abs(total - target) < 5e-4}
+    answers = close or ({2} if total < 1 else {int(np.argmin([abs(total - t) for t in targets]))})
+    word = _token_label(tokens, position)
+    return Question(
+        f"Each Â averages the heads' rows (each adds up to 1) with the identity row and halves "
+        f"the sum; the rollout multiplies {layer + 1} of them. After layer {layer}, what will "
+        f"the row of **{word}** add up to?",
+        (
+            "exactly 1, at every layer",
+            f"{layer + 1}, one for each layer so far",
+            "less than 1, a little less with every layer",
+        ),
+        frozenset(answers),
+        "Half of a row that adds up to 1 plus half of the identity's row adds up to 1 again, and "
+        "a product of such matrices keeps every row adding up to 1: row i of the rollout is a "
+        "mixture, the share of each input piece in position i.",
+        f"row of {word} after layer {layer}: {total:.4f}",
     )

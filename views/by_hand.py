@@ -88,7 +88,6 @@ def four_features() -> None:
             r"{\sum_k e^{S_{ik}}} \\ y_i = \sum_j \alpha_{ij}\,x_j \end{gathered}"
         )
         row = 1 if len(words) > 1 else 0
-        predict.ask_choice("hand_strongest", predict_answers.toy_strongest_other(toy.words, row))
         # Small enough to print every number: HTML cells, so the first tab loads no plotly.js.
         first, second = st.columns(2)
         with first:
@@ -158,20 +157,33 @@ def soft_lookup() -> None:
     found = by_hand.lookup(
         by_hand.TOY_VECTORS[query_word], keys.vectors, keys.vectors, float(sharpness)
     )
-    display.show_weight_bars(
-        keys.words,
-        {"soft lookup": found.soft_weights, "hard lookup": found.hard_weights},
-        f"Query “{literal(query_word)}”: weight on each key",
-        key="hand_lookup",
-        filename="soft-lookup",
-    )
-    st.dataframe(
-        {"retrieved": ["soft", "hard"]}
-        | {
-            feature: [round(float(found.soft_value[k]), 3), round(float(found.hard_value[k]), 3)]
-            for k, feature in enumerate(by_hand.TOY_FEATURES)
-        },
-        hide_index=True,
+
+    def lookup_figures() -> None:
+        """The weight the soft and the hard lookup give each key, and what each returns."""
+        display.show_weight_bars(
+            keys.words,
+            {"soft lookup": found.soft_weights, "hard lookup": found.hard_weights},
+            f"Query “{literal(query_word)}”: weight on each key",
+            key="hand_lookup",
+            filename="soft-lookup",
+        )
+        st.dataframe(
+            {"retrieved": ["soft", "hard"]}
+            | {
+                feature: [
+                    round(float(found.soft_value[k]), 3),
+                    round(float(found.hard_value[k]), 3),
+                ]
+                for k, feature in enumerate(by_hand.TOY_FEATURES)
+            },
+            hide_index=True,
+        )
+
+    predict.ask_choice(
+        "hand_soft_lookup",
+        predict_answers.soft_lookup_spread(keys.words, keys.vectors, query_word, float(sharpness)),
+        reveal=lookup_figures,
+        folded="the weight on each key and the vector each lookup returns",
     )
     st.caption(
         "Keys and values are the toy vectors themselves. c = 0 returns the plain average of all values; a large c approaches the hard lookup. "

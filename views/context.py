@@ -190,25 +190,33 @@ st.markdown(
     f"{diagonal_leads['A']} of A and {diagonal_leads['B']} of B. S is "
     "symmetric, S_ij = S_ji, since x_i·x_j = x_j·x_i."
 )
+
+
+def scores_and_weights() -> None:
+    """Steps 2 and 3's heatmaps: each row's largest score and weight."""
+    side_by_side(
+        "xxt",
+        {n: r.similarity for n, r in results.items()},
+        "X Xᵀ",
+        True,
+        zmax=None,
+        colorbar_title="x_i·x_j",
+    )
+
+    st.subheader("Step 3 · softmax of each row")
+    st.latex(
+        r"\alpha = \operatorname{softmax}(X X^\top),\qquad \alpha_{ij} = \frac{e^{S_{ij}}}{\sum_k e^{S_{ik}}}"
+    )
+    st.markdown("Softmax turns a row of similarities into positive weights that add up to 1.")
+    side_by_side("softmax", {n: r.attn_weights for n, r in results.items()}, "softmax(X Xᵀ)", True)
+
+
 predict.ask_choice(
     "ctx_strongest",
     predict_answers.static_strongest_other(sentences["A"], results["A"], sentences["B"].tokens),
+    reveal=scores_and_weights,
+    folded="the heatmap of X Xᵀ and Step 3, the softmax of each row",
 )
-side_by_side(
-    "xxt",
-    {n: r.similarity for n, r in results.items()},
-    "X Xᵀ",
-    True,
-    zmax=None,
-    colorbar_title="x_i·x_j",
-)
-
-st.subheader("Step 3 · softmax of each row")
-st.latex(
-    r"\alpha = \operatorname{softmax}(X X^\top),\qquad \alpha_{ij} = \frac{e^{S_{ij}}}{\sum_k e^{S_{ik}}}"
-)
-st.markdown("Softmax turns a row of similarities into positive weights that add up to 1.")
-side_by_side("softmax", {n: r.attn_weights for n, r in results.items()}, "softmax(X Xᵀ)", True)
 
 st.subheader("Step 4 · Y, every word as a weighted average of the sentence")
 st.latex(r"Y = \operatorname{softmax}(X X^\top)\,X,\qquad y_i = \sum_j \alpha_{ij}\,x_j")
@@ -220,7 +228,6 @@ st.markdown(
 side_by_side("y", {n: r.output for n, r in results.items()}, "Y", square=False)
 
 st.subheader("The payoff, measured: the same word, two vectors")
-predict.ask_choice("ctx_cosine", predict_answers.shared_word_cosine(pair))
 before, after = st.columns(2)
 before.metric(f"cosine of “{shown_word}”, A vs B, in X", f"{pair.cosine_before:.3f}")
 after.metric(

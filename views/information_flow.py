@@ -15,6 +15,8 @@ from ui import (
     matrix_charts,
     models,
     next_word,
+    predict,
+    predict_answers,
     sidebar,
     state,
     tables,
@@ -203,19 +205,29 @@ def attention_rollout() -> None:
     st.latex(r"\hat A_l = \tfrac12\Big(\tfrac1H\sum_h A_l^h + I\Big)\ \text{(rows renormalised)}")
     st.latex(r"R_l = \hat A_l\, R_{l-1},\qquad R_0 = \hat A_0")
     layer = rollout_layer()
-    show_mixing(
-        view.matrix(flow.rolled[layer]),
-        view.labels,
-        f"Attention rollout after layer {layer}",
-        unit[:-1],
-        key="ex_rollout",
-        filename=f"rollout-L{layer}",
-    )
-    st.caption(
-        "Caveat: rollout assumes each layer mixes token vectors linearly with exactly these weights. "
-        f"It ignores what the value vectors, W_O, {anatomy.norm_name} and the feed-forward block "
-        "do, so it is "
-        "a picture of the routing, not of what is carried along it."
+
+    def rollout_figure() -> None:
+        """The rollout after the chosen layer: every row's shares of the input pieces."""
+        show_mixing(
+            view.matrix(flow.rolled[layer]),
+            view.labels,
+            f"Attention rollout after layer {layer}",
+            unit[:-1],
+            key="ex_rollout",
+            filename=f"rollout-L{layer}",
+        )
+        st.caption(
+            "Caveat: rollout assumes each layer mixes token vectors linearly with exactly these weights. "
+            f"It ignores what the value vectors, W_O, {anatomy.norm_name} and the feed-forward block "
+            "do, so it is "
+            "a picture of the routing, not of what is carried along it."
+        )
+
+    predict.ask_choice(
+        "flow_row_sum",
+        predict_answers.rollout_row_sum(flow.rolled, trace.tokens, layer),
+        reveal=rollout_figure,
+        folded="the rollout after this layer",
     )
 
     scores = flow.scores()

@@ -79,39 +79,52 @@ sidebar.off_distribution_note(inputs, name)  # the sidebar's switches act on eve
 sizes = inside_layer_runs.sublayer_sizes(model, trace)
 means = sizes.layer_means()  # (L,) each, averaged over the tokens
 mean_a, mean_f, share = means["attention_update"], means["ffn_update"], means["attention_share"]
-predict.ask_choice("layer_share", predict_answers.largest_attention_share(share))
-display.show_bars(
-    len(share),
-    None,
-    lambda: inside_layer_charts.sublayer_figure(
-        mean_a, mean_f, share, f"{name}: what each sublayer adds"
-    ),
-    key="layer_sizes",
-    filename="sublayer-sizes",
-)
-st.markdown(
-    f"On this sentence attention writes {min(share):.0%}–{max(share):.0%} of the combined "
-    f"update per layer, the feed-forward network the rest. A page that credits every change "
-    "of a token's vector to attention overstates it: attention decides *which* tokens' "
-    "information arrives, and the feed-forward layers do "
-    # the feed-forward's share of each layer's update is 1 minus attention's
-    f"{wording.how_much_of(1 - max(share), 1 - min(share))} the transforming."
-)
-st.caption(
-    f"The page recomputes every layer step by step from the run's inputs; its result matches "
-    f"the run's own layer outputs to {sizes.max_rebuild_error:.1e}. The sidebar switches apply. "
-    "A length is a rough measure: a long update that points along the stream changes its "
-    "direction less than a short one across it."
-)
-norms = {
-    "‖x‖ stream in": means["stream"].tolist(),
-    "‖a‖ attention": mean_a.tolist(),
-    ("‖h‖ = ‖x + a‖" if anatomy.pre_norm else f"‖h‖ after {norm}"): means["mid_stream"].tolist(),
-    "‖f‖ feed-forward": mean_f.tolist(),
-}
-tables.static_table(
-    {"layer": list(range(model.n_layers))} | norms | {"attention share": share.tolist()},
-    decimals=dict.fromkeys(norms, 2) | {"attention share": 3},
+
+
+def sublayer_sizes_figure() -> None:
+    """What each sublayer writes, layer by layer: the figure, its reading and its table."""
+    display.show_bars(
+        len(share),
+        None,
+        lambda: inside_layer_charts.sublayer_figure(
+            mean_a, mean_f, share, f"{name}: what each sublayer adds"
+        ),
+        key="layer_sizes",
+        filename="sublayer-sizes",
+    )
+    st.markdown(
+        f"On this sentence attention writes {min(share):.0%}–{max(share):.0%} of the combined "
+        f"update per layer, the feed-forward network the rest. A page that credits every change "
+        "of a token's vector to attention overstates it: attention decides *which* tokens' "
+        "information arrives, and the feed-forward layers do "
+        # the feed-forward's share of each layer's update is 1 minus attention's
+        f"{wording.how_much_of(1 - max(share), 1 - min(share))} the transforming."
+    )
+    st.caption(
+        f"The page recomputes every layer step by step from the run's inputs; its result matches "
+        f"the run's own layer outputs to {sizes.max_rebuild_error:.1e}. The sidebar switches apply. "
+        "A length is a rough measure: a long update that points along the stream changes its "
+        "direction less than a short one across it."
+    )
+    norms = {
+        "‖x‖ stream in": means["stream"].tolist(),
+        "‖a‖ attention": mean_a.tolist(),
+        ("‖h‖ = ‖x + a‖" if anatomy.pre_norm else f"‖h‖ after {norm}"): means[
+            "mid_stream"
+        ].tolist(),
+        "‖f‖ feed-forward": mean_f.tolist(),
+    }
+    tables.static_table(
+        {"layer": list(range(model.n_layers))} | norms | {"attention share": share.tolist()},
+        decimals=dict.fromkeys(norms, 2) | {"attention share": 3},
+    )
+
+
+predict.ask_choice(
+    "layer_majority",
+    predict_answers.attention_majority(share, ffn_params / attention_params),
+    reveal=sublayer_sizes_figure,
+    folded="the sizes of a and f in every layer, with their table",
 )
 st.subheader("3 · Why the stream, the norm and the bend")
 kept = means["kept_direction"]

@@ -184,29 +184,41 @@ def all_heads() -> None:
         + r"\end{gathered}"
     )
     on_previous = heatmaps_runs.head_statistics(trace, False).on_previous[layer]  # (H,)
-    predict.ask_choice("mh_previous_head", predict_answers.previous_token_head(on_previous, layer))
-    display.show_matrix(
-        trace.attentions[layer].shape,
-        None,
-        lambda: multi_head_charts.heads_grid(trace.attentions[layer], trace.tokens, layer),
-        "mh_grid",
-    )
-    if display_policy.averaged_in_heads_grid(trace.n_tokens):
-        st.caption(
-            f"{trace.n_tokens} tokens: each small map averages blocks of "
-            f"{head_stats.block_size(trace.n_tokens, display_policy.HEADS_GRID_TOKENS)} tokens. Attention heatmaps draws any one head in full."
+
+    def heads_grid() -> None:
+        """Every head of the layer, drawn small, with how to read the patterns."""
+        display.show_matrix(
+            trace.attentions[layer].shape,
+            None,
+            lambda: multi_head_charts.heads_grid(trace.attentions[layer], trace.tokens, layer),
+            "mh_grid",
         )
-    st.markdown(
-        "Same sentence, same layer, different patterns. Look for a line just below the diagonal "
-        "(each token looks at the one before), just above it (the one after), a bright first "
-        f"column ({first_piece}) or an even wash; the measurement below names the heads that do "
-        "each most "
-        "strongly. The sidebar switches apply here"
-        + (
-            ": with the causal mask on, everything above the diagonal is 0."
-            if inputs.causal
-            else "."
+        if display_policy.averaged_in_heads_grid(trace.n_tokens):
+            block = head_stats.block_size(trace.n_tokens, display_policy.HEADS_GRID_TOKENS)
+            st.caption(
+                f"{trace.n_tokens} tokens: each small map averages blocks of {block} tokens. "
+                "Attention heatmaps draws any one head in full."
+            )
+        st.markdown(
+            "Same sentence, same layer, different patterns. Look for a line just below the diagonal "
+            "(each token looks at the one before), just above it (the one after), a bright first "
+            f"column ({first_piece}) or an even wash; the measurement below names the heads that do "
+            "each most "
+            "strongly. The sidebar switches apply here"
+            + (
+                ": with the causal mask on, everything above the diagonal is 0."
+                if inputs.causal
+                else "."
+            )
         )
+
+    predict.ask_choice(
+        "mh_previous_row",
+        predict_answers.previous_token_row(
+            trace.attentions[layer], trace.tokens, on_previous, layer
+        ),
+        reveal=heads_grid,
+        folded="the small maps of every head of this layer",
     )
 
     st.subheader("Heads with a name, found by measurement")
@@ -596,32 +608,41 @@ def remove_heads() -> None:
     )
     cosines = scaling_masking.layer_cosines(trace, ablated)  # (L + 1, n)
     moved = scaling_masking.summarize_cosines(cosines[-1])  # the last row: final vectors
-    predict.ask_choice("mh_most_moved", predict_answers.most_moved_token(trace, ablated, removed))
-    display.show_bars(
-        trace.n_tokens,
-        None,
-        lambda: scaling_masking_charts.per_token_bars(
-            trace.tokens,
-            {"1 − cosine": scaling_masking.how_far_moved(cosines[-1])},
-            f"Final vectors with {removed_name(removed)} removed",
-            "1 − cosine to the full model's final vector",
-        ),
-        "mh_ablation_final",
-    )
-    display.show_matrix(
-        cosines.shape,
-        None,
-        lambda: multi_head_charts.layer_cosine_heatmap(
-            cosines, trace.tokens, "Cosine to the full model after every layer"
-        ),
-        "mh_ablation_layers",
-    )
-    st.caption(
-        f"Bars: 0 means the token's final vector did not turn at all; the taller the bar, the "
-        f"more removing the heads changed it. In the heatmap, rows above the first removed "
-        f"layer stay at cosine 1: nothing has changed yet. "
-        f"Mean final cosine {moved.mean:.3f}; the token that moved most is "
-        f"{literal(labels[moved.most_moved])} ({moved.lowest:.3f})."
+
+    def ablation_figures() -> None:
+        """How far each token's vector turned, finally and after every layer."""
+        display.show_bars(
+            trace.n_tokens,
+            None,
+            lambda: scaling_masking_charts.per_token_bars(
+                trace.tokens,
+                {"1 − cosine": scaling_masking.how_far_moved(cosines[-1])},
+                f"Final vectors with {removed_name(removed)} removed",
+                "1 − cosine to the full model's final vector",
+            ),
+            "mh_ablation_final",
+        )
+        display.show_matrix(
+            cosines.shape,
+            None,
+            lambda: multi_head_charts.layer_cosine_heatmap(
+                cosines, trace.tokens, "Cosine to the full model after every layer"
+            ),
+            "mh_ablation_layers",
+        )
+        st.caption(
+            f"Bars: 0 means the token's final vector did not turn at all; the taller the bar, the "
+            f"more removing the heads changed it. In the heatmap, rows above the first removed "
+            f"layer stay at cosine 1: nothing has changed yet. "
+            f"Mean final cosine {moved.mean:.3f}; the token that moved most is "
+            f"{literal(labels[moved.most_moved])} ({moved.lowest:.3f})."
+        )
+
+    predict.ask_choice(
+        "mh_most_moved",
+        predict_answers.most_moved_token(trace, ablated, removed),
+        reveal=ablation_figures,
+        folded="how far each token turned, finally and layer by layer",
     )
     next_word.after_removing(model, inputs.text, removed, key="mh_ablation")  # decoders
 

@@ -305,46 +305,57 @@ def near_positions_section() -> None:
         ),
     }
     profiles = {}
-    if not rotary:  # the question compares the model's learned table, which rotary lacks
-        predict.ask_choice(
-            "pos_distance", predict_answers.distance_explains(model, n_positions, kind)
+
+    def similarity_figures() -> None:
+        """The three tables' similarities, their R² and the similarity against distance."""
+        for column, (name, vectors) in zip(st.columns(3), encodings.items(), strict=True):
+            similarity = positional.similarity_matrix(vectors, kind)
+            profiles[name] = positional.distance_profile(similarity)[0]
+            with column:
+                fig = positional_charts.position_heatmap(
+                    similarity,
+                    f"{name}: {kind}",
+                    x_title="position q",
+                    colorbar_title=kind,
+                    height=380,
+                )
+                display.show_matrix(
+                    similarity.shape,
+                    None,
+                    lambda fig=fig: fig,
+                    key=f"pos_sim_{name}",
+                    filename=f"position-similarity-{name}",
+                )
+                share = positional.explained_by_distance(similarity)
+                st.metric(
+                    "explained by distance |p − q| alone (R²)",
+                    f"{share:.2f}",
+                    help=terms.ahead("R²"),
+                )
+                labels = [str(p) for p in range(n_positions)]
+                tables.download_matrix(
+                    similarity, labels, labels, f"similarity-{kind}", key=f"pos_csv_{name}"
+                )
+        fig = positional_charts.distance_figure(profiles, "Average similarity against distance")
+        display.show_figure(fig, key="pos_profile", filename="similarity-vs-distance")
+        st.markdown(
+            "For the sinusoid the similarity is exactly a function of the distance (R² = 1). Binary codes "
+            "follow distance only loosely: 7 and 8 are neighbours but differ in four bits. "
+            + (
+                f"{model_label}'s rotary angles are sines and cosines of position too; R² above says "
+                "how much of their similarity distance alone explains."
+                if rotary
+                else "Nobody told the learned table about distance; R² above says how much of its "
+                "similarity distance alone explains, which training alone put there."
+            )
         )
-    for column, (name, vectors) in zip(st.columns(3), encodings.items(), strict=True):
-        similarity = positional.similarity_matrix(vectors, kind)
-        profiles[name] = positional.distance_profile(similarity)[0]
-        with column:
-            fig = positional_charts.position_heatmap(
-                similarity, f"{name}: {kind}", x_title="position q", colorbar_title=kind, height=380
-            )
-            display.show_matrix(
-                similarity.shape,
-                None,
-                lambda fig=fig: fig,
-                key=f"pos_sim_{name}",
-                filename=f"position-similarity-{name}",
-            )
-            share = positional.explained_by_distance(similarity)
-            st.metric(
-                "explained by distance |p − q| alone (R²)",
-                f"{share:.2f}",
-                help=terms.ahead("R²"),
-            )
-            labels = [str(p) for p in range(n_positions)]
-            tables.download_matrix(
-                similarity, labels, labels, f"similarity-{kind}", key=f"pos_csv_{name}"
-            )
-    fig = positional_charts.distance_figure(profiles, "Average similarity against distance")
-    display.show_figure(fig, key="pos_profile", filename="similarity-vs-distance")
-    st.markdown(
-        "For the sinusoid the similarity is exactly a function of the distance (R² = 1). Binary codes "
-        "follow distance only loosely: 7 and 8 are neighbours but differ in four bits. "
-        + (
-            f"{model_label}'s rotary angles are sines and cosines of position too; R² above says "
-            "how much of their similarity distance alone explains."
-            if rotary
-            else "Nobody told the learned table about distance; R² above says how much of its "
-            "similarity distance alone explains, which training alone put there."
-        )
+
+    predict.ask_choice(
+        "pos_distance",
+        # the question compares the model's learned table, which rotary lacks: none to ask
+        None if rotary else predict_answers.distance_explains(model, n_positions, kind),
+        reveal=similarity_figures,
+        folded="the three similarity maps with their R² and the curve against distance",
     )
 
 
@@ -614,30 +625,39 @@ def word_order_section() -> None:
     # st.text, not st.code: plain text all the same, without the code highlighter's share of
     # browser work on a page load (bench/bench_browser.py)
     st.text(" ".join(results["with positions"].shuffled_tokens))
-    predict.ask_choice(
-        "pos_bag_of_words", predict_answers.shuffle_without_positions(results["positions removed"])
-    )
-    diffs = {label: result.max_abs_diff_per_layer for label, result in results.items()}
-    display.show_html_figure(
-        positional_charts.layer_diff_bars(
-            diffs, "Original vs shuffled-and-put-back, every layer", name="pos_perm_layers"
+
+    def shuffled_runs() -> None:
+        """The two runs' differences per layer, the verdict and the four heatmaps."""
+        diffs = {label: result.max_abs_diff_per_layer for label, result in results.items()}
+        display.show_html_figure(
+            positional_charts.layer_diff_bars(
+                diffs, "Original vs shuffled-and-put-back, every layer", name="pos_perm_layers"
+            )
         )
-    )
-    st.markdown(order_verdict(results["positions removed"], results["with positions"]))
-    # Four heatmaps of every head: in the browser up to a quarter of the one-figure limit
-    n_shuffled = len(results["with positions"].tokens)
-    in_browser = display_policy.switches_in_browser(model.n_layers, 4 * model.n_heads, n_shuffled)
-    layer, head = widgets.layer_head_picker(model, in_browser=in_browser)
-    display.head_switch()  # the HTML heatmaps' in-browser switch, their hover and tap readout
-    for column, (label, result) in zip(st.columns(2), results.items(), strict=True):
-        with column:
-            st.markdown(f"**{label}**")
-            for put_back in (False, True):  # HTML: the page loads no plotly.js for them
-                display.show_html_figure(
-                    positional_charts.permutation_grid(
-                        result, put_back, label, layer, head, every_head=in_browser
+        st.markdown(order_verdict(results["positions removed"], results["with positions"]))
+        # Four heatmaps of every head: in the browser up to a quarter of the one-figure limit
+        n_shuffled = len(results["with positions"].tokens)
+        in_browser = display_policy.switches_in_browser(
+            model.n_layers, 4 * model.n_heads, n_shuffled
+        )
+        layer, head = widgets.layer_head_picker(model, in_browser=in_browser)
+        display.head_switch()  # the HTML heatmaps' in-browser switch, their hover and tap readout
+        for column, (label, result) in zip(st.columns(2), results.items(), strict=True):
+            with column:
+                st.markdown(f"**{label}**")
+                for put_back in (False, True):  # HTML: the page loads no plotly.js for them
+                    display.show_html_figure(
+                        positional_charts.permutation_grid(
+                            result, put_back, label, layer, head, every_head=in_browser
+                        )
                     )
-                )
+
+    predict.ask_choice(
+        "pos_bag_of_words",
+        predict_answers.shuffle_without_positions(results["positions removed"]),
+        reveal=shuffled_runs,
+        folded="the differences layer by layer and the four heatmaps",
+    )
 
 
 SECTIONS = {

@@ -206,38 +206,47 @@ def one_query() -> None:
         + (r"\frac{q_i \cdot k_j}{\sqrt{d_k}} \;\to\; " if inputs.scale else "")
         + r"\alpha_{ij}\\ \to\; o_i = \sum_j \alpha_{ij} v_j\end{gathered}"
     )
-    predict.ask_choice("qkv_strongest", predict_answers.strongest_key(result, tokens, query_index))
-    display.show_bars(
-        len(tokens),
-        None,
-        lambda: qkv_charts.query_steps(
-            row.dots, row.scores, row.weights, tokens, query_index, inputs.scale
-        ),
-        key="qkv_steps",
-        filename=f"qkv-query-{query_index}",
-    )
-    st.caption("The red bar is the query token's own key: a token may attend to itself too.")
-    products_column, values_column = st.columns(2)
-    with products_column:
-        st.markdown(
-            "Each row is q_i ⊙ k_j, component by component; a row's sum is the dot product above. "
-            "Red and blue components pull the score in opposite directions."
-        )
-        matrix_figure(row.products, f"q_{query_index} ⊙ k_j", "products")
-    with values_column:
-        st.markdown(
-            "Each row is a value vector scaled by its weight; the last row is their sum, "
-            f"row {query_index} of the output."
-        )
-        display.show_matrix(
-            row.weighted_values.shape,
+
+    def query_figures() -> None:
+        """The query's dot products, scores and weights, and what its row mixes."""
+        display.show_bars(
+            len(tokens),
             None,
-            lambda: qkv_charts.weighted_values(
-                row.weighted_values, row.output, tokens, query_index
+            lambda: qkv_charts.query_steps(
+                row.dots, row.scores, row.weights, tokens, query_index, inputs.scale
             ),
-            key="qkv_weighted",
-            filename=f"qkv-weighted-values-{query_index}",
+            key="qkv_steps",
+            filename=f"qkv-query-{query_index}",
         )
+        st.caption("The red bar is the query token's own key: a token may attend to itself too.")
+        products_column, values_column = st.columns(2)
+        with products_column:
+            st.markdown(
+                "Each row is q_i ⊙ k_j, component by component; a row's sum is the dot product above. "
+                "Red and blue components pull the score in opposite directions."
+            )
+            matrix_figure(row.products, f"q_{query_index} ⊙ k_j", "products")
+        with values_column:
+            st.markdown(
+                "Each row is a value vector scaled by its weight; the last row is their sum, "
+                f"row {query_index} of the output."
+            )
+            display.show_matrix(
+                row.weighted_values.shape,
+                None,
+                lambda: qkv_charts.weighted_values(
+                    row.weighted_values, row.output, tokens, query_index
+                ),
+                key="qkv_weighted",
+                filename=f"qkv-weighted-values-{query_index}",
+            )
+
+    predict.ask_choice(
+        "qkv_weight_ratio",
+        predict_answers.weight_ratio(result, tokens, query_index),
+        reveal=query_figures,
+        folded="this query's scores, weights and weighted values",
+    )
 
 
 def not_symmetric() -> None:
@@ -329,20 +338,29 @@ def payoff() -> None:
     through_heads = qkv_runs.shared_word_through_heads(
         model, "money bank grows", "river bank flows", page_one_word, 0
     )
-    predict.ask_choice("qkv_bank_head", predict_answers.most_separating_head(through_heads))
-    display.show_bars(
-        len(through_heads.cosine_by_head),
-        None,
-        lambda: qkv_charts.head_cosines(
-            through_heads.cosine_by_head,
-            through_heads.cosine_parameter_free,
-            f"page 1's formula: {through_heads.cosine_parameter_free:.3f}",
-            "cosine of the two banks after layer 0's heads",
-        ),
-        key="qkv_payoff",
-        filename="qkv-bank-cosines",
+
+    def head_cosines() -> None:
+        """Each head's cosine of the two banks, beside page 1's formula."""
+        display.show_bars(
+            len(through_heads.cosine_by_head),
+            None,
+            lambda: qkv_charts.head_cosines(
+                through_heads.cosine_by_head,
+                through_heads.cosine_parameter_free,
+                f"page 1's formula: {through_heads.cosine_parameter_free:.3f}",
+                "cosine of the two banks after layer 0's heads",
+            ),
+            key="qkv_payoff",
+            filename="qkv-bank-cosines",
+        )
+        st.caption(_payoff_caption(through_heads))
+
+    predict.ask_choice(
+        "qkv_same_input",
+        predict_answers.same_input_apart(through_heads),
+        reveal=head_cosines,
+        folded="each head's cosine of the two banks",
     )
-    st.caption(_payoff_caption(through_heads))
 
 
 def _payoff_caption(through_heads: qkv.SharedWordThroughHeads) -> str:

@@ -70,7 +70,6 @@ def saturation() -> None:
         key="sm_multiplier",
         bind="query-params",
     )
-    predict.ask_choice("sm_saturation", predict_answers.saturation_top_share(scores, multiplier))
     base, sharp = scaling_masking.saturation(scores, [1.0, multiplier])
     with payoff_box:
         top_base, top_sharp = float(base.max()), float(sharp.max())
@@ -96,7 +95,7 @@ def saturation() -> None:
         ),
         key="sm_saturation",
     )
-    # the why after the figure: the question above asks for a guess first
+    # the why after the figure: a look at the numbers first
     st.latex(r"\operatorname{softmax}(c\,s)_j = \frac{e^{c\,s_j}}{\sum_k e^{c\,s_k}}")
     st.markdown(
         "Multiply a score vector by a constant *c* and the ranking stays the same, yet the weights "
@@ -177,10 +176,6 @@ def switches() -> None:
     )
     layer, head = pick_head()
     display.head_switch()  # the readout of the HTML heatmaps' cells (one image past 12 pieces)
-    predict.ask_choice(
-        "sm_sharper",
-        predict_answers.sharper_without_scaling(model, inputs.text, inputs.pair, layer, head),
-    )
     left, right = st.columns(2)
     # The sidebar's wording, for the changed model; scaling off at first, so the section opens
     # on a comparison, not a request.
@@ -375,30 +370,42 @@ def causal_mask() -> None:
     )
     masked_scores, masked_weights = scaling_masking.causal_view(trace, layer, head, max_tokens=40)
     shown = masked_scores.shape[0]
-    scores_fig, weights_fig = scaling_masking_charts.causal_mask_figures(
-        masked_scores, masked_weights, trace.tokens
-    )
-    display.show_matrix(  # side by side, one key each
-        masked_scores.shape,
-        None,
-        lambda: (scores_fig, weights_fig),
-        ("sm_masked_scores", "sm_masked_weights"),
-    )
-    st.caption(
-        "Blank cells are −∞ (a chart file cannot store −∞, so they are sent as empty). "
-        + (
-            f"Only the first {shown} of {trace.n_tokens} tokens are drawn; under a causal mask "
-            "their rows never see later tokens, so this corner is exact."
-            if shown < trace.n_tokens
-            else ""
+
+    def masked_figures() -> None:
+        """The head's scores and weights with the mask, and their file."""
+        scores_fig, weights_fig = scaling_masking_charts.causal_mask_figures(
+            masked_scores, masked_weights, trace.tokens
         )
-    )
-    tables.download_matrix(
-        masked_scores,
-        labels[:shown],
-        labels[:shown],
-        f"causal-scores-L{layer}-H{head}",
-        key="sm_csv",
+        display.show_matrix(  # side by side, one key each
+            masked_scores.shape,
+            None,
+            lambda: (scores_fig, weights_fig),
+            ("sm_masked_scores", "sm_masked_weights"),
+        )
+        st.caption(
+            "Blank cells are −∞ (a chart file cannot store −∞, so they are sent as empty). "
+            + (
+                f"Only the first {shown} of {trace.n_tokens} tokens are drawn; under a causal mask "
+                "their rows never see later tokens, so this corner is exact."
+                if shown < trace.n_tokens
+                else ""
+            )
+        )
+        tables.download_matrix(
+            masked_scores,
+            labels[:shown],
+            labels[:shown],
+            f"causal-scores-L{layer}-H{head}",
+            key="sm_csv",
+        )
+
+    predict.ask_choice(
+        "sm_first_row",
+        predict_answers.first_row_under_mask(
+            masked_weights, float(trace.attentions[layer, head, 0, 0]), trace.tokens
+        ),
+        reveal=masked_figures,
+        folded="the head's scores and weights with the mask",
     )
 
 
