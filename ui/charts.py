@@ -13,17 +13,10 @@ import unicodedata
 from collections.abc import Mapping, Sequence
 
 import numpy as np
-import pandas  # noqa: F401  imported up front, see below
 import plotly.colors
 import plotly.graph_objects as go
 
 from ui.escape import literal
-
-# The one place for this: plotly's validators look numpy and pandas up in sys.modules without
-# waiting for their import locks. On a cold server two sessions may render at once, and one
-# thread then finds a module half-imported by the other ("partially initialized module 'pandas'
-# has no attribute 'Series'"). Importing both in full here, before any figure is built, closes
-# that race; every chart module and ui/preload.py import this module.
 
 MAX_TICK_LABELS = 64  # beyond this, every k-th token is labelled so labels stay legible
 HOVER_TOKENS_UP_TO = 160  # per-cell hover text costs n² strings; long inputs hover by index
