@@ -297,9 +297,15 @@ def packed_weights(weights: np.ndarray) -> str:
     """Weights in [0, 1] as drawn (4 decimals), for a figure's store of every head: base64 of
     little-endian uint16 counts of 1/WEIGHT_STEPS, row after row. 2 bytes a weight, and decoded
     by display.HEAD_SWITCH_JS only for the head that is asked for."""
-    shown = np.round(np.asarray(weights, dtype=np.float64), 4)
-    steps = np.rint(shown * WEIGHT_STEPS).astype("<u2")  # exact at 4 decimals
-    return base64.b64encode(steps.tobytes()).decode("ascii")
+    return packed_weights_each(np.asarray(weights)[None])[0]
+
+
+def packed_weights_each(weights: np.ndarray) -> list[str]:
+    """(k, n, m) weights -> packed_weights() of each of the k matrices, rounded in one pass
+    (a figure that carries every head packs them all on every new sentence)."""
+    shown = np.round(np.asarray(weights, dtype=np.float64), 4)  # (k, n, m)
+    steps = np.rint(shown * WEIGHT_STEPS).astype("<u2")  # (k, n, m), exact at 4 decimals
+    return [base64.b64encode(matrix.tobytes()).decode("ascii") for matrix in steps]
 
 
 def frame_cell(
