@@ -204,7 +204,8 @@ def figures_ready() -> None:
     the other ("partially initialized module 'pandas' has no attribute 'Series'"). An import
     statement does wait for that lock, so a page that may draw with plotly imports it here,
     first. The Overview never draws with plotly (path.Step.plotly_free) and skips it: pandas
-    was a seventh of a cold server's imports before its first heatmap (bench/RESULTS.md)."""
+    and pyarrow are a large share of a cold server's imports before its first heatmap
+    (bench/bench_speed.py, bench/RESULTS.md)."""
     import pandas  # noqa: F401
 
 
