@@ -40,3 +40,54 @@ def test_after_the_head_start_the_first_page_runs_no_layer(monkeypatch):
     at = run_page("views/overview.py")
     assert_no_exception(at)
     assert layers_run == []
+
+
+# Run in a fresh interpreter: what the Overview's first run imports, and whether pandas is in
+# full before a page builds its first plotly figure (ui/preload.py's figures_ready).
+_FIRST_RUNS = """
+import sys
+import plotly.graph_objects as go
+from streamlit.testing.v1 import AppTest
+
+pandas_at_first_figure = []
+build = go.Figure.__init__
+
+
+def recording(self, *args, **kwargs):
+    if not pandas_at_first_figure:
+        pandas_at_first_figure.append("pandas" in sys.modules)
+    build(self, *args, **kwargs)
+
+
+go.Figure.__init__ = recording
+at = AppTest.from_file("app.py", default_timeout=300)
+at.run()
+assert not at.exception, [e.value for e in at.exception]
+print(sorted({name.split(".")[0] for name in sys.modules}))
+at.switch_page("views/heatmaps.py")
+at.run()
+assert not at.exception, [e.value for e in at.exception]
+print(pandas_at_first_figure)
+"""
+
+
+def test_the_overview_imports_only_what_it_draws():
+    """A visitor's first page is the Overview: its first run (what the head start imports too)
+    loads no pandas, scikit-learn, SciPy or transformers. A page that draws with plotly then
+    has pandas in full before its first figure is built."""
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-c", _FIRST_RUNS],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    overview_modules, pandas_at_first_figure = result.stdout.strip().splitlines()[-2:]
+    imported = set(ast.literal_eval(overview_modules))
+    assert "torch" in imported and "tokenizers" in imported  # the run really happened
+    assert imported.isdisjoint({"pandas", "pyarrow", "sklearn", "scipy", "transformers"})
+    assert ast.literal_eval(pandas_at_first_figure) == [True]

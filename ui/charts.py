@@ -13,7 +13,6 @@ import unicodedata
 from collections.abc import Mapping, Sequence
 
 import numpy as np
-import pandas  # noqa: F401  imported up front, see below
 import plotly.colors
 import plotly.graph_objects as go
 
@@ -26,12 +25,6 @@ from ui.display_policy import (
     scale_fitted,
 )
 from ui.escape import literal
-
-# The one place for this: plotly's validators look numpy and pandas up in sys.modules without
-# waiting for their import locks. On a cold server two sessions may render at once, and one
-# thread then finds a module half-imported by the other ("partially initialized module 'pandas'
-# has no attribute 'Series'"). Importing both in full here, before any figure is built, closes
-# that race; every chart module and ui/preload.py import this module.
 
 COLORSCALE = "Viridis"  # perceptually even and readable on light and dark backgrounds
 # Mid-tone categorical colours (heads, sentences) that stay readable on white and on dark.
@@ -305,9 +298,15 @@ def packed_weights(weights: np.ndarray) -> str:
     """Weights in [0, 1] as drawn (4 decimals), for a figure's store of every head: base64 of
     little-endian uint16 counts of 1/WEIGHT_STEPS, row after row. 2 bytes a weight, and decoded
     by display.HEAD_SWITCH_JS only for the head that is asked for."""
-    shown = np.round(np.asarray(weights, dtype=np.float64), 4)
-    steps = np.rint(shown * WEIGHT_STEPS).astype("<u2")  # exact at 4 decimals
-    return base64.b64encode(steps.tobytes()).decode("ascii")
+    return packed_weights_each(np.asarray(weights)[None])[0]
+
+
+def packed_weights_each(weights: np.ndarray) -> list[str]:
+    """(k, n, m) weights -> packed_weights() of each of the k matrices, rounded in one pass
+    (a figure that carries every head packs them all on every new sentence)."""
+    shown = np.round(np.asarray(weights, dtype=np.float64), 4)  # (k, n, m)
+    steps = np.rint(shown * WEIGHT_STEPS).astype("<u2")  # (k, n, m), exact at 4 decimals
+    return [base64.b64encode(matrix.tobytes()).decode("ascii") for matrix in steps]
 
 
 def frame_cell(

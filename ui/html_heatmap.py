@@ -141,18 +141,26 @@ def ink_on(rgb: np.ndarray) -> np.ndarray:
     )(rgb[..., 0].astype(int), rgb[..., 1].astype(int), rgb[..., 2].astype(int))
 
 
-def _store(weights: np.ndarray, title: str, note: str = "") -> dict:
-    """One head's entry in the figure's data-heads: title, note, top of scale, packed weights.
-    note: the code's own words under the title, before the fitted scale's note, if any."""
-    shown = np.round(np.asarray(weights, dtype=np.float64), 4)
-    zmax, scale_note = charts.fitted_scale(shown)
-    return {
-        "title": title,
-        "note": " · ".join(part for part in (note, scale_note) if part),
-        "zmax": zmax,
-        "top": f"{zmax:.3g}",  # the colour bar's top label
-        "weights": charts.packed_weights(weights),
-    }
+def _stores(heads: np.ndarray, titles: Sequence[str], notes: Sequence[str]) -> list[dict]:
+    """Each of the k heads' (k, n, n) entry in a figure's data-heads: title, note (the code's
+    own words under the title, then the fitted scale's note, if any), top of scale, packed
+    weights. Rounded and packed in one pass: a figure that carries every head builds them all
+    on every new sentence, before it can be sent."""
+    shown = np.round(np.asarray(heads, dtype=np.float64), 4)  # (k, n, n)
+    packed = charts.packed_weights_each(heads)
+    stores = []
+    for weights, title, note, head_shown in zip(packed, titles, notes, shown, strict=True):
+        zmax, scale_note = charts.fitted_scale(head_shown)
+        stores.append(
+            {
+                "title": title,
+                "note": " · ".join(part for part in (note, scale_note) if part),
+                "zmax": zmax,
+                "top": f"{zmax:.3g}",  # the colour bar's top label
+                "weights": weights,
+            }
+        )
+    return stores
 
 
 def _label_classes(n: int) -> list[str]:
@@ -223,14 +231,20 @@ def attention_grid(
         parts = [note_of(*divmod(index, n_heads)) if note_of else "", MASKED_NOTE if masked else ""]
         return " · ".join(part for part in parts if part)
 
-    stores = {
-        index: _store(
-            attentions[divmod(index, n_heads)],  # index l·H + h is head h of layer l: (n, n)
-            title_of(*divmod(index, n_heads)),
-            note(index),
+    # (k, n, n): the carried heads, index l·H + h being head h of layer l (a stack, not a
+    # reshape: one_head_grid passes a view of one head that a reshape would copy L·H times)
+    heads = np.stack([attentions[divmod(index, n_heads)] for index in carried])
+    stores = dict(
+        zip(
+            carried,
+            _stores(
+                heads,
+                [title_of(*divmod(index, n_heads)) for index in carried],
+                [note(index) for index in carried],
+            ),
+            strict=True,
         )
-        for index in carried
-    }
+    )
     shown = stores[shown_index]
     weights = np.round(attentions[layer, head].astype(np.float64), 4)  # (n_q, n_k) as stored
     # Up to display_policy.NUMBERS_UP_TO pieces, one element per cell with its number; past it,

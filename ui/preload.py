@@ -4,8 +4,8 @@ Streamlit's frontend downloads and compiles its plotly bundle (~4.7 MB of JavaSc
 browser time) only when the first figure of a page arrives. On a fresh visit that figure comes
 after torch's import (~1.3 s) and the model run, so the two waits add up. Showing a blank
 10-pixel figure while the slow imports run lets the two happen at the same time: cold start to
-the first heatmap went from 5.5 s to 4.2 s on 2 cores (bench/bench_speed.py). Imports numpy and
-pandas (through ui.charts), not torch.
+the first heatmap went from 5.5 s to 4.2 s on 2 cores (bench/bench_speed.py). Imports neither
+torch nor pandas; a page that may draw with plotly imports pandas here (plotly_download).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from contextlib import contextmanager
 
 import streamlit as st
 
-# numpy and pandas in full before the blank figure is drawn (ui/charts.py says why).
+# numpy in full before the blank figure is drawn (figures_ready says why).
 from ui import (
     charts,  # noqa: F401
 )
@@ -196,6 +196,19 @@ _HTML_FIGURE_CSS = """<style>
 </style>"""
 
 
+def figures_ready() -> None:
+    """Import pandas in full before this session builds a plotly figure.
+
+    Plotly's validators look pandas up in sys.modules without waiting for its import lock. On a
+    cold server two sessions may run at once, and one thread then finds pandas half-imported by
+    the other ("partially initialized module 'pandas' has no attribute 'Series'"). An import
+    statement does wait for that lock, so a page that may draw with plotly imports it here,
+    first. The Overview never draws with plotly (path.Step.plotly_free) and skips it: pandas
+    and pyarrow are a large share of a cold server's imports before its first heatmap
+    (bench/bench_speed.py, bench/RESULTS.md)."""
+    import pandas  # noqa: F401
+
+
 @contextmanager
 def plotly_download(needed: bool = True) -> Iterator[None]:
     """On a cold server's first run of a session, show a blank figure while the block runs.
@@ -211,6 +224,8 @@ def plotly_download(needed: bool = True) -> Iterator[None]:
     figure then, which spares the browser a plotly draw on every new visit.
     """
     global _slow_imports_done
+    if needed:
+        figures_ready()
     st.html(_TOUCH_TOOLBAR_CSS)
     st.html(_HTML_FIGURE_CSS)
     slot = st.empty()

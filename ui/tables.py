@@ -11,7 +11,6 @@ import io
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
-import pandas as pd
 import streamlit as st
 
 from ui.escape import literal
@@ -35,6 +34,8 @@ def static_table(columns: Mapping[str, Sequence], decimals: Mapping[str, int]) -
     written here as text, not through pandas' Styler, which needs jinja2 for it; st.table
     aligns text cells left.
     """
+    import pandas as pd  # here, not at the top: the Overview loads no pandas (ui/preload.py)
+
     frame = pd.DataFrame(
         {
             name: [_table_cell(value, decimals.get(name)) for value in values]

@@ -537,8 +537,21 @@ UPDATE_WATCH_JS = """
   if (window.__updateWatch) return;
   const cache = new WeakMap();
   const hashOf = (g) => {
-    // an HTML heatmap (ui/html_heatmap.py) is a new element for every new sentence
-    if (g.classList.contains('ae-heatmap')) return (g.dataset.heads || '').length + ':' + g.dataset.heads;
+    // an HTML heatmap (ui/html_heatmap.py) is a new element for every new sentence: its
+    // heads' numbers are hashed once per element, as a plotly figure's data is hashed once per
+    // data object below. (Read whole on every frame, a 32-piece figure's ~0.2 MB of heads was
+    // copied and hashed again at each animation frame while the update was timed.)
+    if (g.classList.contains('ae-heatmap')) {
+      let h = cache.get(g);
+      if (h === undefined) {
+        const s = g.dataset.heads || '';
+        let x = 0;
+        for (let i = 0; i < s.length; i++) x = (x * 31 + s.charCodeAt(i)) | 0;
+        h = 'heads:' + s.length + ':' + x;
+        cache.set(g, h);
+      }
+      return h;
+    }
     // an HTML value grid or bar chart (ui/html_heatmap.py): its text, numbers included
     if (!g.classList.contains('js-plotly-plot')) return 'html:' + g.textContent;
     const data = g.data;
