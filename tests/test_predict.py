@@ -79,7 +79,7 @@ def _static(model, text: str) -> tuple[tuple[str, ...], np.ndarray]:
 def ctx_strongest(model, state: dict) -> set[str]:
     tokens, x = _static(model, state["ctx_a"])
     other, _ = _static(model, state["ctx_b"])
-    row = next(i for i, t in enumerate(tokens) if t in other)
+    row = next(i for i, t in enumerate(tokens) if t not in other)  # the page opens on the shared
     scores = x @ x.T
     return _labels(tokens, _argmax(scores[row], [j for j in range(len(tokens)) if j != row]))
 

@@ -192,15 +192,18 @@ def static_strongest_other(
     other_tokens: Sequence[str],
 ) -> Question | None:
     """Page 1: in softmax(X Xᵀ) of the sentence, besides itself, which piece takes the largest
-    weight in the row of the first piece it shares with the other sentence (else its middle
-    piece)."""
+    weight in the row of its first piece that the other sentence lacks (else its middle piece).
+    Not a shared piece's row: the page opens on the shared word's two rows, which would give the
+    answer away."""
     tokens = sentence.tokens
     if len(tokens) < 2:
         return None
-    shared = context.shared_tokens(tokens, other_tokens)
-    # shared pieces are keys without a byte-level BPE's leading space: found by piece_index
-    row = context.piece_index(tokens, shared[0]) if shared else None
-    row = len(tokens) // 2 if row is None else row
+    # shared pieces are keys without a byte-level BPE's leading space (piece_key)
+    shared = set(context.shared_tokens(tokens, other_tokens))
+    row = next(
+        (i for i, token in enumerate(tokens) if context.piece_key(token) not in shared),
+        len(tokens) // 2,
+    )
     word = _token_label(tokens, row)
 
     def reason(best: int) -> str:
