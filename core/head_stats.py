@@ -347,10 +347,14 @@ def shared_pieces(
 
 def boldest_line(attentions: np.ndarray, special: np.ndarray) -> tuple[int, int, int, int, float]:
     """(L, H, n, n) weights, (n,) bool special pieces -> (layer, head, query, key, weight) of
-    the largest weight between two ordinary pieces in any head: the head view's boldest line
-    once the special pieces, where many heads park their weight, are left out."""
+    the largest weight between two different ordinary pieces in any head: the head view's
+    boldest line once the special pieces, where many heads park their weight, are left out.
+    A piece's weight on itself is left out too: under the causal mask the first row has only
+    itself to look at, and its 1.0 would win every time. (With one ordinary piece, itself.)"""
     ordinary = ~np.asarray(special, dtype=bool)  # (n,)
     between = ordinary[:, None] & ordinary[None, :]  # (n, n) query and key both ordinary
+    if between.sum() > 1:
+        np.fill_diagonal(between, False)  # two different pieces
     weights = np.where(between, attentions, -np.inf)  # (L, H, n, n)
     layer, head, query, key = np.unravel_index(int(np.argmax(weights)), weights.shape)
     return int(layer), int(head), int(query), int(key), float(attentions[layer, head, query, key])

@@ -150,6 +150,16 @@ def causal_view(
     return masked.numpy(), masked_softmax(masked).numpy()
 
 
+def first_row_without_mask(trace: Trace, layer: int, head: int) -> float:
+    """The weight the first query gives itself when the same queries and keys as causal_view's
+    meet no mask: the softmax of its scores over all n keys (in a decoder's trace the Trace's
+    own weights carry the mask already, so they cannot say this)."""
+    query = torch.from_numpy(np.array(trace.queries[layer, head, :1]))  # (1, d_head)
+    key = torch.from_numpy(np.array(trace.keys[layer, head]))  # (n, d_head)
+    scores = attention_scores(query, key, scale=trace.options.scale)  # (1, n)
+    return float(torch.softmax(scores.double(), dim=-1)[0, 0])
+
+
 # ---------------------------------------------------------------------------------------------
 # Comparing two runs of the model
 # ---------------------------------------------------------------------------------------------

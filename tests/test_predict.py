@@ -115,7 +115,7 @@ def sm_first_row(model, state: dict) -> set[str]:
     values = {
         "all of it: 1": 1.0,
         f"an even share: 1/{n}": 1 / n,
-        "what it took without the mask": trace.attentions[state["layer"], state["head"], 0, 0],
+        "what it took without the mask": _softmax(scores)[0, 0],  # the same scores, no mask
     }
     return {label for label, value in values.items() if f"{value:.3f}" == f"{first:.3f}"}
 
@@ -568,12 +568,18 @@ def test_a_tiny_decoders_questions_have_the_answers_numpy_gives(tiny_decoder):
         assert right(question) == _labels(trace.tokens, _argmax(weights[layer, head, query]))
         assert np.triu(weights[layer, head], 1).max() == 0  # the mask: nothing after the query
 
-    # 2. under the mask the first row keeps everything: a decoder's run had it already
+    # 2. under the mask the first row keeps everything; without it, the same scores over all
+    # n keys (a decoder's own weights carry the mask, so they cannot give this number)
     masked_scores, masked_weights = masking.causal_view(trace, 0, 0, max_tokens=40)
-    question = predict_answers.first_row_under_mask(
-        masked_weights, weights[0, 0, 0, 0], trace.tokens
+    query, key = trace.queries[0, 0].astype(np.float64), trace.keys[0, 0].astype(np.float64)
+    unmasked = _softmax(query[:1] @ key.T / np.sqrt(query.shape[-1]))[0, 0]  # row 0, no mask
+    assert masking.first_row_without_mask(trace, 0, 0) == pytest.approx(unmasked, abs=1e-6)
+    question = predict_answers.first_row_under_mask(masked_weights, unmasked, trace.tokens)
+    expected = {"all of it: 1"} | (
+        {"what it took without the mask"} if f"{unmasked:.3f}" == "1.000" else set()
     )
-    assert right(question) == {"all of it: 1", "what it took without the mask"}
+    assert right(question) == expected
+    assert f"{unmasked:.3f} without" in question.numbers
 
     # 3. in how many layers ‖a‖ > ‖f‖, token by token on average
     sizes = inside_layer.sublayer_sizes(tiny_decoder, trace)
@@ -592,3 +598,19 @@ def test_a_tiny_decoders_questions_have_the_answers_numpy_gives(tiny_decoder):
         np.testing.assert_allclose(rolled[layer], mine, atol=1e-4)
         question = predict_answers.rollout_row_sum(rolled, trace.tokens, layer)
         assert "exactly 1, at every layer" in right(question)
+
+
+def test_the_same_input_question_is_asked_only_of_one_and_the_same_vector():
+    """A model whose positions enter with the word hands a head two different vectors: the
+    question's premise ("one and the same vector") would be false, so it is not asked."""
+    from core.qkv import SharedWordThroughHeads
+
+    def through(cosine_input: float) -> SharedWordThroughHeads:
+        return SharedWordThroughHeads(
+            "bank", 0, 1, 1, cosine_input, (1.0, 1.0), (0.9, 0.9), 0.95, np.array([0.2, 0.9])
+        )
+
+    assert predict_answers.same_input_apart(through(0.072)) is None
+    asked = predict_answers.same_input_apart(through(1.0))
+    assert "one and the same vector" in asked.prompt
+    assert {asked.options[k] for k in asked.answers} == {"no: some heads pull them apart"}

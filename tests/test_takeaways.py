@@ -113,7 +113,7 @@ def test_overview_and_head_view_name_the_boldest_line_over_every_head(model):
     best = (-1.0, None)
     for index in np.ndindex(weights.shape):  # every weight between two ordinary pieces
         layer, head, query, key = index
-        if keep[query] and keep[key] and weights[index] > best[0]:
+        if keep[query] and keep[key] and query != key and weights[index] > best[0]:
             best = (weights[index], index)
     weight, (layer, head, query, key) = best
     arrow = f"{trace.tokens[query]} → " + ("itself" if query == key else trace.tokens[key])
@@ -137,7 +137,9 @@ def test_heatmaps_takeaway_counts_sinks_and_the_previous_token_head(model):
     previous = np.stack([weights[..., i, i - 1] for i in range(1, n)], -1).mean(-1)  # (L, H)
     layer, head = np.unravel_index(previous.argmax(), previous.shape)
     said = shown(takeaway_text(at))  # the specials as a visitor reads them
-    assert f"{int((parked >= 0.5).sum())} park at least half of a row on [CLS] and [SEP]" in said
+    sinks, heads = int((parked >= 0.5).sum()), parked.size
+    counted = "none of the" if sinks == 0 else "all" if sinks == heads else f"{sinks} of"
+    assert f"{counted} {heads} heads park at least half of a row on [CLS] and [SEP]" in said
     assert f"L{layer} H{head} gives the token before {previous[layer, head]:.2f}" in said
     assert f"against {previous.mean():.2f} for the average head" in said
 
@@ -224,3 +226,17 @@ def test_explanations_takeaway_names_pieces_of_the_sentence():
     assert said.startswith("Asked which word piece matters most, the 6 methods name ")
     named = said.split("(")[1].split(")")[0].split(", ") if "(" in said else [said.split(", ")[-1]]
     assert set(named) <= {"time", "flies", "like", "an", "arrow", "."}, said
+
+
+def test_the_boldest_line_joins_two_different_pieces():
+    """Under the causal mask the first row can only look at itself (weight 1): the boldest line
+    between two pieces is never a piece's line to itself."""
+    from core import head_stats
+
+    weights = np.zeros((1, 2, 3, 3))  # (L, H, n, n), causal rows
+    weights[0, :, 0, 0] = 1.0  # the first piece: itself only
+    weights[0, 0, 1, :2] = (0.3, 0.7)
+    weights[0, 1, 1, :2] = (0.6, 0.4)  # head 1: row 1 gives piece 0 the largest other weight
+    weights[0, :, 2, :] = (0.2, 0.1, 0.7)
+    special = np.zeros(3, dtype=bool)
+    assert head_stats.boldest_line(weights, special) == (0, 1, 1, 0, 0.6)

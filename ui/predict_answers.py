@@ -264,13 +264,18 @@ def weight_ratio(result: qkv.QKVResult, tokens: Sequence[str], query: int) -> Qu
     )
 
 
-def same_input_apart(through_heads: qkv.SharedWordThroughHeads) -> Question:
+def same_input_apart(through_heads: qkv.SharedWordThroughHeads) -> Question | None:
     """Page 2, step 7: does any head of the layer give the shared word's two occurrences
-    different outputs (cosine below 1.000 as printed)?"""
+    different outputs (cosine below 1.000 as printed)? Asked only where the two enter as one
+    and the same vector (cosine 1.000 as printed): a model whose positions enter with the word
+    (GPT-2's learned rows at other positions) hands the head two different vectors, and
+    "the same vector in" is not the question there. None then."""
     cosines = through_heads.cosine_by_head  # (H,)
     word = literal(through_heads.word)
     lowest = int(np.argmin(cosines))
     same_input = f"{through_heads.cosine_input:.3f}" == "1.000"
+    if not same_input:
+        return None
     apart = f"{cosines[lowest]:.3f}" != "1.000"
     if len(cosines) <= ALL_NUMBERS_UP_TO:
         order = np.arange(len(cosines))
@@ -279,10 +284,8 @@ def same_input_apart(through_heads: qkv.SharedWordThroughHeads) -> Question:
         order = np.argsort(cosines, kind="stable")[:SHOWN_NUMBERS]
         title = "cosine of the two outputs, lowest first"
     return Question(
-        f"The two **{word}**s enter layer {through_heads.layer} as "
-        + ("one and the same vector" if same_input else "vectors at cosine ")
-        + ("" if same_input else f"{through_heads.cosine_input:.3f}")
-        + f". Will each of its {len(cosines)} heads hand them the same output?",
+        f"The two **{word}**s enter layer {through_heads.layer} as one and the same vector. "
+        f"Will each of its {len(cosines)} heads hand them the same output?",
         (
             "yes: the same vector in gives the same vector out",
             "no: some heads pull them apart",

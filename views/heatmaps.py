@@ -65,7 +65,9 @@ st.subheader("1 · Every head at once")
 head_summary = heatmaps_runs.head_statistics(trace, renormalise, word_level)  # (L, H) fields
 prev_layer, prev_head = divmod(int(head_summary.on_previous.argmax()), model.n_heads)
 sinks = (  # the specials' share is gone once they are hidden
-    f"{head_summary.n_sinks} park at least half of a row on {specials} on average, and "
+    f"{wording.count_of(head_summary.n_sinks, model.n_layers * model.n_heads, 'head')} park at "
+    f"least half of a row on {specials} on "
+    "average, and "
     if specials and not renormalise
     else ""
 )

@@ -402,7 +402,7 @@ def causal_mask() -> None:
     predict.ask_choice(
         "sm_first_row",
         predict_answers.first_row_under_mask(
-            masked_weights, float(trace.attentions[layer, head, 0, 0]), trace.tokens
+            masked_weights, scaling_masking.first_row_without_mask(trace, layer, head), trace.tokens
         ),
         reveal=masked_figures,
         folded="the head's scores and weights with the mask",
