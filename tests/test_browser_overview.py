@@ -97,8 +97,6 @@ def test_heatmap_margins_fit_their_labels_so_plotly_draws_once(server, browser, 
     assert len(model.run(text).tokens) > display_policy.DRAW_LIMIT
     page.goto(f"{url}/scaling_masking?sm_section={section}&text={quote(text)}")
     wait_for_app(page)
-    # the section's question folds the two runs until answered: skip it (ui/predict.py)
-    page.get_by_role("button", name="Show me").click()
     find = (
         "[...document.querySelectorAll('.js-plotly-plot')].find(gd => gd.layout && "
         "(gd.layout.title.text || '').includes('as trained') && gd.querySelector('.xtick text'))"

@@ -9,6 +9,7 @@ import pytest
 from conftest import (
     BAD_INPUTS,
     ROOT,
+    answer_open_questions,
     assert_each_tab_draws,
     assert_no_exception,
     drawn_figures,
@@ -104,7 +105,9 @@ def test_flow_page_example_pair_and_layer_slider(model):
     assert_no_exception(at)
     assert at.session_state["pair"] == similarity.EXAMPLE_PAIRS[1][2]
     at.slider(key="ex_layer").set_value(2).run()  # inside tab 2, and tab 4 keeps its place
-    assert "Attention rollout after layer 2" in titles(open_tab(at, "ex_section", "2 · Rollout"))
+    # a new layer asks the rollout question anew: answered, its figure is drawn
+    rollout_tab = answer_open_questions(open_tab(at, "ex_section", "2 · Rollout"))
+    assert "Attention rollout after layer 2" in titles(rollout_tab)
     assert "Norm rollout after layer 2" in titles(open_tab(at, "ex_section", "4 · Norms"))
 
 
