@@ -215,6 +215,13 @@ def test_before_then_after_with_the_models_numbers_and_a_record(model, captured_
     named = re.search(r"the row of \*\*(.+?)\*\*", heads).group(1)
     assert shown(named) == trained.tokens[trained.n_tokens // 2]
 
+    # a second pick in the second round: the verdict stays with the first, and says so
+    at = _pick(at, "after", "causal_mask", 0)
+    mask = _alert_for(at, f"{above_masked:.3g} with the causal mask, {above_free:.3f} without it")
+    assert mask.startswith("**Wrong.**")
+    assert "You have since picked “0, exactly”; your first pick," in mask
+    assert "is the one counted." in mask
+
     # 4. Both rounds side by side, judged now that the answers were given.
     at = open_tab(at, "check_tab", "Your record")
     assert_no_exception(at)

@@ -438,6 +438,11 @@ def ask(round_name: str, number: int, key: str, question: Question) -> None:
             if before is None
             else f"Before the course: {verdict(question, before)}."
         )
+        if picked != pick["picked"]:  # the second round keeps its first pick (_keep)
+            then += (
+                f" You have since picked “{question.options[picked]}”; your first pick, "
+                f"“{pick['option']}”, is the one counted."
+            )
         body = f"{head} {question.reason}  \n{question.numbers}  \n{then}"
         if right:
             st.success(body, icon=":material/check_circle:")

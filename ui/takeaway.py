@@ -13,7 +13,8 @@ KEY = "takeaway"  # its container's key: the browser test finds it by the class 
 LEAD = "**In short:**"  # the words it opens with: the headless tests find it by them
 
 
-def show(sentence: str) -> None:
-    """The takeaway, as Markdown, in the one container the tests look for."""
+def show(sentence: str, help: str | None = None) -> None:  # noqa: A002 (Streamlit's name)
+    """The takeaway, as Markdown, in the one container the tests look for; help: the "?" of a
+    term it uses before its page teaches it (terms.ahead)."""
     with st.container(key=KEY):
-        st.markdown(f"{LEAD} {sentence}")
+        st.markdown(f"{LEAD} {sentence}", help=help)

@@ -143,6 +143,11 @@ TERMS: dict[str, Term] = {
         "views/scaling_masking.py",
         "section 3",
     ),
+    "cosine": Term(
+        "How alike two vectors' directions are: their dot product divided by both lengths, 1 "
+        "when they point the same way, 0 at right angles, −1 when opposite. Length plays no part.",
+        "",
+    ),
     "R²": Term(
         "The share of the variation of one quantity that a fitted function of another accounts "
         "for: 1 when the fit is exact, 0 when it explains nothing.",

@@ -126,7 +126,8 @@ takeaway.show(
         "each has mixed in its own sentence."
         if round(pair.cosine_after, 3) < 1.0
         else "each keeps nearly all of its weight for itself, so the mixes agree."
-    )
+    ),
+    help=terms.ahead("cosine"),
 )
 display.show_shared_word(
     word,

@@ -53,7 +53,7 @@ takeaway.show(
     f"them; the strongest link between two ordinary pieces is L{bold_layer} H{bold_head}'s "
     f"{literal(trace.tokens[bold_query])} → "
     + ("itself" if bold_query == bold_key else literal(trace.tokens[bold_key]))
-    + f", {bold_weight:.2f}."
+    + f", {bold_weight:.2f}: set Layer to {bold_layer} and Head to {bold_head} below to see it."
 )
 chart_col, notes_col = st.columns([2, 1], gap="large")
 with notes_col:
