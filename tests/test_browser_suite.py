@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.browser import (
+    FOLDED_BY_A_QUESTION,
     QUIET_MOTION,
     ROOT,
     SENTENCE_TAB,
@@ -270,10 +271,10 @@ PILL_BORDER_JS = """() => {
   return pill ? getComputedStyle(pill).borderTopColor : null;
 }"""
 VERDICT_COLOURS = {"Right.": "rgb(33, 166, 81)", "Wrong.": "rgb(224, 57, 62)"}
-# Pages (on their SENTENCE_TAB) whose figures drawn from the sentence all wait for the question
-# above them (ui/predict.py): the tour answers it first. Its prompt and answer do not change
-# with the tour's sentences, so it stays answered and its figures redraw when typed into.
-ANSWERED_FIRST = {"views/inside_layer.py", "views/positional.py"}  # tab 7 asks before it shows
+# Pages whose figures drawn from the sentence all wait for the question above them: the tour
+# answers it first. Its prompt and answer do not change with the tour's sentences, so it stays
+# answered and its figures redraw when typed into.
+ANSWERED_FIRST = FOLDED_BY_A_QUESTION
 
 
 def answer_and_see_the_pill(tab: Tab, where: str) -> None:

@@ -223,6 +223,10 @@ SENTENCE_TAB = {
     "views/positional.py": {"pos_section": "7 · Word order"},
     "views/scaling_masking.py": {"sm_section": "3 · Switches"},
 }
+# Pages (on their SENTENCE_TAB) whose every figure drawn from the sentence waits below a
+# "predict, then see" question (ui/predict.py): a visitor answers before a typed sentence
+# redraws anything there.
+FOLDED_BY_A_QUESTION = frozenset({"views/inside_layer.py", "views/positional.py"})
 
 
 def app_pages() -> list[AppPage]:
