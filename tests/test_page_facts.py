@@ -234,17 +234,6 @@ _WORD_TABLES = ("word_embeddings.weight", "wte.weight", "embed_tokens.weight")
 _BPE_SPACES = "Ġ▁"  # byte-level BPE's and SentencePiece's mark of a word after a space
 
 
-@pytest.fixture()
-def local_folder_server(monkeypatch):
-    """A local user's server: the app may load a checkpoint from a folder."""
-    from ui import models
-
-    monkeypatch.setenv("ATTENTION_EXPLORER_LOCAL_FOLDERS", "1")
-    models.policy.clear()
-    yield
-    models.policy.clear()
-
-
 def _page_texts(family: str, page: str, state: dict[str, object] | None = None) -> list[str]:
     at = run_on(family_folder(family), page, state)
     assert not at.exception, [e.value for e in at.exception]
@@ -294,7 +283,7 @@ def _count_words(count: int, total: int) -> str:
 
 
 @pytest.mark.parametrize("family", ["roberta", "gpt2"])
-def test_the_same_word_in_two_sentences_is_worded_by_its_input_cosine(family, local_folder_server):
+def test_the_same_word_in_two_sentences_is_worded_by_its_input_cosine(family, local_folders):
     texts = _page_texts(family, "views/heatmaps.py")
     caption = _one_match(
         texts,
@@ -338,7 +327,7 @@ def test_the_same_word_in_two_sentences_is_worded_by_its_input_cosine(family, lo
 
 
 def test_as_in_training_is_said_only_of_a_model_trained_on_mean_pooled_sentences(
-    local_folder_server, tmp_path
+    local_folders, tmp_path
 ):
     """A BERT checkpoint names no sentence pooling; the same weights with sentence-transformers'
     files saying mean pooling (as all-MiniLM-L6-v2 ships them) were trained for this cosine."""
@@ -368,7 +357,7 @@ def test_as_in_training_is_said_only_of_a_model_trained_on_mean_pooled_sentences
     assert "was not trained" not in trained
 
 
-def test_a_decoders_flow_tab_names_what_it_explains_in_one_clause(local_folder_server):
+def test_a_decoders_flow_tab_names_what_it_explains_in_one_clause(local_folders):
     texts = _page_texts("gpt2", "views/information_flow.py", {"ex_section": "3 · Flow"})
     paragraph = _one_match(texts, r"Abnar & Zuidema \(2020\) found.*").string
     assert "classifier's output" in paragraph and "likeliest next piece" in paragraph
@@ -388,7 +377,7 @@ def _page_one_bank_cosine(folder: Path) -> float:
     return _cosine(*banks)
 
 
-def test_the_payoff_verb_follows_how_far_page_ones_cosine_fell(local_folder_server):
+def test_the_payoff_verb_follows_how_far_page_ones_cosine_fell(local_folders):
     texts = _page_texts("roberta", "views/qkv.py", {"qkv_section": "7 · Payoff"})
     assert not any(re.search(r"cosine [\d.]+ on the static rows", text) for text in texts)
     said = _one_match(
@@ -412,7 +401,7 @@ def test_the_payoff_verb_follows_how_far_page_ones_cosine_fell(local_folder_serv
     assert verb == expected, f"cosine fell by {fall:.3f}"
 
 
-def test_the_deletion_verdict_counts_the_random_orders_it_beats(local_folder_server):
+def test_the_deletion_verdict_counts_the_random_orders_it_beats(local_folders):
     """Tiny RoBERTa's sentence lands where the fastest method beats some random orders, not all:
     both counts are recomputed here from the drawn curves and the ten seeded orders."""
     at = run_on(family_folder("roberta"), "views/explanations.py")
@@ -450,7 +439,7 @@ def test_the_deletion_verdict_counts_the_random_orders_it_beats(local_folder_ser
         assert "at random does as much" not in lesson
 
 
-def test_roberta_position_table_counts_its_rows_and_the_usable_ones(local_folder_server):
+def test_roberta_position_table_counts_its_rows_and_the_usable_ones(local_folders):
     texts = _page_texts("roberta", "views/positional.py", {"pos_section": "3 · Learned"})
     folder = family_folder("roberta")
     rows = len(_tensor(_tensors(folder), "position_embeddings.weight"))
@@ -463,9 +452,7 @@ def test_roberta_position_table_counts_its_rows_and_the_usable_ones(local_folder
 
 
 @pytest.mark.parametrize("family", ["gpt2", "llama"])
-def test_page_ones_diagonal_and_self_weights_are_said_with_their_counts(
-    family, local_folder_server
-):
+def test_page_ones_diagonal_and_self_weights_are_said_with_their_counts(family, local_folders):
     texts = _page_texts(family, "views/context.py")
     said = " ".join(texts)
     folder = family_folder(family)
@@ -515,7 +502,7 @@ def test_page_ones_diagonal_and_self_weights_are_said_with_their_counts(
         assert "yet the mixes agree to three decimals" in said
 
 
-def test_the_feed_forwards_part_follows_the_shares_the_page_prints(local_folder_server):
+def test_the_feed_forwards_part_follows_the_shares_the_page_prints(local_folders):
     """The shares themselves are checked against a recomputation elsewhere (the inside-a-layer
     tests); here the words must follow the percentages printed beside them."""
     said = " ".join(_page_texts("distilbert", "views/inside_layer.py"))
