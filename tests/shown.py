@@ -83,6 +83,7 @@ class _HtmlFigureReader(HTMLParser):
                 "title": "",
                 "note": "",  # an attention grid's line under the title
                 "heads": json.loads(attributes.get("data-heads") or "null"),  # its stores
+                "store": attributes.get("data-store"),  # every head's, sent after it
                 "rows": [],  # a grid's row labels, or the bars' labels
                 "columns": [],  # a grid's column labels
                 "series": [],  # the bars' series names, from the legend
@@ -131,10 +132,17 @@ class _HtmlFigureReader(HTMLParser):
 def html_figures_of(*markups: str) -> dict[str, dict]:
     """html_figures of markup itself: the figures in these strings, by data-figure name."""
     reader = _HtmlFigureReader()
+    stores = {}
     for markup in markups:
         reader.feed(markup)
+        for store_id, heads in STORES_ELEMENT.findall(markup):
+            stores[store_id] = json.loads(html.unescape(heads))
     for figure in reader.figures.values():
         figure["numbers"] = [float(text) if text else np.nan for text in figure["numbers"]]
+        store = figure.pop("store")
+        if store is not None:  # an attention grid's every head, beside it: the page sent it
+            assert store in stores, f"stores {store} named but not sent"
+            figure["heads"] = {**stores[store], **figure["heads"]}
     return reader.figures
 
 

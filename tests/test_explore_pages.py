@@ -685,7 +685,7 @@ def test_hostile_sentences_reach_the_stores_beside_a_figure_as_text_only():
     bodies = [
         body for body in (e.proto.body for e in at.get("html")) if 'class="ae-stores"' in body
     ]
-    assert len(bodies) == 1  # section 4's (the up-close heatmap is HTML, its stores inside)
+    assert len(bodies) == 2  # section 4's, and the up-close heatmap's (sent after it)
     for body in bodies:
         assert STORES_ELEMENT.fullmatch(body), body[:200]  # one div, its JSON escaped
     rows = next(s for s in sent_figures(at) if "bar_lengths" in (s["layout"].get("meta") or {}))

@@ -8,6 +8,7 @@ import io
 import json
 import re
 from decimal import ROUND_HALF_UP, Decimal
+from html import unescape
 from html.parser import HTMLParser
 
 import numpy as np
@@ -75,9 +76,22 @@ class Figure(HTMLParser):
                     self.texts[name] = self.texts.get(name, "") + data
 
 
-def read(html: str) -> Figure:
+STORES = re.compile(
+    r'<div class="ae-stores" hidden data-store="([0-9a-f]{16})" data-heads="([^"<>]*)"></div>'
+)
+
+
+def read(html: str | html_heatmap.HeadGrid) -> Figure:
+    """The figure as a browser reads it; a HeadGrid's every-head stores (its second element)
+    in .every_head, checked to be the ones its data-store names."""
     figure = Figure()
-    figure.feed(html)
+    if not isinstance(html, html_heatmap.HeadGrid):
+        figure.feed(html)
+        return figure
+    figure.feed(html.figure)
+    ((store_id, heads),) = STORES.findall(html.stores())
+    assert figure.figure_attrs["data-store"] == store_id
+    figure.every_head = json.loads(unescape(heads))
     return figure
 
 
@@ -220,8 +234,9 @@ def test_past_twelve_pieces_the_cells_are_one_image_rows_queries_columns_keys():
 
 def test_visitor_tokens_are_text_and_no_markup_or_script_gets_through():
     n = len(HOSTILE)
-    html = html_heatmap.attention_grid(attentions_of(n), HOSTILE, 0, 0, every_head=True)
-    figure = read(html)
+    grid = html_heatmap.attention_grid(attentions_of(n), HOSTILE, 0, 0, every_head=True)
+    figure = read(grid)
+    html = grid.figure + grid.stores()
     queries = [c["text"] for c in figure.children if "ae-query" in c["class"]]
     keys = [c["text"] for c in figure.children if "ae-key" in c["class"]]
     assert queries == HOSTILE and keys == HOSTILE  # decoded, they are the tokens themselves
@@ -239,12 +254,14 @@ def test_visitor_tokens_are_text_and_no_markup_or_script_gets_through():
     assert "<img" not in html and "onerror=" not in html.replace("onerror&#61;", "")
 
 
-def test_every_head_travels_in_the_figure_as_drawn():
-    """data-heads holds, at l·H + h, head (l, h)'s weights at 4 decimals, title and scale."""
+def test_every_head_travels_beside_the_figure_as_drawn():
+    """The stores element holds, at l·H + h, head (l, h)'s weights at 4 decimals, title and
+    scale; the figure's own data-heads the head it shows, and nothing else."""
     n = 60  # above FITTED_SCALE_FROM keys: the colours run to the largest weight
     attentions = attentions_of(n, seed=1)
     figure = read(html_heatmap.attention_grid(attentions, ["w"] * n, 0, 1, every_head=True))
-    stores = json.loads(figure.figure_attrs["data-heads"])
+    stores = figure.every_head
+    assert json.loads(figure.figure_attrs["data-heads"]) == {"1": stores["1"]}
     assert sorted(map(int, stores)) == list(range(2 * 4))
     for layer in range(2):
         for head in range(4):

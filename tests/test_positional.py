@@ -369,13 +369,15 @@ def test_permutation_grid_carries_every_heads_weights_and_difference(tiny):
     trace = tiny.run("the river bank flows money grows")
     ids = np.array(trace.input_ids)
     result = positional.permutation_experiment(tiny, trace.tokens, ids, True, seed=2)
-    markup = positional_charts.permutation_grid(
-        result, True, "with positions", 1, 0, every_head=True
-    )
+    grid = positional_charts.permutation_grid(result, True, "with positions", 1, 0, every_head=True)
+    markup = grid.figure
     n_heads, n = tiny.n_heads, len(ids)
     assert f'data-every-head-of="{n_heads}"' in markup
     assert f'data-shown="{1 * n_heads + 0}"' in markup
-    stores = json.loads(html.unescape(re.search(r'data-heads="([^"]*)"', markup)[1]))
+    store_id = re.search(r'data-store="([0-9a-f]+)"', markup)[1]
+    every = grid.stores()
+    assert f'data-store="{store_id}"' in every  # the stores the figure names
+    stores = json.loads(html.unescape(re.search(r'data-heads="([^"]*)"', every)[1]))
     original = positional.attention_from_ids(tiny, ids, True)
     for layer in range(tiny.n_layers):
         for head in range(n_heads):

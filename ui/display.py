@@ -145,7 +145,12 @@ def _show_stores(aside: html_heatmap.HtmlFigure) -> None:
 # What a view hands show_matrix and show_bars: a builder of each form, called only for the form
 # drawn. An HTML builder returns html_heatmap's figure, or a few drawn side by side in columns;
 # a plotly builder a figure, or a few side by side (one key each).
-HtmlForm = Callable[[], html_heatmap.HtmlFigure | tuple[html_heatmap.HtmlFigure, ...]]
+HtmlForm = Callable[
+    [],
+    html_heatmap.HtmlFigure
+    | html_heatmap.HeadGrid
+    | tuple[html_heatmap.HtmlFigure | html_heatmap.HeadGrid, ...],
+]
 PlotlyForm = Callable[[], go.Figure | tuple[go.Figure, ...]]
 
 
@@ -312,7 +317,12 @@ def show_token_matrix(
         st.caption("Blue above zero, red below, scaled to the largest |value| drawn.")
 
 
-def show_html_figure(figure: html_heatmap.HtmlFigure) -> None:
+def show_html_figure(figure: html_heatmap.HtmlFigure | html_heatmap.HeadGrid) -> None:
     """A figure drawn as HTML by ui/html_heatmap.py (visitor text escaped there): its markup
-    holds data, and no script."""
+    holds data, and no script. A HeadGrid's every-head stores follow it as their own element,
+    built once the figure is on its way (HEAD_SWITCH_JS finds them by its data-store)."""
+    if isinstance(figure, html_heatmap.HeadGrid):
+        st.html(figure.figure)
+        _show_stores(figure.stores())
+        return
     st.html(figure)

@@ -35,6 +35,7 @@ import io
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from html import escape
 from typing import NewType
 
@@ -202,6 +203,21 @@ def number_text(steps: int) -> str:
     return "1.0" if hundredths >= 100 else f".{hundredths:02d}"
 
 
+@dataclass(frozen=True)
+class HeadGrid:
+    """An attention grid whose sliders switch its head in the browser.
+
+    figure: the grid of the head shown, whose data-heads holds that head alone and whose
+    data-store names the element that holds every head. stores(): that element, built when it
+    is drawn. display.show_html_figure sends the figure first and the stores after it: the
+    figure is what a visitor waits for after a keystroke, and every head's packed weights
+    (~0.2 MB for MiniLM at 32 pieces) would otherwise be built, sent and parsed before it.
+    """
+
+    figure: HtmlFigure
+    stores: Callable[[], HtmlFigure]
+
+
 def attention_grid(
     attentions: np.ndarray,
     tokens: Sequence[str],
@@ -212,40 +228,29 @@ def attention_grid(
     note_of: Callable[[int, int], str] | None = None,
     name: str = "",
     masked: bool = False,
-) -> HtmlFigure:
-    """The HTML figure of head (layer, head).
+) -> HtmlFigure | HeadGrid:
+    """The HTML figure of head (layer, head); with every head when every_head (a HeadGrid).
 
-    attentions: (L, H, n, n). The cells are painted for the head asked for. data-heads maps
-    index l·H + h to what HEAD_SWITCH_JS needs to paint (and hover) head h of layer l: every
-    head when every_head (the sliders then switch it in the browser), else the one shown.
-    title_of(l, h), note_of(l, h): head h of layer l's title and the line under it, the code's
-    own words (charts.head_title's by default, and no line). name: the figure's data-figure
-    attribute, by which tests find it, if given. masked: the run had a causal mask: the keys
-    after each query are covered by hatched grey (masked_rows), not shown as weights of 0.
+    attentions: (L, H, n, n). The cells are painted for the head asked for. A store maps index
+    l·H + h to what HEAD_SWITCH_JS needs to paint (and hover) head h of layer l: the figure
+    carries the one shown, and a HeadGrid's stores every head (the sliders then switch it in
+    the browser). title_of(l, h), note_of(l, h): head h of layer l's title and the line under
+    it, the code's own words (charts.head_title's by default, and no line). name: the figure's
+    data-figure attribute, by which tests find it, if given. masked: the run had a causal mask:
+    the keys after each query are covered by hatched grey (masked_rows), not shown as weights
+    of 0.
     """
     n_layers, n_heads, n, _ = attentions.shape
     shown_index = layer * n_heads + head
     carried = range(n_layers * n_heads) if every_head else [shown_index]
+    titles = {index: title_of(*divmod(index, n_heads)) for index in carried}
 
     def note(index: int) -> str:
         parts = [note_of(*divmod(index, n_heads)) if note_of else "", MASKED_NOTE if masked else ""]
         return " · ".join(part for part in parts if part)
 
-    # (k, n, n): the carried heads, index l·H + h being head h of layer l (a stack, not a
-    # reshape: one_head_grid passes a view of one head that a reshape would copy L·H times)
-    heads = np.stack([attentions[divmod(index, n_heads)] for index in carried])
-    stores = dict(
-        zip(
-            carried,
-            _stores(
-                heads,
-                [title_of(*divmod(index, n_heads)) for index in carried],
-                [note(index) for index in carried],
-            ),
-            strict=True,
-        )
-    )
-    shown = stores[shown_index]
+    notes = {index: note(index) for index in carried}
+    (shown,) = _stores(attentions[layer, head][None], [titles[shown_index]], [notes[shown_index]])
     weights = np.round(attentions[layer, head].astype(np.float64), 4)  # (n_q, n_k) as stored
     # Up to display_policy.NUMBERS_UP_TO pieces, one element per cell with its number; past it,
     # one image: 16,000 cells at 128 pieces were slow to sanitise, parse and lay out
@@ -284,14 +289,16 @@ def attention_grid(
         cells += masked_rows(n)
     cells += _colour_bar(n + 2, n, gradient, "weight", shown["top"], "0")
 
-    store_json = json.dumps(stores, separators=(",", ":"))
+    store_json = json.dumps({shown_index: shown}, separators=(",", ":"))
+    store_id = _store_id(attentions, titles, notes) if every_head else ""
     attributes = (
         (f'data-figure="{escape(name, quote=True)}" ' if name else "")
+        + (f'data-store="{store_id}" ' if every_head else "")
         + f'data-every-head-of="{n_heads}" data-pieces="{n}" '
         f'data-steps="{charts.WEIGHT_STEPS}" data-shown="{shown_index}" '
         f'data-heads="{escape(store_json, quote=True)}"'
     )
-    return HtmlFigure(
+    figure = HtmlFigure(
         f'<figure class="ae-heatmap{many_class(n)}" {attributes}>'
         f'<figcaption><b class="ae-title">{escape(shown["title"])}</b>'
         f'<span class="ae-note">{escape(shown["note"])}</span></figcaption>'
@@ -303,6 +310,24 @@ def attention_grid(
         f'<div class="ae-readout" aria-live="polite">{readout_hint(n, READOUT_HINT)}</div>'
         "</figure>"
     )
+    if not every_head:
+        return figure
+
+    def every_store() -> HtmlFigure:
+        heads = attentions.reshape(n_layers * n_heads, n, n)  # (L·H, n, n), index l·H + h
+        stores = _stores(heads, list(titles.values()), list(notes.values()))
+        return stores_element(dict(enumerate(stores)), store_id)[1]
+
+    return HeadGrid(figure, every_store)
+
+
+def _store_id(attentions: np.ndarray, titles: Mapping[int, str], notes: Mapping[int, str]) -> str:
+    """The id of a figure's every-head stores, from what they are made of (the weights, titles
+    and notes): known before they are built, and never another sentence's or figure's."""
+    digest = hashlib.blake2b(digest_size=8)
+    digest.update(np.ascontiguousarray(attentions, dtype=np.float32).tobytes())
+    digest.update(json.dumps([list(titles.values()), list(notes.values())]).encode())
+    return digest.hexdigest()
 
 
 MASKED_NOTE = "hatched: masked, later keys a query may not see"
@@ -414,16 +439,20 @@ CELL_HINT = "Click or tap a cell: its row, column and value show here."  # a val
 STORES_CLASS = "ae-stores"
 
 
-def stores_element(stores: list[dict]) -> tuple[str, HtmlFigure]:
-    """(id, markup): a hidden element whose data-heads holds a plotly figure's stores as JSON.
+def stores_element(
+    stores: list[dict] | dict[int, dict], store_id: str | None = None
+) -> tuple[str, HtmlFigure]:
+    """(id, markup): a hidden element whose data-heads holds a figure's stores as JSON.
 
-    stores: an every-head figure's layout.meta["heads"] (the explorer's every-head figures): their titles are the code's own words or escape.literal()'s
-    text, the rest numbers and base64. The JSON is escaped as an attribute value, so nothing in
-    it is read as markup. The id is a hash of the stores: a figure names the stores it was drawn
-    with, and never meets another sentence's.
+    stores: an every-head plotly figure's layout.meta["heads"], or an attention grid's by index
+    l·H + h: their titles are the code's own words or escape.literal()'s text, the rest numbers
+    and base64. The JSON is escaped as an attribute value, so nothing in it is read as markup.
+    The id (store_id, or else a hash of the stores) is what its figure names it by: a figure
+    finds the stores it was drawn with, and never meets another sentence's.
     """
     stores_json = json.dumps(stores, separators=(",", ":"))
-    store_id = hashlib.blake2b(stores_json.encode(), digest_size=8).hexdigest()
+    if store_id is None:
+        store_id = hashlib.blake2b(stores_json.encode(), digest_size=8).hexdigest()
     markup = (
         f'<div class="{STORES_CLASS}" hidden data-store="{store_id}" '
         f'data-heads="{escape(stores_json, quote=True)}"></div>'

@@ -190,7 +190,7 @@ def histograms(
 
 def permutation_grid(
     result: PermutationResult, put_back: bool, label: str, layer: int, head: int, every_head: bool
-) -> html_heatmap.HtmlFigure:
+) -> html_heatmap.HtmlFigure | html_heatmap.HeadGrid:
     """One head's weights in the word-order experiment, as HTML (html_heatmap.attention_grid):
     the original run's, or the shuffled run's put back in the original order, with that head's
     max |Δ| to the original on the line under the title. every_head: the figure carries all

@@ -141,7 +141,22 @@
     const lin = rgb.map(v => v / 255).map(c => c <= 0.03928 ? c / 12.92 : Math.pow((c + 0.055) / 1.055, 2.4));
     return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2];
   };
-  const headsOf = fig => fig.__heads || (fig.__heads = JSON.parse(fig.dataset.heads));
+  // A figure's heads by index l·H + h: its own data-heads (the head it was drawn with) and,
+  // once it has arrived, every head from the stores element its data-store names (sent after
+  // the figure: display.show_html_figure). Parsed once per element.
+  const headsOf = fig => {
+    if (fig.__every) return fig.__every;
+    const own = fig.__heads || (fig.__heads = JSON.parse(fig.dataset.heads));
+    const id = fig.dataset.store;
+    const aside = id && [...document.querySelectorAll('.ae-stores')].find(el => el.dataset.store === id);
+    if (!aside) return own;
+    try {
+      fig.__every = Object.assign(JSON.parse(aside.dataset.heads), own);
+    } catch (error) {
+      return own;
+    }
+    return fig.__every;
+  };
   const countsOf = (fig, index) => {  // the head's weights as k / steps, row after row
     fig.__counts = fig.__counts || {};
     if (!fig.__counts[index]) {
