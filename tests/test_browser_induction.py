@@ -1,14 +1,13 @@
-"""Induction heads in chromium: found in a decoder's heads, and learned in the lab.
+"""Induction heads in chromium, found in a decoder's heads.
 
-The headless tests (tests/test_induction_pages.py) check every number against core.induction;
-here a real browser shows the same: 4 · Multi-head's grid for a tiny GPT-2 loaded from a local
-folder, cell for cell as plotly holds it, and the lab's two-layer run trained by a click, its
-figures drawn and its best head's score the one the page names.
+The headless tests (tests/test_induction_pages.py) check every number against core.induction,
+the lab's trained runs included (the lab's figures in chromium: tests/test_lab.py); here a real
+browser shows the same: 4 · Multi-head's grid for a tiny GPT-2 loaded from a local folder, cell
+for cell as plotly holds it.
 """
 
 from __future__ import annotations
 
-import re
 import urllib.parse
 
 import numpy as np
@@ -32,7 +31,7 @@ HEATMAP_Z_JS = """
 
 
 @pytest.mark.browser
-def test_induction_heads_found_in_a_decoder_and_learned_in_the_lab(tmp_path):
+def test_induction_heads_found_in_a_decoder_are_drawn_cell_for_cell(tmp_path):
     folder = write_tiny_family(tmp_path / "gpt2", "gpt2", seed=3)
     found = induction.found_scores(core.load_folder(folder)).scores  # (L, H) each, computed here
     with served_app(extra_env=LOCAL_USER_ENV) as server, chromium() as browser:
@@ -60,23 +59,5 @@ def test_induction_heads_found_in_a_decoder_and_learned_in_the_lab(tmp_path):
             np.testing.assert_allclose(inductive, np.round(found.induction, 3))
             assert not shown_errors(page), shown_errors(page)
 
-            # Learned: the lab's second experiment, trained by a click.
-            tab.goto(f"{server.url}/lab")
-            train = page.get_by_role("button", name="Train (2 layers)")
-            train.scroll_into_view_if_needed()
-            tab.act(lambda: train.click())
-            for key in ("ind_loss", "ind_previous_curves", "ind_induction_curves", "ind_grid"):
-                page.locator(f".st-key-{key} .js-plotly-plot").wait_for(timeout=300_000)
-            metric = page.locator('[data-testid="stMetric"]').filter(
-                has_text="Best induction score"
-            )
-            label = metric.locator('[data-testid="stMetricLabel"]').inner_text()
-            best = float(metric.locator('[data-testid="stMetricValue"]').inner_text())
-            layer, head = (int(n) for n in re.search(r"L(\d+)\s*H(\d+)", label).groups())
-            final = page.evaluate(HEATMAP_Z_JS, ".st-key-ind_grid .js-plotly-plot")[1]  # induction
-            assert final[layer][head] == pytest.approx(best, abs=0.006)  # the metric is 2 decimals
-            assert best == pytest.approx(max(max(row) for row in final), abs=0.006)
-            assert layer == 1, "the induction head the page names is in layer 1"
-            assert not shown_errors(page), shown_errors(page)
         finally:
             context.close()

@@ -1,5 +1,6 @@
 """The course's path in Chromium: the map's links open pages inside the session
-(ui/js/page_links.js) on a phone with the sidebar folded away. The walk by Next through every
+(ui/js/page_links.js) on a phone with the sidebar folded away. That every page opens on its
+takeaway and payoff figure is checked on the navigation tour (tests/test_browser_suite.py). The walk by Next through every
 page, with the sidebar's list and the map at the end, is one visitor's course in
 tests/test_browser_hostile_tokenizer.py (with a tiny decoder loaded: three checks, one walk)."""
 
@@ -52,53 +53,3 @@ def test_a_phone_follows_the_map_with_the_sidebar_folded(server, browser):
     box = page.locator('[data-figure="model-map"]').bounding_box()
     assert box["x"] >= 0 and box["x"] + box["width"] <= 390
     context.close()
-
-
-# ---- every page opens on its payoff ---------------------------------------------------------------
-FIRST_SCREEN = {"width": 1280, "height": 900}
-# The check is questions only: no figure to open on, and a takeaway would give its answers away.
-NO_PAYOFF = {path.CHECK_FILE}
-# The takeaway's bottom and the top of the first figure after it, in page pixels (null until
-# both are drawn). A figure: a plotly chart (not the blank one ui/preload.py shows early) or an
-# HTML figure of ui/html_heatmap.py (a <figure>; the model map and progress row are <nav>s).
-PAYOFF_JS = """
-() => {
-  const main = document.querySelector('[data-testid="stMain"]');
-  const said = main && main.querySelector('.st-key-takeaway');
-  if (!said) return null;
-  const figures = [...main.querySelectorAll(
-    '.js-plotly-plot:not(.st-key-_plotly_preload .js-plotly-plot), figure[class^="ae-"]')]
-    .filter(f => said.compareDocumentPosition(f) & Node.DOCUMENT_POSITION_FOLLOWING);
-  if (!figures.length) return null;
-  const scroller = main.closest('[data-testid="stAppViewContainer"]') || document.scrollingElement;
-  const top = (e) => e.getBoundingClientRect().top + (scroller.scrollTop || 0);
-  return {said: top(said) + said.getBoundingClientRect().height, figure: top(figures[0])};
-}
-"""
-
-
-def test_every_page_opens_on_its_takeaway_and_payoff_figure(server, browser):
-    """One visitor at 1280 × 900 opens every page: its one-sentence takeaway (ui/takeaway.py)
-    and the figure that follows it both start on the first screen, above 900 px."""
-    context = browser.new_context(viewport=FIRST_SCREEN, reduced_motion="reduce")
-    page = context.new_page()
-    below: list[str] = []
-    try:
-        for step in path.STEPS:
-            page.goto(f"{server.url}/{path.url_path(step)}")
-            wait_for_app(page, 120_000)
-            if step.file in NO_PAYOFF:
-                continue
-            try:
-                page.wait_for_function(PAYOFF_JS, timeout=60_000, polling=100)
-            except Exception as err:  # playwright's TimeoutError: say which page
-                raise AssertionError(f"{step.title}: no takeaway with a figure after it") from err
-            where = page.evaluate(PAYOFF_JS)
-            if where["said"] > FIRST_SCREEN["height"] or where["figure"] > FIRST_SCREEN["height"]:
-                below.append(
-                    f"{step.title}: takeaway ends {where['said']:.0f} px, figure "
-                    f"starts {where['figure']:.0f} px"
-                )
-    finally:
-        context.close()
-    assert not below, "below the first screen:\n" + "\n".join(below)

@@ -295,11 +295,47 @@ def answer_and_see_the_pill(tab: Tab, where: str) -> None:
     assert page.evaluate(PILL_BORDER_JS) == VERDICT_COLOURS[words], f"{where}: pill colour"
 
 
+FIRST_SCREEN_HEIGHT = 900  # px, a 1280 × 900 desktop's first screen
+# The check is questions only: no figure to open on, and a takeaway would give its answers away.
+NO_PAYOFF = {"views/check.py"}
+# The takeaway's bottom and the top of the first figure after it, in page pixels (null until
+# both are drawn). A figure: a plotly chart (not the blank one ui/preload.py shows early) or an
+# HTML figure of ui/html_heatmap.py (a <figure>; the model map and progress row are <nav>s).
+PAYOFF_JS = """
+() => {
+  const main = document.querySelector('[data-testid="stMain"]');
+  const said = main && main.querySelector('.st-key-takeaway');
+  if (!said) return null;
+  const figures = [...main.querySelectorAll(
+    '.js-plotly-plot:not(.st-key-_plotly_preload .js-plotly-plot), figure[class^="ae-"]')]
+    .filter(f => said.compareDocumentPosition(f) & Node.DOCUMENT_POSITION_FOLLOWING);
+  if (!figures.length) return null;
+  const scroller = main.closest('[data-testid="stAppViewContainer"]') || document.scrollingElement;
+  const top = (e) => e.getBoundingClientRect().top + (scroller.scrollTop || 0);
+  return {said: top(said) + said.getBoundingClientRect().height, figure: top(figures[0])};
+}
+"""
+
+
+def assert_opens_on_its_payoff(page: object, title: str) -> None:
+    """The page's one-sentence takeaway (ui/takeaway.py) and the figure after it both start on
+    the first screen of a desktop, above FIRST_SCREEN_HEIGHT."""
+    try:
+        page.wait_for_function(PAYOFF_JS, timeout=60_000, polling=100)
+    except Exception as err:  # playwright's TimeoutError: say which page
+        raise AssertionError(f"{title}: no takeaway with a figure after it") from err
+    where = page.evaluate(PAYOFF_JS)
+    assert where["said"] <= FIRST_SCREEN_HEIGHT and where["figure"] <= FIRST_SCREEN_HEIGHT, (
+        f"{title}: takeaway ends {where['said']:.0f} px, figure starts {where['figure']:.0f} px"
+    )
+
+
 def test_every_page_opens_from_navigation_types_and_keeps_sentence(tab):
-    """Click through the navigation: each page draws a figure, shows no error, keeps the text
-    typed on the page before (in its boxes and in the URL), and redraws when a new sentence and
-    pair are typed on it (type_and_see_redraw). A page with tabs is typed into on the tab that
-    reads the sentence, opened by its link."""
+    """Click through the navigation: each page draws a figure, shows no error, opens on its
+    takeaway and payoff figure (the first screen of a desktop), keeps the text typed on the page
+    before (in its boxes and in the URL), and redraws when a new sentence and pair are typed on
+    it (type_and_see_redraw). A page with tabs is typed into on the tab that reads the
+    sentence, opened by its link."""
     page = tab.page
     sentence, pair = "Seven swans swam past the old mill.", "The miller waved back."
     tab.open(PAGES[0])
@@ -322,6 +358,8 @@ def test_every_page_opens_from_navigation_types_and_keeps_sentence(tab):
         else:
             wait_for_figure(page)
         tab.assert_healthy(app_page.title)
+        if app_page.path not in NO_PAYOFF:
+            assert_opens_on_its_payoff(page, app_page.title)
         assert box_value(sidebar_text(page), sentence) == sentence, app_page.title
         assert box_value(sidebar_pair(page), pair) == pair, app_page.title
         query = query_of(page.url)
