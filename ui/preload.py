@@ -74,6 +74,13 @@ _TOUCH_TOOLBAR_CSS = """<style>
 [data-testid="stTextArea"] textarea { padding-bottom: 1.7rem; }
 /* Keyboard focus on a sidebar link: an outline, where the current page has a grey fill. */
 [data-testid="stSidebarNav"] a:focus-visible { outline: 3px solid #1c83e1; outline-offset: 1px; }
+/* A slider's thumb with keyboard focus: the same outline (Streamlit's own is a faint halo of
+   the thumb's colour, hard to find on a page of sliders). The focused input sits in the thumb. */
+[data-testid="stSlider"] div:has(> div > input[type="range"]:focus-visible) {
+  outline: 3px solid #1c83e1; outline-offset: 2px; }
+/* Streamlit leaves 6rem above a page, under its 3.75rem header: the map and the page's title
+   start ~2 rem higher, so more of each page's payoff is on the first screen. */
+[data-testid="stMainBlockContainer"] { padding-top: 4rem; }
 </style>"""
 
 # The styles of every HTML figure (ui/html_heatmap.py builds their markup, with none of its own).
