@@ -217,10 +217,23 @@ def test_a_section_count_must_match_the_tabs():
 @pytest.mark.slow
 @pytest.mark.parametrize("family", FAMILIES)
 def test_every_page_and_tab_states_only_this_models_facts(family):
+    """Every page and tab drawn with the family's tiny checkpoint loaded from a folder: nothing
+    raises, the model stays loaded, the sidebar offers the mask switch of the family's kind (a
+    decoder's mask is removed, an encoder's added), and no sentence states another model's
+    facts. The one render per family (tests/family_pages.py) that every family check reads."""
     rendered = renders(family)
     assert len({r.page for r in rendered}) >= 14 and len(rendered) > 40  # the tabs were opened
     label = str(family_folder(family))  # the name pages give a model loaded from a folder
+    decoder = family in ("gpt2", "llama")  # written here, not read from the model
+    switch = "Remove the causal mask (off-distribution)" if decoder else "Causal mask"
+    other_switch = "Causal mask" if decoder else "Remove the causal mask (off-distribution)"
     problems = [f"{r.page} [{r.tab}]: raised {r.exceptions}" for r in rendered if r.exceptions]
+    problems += [f"{r.page} [{r.tab}]: the model was not loaded" for r in rendered if r.errors]
+    problems += [
+        f"{r.page} [{r.tab}]: not the mask switch of a {'decoder' if decoder else 'encoder'}"
+        for r in rendered
+        if switch not in r.sidebar_toggles or other_switch in r.sidebar_toggles
+    ]
     problems += [problem for r in rendered for problem in violations(r, FACTS[family], label)]
     problems = list(dict.fromkeys(problems))
     assert not problems, f"{len(problems)} false statements:\n" + "\n".join(problems)
