@@ -524,3 +524,42 @@ def test_the_wording_rules_read_numbers_as_the_page_prints_them():
     assert (
         wording.count_of(1, 1) == "the one row" and wording.count_of(0, 3) == "none of the 3 rows"
     )
+
+
+def test_integrated_gradients_that_miss_their_sum_are_left_out_of_every_verdict(local_folders):
+    """Tiny Llama's IG sum misses f(x) − f(0) by far more than 5% (core's test recomputes both
+    through transformers): the Explanations page says so with the numbers it prints, and IG is
+    in none of its tables, rankings or ρ sentences, nor in the flow tab's paper check."""
+    from shown import html_figures
+
+    at = run_on(family_folder("llama"), "views/explanations.py")
+    assert not at.exception, [e.value for e in at.exception]
+    texts = visible_texts(at)
+    said = _one_match(
+        texts,
+        r"off by (-?[\d.]+) of f\(input\) − f\(zero\) = ([+-][\d.]+) \((\d+)%\) with \d+ steps, "
+        r"further off than that",
+    )
+    gap, difference, share = float(said[1]), float(said[2]), int(said[3])
+    assert abs(gap) > 0.05 * abs(difference) and share == round(100 * abs(gap / difference))
+    assert any("Integrated gradients did not converge" in w.value for w in at.warning)
+    grids = html_figures(at)
+    for grid in ("xp_methods", "xp_rho"):
+        rows = grids[grid]["rows"]
+        assert "gradient × input" in rows and "integrated gradients" not in rows, rows
+    (deletion,) = [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+    assert "integrated gradients" not in {trace["name"] for trace in deletion["data"]}
+    assert not any("integrated gradients rank the pieces" in text for text in texts)
+
+    flow_tab = run_on(
+        family_folder("llama"), "views/information_flow.py", {"ex_section": "3 · Flow"}
+    )
+    assert not flow_tab.exception, [e.value for e in flow_tab.exception]
+    (table,) = flow_tab.dataframe
+    assert list(table.value.columns) == ["method", "ρ, removal"]
+    # the verdict counts only removal's comparisons: rollout and flow, each against attention
+    wins = int((table.value["ρ, removal"][1:] > table.value["ρ, removal"][0]).sum())
+    flow_texts = visible_texts(flow_tab)
+    counted = "all 2 comparisons" if wins in (0, 2) else "in 1 of 2 comparisons"
+    assert any(counted in text for text in flow_texts), wins
+    assert any("Integrated gradients did not converge" in text for text in flow_texts)
