@@ -563,3 +563,41 @@ def test_integrated_gradients_that_miss_their_sum_are_left_out_of_every_verdict(
     counted = "all 2 comparisons" if wins in (0, 2) else "in 1 of 2 comparisons"
     assert any(counted in text for text in flow_texts), wins
     assert any("Integrated gradients did not converge" in text for text in flow_texts)
+
+
+# what layer 0's heads read in a pre-norm model: its first norm of the embedding output
+_FIRST_NORM = {
+    "gpt2": ("LayerNorm(word-piece row + position row)", "h.0.ln_1."),
+    "llama": ("RMSNorm(word-piece row)", "layers.0.input_layernorm."),
+}
+
+
+@pytest.mark.parametrize("family", list(_FIRST_NORM))
+def test_the_rows_a_pre_norm_first_layer_reads_are_measured_after_its_norm(family, local_folders):
+    """Page 1's length paragraph measures what layer 0's heads read: for GPT-2 and Llama the
+    first norm of word row (+ position row), rebuilt here from the checkpoint in float64."""
+    texts = _page_texts(family, "views/context.py")
+    said = _one_match(
+        texts,
+        r"first layer actually reads for the same pieces \((.+?)\) are ([\d.]+)–([\d.]+) long",
+    )
+    words, norm_prefix = _FIRST_NORM[family]
+    assert said[1] == words
+    folder = family_folder(family)
+    tensors, config = _tensors(folder), json.loads((folder / "config.json").read_text())
+    gamma = tensors[next(k for k in tensors if k.endswith(norm_prefix + "weight"))]
+    lengths = []
+    for text in ("money bank grows", "river bank flows"):
+        _, ids = _ids(folder, text, specials=False)
+        x = _tensor(tensors, *_WORD_TABLES)[ids]  # (n, d_model)
+        if family == "gpt2":
+            x = x + _tensor(tensors, "wpe.weight")[: len(ids)]
+            centred = x - x.mean(axis=1, keepdims=True)
+            beta = tensors[next(k for k in tensors if k.endswith(norm_prefix + "bias"))]
+            var = (centred**2).mean(axis=1, keepdims=True)
+            read = centred / np.sqrt(var + config["layer_norm_epsilon"]) * gamma + beta
+        else:
+            rms = np.sqrt((x**2).mean(axis=1, keepdims=True) + config["rms_norm_eps"])
+            read = x / rms * gamma
+        lengths += list(np.linalg.norm(read, axis=1))
+    assert (said[2], said[3]) == (f"{min(lengths):.1f}", f"{max(lengths):.1f}")
