@@ -25,7 +25,7 @@ from core.attention import (
 from core.errors import EmptyInput
 from core.positional import cosine
 from core.text import SPACE_MARK, cap_text
-from core.transformer import EMBED, Transformer
+from core.transformer import ATTN_INPUT, Transformer, hook_name
 
 # ---------------------------------------------------------------------------------------------
 # Page 1: static vectors and parameter-free attention
@@ -162,12 +162,25 @@ def table_mean_length(model: Transformer) -> float:
 
 
 @torch.inference_mode()
-def layer_zero_sentence(model: Transformer, text: str) -> StaticSentence:
-    """Text -> its word pieces and the rows layer 0 reads for them, specials ([CLS], [SEP], <s>)
-    left out.
+def attention_input(
+    model: Transformer, input_ids: Sequence[int], segments: Sequence[int], layer: int
+) -> np.ndarray:
+    """(n, d_model) the rows `layer`'s heads read in a run of these pieces: the stream itself
+    where the norm follows the sublayer (post-norm), its first norm where the norm comes first
+    (pre-norm). Read at the one forward path's hook point, so the model's own structure decides.
+    """
+    name = hook_name(ATTN_INPUT, layer)
+    _, cache = model.run_with_cache(input_ids, segments, names=[name])
+    return cache[name].numpy().copy()  # (n, d_model)
 
-    A row is LayerNorm(word row + position row + segment row): what the first layer of a run of
-    the sentence reads (Trace.hidden_states[0]), cut to page 1's pieces. EmptyInput if none.
+
+@torch.inference_mode()
+def layer_zero_sentence(model: Transformer, text: str) -> StaticSentence:
+    """Text -> its word pieces and the rows layer 0's attention reads for them, specials ([CLS],
+    [SEP], <s>) left out.
+
+    A row is what the run's own layer 0 hands its heads (attention_input), cut to page 1's
+    pieces. EmptyInput if none.
     """
     text = cap_text(text)
     if not text.strip():
@@ -176,13 +189,11 @@ def layer_zero_sentence(model: Transformer, text: str) -> StaticSentence:
     words = [i for i, special in enumerate(encoded.special) if not special]  # (n,) positions
     if not words:
         raise EmptyInput("The sentence holds no readable characters.")
-    # the one forward path, stopped before layer 0: its input, (n + specials, d_model)
-    _, cache = model.run_with_cache(encoded.input_ids, encoded.segments, names=[EMBED])
-    rows = cache[EMBED][words]  # (n + specials, d_model) -> (n, d_model)
+    rows = attention_input(model, encoded.input_ids, encoded.segments, 0)[words]  # (n, d_model)
     n_specials = len(encoded.input_ids) - len(words)
     return StaticSentence(
         tuple(encoded.tokens[i] for i in words),
-        rows.numpy().copy(),
+        rows,
         encoded.n_pieces - n_specials,
         encoded.truncated,
     )

@@ -42,24 +42,43 @@ class GradientScores:
     integrated_gradients: np.ndarray  # (n,)
     ig_gap: float  # Σ IG − (f(x) − f(baseline)): small when the steps suffice
     ig_steps: int
+    ig_difference: float  # f(x) − f(baseline): what the IG scores share out
+
+    @property
+    def ig_miss(self) -> float:
+        """|Σ IG − (f(x) − f(baseline))| as a share of |f(x) − f(baseline)|."""
+        if self.ig_difference == 0:
+            return 0.0 if self.ig_gap == 0 else float("inf")
+        return abs(self.ig_gap) / abs(self.ig_difference)
+
+    @property
+    def ig_converged(self) -> bool:
+        """Whether the IG scores add up to what they share out (saliency.ig_converged)."""
+        return saliency.ig_converged(self.ig_gap, self.ig_difference)
 
 
 def gradient_scores(
     model: Transformer, trace: Trace, target: saliency.Target, ig_steps: int
 ) -> GradientScores:
     """Both gradient methods on one sentence's Trace."""
-    integrated, gap = saliency.integrated_gradients(model, trace, target, ig_steps)
+    integrated, gap, difference = saliency.integrated_gradients(model, trace, target, ig_steps)
     return GradientScores(
-        saliency.gradient_x_input(model, trace, target), integrated, gap, ig_steps
+        saliency.gradient_x_input(model, trace, target), integrated, gap, ig_steps, difference
     )
 
 
 def side_by_side(flow: InformationFlow, gradients: GradientScores) -> dict[str, np.ndarray]:
-    """method -> (n,) scores, in METHOD_LABELS order (flow missing above its limit)."""
+    """method -> (n,) scores, in METHOD_LABELS order (flow missing above its limit; integrated
+    gradients missing when their sum misses what they share out: scores that did not converge
+    rank nothing)."""
     scores = {
         **flow.scores(),
         "grad_x_input": gradients.grad_x_input,
-        "integrated_gradients": gradients.integrated_gradients,
+        **(
+            {"integrated_gradients": gradients.integrated_gradients}
+            if gradients.ig_converged
+            else {}
+        ),
     }
     return {name: scores[name] for name in METHOD_LABELS if name in scores}
 

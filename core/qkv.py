@@ -24,6 +24,7 @@ from core.attention import (
     masked_softmax,
 )
 from core.context import (
+    attention_input,
     index_in_both,
     parameter_free,
 )
@@ -291,7 +292,7 @@ class SharedWordThroughHeads:
     layer: int
     index_a: int  # the word's first position in sentence A
     index_b: int  # the word's first position in sentence B
-    cosine_input: float  # the word's two rows of X (what the layer reads)
+    cosine_input: float  # the word's two rows of X (what the layer's heads read)
     input_lengths: tuple[float, float]  # ‖x‖ of the word's two rows of X (A, B)
     self_weight_parameter_free: tuple[float, float]  # softmax(X Xᵀ)[i, i] for the word (A, B)
     cosine_parameter_free: float  # its two rows of softmax(X Xᵀ) X
@@ -303,12 +304,16 @@ def shared_word_through_heads(
 ) -> SharedWordThroughHeads:
     """Cosine of `word` across two sentences: in X, after page 1's mixing, after each head.
 
-    X is what `layer` reads in each sentence's own run ([CLS] and [SEP] included), so the
-    only difference between the parameter-free and the per-head numbers is W_q, W_k, W_v.
+    X is what `layer`'s heads read in each sentence's own run ([CLS] and [SEP] included; a
+    pre-norm model's normalised stream), so the only difference between the parameter-free and
+    the per-head numbers is W_q, W_k, W_v.
     """
     trace_a, trace_b = model.run(text_a), model.run(text_b)
     i_a, i_b = index_in_both(word, trace_a.tokens, trace_b.tokens)
-    x_a, x_b = trace_a.hidden_states[layer], trace_b.hidden_states[layer]  # (n_a|n_b, d_model)
+    x_a, x_b = (  # (n_a|n_b, d_model)
+        attention_input(model, trace.input_ids, trace.segments, layer)
+        for trace in (trace_a, trace_b)
+    )
     free_a, free_b = parameter_free(x_a), parameter_free(x_b)
     by_head = []
     for head in range(model.n_heads):

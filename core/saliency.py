@@ -30,6 +30,11 @@ from core.text import CLS, SEP
 from core.transformer import Trace, Transformer
 
 IG_STEPS = 32
+# Completeness: integrated gradients add up to f(input) - f(baseline) once the steps suffice.
+# Sundararajan et al. (2017, section 3) found 20 to 300 steps approximate the integral within 5%
+# and advise checking that sum before trusting the scores; a sum further off than that share of
+# f(input) - f(baseline) did not converge, and the scores explain nothing (ig_converged).
+IG_TOLERANCE = 0.05
 # What one batched backward pass may hold. Integrated gradients runs as many path points per
 # pass as fit (several at once for a short sentence); at 512 word pieces one point alone would
 # hold ~90 MB over MiniLM's 6 layers, so there the layers are checkpointed.
@@ -181,8 +186,9 @@ def integrated_gradients(
     target: Target,
     steps: int = IG_STEPS,
     max_pass_bytes: int = PASS_BYTES,
-) -> tuple[np.ndarray, float]:
-    """(n,) IG scores from the zero baseline, and the completeness gap Σ scores − (f(x) − f(0)).
+) -> tuple[np.ndarray, float, float]:
+    """(n,) IG scores from the zero baseline, the completeness gap Σ scores − (f(x) − f(0)),
+    and f(x) − f(0), the amount the scores share out (ig_converged compares the two).
 
     The path integral uses the midpoint rule: steps points t_k = (k + ½)/steps, run in batches
     that each hold at most max_pass_bytes for the backward pass (batch_plan).
@@ -201,8 +207,18 @@ def integrated_gradients(
     with torch.no_grad():
         ends = torch.stack([torch.zeros_like(word_vectors), word_vectors])  # baseline, input
         f_baseline, f_input = target(_forward(model, trace, ends, segments)).tolist()
-    gap = float(scores.sum()) - (f_input - f_baseline)
-    return scores.numpy(), gap
+    difference = f_input - f_baseline
+    gap = float(scores.sum()) - difference
+    return scores.numpy(), gap, difference
+
+
+def ig_converged(gap: float, difference: float, tolerance: float = IG_TOLERANCE) -> bool:
+    """Whether the IG scores add up to f(x) − f(0) within tolerance × |f(x) − f(0)|.
+
+    A path through a point where the model is nearly singular (an RMSNorm of an all-zero row
+    divides by √ε) can miss by more than the whole difference at any number of steps.
+    """
+    return abs(gap) <= tolerance * abs(difference)
 
 
 # ---- the deletion test ------------------------------------------------------------------------

@@ -237,7 +237,7 @@ def test_flow_page_sets_its_own_numbers_beside_abnar_and_zuidema(model):
     from scipy.stats import spearmanr
 
     removal = saliency.leave_one_out(model, trace, target)
-    ig, _ = saliency.integrated_gradients(model, trace, target, saliency.IG_STEPS)
+    ig, _, _ = saliency.integrated_gradients(model, trace, target, saliency.IG_STEPS)
     wins = comparisons = 0
     for column, reference in (
         ("ρ, removal", removal),

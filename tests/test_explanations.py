@@ -344,7 +344,7 @@ def test_integrated_gradients_equal_a_per_step_loop_through_transformers(
     trace = tiny32.run("the bank of the river")
     target = saliency.embedding_target(trace)
     steps = 16
-    ours, gap = saliency.integrated_gradients(tiny64, trace, target, steps)
+    ours, gap, _ = saliency.integrated_gradients(tiny64, trace, target, steps)
     x = torch.tensor(trace.static, dtype=torch.float64)
     segments = torch.tensor(trace.segments)[None]
     reference_vector = torch.tensor(target.reference)
@@ -357,8 +357,65 @@ def test_integrated_gradients_equal_a_per_step_loop_through_transformers(
     expected = (total / steps * x).sum(-1).numpy()
     np.testing.assert_allclose(ours, expected, atol=1e-10)
     # completeness: with many steps the scores add up to f(x) − f(0)
-    _, fine_gap = saliency.integrated_gradients(tiny64, trace, target, 256)
+    _, fine_gap, _ = saliency.integrated_gradients(tiny64, trace, target, 256)
     assert abs(fine_gap) < 1e-3 and abs(fine_gap) <= abs(gap) + 1e-9
+
+
+def test_ig_converged_is_completeness_within_the_papers_five_percent():
+    """The rule, with the share written out: |Σ IG − Δ| ≤ 0.05 |Δ|, Δ = f(x) − f(0)."""
+    assert saliency.IG_TOLERANCE == 0.05
+    for gap, difference in [(0.04, 1.0), (-0.049, -1.0), (0.0, 0.0), (-0.0011, 5.02)]:
+        assert saliency.ig_converged(gap, difference), (gap, difference)
+    for gap, difference in [(0.051, 1.0), (-1.93, 3.58), (1e-6, 0.0), (0.33, 0.35)]:
+        assert not saliency.ig_converged(gap, difference), (gap, difference)
+
+
+@pytest.mark.parametrize("family, converges", [("llama", False), ("gpt2", True)])
+def test_integrated_gradients_through_a_zero_rmsnorm_input_miss_and_rank_nothing(
+    tmp_path, family, converges
+):
+    """A tiny Llama adds no position rows: the zero baseline meets RMSNorm at x = 0, where its
+    slope is ~1/√ε. The midpoint sum and f(x) − f(0), recomputed here one step at a time through
+    transformers' causal-LM class, miss each other by more than 5%, and side_by_side drops
+    integrated gradients; a tiny GPT-2 (position rows keep the path off zero) keeps them."""
+    from tiny_families import write_tiny_family
+    from transformers import AutoModelForCausalLM
+
+    from core.models import load_folder
+
+    folder = write_tiny_family(tmp_path / family, family, seed=7)
+    model = load_folder(folder)
+    trace = model.run("the river bank flows past the old mill, and money grows in the bank.")
+    reference = AutoModelForCausalLM.from_pretrained(folder, attn_implementation="eager")
+    reference = reference.double().eval()
+    ids = torch.tensor(trace.input_ids)[None]
+    x = reference.get_input_embeddings()(ids)[0].detach()  # (n, d_model)
+    with torch.no_grad():
+        piece = int(reference(input_ids=ids).logits[0, -1].argmax())  # the likeliest next piece
+
+    def f(rows: torch.Tensor) -> torch.Tensor:
+        """(n, d_model) word rows -> log p(piece | rows) at the last position."""
+        logits = reference(inputs_embeds=rows[None]).logits[0, -1]
+        return torch.log_softmax(logits, dim=-1)[piece]
+
+    steps = 32
+    total = torch.zeros_like(x)
+    for k in range(steps):  # the midpoint rule, one step at a time
+        point = (x * (k + 0.5) / steps).requires_grad_(True)
+        (gradient,) = torch.autograd.grad(f(point), point)
+        total += gradient
+    ig_sum = float((total / steps * x).sum())
+    with torch.no_grad():
+        difference = float(f(x) - f(torch.zeros_like(x)))
+    gradients = explanations.gradient_scores(
+        model, trace, saliency.next_piece_target(model, piece), steps
+    )
+    assert gradients.ig_difference == pytest.approx(difference, abs=1e-3)
+    assert gradients.ig_gap == pytest.approx(ig_sum - difference, abs=2e-3)
+    assert (abs(ig_sum - difference) <= 0.05 * abs(difference)) is converges
+    assert gradients.ig_converged is converges
+    flow = information_flow.information_flow(model, trace)
+    assert ("integrated_gradients" in explanations.side_by_side(flow, gradients)) is converges
 
 
 # ---- 6. side by side: Spearman and the deletion test -------------------------------------------
@@ -447,7 +504,7 @@ def test_deletion_and_the_gradients_measure_the_same_function(model):
             pooled = pooled / np.linalg.norm(pooled)
         f_input = float(pooled @ target.reference)
         assert curve[0] == pytest.approx(f_input, abs=1e-4)
-        scores, gap = saliency.integrated_gradients(model, trace, target, 32)
+        scores, gap, _ = saliency.integrated_gradients(model, trace, target, 32)
         zero_rows = torch.zeros(trace.n_tokens, model.d_model)[None]
         with torch.no_grad():
             last = model.forward_from_word_vectors(zero_rows, torch.tensor(trace.segments))
@@ -474,7 +531,8 @@ def test_leave_one_out_equals_one_removal_at_a_time_through_transformers(model, 
 def test_side_by_side_runs_every_method_and_drops_flow_above_its_limit(model):
     trace = model.run("Fruit flies like a banana.")
     flow = information_flow.information_flow(model, trace)
-    gradients = explanations.gradient_scores(model, trace, saliency.embedding_target(trace), 8)
+    # 16 steps: at 8 this sentence's IG sum misses f(x) − f(0) by 5.2%, over the 5% rule
+    gradients = explanations.gradient_scores(model, trace, saliency.embedding_target(trace), 16)
     scores = explanations.side_by_side(flow, gradients)
     assert list(scores) == list(explanations.METHOD_LABELS)
     for name, values in scores.items():
@@ -714,8 +772,8 @@ def test_checkpointed_gradients_equal_the_plain_ones(model):
     """One byte per pass forces one input at a time through checkpointed layers."""
     trace = model.run("The river bank flooded after the storm.", "Money grows.")
     target = saliency.embedding_target(trace)
-    plain, plain_gap = saliency.integrated_gradients(model, trace, target, 8)
-    tight, tight_gap = saliency.integrated_gradients(model, trace, target, 8, max_pass_bytes=1)
+    plain, plain_gap, _ = saliency.integrated_gradients(model, trace, target, 8)
+    tight, tight_gap, _ = saliency.integrated_gradients(model, trace, target, 8, max_pass_bytes=1)
     np.testing.assert_allclose(tight, plain, rtol=1e-4, atol=1e-6)
     assert abs(tight_gap - plain_gap) < 1e-5
     np.testing.assert_allclose(

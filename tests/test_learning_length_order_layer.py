@@ -142,7 +142,7 @@ def test_context_page_shows_the_length_lesson_with_live_numbers(model):
     assert "the length decides, not the direction" in texts
     table = at.table[0].value
     kinds = _cells(table["rows of X"])
-    assert kinds[:2] == ["table rows (steps 1–4)", "layer-0 inputs"]
+    assert kinds[:2] == ["table rows (steps 1–4)", "read by layer 0's heads"]
     assert re.fullmatch(r"table rows × \d+\.\d", kinds[2])
     cosines = _cells(table.iloc[:, -1])
     assert cosines[0].startswith("1.000 → 0.9") and cosines[1] == cosines[2] == "1.000 → 1.000"

@@ -537,3 +537,80 @@ def test_the_wording_rules_read_numbers_as_the_page_prints_them():
     assert (
         wording.count_of(1, 1) == "the one row" and wording.count_of(0, 3) == "none of the 3 rows"
     )
+
+
+def test_integrated_gradients_that_miss_their_sum_are_left_out_of_every_verdict(local_folders):
+    """Tiny Llama's IG sum misses f(x) − f(0) by far more than 5% (core's test recomputes both
+    through transformers): the Explanations page says so with the numbers it prints, and IG is
+    in none of its tables, rankings or ρ sentences, nor in the flow tab's paper check."""
+    from shown import html_figures
+
+    at = run_on(family_folder("llama"), "views/explanations.py")
+    assert not at.exception, [e.value for e in at.exception]
+    texts = visible_texts(at)
+    said = _one_match(
+        texts,
+        r"off by (-?[\d.]+) of f\(input\) − f\(zero\) = ([+-][\d.]+) \((\d+)%\) with \d+ steps, "
+        r"further off than that",
+    )
+    gap, difference, share = float(said[1]), float(said[2]), int(said[3])
+    assert abs(gap) > 0.05 * abs(difference) and share == round(100 * abs(gap / difference))
+    assert any("Integrated gradients did not converge" in w.value for w in at.warning)
+    grids = html_figures(at)
+    for grid in ("xp_methods", "xp_rho"):
+        rows = grids[grid]["rows"]
+        assert "gradient × input" in rows and "integrated gradients" not in rows, rows
+    (deletion,) = [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+    assert "integrated gradients" not in {trace["name"] for trace in deletion["data"]}
+    assert not any("integrated gradients rank the pieces" in text for text in texts)
+
+    flow_tab = run_on(
+        family_folder("llama"), "views/information_flow.py", {"ex_section": "3 · Flow"}
+    )
+    assert not flow_tab.exception, [e.value for e in flow_tab.exception]
+    (table,) = flow_tab.dataframe
+    assert list(table.value.columns) == ["method", "ρ, removal"]
+    # the verdict counts only removal's comparisons: rollout and flow, each against attention
+    wins = int((table.value["ρ, removal"][1:] > table.value["ρ, removal"][0]).sum())
+    flow_texts = visible_texts(flow_tab)
+    counted = "all 2 comparisons" if wins in (0, 2) else "in 1 of 2 comparisons"
+    assert any(counted in text for text in flow_texts), wins
+    assert any("Integrated gradients did not converge" in text for text in flow_texts)
+
+
+# what layer 0's heads read in a pre-norm model: its first norm of the embedding output
+_FIRST_NORM = {
+    "gpt2": ("LayerNorm(word-piece row + position row)", "h.0.ln_1."),
+    "llama": ("RMSNorm(word-piece row)", "layers.0.input_layernorm."),
+}
+
+
+@pytest.mark.parametrize("family", list(_FIRST_NORM))
+def test_the_rows_a_pre_norm_first_layer_reads_are_measured_after_its_norm(family, local_folders):
+    """Page 1's length paragraph measures what layer 0's heads read: for GPT-2 and Llama the
+    first norm of word row (+ position row), rebuilt here from the checkpoint in float64."""
+    texts = _page_texts(family, "views/context.py")
+    said = _one_match(
+        texts,
+        r"first layer actually reads for the same pieces \((.+?)\) are ([\d.]+)–([\d.]+) long",
+    )
+    words, norm_prefix = _FIRST_NORM[family]
+    assert said[1] == words
+    folder = family_folder(family)
+    tensors, config = _tensors(folder), json.loads((folder / "config.json").read_text())
+    gamma = tensors[next(k for k in tensors if k.endswith(norm_prefix + "weight"))]
+    lengths = []
+    for text in ("money bank grows", "river bank flows"):
+        _, ids = _ids(folder, text, specials=False)
+        x = _tensor(tensors, *_WORD_TABLES)[ids]  # (n, d_model)
+        if family == "gpt2":
+            x = x + _tensor(tensors, "wpe.weight")[: len(ids)]
+            centred = x - x.mean(axis=1, keepdims=True)
+            beta = tensors[next(k for k in tensors if k.endswith(norm_prefix + "bias"))]
+            var = (centred**2).mean(axis=1, keepdims=True)
+            read = centred / np.sqrt(var + config["layer_norm_epsilon"]) * gamma + beta
+        else:
+            rms = np.sqrt((x**2).mean(axis=1, keepdims=True) + config["rms_norm_eps"])
+            read = x / rms * gamma
+        lengths += list(np.linalg.norm(read, axis=1))
+    assert (said[2], said[3]) == (f"{min(lengths):.1f}", f"{max(lengths):.1f}")

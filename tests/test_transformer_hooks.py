@@ -410,7 +410,26 @@ def test_the_rows_layer_zero_reads_are_the_runs_own(tiny, family):
     sentence = context.layer_zero_sentence(model, TEXT)
     words = [i for i, special in enumerate(trace.special) if not special]
     assert sentence.tokens == tuple(trace.tokens[i] for i in words)
-    assert_close(sentence.vectors, trace.hidden_states[0][words], "the embedding output")
+    # what layer 0's heads read: the embedding output, or its first norm in a pre-norm model
+    read = as64(trace.hidden_states[0])  # (n, d_model)
+    if model.arch.norm_position == "pre":
+        kind, eps = model.arch.norm_kind, model.dims.layer_norm_eps
+        read = norm_np(read, *model.layers[0].attn_norm, kind, eps)
+    assert_close(sentence.vectors, read[words], "what layer 0's heads read")
+    # the qkv payoff measures the same rows: their lengths, the word's two cosines
+    pair = ("money bank grows", "river bank flows")
+    word = context.shared_piece(*(model.run(text).tokens for text in pair), "bank")
+    through = qkv.shared_word_through_heads(model, *pair, word)
+    for text, index, length in zip(
+        pair,
+        (through.index_a, through.index_b),
+        through.input_lengths,
+        strict=True,
+    ):
+        rows = as64(model.run(text).hidden_states[0])
+        if model.arch.norm_position == "pre":
+            rows = norm_np(rows, *model.layers[0].attn_norm, kind, eps)
+        assert length == pytest.approx(float(np.linalg.norm(rows[index])), rel=1e-5), text
 
 
 @pytest.mark.parametrize("family", FAMILIES)

@@ -140,6 +140,13 @@ def embedding_words(anatomy: Anatomy, positions: bool = True) -> str:
     return f"{anatomy.norm_name}({total})" if anatomy.embedding_norm else total
 
 
+def attention_input_words(anatomy: Anatomy) -> str:
+    """What layer 0's heads read, in words: the input of layer 0, or its first norm when the
+    model normalises before each sublayer ("RMSNorm(word-piece row)")."""
+    rows = embedding_words(anatomy)
+    return f"{anatomy.norm_name}({rows})" if anatomy.pre_norm else rows
+
+
 def embedding_latex(anatomy: Anatomy) -> str:
     """x_p as the model computes it (LaTeX): its own terms, its own norm."""
     total = "E_{\\text{token}}"

@@ -91,3 +91,23 @@ def count_of(count: int, total: int, noun: str = "row") -> str:
     if count == 0:
         return f"none of the {total} {noun}s"
     return f"{count} of {total} {noun}s"
+
+
+def parking_rule(factor: float) -> str:
+    """The rule core.head_roles.is_parking_place applies, in one sentence (factor: its
+    PARKING_FACTOR)."""
+    return (
+        "A place counts as a parking spot when word pieces give it more than an even spread "
+        f"would in every layer, and at least {factor:g}× that on average."
+    )
+
+
+def parking_verdict(spot: str | None, compared: Sequence[str]) -> str:
+    """What the parking test found, naming only the places it compared: "the parking spot is
+    [CLS]", "neither <s> nor </s> is a parking spot", "the first piece is no parking spot".
+    spot and compared are shown as given: escape them first."""
+    if spot:
+        return f"the parking spot is {spot}"
+    if len(compared) == 1:
+        return f"{compared[0]} is no parking spot"
+    return f"neither {' nor '.join(compared)} is a parking spot"

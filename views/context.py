@@ -282,7 +282,7 @@ else:
     )
     st.markdown(
         f"The rows {model_label}'s first layer actually reads for the same pieces "
-        f"({anatomy_text.embedding_words(anatomy)}) are "
+        f"({anatomy_text.attention_input_words(anatomy)}) are "
         f"{_span(zero.lengths.min(), zero.lengths.max(), 1)} long; "
         f"{_leads_words(zero.self_leads)}, {mixing}. "
         f"The two “{shown_word}”s have cosine {zero.pair.cosine_before:.3f} going in and "
@@ -291,7 +291,7 @@ else:
     )
     kinds = {
         "table rows (steps 1–4)": table,
-        "layer-0 inputs": zero,
+        "read by layer 0's heads": zero,
         f"table rows × {length.stretch:.1f}": longer,
     }
     tables.static_table(
@@ -314,7 +314,7 @@ else:
         html=lambda: context_charts.weights_by_length(
             word,
             tokens_a,
-            {"table rows": table.pair.weights_a, "layer-0 inputs": zero.pair.weights_a},
+            {"table rows": table.pair.weights_a, "read by layer 0's heads": zero.pair.weights_a},
             name="ctx_length",
         ),
         plotly=None,

@@ -99,7 +99,7 @@ unit = "word" if merge_words else "word piece"
 if flow.flow is None:
     st.caption(
         f"{trace.n_tokens} word pieces: attention flow is left out of every table and chart "
-        f"below, so five methods remain. It needs one maximum flow per pair of pieces and is "
+        f"below, so {len(scores)} methods remain. It needs one maximum flow per pair of pieces and is "
         f"computed up to {rollout.MAX_FLOW_PIECES} pieces (Where the meaning comes from, §3)."
     )
 if steps < wanted_steps:
@@ -165,13 +165,37 @@ st.latex(
     r"\text{IG}_j = x_j \cdot \frac{1}{m}\sum_{k=1}^{m} "
     r"\frac{\partial f}{\partial x_j}\Big(\tfrac{k - 1/2}{m}\, x\Big)"
 )
+# completeness, the check Sundararajan et al. advise: does the IG sum reach what it shares out?
+ig_check = (
+    f"here the sum is off by {gradients.ig_gap:+.4f} of f(input) − f(zero) = "
+    f"{gradients.ig_difference:+.4f} ({gradients.ig_miss:.0%}) with {gradients.ig_steps} steps"
+)
+ig_rule = f"within {saliency.IG_TOLERANCE:.0%}"
 st.markdown(
     "*xⱼ* is the word piece's row of the embedding table"
     + anatomy_text.left_as_they_are(anatomy)
     + ". Integrated gradients (Sundararajan et al., 2017) walks from an all-zero input to the "
-    "real one and averages the gradient on the way; its scores add up to f(input) − f(zero): "
-    f"here the sum is off by {gradients.ig_gap:+.4f} with {gradients.ig_steps} steps."
+    "real one and averages the gradient on the way; its scores add up to f(input) − f(zero) "
+    f"once the steps suffice. The paper found 20 to 300 steps enough to come {ig_rule} and "
+    "advises checking the sum: "
+    + (f"{ig_check}." if gradients.ig_converged else f"{ig_check}, further off than that.")
 )
+if not gradients.ig_converged:
+    # a pre-norm model without position rows starts the path at an all-zero stream, where its
+    # first norm divides by a length near zero (ε under the square root): more steps need not help
+    singular = anatomy.pre_norm and not anatomy.position_table
+    st.warning(
+        "Integrated gradients did not converge on this sentence: its scores do not add up to "
+        "what they share out, so they are left out of every table, chart and verdict below. "
+        + (
+            f"{models.label(model)} adds no position rows, so the path starts at an all-zero "
+            f"input, which the first {anatomy.norm_name} divides by a length near zero: more "
+            "steps need not fix that."
+            if singular
+            else "More steps (the slider above) may fix it."
+        ),
+        icon="⚠️",
+    )
 table = {
     unit: view.labels,
     **{label: [round(float(v), 5) for v in merged[label]] for label in labels},
@@ -194,8 +218,8 @@ st.caption(
     "pushes f up, red pulls it down (blue is positive on every figure of the app). Gradient × "
     "input is local: it describes a small nudge of this input, not what removing a word would "
     "do. Integrated gradients goes the whole way instead, adding up gradients from all-zero word "
-    "vectors to the real ones, so its scores share out f(input) − f(all zero) (off by "
-    f"{gradients.ig_gap:+.4f} here). A zero row is still not a removed piece: the piece keeps "
+    "vectors to the real ones, so its scores share out f(input) − f(all zero) when they "
+    f"converge (off by {gradients.ig_gap:+.4f} here). A zero row is still not a removed piece: the piece keeps "
     "its place"
     + (" and its position row" if anatomy.position_table else "")
     + ", so neither method predicts the deletion test below."
@@ -276,8 +300,6 @@ else:
 # 5 · The lesson, with this sentence's numbers.
 st.subheader("4 · Is attention explanation?")
 names = list(scores)
-attention_vs_ig = rho[names.index("attention"), names.index("integrated_gradients")]
-rollout_vs_ig = rho[names.index("rollout"), names.index("integrated_gradients")]
 lesson = [
     "Jain & Wallace (2019) found, on recurrent (BiLSTM) text classifiers with an attention "
     "layer rather than on transformers, that attention weights often disagree with "
@@ -286,10 +308,17 @@ lesson = [
     "*attention is not explanation*. Wiegreffe & Pinter (2019) answered that this depends on "
     "what one asks of an explanation, and that attention is *a* signal, to be tested rather "
     "than trusted. On this sentence:",
-    f"- last-layer attention and integrated gradients rank the pieces with ρ = "
-    f"{signed(attention_vs_ig, 2, plus='')}; rollout and integrated gradients with ρ = "
-    f"{signed(rollout_vs_ig, 2, plus='')};",
 ]
+if "integrated_gradients" in names:
+    attention_vs_ig = rho[names.index("attention"), names.index("integrated_gradients")]
+    rollout_vs_ig = rho[names.index("rollout"), names.index("integrated_gradients")]
+    lesson.append(
+        f"- last-layer attention and integrated gradients rank the pieces with ρ = "
+        f"{signed(attention_vs_ig, 2, plus='')}; rollout and integrated gradients with ρ = "
+        f"{signed(rollout_vs_ig, 2, plus='')};"
+    )
+else:
+    lesson.append("- integrated gradients did not converge here (§1), so no ρ with it is given;")
 if curves is not None:
     changes = {name: explanations.mean_change(values) for name, values in curves.items()}
     chance_changes = chance.changes

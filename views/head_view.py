@@ -269,8 +269,8 @@ if value_weighted:
         "weight but a short value vector adds almost nothing to the query, and its line fades "
         "here. Kobayashi et al. (2020) found this for [SEP] and punctuation in BERT-base"
         + (
-            f"; in {model_label} try it on {literal(spot)}, where most parked weight goes on "
-            "this input."
+            f"; in {model_label} try it on {literal(spot)}, where word pieces park weight on "
+            "this input (Attention heatmaps states the rule)."
             if spot
             else "."
         )

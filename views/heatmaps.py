@@ -252,13 +252,11 @@ shares = (
         else ""
     )
 )
+compared = [literal(cls_name)] + ([literal(sep_name)] if with_others else [])
 st.caption(
-    (
-        f"In {model_label} on this input the parking spot is {literal(spot)}: {shares}. "
-        if spot
-        else f"In {model_label} on this input no piece collects parked weight: {shares}, "
-        "no more than chance. "
-    )
+    f"In {model_label} on this input "
+    + wording.parking_verdict(literal(spot) if spot else None, compared)
+    + f": {shares}. {wording.parking_rule(head_roles.PARKING_FACTOR)} "
     + "Clark et al. report [SEP] for BERT-base; Xiao et al. (2024) found language models park "
     "much weight on their first pieces."
 )

@@ -347,10 +347,17 @@ def the_paper_and_this_sentence() -> None:
             **{
                 label: [round(check.rho[reference][name], 2) for name in methods]
                 for reference, label in reference_names.items()
+                if reference in check.rho
             },
         },
         hide_index=True,
     )
+    if "integrated_gradients" not in check.rho:
+        st.caption(
+            "Integrated gradients did not converge on this sentence (their scores do not add up "
+            "to what they share out; Explanations side by side shows by how much), so removal is "
+            "the only reference here."
+        )
     if check.agrees:
         verdict = (
             f"On this sentence {model_label} agrees with the paper: rollout and flow rank closer "

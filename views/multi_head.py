@@ -25,6 +25,7 @@ from ui import (
     terms,
     traces,
     widgets,
+    wording,
 )
 from ui.escape import literal
 
@@ -482,8 +483,12 @@ def value_weighted() -> None:
         r"\qquad \text{share}_{ij} = \frac{\lVert \alpha_{ij} v_j W_O^{h}\rVert}"
         r"{\sum_k \lVert \alpha_{ik} v_k W_O^{h}\rVert}"
     )
-    spot = head_roles.parking_spot(  # None: no piece above an even spread's share
+    spot = head_roles.parking_spot(  # None: neither place compared passes the parking rule
         trace.attentions, trace.tokens, trace.special, trace.options.causal
+    )
+    first_name, other_name = head_roles.sink_names(trace.tokens, trace.special)
+    compared = [literal(first_name)] + (
+        [literal(other_name)] if head_roles.has_other_specials(trace.tokens, trace.special) else []
     )
     st.markdown(
         "A weight α_ij says how much token *i* looks at token *j*; what actually reaches token *i* "
@@ -491,12 +496,8 @@ def value_weighted() -> None:
         "weight moves almost nothing. Kobayashi et al. (2020) found that in BERT-base much of the "
         "weight on [SEP] and punctuation comes with such short vectors; in "
         f"{model_label}, on this sentence, "
-        + (
-            f"most parked weight lands on {literal(spot)} "
-            if spot
-            else "no piece takes more weight than an even spread would give it "
-        )
-        + "(Attention heatmaps measures it). "
+        + wording.parking_verdict(literal(spot) if spot else None, compared)
+        + " (Attention heatmaps measures it and states the rule). "
         "The share rescales each row of contribution sizes to sum to 1, so it sits on the "
         "same scale as α."
     )

@@ -381,8 +381,10 @@ def _payoff_caption(through_heads: qkv.SharedWordThroughHeads) -> str:
     )
     lengths = through_heads.input_lengths
     kept = through_heads.self_weight_parameter_free
+    read = anatomy_text.attention_input_words(anatomy_text.of(model))  # a pre-norm model's norm
     keeps = (
-        f"Its rows are {min(lengths):.1f} and {max(lengths):.1f} long; page 1's unscaled X Xᵀ "
+        f"The rows layer 0's heads read for it ({read}) are {min(lengths):.1f} and "
+        f"{max(lengths):.1f} long; page 1's unscaled X Xᵀ "
         f"keeps {min(kept):.2f} and {max(kept):.2f} of its weight on the token itself"
     )
     # "next to nothing" only when both rows keep practically all of it (the identity to 2 d.p.)
