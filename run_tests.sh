@@ -21,7 +21,10 @@ source "$VENV/bin/activate"
 REQUIREMENTS_COPY="$(mktemp -d)"
 trap 'rm -rf "$REQUIREMENTS_COPY"' EXIT
 REQUIREMENTS="$(python tools/local_wheels.py "$REQUIREMENTS_COPY" requirements-test.txt)"
-python -m pip install --quiet --disable-pip-version-check -r "$REQUIREMENTS"
+# --no-compile: pip would byte-compile every module of every package (torch, transformers and
+# sympy alone hold tens of thousands); Python compiles the few thousand the tests import, once,
+# as they are first imported.
+python -m pip install --quiet --disable-pip-version-check --no-compile -r "$REQUIREMENTS"
 python -c "import torch; print('torch', torch.__version__)"
 
 # The browser tests drive Debian's chromium (Playwright's own browser download cannot work here).
