@@ -88,17 +88,30 @@ switches = ("scores divided by √d_k" if inputs.scale else "scores not scaled")
     ", causal mask on" if inputs.causal else ""
 )
 # The page's point first: one vector for three jobs picks itself; three projections need not.
-picks_itself_one_vector = qkv.rows_that_pick_themselves(context.parameter_free(x).attn_weights)
+one_vector_weights = context.parameter_free(x).attn_weights
+picks_itself_one_vector = qkv.rows_that_pick_themselves(one_vector_weights)
 picks_itself_projected = qkv.rows_that_pick_themselves(result.attn_weights)
+tied_one_vector = qkv.rows_tied_with_another(one_vector_weights)
+tied_projected = qkv.rows_tied_with_another(result.attn_weights)
+
+
+def _ties(tied: int) -> str:
+    """' (k of them tied with another key)' when k rows share their top weight, else ''."""
+    return f" ({tied} of them tied with another key)" if tied else ""
+
+
+def roles_verdict() -> str:
+    """Whether the projections pulled looking and being found apart, from the two counts."""
+    if picks_itself_projected < picks_itself_one_vector:
+        return "looking and being found have come apart."
+    return "here they have not come apart; try another seed or a trained head."
+
+
 takeaway.show(
     "With one vector for all three jobs, softmax(X Xᵀ) gives each token's largest weight to "
-    f"itself in {picks_itself_one_vector} of {len(tokens)} rows; with these W_q and W_k a "
-    f"token's own key wins in {picks_itself_projected} of {len(tokens)}: "
-    + (
-        "looking and being found have come apart."
-        if picks_itself_projected < picks_itself_one_vector
-        else "here they have not come apart; try another seed or a trained head."
-    )
+    f"itself in {picks_itself_one_vector} of {len(tokens)} rows{_ties(tied_one_vector)}; "
+    f"with these W_q and W_k a token's own key wins in {picks_itself_projected} of "
+    f"{len(tokens)}{_ties(tied_projected)}: {roles_verdict()}"
 )
 with st.expander("What X and W are here, and which switches act"):
     st.caption(
@@ -155,16 +168,20 @@ def three_projections() -> None:
         with column:
             matrix_figure(matrix, name, name.lower())
     n = len(tokens)
-    picks_itself_page_one = qkv.rows_that_pick_themselves(context.parameter_free(x).attn_weights)
-    picks_itself_here = qkv.rows_that_pick_themselves(result.attn_weights)
+    repeated = (
+        " A repeated piece's copies have equal rows of X, so they tie for the largest weight."
+        if tied_one_vector
+        else ""
+    )
     st.markdown(
         "Three questions, three matrices. **W_q** makes what a token looks for, **W_k** what it "
         "offers to be found by, **W_v** what it hands over once found. On page 1 one vector "
         "answered all three: on these X, softmax(X Xᵀ) gives each token's largest weight to "
-        f"itself in {picks_itself_page_one} of {n} rows, and what a token hands over is the very "
-        "vector it was matched on. With the W_q and W_k chosen here, the token's own key wins "
-        f"in {picks_itself_here} of {n} rows: looking and being found have come apart. W_v "
-        "does the same for what travels: a value need not carry the features its key was "
+        f"itself in {picks_itself_one_vector} of {n} rows{_ties(tied_one_vector)}, and what "
+        "a token hands over is the very vector it was matched on."
+        f"{repeated} With the W_q and W_k chosen here, the token's own key wins in "
+        f"{picks_itself_projected} of {n} rows{_ties(tied_projected)}: {roles_verdict()} "
+        "W_v does the same for what travels: a value need not carry the features its key was "
         "matched by."
     )
 
