@@ -75,6 +75,18 @@ def test_two_roles_are_two_heads_and_chance_follows_the_mask(family, model, loca
     assert float(chance.group(1)) == pytest.approx(100 * _even_share_of_previous(shown), abs=0.06)
     if decoder:
         assert "next token:" not in tab_text and "next-token head" not in tab_text
+    # the same-word example: the repeat's row shares an even spread among the keys it sees
+    repeat = re.search(
+        r"lets the second .+? \(piece (\d+)\) give the first \(piece \d+\) \d\.\d\d of its "
+        r"weight, against 1/(\d+) = (\d\.\d\d) for an even spread over the (\d+) pieces",
+        tab_text,
+    )
+    assert repeat, tab_text[:3000]  # the probe sentence repeats a piece in every family
+    if repeat:
+        second, keys = int(repeat.group(1)), int(repeat.group(2))
+        n = shown.run(head_roles.PROBE_SENTENCES[2]).n_tokens
+        assert keys == (second + 1 if decoder else n) == int(repeat.group(4))
+        assert float(repeat.group(3)) == pytest.approx(1 / keys, abs=0.006)
 
     # tab 3 names a parking spot by the same rule (the test below checks it against chance)
     open_tab(at, section_key(PAGE), "3 · Looking vs moving")
