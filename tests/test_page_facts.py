@@ -524,3 +524,34 @@ def test_the_wording_rules_read_numbers_as_the_page_prints_them():
     assert (
         wording.count_of(1, 1) == "the one row" and wording.count_of(0, 3) == "none of the 3 rows"
     )
+
+
+def _r2_by_distance(vectors: np.ndarray) -> float:
+    """R² of the cosine of positions p ≠ q predicted by the mean cosine at their distance."""
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    cosines = unit @ unit.T
+    n = len(vectors)
+    pairs = [(p, q) for p in range(n) for q in range(n) if p != q]
+    mean_at = {k: np.mean([cosines[p, p + k] for p in range(n - k)]) for k in range(1, n)}
+    values = np.array([cosines[p, q] for p, q in pairs])
+    residual = values - np.array([mean_at[abs(p - q)] for p, q in pairs])
+    return 1 - float((residual**2).sum() / ((values - values.mean()) ** 2).sum())
+
+
+def test_near_positions_compares_every_code_on_the_rows_the_learned_table_has(local_folders):
+    """GPT-2's tiny table has fewer rows than the 100 positions the slider asks for: the binary
+    code and the table are measured on the same rows, and the question says how many."""
+    folder = family_folder("gpt2")
+    at = run_on(folder, "views/positional.py", {"pos_section": "4 · Near positions"})
+    assert not at.exception and not at.error
+    table = _tensor(_tensors(folder), "wpe.weight")  # (rows, d_model)
+    rows = len(table)
+    assert rows < 100  # the slider's default: the case under test
+    said = " ".join(visible_texts(at))
+    assert f"Of the other two, over {rows} positions" in said
+    assert f"learned table has {rows} rows: this section compares the first {rows}" in said
+    bits = int(np.ceil(np.log2(rows)))
+    binary = 2.0 * ((np.arange(rows)[:, None] >> np.arange(bits)[None, :]) & 1) - 1.0
+    shown_r2 = [float(metric.value) for metric in at.metric if "(R²)" in metric.label]
+    assert shown_r2 == pytest.approx([1.0, _r2_by_distance(binary), _r2_by_distance(table)],
+                                     abs=0.006)  # fmt: skip
