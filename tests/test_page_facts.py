@@ -362,6 +362,20 @@ def test_a_decoders_flow_tab_names_what_it_explains_in_one_clause(local_folders)
     paragraph = _one_match(texts, r"Abnar & Zuidema \(2020\) found.*").string
     assert "classifier's output" in paragraph and "likeliest next piece" in paragraph
     assert not re.search(r"\)\s*,?\s*\(", paragraph), "two parentheses in a row"
+    # how evenly flow spreads: the word follows the pieces an even spread of those bits covers
+    said = _one_match(
+        texts,
+        r"spreads this sentence's vector ([a-z ]+): its shares carry ([\d.]+) bits of the "
+        r"([\d.]+) an even spread over (\d+) pieces would, as many as an even spread over "
+        r"(\d+) of them",
+    )
+    words, bits, even, n, covered = said.groups()
+    assert float(even) == pytest.approx(np.log2(int(n)), abs=0.006)
+    assert int(covered) == round(2 ** float(bits))
+    share = 2 ** float(bits) / int(n)
+    assert words == (
+        "almost evenly" if share >= 0.9 else "fairly evenly" if share >= 0.5 else "unevenly"
+    ), share
 
 
 def _page_one_bank_cosine(folder: Path) -> float:

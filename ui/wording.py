@@ -91,3 +91,27 @@ def count_of(count: int, total: int, noun: str = "row") -> str:
     if count == 0:
         return f"none of the {total} {noun}s"
     return f"{count} of {total} {noun}s"
+
+
+# Shares of the pieces an even spread with the same entropy would cover (2^bits of n), above
+# which a spread reads "almost evenly" / "fairly evenly"; below the second, "unevenly".
+ALMOST_EVEN_PIECES = 0.9
+FAIRLY_EVEN_PIECES = 0.5
+
+
+def pieces_covered(bits: float) -> float:
+    """2^bits: how many pieces an even spread with this entropy covers, from the bits as a page
+    prints them (two decimals)."""
+    return 2.0 ** round(float(bits), 2)
+
+
+def how_evenly(bits: float, n_pieces: int) -> str:
+    """How evenly shares with entropy `bits` spread over n_pieces, as an adverb: "almost evenly"
+    when they carry as many bits as an even spread over 90% of the pieces or more, "fairly
+    evenly" from 50%, else "unevenly"."""
+    covered = pieces_covered(bits) / n_pieces
+    if covered >= ALMOST_EVEN_PIECES:
+        return "almost evenly"
+    if covered >= FAIRLY_EVEN_PIECES:
+        return "fairly evenly"
+    return "unevenly"
