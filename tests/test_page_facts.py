@@ -569,3 +569,45 @@ def test_near_positions_compares_every_code_on_the_rows_the_learned_table_has(lo
     shown_r2 = [float(metric.value) for metric in at.metric if "(R²)" in metric.label]
     assert shown_r2 == pytest.approx([1.0, _r2_by_distance(binary), _r2_by_distance(table)],
                                      abs=0.006)  # fmt: skip
+
+
+@pytest.mark.parametrize("family", ["llama", "gpt2"])
+def test_qkv_step_five_names_the_pieces_it_weighs_and_words_the_symmetry(local_folders, family):
+    """α(money→bank) names the pieces the tokenizer made (a decoder's "money" may be "␣mo" +
+    "ney"), with page 1's weights; "symmetric" follows max |S − Sᵀ| against S's size."""
+    folder = family_folder(family)
+    texts = _page_texts(family, "views/qkv.py", {"qkv_section": "5 · Not symmetric"})
+    pieces, ids = _ids(folder, "money bank grows", specials=False)
+    x = _tensor(_tensors(folder), *_WORD_TABLES)[ids]  # (n, d_model)
+    weights = _softmax_rows(x @ x.T)
+    bare = [piece.lstrip(_BPE_SPACES) for piece in pieces]
+    said = _one_match(texts, r"α\(([^→)]+)→([^)]+)\) = ([\d.]+) and α\(")
+    first, second = (said.group(k).replace("␣", "") for k in (1, 2))
+    assert first in bare and second in bare, (said.group(0), pieces)
+    assert float(said.group(3)) == pytest.approx(
+        weights[bare.index(first), bare.index(second)], abs=0.0006
+    )
+    caption = _one_match(texts, r"max \|S − Sᵀ\| = (\S+) \(([a-z ]+)\)")
+    gap = float(caption.group(1))
+    largest = np.abs(x @ x.T).max()
+    expected = (
+        "exactly symmetric"
+        if gap == 0
+        else "symmetric up to float rounding"
+        if gap <= 1e-5 * largest
+        else "not symmetric"
+    )
+    assert caption.group(2) == expected
+
+
+def test_the_symmetry_and_evenness_words_read_the_numbers_beside_them():
+    from ui import wording
+
+    assert wording.how_symmetric(0.0, 5.0) == "exactly symmetric"
+    assert wording.how_symmetric(1.2e-7, 5.0) == "symmetric up to float rounding"
+    assert wording.how_symmetric(0.1, 5.0) == "not symmetric"
+    # 4.48 of log2(27) = 4.75 bits: an even spread over 2^4.48 ≈ 22 of the 27 pieces
+    assert round(wording.pieces_covered(4.48)) == 22
+    assert wording.how_evenly(4.48, 27) == "fairly evenly"
+    assert wording.how_evenly(4.70, 27) == "almost evenly"  # 26 of 27
+    assert wording.how_evenly(2.0, 27) == "unevenly"  # 4 of 27

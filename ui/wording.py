@@ -115,3 +115,19 @@ def how_evenly(bits: float, n_pieces: int) -> str:
     if covered >= FAIRLY_EVEN_PIECES:
         return "fairly evenly"
     return "unevenly"
+
+
+# float32 sums of the same products in another order agree to ~1e-7 of their size: a gap under
+# this share of the largest entry is rounding.
+ROUNDING_SHARE = 1e-5
+
+
+def how_symmetric(gap: float, largest: float) -> str:
+    """What max |S − Sᵀ| = gap says of a matrix whose largest |entry| is `largest`: "exactly
+    symmetric" (gap 0), "symmetric up to float rounding" (gap ≤ 1e-5 of largest), else "not
+    symmetric"."""
+    if gap == 0:
+        return "exactly symmetric"
+    if gap <= ROUNDING_SHARE * abs(largest):
+        return "symmetric up to float rounding"
+    return "not symmetric"

@@ -271,22 +271,25 @@ def not_symmetric() -> None:
     st.subheader("Step 5 · Attention is not symmetric, for two reasons")
     i, j = qkv.most_asymmetric_pair(result.attn_weights)
     token_i, token_j = (literal(labels[k]) for k in (i, j))
+    # the pieces as this tokenizer cuts them: "money" may be "␣mo" + "ney"
+    money, bank = (literal(page_one.tokens[k]) for k in (money_index, bank_index))
     st.markdown(
         "**The softmax.** Each row of α is divided by its own sum, so even symmetric scores give "
-        "asymmetric weights. Page 1's S = X Xᵀ is symmetric to the last bit, yet there "
-        f"α(money→bank) = {page_one_result.attn_weights[money_index, bank_index]:.3f} and "
-        f"α(bank→money) = {page_one_result.attn_weights[bank_index, money_index]:.3f}: the rows "
-        "of *money* and *bank* have different sums. "
+        "asymmetric weights. Page 1's S = X Xᵀ is symmetric (x_i·x_j = x_j·x_i), yet there "
+        f"α({money}→{bank}) = {page_one_result.attn_weights[money_index, bank_index]:.3f} and "
+        f"α({bank}→{money}) = {page_one_result.attn_weights[bank_index, money_index]:.3f}: the "
+        f"rows of *{money}* and *{bank}* have different sums. "
         "**The projections.** With W_q ≠ W_k the scores themselves differ: query *i* meets key *j* "
         "through q_i·k_j, but *j* meets *i* through q_j·k_i. "
         f"Here **{token_i}** gives **{token_j}** a weight of {result.attn_weights[i, j]:.3f}, "
         f"while {token_j} gives {token_i} {result.attn_weights[j, i]:.3f}."
     )
     st.latex(r"S - S^\top \ \text{(scores)},\quad \alpha - \alpha^\top \ \text{(weights)}")
-    page_one_gap = qkv.asymmetry(page_one_result.similarity)
+    page_one_gap = float(abs(qkv.asymmetry(page_one_result.similarity)).max())
+    symmetric = wording.how_symmetric(page_one_gap, float(abs(page_one_result.similarity).max()))
     st.caption(
-        f"Page 1, “money bank grows”: max |S − Sᵀ| = {abs(page_one_gap).max():.1e} (exactly "
-        "symmetric). This head, below: the left map is the part the projections make, the right "
+        f"Page 1, “money bank grows”: max |S − Sᵀ| = {page_one_gap:.1e} ({symmetric}). This "
+        "head, below: the left map is the part the projections make, the right "
         "one adds what the softmax's row sums make."
     )
     left, right = st.columns(2)
