@@ -341,6 +341,13 @@ def test_a_decoder_answers_from_its_own_runs(decoder_folders, local_folders, fam
     # the shuffle ran as the decoder was trained, under its mask, and says so; the gap is the
     # one an independent run gives: without positions a run of the shuffle, put back, is the
     # original sentence read under the shuffled sentence's mask
+    # √d_k: the reason claims a spread of 1 after dividing only for unit-variance components,
+    # beside this model's own spread, which need not be 1
+    sqrt_dk = _alert_for(at, "before dividing")
+    after = re.search(r"before dividing, (\S+) after", sqrt_dk)
+    assert after and float(after.group(1)) != pytest.approx(1.0, abs=0.05), sqrt_dk
+    assert "Dividing brings it back to 1" not in sqrt_dk
+    assert "need not have them" in sqrt_dk
     shuffle = _alert_for(at, "pieces shuffled")
     assert "its causal mask kept as trained" in shuffle and "order of its own" in shuffle
     gap = re.search(r"head: (\S+) without positions", shuffle)

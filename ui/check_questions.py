@@ -213,9 +213,10 @@ def sqrt_dk(numbers: CheckNumbers, model_label: str) -> Question:
         ),
         answers=frozenset({0}),
         reason="A dot product adds up d_k products: with independent components of variance 1 "
-        "its standard deviation is √d_k (Vaswani et al., 2017). Dividing brings it back to 1, "
-        "and the softmax stays out of the range where one key takes everything and the others "
-        "get almost no gradient.",
+        "its standard deviation is √d_k (Vaswani et al., 2017). Dividing takes that growth "
+        "with the width away (for such components it brings the spread back to 1; a trained "
+        "model's q and k need not have them), so the softmax stays out of the range where one "
+        "key takes everything and the others get almost no gradient.",
         numbers=f"{model_label}: d_k = {numbers.d_head}, √d_k = {root:.2f}. On this sentence q·k "
         f"has standard deviation {runs.raw_spread:.2f} before dividing, "
         f"{runs.raw_spread / root:.2f} after. Without 1/√d_k in every layer a row's largest "
