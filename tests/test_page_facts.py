@@ -611,3 +611,25 @@ def test_the_symmetry_and_evenness_words_read_the_numbers_beside_them():
     assert wording.how_evenly(4.48, 27) == "fairly evenly"
     assert wording.how_evenly(4.70, 27) == "almost evenly"  # 26 of 27
     assert wording.how_evenly(2.0, 27) == "unevenly"  # 4 of 27
+
+
+def test_the_sense_sorting_words_follow_the_counts_on_a_decoder(local_folders):
+    """'Context sorts the occurrences by sense' only when every counted occurrence ends next to
+    one of its own sense; on the tiny GPT-2 fewer do."""
+    texts = _page_texts("gpt2", "views/embeddings.py", {"emb_section": "2 · Path"})
+    said = _one_match(
+        texts,
+        r"At the embedding output, (\d+) of (\d+) occurrences .*?after layer \d+, (\d+) of \d+ "
+        r"\(a random pick: (\d+)%\): ([^.]+)\.",
+    )
+    first, counted, last, chance = (int(said.group(k)) for k in (1, 2, 3, 4))
+    expected = (
+        "they were already sorted at the embedding output"
+        if first == last == counted
+        else "context sorts the occurrences by sense"
+        if last > first and last == counted
+        else "context sorts some of them by sense: more than a random pick, not all"
+        if last > first and last > chance / 100 * counted
+        else "by this measure, context does not sort them by sense here"
+    )
+    assert said.group(5) == expected, said.group(0)

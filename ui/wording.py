@@ -131,3 +131,18 @@ def how_symmetric(gap: float, largest: float) -> str:
     if gap <= ROUNDING_SHARE * abs(largest):
         return "symmetric up to float rounding"
     return "not symmetric"
+
+
+def sense_sorting(first: int, last: int, counted: int, chance: float) -> str:
+    """What context did to `counted` occurrences of a word, `first` of which had a same-sense
+    occurrence as their nearest at the embedding output and `last` after the last layer (a
+    random pick: `chance` of them): "sorts the occurrences by sense" only when all end sorted
+    and fewer started so; "some of them" when more end sorted than started and than a random
+    pick gives, but not all."""
+    if first == last == counted:
+        return "they were already sorted at the embedding output"
+    if last > first and last == counted:
+        return "context sorts the occurrences by sense"
+    if last > first and last > chance * counted:
+        return "context sorts some of them by sense: more than a random pick, not all"
+    return "by this measure, context does not sort them by sense here"
