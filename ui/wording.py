@@ -146,3 +146,14 @@ def sense_sorting(first: int, last: int, counted: int, chance: float) -> str:
     if last > first and last > chance * counted:
         return "context sorts some of them by sense: more than a random pick, not all"
     return "by this measure, context does not sort them by sense here"
+
+
+# A head earns a role's name when its mean weight on the role's key is at least this many times
+# what an even spread over the keys a row sees gives that key.
+NAMED_ROLE_MARGIN = 2.0
+
+
+def earns_role_name(share: float, chance: float) -> bool:
+    """Does a mean weight `share` on a role's key (the token before, ...) stand far enough above
+    `chance`, an even spread's, to call the head by that role? Read at two decimals, as printed."""
+    return round(float(share), 2) >= NAMED_ROLE_MARGIN * round(float(chance), 2)
