@@ -76,10 +76,6 @@ def share_entropy(shares: np.ndarray) -> tuple[float, float]:
     return float(-(p * np.log2(p)).sum()), even
 
 
-# Shares with at least this part of an even spread's bits read as "almost even".
-ALMOST_EVEN = 0.95
-
-
 def special_share(
     scores: np.ndarray, tokens: tuple[str, ...], special: tuple[bool, ...] | None = None
 ) -> float:

@@ -357,14 +357,16 @@ def attention_from_ids(
     scale: bool = True,
     segments: np.ndarray | None = None,
     attention_mask: torch.Tensor | None = None,
+    causal: bool = False,
 ) -> np.ndarray:
-    """(n,) token ids (and sentence ids, 0 when None) -> (L, H, n, n) attention, no causal mask.
+    """(n,) token ids (and sentence ids, 0 when None) -> (L, H, n, n) attention.
 
     positions=False removes every way position enters: the learned rows and the rotary turns.
-    attention_mask (n, n) bool, True = may attend: the only mask of the run (see below).
+    attention_mask (n, n) bool, True = may attend: the only mask of the run (see below), unless
+    causal adds the causal mask (a decoder as trained).
     """
     names = [hook_name(ATTN_WEIGHTS, layer) for layer in range(model.n_layers)]
-    options = model.options(scale=scale, causal=False, positions=positions)
+    options = model.options(scale=scale, causal=causal, positions=positions)
     _, cache = model.run_with_cache(
         input_ids, segments, names=names, options=options, attention_mask=attention_mask
     )
@@ -407,6 +409,7 @@ def permutation_experiment(
     scale: bool = True,
     max_tokens: int | None = None,
     segments: np.ndarray | None = None,
+    causal: bool = False,
 ) -> PermutationResult:
     """Run a sentence (or pair) and its shuffle; un-permute the shuffle's attention and compare.
 
@@ -417,9 +420,9 @@ def permutation_experiment(
     If A' is the attention of the shuffled ids, A'[i, j] is between the tokens originally at
     order[i] and order[j]; writing B[order[i], order[j]] = A'[i, j] puts it back. Without
     positions (no learned rows, no rotary turns) every step treats tokens alike, so B = A up to
-    float rounding, in every family. Both runs have no causal mask: a decoder's mask is itself
-    a statement about order (the shuffled run's mask, put back, is another mask), so with it B
-    would differ from A even without positions.
+    float rounding, in every family. By default both runs have no causal mask: a decoder's mask
+    is itself a statement about order (the shuffled run's mask, put back, is another mask), so
+    with causal=True B differs from A even without positions.
     """
     input_ids = np.asarray(input_ids, dtype=np.int64)
     segments = np.zeros_like(input_ids) if segments is None else np.asarray(segments, np.int64)
@@ -430,8 +433,12 @@ def permutation_experiment(
     order = shuffle_order(len(input_ids), seed, segments)
     # Tokens move only within their sentence, so segments[order] == segments: every position
     # keeps its sentence id, and each token its sentence.
-    original = attention_from_ids(model, input_ids, positions, scale, segments)  # (L, H, n, n)
-    shuffled = attention_from_ids(model, input_ids[order], positions, scale, segments)
+    original = attention_from_ids(  # (L, H, n, n)
+        model, input_ids, positions, scale, segments, causal=causal
+    )
+    shuffled = attention_from_ids(
+        model, input_ids[order], positions, scale, segments, causal=causal
+    )
     inverse = np.argsort(order)  # inverse[original position] = new position
     unshuffled = shuffled[:, :, inverse][:, :, :, inverse]  # rows then columns back in order
     diff = np.abs(original.astype(np.float64) - unshuffled)  # (L, H, n, n)

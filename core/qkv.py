@@ -199,10 +199,26 @@ def most_asymmetric_pair(attn_weights: np.ndarray) -> tuple[int, int]:
     return int(i), int(j)
 
 
+# Two keys of a row whose weights differ by less than this share of the row's largest count as
+# tied: a repeated word's copies have equal rows of X, so float32 gives them equal scores.
+TIE_ROUNDING = 1e-6
+
+
 def rows_that_pick_themselves(attn_weights: np.ndarray) -> int:
-    """How many rows i of an (n, n) weight matrix give their largest weight to i itself."""
+    """How many rows i of an (n, n) weight matrix give i itself their largest weight, alone or
+    tied with another key (a repeated word's copies share it: their rows of X are equal)."""
+    own = np.diagonal(attn_weights)  # (n,) α_ii
+    top = attn_weights.max(axis=1)  # (n,)
+    return int(np.sum(own >= top * (1 - TIE_ROUNDING)))
+
+
+def rows_tied_with_another(attn_weights: np.ndarray) -> int:
+    """How many of those rows share their largest weight between i and another key j ≠ i."""
     n = attn_weights.shape[0]
-    return int(np.sum(np.argmax(attn_weights, axis=1) == np.arange(n)))
+    top = attn_weights.max(axis=1, keepdims=True)  # (n, 1)
+    at_top = attn_weights >= top * (1 - TIE_ROUNDING)  # (n, n) keys holding the row's largest
+    others = at_top & ~np.eye(n, dtype=bool)  # (n, n) the same, i itself left out
+    return int(np.sum(np.diagonal(at_top) & others.any(axis=1)))
 
 
 # One head's outputs of the same rows in another order agree to ~1e-7 of the largest output in

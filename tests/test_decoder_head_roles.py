@@ -75,6 +75,27 @@ def test_two_roles_are_two_heads_and_chance_follows_the_mask(family, model, loca
     assert float(chance.group(1)) == pytest.approx(100 * _even_share_of_previous(shown), abs=0.06)
     if decoder:
         assert "next token:" not in tab_text and "next-token head" not in tab_text
+    # the predict question's chance: row i sees i + 1 keys under the mask, n without
+    question = re.search(
+        r"of a row's weight on average \(against (\d\.\d\d) for an even spread\)", tab_text
+    )
+    assert question, tab_text[:3000]
+    sentence = "the river bank flows past the old mill." if family == "minilm" else TEXT
+    n = shown.run(sentence).n_tokens
+    expected = np.mean([1 / (i + 1) for i in range(1, n)]) if decoder else 1 / n
+    assert float(question.group(1)) == pytest.approx(expected, abs=0.006)
+    # the same-word example: the repeat's row shares an even spread among the keys it sees
+    repeat = re.search(
+        r"lets the second .+? \(piece (\d+)\) give the first \(piece \d+\) \d\.\d\d of its "
+        r"weight, against 1/(\d+) = (\d\.\d\d) for an even spread over the (\d+) pieces",
+        tab_text,
+    )
+    assert repeat, tab_text[:3000]  # the probe sentence repeats a piece in every family
+    if repeat:
+        second, keys = int(repeat.group(1)), int(repeat.group(2))
+        n = shown.run(head_roles.PROBE_SENTENCES[2]).n_tokens
+        assert keys == (second + 1 if decoder else n) == int(repeat.group(4))
+        assert float(repeat.group(3)) == pytest.approx(1 / keys, abs=0.006)
 
     # tab 3 names a parking spot by the same rule (the test below checks it against chance)
     open_tab(at, section_key(PAGE), "3 · Looking vs moving")

@@ -14,7 +14,7 @@ import re
 
 import numpy as np
 import pytest
-from conftest import assert_no_exception, drawn_figures, page_paths, run_page
+from conftest import assert_no_exception, drawn_figures, page_paths, run_page, takeaway_text
 from family_pages import TEXT, family_folder, run_on
 from shown import sent_array
 from streamlit.testing.v1 import AppTest
@@ -108,6 +108,24 @@ def test_the_overview_draws_the_next_word_panel_and_the_masked_triangle(
     assert {"overview_next_trained", "overview_next_switches"} <= drawn_figures(at)
     grid = next(e.proto.body for e in at.get("html") if 'class="ae-heatmap' in e.proto.body)
     assert "ae-masked" in grid  # the hatched strips over the hidden keys
+
+
+@pytest.mark.parametrize("unmask", [False, True])
+def test_the_overview_takeaway_says_which_pieces_a_row_weighs(
+    decoder_folders, local_folders, unmask
+):
+    """Under the causal mask row i weighs pieces 0..i, not all of them: the takeaway says the
+    rows the run had, and with the mask removed it says all of them."""
+    at = run_on(decoder_folders["gpt2"], "views/overview.py", {"unmask": True} if unmask else None)
+    assert_no_exception(at)
+    inputs, _ = at.session_state["_page_context"]
+    assert inputs.causal is not unmask
+    said = takeaway_text(at)
+    masked = "a row of weights over itself and the pieces before it;"
+    whole = "a row of weights over all of them;"
+    assert (whole if unmask else masked) in said and (masked if unmask else whole) not in said
+    rows = "token *i* and the tokens before it sum to 1" if not unmask else "all tokens sum to 1"
+    assert rows in texts(at)
 
 
 def test_an_encoder_says_why_it_has_no_next_word_panel():

@@ -163,26 +163,55 @@ def test_context_page_says_when_the_run_drops_the_shared_word():
 
 
 # ---- page 2: three jobs, three matrices; all at once, blind to order ----------------------------
-def test_rows_that_pick_themselves_count_the_argmax_on_the_diagonal():
+def test_rows_that_pick_themselves_count_the_diagonal_at_the_row_max_ties_included():
     weights = np.array([[0.6, 0.4, 0.0], [0.7, 0.2, 0.1], [0.1, 0.1, 0.8]])
     assert qkv.rows_that_pick_themselves(weights) == 2
+    assert qkv.rows_tied_with_another(weights) == 0
+    # rows 0 and 1 are two copies of one word: each ties with the other, and both count
+    tied = np.array([[0.4, 0.4, 0.2], [0.4, 0.4, 0.2], [0.3, 0.3, 0.4]], dtype=np.float32)
+    assert qkv.rows_that_pick_themselves(tied) == 3
+    assert qkv.rows_tied_with_another(tied) == 2
 
 
-def test_qkv_page_counts_the_rows_whose_own_key_wins(model):
-    at = run_page(QKV, text=SENTENCE)
-    assert_no_exception(at)
-    x = model.run(SENTENCE).static.astype(np.float64)  # (n, d): what Steps 1-6 read
-    projections = qkv.random_projections(model.d_model, 8, seed=0)
+def _own_is_largest(weights: np.ndarray) -> tuple[int, int]:
+    """(rows whose own weight equals the row's largest, those of them tied with another key),
+    with float32's rounding as the tolerance of "equal"."""
+    top = weights.max(axis=1, keepdims=True)
+    at_top = np.isclose(weights, top, rtol=1e-5, atol=0)  # (n, n)
+    own = np.diagonal(at_top)
+    tied = own & (at_top.sum(axis=1) > 1)
+    return int(own.sum()), int(tied.sum())
+
+
+def _qkv_counts(x: np.ndarray) -> tuple[tuple[int, int], tuple[int, int]]:
+    """Page 1's softmax(X Xᵀ) and the page's default random head (d_k 8, seed 0), counted."""
+    projections = qkv.random_projections(x.shape[1], 8, seed=0)
     query, key = x @ projections.w_query, x @ projections.w_key
     head = _softmax_rows(query @ key.T / np.sqrt(8))
-    page_one = _softmax_rows(x @ x.T)
+    return _own_is_largest(_softmax_rows(x @ x.T)), _own_is_largest(head)
+
+
+def _counted(count: int, tied: int, n: int) -> str:
+    return f"{count} of {n} rows" + (f" ({tied} of them tied with another key)" if tied else "")
+
+
+@pytest.mark.parametrize("sentence", [SENTENCE, "the bank by the river and the bank of the town"])
+def test_qkv_page_counts_the_rows_whose_own_key_wins(model, sentence):
+    """A repeated word's copies have equal rows of X and tie exactly: each copy counts."""
+    at = run_page(QKV, text=sentence)
+    assert_no_exception(at)
+    x = model.run(sentence).static.astype(np.float64)  # (n, d): what Steps 1-6 read
+    (own, own_tied), (here, here_tied) = _qkv_counts(x)
     n = len(x)
-    own = (np.argmax(page_one, axis=1) == np.arange(n)).sum()
-    here = (np.argmax(head, axis=1) == np.arange(n)).sum()
     texts = _texts(at)
-    assert f"to itself in {own} of {n} rows" in texts
-    assert f"the token's own key wins in {here} of {n} rows" in texts
-    assert here < own  # the point of the paragraph, on the default sentence
+    assert f"to itself in {_counted(own, own_tied, n)}" in texts, texts
+    assert f"the token's own key wins in {_counted(here, here_tied, n)}" in texts
+    verdict = (  # the conclusion follows the two counts
+        "looking and being found have come apart" if here < own else "here they have not"
+    )
+    assert f"{_counted(here, here_tied, n)}: {verdict}" in texts
+    if sentence != SENTENCE:  # the repeated pieces tie, and the page says why
+        assert own == n and own_tied >= 2 and "tie for the largest weight" in texts
 
 
 @pytest.mark.parametrize("source", ["random", "trained"])

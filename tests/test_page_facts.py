@@ -375,6 +375,20 @@ def test_a_decoders_flow_tab_names_what_it_explains_in_one_clause(local_folders)
     paragraph = _one_match(texts, r"Abnar & Zuidema \(2020\) found.*").string
     assert "classifier's output" in paragraph and "likeliest next piece" in paragraph
     assert not re.search(r"\)\s*,?\s*\(", paragraph), "two parentheses in a row"
+    # how evenly flow spreads: the word follows the pieces an even spread of those bits covers
+    said = _one_match(
+        texts,
+        r"spreads this sentence's vector ([a-z ]+): its shares carry ([\d.]+) bits of the "
+        r"([\d.]+) an even spread over (\d+) pieces would, as many as an even spread over "
+        r"(\d+) of them",
+    )
+    words, bits, even, n, covered = said.groups()
+    assert float(even) == pytest.approx(np.log2(int(n)), abs=0.006)
+    assert int(covered) == round(2 ** float(bits))
+    share = 2 ** float(bits) / int(n)
+    assert words == (
+        "almost evenly" if share >= 0.9 else "fairly evenly" if share >= 0.5 else "unevenly"
+    ), share
 
 
 def _page_one_bank_cosine(folder: Path) -> float:
@@ -614,3 +628,98 @@ def test_the_rows_a_pre_norm_first_layer_reads_are_measured_after_its_norm(famil
             read = x / rms * gamma
         lengths += list(np.linalg.norm(read, axis=1))
     assert (said[2], said[3]) == (f"{min(lengths):.1f}", f"{max(lengths):.1f}")
+
+
+def _r2_by_distance(vectors: np.ndarray) -> float:
+    """R² of the cosine of positions p ≠ q predicted by the mean cosine at their distance."""
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    cosines = unit @ unit.T
+    n = len(vectors)
+    pairs = [(p, q) for p in range(n) for q in range(n) if p != q]
+    mean_at = {k: np.mean([cosines[p, p + k] for p in range(n - k)]) for k in range(1, n)}
+    values = np.array([cosines[p, q] for p, q in pairs])
+    residual = values - np.array([mean_at[abs(p - q)] for p, q in pairs])
+    return 1 - float((residual**2).sum() / ((values - values.mean()) ** 2).sum())
+
+
+def test_near_positions_compares_every_code_on_the_rows_the_learned_table_has(local_folders):
+    """GPT-2's tiny table has fewer rows than the 100 positions the slider asks for: the binary
+    code and the table are measured on the same rows, and the question says how many."""
+    folder = family_folder("gpt2")
+    at = run_on(folder, "views/positional.py", {"pos_section": "4 · Near positions"})
+    assert not at.exception and not at.error
+    table = _tensor(_tensors(folder), "wpe.weight")  # (rows, d_model)
+    rows = len(table)
+    assert rows < 100  # the slider's default: the case under test
+    said = " ".join(visible_texts(at))
+    assert f"Of the other two, over {rows} positions" in said
+    assert f"learned table has {rows} rows: this section compares the first {rows}" in said
+    bits = int(np.ceil(np.log2(rows)))
+    binary = 2.0 * ((np.arange(rows)[:, None] >> np.arange(bits)[None, :]) & 1) - 1.0
+    shown_r2 = [float(metric.value) for metric in at.metric if "(R²)" in metric.label]
+    assert shown_r2 == pytest.approx([1.0, _r2_by_distance(binary), _r2_by_distance(table)],
+                                     abs=0.006)  # fmt: skip
+
+
+@pytest.mark.parametrize("family", ["llama", "gpt2"])
+def test_qkv_step_five_names_the_pieces_it_weighs_and_words_the_symmetry(local_folders, family):
+    """α(money→bank) names the pieces the tokenizer made (a decoder's "money" may be "␣mo" +
+    "ney"), with page 1's weights; "symmetric" follows max |S − Sᵀ| against S's size."""
+    folder = family_folder(family)
+    texts = _page_texts(family, "views/qkv.py", {"qkv_section": "5 · Not symmetric"})
+    pieces, ids = _ids(folder, "money bank grows", specials=False)
+    x = _tensor(_tensors(folder), *_WORD_TABLES)[ids]  # (n, d_model)
+    weights = _softmax_rows(x @ x.T)
+    bare = [piece.lstrip(_BPE_SPACES) for piece in pieces]
+    said = _one_match(texts, r"α\(([^→)]+)→([^)]+)\) = ([\d.]+) and α\(")
+    first, second = (said.group(k).replace("␣", "") for k in (1, 2))
+    assert first in bare and second in bare, (said.group(0), pieces)
+    assert float(said.group(3)) == pytest.approx(
+        weights[bare.index(first), bare.index(second)], abs=0.0006
+    )
+    caption = _one_match(texts, r"max \|S − Sᵀ\| = (\S+) \(([a-z ]+)\)")
+    gap = float(caption.group(1))
+    largest = np.abs(x @ x.T).max()
+    expected = (
+        "exactly symmetric"
+        if gap == 0
+        else "symmetric up to float rounding"
+        if gap <= 1e-5 * largest
+        else "not symmetric"
+    )
+    assert caption.group(2) == expected
+
+
+def test_the_symmetry_and_evenness_words_read_the_numbers_beside_them():
+    from ui import wording
+
+    assert wording.how_symmetric(0.0, 5.0) == "exactly symmetric"
+    assert wording.how_symmetric(1.2e-7, 5.0) == "symmetric up to float rounding"
+    assert wording.how_symmetric(0.1, 5.0) == "not symmetric"
+    # 4.48 of log2(27) = 4.75 bits: an even spread over 2^4.48 ≈ 22 of the 27 pieces
+    assert round(wording.pieces_covered(4.48)) == 22
+    assert wording.how_evenly(4.48, 27) == "fairly evenly"
+    assert wording.how_evenly(4.70, 27) == "almost evenly"  # 26 of 27
+    assert wording.how_evenly(2.0, 27) == "unevenly"  # 4 of 27
+
+
+def test_the_sense_sorting_words_follow_the_counts_on_a_decoder(local_folders):
+    """'Context sorts the occurrences by sense' only when every counted occurrence ends next to
+    one of its own sense; on the tiny GPT-2 fewer do."""
+    texts = _page_texts("gpt2", "views/embeddings.py", {"emb_section": "2 · Path"})
+    said = _one_match(
+        texts,
+        r"At the embedding output, (\d+) of (\d+) occurrences .*?after layer \d+, (\d+) of \d+ "
+        r"\(a random pick: (\d+)%\): ([^.]+)\.",
+    )
+    first, counted, last, chance = (int(said.group(k)) for k in (1, 2, 3, 4))
+    expected = (
+        "they were already sorted at the embedding output"
+        if first == last == counted
+        else "context sorts the occurrences by sense"
+        if last > first and last == counted
+        else "context sorts some of them by sense: more than a random pick, not all"
+        if last > first and last > chance / 100 * counted
+        else "by this measure, context does not sort them by sense here"
+    )
+    assert said.group(5) == expected, said.group(0)

@@ -563,9 +563,17 @@ def test_a_tiny_decoders_questions_have_the_answers_numpy_gives(tiny_decoder):
         head = int(np.argmax(on_previous))
         query = max(range(2, n), key=lambda i: weights[layer, head, i, i - 1])
         question = predict_answers.previous_token_row(
-            trace.attentions[layer], trace.tokens, on_previous, layer
+            trace.attentions[layer], trace.tokens, on_previous, layer, causal=True
         )
         assert right(question) == _labels(trace.tokens, _argmax(weights[layer, head, query]))
+        # the chance beside it: row i sees i + 1 keys under the mask; the role's name only at
+        # twice that or more, as printed
+        chance = np.mean([1 / (i + 1) for i in range(1, n)])
+        assert f"against {chance:.2f} for an even spread" in question.prompt
+        named = round(on_previous[head], 2) >= 2 * round(chance, 2)
+        assert ("is the layer's previous-token head" in question.reason) == (
+            named and _argmax(weights[layer, head, query]) == {query - 1}
+        )
         assert np.triu(weights[layer, head], 1).max() == 0  # the mask: nothing after the query
 
     # 2. under the mask the first row keeps everything; without it, the same scores over all

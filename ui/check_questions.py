@@ -133,35 +133,60 @@ def causal_mask(numbers: CheckNumbers, model_label: str) -> Question:
 
 
 def shuffle(numbers: CheckNumbers, model_label: str) -> Question:
-    """Whether attention without position information notices a shuffle of the words."""
+    """Whether attention without position information notices a shuffle of the words. Both runs
+    keep the model's own mask: a decoder's causal mask, as it was trained, reads order itself."""
     gap = numbers.shuffle_gap_without
-    invariance = (
-        "Dot products, softmax, the feed-forward network and the norms treat a word the same "
-        "wherever it stands: without position information nothing tells places apart, so the "
-        "shuffle only reorders the same numbers."
-    )
+    masked = numbers.model_decoder
+    shown_gap = f"{gap:.1e}" if gap < ROUNDING else f"{gap:.2f}"
     measured = (
-        f"{model_label}, the sentence's first {numbers.shuffle_pieces} pieces shuffled, the "
-        f"largest difference over every layer and head: {gap:.1e} without positions, "
+        f"{model_label}"
+        + (", its causal mask kept as trained" if masked else "")
+        + f", the sentence's first {numbers.shuffle_pieces} pieces shuffled, the largest "
+        f"difference over every layer and head: {shown_gap} without positions, "
         f"{numbers.shuffle_gap_with:.2f} with them."
     )
-    if numbers.shuffle_pieces == 0:
-        same, measured = True, "This sentence is too short to shuffle: type a longer one."
-    elif gap < ROUNDING:
-        same = True
-    else:
-        same = False
+    too_short = numbers.shuffle_pieces == 0
+    if too_short:
+        measured = "This sentence is too short to shuffle: type a longer one."
+    options = (
+        "the same, up to rounding",
+        "different: each word has new neighbours",
+        "spread evenly over the words",
+    )
+    if masked:  # the mask is the order signal left: the course's answer is "different"
+        return _settled(
+            prompt="Run a sentence with every position the model adds taken out, but with the "
+            "causal mask it was trained with, then run it again with its words shuffled. Put "
+            "the second run's attention weights back in the original order: how do they "
+            "compare with the first run's?",
+            options=options,
+            holds=too_short or gap >= ROUNDING,
+            expected=(
+                1,
+                "The causal mask is an order of its own: each word sees only itself and the "
+                "words before it, and the shuffle changes which words those are. Dot products, "
+                "softmax, the feed-forward network and the norms treat a word the same wherever "
+                "it stands, but the mask does not.",
+            ),
+            otherwise=(
+                0,
+                "Here the shuffle left every word with the same words before it, so the weights "
+                "came back the same up to rounding.",
+            ),
+            numbers=measured,
+        )
     return _settled(
         prompt="Run a sentence with no position information at all, then run it again with its "
         "words shuffled. Put the second run's attention weights back in the original order: how "
         "do they compare with the first run's?",
-        options=(
-            "the same, up to rounding",
-            "different: each word has new neighbours",
-            "spread evenly over the words",
+        options=options,
+        holds=too_short or gap < ROUNDING,
+        expected=(
+            0,
+            "Dot products, softmax, the feed-forward network and the norms treat a word the same "
+            "wherever it stands: without position information nothing tells places apart, so the "
+            "shuffle only reorders the same numbers.",
         ),
-        holds=same,
-        expected=(0, invariance),
         otherwise=(
             1,
             "Here something in the run still reads word order, so the shuffled run's numbers "
@@ -188,9 +213,10 @@ def sqrt_dk(numbers: CheckNumbers, model_label: str) -> Question:
         ),
         answers=frozenset({0}),
         reason="A dot product adds up d_k products: with independent components of variance 1 "
-        "its standard deviation is √d_k (Vaswani et al., 2017). Dividing brings it back to 1, "
-        "and the softmax stays out of the range where one key takes everything and the others "
-        "get almost no gradient.",
+        "its standard deviation is √d_k (Vaswani et al., 2017). Dividing takes that growth "
+        "with the width away (for such components it brings the spread back to 1; a trained "
+        "model's q and k need not have them), so the softmax stays out of the range where one "
+        "key takes everything and the others get almost no gradient.",
         numbers=f"{model_label}: d_k = {numbers.d_head}, √d_k = {root:.2f}. On this sentence q·k "
         f"has standard deviation {runs.raw_spread:.2f} before dividing, "
         f"{runs.raw_spread / root:.2f} after. Without 1/√d_k in every layer a row's largest "

@@ -15,8 +15,9 @@ import core
 from core import check_numbers
 from ui import door, positional_runs, traces
 
-# The shuffle reads the sentence's first 64 word pieces, seed 0: the same cache entries as page
-# 2b's word-order experiment opened at its first shuffle.
+# The shuffle reads the sentence's first 64 word pieces, seed 0: for an encoder the same cache
+# entries as page 2b's word-order experiment opened at its first shuffle (a decoder's keep its
+# mask here; page 2b removes it).
 SHUFFLE_MAX_PIECES = 64
 SHUFFLE_SEED = 0
 MIN_SHUFFLE_PIECES = 4  # with fewer, the shuffle keeps [CLS]/[SEP] and has little to move
@@ -52,7 +53,9 @@ class CheckNumbers:
     d_head: int
     runs: TraceNumbers
     shuffle_pieces: int  # pieces the shuffle read (0: too short a sentence to shuffle)
-    shuffle_gap_without: float  # max |attention − shuffled, put back| without positions
+    # max |attention − shuffled, put back| without positions; both shuffles keep the model's own
+    # mask (a decoder's causal mask, as trained: it is an order signal of its own)
+    shuffle_gap_without: float
     shuffle_gap_with: float  # … with positions
 
 
@@ -106,8 +109,13 @@ def feedback_numbers(model: core.Transformer, text: str, pair: str | None) -> Ch
     gaps = [0.0, 0.0]
     if shuffled >= MIN_SHUFFLE_PIECES:
         gaps = [
-            positional_runs.permutation_experiment(
-                model, trained, use_positions, SHUFFLE_SEED, SHUFFLE_MAX_PIECES
+            positional_runs.permutation_experiment(  # the model's own mask: as it was trained
+                model,
+                trained,
+                use_positions,
+                SHUFFLE_SEED,
+                SHUFFLE_MAX_PIECES,
+                causal=model.is_decoder,
             ).max_abs_diff
             for use_positions in (False, True)
         ]

@@ -26,9 +26,15 @@ def _permutation_cost(
 
 @door.shared("the word-order experiment", cost=_permutation_cost)
 def permutation_experiment(
-    model: core.Transformer, trace: core.Trace, use_positions: bool, seed: int, max_tokens: int
+    model: core.Transformer,
+    trace: core.Trace,
+    use_positions: bool,
+    seed: int,
+    max_tokens: int,
+    causal: bool = False,
 ) -> positional.PermutationResult:
-    """core.positional.permutation_experiment on the Trace's word pieces and sentences.
+    """core.positional.permutation_experiment on the Trace's word pieces and sentences; causal:
+    both runs under the causal mask (a decoder as trained), which is itself an order signal.
 
     Two forward passes (the sentence and its shuffle); at 64 word pieces the result holds
     two (6, 12, 64, 64) blocks, ~2.4 MB."""
@@ -41,6 +47,7 @@ def permutation_experiment(
         trace.options.scale,
         max_tokens,
         segments=trace.segments,
+        causal=causal,
     )
 
 

@@ -28,7 +28,7 @@ import numpy as np
 
 import core
 from core import by_hand, context, positional, qkv, scaling_masking
-from ui import door
+from ui import door, wording
 from ui.escape import literal
 
 MAX_OPTIONS = 8  # token choices offered at most: a phone shows them in two or three rows
@@ -326,39 +326,58 @@ def first_row_under_mask(
 
 # ---- page 4: heads -----------------------------------------------------------------------------
 def previous_token_row(
-    weights: np.ndarray, tokens: Sequence[str], on_previous: np.ndarray, layer: int
+    weights: np.ndarray,
+    tokens: Sequence[str],
+    on_previous: np.ndarray,
+    layer: int,
+    causal: bool = False,
 ) -> Question | None:
     """Page 4, section 1: in the row of one token, which key the layer's previous-token head
     weights most. weights: (H, n, n) the layer's attention; on_previous: (H,) each head's mean
     weight on the token before (head_stats.HeadStats). The row asked about is the one that
     gives the token before the most weight (its answer is the reason the head has its name),
     from the third piece on: the second's token before is the first piece, where many heads of
-    every kind put their weight. None under three tokens."""
+    every kind put their weight. causal: the run had the causal mask, so row i sees i + 1 keys.
+    None under three tokens."""
     n = weights.shape[-1]
     if n < 3:
         return None
+    # an even spread's weight on the token before, over the rows on_previous averages (1 .. n-1):
+    # one over the keys row i sees, i + 1 under the causal mask, n without
+    rows = np.arange(1, n)
+    chance = float(np.mean(1.0 / (rows + 1))) if causal else 1.0 / n
     head = int(np.argmax(on_previous))
+    named = wording.earns_role_name(on_previous[head], chance)
     before = weights[head, np.arange(2, n), np.arange(1, n - 1)]  # (n − 2,) row i's on i − 1
     query = 2 + int(np.argmax(before))
     row = weights[head, query]  # (n,)
     word, previous = _token_label(tokens, query), _token_label(tokens, query - 1)
 
+    against = f"against {chance:.2f} for an even spread"
+
     def reason(best: int) -> str:
-        if best == query - 1:
+        if best == query - 1 and named:
             return (
                 f"Head {head} is the layer's previous-token head: its rows give the token just "
-                f"before {on_previous[head]:.2f} of their weight on average, and the row of "
-                f"{word} gives {previous} {row[query - 1]:.2f}."
+                f"before {on_previous[head]:.2f} of their weight on average ({against}), and "
+                f"the row of {word} gives {previous} {row[query - 1]:.2f}."
+            )
+        if best == query - 1:
+            return (
+                f"Head {head} leans only a little to the token before ({on_previous[head]:.2f} "
+                f"on average, {against}), yet the row of {word}, picked as the one that gives "
+                f"the token before the most, gives {previous} {row[query - 1]:.2f}."
             )
         return (
-            f"Head {head} leans to the token before ({on_previous[head]:.2f} on average), yet "
-            f"this row gives {_token_label(tokens, best)} {row[best]:.2f}, more than the "
-            f"{row[query - 1]:.2f} of {previous}, the token before."
+            f"Head {head} leans to the token before ({on_previous[head]:.2f} on average, "
+            f"{against}), yet this row gives {_token_label(tokens, best)} {row[best]:.2f}, more "
+            f"than the {row[query - 1]:.2f} of {previous}, the token before."
         )
 
     return _token_question(
         f"On this sentence head {head} of layer {layer} gives the token just before "
-        f"{on_previous[head]:.2f} of a row's weight on average, the most of the layer's heads. "
+        f"{on_previous[head]:.2f} of a row's weight on average ({against}), the most of the "
+        "layer's heads. "
         f"In its row for **{word}**, which token will take the most weight?",
         tokens,
         row,

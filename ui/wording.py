@@ -111,3 +111,69 @@ def parking_verdict(spot: str | None, compared: Sequence[str]) -> str:
     if len(compared) == 1:
         return f"{compared[0]} is no parking spot"
     return f"neither {' nor '.join(compared)} is a parking spot"
+
+
+# Shares of the pieces an even spread with the same entropy would cover (2^bits of n), above
+# which a spread reads "almost evenly" / "fairly evenly"; below the second, "unevenly".
+ALMOST_EVEN_PIECES = 0.9
+FAIRLY_EVEN_PIECES = 0.5
+
+
+def pieces_covered(bits: float) -> float:
+    """2^bits: how many pieces an even spread with this entropy covers, from the bits as a page
+    prints them (two decimals)."""
+    return 2.0 ** round(float(bits), 2)
+
+
+def how_evenly(bits: float, n_pieces: int) -> str:
+    """How evenly shares with entropy `bits` spread over n_pieces, as an adverb: "almost evenly"
+    when they carry as many bits as an even spread over 90% of the pieces or more, "fairly
+    evenly" from 50%, else "unevenly"."""
+    covered = pieces_covered(bits) / n_pieces
+    if covered >= ALMOST_EVEN_PIECES:
+        return "almost evenly"
+    if covered >= FAIRLY_EVEN_PIECES:
+        return "fairly evenly"
+    return "unevenly"
+
+
+# float32 sums of the same products in another order agree to ~1e-7 of their size: a gap under
+# this share of the largest entry is rounding.
+ROUNDING_SHARE = 1e-5
+
+
+def how_symmetric(gap: float, largest: float) -> str:
+    """What max |S − Sᵀ| = gap says of a matrix whose largest |entry| is `largest`: "exactly
+    symmetric" (gap 0), "symmetric up to float rounding" (gap ≤ 1e-5 of largest), else "not
+    symmetric"."""
+    if gap == 0:
+        return "exactly symmetric"
+    if gap <= ROUNDING_SHARE * abs(largest):
+        return "symmetric up to float rounding"
+    return "not symmetric"
+
+
+def sense_sorting(first: int, last: int, counted: int, chance: float) -> str:
+    """What context did to `counted` occurrences of a word, `first` of which had a same-sense
+    occurrence as their nearest at the embedding output and `last` after the last layer (a
+    random pick: `chance` of them): "sorts the occurrences by sense" only when all end sorted
+    and fewer started so; "some of them" when more end sorted than started and than a random
+    pick gives, but not all."""
+    if first == last == counted:
+        return "they were already sorted at the embedding output"
+    if last > first and last == counted:
+        return "context sorts the occurrences by sense"
+    if last > first and last > chance * counted:
+        return "context sorts some of them by sense: more than a random pick, not all"
+    return "by this measure, context does not sort them by sense here"
+
+
+# A head earns a role's name when its mean weight on the role's key is at least this many times
+# what an even spread over the keys a row sees gives that key.
+NAMED_ROLE_MARGIN = 2.0
+
+
+def earns_role_name(share: float, chance: float) -> bool:
+    """Does a mean weight `share` on a role's key (the token before, ...) stand far enough above
+    `chance`, an even spread's, to call the head by that role? Read at two decimals, as printed."""
+    return round(float(share), 2) >= NAMED_ROLE_MARGIN * round(float(chance), 2)

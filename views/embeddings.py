@@ -302,12 +302,7 @@ def sense_match_line() -> None:
     )
     display.show_figure(fig, key="emb_sense_match", filename="sense-match")
     first, last = int(match.matched[0]), int(match.matched[-1])
-    if last > first and last > match.chance * match.counted:
-        trend = "context sorts the occurrences by sense"
-    elif first == last == match.counted:
-        trend = "they were already sorted at the embedding output"
-    else:
-        trend = "by this measure, context does not sort them by sense here"
+    trend = wording.sense_sorting(first, last, match.counted, match.chance)
     st.markdown(
         f"At the embedding output, {first} of {match.counted} occurrences of '{shown_word}' have "
         f"an occurrence with their own sense as their nearest; after layer {model.n_layers - 1}, "

@@ -25,6 +25,7 @@ from ui import (
     traces,
     widgets,
     word_level,
+    wording,
 )
 from ui.escape import literal
 
@@ -378,10 +379,11 @@ def the_paper_and_this_sentence() -> None:
         verdict = "This sentence has too few word pieces to rank: type a longer one."
     shares = flow.scores()["flow"]
     bits, even = information_flow.share_entropy(shares)
-    spread = "almost evenly" if bits >= information_flow.ALMOST_EVEN * even else "unevenly"
+    spread = wording.how_evenly(bits, len(shares))  # the word follows the pieces covered
     st.markdown(
         f"{verdict} Flow spreads this sentence's vector {spread}: its shares carry "
-        f"{bits:.2f} bits of the {even:.2f} an even spread over {len(shares)} pieces would. "
+        f"{bits:.2f} bits of the {even:.2f} an even spread over {len(shares)} pieces would, as "
+        f"many as an even spread over {wording.pieces_covered(bits):.0f} of them. "
         "Explanations side by side runs the deletion test on the same methods."
     )
 

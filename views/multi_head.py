@@ -216,7 +216,7 @@ def all_heads() -> None:
     predict.ask_choice(
         "mh_previous_row",
         predict_answers.previous_token_row(
-            trace.attentions[layer], trace.tokens, on_previous, layer
+            trace.attentions[layer], trace.tokens, on_previous, layer, trace.options.causal
         ),
         reveal=heads_grid,
         folded="the small maps of every head of this layer",
@@ -290,12 +290,17 @@ def all_heads() -> None:
             f"{repeat.top_key}), {repeat.top_weight:.2f}: its name comes from its average over "
             "the probe sentences, not from where most of its weight goes."
         )
+        # an even spread shares a row among the keys it may see: under the causal mask row i
+        # sees pieces 0..i, without it every piece of the sentence
+        keys_seen = repeat.second + 1 if roles.causal else repeat.n_tokens
         st.markdown(
             f"In “{literal(multi_head_runs.probe_sentences()[2])}”, L{same_layer} H{same_head}, the "
             "head with the highest same-word score over the probe sentences, lets the second "
             f"*{literal(repeat.word)}* (piece {repeat.second}) give the first (piece "
-            f"{repeat.first}) {repeat.weight:.2f} of its weight, against 1/{repeat.n_tokens} = "
-            f"{1 / repeat.n_tokens:.2f} for an even spread; it gives itself "
+            f"{repeat.first}) {repeat.weight:.2f} of its weight, against 1/{keys_seen} = "
+            f"{1 / keys_seen:.2f} for an even spread over the {keys_seen} pieces it "
+            + ("sees under the causal mask" if roles.causal else "sees")
+            + f"; it gives itself "
             f"{repeat.to_itself:.2f}, {first_piece} {repeat.to_cls:.2f}"
             + (f" and {closing} {repeat.to_sep:.2f}." if closing else ".")
             + f"{largest}{layer_zero}"

@@ -47,10 +47,12 @@ st.subheader("1 · One attention head")
 bold_layer, bold_head, bold_query, bold_key, bold_weight = head_stats.boldest_line(
     trace.attentions, trace.special
 )
+# under the causal mask row i weighs pieces 0..i only: the sentence says which rows the run had
+row_covers = "itself and the pieces before it" if trace.options.causal else "all of them"
 takeaway.show(
     f"{model_label} reads this sentence as {trace.n_tokens} word pieces, and each of its "
-    f"{model.n_layers * model.n_heads} heads gives every piece a row of weights over all of "
-    f"them; the strongest link between two ordinary pieces is L{bold_layer} H{bold_head}'s "
+    f"{model.n_layers * model.n_heads} heads gives every piece a row of weights over "
+    f"{row_covers}; the strongest link between two ordinary pieces is L{bold_layer} H{bold_head}'s "
     f"{literal(trace.tokens[bold_query])} → "
     + ("itself" if bold_query == bold_key else literal(trace.tokens[bold_key]))
     + f", {bold_weight:.2f}: set Layer to {bold_layer} and Head to {bold_head} below to see it."
@@ -62,7 +64,9 @@ with notes_col:
         r"\\ \text{output} = \alpha V" + formulas.mask_row(inputs.causal) + r"\end{gathered}"
     )
     st.markdown(
-        "Row *i* is where token *i* looks: its weights over all tokens sum to 1. "
+        "Row *i* is where token *i* looks: its weights over "
+        + ("token *i* and the tokens before it" if trace.options.causal else "all tokens")
+        + " sum to 1. "
         "Switches in the sidebar (scaling, causal mask) act inside every layer of the model.",
         help=terms.ahead("Q, K, V", "√d_k", "causal mask", "head", "layer"),
     )

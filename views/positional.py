@@ -284,6 +284,13 @@ def near_positions_section() -> None:
     """4 · Similarity of positions against their distance."""
     st.subheader("4 · Near positions look alike")
     n_positions, d_model, sinusoid, learned = sized_encodings()  # its sliders
+    if learned is not None and len(learned) < n_positions:
+        # every code is compared on the same rows, so their R² are measured alike
+        st.caption(
+            f"{model_label}'s learned table has {len(learned)} rows: this section compares the "
+            f"first {len(learned)} positions of every code."
+        )
+        n_positions, sinusoid = len(learned), sinusoid[: len(learned)]  # (rows, d_model)
     kind = st.radio(
         "Similarity", ["cosine", "dot"], horizontal=True, key="pos_sim", bind="query-params"
     )

@@ -88,17 +88,30 @@ switches = ("scores divided by √d_k" if inputs.scale else "scores not scaled")
     ", causal mask on" if inputs.causal else ""
 )
 # The page's point first: one vector for three jobs picks itself; three projections need not.
-picks_itself_one_vector = qkv.rows_that_pick_themselves(context.parameter_free(x).attn_weights)
+one_vector_weights = context.parameter_free(x).attn_weights
+picks_itself_one_vector = qkv.rows_that_pick_themselves(one_vector_weights)
 picks_itself_projected = qkv.rows_that_pick_themselves(result.attn_weights)
+tied_one_vector = qkv.rows_tied_with_another(one_vector_weights)
+tied_projected = qkv.rows_tied_with_another(result.attn_weights)
+
+
+def _ties(tied: int) -> str:
+    """' (k of them tied with another key)' when k rows share their top weight, else ''."""
+    return f" ({tied} of them tied with another key)" if tied else ""
+
+
+def roles_verdict() -> str:
+    """Whether the projections pulled looking and being found apart, from the two counts."""
+    if picks_itself_projected < picks_itself_one_vector:
+        return "looking and being found have come apart."
+    return "here they have not come apart; try another seed or a trained head."
+
+
 takeaway.show(
     "With one vector for all three jobs, softmax(X Xᵀ) gives each token's largest weight to "
-    f"itself in {picks_itself_one_vector} of {len(tokens)} rows; with these W_q and W_k a "
-    f"token's own key wins in {picks_itself_projected} of {len(tokens)}: "
-    + (
-        "looking and being found have come apart."
-        if picks_itself_projected < picks_itself_one_vector
-        else "here they have not come apart; try another seed or a trained head."
-    )
+    f"itself in {picks_itself_one_vector} of {len(tokens)} rows{_ties(tied_one_vector)}; "
+    f"with these W_q and W_k a token's own key wins in {picks_itself_projected} of "
+    f"{len(tokens)}{_ties(tied_projected)}: {roles_verdict()}"
 )
 with st.expander("What X and W are here, and which switches act"):
     st.caption(
@@ -155,16 +168,20 @@ def three_projections() -> None:
         with column:
             matrix_figure(matrix, name, name.lower())
     n = len(tokens)
-    picks_itself_page_one = qkv.rows_that_pick_themselves(context.parameter_free(x).attn_weights)
-    picks_itself_here = qkv.rows_that_pick_themselves(result.attn_weights)
+    repeated = (
+        " A repeated piece's copies have equal rows of X, so they tie for the largest weight."
+        if tied_one_vector
+        else ""
+    )
     st.markdown(
         "Three questions, three matrices. **W_q** makes what a token looks for, **W_k** what it "
         "offers to be found by, **W_v** what it hands over once found. On page 1 one vector "
         "answered all three: on these X, softmax(X Xᵀ) gives each token's largest weight to "
-        f"itself in {picks_itself_page_one} of {n} rows, and what a token hands over is the very "
-        "vector it was matched on. With the W_q and W_k chosen here, the token's own key wins "
-        f"in {picks_itself_here} of {n} rows: looking and being found have come apart. W_v "
-        "does the same for what travels: a value need not carry the features its key was "
+        f"itself in {picks_itself_one_vector} of {n} rows{_ties(tied_one_vector)}, and what "
+        "a token hands over is the very vector it was matched on."
+        f"{repeated} With the W_q and W_k chosen here, the token's own key wins in "
+        f"{picks_itself_projected} of {n} rows{_ties(tied_projected)}: {roles_verdict()} "
+        "W_v does the same for what travels: a value need not carry the features its key was "
         "matched by."
     )
 
@@ -254,22 +271,25 @@ def not_symmetric() -> None:
     st.subheader("Step 5 · Attention is not symmetric, for two reasons")
     i, j = qkv.most_asymmetric_pair(result.attn_weights)
     token_i, token_j = (literal(labels[k]) for k in (i, j))
+    # the pieces as this tokenizer cuts them: "money" may be "␣mo" + "ney"
+    money, bank = (literal(page_one.tokens[k]) for k in (money_index, bank_index))
     st.markdown(
         "**The softmax.** Each row of α is divided by its own sum, so even symmetric scores give "
-        "asymmetric weights. Page 1's S = X Xᵀ is symmetric to the last bit, yet there "
-        f"α(money→bank) = {page_one_result.attn_weights[money_index, bank_index]:.3f} and "
-        f"α(bank→money) = {page_one_result.attn_weights[bank_index, money_index]:.3f}: the rows "
-        "of *money* and *bank* have different sums. "
+        "asymmetric weights. Page 1's S = X Xᵀ is symmetric (x_i·x_j = x_j·x_i), yet there "
+        f"α({money}→{bank}) = {page_one_result.attn_weights[money_index, bank_index]:.3f} and "
+        f"α({bank}→{money}) = {page_one_result.attn_weights[bank_index, money_index]:.3f}: the "
+        f"rows of *{money}* and *{bank}* have different sums. "
         "**The projections.** With W_q ≠ W_k the scores themselves differ: query *i* meets key *j* "
         "through q_i·k_j, but *j* meets *i* through q_j·k_i. "
         f"Here **{token_i}** gives **{token_j}** a weight of {result.attn_weights[i, j]:.3f}, "
         f"while {token_j} gives {token_i} {result.attn_weights[j, i]:.3f}."
     )
     st.latex(r"S - S^\top \ \text{(scores)},\quad \alpha - \alpha^\top \ \text{(weights)}")
-    page_one_gap = qkv.asymmetry(page_one_result.similarity)
+    page_one_gap = float(abs(qkv.asymmetry(page_one_result.similarity)).max())
+    symmetric = wording.how_symmetric(page_one_gap, float(abs(page_one_result.similarity).max()))
     st.caption(
-        f"Page 1, “money bank grows”: max |S − Sᵀ| = {abs(page_one_gap).max():.1e} (exactly "
-        "symmetric). This head, below: the left map is the part the projections make, the right "
+        f"Page 1, “money bank grows”: max |S − Sᵀ| = {page_one_gap:.1e} ({symmetric}). This "
+        "head, below: the left map is the part the projections make, the right "
         "one adds what the softmax's row sums make."
     )
     left, right = st.columns(2)
