@@ -300,10 +300,11 @@ def test_the_same_word_in_two_sentences_is_worded_by_its_input_cosine(family, lo
     texts = _page_texts(family, "views/heatmaps.py")
     caption = _one_match(
         texts,
-        r"layer-0 inputs \(positions (\d+) and (\d+)\): cosine (-?[\d.]+), they ([^.]+)\.",
+        r"entering layer 0 \(positions (\d+) and (\d+)\): cosine (-?[\d.]+), they ([^.]+)\.",
     )
     where_a, where_b, shown, words = (*map(int, caption.groups()[:2]), *caption.groups()[2:])
-    # layer 0's input rebuilt from the checkpoint: word row + position row (+ segment row, norm)
+    # the vector entering layer 0, rebuilt from the checkpoint: word row + position row (+ segment
+    # row, norm)
     folder = family_folder(family)
     tensors, config = _tensors(folder), json.loads((folder / "config.json").read_text())
     offset = config["pad_token_id"] + 1 if family == "roberta" else 0  # Liu et al. (2019)

@@ -309,8 +309,10 @@ st.subheader("4 · One word in two sentences")
 st.markdown(
     "The same word piece starts from the same row of the word-piece table in both sentences. "
     + (
-        f"Layer 0 already reads {anatomy_text.embedding_words(anatomy_text.of(model))}, so at "
-        "different positions the two inputs are two vectors (their cosine is under the figure)"
+        "Layer 0's heads already read "
+        f"{anatomy_text.attention_input_words(anatomy_text.of(model))}, so at different "
+        "positions the two inputs are two vectors (the cosine of the two vectors entering "
+        "layer 0 is under the figure)"
         if anatomy_text.of(model).position_table
         else "Layer 0 reads that row itself, the same at any position (the model's rotary "
         "positions act inside attention)"
@@ -389,8 +391,9 @@ else:
             trace_a.hidden_states[0][where[0]], trace_b.hidden_states[0][where[1]]
         )
         st.caption(
-            "If the word occurs more than once, its first occurrence is shown. Its two layer-0 "
-            f"inputs (positions {where[0]} and {where[1]}): cosine {input_cosine:.4f}, they "
+            "If the word occurs more than once, its first occurrence is shown. Its two vectors "
+            f"entering layer 0 (positions {where[0]} and {where[1]}): cosine "
+            f"{input_cosine:.4f}, they "
             f"{wording.how_far_apart(input_cosine)}."
         )
 
