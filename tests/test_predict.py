@@ -216,7 +216,7 @@ CASES = [
         {"text": RIVER, **TRAINED},
         {"text": MONEY, **TRAINED, "head": 1},
         qkv_weight_ratio,
-        tab={"qkv_section": "4 · One query"},
+        tab={"qkv_section": "2 · Scores"},
     ),
     Case(
         "views/qkv.py",

@@ -2,10 +2,10 @@
 
 A view asks one question with one call, and hands over the figure that shows the answer:
 
-    def query_figures() -> None:
+    def weights_figure() -> None:
         ...  # the figure(s) that give the answer away
-    predict.ask_choice("qkv_weight_ratio", predict_answers.weight_ratio(result, tokens, i),
-                       reveal=query_figures, folded="this query's scores and weights")
+    predict.ask_choice("qkv_weight_ratio", predict_answers.weight_ratio(result, tokens, 1),
+                       reveal=weights_figure, folded="the weights α")
 
 The figure is drawn by ask_choice, and only once the learner has picked an answer or pressed
 "Show me" (a skip: the answer is shown, nothing is counted): a page cannot ask a question with

@@ -234,7 +234,7 @@ RATIO_BUCKETS = (
 
 
 def weight_ratio(result: qkv.QKVResult, tokens: Sequence[str], query: int) -> Question | None:
-    """Page 2, step 4: how many times the weight of the query's top key is its runner-up's.
+    """Page 2, step 2: how many times the weight of the query's top key is its runner-up's.
     None when the row has fewer than two keys it may read (the first row under a mask)."""
     allowed = np.flatnonzero(np.isfinite(result.scores[query]))  # keys the mask leaves
     if len(allowed) < 2:
@@ -249,10 +249,10 @@ def weight_ratio(result: qkv.QKVResult, tokens: Sequence[str], query: int) -> Qu
     root = math.sqrt(result.query.shape[-1])
     divide = f"Divide each by √d_k = {root:.2f} and take" if result.scale else "Take"
     return _bucket_question(
-        f"The query **{word}**'s two largest dot products are q·k = "
-        f"{result.dot[query, best]:.2f} with **{top}** and {result.dot[query, second]:.2f} with "
-        f"**{runner_up}**. {divide} the softmax: how many times the weight of {runner_up} will "
-        f"{top} get?",
+        f"The query **“{word}”**'s two largest dot products are q·k = "
+        f"{result.dot[query, best]:.2f} with **“{top}”** and {result.dot[query, second]:.2f} "
+        f"with **“{runner_up}”**. {divide} the softmax: how many times the weight of "
+        f"**“{runner_up}”** will **“{top}”** get?",
         ratio,
         RATIO_BUCKETS,
         f"Both weights are e^score divided by the same row sum, so the sum cancels in their "
@@ -497,8 +497,10 @@ def distance_explains(model: core.Transformer, n_positions: int, kind: str) -> Q
     names = tuple(tables)
     best = int(np.argmax(explained))
     return Question(
-        f"The sinusoid's {kind} similarity is a function of distance alone (R² = 1). Of the "
-        f"other two, over {n_positions} positions, whose does distance |p − q| explain better?",
+        f"The sinusoid's {kind} similarity is a function of distance alone: distance "
+        "explains all of its spread (R², the share of the spread a fit on distance explains, is "
+        f"1). Of the other two, over {n_positions} positions, whose does distance |p − q| "
+        "explain better?",
         names,
         frozenset(_best(explained, lambda v: f"{v:.2f}")),
         f"Distance explains {explained[best]:.2f} of the spread of {names[best]}'s "

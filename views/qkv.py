@@ -186,6 +186,11 @@ def three_projections() -> None:
     )
 
 
+# The row step 2's question asks about, and the query step 4 opens on: the first piece after a
+# leading special ([CLS], <s>), or the second piece, which under a mask has two keys to weigh.
+RATIO_QUERY = 1
+
+
 def scores_and_weights() -> None:
     """Step 2: every query against every key, then softmax per row."""
     st.subheader("Step 2 · Scores and weights")
@@ -202,8 +207,13 @@ def scores_and_weights() -> None:
         matrix_figure(
             result.scores, "scores", "scores", square=True, zmax=None, colorbar_title="score"
         )
-    with weights_column:
-        matrix_figure(result.attn_weights, "weights α", "weights", square=True)
+    with weights_column:  # the weights give the question's answer away: they wait for a pick
+        predict.ask_choice(
+            "qkv_weight_ratio",
+            predict_answers.weight_ratio(result, tokens, RATIO_QUERY),
+            reveal=lambda: matrix_figure(result.attn_weights, "weights α", "weights", square=True),
+            folded="the weights α",
+        )
 
 
 def output() -> None:
@@ -216,54 +226,44 @@ def output() -> None:
 def one_query() -> None:
     """Step 4: one query's dot products, weights and weighted values."""
     st.subheader("Step 4 · Follow one query")
-    query_index = widgets.token_picker("Query token i", tokens, 1, key="qkv_query")
+    query_index = widgets.token_picker("Query token i", tokens, RATIO_QUERY, key="qkv_query")
     row = qkv.follow_query(result, query_index)
     st.latex(
         r"\begin{gathered}q_i \cdot k_j = \sum_{c=1}^{d_k} (q_i \odot k_j)_c \;\to\; "
         + (r"\frac{q_i \cdot k_j}{\sqrt{d_k}} \;\to\; " if inputs.scale else "")
         + r"\alpha_{ij}\\ \to\; o_i = \sum_j \alpha_{ij} v_j\end{gathered}"
     )
-
-    def query_figures() -> None:
-        """The query's dot products, scores and weights, and what its row mixes."""
-        display.show_bars(
-            len(tokens),
-            None,
-            lambda: qkv_charts.query_steps(
-                row.dots, row.scores, row.weights, tokens, query_index, inputs.scale
-            ),
-            key="qkv_steps",
-            filename=f"qkv-query-{query_index}",
-        )
-        st.caption("The red bar is the query token's own key: a token may attend to itself too.")
-        products_column, values_column = st.columns(2)
-        with products_column:
-            st.markdown(
-                "Each row is q_i ⊙ k_j, component by component; a row's sum is the dot product above. "
-                "Red and blue components pull the score in opposite directions."
-            )
-            matrix_figure(row.products, f"q_{query_index} ⊙ k_j", "products")
-        with values_column:
-            st.markdown(
-                "Each row is a value vector scaled by its weight; the last row is their sum, "
-                f"row {query_index} of the output."
-            )
-            display.show_matrix(
-                row.weighted_values.shape,
-                None,
-                lambda: qkv_charts.weighted_values(
-                    row.weighted_values, row.output, tokens, query_index
-                ),
-                key="qkv_weighted",
-                filename=f"qkv-weighted-values-{query_index}",
-            )
-
-    predict.ask_choice(
-        "qkv_weight_ratio",
-        predict_answers.weight_ratio(result, tokens, query_index),
-        reveal=query_figures,
-        folded="this query's scores, weights and weighted values",
+    display.show_bars(
+        len(tokens),
+        None,
+        lambda: qkv_charts.query_steps(
+            row.dots, row.scores, row.weights, tokens, query_index, inputs.scale
+        ),
+        key="qkv_steps",
+        filename=f"qkv-query-{query_index}",
     )
+    st.caption("The red bar is the query token's own key: a token may attend to itself too.")
+    products_column, values_column = st.columns(2)
+    with products_column:
+        st.markdown(
+            "Each row is q_i ⊙ k_j, component by component; a row's sum is the dot product above. "
+            "Red and blue components pull the score in opposite directions."
+        )
+        matrix_figure(row.products, f"q_{query_index} ⊙ k_j", "products")
+    with values_column:
+        st.markdown(
+            "Each row is a value vector scaled by its weight; the last row is their sum, "
+            f"row {query_index} of the output."
+        )
+        display.show_matrix(
+            row.weighted_values.shape,
+            None,
+            lambda: qkv_charts.weighted_values(
+                row.weighted_values, row.output, tokens, query_index
+            ),
+            key="qkv_weighted",
+            filename=f"qkv-weighted-values-{query_index}",
+        )
 
 
 def not_symmetric() -> None:
