@@ -661,6 +661,10 @@ def test_html_figures_come_only_from_the_tested_builder():
             assert argument.id in ("html", "strip"), f"{path.name}:{call.lineno}"
         if path.name not in HTML_FIGURE_MAKERS:
             assert not _calls_named(tree, "HtmlFigure"), path.name
+        for call in _calls_named(tree, "_show_markup"):  # what show_html_figure was handed
+            assert path.name == "display.py" and _inside_function(tree, call, "show_html_figure"), (
+                f"{path.name}:{call.lineno}: _show_markup is show_html_figure's alone"
+            )
         for call in _calls_named(tree, "_show_stores"):
             assert path.name == "display.py" and _shows_stores_aside(tree, call), (
                 f"{path.name}:{call.lineno}: _show_stores takes what stores_aside(...) returned"

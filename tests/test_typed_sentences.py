@@ -8,12 +8,14 @@ use is then decided by the test, not read from the page's code.
 
 from __future__ import annotations
 
+import json
 import re
 
 import numpy as np
 import pytest
 from conftest import ROOT, answer_every_question, open_tab
 from family_pages import TEXT, family_folder, run_on, visible_texts
+from safetensors.numpy import load_file
 from streamlit.testing.v1 import AppTest
 
 FAMILIES = ("minilm", "gpt2", "llama")
@@ -68,6 +70,29 @@ def cosine(a: np.ndarray, b: np.ndarray) -> float:
     return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
 
 
+def layer_zero_reads(family: str, stream: np.ndarray) -> np.ndarray:
+    """(n, d_model) the rows layer 0's heads read, from the stream entering layer 0: the stream
+    itself where the norm follows the sublayer (MiniLM), else layer 0's first norm, rebuilt in
+    float64 from the checkpoint's own tensors (GPT-2: LayerNorm ln_1; Llama: RMSNorm)."""
+    x = np.asarray(stream, dtype=np.float64)
+    if family == "minilm":
+        return x
+    folder = family_folder(family)
+    tensors = load_file(str(folder / "model.safetensors"))
+    config = json.loads((folder / "config.json").read_text())
+
+    def tensor(suffix: str) -> np.ndarray:
+        return tensors[next(k for k in tensors if k.endswith(suffix))].astype(np.float64)
+
+    if family == "gpt2":
+        centred = x - x.mean(axis=1, keepdims=True)
+        variance = (centred**2).mean(axis=1, keepdims=True)
+        normed = centred / np.sqrt(variance + config["layer_norm_epsilon"])
+        return normed * tensor("h.0.ln_1.weight") + tensor("h.0.ln_1.bias")
+    rms = np.sqrt((x**2).mean(axis=1, keepdims=True) + config["rms_norm_eps"])
+    return x / rms * tensor("layers.0.input_layernorm.weight")
+
+
 def self_weight(x: np.ndarray, i: int) -> float:
     """softmax(X Xᵀ)[i, i], in float64."""
     scores = x.astype(np.float64) @ x.astype(np.float64).T  # (n, n)
@@ -80,7 +105,8 @@ def test_qkv_payoff_caption_follows_positions_cosine_and_self_weight(family):
     model = loaded(family)
     run_a, run_b = model.run("money bank grows"), model.run("river bank flows")
     i_a, i_b = piece_index(run_a.tokens, "bank"), piece_index(run_b.tokens, "bank")
-    x_a, x_b = (np.asarray(run.hidden_states[0]) for run in (run_a, run_b))
+    # what layer 0's heads read: the stream, or (pre-norm) layer 0's first norm of it
+    x_a, x_b = (layer_zero_reads(family, run.hidden_states[0]) for run in (run_a, run_b))
     input_cosine = cosine(x_a[i_a], x_b[i_b])
     kept = min(self_weight(x_a, i_a), self_weight(x_b, i_b))
 

@@ -322,7 +322,12 @@ def show_html_figure(figure: html_heatmap.HtmlFigure | html_heatmap.HeadGrid) ->
     holds data, and no script. A HeadGrid's every-head stores follow it as their own element,
     built once the figure is on its way (HEAD_SWITCH_JS finds them by its data-store)."""
     if isinstance(figure, html_heatmap.HeadGrid):
-        st.html(figure.figure)
-        _show_stores(figure.stores())
+        _show_markup(figure.figure)
+        _show_markup(figure.stores())
         return
-    st.html(figure)
+    _show_markup(figure)
+
+
+def _show_markup(markup: html_heatmap.HtmlFigure) -> None:
+    """Markup an html_heatmap builder made, shown as it is (called by show_html_figure only)."""
+    st.html(markup)

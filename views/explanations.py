@@ -176,8 +176,8 @@ st.markdown(
     + anatomy_text.left_as_they_are(anatomy)
     + ". Integrated gradients (Sundararajan et al., 2017) walks from an all-zero input to the "
     "real one and averages the gradient on the way; its scores add up to f(input) − f(zero) "
-    f"once the steps suffice. The paper found 20 to 300 steps enough to come {ig_rule} and "
-    "advises checking the sum: "
+    "once the steps suffice. Sundararajan et al. (2017) found 20 to 300 steps enough to come "
+    f"{ig_rule} and advise checking the sum: "
     + (f"{ig_check}." if gradients.ig_converged else f"{ig_check}, further off than that.")
 )
 if not gradients.ig_converged:
