@@ -24,12 +24,19 @@ from core.attention import (
     masked_softmax,
 )
 from core.context import (
-    attention_input,
     index_in_both,
     parameter_free,
 )
 from core.positional import cosine, rotary_turn, shuffle_order
-from core.transformer import EMBED, Transformer
+from core.transformer import (
+    ATTN_INPUT,
+    ATTN_WEIGHTS,
+    EMBED,
+    VALUE,
+    Trace,
+    Transformer,
+    hook_name,
+)
 
 
 @dataclass(frozen=True)
@@ -321,22 +328,19 @@ def shared_word_through_heads(
     """Cosine of `word` across two sentences: in X, after page 1's mixing, after each head.
 
     X is what `layer`'s heads read in each sentence's own run ([CLS] and [SEP] included; a
-    pre-norm model's normalised stream), so the only difference between the parameter-free and
-    the per-head numbers is W_q, W_k, W_v.
+    pre-norm model's normalised stream). Each head's output is read from that same run, so it is
+    the head as the model computes it: a rotary model's turn of q and k, a decoder's mask and
+    shared key/value heads included.
     """
     trace_a, trace_b = model.run(text_a), model.run(text_b)
     i_a, i_b = index_in_both(word, trace_a.tokens, trace_b.tokens)
-    x_a, x_b = (  # (n_a|n_b, d_model)
-        attention_input(model, trace.input_ids, trace.segments, layer)
-        for trace in (trace_a, trace_b)
-    )
+    x_a, head_outputs_a = _heads_at(model, trace_a, layer)
+    x_b, head_outputs_b = _heads_at(model, trace_b, layer)
     free_a, free_b = parameter_free(x_a), parameter_free(x_b)
-    by_head = []
-    for head in range(model.n_heads):
-        projections = head_projections(model, layer, head)
-        out_a = qkv_attention(x_a, projections).output[i_a]  # (d_head,)
-        out_b = qkv_attention(x_b, projections).output[i_b]
-        by_head.append(float(cosine(out_a, out_b)))
+    by_head = [  # the word's row of each head's output, sentence A against sentence B
+        float(cosine(head_outputs_a[head, i_a], head_outputs_b[head, i_b]))
+        for head in range(model.n_heads)
+    ]
     return SharedWordThroughHeads(
         word=word,
         layer=layer,
@@ -351,6 +355,17 @@ def shared_word_through_heads(
         cosine_parameter_free=float(cosine(free_a.output[i_a], free_b.output[i_b])),
         cosine_by_head=np.array(by_head),
     )
+
+
+def _heads_at(model: Transformer, trace: Trace, layer: int) -> tuple[np.ndarray, np.ndarray]:
+    """What `layer`'s heads read, (n, d_model), and what each head writes before W_O,
+    (H, n, d_head): softmax(Q Kᵀ/√d_k) V, read at the run's own hook points."""
+    names = [hook_name(point, layer) for point in (ATTN_INPUT, ATTN_WEIGHTS, VALUE)]
+    _, cache = model.run_with_cache(trace.input_ids, trace.segments, names=names)
+    x, attn_weights, value = (cache[name] for name in names)
+    # (H, n, n) @ (H, n, d_head) -> (H, n, d_head): each head mixes its values by its weights
+    head_outputs = attn_weights @ value
+    return x.numpy().copy(), head_outputs.numpy().copy()
 
 
 @dataclass(frozen=True)

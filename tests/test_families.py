@@ -580,3 +580,43 @@ def test_sublayer_sizes_equal_transformers_own_intermediates(checkpoints, name):
                            ("f", sizes.ffn_update)):  # fmt: skip
             expected = seen[(layer, role)].norm(dim=-1)  # (n,)
             assert_close(ours[layer], expected, f"‖{role}‖ of layer {layer}")
+
+
+# ---- 8. the Q, K, V payoff's heads are the model's own heads ------------------------------------
+# the module whose input is every head's output side by side, (n, H * d_head), just before W_O
+HEADS_BEFORE_W_O = {
+    "bert": "attention.output.dense",
+    "gpt2": "attn.c_proj",
+    "llama": "self_attn.o_proj",
+}
+
+
+def _cosine(a: np.ndarray, b: np.ndarray) -> float:
+    return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+
+@pytest.mark.parametrize("name", ["bert", "gpt2", "llama"])
+def test_the_qkv_payoffs_heads_are_transformers_own(checkpoints, name):
+    """Each head's cosine of the two banks is read from what transformers' own layer 0 hands
+    W_O: a rotary model's turn, a decoder's mask and shared key/value heads all included."""
+    from core import context, qkv
+    from core.reference import _layer_modules
+
+    family, model, folder = loaded(checkpoints, name)
+    reference = load_reference(folder, family)
+    pair = ("money bank grows", "river bank flows")
+    word = context.shared_piece(*(model.run(text).tokens for text in pair), "bank")
+    through = qkv.shared_word_through_heads(model, *pair, word)
+    before_w_o = _layer_modules(reference)[0].get_submodule(HEADS_BEFORE_W_O[family])
+    seen: list[torch.Tensor] = []  # (1, n, H * d_head) per sentence, in order
+    handle = before_w_o.register_forward_pre_hook(lambda _m, inputs: seen.append(inputs[0]))
+    for text in pair:
+        with torch.inference_mode():
+            reference(input_ids=torch.tensor(np.array([model.run(text).input_ids])))
+    handle.remove()
+    word_rows = []  # per sentence: the word's row of every head's output, (H, d_head)
+    for side_by_side, index in zip(seen, (through.index_a, through.index_b), strict=True):
+        heads_side_by_side = side_by_side[0, index].double().numpy()  # (H * d_head,)
+        word_rows.append(heads_side_by_side.reshape(model.n_heads, -1))  # (H, d_head)
+    expected = [_cosine(a, b) for a, b in zip(*word_rows, strict=True)]
+    assert_close(through.cosine_by_head, expected, f"{family}: each head's cosine of the banks")
