@@ -119,6 +119,15 @@ def role_chance(
     return np.array([1.0 / (i + 1) if causal else 1.0 / n for i in rows])
 
 
+def sentence_chance(
+    tokens: Sequence[str], role: str, causal: bool, special: Sequence[bool] | None = None
+) -> float:
+    """An even spread's mean weight on `role`'s key over the rows best_on_sentence averages
+    (role_chance's rows); 0 when the sentence has none."""
+    chances = role_chance(tokens, role, causal, special)  # (rows,)
+    return float(chances.mean()) if chances.size else 0.0
+
+
 @dataclass(frozen=True)
 class RoleScores:
     """(L, H) mean weight per role, over every qualifying row of every probe sentence."""

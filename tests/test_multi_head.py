@@ -264,3 +264,15 @@ def test_window_query_row_and_shared_pieces(tiny):
     a = ["[CLS]", "a", "the", "bank", "##s", "the", "[SEP]"]
     b = ["[CLS]", "##s", "bank", "the", "a", "[SEP]"]
     assert head_stats.shared_pieces(a, b) == ["bank", "the", "a", "##s"]
+
+
+def test_a_head_earns_its_roles_name_at_twice_an_even_spread():
+    from ui import wording
+
+    # read at two decimals, as printed: 0.24 against 0.12 is exactly twice
+    assert wording.role_head_label("previous-token", "the token before", 0.24, 0.12) == (
+        "previous-token head"
+    )
+    assert wording.role_head_label("previous-token", "the token before", 0.165, 0.111) == (
+        "leans most to the token before"
+    )

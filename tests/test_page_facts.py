@@ -81,6 +81,7 @@ def rules(facts: Facts, label: str | None = None) -> list[tuple[str, re.Pattern[
             ("calls a decoder an encoder", who + r" is an? (\*\*)?(bidirectional )?encoder\b")
         )
         found.append(("calls a decoder's layer an encoder layer", r"layer above is an \**encoder"))
+        found.append(("lets a decoder's token look ahead", r"looks? at every other token"))
     else:
         found.append(("calls an encoder a decoder", who + r" is an? (\*\*)?decoder\b"))
     if facts.norm_position == "pre":
@@ -187,6 +188,7 @@ def _render_of(*texts: str, n_tabs: int = 0) -> TabRender:
         ("bert", "Its RMSNorm rescales every vector."),
         ("roberta", "The tokenizer wraps the text in [CLS] … [SEP]."),
         ("bert", "MiniLM is a decoder: it predicts the next piece."),
+        ("llama", "Layer by layer, it lets every token look at every other token."),
     ],
 )
 def test_the_checker_catches_a_false_fact(family, sentence):
@@ -202,6 +204,7 @@ def test_the_checker_catches_a_false_fact(family, sentence):
         ("llama", "SwiGLU: SiLU of the gate projection times the up projection."),
         ("roberta", "The tokenizer wraps the text in <s> … </s>."),
         ("gpt2", "GPT-2 has no segment rows: it tells two sentences apart only by its pieces."),
+        ("gpt2", "It lets each token look at itself and the tokens before it."),
     ],
 )
 def test_the_checker_passes_a_true_one(family, sentence):
@@ -724,3 +727,43 @@ def test_the_sense_sorting_words_follow_the_counts_on_a_decoder(local_folders):
         else "by this measure, context does not sort them by sense here"
     )
     assert said.group(5) == expected, said.group(0)
+
+
+def test_a_head_is_called_previous_token_only_at_twice_an_even_spread(local_folders):
+    """The head "Why several heads" shows is named for its role only when its mean weight on the
+    token before, over the sidebar sentence's rows, is at least 2× an even spread's over the same
+    rows (1/(i + 1) for row i under a decoder's mask); recomputed here from transformers' own
+    attentions. The tiny GPT-2's best head on this sentence falls short."""
+    import torch
+    from tiny_families import load_reference
+
+    family = "gpt2"
+    folder = family_folder(family)
+    texts = _page_texts(family, "views/multi_head.py", {"mh_section": "Why several heads"})
+    said = _one_match(
+        texts, r"L(\d+) H(\d+) \((previous-token head|leans most to the token before)"
+    )
+    layer, head = int(said.group(1)), int(said.group(2))
+    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    special_ids = {i for i, t in tokenizer.get_added_tokens_decoder().items() if t.special}
+    ids = tokenizer.encode(TEXT).ids
+    with torch.inference_mode():
+        out = load_reference(folder, family)(input_ids=torch.tensor([ids]), output_attentions=True)
+    weights = out.attentions[layer][0, head].double().numpy()  # (n, n)
+    real = [i for i, piece in enumerate(ids) if piece not in special_ids]
+    rows = [i for i in real if i - 1 in real]
+    on_before = float(np.mean([weights[i, i - 1] for i in rows]))
+    even = float(np.mean([1 / (i + 1) for i in rows]))
+    named = round(on_before, 2) >= 2 * round(even, 2)
+    assert (said.group(3) == "previous-token head") == named, (on_before, even, said.group(0))
+    # the tab 1 paragraph: its name follows the two shares it prints
+    texts = _page_texts(family, "views/multi_head.py", {"mh_section": "1 · All heads"})
+    paragraph = _one_match(
+        texts,
+        r"(The previous-token head L\d+ H\d+ gives|L\d+ H\d+, the head that leans most to the "
+        r"token before, gives) the token before ([\d.]+)%.*?gives the token before ([\d.]+)% on",
+    )
+    share, chance = float(paragraph.group(2)) / 100, float(paragraph.group(3)) / 100
+    assert paragraph.group(1).startswith("The previous-token head") == (
+        round(share, 2) >= 2 * round(chance, 2)
+    ), paragraph.group(0)

@@ -582,12 +582,16 @@ def test_a_tiny_decoders_questions_have_the_answers_numpy_gives(tiny_decoder):
     query, key = trace.queries[0, 0].astype(np.float64), trace.keys[0, 0].astype(np.float64)
     unmasked = _softmax(query[:1] @ key.T / np.sqrt(query.shape[-1]))[0, 0]  # row 0, no mask
     assert masking.first_row_without_mask(trace, 0, 0) == pytest.approx(unmasked, abs=1e-6)
-    question = predict_answers.first_row_under_mask(masked_weights, unmasked, trace.tokens)
+    question = predict_answers.first_row_under_mask(
+        masked_weights, unmasked, trace.tokens, trained_with_mask=True
+    )
     expected = {"all of it: 1"} | (
         {"what it took without the mask"} if f"{unmasked:.3f}" == "1.000" else set()
     )
     assert right(question) == expected
     assert f"{unmasked:.3f} without" in question.numbers
+    # the run without the mask is one this decoder never saw: the answer says so
+    assert "never saw in training" in question.numbers
 
     # 3. in how many layers ‖a‖ > ‖f‖, token by token on average
     sizes = inside_layer.sublayer_sizes(tiny_decoder, trace)

@@ -304,11 +304,12 @@ def same_input_apart(through_heads: qkv.SharedWordThroughHeads) -> Question | No
 
 # ---- page 3: scaling -------------------------------------------------------------------------
 def first_row_under_mask(
-    masked_weights: np.ndarray, before: float, tokens: Sequence[str]
+    masked_weights: np.ndarray, before: float, tokens: Sequence[str], *, trained_with_mask: bool
 ) -> Question:
     """Page 3, section 4: the weight the first token gives itself under the causal mask.
     masked_weights: (m, m) a head's weights with the mask; before: that head's weight from the
-    first token to itself in the run without it."""
+    first token to itself in the run without it. trained_with_mask: a decoder, whose run without
+    the mask is off its training distribution (the answer says so)."""
     value = float(masked_weights[0, 0])
     n = len(tokens)
     candidates = (1.0, 1.0 / n, before)  # the options' values, in order
@@ -320,8 +321,10 @@ def first_row_under_mask(
         frozenset(k for k, v in enumerate(candidates) if f"{v:.3f}" == f"{value:.3f}"),
         "Every key after it scores −∞ and e^−∞ = 0, while a row of weights still adds up to 1: "
         "the one key left takes all of it, whatever its score.",
-        f"α({first} → {first}): {value:.3f} with the mask, {before:.3f} without",
-    )
+        f"α({first} → {first}): {value:.3f} with the mask, {before:.3f} without"
+        + (" (a run this decoder never saw in training: it is trained with the mask)"
+           if trained_with_mask else ""),
+    )  # fmt: skip
 
 
 # ---- page 4: heads -----------------------------------------------------------------------------

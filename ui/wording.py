@@ -177,3 +177,11 @@ def earns_role_name(share: float, chance: float) -> bool:
     """Does a mean weight `share` on a role's key (the token before, ...) stand far enough above
     `chance`, an even spread's, to call the head by that role? Read at two decimals, as printed."""
     return round(float(share), 2) >= NAMED_ROLE_MARGIN * round(float(chance), 2)
+
+
+def role_head_label(role_name: str, key_phrase: str, share: float, chance: float) -> str:
+    """How to call the head that leans most on a role's key: by the role's name ("previous-token
+    head") only when it earns it (earns_role_name), else by what it was picked for."""
+    if earns_role_name(share, chance):
+        return f"{role_name} head"
+    return f"leans most to {key_phrase}"

@@ -90,18 +90,28 @@ def why_several_heads() -> None:
     # mask, the self pair needs the mask) and the sentence is long enough
     picked_here = inputs.causal == roles.causal and trace.n_tokens >= 5 and None not in here
     probes = [(prev_layer, prev_head, prev_mean), (other_layer, other_head, other_mean)]
-    (p_layer, p_head, _), (n_layer, n_head, _) = here if picked_here else probes
+    (p_layer, p_head, p_mean), (n_layer, n_head, n_mean) = here if picked_here else probes
+    # each head is called by its role only when it earns the name against an even spread over
+    # the same rows: this sentence's, or the probe sentences'
+    p_chance, n_chance = (
+        [head_roles.sentence_chance(trace.tokens, role, inputs.causal, trace.special)
+         for role in ("previous", PARTNER)]
+        if picked_here
+        else [roles.chance["previous"], roles.chance[PARTNER]]
+    )  # fmt: skip
     previous_weights = trace.attentions[p_layer, p_head]  # (n, n)
     next_weights = trace.attentions[n_layer, n_head]  # the partner role's head
     step = head_roles.ROLE_KEY[PARTNER]  # the partner's key: i + 1, or i itself
     focus = head_roles.neighbour_focus(previous_weights, next_weights, trace.special, PARTNER)
     focus = min(2, trace.n_tokens - 2) if focus is None else focus
+    partner_key = "the token after" if PARTNER == "next" else "the token itself"
+    previous_label = wording.role_head_label("previous-token", "the token before", p_mean, p_chance)
+    partner_label = wording.role_head_label(partner_name, partner_key, n_mean, n_chance)
     focus_trace_rows = {
-        f"L{p_layer} H{p_head} (previous-token head)": previous_weights[focus],
-        f"L{n_layer} H{n_head} ({partner_name} head)": next_weights[focus],
+        f"L{p_layer} H{p_head} ({previous_label})": previous_weights[focus],
+        f"L{n_layer} H{n_head} ({partner_label})": next_weights[focus],
     }
     prev_row, next_row = focus_trace_rows.values()  # (n,) each: the focus token's weights
-    partner_key = "the token after" if PARTNER == "next" else "the token itself"
     # an even spread over the keys the focus row can see: 1/n, or 1/(i + 1) under the mask
     even = 1 / (focus + 1) if inputs.causal else 1 / trace.n_tokens
     both_hold = prev_row[focus - 1] > even and next_row[focus + step] > even
@@ -253,18 +263,42 @@ def all_heads() -> None:
     partner_key_of = {"next": "the token after", "self": "itself"}
     probe_lengths = multi_head_runs.probe_lengths(model)  # pieces of each probe sentence
     shortest, longest = min(probe_lengths), max(probe_lengths)
+    previous_named = wording.earns_role_name(prev_mean, roles.chance["previous"])
+    partner_named = wording.earns_role_name(other_mean, roles.chance[PARTNER])
     st.markdown(
-        f"The previous-token head L{prev_layer} H{prev_head} gives the token before "
-        f"{prev_mean:.1%} of its weight on average; the {partner_name} head L{other_layer} "
-        f"H{other_head}, {other_mean:.1%} to {partner_key_of[PARTNER]}. An even spread over the "
+        (
+            f"The previous-token head L{prev_layer} H{prev_head} gives"
+            if previous_named
+            else f"L{prev_layer} H{prev_head}, the head that leans most to the token before, gives"
+        )
+        + f" the token before {prev_mean:.1%} of its weight on average; "
+        + (
+            f"the {partner_name} head L{other_layer} H{other_head}, "
+            if partner_named
+            else f"L{other_layer} H{other_head}, the head that leans most to "
+            f"{partner_key_of[PARTNER]}, "
+        )
+        + f"{other_mean:.1%} to {partner_key_of[PARTNER]}. An even spread over the "
         + (
             "keys a row can see (row i sees i + 1 under the causal mask) "
             if roles.causal
             else f"n keys of a row ({shortest} to {longest} pieces in the probe sentences) "
         )
         + f"gives the token before {roles.chance['previous']:.1%} on average over the same "
-        f"rows, and {partner_key_of[PARTNER]} {roles.chance[PARTNER]:.1%}. Set the Layer slider "
-        "above to either head's layer to see its whole pattern in the grid."
+        f"rows, and {partner_key_of[PARTNER]} {roles.chance[PARTNER]:.1%}. "
+        + (
+            ""
+            if previous_named and partner_named
+            else f"A head is named for its role here only at {wording.NAMED_ROLE_MARGIN:g}× an "
+            "even spread or more, so "
+            + (
+                "neither earns its role's name"
+                if not (previous_named or partner_named)
+                else "only one earns its role's name"
+            )
+            + f" in {model_label}. "
+        )
+        + "Set the Layer slider above to either head's layer to see its whole pattern in the grid."
     )
     same_layer, same_head, _ = roles.best("same_word")
     repeat = multi_head_runs.repeat_example(

@@ -26,10 +26,19 @@ from ui.escape import literal
 inputs, model = state.page_context()
 model_label = models.label(model)  # the model's name in the prose
 
+anatomy = anatomy_text.of(model)  # the vocabulary's size, whether it is a decoder, ...
+
 st.title("Attention Explorer")
+# who a token may look at is the model's nature: a decoder is trained with the causal mask
+looks_at = (
+    f"lets each token look at itself and the tokens before it (as a decoder, {model_label} never "
+    "looks ahead)"
+    if anatomy.is_decoder
+    else "lets every token look at every other token"
+)
 st.markdown(
-    "A transformer starts from one fixed vector per word piece and, layer by layer, lets every "
-    "token look at every other token and mix in what it finds, then reworks each token on its "
+    f"A transformer starts from one fixed vector per word piece and, layer by layer, {looks_at} "
+    "and mix in what it finds, then reworks each token on its "
     "own in a feed-forward network. This app runs that process on "
     f"the real weights of a trained model ({model_label} on screen) with its own, "
     "readable implementation and shows each number it computes. "
@@ -100,7 +109,6 @@ with chart_col:
 next_word.panel(model, inputs.text, key="overview_next", heading="The next word")  # decoders
 
 st.subheader("2 · The word pieces")
-anatomy = anatomy_text.of(model)  # the vocabulary's size, whether the tokenizer lowercases
 st.markdown(
     f"{model_label} cuts text into pieces from a fixed vocabulary of "
     f"{anatomy.dims.vocab_size:,} entries"

@@ -402,7 +402,10 @@ def causal_mask() -> None:
     predict.ask_choice(
         "sm_first_row",
         predict_answers.first_row_under_mask(
-            masked_weights, scaling_masking.first_row_without_mask(trace, layer, head), trace.tokens
+            masked_weights,
+            scaling_masking.first_row_without_mask(trace, layer, head),
+            trace.tokens,
+            trained_with_mask=model.is_decoder,
         ),
         reveal=masked_figures,
         folded="the head's scores and weights with the mask",
