@@ -638,15 +638,15 @@ def remove_heads() -> None:
         )
         st.caption(
             f"Bars: 0 means the token's final vector did not turn at all; the taller the bar, the "
-            f"more removing the heads changed it. In the heatmap, rows above the first removed "
-            f"layer stay at cosine 1: nothing has changed yet. "
+            f"more removing the heads changed it. In the heatmap each row holds the vectors "
+            f"after one layer; a cosine of 1 means the same direction as in the full model. "
             f"Mean final cosine {moved.mean:.3f}; the token that moved most is "
             f"{literal(labels[moved.most_moved])} ({moved.lowest:.3f})."
         )
 
     predict.ask_choice(
-        "mh_most_moved",
-        predict_answers.most_moved_token(trace, ablated, removed),
+        "mh_first_turned_row",
+        predict_answers.first_turned_row(cosines, removed, model.n_heads),
         reveal=ablation_figures,
         folded="how far each token turned, finally and layer by layer",
     )
