@@ -661,16 +661,16 @@ SECTIONS = {
     "4 · Remove heads": remove_heads,
     "5 · Induction heads": induction_heads_found,  # a tab of its own: tab 1 holds five figures
 }
-st.caption(  # written here, above the tabs, so the count is read from them
+# One section at a time, drawn only when its tab is open: all of them at once were 13 figures,
+# a first visit and every new sentence far heavier than the reference app's
+# (bench/bench_browser.py; bench/RESULTS.md, Cited in code). The URL keeps the open tab.
+widgets.section_tabs(SECTIONS, key="mh_section")
+st.caption(  # the count read from the tabs; below them, so the first tab's figure opens the page
     f"The page has {len(SECTIONS)} sections, one tab each. Sections 1 to 4 have a Layer slider "
     "inside their tab (2 and 3 a Head slider too), which keeps its place from tab to tab. “Why "
     "several heads” picks its two heads by measuring every head on the sidebar sentence; section "
     "1 names heads measured on fixed probe sentences."
 )
-# One section at a time, drawn only when its tab is open: all of them at once were 13 figures,
-# a first visit and every new sentence far heavier than the reference app's
-# (bench/bench_browser.py; bench/RESULTS.md, Cited in code). The URL keeps the open tab.
-widgets.section_tabs(SECTIONS, key="mh_section")
 
 st.caption(
     "Sources: Vaswani et al. (2017), multi-head attention; Clark et al. (2019) and Voita et al. "
