@@ -646,7 +646,7 @@ def test_the_first_turned_row_follows_the_printed_cosines():
     weak = ones.copy()
     weak[2, 1], weak[3, 1] = 0.99996, 0.97  # layer 1's output: 1.0000 as printed
     answer, question = right(weak, {(1, 2)})
-    assert answer == "after layer 2" and "less than the fourth decimal" in question.reason
+    assert answer == "after layer 2" and "too little to move a cosine" in question.reason
     assert "after layer 1 1.0000 · after layer 2 0.9700" in question.numbers
     answer, question = right(ones, {(0, 0), (0, 3)})
     assert answer == "none: every row stays at 1" and "2 heads of layer 0" in question.prompt

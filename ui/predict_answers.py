@@ -461,15 +461,16 @@ def first_turned_row(
         )
     elif first is None:
         reason = (
-            f"{before} From layer {first_layer} on the vectors do change, but on this sentence "
-            "the removed heads wrote so little that no cosine falls below 1 to four decimals."
+            f"{before} From layer {first_layer} on the vectors lack what the removed heads "
+            "wrote, but on this sentence that was so little that no cosine falls below 1 to "
+            "four decimals."
         )
     elif first > at_layer:
         reason = (
-            f"{before} Layer {first_layer}'s output changes too, but by less than the fourth "
-            f"decimal of a cosine ({_cosine_shown(lowest[at_layer])}): on this sentence the "
-            "removed heads wrote little, and the change shows only once later layers have "
-            f"amplified it, {_row_name(first)}."
+            f"{before} Layer {first_layer}'s output lacks what the removed heads wrote, but "
+            "on this sentence that was too little to move a cosine below 1 to four decimals "
+            f"(lowest {_cosine_shown(lowest[at_layer])}); the later layers that read it turn "
+            f"the vectors further, and the change first shows {_row_name(first)}."
         )
     else:  # a row computed before the removal moved: this run's layers are not in order
         reason = (
