@@ -130,11 +130,16 @@ def mh_previous_row(model, state: dict) -> set[str]:
     return _labels(trace.tokens, _argmax(weights[head, query]))
 
 
-def mh_most_moved(model, state: dict) -> set[str]:
+def mh_first_turned_row(model, state: dict) -> set[str]:
+    layer = state.get("layer", 0)  # the Layer slider; its toggle removes all of that layer's heads
     full = model.run(state["text"])
-    removed = model.run(state["text"], ablate=frozenset((0, h) for h in range(model.n_heads)))
-    cosines = _cosine(full.hidden_states[-1], removed.hidden_states[-1])  # (n,)
-    return _labels(full.tokens, {int(np.argmin(cosines))})
+    removed = model.run(state["text"], ablate=frozenset((layer, h) for h in range(model.n_heads)))
+    lowest = _cosine(full.hidden_states, removed.hidden_states).min(axis=1)  # (L + 1,)
+    turned = [row for row, cosine in enumerate(lowest) if round(float(cosine), 4) < 1]
+    if not turned:
+        return {"none: every row stays at 1"}
+    # the heatmap's rows: the embeddings, then the vectors after each layer
+    return {"the embeddings" if turned[0] == 0 else f"after layer {turned[0] - 1}"}
 
 
 def layer_majority(model, state: dict) -> set[str]:
@@ -245,10 +250,10 @@ CASES = [
     ),
     Case(
         "views/multi_head.py",
-        "mh_most_moved",
+        "mh_first_turned_row",
         {"text": RIVER, "mh_ablate_layer": True},
-        {"text": MONEY, "mh_ablate_layer": True},
-        mh_most_moved,
+        {"text": MONEY, "mh_ablate_layer": True, "layer": 3},
+        mh_first_turned_row,
         tab={"mh_section": "4 · Remove heads"},
     ),
     Case(
@@ -519,10 +524,10 @@ def test_a_hostile_models_pieces_stay_text_on_the_page(hostile_folder, local_fol
     at = run_on_hostile_model(
         hostile_folder,
         "views/multi_head.py",
-        {"mh_section": "4 · Remove heads", "mh_ablate_layer": True},
+        {"mh_section": "1 · All heads"},
     )
     assert_no_exception(at)
-    widget = _question(at, "mh_most_moved")
+    widget = _question(at, "mh_previous_row")
     options = _options(widget)  # shown() fails on any raw markup
     # the piece as the Trace shows it (core.text makes a piece's spaces visible as ␣)
     import core
@@ -610,6 +615,50 @@ def test_a_tiny_decoders_questions_have_the_answers_numpy_gives(tiny_decoder):
         np.testing.assert_allclose(rolled[layer], mine, atol=1e-4)
         question = predict_answers.rollout_row_sum(rolled, trace.tokens, layer)
         assert "exactly 1, at every layer" in right(question)
+
+
+def test_removing_a_decoders_heads_turns_no_row_before_their_layer(tiny_decoder):
+    """On a causal model, one head removed in each layer in turn: the rows computed before its
+    layer are the full run's exactly, and the question names the first row numpy finds turned."""
+    text = "the river bank flows past the old mill"
+    full = tiny_decoder.run(text)
+    for layer in range(tiny_decoder.n_layers):
+        removed = {(layer, 0)}
+        ablated = tiny_decoder.run(text, ablate=frozenset(removed))
+        np.testing.assert_array_equal(  # the stream before the layer cannot know
+            full.hidden_states[: layer + 1], ablated.hidden_states[: layer + 1]
+        )
+        cosines = _cosine(full.hidden_states, ablated.hidden_states)  # (L + 1, n)
+        question = predict_answers.first_turned_row(cosines, removed, tiny_decoder.n_heads)
+        turned = [row for row, low in enumerate(cosines.min(axis=1)) if round(low, 4) < 1]
+        assert turned and turned[0] == layer + 1, "a head of a random model writes enough"
+        assert {question.options[k] for k in question.answers} == {f"after layer {layer}"}
+        assert "every row below it differs too" in question.reason
+        assert f"head L{layer} H0 removed" in question.prompt
+
+
+def test_the_first_turned_row_follows_the_printed_cosines():
+    """A row turns when its lowest cosine prints below 1 to four decimals: a removed head that
+    wrote almost nothing shows first in a later row, or in none, and the reason says so."""
+    ones = np.ones((4, 3))  # the embeddings and three layers, three tokens
+
+    def right(cosines, removed) -> tuple[str, predict_answers.Question]:
+        question = predict_answers.first_turned_row(cosines, removed, n_heads=4)
+        (answer,) = {question.options[k] for k in question.answers}
+        return answer, question
+
+    weak = ones.copy()
+    weak[2, 1], weak[3, 1] = 0.99996, 0.97  # layer 1's output: 1.0000 as printed
+    answer, question = right(weak, {(1, 2)})
+    assert answer == "after layer 2" and "too little to move a cosine" in question.reason
+    assert "after layer 1 1.0000 · after layer 2 0.9700" in question.numbers
+    answer, question = right(ones, {(0, 0), (0, 3)})
+    assert answer == "none: every row stays at 1" and "2 heads of layer 0" in question.prompt
+    strong = ones.copy()
+    strong[1:, 0] = [0.9, 0.99999, 0.95]  # the change fades below print, then shows again
+    answer, question = right(strong, {(0, 1), (2, 0)})
+    assert answer == "after layer 0" and "1 of them print 1 again" in question.reason
+    assert "2 heads of layers 0 and 2" in question.prompt
 
 
 def test_the_same_input_question_is_asked_only_of_one_and_the_same_vector():

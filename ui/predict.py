@@ -45,7 +45,7 @@ QUESTIONS: dict[str, tuple[str, ...]] = {
     "context": ("ctx_strongest",),
     "qkv": ("qkv_weight_ratio", "qkv_same_input"),
     "scaling_masking": ("sm_first_row",),
-    "multi_head": ("mh_previous_row", "mh_most_moved"),
+    "multi_head": ("mh_previous_row", "mh_first_turned_row"),
     "inside_layer": ("layer_majority",),
     "positional": ("pos_distance", "pos_bag_of_words"),
     "information_flow": ("flow_row_sum",),

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 import core
-from core import by_hand, context, positional, qkv, scaling_masking
+from core import by_hand, context, positional, qkv
 from ui import door, wording
 from ui.escape import literal
 
@@ -391,40 +391,107 @@ def previous_token_row(
 
 
 def _heads_named(removed: Collection[tuple[int, int]], n_heads: int) -> str:
-    """'L1 H3', 'all 12 heads of layer 2' or '5 heads': the removed heads, for a prompt."""
-    layers = {layer for layer, _ in removed}
+    """'head L1 H3', 'all 12 heads of layer 2' or '5 heads of layers 1 and 3': the removed
+    heads, for a prompt (their layers named, so the question can be reasoned from it)."""
+    layers = sorted({layer for layer, _ in removed})
     if len(removed) == 1:
         ((layer, head),) = removed
         return f"head L{layer} H{head}"
-    if len(layers) == 1 and len(removed) == n_heads:
-        return f"all {n_heads} heads of layer {layers.pop()}"
-    return f"{len(removed)} heads"
+    if len(layers) == 1:
+        count = f"all {n_heads}" if len(removed) == n_heads else f"{len(removed)}"
+        return f"{count} heads of layer {layers[0]}"
+    listed = ", ".join(str(layer) for layer in layers[:-1]) + f" and {layers[-1]}"
+    return f"{len(removed)} heads of layers {listed}"
 
 
-def most_moved_token(
-    trace: core.Trace, ablated: core.Trace, removed: Collection[tuple[int, int]]
+def _row_name(row: int) -> str:
+    """A row of the layer-by-layer cosine heatmap as its axis names it: row 0 holds the
+    embeddings, row k + 1 the vectors after layer k."""
+    return "the embeddings" if row == 0 else f"after layer {row - 1}"
+
+
+def _cosine_shown(value: float) -> str:
+    return f"{value:.4f}"  # as the heatmap's hover prints a cosine
+
+
+def first_turned_row(
+    cosines: np.ndarray, removed: Collection[tuple[int, int]], n_heads: int
 ) -> Question:
-    """Page 4, section 4: which token's final vector turns most when the heads are removed."""
-    removed = _heads_named(removed, ablated.attentions.shape[1])
-    moved = scaling_masking.how_far_moved(
-        scaling_masking.layer_cosines(trace, ablated)[-1]
-    )  # (n,) 1 − cosine
+    """Page 4, section 4: the first row of the layer-by-layer cosine heatmap in which some
+    token's vector turns away from the full model's once the heads are removed.
 
-    def reason(best: int) -> str:
-        return (
-            f"Its final vector's cosine to the full model's is {1 - moved[best]:.4f}, the lowest "
-            "of the sentence. Everything after the removed heads is recomputed, so their "
-            "absence reaches each token through every later layer, not only through their own "
-            "rows."
+    cosines: (L + 1, n) each token's cosine to the full run, row 0 the embeddings, row k + 1
+    after layer k (core.scaling_masking.layer_cosines). A row has turned when its lowest cosine,
+    printed to four decimals as the heatmap prints it, is below 1. The forward pass runs layer
+    by layer, so nothing computed before the first removed layer can know of the removal: a
+    learner reasons the answer out from "everything after it is recomputed"."""
+    cosines = np.asarray(cosines, dtype=np.float64)
+    n_layers = cosines.shape[0] - 1
+    first_layer = min(layer for layer, _ in removed)
+    lowest = cosines.min(axis=1)  # (L + 1,) the most-turned token of each row
+    turned = [_cosine_shown(value) != _cosine_shown(1.0) for value in lowest]
+    first = turned.index(True) if any(turned) else None
+    at_layer = first_layer + 1  # the row of the first removed layer's output
+    # the places a learner would guess: the embeddings, one row early, the right row, only the
+    # final vectors, and "none" (the residual connection carries every vector past)
+    rows = sorted({0, first_layer, at_layer, n_layers} | ({first} if first is not None else set()))
+    options = (*(_row_name(row) for row in rows), "none: every row stays at 1")
+    answer = len(rows) if first is None else rows.index(first)
+    removed_named = _heads_named(removed, n_heads)
+    earlier = "layer 0" if first_layer == 1 else f"layers 0 to {first_layer - 1}"
+    before = (
+        "The embeddings are"
+        if first_layer == 0
+        else f"The embeddings and the vectors after {earlier} are"
+    )
+    before += (
+        f" computed before layer {first_layer} runs, so they cannot know of the removal and stay "
+        "exactly the full model's."
+    )
+    if first == at_layer:
+        later = turned[at_layer:]
+        reason = (
+            f"{before} The residual connection adds each layer's output to the vector it "
+            f"carries, so layer {first_layer}'s output is the first to lack what the removed "
+            "heads wrote"
+            + (
+                ", and every later layer reads the changed vectors, so every row below it "
+                "differs too."
+                if all(later)
+                else f"; later rows read the changed vectors, though {later.count(False)} of "
+                "them print 1 again to four decimals."
+            )
         )
-
-    return _token_question(
-        f"With {removed} removed, which token's final vector will turn the most?",
-        trace.tokens,
-        moved,
+    elif first is None:
+        reason = (
+            f"{before} From layer {first_layer} on the vectors lack what the removed heads "
+            "wrote, but on this sentence that was so little that no cosine falls below 1 to "
+            "four decimals."
+        )
+    elif first > at_layer:
+        reason = (
+            f"{before} Layer {first_layer}'s output lacks what the removed heads wrote, but "
+            "on this sentence that was too little to move a cosine below 1 to four decimals "
+            f"(lowest {_cosine_shown(lowest[at_layer])}); the later layers that read it turn "
+            f"the vectors further, and the change first shows {_row_name(first)}."
+        )
+    else:  # a row computed before the removal moved: this run's layers are not in order
+        reason = (
+            f"Here even {_row_name(first)}, computed before layer {first_layer} runs, differs "
+            "from the full model's: these two runs did not share their early layers."
+        )
+    shown_rows = range(n_layers + 1) if n_layers < ALL_NUMBERS_UP_TO else rows
+    numbers = "lowest cosine to the full model, by row: " + " · ".join(
+        f"{_row_name(row)} {_cosine_shown(lowest[row])}" for row in shown_rows
+    )
+    return Question(
+        f"With {removed_named} removed, the heatmap compares every token's vector with the full "
+        f"model's after each layer, from the embeddings (top row) down to layer {n_layers - 1}. "
+        "In which row will some token's cosine first fall below 1 (to four decimals)?",
+        options,
+        frozenset({answer}),
         reason,
-        "1 − cosine to the full model",
-        shown=lambda v: f"{v:.2g}",
+        numbers,
     )
 
 

@@ -77,13 +77,13 @@ takeaway.show(
     f"{head_summary.on_previous[prev_layer, prev_head]:.2f} of a row, against "
     f"{float(head_summary.on_previous.mean()):.2f} for the average head."
 )
-st.markdown(
+grid_slot = st.container()
+st.markdown(  # how to read the grid, under it: the grid itself opens the first screen
     "Each row of the grid is a layer, input side at the top (on a phone a layer takes two "
     "rows), and each tile a head, labelled H0, H1, …. Vertical stripes are heads that send "
     "every query to the same few keys; a bright diagonal is a head that looks at the token "
     "itself, a line just beside it at a neighbour."
 )
-grid_slot = st.container()
 st.caption("Click or tap a head in the grid, or choose it here (the grid's red frame follows):")
 # Up to ~128 pieces every head travels with the page: the sliders move the grid's frame and
 # redraw the up-close heatmap and section 4 in the browser, with no server round trip.

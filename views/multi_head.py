@@ -672,15 +672,15 @@ def remove_heads() -> None:
         )
         st.caption(
             f"Bars: 0 means the token's final vector did not turn at all; the taller the bar, the "
-            f"more removing the heads changed it. In the heatmap, rows above the first removed "
-            f"layer stay at cosine 1: nothing has changed yet. "
+            f"more removing the heads changed it. In the heatmap each row holds the vectors "
+            f"after one layer; a cosine of 1 means the same direction as in the full model. "
             f"Mean final cosine {moved.mean:.3f}; the token that moved most is "
             f"{literal(labels[moved.most_moved])} ({moved.lowest:.3f})."
         )
 
     predict.ask_choice(
-        "mh_most_moved",
-        predict_answers.most_moved_token(trace, ablated, removed),
+        "mh_first_turned_row",
+        predict_answers.first_turned_row(cosines, removed, model.n_heads),
         reveal=ablation_figures,
         folded="how far each token turned, finally and layer by layer",
     )
@@ -695,16 +695,16 @@ SECTIONS = {
     "4 · Remove heads": remove_heads,
     "5 · Induction heads": induction_heads_found,  # a tab of its own: tab 1 holds five figures
 }
-st.caption(  # written here, above the tabs, so the count is read from them
+# One section at a time, drawn only when its tab is open: all of them at once were 13 figures,
+# a first visit and every new sentence far heavier than the reference app's
+# (bench/bench_browser.py; bench/RESULTS.md, Cited in code). The URL keeps the open tab.
+widgets.section_tabs(SECTIONS, key="mh_section")
+st.caption(  # the count read from the tabs; below them, so the first tab's figure opens the page
     f"The page has {len(SECTIONS)} sections, one tab each. Sections 1 to 4 have a Layer slider "
     "inside their tab (2 and 3 a Head slider too), which keeps its place from tab to tab. “Why "
     "several heads” picks its two heads by measuring every head on the sidebar sentence; section "
     "1 names heads measured on fixed probe sentences."
 )
-# One section at a time, drawn only when its tab is open: all of them at once were 13 figures,
-# a first visit and every new sentence far heavier than the reference app's
-# (bench/bench_browser.py; bench/RESULTS.md, Cited in code). The URL keeps the open tab.
-widgets.section_tabs(SECTIONS, key="mh_section")
 
 st.caption(
     "Sources: Vaswani et al. (2017), multi-head attention; Clark et al. (2019) and Voita et al. "

@@ -26,6 +26,9 @@ model_label = models.label(model)  # the model's name in the prose
 MAX_SHUFFLE_TOKENS = 64  # the permutation experiment uses at most this many word pieces
 MAX_RECOVERY_TOKENS = 32
 
+anatomy = anatomy_text.of(model)  # the loaded model's own input, term by term
+rotary = not anatomy.position_table  # no table: q and k are turned by position
+
 st.title("2b · Positional encoding")
 # Sections 6 and 7 read the sidebar sentence; a notice that it was cut shows up here, at the
 # top, rather than far down where the sentence is first read.
@@ -35,43 +38,16 @@ st.markdown(
     "are still there, so attention by itself has no idea of order. BERT and GPT-2 write "
     "position into each token's vector before the first layer, with a vector $P_p$ that "
     "depends only on the position $p$. Other schemes put position inside attention instead: "
-    "relative positions (Shaw et al., 2018) and rotary embeddings (Su et al., 2021)."
-)
-anatomy = anatomy_text.of(model)  # the loaded model's own input, term by term
-rotary = not anatomy.position_table  # no table: q and k are turned by position
-st.info(
-    anatomy_text.positions_sentence(anatomy, model_label).removesuffix(".")
+    "relative positions (Shaw et al., 2018) and rotary embeddings (Su et al., 2021). "
+    # the loaded model's own input: in the paragraph, not a box of its own, so the first tab's
+    # encoding reaches the first screen
+    + anatomy_text.positions_sentence(anatomy, model_label).removesuffix(".")
     + (
         " (tab 3)."
         if rotary
         else f" (tab 3): its input is $x_p = {anatomy_text.embedding_latex(anatomy)}$."
-    ),
-    icon=":material/location_on:",
-)
-with st.expander("Besides word and position: what else goes into the input"):
-    st.caption(
-        (
-            "Position rows are not the only rows added here: a model that reads one or two "
-            "sentences at once can add a **segment row**, row 0 of a small learned table to every "
-            "token of the first sentence and row 1 to every token of the second, so each token "
-            "carries which sentence it is in. "
-            + (
-                f"{model_label}'s table has one row, added to every token alike."
-                if anatomy.segment_rows == 1
-                else f"{model_label}'s table has {anatomy.segment_rows} rows."
-            )
-            if anatomy.segment_rows
-            else f"{model_label} has no segment table: two sentences differ to it only by their "
-            "pieces and where they stand."
-        )
-        + (
-            f" The {anatomy.norm_name} around the sum rescales each token's vector before the first "
-            "layer."
-            if anatomy.embedding_norm
-            else ""
-        ),
-        help=terms.ahead("LayerNorm", anatomy=anatomy) if anatomy.embedding_norm else None,
     )
+)
 
 
 def sized_encodings() -> positional.Encodings:
@@ -680,6 +656,33 @@ SECTIONS = {
 # a first visit far heavier than the reference app's (bench/bench_browser.py; bench/RESULTS.md). The
 # URL keeps the open tab, so a link still opens the section it was copied from.
 widgets.section_tabs(SECTIONS, key="pos_section")
+# under the tabs, folded: between the intro and the tabs it kept the first tab's encoding
+# off the first screen
+with st.expander("Besides word and position: what else goes into the input"):
+    st.caption(
+        (
+            "Position rows are not the only rows added here: a model that reads one or two "
+            "sentences at once can add a **segment row**, row 0 of a small learned table to every "
+            "token of the first sentence and row 1 to every token of the second, so each token "
+            "carries which sentence it is in. "
+            + (
+                f"{model_label}'s table has one row, added to every token alike."
+                if anatomy.segment_rows == 1
+                else f"{model_label}'s table has {anatomy.segment_rows} rows."
+            )
+            if anatomy.segment_rows
+            else f"{model_label} has no segment table: two sentences differ to it only by their "
+            "pieces and where they stand."
+        )
+        + (
+            f" The {anatomy.norm_name} around the sum rescales each token's vector before the first "
+            "layer."
+            if anatomy.embedding_norm
+            else ""
+        ),
+        help=terms.ahead("LayerNorm", anatomy=anatomy) if anatomy.embedding_norm else None,
+    )
+
 
 st.caption(
     "Sources: Vaswani et al. (2017), sinusoidal encoding; Devlin et al. (2019), BERT's learned "

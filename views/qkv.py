@@ -30,11 +30,9 @@ model_label = models.label(model)  # the model's name in the prose
 
 st.title("2 · Queries, keys and values")
 st.markdown(
-    "On page 1 each vector did three jobs at once. Here it is multiplied by three matrices "
-    "first, so each job gets its own vector: a **query** (what this token is looking for), a "
-    "**key** (what it can be found by) and a **value** (what it hands over when it is chosen). "
-    "Training sets the matrices; below you can use random ones or those of a trained head. "
-    "The sentence is the one in the sidebar."
+    "On page 1 each vector did three jobs at once. Here three matrices give each job its own "
+    "vector: a **query** (what a token looks for), a **key** (what it is found by) and a "
+    "**value** (what it hands over once chosen), for the sidebar's sentence."
 )
 trace = traces.trace_or_stop(model, inputs)
 tokens = trace.tokens
@@ -108,17 +106,13 @@ def roles_verdict() -> str:
 
 
 takeaway.show(
-    "With one vector for all three jobs, softmax(X Xᵀ) gives each token's largest weight to "
+    # two lines at 1280 px where it can be (the matrices below open the first screen); the
+    # formula, softmax(X Xᵀ), is Step 1's
+    "One vector for all three jobs gives each token's largest weight to "
     f"itself in {picks_itself_one_vector} of {len(tokens)} rows{_ties(tied_one_vector)}; "
     f"with these W_q and W_k a token's own key wins in {picks_itself_projected} of "
     f"{len(tokens)}{_ties(tied_projected)}: {roles_verdict()}"
 )
-with st.expander("What X and W are here, and which switches act"):
-    st.caption(
-        f"{where}. Sidebar switches: {switches}. Steps 1 to 6 and 8 use these W_q, W_k and W_v "
-        "on the sidebar's sentence; Step 7 runs two fixed sentences through every head of layer 0.",
-        help=terms.ahead("layer", "head", "√d_k", "causal mask"),
-    )
 if source != "random":  # random weights were never trained, so they have no inputs to leave
     sidebar.off_distribution_note(inputs, model_label)
 note = matrix_charts.limit_note(len(tokens))
@@ -155,18 +149,19 @@ money_index, bank_index = (
 def three_projections() -> None:
     """Step 1: Q, K and V, three projections of every token."""
     st.subheader("Step 1 · Three projections of every token")
+    # the three matrices first (they open the page's first screen): what the step makes, then
+    # the formula that makes them and what it means
+    for column, (matrix, name) in zip(
+        st.columns(3), [(result.query, "Q"), (result.key, "K"), (result.value, "V")], strict=True
+    ):
+        with column:
+            matrix_figure(matrix, name, name.lower())
     st.latex(
         # gathered: two short lines instead of one that scrolled sideways on a phone
         r"\begin{gathered}Q = X W_q,\quad K = X W_k,\quad V = X W_v\\ "
         rf"X \in \mathbb{{R}}^{{n \times {model.d_model}}},\; W \in \mathbb{{R}}^{{{model.d_model} \times {d_k}}}"
         r"\end{gathered}"
     )
-    # the three matrices first: what the step makes, then what it means
-    for column, (matrix, name) in zip(
-        st.columns(3), [(result.query, "Q"), (result.key, "K"), (result.value, "V")], strict=True
-    ):
-        with column:
-            matrix_figure(matrix, name, name.lower())
     n = len(tokens)
     repeated = (
         " A repeated piece's copies have equal rows of X, so they tie for the largest weight."
@@ -521,6 +516,13 @@ SECTIONS = {
 # (bench/bench_browser.py; bench/RESULTS.md, Cited in code). The URL keeps the open tab.
 display.head_switch()  # the readout of a long sentence's matrices (one image each)
 widgets.section_tabs(SECTIONS, key="qkv_section")
+# below the steps, not between the takeaway and Step 1's matrices: those open the first screen
+with st.expander("What X and W are here, and which switches act"):
+    st.caption(
+        f"{where}. Sidebar switches: {switches}. Steps 1 to 6 and 8 use these W_q, W_k and W_v "
+        "on the sidebar's sentence; Step 7 runs two fixed sentences through every head of layer 0.",
+        help=terms.ahead("layer", "head", "√d_k", "causal mask"),
+    )
 
 st.caption(
     "Sources: Vaswani et al. (2017), queries, keys and values; Bahdanau, Cho & Bengio (2015), "
