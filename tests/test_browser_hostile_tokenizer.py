@@ -8,7 +8,8 @@ the strings every figure and sentence on the page quotes. Two such models:
   piece: a decoder, loaded from a local folder as a user would.
 In chromium, one visitor loads the GPT-2 and opens every page: each draws without an error, as
 a decoder, and the pieces stay text, no link, image, bold or formula made of them. Every tab of
-every page is checked headless on MiniLM (tests/test_hostile_pieces_headless.py).
+every page, and the Remove-heads caption that names the token that moved most (which the walk's
+defaults do not reach), are checked headless on MiniLM (tests/test_hostile_pieces_headless.py).
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ from tests.support.browser import (
     chromium,
     served_app,
     settle,
-    wait_for_figure,
 )
 from ui import path
 
@@ -136,43 +136,5 @@ def test_next_walks_every_page_with_a_decoder_and_hostile_pieces_as_text(tmp_pat
             page.locator('[data-figure="model-map"] a.ae-part').filter(has_text="Q, K, V").click()
             open_and_wait(page, "qkv")
             assert visited_count(page) == f"{len(path.STEPS)} of {len(path.STEPS)} pages visited"
-        finally:
-            context.close()
-
-
-# A caption the tour cannot reach with the pages' default values: 4 · Multi-head's "Remove heads"
-# names the token whose final vector moved most once heads are removed. On this sentence, with
-# every head of layer 5 removed, that is a hostile piece (checked by the first assertion).
-ABLATION_SENTENCE = "☃ ⅎ ☃ ⅎ ☃ ⅎ"
-
-
-@pytest.mark.browser
-def test_the_most_moved_piece_stays_text(tmp_path):
-    folder = hostile_tokenizer_model(tmp_path / "model")
-    multi_head = next(p for p in PAGES if p.path == "views/multi_head.py")
-    with served_app(extra_env=LOCAL_USER_ENV) as server, chromium() as browser:
-        tab, context = new_tab(browser, server)
-        try:
-            query = {
-                "model": OTHER,
-                "custom_model": str(folder),
-                "text": ABLATION_SENTENCE,
-                "layer": "5",
-                "mh_section": "4 · Remove heads",
-                "mh_ablate_layer": "true",
-            }
-            tab.goto(f"{server.url}/{multi_head.url_path}?{urllib.parse.urlencode(query)}")
-            tab.act(lambda: tab.page.locator(LOAD_BUTTON).click())
-            # the section's question folds the caption's figures until answered: skip it
-            tab.act(lambda: tab.page.get_by_role("button", name="Show me").click())
-            wait_for_figure(tab.page)
-            caption = tab.page.get_by_text("the token that moved most is")
-            caption.wait_for(timeout=60_000)
-            assert "onerror" in caption.inner_text() or "example.com" in caption.inner_html(), (
-                "the most-moved token is not the hostile piece: pick another layer or sentence"
-            )
-            assert_nothing_leaks(tab, "4 · Multi-head / Remove heads with a hostile tokenizer")
-            made = tab.page.evaluate(PIECE_MARKUP_JS)
-            assert not made, f"a hostile piece became markup: {made}"
         finally:
             context.close()
