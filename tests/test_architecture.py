@@ -867,9 +867,19 @@ def _draws_figures(module: str) -> bool:
 
 
 def sizes_compared_in(text: str) -> list[str]:
-    """Comparisons in a view with a display size (display_policy.X, a chart module's X)."""
+    """Comparisons in a view with a display size: display_policy.X, a chart module's X, or an X
+    imported from one of them by name."""
+    tree = ast.parse(text)
+    imported_sizes = {
+        alias.asname or alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("ui.")
+        and _draws_figures(node.module.split(".")[1])
+        for alias in node.names
+        if alias.name.isupper()
+    }  # fmt: skip
     found = []
-    for node in ast.walk(ast.parse(text)):
+    for node in ast.walk(tree):
         if not isinstance(node, ast.Compare):
             continue
         for part in ast.walk(node):
@@ -878,8 +888,9 @@ def sizes_compared_in(text: str) -> list[str]:
                 and isinstance(part.value, ast.Name)
                 and _draws_figures(part.value.id)
                 and part.attr.isupper()
-            ):
+            ) or (isinstance(part, ast.Name) and part.id in imported_sizes):
                 found.append(f"line {node.lineno}: {ast.unparse(node)[:70]}")
+                break
     return found
 
 
@@ -892,12 +903,13 @@ def test_views_leave_html_or_plotly_to_the_display_policy(path):
 
 def test_the_size_rule_can_fail():
     view = (
-        "if len(tokens) <= display.HTML_BARS_UP_TO:\n    pass\n"
+        "if len(tokens) <= display_policy.BARS_UP_TO:\n    pass\n"
         "x = n > display_policy.DRAW_LIMIT\ny = display.show_bars(n, html=h, plotly=p, key='k')\n"
         "z = trace.n_tokens > multi_head_charts.GRID_MAX\nw = n > explanations_runs.MAX_PIECES\n"
+        "from ui.display_policy import DRAW_LIMIT as LIMIT\nv = n <= LIMIT\n"
     )
     found = [line.split(":")[0] for line in sizes_compared_in(view)]
-    assert found == ["line 1", "line 3", "line 5"]
+    assert found == ["line 1", "line 3", "line 5", "line 8"]
 
 
 def _whole_number(node: ast.expr | None, at_least: int = 0) -> bool:

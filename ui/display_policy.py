@@ -1,7 +1,8 @@
 """The one display policy: whether a matrix or a set of bars is drawn as HTML (every number
 written in, or one image of the cells) or as a plotly figure, and whether a page sends every
 head so its sliders switch heads in the browser. Every size that decides it lives here;
-ui/display.py's show_matrix and show_bars ask this module, and every view calls those.
+ui/display.py's show_matrix and show_bars ask this module, and every view draws a matrix or bars
+through those (tests/test_architecture.py).
 
 HTML first: a page whose figures are all HTML never loads plotly.js (~0.6 s of a browser's main
 thread), and a phone reads a number written in a cell without a hover. Past these sizes a figure
