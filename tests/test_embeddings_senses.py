@@ -6,6 +6,7 @@ each example sentence run on its own through the model.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -76,6 +77,26 @@ def test_sense_match_counts_nearest_occurrences_of_the_same_sense():
         assert match.matched[state] == hits, state
     alone = embeddings.sense_match(points, chosen, ["river", "river", None, None, None])
     assert not alone.measured  # no occurrence of another sense to choose instead
+
+
+def test_sense_match_counts_a_tie_between_the_senses_as_no_match():
+    """Where every occurrence is one vector (a model without a position table, at the embedding
+    output) no sense is nearer than the other: none is matched, all are tied, whatever order the
+    sentences come in. A clear winner still counts."""
+    tokens = [["bank"], ["bank"], ["bank"], ["bank"]]
+    senses = ["river", "money", "river", "money"]
+    points = _points(tokens, n_states=2, d=4, seed=1)
+    hidden = np.array(points.hidden)  # (2, 4, d)
+    hidden[0] = np.float32([0.3, -1.2, 0.5, 2.0])  # state 0: four copies of one vector
+    # state 1: each river bank near the other, each money bank near the other
+    hidden[1] = np.float32([[1, 0, 0, 0], [0, 1, 0, 0], [0.9, 0.1, 0, 0], [0.1, 0.9, 0, 0]])
+    points = dataclasses.replace(points, hidden=hidden)
+    chosen = embeddings.occurrences(points, "bank")
+    for order in (senses, senses[::-1]):
+        match = embeddings.sense_match(points, chosen, order)
+        assert match.counted == 4
+        assert match.matched.tolist() == [0, 4]
+        assert match.tied.tolist() == [4, 0]
 
 
 def test_paths_read_in_order():
