@@ -704,23 +704,73 @@ def test_the_symmetry_and_evenness_words_read_the_numbers_beside_them():
     assert wording.how_evenly(2.0, 27) == "unevenly"  # 4 of 27
 
 
-def test_the_sense_sorting_words_follow_the_counts_on_a_decoder(local_folders):
+_BANKS = (  # the page's example sentences with "bank", and the sense each was written for
+    ("I sat on the bank of the river and watched the water.", "river"),
+    ("The bank raised its interest rates again.", "money"),
+    ("We pulled the canoe up onto the muddy bank.", "river"),
+    ("She paid the cheque in at the bank on Monday.", "money"),
+)
+
+
+def _sorting_words(first: int, last: int, counted: int, chance: float) -> str:
+    return (
+        "they were already sorted at the embedding output"
+        if first == last == counted
+        else "context sorts the occurrences by sense"
+        if last > first and last == counted
+        else "context sorts some of them by sense: more than a random pick, not all"
+        if last > first and last > chance * counted
+        else "by this measure, context does not sort them by sense here"
+    )
+
+
+def _nearest_bank_counts(family: str) -> tuple[list[int], list[int]]:
+    """(matched, tied) at each hidden state: of the four example banks, each sentence run on its
+    own, how many have a bank of their own sense strictly nearest (cosine ahead by more than
+    1e-6), and how many have one of each sense equally near."""
+    model = load_folder(family_folder(family))
+    banks = []
+    for sentence, sense in _BANKS:
+        trace = model.run(sentence)
+        where = [piece.replace("␣", "") for piece in trace.tokens].index("bank")
+        banks.append((trace.hidden_states[:, where].astype(np.float64), sense))
+    matched, tied = [], []
+    for state in range(model.n_layers + 1):
+        hits = ties = 0
+        for a, (vectors, sense) in enumerate(banks):
+            near = {True: -np.inf, False: -np.inf}  # nearest of its own sense, of another
+            for b, (others, other_sense) in enumerate(banks):
+                if b != a:
+                    alike = other_sense == sense
+                    near[alike] = max(near[alike], _cosine(vectors[state], others[state]))
+            hits += near[True] - near[False] > 1e-6
+            ties += abs(near[True] - near[False]) <= 1e-6
+        matched.append(hits)
+        tied.append(ties)
+    return matched, tied
+
+
+@pytest.mark.parametrize("family", ["gpt2", "llama"])
+def test_the_sense_sorting_words_follow_the_counts_on_a_decoder(local_folders, family):
     """'Context sorts the occurrences by sense' only when every counted occurrence ends next to
-    one of its own sense; on the tiny GPT-2 fewer do."""
-    texts = _page_texts("gpt2", "views/embeddings.py", {"emb_section": "2 · Path"})
+    one of its own sense; on the tiny GPT-2 fewer do. A tie (Llama's banks are one vector at the
+    embedding output: no position row) is no match. The takeaway above the tabs reads the same
+    counts with the same words: its two means alone (GPT-2: the pairs overlap) decide nothing."""
+    texts = _page_texts(family, "views/embeddings.py", {"emb_section": "2 · Path"})
+    matched, tied = _nearest_bank_counts(family)
     said = _one_match(
         texts,
         r"At the embedding output, (\d+) of (\d+) occurrences .*?after layer \d+, (\d+) of \d+ "
         r"\(a random pick: (\d+)%\): ([^.]+)\.",
     )
     first, counted, last, chance = (int(said.group(k)) for k in (1, 2, 3, 4))
-    expected = (
-        "they were already sorted at the embedding output"
-        if first == last == counted
-        else "context sorts the occurrences by sense"
-        if last > first and last == counted
-        else "context sorts some of them by sense: more than a random pick, not all"
-        if last > first and last > chance / 100 * counted
-        else "by this measure, context does not sort them by sense here"
-    )
+    assert (first, counted, last) == (matched[0], 4, matched[-1])
+    expected = _sorting_words(first, last, counted, chance / 100)
     assert said.group(5) == expected, said.group(0)
+    tie_words = "all 4 are tied: an occurrence of the same sense and one of another sense"
+    assert (tie_words in said.string) == (tied[0] == 4), (tied, said.string)
+    takeaway = _one_match(texts, r"two with different senses -?[\d.]+(.*)")
+    assert takeaway.group(1).startswith(
+        f", and for {last} of 4 the nearest other '␣bank' has its own sense "
+        f"(a random pick: {chance}%): {expected}."
+    ), takeaway.group(0)
