@@ -24,6 +24,7 @@ from tokenizers import Tokenizer
 
 from core import saliency
 from core.models import load_folder
+from core.qkv import random_projections
 
 FAMILIES = ("bert", "roberta", "distilbert", "gpt2", "llama")
 
@@ -665,7 +666,9 @@ def test_near_positions_compares_every_code_on_the_rows_the_learned_table_has(lo
 @pytest.mark.parametrize("family", ["llama", "gpt2"])
 def test_qkv_step_five_names_the_pieces_it_weighs_and_words_the_symmetry(local_folders, family):
     """α(money→bank) names the pieces the tokenizer made (a decoder's "money" may be "␣mo" +
-    "ney"), with page 1's weights; "symmetric" follows max |S − Sᵀ| against S's size."""
+    "ney"), with page 1's weights; "symmetric" follows max |S − Sᵀ| against S's size. The
+    projections' example is the pair whose two scores differ most, and what the weights of that
+    pair show under the causal mask is put down to the mask, not to W_q ≠ W_k."""
     folder = family_folder(family)
     texts = _page_texts(family, "views/qkv.py", {"qkv_section": "5 · Not symmetric"})
     pieces, ids = _ids(folder, "money bank grows", specials=False)
@@ -689,6 +692,37 @@ def test_qkv_step_five_names_the_pieces_it_weighs_and_words_the_symmetry(local_f
         else "not symmetric"
     )
     assert caption.group(2) == expected
+    # The projections' example pair: the largest gap between q_i·k_j and q_j·k_i of the page's
+    # first head (seeded random W_q, W_k, d_k = 8, on the sidebar sentence's static rows), then
+    # what the decoder's causal mask does to that pair's weights.
+    _, text_ids = _ids(folder, TEXT, specials=True)
+    x = _tensor(_tensors(folder), *_WORD_TABLES)[text_ids]  # (n, d_model)
+    drawn = random_projections(x.shape[1], 8, 0)  # the page's seeded draw: the test's input
+    query, key = x @ drawn.w_query.astype(np.float64), x @ drawn.w_key.astype(np.float64)
+    dots = query @ key.T  # (n, n) q_i·k_j, before any mask
+    n = len(text_ids)
+    i, j = max(((a, b) for a in range(n) for b in range(n)), key=lambda p: dots[p] - dots[p[::-1]])
+    pair = _one_match(
+        texts,
+        r"Here the query of \*\*(\d+):[^*]+\*\* meets the key of \*\*(\d+):[^*]+\*\* with "
+        r"q·k = (-?[\d.]+), while the query of \d+:\S+ meets the key of \d+:\S+ with "
+        r"(-?[\d.]+)\.",
+    )
+    assert (int(pair.group(1)), int(pair.group(2))) == (i, j)
+    assert [float(pair.group(k)) for k in (3, 4)] == pytest.approx(
+        [dots[i, j], dots[j, i]], abs=0.002
+    )
+    # row `later` of the decoder's weights: keys up to itself, scores divided by √d_k
+    earlier, later = sorted((i, j))
+    weights = _softmax_rows((dots / np.sqrt(8))[later : later + 1, : later + 1])[0]
+    mask = _one_match(
+        texts,
+        r"\*\*The mask\.\*\* .*?so (\d+):\S+ gives (\d+):\S+ ([\d.]+) and \d+:\S+ gives "
+        r"\d+:\S+ ([\d.]+)\.",
+    )
+    assert (int(mask.group(1)), int(mask.group(2))) == (later, earlier)
+    assert float(mask.group(3)) == pytest.approx(weights[earlier], abs=0.0006)
+    assert mask.group(4) == "0.000"  # a key after the query: hidden by the mask
 
 
 def test_the_symmetry_and_evenness_words_read_the_numbers_beside_them():
