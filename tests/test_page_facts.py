@@ -301,11 +301,13 @@ def test_the_same_word_in_two_sentences_is_worded_by_its_input_cosine(family, lo
     texts = _page_texts(family, "views/heatmaps.py")
     caption = _one_match(
         texts,
-        r"entering layer 0 \(positions (\d+) and (\d+)\): cosine (-?[\d.]+), they ([^.]+)\.",
+        r"layer 0's heads read for it \(positions (\d+) and (\d+)\): cosine (-?[\d.]+), "
+        r"they ([^.]+)\.",
     )
     where_a, where_b, shown, words = (*map(int, caption.groups()[:2]), *caption.groups()[2:])
-    # the vector entering layer 0, rebuilt from the checkpoint: word row + position row (+ segment
-    # row, norm)
+    # what layer 0's heads read, rebuilt from the checkpoint: word row + position row (+ segment
+    # row, then LayerNorm, in RoBERTa's embedding step; GPT-2's heads read its first LayerNorm,
+    # ln_1, of that sum)
     folder = family_folder(family)
     tensors, config = _tensors(folder), json.loads((folder / "config.json").read_text())
     offset = config["pad_token_id"] + 1 if family == "roberta" else 0  # Liu et al. (2019)
@@ -322,6 +324,9 @@ def test_the_same_word_in_two_sentences_is_worded_by_its_input_cosine(family, lo
             row = (row - row.mean()) / np.sqrt(row.var() + config["layer_norm_eps"])
             row = row * _tensor(tensors, "embeddings.LayerNorm.weight")
             row = row + _tensor(tensors, "embeddings.LayerNorm.bias")
+        else:  # pre-LN: layer 0's own LayerNorm before its attention
+            row = (row - row.mean()) / np.sqrt(row.var() + config["layer_norm_epsilon"])
+            row = row * _tensor(tensors, "h.0.ln_1.weight") + _tensor(tensors, "h.0.ln_1.bias")
         rows.append(row)
     cosine = _cosine(*rows)
     assert abs(float(shown) - cosine) < 1e-3
