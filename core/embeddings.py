@@ -430,15 +430,24 @@ def first_neighbour_shares_sense(
     return matched, counted
 
 
+# Two rivals whose cosines with an occurrence differ by less than this are equally near. The
+# vectors are float32, so their cosines carry rounding from about the seventh decimal; and a
+# model without a position table hands every occurrence of a piece the very same vector at the
+# embedding output, where "nearest" would otherwise be whichever rival comes first.
+NEAREST_TIE = 1e-6
+
+
 @dataclass(frozen=True)
 class SenseMatch:
     """Whether each occurrence's nearest other occurrence (in another sentence) has its sense,
     at every hidden state, counted over the occurrences that have a choice (at least one other
-    occurrence of their sense and one of another)."""
+    occurrence of their sense and one of another). An occurrence whose nearest rival of its own
+    sense and nearest of another are equally near (NEAREST_TIE) is tied: not a match."""
 
     matched: np.ndarray  # (L + 1,) int: how many counted occurrences met their own sense first
     counted: int  # occurrences with a choice
     chance: float  # expected share matched if the nearest were drawn at random (NaN if none)
+    tied: np.ndarray  # (L + 1,) int: how many counted occurrences had a tie between the senses
 
     @property
     def measured(self) -> bool:
@@ -455,18 +464,27 @@ def sense_match(points: PointSet, indices: np.ndarray, senses: Sequence[str | No
     alike = labels[:, None] == labels[None, :]  # (k, k)
     has_choice = known & (rivals & alike).any(axis=1) & (rivals & ~alike).any(axis=1)  # (k,)
     if not has_choice.any():
-        return SenseMatch(np.zeros(points.hidden.shape[0], dtype=np.int64), 0, float("nan"))
+        nothing = np.zeros(points.hidden.shape[0], dtype=np.int64)
+        return SenseMatch(nothing, 0, float("nan"), nothing.copy())
     choice = np.flatnonzero(has_choice)
     # a random pick among its rivals meets its own sense with odds (alike rivals) / (rivals)
     chance = float(np.mean((rivals & alike).sum(axis=1)[choice] / rivals.sum(axis=1)[choice]))
-    matched = []
+    matched, tied = [], []
     for state in points.hidden:  # (m, d) one state
-        unit = unit_rows(state[indices])  # (k, d)
-        cos = np.where(rivals, unit @ unit.T, -np.inf)  # (k, k)
-        nearest = np.argmax(cos, axis=1)  # (k,) the first of equals wins
-        hits = alike[np.arange(len(indices)), nearest] & has_choice
-        matched.append(int(hits.sum()))
-    return SenseMatch(np.asarray(matched, dtype=np.int64), int(has_choice.sum()), chance)
+        unit = unit_rows(state[indices])  # (k, d) float64
+        cos = unit @ unit.T  # (k, k)
+        nearest_alike = np.where(rivals & alike, cos, -np.inf).max(axis=1)  # (k,)
+        nearest_other = np.where(rivals & ~alike, cos, -np.inf).max(axis=1)  # (k,)
+        # (counted,) finite: a counted occurrence has a rival of each kind
+        gap = nearest_alike[choice] - nearest_other[choice]
+        matched.append(int(np.sum(gap > NEAREST_TIE)))
+        tied.append(int(np.sum(np.abs(gap) <= NEAREST_TIE)))
+    return SenseMatch(
+        np.asarray(matched, dtype=np.int64),
+        int(has_choice.sum()),
+        chance,
+        np.asarray(tied, dtype=np.int64),
+    )
 
 
 @dataclass(frozen=True)

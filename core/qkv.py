@@ -199,9 +199,12 @@ def asymmetry(attn_weights: np.ndarray) -> np.ndarray:
     return attn_weights - attn_weights.T
 
 
-def most_asymmetric_pair(attn_weights: np.ndarray) -> tuple[int, int]:
-    """The pair (i, j) with the largest α_ij - α_ji (i attends to j much more than back)."""
-    difference = asymmetry(attn_weights)
+def most_asymmetric_pair(matrix: np.ndarray) -> tuple[int, int]:
+    """The pair (i, j) with the largest m_ij - m_ji of an (n, n) matrix: of the dot products
+    q_i·k_j, the pair the projections treat most unevenly; of the weights α, the pair where i
+    attends to j much more than back (under a causal mask always a key hidden from j).
+    (0, 0) when nothing is uneven (one token, or a symmetric matrix)."""
+    difference = asymmetry(matrix)
     i, j = np.unravel_index(int(np.argmax(difference)), difference.shape)
     return int(i), int(j)
 

@@ -6,6 +6,7 @@ each example sentence run on its own through the model.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -78,6 +79,26 @@ def test_sense_match_counts_nearest_occurrences_of_the_same_sense():
     assert not alone.measured  # no occurrence of another sense to choose instead
 
 
+def test_sense_match_counts_a_tie_between_the_senses_as_no_match():
+    """Where every occurrence is one vector (a model without a position table, at the embedding
+    output) no sense is nearer than the other: none is matched, all are tied, whatever order the
+    sentences come in. A clear winner still counts."""
+    tokens = [["bank"], ["bank"], ["bank"], ["bank"]]
+    senses = ["river", "money", "river", "money"]
+    points = _points(tokens, n_states=2, d=4, seed=1)
+    hidden = np.array(points.hidden)  # (2, 4, d)
+    hidden[0] = np.float32([0.3, -1.2, 0.5, 2.0])  # state 0: four copies of one vector
+    # state 1: each river bank near the other, each money bank near the other
+    hidden[1] = np.float32([[1, 0, 0, 0], [0, 1, 0, 0], [0.9, 0.1, 0, 0], [0.1, 0.9, 0, 0]])
+    points = dataclasses.replace(points, hidden=hidden)
+    chosen = embeddings.occurrences(points, "bank")
+    for order in (senses, senses[::-1]):
+        match = embeddings.sense_match(points, chosen, order)
+        assert match.counted == 4
+        assert match.matched.tolist() == [0, 4]
+        assert match.tied.tolist() == [4, 0]
+
+
 def test_paths_read_in_order():
     """Every path's markers carry the state marks emb, 0, 1, …; in 2-D, every marker after the
     first is an arrowhead turned along the path; the markers grow towards the last state."""
@@ -136,18 +157,26 @@ def _sorting_words(first: int, last: int, counted: int = 4, chance: float = 1 / 
 
 
 def test_path_tab_says_how_often_the_nearest_bank_shares_its_sense(model):
+    """A bank counts when a bank of its own sense is nearer than any of the other sense; an
+    equal pair is a tie, no match (at the embedding output the river bank of s3 and the money
+    bank of s4 sit at the same position, one vector: s1 is as near to one as to the other)."""
     states = _bank_states(model)
     senses = [sense for _, sense in BANKS]
 
+    def nearest_of(a: int, state: int, alike: bool) -> float:
+        return max(
+            _cos(states[a][state], states[b][state])
+            for b in range(4)
+            if b != a and (senses[b] == senses[a]) == alike
+        )
+
     def matched(state: int) -> int:
-        hits = 0
-        for a in range(4):
-            nearest = max(
-                (b for b in range(4) if b != a),
-                key=lambda b: _cos(states[a][state], states[b][state]),
-            )
-            hits += senses[nearest] == senses[a]
-        return hits
+        return sum(
+            nearest_of(a, state, True) - nearest_of(a, state, False) > 1e-6 for a in range(4)
+        )
+
+    tied = [a for a in range(4) if abs(nearest_of(a, 0, True) - nearest_of(a, 0, False)) <= 1e-6]
+    assert tied == [0]  # s1, the one occurrence with a tie
 
     at = run_page("views/embeddings.py", query={"emb_section": "2 · Path"})
     assert_no_exception(at)
@@ -159,6 +188,7 @@ def test_path_tab_says_how_often_the_nearest_bank_shares_its_sense(model):
         "(a random pick: 33%)"
     ) in said
     assert f"(a random pick: 33%): {_sorting_words(first, last)}." in said
+    assert "At the embedding output, 1 of the 4 is tied: an occurrence of the same sense" in said
     figure = next(
         json.loads(c.proto.spec) for c in at.get("plotly_chart") if c.key == "emb_sense_match"
     )

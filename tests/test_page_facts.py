@@ -24,6 +24,7 @@ from tokenizers import Tokenizer
 
 from core import saliency
 from core.models import load_folder
+from core.qkv import random_projections
 
 FAMILIES = ("bert", "roberta", "distilbert", "gpt2", "llama")
 
@@ -303,11 +304,13 @@ def test_the_same_word_in_two_sentences_is_worded_by_its_input_cosine(family, lo
     texts = _page_texts(family, "views/heatmaps.py")
     caption = _one_match(
         texts,
-        r"entering layer 0 \(positions (\d+) and (\d+)\): cosine (-?[\d.]+), they ([^.]+)\.",
+        r"layer 0's heads read for it \(positions (\d+) and (\d+)\): cosine (-?[\d.]+), "
+        r"they ([^.]+)\.",
     )
     where_a, where_b, shown, words = (*map(int, caption.groups()[:2]), *caption.groups()[2:])
-    # the vector entering layer 0, rebuilt from the checkpoint: word row + position row (+ segment
-    # row, norm)
+    # what layer 0's heads read, rebuilt from the checkpoint: word row + position row (+ segment
+    # row, then LayerNorm, in RoBERTa's embedding step; GPT-2's heads read its first LayerNorm,
+    # ln_1, of that sum)
     folder = family_folder(family)
     tensors, config = _tensors(folder), json.loads((folder / "config.json").read_text())
     offset = config["pad_token_id"] + 1 if family == "roberta" else 0  # Liu et al. (2019)
@@ -324,6 +327,9 @@ def test_the_same_word_in_two_sentences_is_worded_by_its_input_cosine(family, lo
             row = (row - row.mean()) / np.sqrt(row.var() + config["layer_norm_eps"])
             row = row * _tensor(tensors, "embeddings.LayerNorm.weight")
             row = row + _tensor(tensors, "embeddings.LayerNorm.bias")
+        else:  # pre-LN: layer 0's own LayerNorm before its attention
+            row = (row - row.mean()) / np.sqrt(row.var() + config["layer_norm_epsilon"])
+            row = row * _tensor(tensors, "h.0.ln_1.weight") + _tensor(tensors, "h.0.ln_1.bias")
         rows.append(row)
     cosine = _cosine(*rows)
     assert abs(float(shown) - cosine) < 1e-3
@@ -668,7 +674,9 @@ def test_near_positions_compares_every_code_on_the_rows_the_learned_table_has(lo
 @pytest.mark.parametrize("family", ["llama", "gpt2"])
 def test_qkv_step_five_names_the_pieces_it_weighs_and_words_the_symmetry(local_folders, family):
     """α(money→bank) names the pieces the tokenizer made (a decoder's "money" may be "␣mo" +
-    "ney"), with page 1's weights; "symmetric" follows max |S − Sᵀ| against S's size."""
+    "ney"), with page 1's weights; "symmetric" follows max |S − Sᵀ| against S's size. The
+    projections' example is the pair whose two scores differ most, and what the weights of that
+    pair show under the causal mask is put down to the mask, not to W_q ≠ W_k."""
     folder = family_folder(family)
     texts = _page_texts(family, "views/qkv.py", {"qkv_section": "5 · Not symmetric"})
     pieces, ids = _ids(folder, "money bank grows", specials=False)
@@ -692,6 +700,37 @@ def test_qkv_step_five_names_the_pieces_it_weighs_and_words_the_symmetry(local_f
         else "not symmetric"
     )
     assert caption.group(2) == expected
+    # The projections' example pair: the largest gap between q_i·k_j and q_j·k_i of the page's
+    # first head (seeded random W_q, W_k, d_k = 8, on the sidebar sentence's static rows), then
+    # what the decoder's causal mask does to that pair's weights.
+    _, text_ids = _ids(folder, TEXT, specials=True)
+    x = _tensor(_tensors(folder), *_WORD_TABLES)[text_ids]  # (n, d_model)
+    drawn = random_projections(x.shape[1], 8, 0)  # the page's seeded draw: the test's input
+    query, key = x @ drawn.w_query.astype(np.float64), x @ drawn.w_key.astype(np.float64)
+    dots = query @ key.T  # (n, n) q_i·k_j, before any mask
+    n = len(text_ids)
+    i, j = max(((a, b) for a in range(n) for b in range(n)), key=lambda p: dots[p] - dots[p[::-1]])
+    pair = _one_match(
+        texts,
+        r"Here the query of \*\*(\d+):[^*]+\*\* meets the key of \*\*(\d+):[^*]+\*\* with "
+        r"q·k = (-?[\d.]+), while the query of \d+:\S+ meets the key of \d+:\S+ with "
+        r"(-?[\d.]+)\.",
+    )
+    assert (int(pair.group(1)), int(pair.group(2))) == (i, j)
+    assert [float(pair.group(k)) for k in (3, 4)] == pytest.approx(
+        [dots[i, j], dots[j, i]], abs=0.002
+    )
+    # row `later` of the decoder's weights: keys up to itself, scores divided by √d_k
+    earlier, later = sorted((i, j))
+    weights = _softmax_rows((dots / np.sqrt(8))[later : later + 1, : later + 1])[0]
+    mask = _one_match(
+        texts,
+        r"\*\*The mask\.\*\* .*?so (\d+):\S+ gives (\d+):\S+ ([\d.]+) and \d+:\S+ gives "
+        r"\d+:\S+ ([\d.]+)\.",
+    )
+    assert (int(mask.group(1)), int(mask.group(2))) == (later, earlier)
+    assert float(mask.group(3)) == pytest.approx(weights[earlier], abs=0.0006)
+    assert mask.group(4) == "0.000"  # a key after the query: hidden by the mask
 
 
 def test_the_symmetry_and_evenness_words_read_the_numbers_beside_them():
@@ -707,26 +746,76 @@ def test_the_symmetry_and_evenness_words_read_the_numbers_beside_them():
     assert wording.how_evenly(2.0, 27) == "unevenly"  # 4 of 27
 
 
-def test_the_sense_sorting_words_follow_the_counts_on_a_decoder(local_folders):
+_BANKS = (  # the page's example sentences with "bank", and the sense each was written for
+    ("I sat on the bank of the river and watched the water.", "river"),
+    ("The bank raised its interest rates again.", "money"),
+    ("We pulled the canoe up onto the muddy bank.", "river"),
+    ("She paid the cheque in at the bank on Monday.", "money"),
+)
+
+
+def _sorting_words(first: int, last: int, counted: int, chance: float) -> str:
+    return (
+        "they were already sorted at the embedding output"
+        if first == last == counted
+        else "context sorts the occurrences by sense"
+        if last > first and last == counted
+        else "context sorts some of them by sense: more than a random pick, not all"
+        if last > first and last > chance * counted
+        else "by this measure, context does not sort them by sense here"
+    )
+
+
+def _nearest_bank_counts(family: str) -> tuple[list[int], list[int]]:
+    """(matched, tied) at each hidden state: of the four example banks, each sentence run on its
+    own, how many have a bank of their own sense strictly nearest (cosine ahead by more than
+    1e-6), and how many have one of each sense equally near."""
+    model = load_folder(family_folder(family))
+    banks = []
+    for sentence, sense in _BANKS:
+        trace = model.run(sentence)
+        where = [piece.replace("␣", "") for piece in trace.tokens].index("bank")
+        banks.append((trace.hidden_states[:, where].astype(np.float64), sense))
+    matched, tied = [], []
+    for state in range(model.n_layers + 1):
+        hits = ties = 0
+        for a, (vectors, sense) in enumerate(banks):
+            near = {True: -np.inf, False: -np.inf}  # nearest of its own sense, of another
+            for b, (others, other_sense) in enumerate(banks):
+                if b != a:
+                    alike = other_sense == sense
+                    near[alike] = max(near[alike], _cosine(vectors[state], others[state]))
+            hits += near[True] - near[False] > 1e-6
+            ties += abs(near[True] - near[False]) <= 1e-6
+        matched.append(hits)
+        tied.append(ties)
+    return matched, tied
+
+
+@pytest.mark.parametrize("family", ["gpt2", "llama"])
+def test_the_sense_sorting_words_follow_the_counts_on_a_decoder(local_folders, family):
     """'Context sorts the occurrences by sense' only when every counted occurrence ends next to
-    one of its own sense; on the tiny GPT-2 fewer do."""
-    texts = _page_texts("gpt2", "views/embeddings.py", {"emb_section": "2 · Path"})
+    one of its own sense; on the tiny GPT-2 fewer do. A tie (Llama's banks are one vector at the
+    embedding output: no position row) is no match. The takeaway above the tabs reads the same
+    counts with the same words: its two means alone (GPT-2: the pairs overlap) decide nothing."""
+    texts = _page_texts(family, "views/embeddings.py", {"emb_section": "2 · Path"})
+    matched, tied = _nearest_bank_counts(family)
     said = _one_match(
         texts,
         r"At the embedding output, (\d+) of (\d+) occurrences .*?after layer \d+, (\d+) of \d+ "
         r"\(a random pick: (\d+)%\): ([^.]+)\.",
     )
     first, counted, last, chance = (int(said.group(k)) for k in (1, 2, 3, 4))
-    expected = (
-        "they were already sorted at the embedding output"
-        if first == last == counted
-        else "context sorts the occurrences by sense"
-        if last > first and last == counted
-        else "context sorts some of them by sense: more than a random pick, not all"
-        if last > first and last > chance / 100 * counted
-        else "by this measure, context does not sort them by sense here"
-    )
+    assert (first, counted, last) == (matched[0], 4, matched[-1])
+    expected = _sorting_words(first, last, counted, chance / 100)
     assert said.group(5) == expected, said.group(0)
+    tie_words = "all 4 are tied: an occurrence of the same sense and one of another sense"
+    assert (tie_words in said.string) == (tied[0] == 4), (tied, said.string)
+    takeaway = _one_match(texts, r"two with different senses -?[\d.]+(.*)")
+    assert takeaway.group(1).startswith(
+        f", and for {last} of 4 the nearest other '␣bank' has its own sense "
+        f"(a random pick: {chance}%): {expected}."
+    ), takeaway.group(0)
 
 
 def test_a_head_is_called_previous_token_only_at_twice_an_even_spread(local_folders):

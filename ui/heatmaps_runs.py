@@ -19,7 +19,8 @@ from collections.abc import Sequence
 import numpy as np
 
 import core
-from core import head_stats, words
+from core import context, head_stats, positional, words
+from core.transformer import ATTN_INPUT, hook_name
 from ui import anatomy_text, door
 
 
@@ -123,3 +124,25 @@ def stat_labels(model: core.Transformer) -> dict[str, str]:
     else:
         del labels["on_sep"]
     return labels
+
+
+# ---- 4 · one word in two sentences -------------------------------------------------------------
+def _layer_zero_cost(
+    model: core.Transformer, trace_a: core.Trace, trace_b: core.Trace, **_: object
+) -> int:
+    names = [hook_name(ATTN_INPUT, 0)]  # one run of each sentence, up to layer 0's attention
+    return sum(model.cache_bytes(trace.n_tokens, names) for trace in (trace_a, trace_b))
+
+
+@door.shared("what layer 0's heads read", cost=_layer_zero_cost)
+def layer_zero_cosine(
+    model: core.Transformer, trace_a: core.Trace, trace_b: core.Trace, index_a: int, index_b: int
+) -> float:
+    """cos of the rows layer 0's heads read for piece index_a of trace_a and piece index_b of
+    trace_b, each from its own sentence's run (core.context.attention_input): the embedding
+    output in a post-norm model, its first norm in a pre-norm one."""
+    row_a, row_b = (
+        context.attention_input(model, trace.input_ids, trace.segments, 0)[index]  # (d_model,)
+        for trace, index in ((trace_a, index_a), (trace_b, index_b))
+    )
+    return float(positional.cosine(row_a, row_b))

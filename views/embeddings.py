@@ -235,17 +235,20 @@ def payoff() -> None:
         )
         return
     same, other = float(split.same[layer + 1]), float(split.other[layer + 1])
-    # "apart" only if the same-sense pairs are closer at the three decimals shown
-    apart = round(same, 3) > round(other, 3)
+    # Two means can differ while the pairs behind them overlap: the verdict is tab 2's, read from
+    # each occurrence's nearest other occurrence at this state, never from the gap in the means.
+    match = embeddings.sense_match(shown, chosen, occurrence_senses)
+    nearest = (
+        f", and for {int(match.matched[layer])} of {match.counted} the nearest other "
+        f"'{shown_word}' has its own sense (a random pick: {match.chance:.0%}): "
+        f"{sorting_verdict(match, layer)}.{tie_sentence(match, layer)}"
+        if match.measured
+        else "."
+    )
     takeaway.show(
         f"Every '{shown_word}' starts as one row of the table (cosine 1). {state_here}, two with "
         f"the same sense have a mean cosine of {same:.3f}, two with different senses "
-        f"{other:.3f}: "
-        + (
-            "context has set the senses apart."
-            if apart
-            else "here context has not set the senses apart."
-        )
+        f"{other:.3f}{nearest}"
     )
     display.show_weight_bars(
         stages,
@@ -302,11 +305,40 @@ def sense_match_line() -> None:
     )
     display.show_figure(fig, key="emb_sense_match", filename="sense-match")
     first, last = int(match.matched[0]), int(match.matched[-1])
-    trend = wording.sense_sorting(first, last, match.counted, match.chance)
+    last_state = model.n_layers  # hidden state L: after the last layer
     st.markdown(
         f"At the embedding output, {first} of {match.counted} occurrences of '{shown_word}' have "
         f"an occurrence with their own sense as their nearest; after layer {model.n_layers - 1}, "
-        f"{last} of {match.counted} (a random pick: {match.chance:.0%}): {trend}."
+        f"{last} of {match.counted} (a random pick: {match.chance:.0%}): "
+        f"{sorting_verdict(match, last_state)}.{tie_sentence(match, 0)}"
+        f"{tie_sentence(match, last_state)}"
+    )
+
+
+def sorting_verdict(match: embeddings.SenseMatch, state: int) -> str:
+    """Whether context sorts the followed word by sense by hidden state `state`: the one rule
+    (ui.wording.sense_sorting) the takeaway and tab 2 both read, from the same counts."""
+    return wording.sense_sorting(
+        int(match.matched[0]), int(match.matched[state]), match.counted, match.chance
+    )
+
+
+def tie_sentence(match: embeddings.SenseMatch, state: int) -> str:
+    """' At …, k of the n are tied: …' when k occurrences have a rival of their own sense and one
+    of another equally near at hidden state `state` (as when every occurrence is one vector,
+    so nothing tells the senses apart there), else ''."""
+    tied = int(match.tied[state])
+    if not tied:
+        return ""
+    where = "At the embedding output" if state == 0 else f"After layer {state - 1}"
+    who = (
+        f"all {tied} are"
+        if tied == match.counted
+        else f"{tied} of the {match.counted} {'is' if tied == 1 else 'are'}"
+    )
+    return (
+        f" {where}, {who} tied: an occurrence of the same sense and one of another sense are "
+        "equally near, and a tie counts as no match."
     )
 
 

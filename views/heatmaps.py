@@ -3,7 +3,7 @@
 import streamlit as st
 
 import core
-from core import head_roles, head_stats, positional
+from core import head_roles, head_stats
 from ui import (
     anatomy_text,
     display,
@@ -311,8 +311,8 @@ st.markdown(
     + (
         "Layer 0's heads already read "
         f"{anatomy_text.attention_input_words(anatomy_text.of(model))}, so at different "
-        "positions the two inputs are two vectors (the cosine of the two vectors entering "
-        "layer 0 is under the figure)"
+        "positions the two inputs are two vectors (the cosine of the two rows they read is "
+        "under the figure)"
         if anatomy_text.of(model).position_table
         else "Layer 0 reads that row itself, the same at any position (the model's rotary "
         "positions act inside attention)"
@@ -387,12 +387,11 @@ else:
         display.show_bars(
             max(map(len, tokens_ab)), None, lambda: compare, key="hm_compare", filename=filename
         )
-        input_cosine = positional.cosine(
-            trace_a.hidden_states[0][where[0]], trace_b.hidden_states[0][where[1]]
-        )
+        # what the heads read: a pre-norm model's first norm turns the stream it is handed
+        input_cosine = heatmaps_runs.layer_zero_cosine(model, trace_a, trace_b, *where)
         st.caption(
-            "If the word occurs more than once, its first occurrence is shown. Its two vectors "
-            f"entering layer 0 (positions {where[0]} and {where[1]}): cosine "
+            "If the word occurs more than once, its first occurrence is shown. The two rows "
+            f"layer 0's heads read for it (positions {where[0]} and {where[1]}): cosine "
             f"{input_cosine:.4f}, they "
             f"{wording.how_far_apart(input_cosine)}."
         )

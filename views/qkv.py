@@ -261,11 +261,38 @@ def one_query() -> None:
         )
 
 
+def pair_words() -> str:
+    """Step 5's example: the pair whose two scores q_i·k_j and q_j·k_i differ most, then what
+    the weights make of it; under a causal mask, what the mask does to it."""
+    # The pair is chosen by the scores, which exist for every pair before any mask: the weights'
+    # largest gap under a causal mask is always a key the mask hides, the mask's doing.
+    i, j = qkv.most_asymmetric_pair(result.dot)
+    if i == j:  # one token, or nothing uneven to show
+        return ""
+    token_i, token_j = (literal(labels[k]) for k in (i, j))
+    scores = (
+        f" Here the query of **{token_i}** meets the key of **{token_j}** with "
+        f"q·k = {result.dot[i, j]:.3f}, while the query of {token_j} meets the key of {token_i} "
+        f"with {result.dot[j, i]:.3f}."
+    )
+    if not result.causal:
+        return scores + (
+            f" After the softmax, {token_i} gives {token_j} a weight of "
+            f"{result.attn_weights[i, j]:.3f} and {token_j} gives {token_i} "
+            f"{result.attn_weights[j, i]:.3f}."
+        )
+    earlier, later = (literal(labels[k]) for k in sorted((i, j)))
+    return scores + (
+        " **The mask.** On top of both, the causal mask hides every later key from a query, "
+        "whatever the scores: of this pair only the later piece can weigh the earlier, so "
+        f"{later} gives {earlier} {result.attn_weights[max(i, j), min(i, j)]:.3f} and "
+        f"{earlier} gives {later} {result.attn_weights[min(i, j), max(i, j)]:.3f}."
+    )
+
+
 def not_symmetric() -> None:
     """Step 5: why α(i→j) differs from α(j→i)."""
     st.subheader("Step 5 · Attention is not symmetric, for two reasons")
-    i, j = qkv.most_asymmetric_pair(result.attn_weights)
-    token_i, token_j = (literal(labels[k]) for k in (i, j))
     # the pieces as this tokenizer cuts them: "money" may be "␣mo" + "ney"
     money, bank = (literal(page_one.tokens[k]) for k in (money_index, bank_index))
     st.markdown(
@@ -275,9 +302,7 @@ def not_symmetric() -> None:
         f"α({bank}→{money}) = {page_one_result.attn_weights[bank_index, money_index]:.3f}: the "
         f"rows of *{money}* and *{bank}* have different sums. "
         "**The projections.** With W_q ≠ W_k the scores themselves differ: query *i* meets key *j* "
-        "through q_i·k_j, but *j* meets *i* through q_j·k_i. "
-        f"Here **{token_i}** gives **{token_j}** a weight of {result.attn_weights[i, j]:.3f}, "
-        f"while {token_j} gives {token_i} {result.attn_weights[j, i]:.3f}."
+        "through q_i·k_j, but *j* meets *i* through q_j·k_i." + pair_words()
     )
     st.latex(r"S - S^\top \ \text{(scores)},\quad \alpha - \alpha^\top \ \text{(weights)}")
     page_one_gap = float(abs(qkv.asymmetry(page_one_result.similarity)).max())
@@ -285,7 +310,8 @@ def not_symmetric() -> None:
     st.caption(
         f"Page 1, “money bank grows”: max |S − Sᵀ| = {page_one_gap:.1e} ({symmetric}). This "
         "head, below: the left map is the part the projections make, the right "
-        "one adds what the softmax's row sums make."
+        "one adds what the softmax's row sums make"
+        + (" and what the causal mask hides." if result.causal else ".")
     )
     left, right = st.columns(2)
     with left:
