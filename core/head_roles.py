@@ -283,6 +283,18 @@ class RepeatExample:
     top_key: int  # the key the later occurrence gives its largest weight (argmax of its row)
     top_piece: str  # that key's piece
     top_weight: float  # α[second, top_key]
+    causal: bool = False  # the run had the causal mask (a decoder as trained)
+
+    @property
+    def keys_seen(self) -> int:
+        """The keys the later occurrence's row may read: pieces 0 … second under the causal
+        mask, every piece of the sentence without it."""
+        return self.second + 1 if self.causal else self.n_tokens
+
+    @property
+    def even_weight(self) -> float:
+        """What an even spread over the keys its row sees gives each: 1 / keys_seen."""
+        return 1.0 / self.keys_seen
 
 
 def repeat_example(
@@ -305,6 +317,7 @@ def repeat_example(
                     to_itself=float(row[second]), to_cls=float(row[0]),
                     to_sep=float(row[seps].sum()),
                     top_key=top_key, top_piece=tokens[top_key], top_weight=float(row[top_key]),
+                    causal=trace.options.causal,
                 )  # fmt: skip
     return None
 

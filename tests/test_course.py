@@ -301,6 +301,8 @@ def test_repeat_example_reads_the_weight_between_two_occurrences(model):
     top_key = max(range(trace.n_tokens), key=lambda j: row[j])
     assert (example.top_key, example.top_piece) == (top_key, trace.tokens[top_key])
     assert example.top_weight == pytest.approx(float(row[top_key]))
+    # an encoder's row sees every piece: an even spread gives each 1/n
+    assert (example.keys_seen, example.even_weight) == (trace.n_tokens, 1 / trace.n_tokens)
     assert head_roles.repeat_example(model, "No word repeats here.", 0, 8) is None
 
 

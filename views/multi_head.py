@@ -290,16 +290,13 @@ def all_heads() -> None:
             f"{repeat.top_key}), {repeat.top_weight:.2f}: its name comes from its average over "
             "the probe sentences, not from where most of its weight goes."
         )
-        # an even spread shares a row among the keys it may see: under the causal mask row i
-        # sees pieces 0..i, without it every piece of the sentence
-        keys_seen = repeat.second + 1 if roles.causal else repeat.n_tokens
         st.markdown(
             f"In “{literal(multi_head_runs.probe_sentences()[2])}”, L{same_layer} H{same_head}, the "
             "head with the highest same-word score over the probe sentences, lets the second "
             f"*{literal(repeat.word)}* (piece {repeat.second}) give the first (piece "
-            f"{repeat.first}) {repeat.weight:.2f} of its weight, against 1/{keys_seen} = "
-            f"{1 / keys_seen:.2f} for an even spread over the {keys_seen} pieces it "
-            + ("sees under the causal mask" if roles.causal else "sees")
+            f"{repeat.first}) {repeat.weight:.2f} of its weight, against 1/{repeat.keys_seen} = "
+            f"{repeat.even_weight:.2f} for an even spread over the {repeat.keys_seen} pieces it "
+            + ("sees under the causal mask" if repeat.causal else "sees")
             + f"; it gives itself "
             f"{repeat.to_itself:.2f}, {first_piece} {repeat.to_cls:.2f}"
             + (f" and {closing} {repeat.to_sep:.2f}." if closing else ".")
