@@ -170,6 +170,11 @@ def block_size(n: int, max_side: int = THUMBNAIL_SIDE) -> int:
     return max(1, int(np.ceil(n / max_side)))
 
 
+def pooled_side(n: int, max_side: int = THUMBNAIL_SIDE) -> int:
+    """The side of an (n, n) matrix after block_mean_pool: one cell per block of tokens."""
+    return -(-n // block_size(n, max_side))  # ceil(n / tokens per block)
+
+
 def block_starts(n: int, max_side: int) -> np.ndarray:
     """Start index of each block when n positions are pooled into at most max_side blocks."""
     return np.arange(0, n, block_size(n, max_side))

@@ -81,6 +81,14 @@ class DotProducts:
     scaled: np.ndarray  # (n_queries, n_keys) q·k / √d_k
 
     @property
+    def n_queries(self) -> int:
+        return self.raw.shape[0]
+
+    @property
+    def n_keys(self) -> int:
+        return self.raw.shape[1]
+
+    @property
     def raw_variance(self) -> float:
         return float(self.raw.var())
 

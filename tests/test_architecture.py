@@ -1402,3 +1402,58 @@ def test_the_figure_rule_can_fail():
     )
     found = [line.split(":")[0] for line in figures_around_the_policy(view, kinds)]
     assert sorted(found) == ["line 2", "line 5", "line 6", "line 7"]
+
+
+# ---- a view computes nothing with an array's size, and transposes nothing ----------------------
+# An array's size may travel whole to the display policy (display.show_matrix(x.shape, ...)) or
+# be read for prose (x.shape[1]). Computing with it (x.shape[1] - 1, x.shape[-1] < n,
+# min(x.shape), n, d = x.shape) or transposing (x.T) is array work, which belongs to
+# ui/<page>_runs.py or core/<page>.py with a test. Reading the code for it is cheap and exact;
+# a size first copied into a name and then computed with passes unseen (no data flow is
+# followed), and so does array work through methods (.mean(), .max()): see the report of the
+# round that added this rule.
+SIZE_ARITHMETIC = (ast.BinOp, ast.Compare, ast.UnaryOp, ast.AugAssign, ast.BoolOp)
+SIZE_BUILTINS = {"min", "max", "range", "sum", "abs", "divmod"}
+
+
+def _mentions_shape(node: ast.AST) -> bool:
+    return any(isinstance(part, ast.Attribute) and part.attr == "shape" for part in ast.walk(node))
+
+
+def array_size_work(text: str) -> list[str]:
+    """Lines of a view that compute with an array's .shape or transpose an array."""
+    found = set()
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Attribute) and node.attr == "T":
+            found.add(f"line {node.lineno}: a transpose (.T)")
+        if isinstance(node, SIZE_ARITHMETIC):
+            operands = [node]
+        elif isinstance(node, ast.Call) and getattr(node.func, "id", "") in SIZE_BUILTINS:
+            operands = node.args
+        elif isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Tuple | ast.List):
+            operands = [node.value] if isinstance(node.value, ast.Attribute) else []
+        else:
+            operands = []
+        if any(_mentions_shape(operand) for operand in operands):
+            found.add(f"line {node.lineno}: arithmetic on .shape")
+    return sorted(found)
+
+
+@pytest.mark.parametrize("path", files("views"), ids=lambda p: p.name)
+def test_views_compute_nothing_with_an_arrays_size(path):
+    assert array_size_work(path.read_text()) == []
+
+
+def test_the_array_size_rule_can_fail():
+    view = (
+        "display.show_matrix(scores.shape, None, draw, 'a')\n"  # the size, whole: allowed
+        "n, d_v = len(tokens), result.value.shape[1]\n"  # one side read for prose: allowed
+        "last = bits.shape[1] - 1\n"
+        "pooled = thumbs.shape[-1] < n_shown\n"
+        "n_queries, n_keys = products.raw.shape\n"
+        "side = min(matrix.shape)\n"
+        "tables.download_matrix(w_o.weight.T, rows, columns, 'w')\n"
+        "st.caption(f'{-x.shape[0]} rows')\n"
+    )
+    found = [line.split(":")[0] for line in array_size_work(view)]
+    assert found == ["line 3", "line 4", "line 5", "line 6", "line 7", "line 8"]

@@ -43,6 +43,11 @@ def test_hover_names_query_and_key():
     assert fig.data[0].customdata[0][1].tolist() == ["a", "d"]  # row 0 is query a, column 1 key d
 
 
+def test_a_matrix_of_dimensions_is_labelled_d0_to_the_last():
+    assert tables.dimension_labels(np.zeros((2, 3))) == ["d0", "d1", "d2"]
+    assert tables.dimension_labels(np.zeros((5, 1))) == ["d0"]
+
+
 def test_matrix_csv_quotes_tokens_and_keeps_numbers():
     csv = tables.matrix_csv(np.array([[0.5, 0.25]]), ['say "hi", ok'], ["a", "b"])
     header, row = csv.strip().split("\n")

@@ -64,6 +64,7 @@ def test_softmax_and_saturation_by_loops():
 def test_random_dot_products_and_their_entropies(d_k):
     products = scaling_masking.random_dot_products(d_k, n_queries=40, n_keys=30, seed=3)
     assert products.raw.shape == (40, 30) and products.d_k == d_k
+    assert (products.n_queries, products.n_keys) == (40, 30)
     np.testing.assert_allclose(products.scaled, products.raw / math.sqrt(d_k), rtol=1e-12)
     assert products.raw_variance == pytest.approx(float(np.var(products.raw)))
     assert products.scaled_variance == pytest.approx(products.raw_variance / d_k)

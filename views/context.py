@@ -156,9 +156,7 @@ def side_by_side(step: str, matrices: dict, title: str, square: bool, **figure_a
                 **figure_args,
             )
             # token x token, or token x dimension
-            columns = (
-                widgets.numbered(tokens) if square else [f"d{k}" for k in range(matrix.shape[1])]
-            )
+            columns = widgets.numbered(tokens) if square else tables.dimension_labels(matrix)
             tables.download_matrix(
                 matrix,
                 widgets.numbered(tokens),

@@ -92,8 +92,9 @@ layer, head = widgets.layer_head_picker(model, in_browser=in_browser)
 display.head_switch()  # the sliders in the browser, and the up-close heatmap's cell readout
 model_view.install()  # the grid's frame follows the sliders; a click on a head moves them
 thumbs = heatmaps_runs.thumbnails(trace, renormalise, word_level)  # cached: reads every head
+thumb_side = head_stats.pooled_side(n_shown)  # each head's thumbnail is thumb_side × thumb_side
 with grid_slot:
-    pooled = thumbs.shape[-1] < n_shown
+    pooled = thumb_side < n_shown
     # HTML, one small image per head: no plotly.js for the page's first figure, and tiles
     # that reflow to six a row on a phone
     display.show_html_figure(
@@ -102,7 +103,7 @@ with grid_slot:
             (layer, head),
             f"All {model.n_layers} × {model.n_heads} heads"
             + (" between words" if word_level else "")
-            + (f" (each pooled to {thumbs.shape[-1]} × {thumbs.shape[-1]})" if pooled else ""),
+            + (f" (each pooled to {thumb_side} × {thumb_side})" if pooled else ""),
             name="hm_grid",
         )
     )

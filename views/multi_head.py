@@ -468,7 +468,7 @@ def back_to_one_vector() -> None:
         "only the chosen head's slice is drawn. The full matrix is in the CSV."
     )
     tables.download_matrix(
-        w_o.weight.T,
+        w_o.stacked,
         range(width),
         range(model.d_model),
         f"W_O-transposed-L{layer}",

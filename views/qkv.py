@@ -129,7 +129,7 @@ if note:
 def matrix_figure(matrix, title: str, key: str, square: bool = False, **args) -> None:
     """Show one matrix with its shape in the title, and a CSV button under it."""
     display.show_token_matrix(matrix, tokens, title, f"qkv_{key}", f"qkv-{key}", square, **args)
-    columns = labels if square else [f"d{k}" for k in range(matrix.shape[1])]
+    columns = labels if square else tables.dimension_labels(matrix)
     tables.download_matrix(matrix, labels, columns, f"qkv-{key}", key=f"qkv_csv_{key}")
 
 

@@ -147,7 +147,7 @@ def why_root_dk() -> None:
         lambda: scaling_masking_charts.entropy_by_width_figure(experiments),
         "sm_entropy_widths",
     )
-    n_queries, n_keys = experiments[0].raw.shape
+    n_queries, n_keys = experiments[0].n_queries, experiments[0].n_keys
     raw_entropies = [e.raw_entropy for e in experiments]  # widths in increasing order
     falls = all(
         later < earlier for earlier, later in zip(raw_entropies, raw_entropies[1:], strict=False)
@@ -369,7 +369,7 @@ def causal_mask() -> None:
         )
     )
     masked_scores, masked_weights = scaling_masking.causal_view(trace, layer, head, max_tokens=40)
-    shown = masked_scores.shape[0]
+    shown = len(masked_scores)  # the tokens drawn (k rows)
 
     def masked_figures() -> None:
         """The head's scores and weights with the mask, and their file."""
