@@ -175,6 +175,17 @@ def test_signed_numbers_use_a_true_minus_and_never_print_minus_zero():
     assert signed(float("nan"), 2) == "undefined"
 
 
+def test_a_range_in_prose_states_the_smallest_and_largest_number():
+    from ui.numbers import extremes, row_spans, span
+
+    lengths = np.array([[3.25, 1.5, 2.0], [0.75, 9.0, 4.0]])  # (layers, tokens)
+    assert extremes(lengths) == (0.75, 9.0)  # over every entry, not the first row
+    assert extremes([0.2, 0.05, 0.4]) == (0.05, 0.4)
+    assert span(lengths, ".1f") == "0.8–9.0"
+    assert span([0.1234, 0.5], ".0%") == "12%–50%"
+    assert row_spans(lengths, ".2f") == ["1.50–3.25", "0.75–9.00"]
+
+
 def test_ranges_shorten_runs_of_three_or_more():
     from ui.numbers import ranges
 

@@ -140,6 +140,35 @@ def test_layer_stages_count_every_parameter_of_a_layer(model, reference):
     assert sum(s.parameters for s in stages) == sum(p.numel() for p in layer.parameters())
     attention = sum(p.numel() for p in layer.attention.self.parameters())
     assert stages[1].parameters == attention  # Q, K, V with biases
+    # the attention sublayer: Q, K, V and the output projection W_O with its LayerNorm's own
+    # numbers left to the norm; the feed-forward: both of its linear maps
+    w_o = sum(p.numel() for p in layer.attention.output.dense.parameters())
+    ffn = sum(
+        p.numel() for p in (*layer.intermediate.parameters(), *layer.output.dense.parameters())
+    )
+    assert inside_layer.part_parameters(stages, "attention") == attention + w_o
+    assert inside_layer.part_parameters(stages, "ffn") == ffn
+
+
+def test_sublayer_sizes_say_their_spread_and_the_feed_forwards_share():
+    rng = np.random.default_rng(3)
+    fields = {
+        name: rng.uniform(0.5, 4.0, size=(3, 5))  # (L, n)
+        for name in (
+            "stream", "attention_update", "attention_sum", "mid_stream", "ffn_update",
+            "ffn_sum", "output", "kept_direction", "units_off",
+        )
+    }  # fmt: skip
+    sizes = inside_layer.SublayerSizes(**fields, max_rebuild_error=0.0)
+    assert sizes.spread("ffn_sum") == pytest.approx(
+        fields["ffn_sum"].max() / fields["ffn_sum"].min()
+    )
+    means = sizes.layer_means()
+    a, f = fields["attention_update"], fields["ffn_update"]
+    for layer in range(3):
+        ffn_share = np.mean([f[layer, t] / (a[layer, t] + f[layer, t]) for t in range(5)])
+        assert means["ffn_share"][layer] == pytest.approx(ffn_share)
+        assert means["output"][layer] == pytest.approx(np.mean(fields["output"][layer]))
 
 
 def test_sublayer_sizes_match_transformers_hooks(model, reference):

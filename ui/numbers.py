@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
+import numpy as np
+
 
 def signed(value: float, decimals: int = 3, plus: str = "+") -> str:
     """A number for prose with a true minus sign (−, not a hyphen) and `plus` before a positive
@@ -30,3 +32,21 @@ def ranges(numbers: Iterable[int]) -> str:
     for run in runs:
         parts += [f"{run[0]}–{run[-1]}"] if len(run) >= 3 else [str(n) for n in run]
     return ", ".join(parts)
+
+
+def extremes(values: Iterable[float] | np.ndarray) -> tuple[float, float]:
+    """The smallest and the largest of some numbers (an array of any shape): the ends of the
+    range a sentence states."""
+    flat = np.asarray(values, dtype=np.float64).ravel()  # (count,)
+    return float(flat.min()), float(flat.max())
+
+
+def span(values: Iterable[float] | np.ndarray, spec: str = ".2f") -> str:
+    """The range of some numbers as prose prints it, each end in the format spec: "0.12–0.87"."""
+    low, high = extremes(values)
+    return f"{low:{spec}}–{high:{spec}}"
+
+
+def row_spans(matrix: np.ndarray, spec: str = ".2f") -> list[str]:
+    """span() of each row of a (rows, columns) matrix: one range per row, for a table."""
+    return [span(row, spec) for row in np.asarray(matrix)]
