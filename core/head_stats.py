@@ -84,6 +84,16 @@ class HeadStats:
         """(L, H): the statistic called `name` (a key of STAT_LABELS)."""
         return getattr(self, name)
 
+    def top_head(self, name: str) -> tuple[int, int]:
+        """(layer, head) with the largest value of the statistic `name` (the first of a tie)."""
+        values = self.stat(name)  # (L, H)
+        layer, head = np.unravel_index(int(np.argmax(values)), values.shape)
+        return int(layer), int(head)
+
+    def mean_over_heads(self, name: str) -> float:
+        """The statistic `name` averaged over every head of every layer."""
+        return float(self.stat(name).mean())
+
     def table(self) -> dict[str, list]:
         """One row per head (layer-major), columns named for people: for st.dataframe / CSV."""
         n_layers, n_heads = self.entropy.shape

@@ -430,6 +430,9 @@ def test_weight_on_pads_without_the_mask_equals_transformers_written_out(model, 
         assert unmasked.weight_on_pads[layer] == pytest.approx(
             sum(on_pads) / len(on_pads), abs=1e-5
         )
+    assert unmasked.mean_weight_on_pads == pytest.approx(
+        float(np.mean(unmasked.weight_on_pads)), abs=1e-9
+    )
 
 
 # ---- errors as computed facts -------------------------------------------------------------------

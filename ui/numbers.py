@@ -41,6 +41,11 @@ def extremes(values: Iterable[float] | np.ndarray) -> tuple[float, float]:
     return float(flat.min()), float(flat.max())
 
 
+def mean_of(values: Iterable[float] | np.ndarray) -> float:
+    """The mean of some numbers (an array of any shape), for a sentence that states it."""
+    return float(np.mean(np.asarray(values)))  # in the array's own precision, as computed
+
+
 def span(values: Iterable[float] | np.ndarray, spec: str = ".2f") -> str:
     """The range of some numbers as prose prints it, each end in the format spec: "0.12–0.87"."""
     low, high = extremes(values)
