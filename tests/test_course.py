@@ -66,6 +66,14 @@ def test_toy_attention_equals_the_hand_calculation():
         for c in range(d):
             expected = sum(result.attn_weights[i, j] * toy.vectors[j, c] for j in range(n))
             assert result.output[i, c] == pytest.approx(expected)
+    # "bank" (S = [2, 6, 1]) keeps the most for itself, "money" (S = [4, 2, 2]) the least
+    kept = [math.exp(result.scores[i, i]) / result.row_sums[i] for i in range(n)]
+    np.testing.assert_allclose(result.self_weights, kept)
+    assert result.keeps_most_and_least() == (kept.index(max(kept)), kept.index(min(kept))) == (1, 0)
+    assert toy.feature_columns() == {
+        feature: [by_hand.TOY_VECTORS[word][k] for word in toy.words]
+        for k, feature in enumerate(by_hand.TOY_FEATURES)
+    }
 
 
 def test_every_toy_word_matches_itself_best_so_a_hard_lookup_has_no_tie():
