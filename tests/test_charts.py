@@ -184,6 +184,7 @@ def test_a_range_in_prose_states_the_smallest_and_largest_number():
     assert span(lengths, ".1f") == "0.8–9.0"
     assert span([0.1234, 0.5], ".0%") == "12%–50%"
     assert row_spans(lengths, ".2f") == ["1.50–3.25", "0.75–9.00"]
+    assert span([0.501, 0.498], ".2f") == "0.50"  # both ends read the same: said once
     assert abs(mean_of(lengths) - 20.5 / 6) < 1e-12
 
 

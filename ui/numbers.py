@@ -47,9 +47,11 @@ def mean_of(values: Iterable[float] | np.ndarray) -> float:
 
 
 def span(values: Iterable[float] | np.ndarray, spec: str = ".2f") -> str:
-    """The range of some numbers as prose prints it, each end in the format spec: "0.12–0.87"."""
+    """The range of some numbers as prose prints it, each end in the format spec: "0.12–0.87",
+    or one number when both ends read the same in that format ("0.50")."""
     low, high = extremes(values)
-    return f"{low:{spec}}–{high:{spec}}"
+    low_text, high_text = f"{low:{spec}}", f"{high:{spec}}"
+    return low_text if low_text == high_text else f"{low_text}–{high_text}"
 
 
 def row_spans(matrix: np.ndarray, spec: str = ".2f") -> list[str]:
