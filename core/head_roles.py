@@ -268,6 +268,17 @@ def parking_spot(
     return max(excess, key=excess.__getitem__) if excess else None
 
 
+def keys_seen(n_tokens: int, row: int, causal: bool) -> int:
+    """The keys query row `row` of an n-piece sentence may read: pieces 0 … row under the
+    causal mask, every piece without it."""
+    return row + 1 if causal else n_tokens
+
+
+def even_weight(n_tokens: int, row: int, causal: bool) -> float:
+    """What an even spread over the keys row `row` sees gives each: 1 / keys_seen."""
+    return 1.0 / keys_seen(n_tokens, row, causal)
+
+
 @dataclass(frozen=True)
 class RepeatExample:
     """In one sentence, how much the later occurrence of a repeated word reads the earlier one."""
@@ -287,14 +298,13 @@ class RepeatExample:
 
     @property
     def keys_seen(self) -> int:
-        """The keys the later occurrence's row may read: pieces 0 … second under the causal
-        mask, every piece of the sentence without it."""
-        return self.second + 1 if self.causal else self.n_tokens
+        """The keys the later occurrence's row may read (keys_seen of its row)."""
+        return keys_seen(self.n_tokens, self.second, self.causal)
 
     @property
     def even_weight(self) -> float:
         """What an even spread over the keys its row sees gives each: 1 / keys_seen."""
-        return 1.0 / self.keys_seen
+        return even_weight(self.n_tokens, self.second, self.causal)
 
 
 def repeat_example(

@@ -176,7 +176,7 @@ def test_signed_numbers_use_a_true_minus_and_never_print_minus_zero():
 
 
 def test_a_range_in_prose_states_the_smallest_and_largest_number():
-    from ui.numbers import extremes, mean_of, row_spans, span
+    from ui.numbers import extremes, largest, largest_magnitude, mean_of, row_spans, span
 
     lengths = np.array([[3.25, 1.5, 2.0], [0.75, 9.0, 4.0]])  # (layers, tokens)
     assert extremes(lengths) == (0.75, 9.0)  # over every entry, not the first row
@@ -185,6 +185,8 @@ def test_a_range_in_prose_states_the_smallest_and_largest_number():
     assert span([0.1234, 0.5], ".0%") == "12%–50%"
     assert row_spans(lengths, ".2f") == ["1.50–3.25", "0.75–9.00"]
     assert span([0.501, 0.498], ".2f") == "0.50"  # both ends read the same: said once
+    assert largest([0.2, 0.7, 0.1, 0.7]) == (1, 0.7)  # the first of a tie
+    assert largest_magnitude(np.array([[0.5, -3.0], [2.0, 1.0]])) == 3.0
     assert abs(mean_of(lengths) - 20.5 / 6) < 1e-12
 
 

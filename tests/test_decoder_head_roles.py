@@ -176,4 +176,8 @@ def test_a_repeated_words_even_spread_counts_the_keys_its_row_sees(local_folders
     assert (example.first, example.second, example.causal) == (first, second, True)
     assert second + 1 < trace.n_tokens, "a later piece exists: the two counts differ"
     assert example.keys_seen == second + 1
+    # row i of n pieces: i + 1 keys under the mask, n without it
+    assert [head_roles.keys_seen(6, row, True) for row in range(6)] == [1, 2, 3, 4, 5, 6]
+    assert {head_roles.keys_seen(6, row, False) for row in range(6)} == {6}
+    assert head_roles.even_weight(6, 2, True) == pytest.approx(1 / 3)
     assert example.even_weight == pytest.approx(1 / (second + 1))

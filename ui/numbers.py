@@ -41,6 +41,18 @@ def extremes(values: Iterable[float] | np.ndarray) -> tuple[float, float]:
     return float(flat.min()), float(flat.max())
 
 
+def largest(values: Iterable[float] | np.ndarray) -> tuple[int, float]:
+    """Where the largest of some numbers (n,) stands, and its value: the first of a tie."""
+    flat = np.asarray(values).ravel()  # (n,)
+    at = int(np.argmax(flat))
+    return at, float(flat[at])
+
+
+def largest_magnitude(values: Iterable[float] | np.ndarray) -> float:
+    """The largest |value| of some numbers (an array of any shape): max |x|."""
+    return float(np.max(np.abs(np.asarray(values))))
+
+
 def mean_of(values: Iterable[float] | np.ndarray) -> float:
     """The mean of some numbers (an array of any shape), for a sentence that states it."""
     return float(np.mean(np.asarray(values)))  # in the array's own precision, as computed

@@ -28,6 +28,7 @@ from ui import (
     wording,
 )
 from ui.escape import literal
+from ui.numbers import largest
 
 MAX_ROWS = 64  # token rows drawn for the per-token matrices of section 2
 
@@ -103,7 +104,8 @@ def why_several_heads() -> None:
     prev_row, next_row = focus_trace_rows.values()  # (n,) each: the focus token's weights
     partner_key = "the token after" if PARTNER == "next" else "the token itself"
     # an even spread over the keys the focus row can see: 1/n, or 1/(i + 1) under the mask
-    even = 1 / (focus + 1) if inputs.causal else 1 / trace.n_tokens
+    focus_keys = head_roles.keys_seen(trace.n_tokens, focus, inputs.causal)
+    even = head_roles.even_weight(trace.n_tokens, focus, inputs.causal)
     both_hold = prev_row[focus - 1] > even and next_row[focus + step] > even
     takeaway.show(
         f"For {literal(labels[focus])}, L{p_layer} H{p_head} gives the token before "
@@ -158,12 +160,12 @@ def why_several_heads() -> None:
         f"{found}: L{p_layer} H{p_head} gives the token before, "
         f"{literal(labels[focus - 1])}, {prev_row[focus - 1]:.2f} of the row, and "
         f"L{n_layer} H{n_head} gives {partner_key}, {literal(labels[focus + step])}, "
-        f"{next_row[focus + step]:.2f}; an even spread over the {focus + 1 if inputs.causal else trace.n_tokens} "
+        f"{next_row[focus + step]:.2f}; an even spread over the {focus_keys} "
         f"keys this row can see gives each {even:.2f}"
         + (
             ". The causal mask is on, so no head may look at a later token, and the next-token "
-            f"head's weight goes elsewhere ({next_row.max():.2f} to "
-            f"{literal(labels[int(next_row.argmax())])})."
+            f"head's weight goes elsewhere ({largest(next_row)[1]:.2f} to "
+            f"{literal(labels[largest(next_row)[0]])})."
             if inputs.causal and PARTNER == "next"
             else ". Each row sums to 1: one head could only split one budget between the two "
             "keys, two heads keep them apart."

@@ -24,6 +24,7 @@ from ui import (
     wording,
 )
 from ui.escape import literal
+from ui.numbers import largest_magnitude
 
 inputs, model = state.page_context()
 model_label = models.label(model)  # the model's name in the prose
@@ -285,8 +286,8 @@ def not_symmetric() -> None:
         f"while {token_j} gives {token_i} {result.attn_weights[j, i]:.3f}."
     )
     st.latex(r"S - S^\top \ \text{(scores)},\quad \alpha - \alpha^\top \ \text{(weights)}")
-    page_one_gap = float(abs(qkv.asymmetry(page_one_result.similarity)).max())
-    symmetric = wording.how_symmetric(page_one_gap, float(abs(page_one_result.similarity).max()))
+    page_one_gap = largest_magnitude(qkv.asymmetry(page_one_result.similarity))
+    symmetric = wording.how_symmetric(page_one_gap, largest_magnitude(page_one_result.similarity))
     st.caption(
         f"Page 1, “money bank grows”: max |S − Sᵀ| = {page_one_gap:.1e} ({symmetric}). This "
         "head, below: the left map is the part the projections make, the right "
