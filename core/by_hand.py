@@ -36,6 +36,14 @@ class ToySentence:
     words: tuple[str, ...]  # n words
     vectors: np.ndarray  # (n, 4) rows of TOY_VECTORS
 
+    def feature_columns(self) -> dict[str, list[float]]:
+        """Each of TOY_FEATURES with its value for every word, in word order: a table's
+        columns."""
+        return {
+            feature: self.vectors[:, k].tolist()  # (n,) column k
+            for k, feature in enumerate(TOY_FEATURES)
+        }
+
 
 def toy_sentence(words: tuple[str, ...]) -> ToySentence:
     """Words from TOY_VECTORS -> their (n, 4) vectors; KeyError names an unknown word."""
@@ -51,6 +59,16 @@ class ByHand:
     row_sums: np.ndarray  # (n,) Σ_j e^{S_ij}
     attn_weights: np.ndarray  # (n, n) e^{S_ij} / Σ_k e^{S_ik}
     output: np.ndarray  # (n, d) Y = weights X
+
+    @property
+    def self_weights(self) -> np.ndarray:
+        """(n,) α_ii: the weight each word keeps for itself."""
+        return self.attn_weights.diagonal()
+
+    def keeps_most_and_least(self) -> tuple[int, int]:
+        """The words that keep the most and the least weight for themselves (the first of a
+        tie)."""
+        return int(self.self_weights.argmax()), int(self.self_weights.argmin())
 
 
 def attention_by_hand(x: np.ndarray) -> ByHand:

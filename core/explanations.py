@@ -185,6 +185,8 @@ class DeletionVerdict:
     lowest: float  # their mean change
     orders_beaten: int  # random orders whose mean change lies above theirs by more than a tie
     n_orders: int
+    chance: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)  # the random orders' mean
+    # changes: their mean, standard deviation (over the orders), smallest and largest
 
     @property
     def beats_chance(self) -> bool:
@@ -204,7 +206,10 @@ def fastest_falls(
     """
     lowest = min(changes.values())
     fastest = [name for name, change in changes.items() if change <= lowest + tie]
-    return DeletionVerdict(fastest, lowest, orders_beaten(lowest, chance, tie), len(chance))
+    band = (float(chance.mean()), float(chance.std()), float(chance.min()), float(chance.max()))
+    return DeletionVerdict(
+        fastest, lowest, orders_beaten(lowest, chance, tie), len(chance), chance=band
+    )
 
 
 # ---- rollout and flow against the ablation and gradients (Abnar & Zuidema, 2020) --------------

@@ -277,6 +277,17 @@ def parking_spot(
     return max(excess, key=excess.__getitem__) if excess else None
 
 
+def keys_seen(n_tokens: int, row: int, causal: bool) -> int:
+    """The keys query row `row` of an n-piece sentence may read: pieces 0 … row under the
+    causal mask, every piece without it."""
+    return row + 1 if causal else n_tokens
+
+
+def even_weight(n_tokens: int, row: int, causal: bool) -> float:
+    """What an even spread over the keys row `row` sees gives each: 1 / keys_seen."""
+    return 1.0 / keys_seen(n_tokens, row, causal)
+
+
 @dataclass(frozen=True)
 class RepeatExample:
     """In one sentence, how much the later occurrence of a repeated word reads the earlier one."""
@@ -292,6 +303,17 @@ class RepeatExample:
     top_key: int  # the key the later occurrence gives its largest weight (argmax of its row)
     top_piece: str  # that key's piece
     top_weight: float  # α[second, top_key]
+    causal: bool = False  # the run had the causal mask (a decoder as trained)
+
+    @property
+    def keys_seen(self) -> int:
+        """The keys the later occurrence's row may read (keys_seen of its row)."""
+        return keys_seen(self.n_tokens, self.second, self.causal)
+
+    @property
+    def even_weight(self) -> float:
+        """What an even spread over the keys its row sees gives each: 1 / keys_seen."""
+        return even_weight(self.n_tokens, self.second, self.causal)
 
 
 def repeat_example(
@@ -314,6 +336,7 @@ def repeat_example(
                     to_itself=float(row[second]), to_cls=float(row[0]),
                     to_sep=float(row[seps].sum()),
                     top_key=top_key, top_piece=tokens[top_key], top_weight=float(row[top_key]),
+                    causal=trace.options.causal,
                 )  # fmt: skip
     return None
 

@@ -84,6 +84,16 @@ class HeadStats:
         """(L, H): the statistic called `name` (a key of STAT_LABELS)."""
         return getattr(self, name)
 
+    def top_head(self, name: str) -> tuple[int, int]:
+        """(layer, head) with the largest value of the statistic `name` (the first of a tie)."""
+        values = self.stat(name)  # (L, H)
+        layer, head = np.unravel_index(int(np.argmax(values)), values.shape)
+        return int(layer), int(head)
+
+    def mean_over_heads(self, name: str) -> float:
+        """The statistic `name` averaged over every head of every layer."""
+        return float(self.stat(name).mean())
+
     def table(self) -> dict[str, list]:
         """One row per head (layer-major), columns named for people: for st.dataframe / CSV."""
         n_layers, n_heads = self.entropy.shape
@@ -168,6 +178,11 @@ def without_specials(
 def block_size(n: int, max_side: int = THUMBNAIL_SIDE) -> int:
     """Tokens per block, ceil(n / max_side), so n positions fit in at most max_side blocks."""
     return max(1, int(np.ceil(n / max_side)))
+
+
+def pooled_side(n: int, max_side: int = THUMBNAIL_SIDE) -> int:
+    """The side of an (n, n) matrix after block_mean_pool: one cell per block of tokens."""
+    return -(-n // block_size(n, max_side))  # ceil(n / tokens per block)
 
 
 def block_starts(n: int, max_side: int) -> np.ndarray:

@@ -43,6 +43,11 @@ class Stage:
     part: str = ""  # "attention" | "ffn" | "add" (a residual addition) | "" (stream or norm)
 
 
+def part_parameters(stages: list[Stage], part: str) -> int:
+    """The trained numbers of one part of a layer ("attention", "ffn"): its stages' sum."""
+    return sum(stage.parameters for stage in stages if stage.part == part)
+
+
 def layer_stages(model: Transformer, layer: int = 0) -> list[Stage]:
     """The steps of one layer in order, with widths and parameter counts read from its weights,
     in the model's own arrangement (core/anatomy.py: norm after each addition, or before each
@@ -137,7 +142,15 @@ class SublayerSizes:
             "attention_share": self.attention_share.mean(axis=1),
             "kept_direction": self.kept_direction.mean(axis=1),
             "units_off": self.units_off.mean(axis=1),
+            "output": self.output.mean(axis=1),
+            "ffn_share": 1.0 - self.attention_share.mean(axis=1),  # ‖f‖ / (‖a‖ + ‖f‖)
         }
+
+    def spread(self, field: str) -> float:
+        """How far apart the longest and the shortest vectors of an (L, n) length field are:
+        largest / smallest, over every layer and token."""
+        lengths = getattr(self, field)  # (L, n)
+        return float(lengths.max() / lengths.min())
 
 
 # The points of every layer that sublayer_sizes reads, in the order the layer computes them.

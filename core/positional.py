@@ -41,6 +41,22 @@ class Encodings(NamedTuple):
     sinusoid: np.ndarray
     learned: np.ndarray | None
 
+    def on_common_rows(self) -> Encodings:
+        """The same codes cut to the positions every one of them has: a learned table shorter
+        than n_positions leaves len(learned) rows of each (else the codes unchanged)."""
+        if self.learned is None or len(self.learned) >= self.n_positions:
+            return self
+        rows = len(self.learned)
+        return Encodings(rows, self.d_model, self.sinusoid[:rows], self.learned)  # (rows, d_model)
+
+
+def encodings(n_positions: int, d_model: int, table: np.ndarray | None) -> Encodings:
+    """The codes at one size: the sinusoid (n_positions, d_model) and the first n_positions rows
+    of a learned position table (n_table, d_table), all of it when it has fewer; None stays None
+    (a model with rotary positions has no table)."""
+    learned = None if table is None else table[:n_positions]  # (min(n_positions, n_table), d_table)
+    return Encodings(n_positions, d_model, sinusoidal_encoding(n_positions, d_model), learned)
+
 
 # ---------------------------------------------------------------------------------------------
 # 1. Sinusoidal encoding
@@ -70,6 +86,14 @@ def wavelengths(d_model: int, base: float = BASE) -> np.ndarray:
     return np.repeat(2.0 * np.pi / frequencies(d_model, base), 2)
 
 
+def wavelength_ladder(d_model: int, base: float = BASE) -> tuple[float, float, float]:
+    """The sinusoid's ladder of wavelengths: (the step from one pair to the next, ω_{i+1} / ω_i
+    = base^(-2/d_model); the shortest wavelength, 2π; the longest, 2π / ω_{d/2-1})."""
+    periods = 2.0 * np.pi / frequencies(d_model, base)  # (d_model // 2,) one per pair
+    step = periods[0] / periods[1] if len(periods) > 1 else 1.0
+    return float(step), float(periods[0]), float(periods[-1])
+
+
 # ---------------------------------------------------------------------------------------------
 # 2. Binary encoding: the discrete ancestor
 # ---------------------------------------------------------------------------------------------
@@ -90,6 +114,11 @@ def binary_encoding(
     bits = bits.astype(np.float64)
     # ±1 bits are centred: their dot product counts agreeing minus disagreeing bits.
     return 2.0 * bits - 1.0 if signed else bits
+
+
+def bit_of(positions: np.ndarray | range, bit: int) -> np.ndarray:
+    """(n,) bit j of each position p, 0.0 or 1.0: column j of binary_encoding."""
+    return ((np.asarray(positions, dtype=np.int64) >> bit) & 1).astype(np.float64)
 
 
 def smooth_bit(positions: np.ndarray, bit: int) -> np.ndarray:
@@ -223,6 +252,12 @@ def lag_one_correlations(table: np.ndarray) -> np.ndarray:
     norms = np.sqrt((here**2).sum(axis=0) * (after**2).sum(axis=0))  # (d,)
     products = (here * after).sum(axis=0)
     return np.divide(products, norms, out=np.zeros_like(products), where=norms > 0)
+
+
+def slow_drift_share(table: np.ndarray) -> float:
+    """The share of a (n, d) table's dimensions that drift slowly with position: lag-one
+    correlation above SLOW_DRIFT."""
+    return float(np.mean(lag_one_correlations(table) > SLOW_DRIFT))
 
 
 def explained_by_distance(similarity: np.ndarray) -> float:
@@ -590,6 +625,11 @@ class RotaryCheck:
     shift: int  # s: every position moved s places on
     max_shift_error: float  # max over p, r of |R_{p+s} q_p · R_{r+s} k_r − R_p q_p · R_r k_r|
     scores: np.ndarray  # (n, n) R_p q_p · R_r k_r, before the √d_head: the head's own dot products
+
+    @property
+    def periods(self) -> np.ndarray:
+        """(d_head / 2,) positions per full turn of each pair: 2π / θ_i."""
+        return 2.0 * np.pi / self.frequencies
 
 
 @torch.inference_mode()

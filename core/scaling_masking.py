@@ -81,6 +81,14 @@ class DotProducts:
     scaled: np.ndarray  # (n_queries, n_keys) q·k / √d_k
 
     @property
+    def n_queries(self) -> int:
+        return self.raw.shape[0]
+
+    @property
+    def n_keys(self) -> int:
+        return self.raw.shape[1]
+
+    @property
     def raw_variance(self) -> float:
         return float(self.raw.var())
 
@@ -113,6 +121,13 @@ def random_dot_products(
     raw = attention_scores(query, key, scale=False).numpy()  # (n_queries, n_keys)
     scaled = attention_scores(query, key, scale=True).numpy()
     return DotProducts(d_k, raw, scaled)
+
+
+def entropy_falls_with_width(experiments: list[DotProducts]) -> bool:
+    """Whether the unscaled rows' mean entropy falls at every step to a wider d_k (experiments
+    in increasing d_k)."""
+    entropies = [e.raw_entropy for e in experiments]
+    return all(later < earlier for earlier, later in zip(entropies, entropies[1:], strict=False))
 
 
 def width_table(experiments: list[DotProducts]) -> dict[str, list[float]]:
@@ -213,6 +228,11 @@ class RunComparison:
     variant_entropy: np.ndarray  # (n,)
     final_cosine: np.ndarray  # (n,) cosine of each token's final vector, variant vs default
 
+    @property
+    def mean_entropies(self) -> tuple[float, float]:
+        """(default, variant): the head's row entropy in bits, averaged over its query rows."""
+        return float(self.default_entropy.mean()), float(self.variant_entropy.mean())
+
 
 def compare_runs(default: Trace, variant: Trace, layer: int, head: int) -> RunComparison:
     """Heatmaps, per-row entropy and final-vector cosine of two runs for one (layer, head)."""
@@ -301,6 +321,11 @@ class PaddedRun:
     attentions: np.ndarray  # (L, H, N, N), N = n_real + n_pad
     weight_on_pads: np.ndarray  # (L,) mean over heads and real query rows of Σ_pad α
     max_change: float  # max |h_real(padded run) - h(unpadded run)| over layers, tokens, dims
+
+    @property
+    def mean_weight_on_pads(self) -> float:
+        """weight_on_pads averaged over the layers: a real piece's weight on the [PAD] pieces."""
+        return float(self.weight_on_pads.mean())
 
 
 @torch.inference_mode()

@@ -43,6 +43,11 @@ def test_hover_names_query_and_key():
     assert fig.data[0].customdata[0][1].tolist() == ["a", "d"]  # row 0 is query a, column 1 key d
 
 
+def test_a_matrix_of_dimensions_is_labelled_d0_to_the_last():
+    assert tables.dimension_labels(np.zeros((2, 3))) == ["d0", "d1", "d2"]
+    assert tables.dimension_labels(np.zeros((5, 1))) == ["d0"]
+
+
 def test_matrix_csv_quotes_tokens_and_keeps_numbers():
     csv = tables.matrix_csv(np.array([[0.5, 0.25]]), ['say "hi", ok'], ["a", "b"])
     header, row = csv.strip().split("\n")
@@ -168,6 +173,21 @@ def test_signed_numbers_use_a_true_minus_and_never_print_minus_zero():
     assert signed(0.89, 2, plus="") == "0.89"
     assert signed(-0.004, 2) == signed(0.004, 2) == signed(0.0, 2) == "0.00"
     assert signed(float("nan"), 2) == "undefined"
+
+
+def test_a_range_in_prose_states_the_smallest_and_largest_number():
+    from ui.numbers import extremes, largest, largest_magnitude, mean_of, row_spans, span
+
+    lengths = np.array([[3.25, 1.5, 2.0], [0.75, 9.0, 4.0]])  # (layers, tokens)
+    assert extremes(lengths) == (0.75, 9.0)  # over every entry, not the first row
+    assert extremes([0.2, 0.05, 0.4]) == (0.05, 0.4)
+    assert span(lengths, ".1f") == "0.8–9.0"
+    assert span([0.1234, 0.5], ".0%") == "12%–50%"
+    assert row_spans(lengths, ".2f") == ["1.50–3.25", "0.75–9.00"]
+    assert span([0.501, 0.498], ".2f") == "0.50"  # both ends read the same: said once
+    assert largest([0.2, 0.7, 0.1, 0.7]) == (1, 0.7)  # the first of a tie
+    assert largest_magnitude(np.array([[0.5, -3.0], [2.0, 1.0]])) == 3.0
+    assert abs(mean_of(lengths) - 20.5 / 6) < 1e-12
 
 
 def test_ranges_shorten_runs_of_three_or_more():

@@ -66,6 +66,14 @@ def test_toy_attention_equals_the_hand_calculation():
         for c in range(d):
             expected = sum(result.attn_weights[i, j] * toy.vectors[j, c] for j in range(n))
             assert result.output[i, c] == pytest.approx(expected)
+    # "bank" (S = [2, 6, 1]) keeps the most for itself, "money" (S = [4, 2, 2]) the least
+    kept = [math.exp(result.scores[i, i]) / result.row_sums[i] for i in range(n)]
+    np.testing.assert_allclose(result.self_weights, kept)
+    assert result.keeps_most_and_least() == (kept.index(max(kept)), kept.index(min(kept))) == (1, 0)
+    assert toy.feature_columns() == {
+        feature: [by_hand.TOY_VECTORS[word][k] for word in toy.words]
+        for k, feature in enumerate(by_hand.TOY_FEATURES)
+    }
 
 
 def test_every_toy_word_matches_itself_best_so_a_hard_lookup_has_no_tie():
@@ -140,6 +148,35 @@ def test_layer_stages_count_every_parameter_of_a_layer(model, reference):
     assert sum(s.parameters for s in stages) == sum(p.numel() for p in layer.parameters())
     attention = sum(p.numel() for p in layer.attention.self.parameters())
     assert stages[1].parameters == attention  # Q, K, V with biases
+    # the attention sublayer: Q, K, V and the output projection W_O with its LayerNorm's own
+    # numbers left to the norm; the feed-forward: both of its linear maps
+    w_o = sum(p.numel() for p in layer.attention.output.dense.parameters())
+    ffn = sum(
+        p.numel() for p in (*layer.intermediate.parameters(), *layer.output.dense.parameters())
+    )
+    assert inside_layer.part_parameters(stages, "attention") == attention + w_o
+    assert inside_layer.part_parameters(stages, "ffn") == ffn
+
+
+def test_sublayer_sizes_say_their_spread_and_the_feed_forwards_share():
+    rng = np.random.default_rng(3)
+    fields = {
+        name: rng.uniform(0.5, 4.0, size=(3, 5))  # (L, n)
+        for name in (
+            "stream", "attention_update", "attention_sum", "mid_stream", "ffn_update",
+            "ffn_sum", "output", "kept_direction", "units_off",
+        )
+    }  # fmt: skip
+    sizes = inside_layer.SublayerSizes(**fields, max_rebuild_error=0.0)
+    assert sizes.spread("ffn_sum") == pytest.approx(
+        fields["ffn_sum"].max() / fields["ffn_sum"].min()
+    )
+    means = sizes.layer_means()
+    a, f = fields["attention_update"], fields["ffn_update"]
+    for layer in range(3):
+        ffn_share = np.mean([f[layer, t] / (a[layer, t] + f[layer, t]) for t in range(5)])
+        assert means["ffn_share"][layer] == pytest.approx(ffn_share)
+        assert means["output"][layer] == pytest.approx(np.mean(fields["output"][layer]))
 
 
 def test_sublayer_sizes_match_transformers_hooks(model, reference):
@@ -301,6 +338,8 @@ def test_repeat_example_reads_the_weight_between_two_occurrences(model):
     top_key = max(range(trace.n_tokens), key=lambda j: row[j])
     assert (example.top_key, example.top_piece) == (top_key, trace.tokens[top_key])
     assert example.top_weight == pytest.approx(float(row[top_key]))
+    # an encoder's row sees every piece: an even spread gives each 1/n
+    assert (example.keys_seen, example.even_weight) == (trace.n_tokens, 1 / trace.n_tokens)
     assert head_roles.repeat_example(model, "No word repeats here.", 0, 8) is None
 
 
@@ -399,6 +438,9 @@ def test_weight_on_pads_without_the_mask_equals_transformers_written_out(model, 
         assert unmasked.weight_on_pads[layer] == pytest.approx(
             sum(on_pads) / len(on_pads), abs=1e-5
         )
+    assert unmasked.mean_weight_on_pads == pytest.approx(
+        float(np.mean(unmasked.weight_on_pads)), abs=1e-9
+    )
 
 
 # ---- errors as computed facts -------------------------------------------------------------------

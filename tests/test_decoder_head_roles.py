@@ -162,3 +162,22 @@ def test_a_parking_place_is_above_chance_in_every_layer_and_twice_it_on_average(
     assert not head_roles.is_parking_place(np.array([0.3, 0.3, 0.3]), 0.2)  # 1.5×: not clear
     assert head_roles.is_parking_place(np.array([0.4, 0.41, 0.45]), 0.2)
     assert not head_roles.is_parking_place(np.array([]), 0.1)
+
+
+def test_a_repeated_words_even_spread_counts_the_keys_its_row_sees(local_folders):
+    """Under a decoder's causal mask the later occurrence at piece s sees pieces 0 … s, so an
+    even spread gives each 1/(s + 1), not 1/n."""
+    model = core.load_model(str(family_folder("gpt2")), LOCAL)
+    sentence = "the cat saw the dog and the bird"
+    example = head_roles.repeat_example(model, sentence, 0, 0)
+    trace = model.run(sentence)
+    first = trace.tokens.index(example.word)
+    second = trace.tokens.index(example.word, first + 1)
+    assert (example.first, example.second, example.causal) == (first, second, True)
+    assert second + 1 < trace.n_tokens, "a later piece exists: the two counts differ"
+    assert example.keys_seen == second + 1
+    # row i of n pieces: i + 1 keys under the mask, n without it
+    assert [head_roles.keys_seen(6, row, True) for row in range(6)] == [1, 2, 3, 4, 5, 6]
+    assert {head_roles.keys_seen(6, row, False) for row in range(6)} == {6}
+    assert head_roles.even_weight(6, 2, True) == pytest.approx(1 / 3)
+    assert example.even_weight == pytest.approx(1 / (second + 1))

@@ -686,6 +686,10 @@ def test_fastest_falls_names_ties_and_counts_the_random_orders_beaten():
     # a clear winner, below zero and below every random order
     verdict = explanations.fastest_falls({"a": -0.30, "b": -0.10}, chance)
     assert (verdict.fastest, verdict.orders_beaten, verdict.beats_chance) == (["a"], 4, True)
+    # the band the page states: mean, population sd, smallest and largest of the four
+    mean = (-0.05 - 0.02 + 0.01 - 0.12) / 4
+    sd = (sum((c - mean) ** 2 for c in (-0.05, -0.02, 0.01, -0.12)) / 4) ** 0.5
+    assert verdict.chance == pytest.approx((mean, sd, -0.12, 0.01))
     # "Dogs bark.": three methods remove the same pieces; all are named
     tied = {"a": -0.698, "b": -0.698, "c": -0.6981, "d": -0.5}
     assert explanations.fastest_falls(tied, chance).fastest == ["a", "b", "c"]
@@ -782,3 +786,16 @@ def test_checkpointed_gradients_equal_the_plain_ones(model):
         rtol=1e-4,
         atol=1e-6,
     )
+
+
+def test_the_deletion_test_removes_at_most_k_pieces_and_always_leaves_one():
+    from ui import explanations_runs
+
+    k = explanations_runs.DELETION_K
+    with_specials = np.array([False] + [True] * 20 + [False])  # [CLS] … [SEP]
+    assert explanations_runs.deletion_steps(with_specials) == k  # a long sentence: K
+    short = np.array([False, True, True, True, False])
+    assert explanations_runs.deletion_steps(short) == 3  # every removable piece
+    no_specials = np.ones(4, dtype=bool)  # GPT-2: every piece removable, one must stay
+    assert explanations_runs.deletion_steps(no_specials) == 3
+    assert explanations_runs.deletion_steps(np.array([False, False])) == 0

@@ -74,6 +74,12 @@ def test_self_previous_and_next_shares_of_shifted_identities():
     np.testing.assert_allclose(stats.on_self[0], [1.0, 1.0 / n, 1.0 / n])
     np.testing.assert_allclose(stats.on_previous[0], [0.0, 1.0, 0.0])
     np.testing.assert_allclose(stats.on_next[0], [0.0, 0.0, 1.0])
+    # one layer of three heads: the previous-token head is head 1, the next-token head head 2
+    assert stats.top_head("on_previous") == (0, 1) and stats.top_head("on_next") == (0, 2)
+    assert stats.mean_over_heads("on_previous") == pytest.approx(1.0 / 3)
+    two_layers = head_stats.head_statistics(np.concatenate([weights[:, ::-1], weights]), TOKENS)
+    assert two_layers.top_head("on_next") == (0, 0)  # layer 0 holds it first, reversed
+    assert two_layers.top_head("on_self") == (0, 2)
 
 
 def test_statistics_of_a_trace_match_its_array(model):

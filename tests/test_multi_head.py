@@ -177,6 +177,7 @@ def test_block_mean_pool_by_loop(n, max_side):
     assert head_stats.block_size(n, max_side) == side
     starts = list(range(0, n, side))
     assert head_stats.block_starts(n, max_side).tolist() == starts
+    assert head_stats.pooled_side(n, max_side) == len(starts)  # the side the page names
     pooled = head_stats.block_mean_pool(matrix, max_side)
     assert pooled.shape == (2, len(starts), len(starts))
     for a, r0 in enumerate(starts):

@@ -241,6 +241,10 @@ def test_the_rotary_check_finds_the_models_turn_and_a_wrong_one(decoders):
     scores = trace.head_scores(2, 3) * np.sqrt(model.d_head)  # the model's own, before √d
     finite = np.isfinite(scores)
     np.testing.assert_allclose(check.scores[finite], scores[finite], atol=1e-4)
+    # pair i turns θ_i = Θ^(-2i/d_head) per position: a full turn every 2π Θ^(2i/d_head)
+    for pair in (0, 1, model.d_head // 2 - 1):
+        expected = 2 * np.pi * model.dims.rope_theta ** (2 * pair / model.d_head)
+        assert check.periods[pair] == pytest.approx(expected)
     # a turn by another base is not the model's: the check must say so
     wrong = positional.rotary_turn(
         np.ones((4, model.d_head)), np.arange(4), model.dims.rope_theta * 2

@@ -86,6 +86,8 @@ def test_the_views_runs_go_through_the_door_with_a_cost(model, admitted):
     n_heads, d_head = model.n_heads, model.d_head
     # head h's slice of W_O is columns h·d_head … of the (d_model, H·d_head) weight
     np.testing.assert_array_equal(w_o.per_head[1], w_o.weight[:, d_head : 2 * d_head].T)
+    # stacked, W_Oᵀ's rows are the heads' slices one after the other
+    np.testing.assert_array_equal(w_o.stacked, np.concatenate(list(w_o.per_head), axis=0))
     share = _costed(
         admitted,
         lambda: multi_head_runs.value_weighted_share(model, trace, layer),

@@ -57,6 +57,48 @@ def test_binary_encoding_and_bits_by_loop():
             assert bits[p, j] == bit and signed[p, j] == (1.0 if bit else -1.0)
 
 
+def test_bit_of_a_position_and_the_wavelength_ladder_by_loop():
+    for j in range(4):
+        assert positional.bit_of(range(11), j).tolist() == [
+            float((p // 2**j) % 2) for p in range(11)
+        ]
+    for d in (4, 16, 128):
+        step, shortest, longest = positional.wavelength_ladder(d)
+        assert step == pytest.approx(10000 ** (-2 / d))  # ω_{i+1} / ω_i
+        assert shortest == pytest.approx(2 * math.pi)
+        assert longest == pytest.approx(2 * math.pi * 10000 ** (2 * (d // 2 - 1) / d))
+
+
+def test_encodings_at_one_size_and_on_the_rows_every_code_has():
+    table = np.arange(30.0).reshape(10, 3)  # a learned table of 10 rows, 3 wide
+    sized = positional.encodings(6, 4, table)
+    assert sized.n_positions == 6 and sized.d_model == 4
+    np.testing.assert_allclose(sized.sinusoid, pe_loop(6, 4), atol=1e-12)
+    np.testing.assert_array_equal(sized.learned, [[3 * p, 3 * p + 1, 3 * p + 2] for p in range(6)])
+    assert sized.on_common_rows() is sized, "the table covers every position asked for"
+    longer = positional.encodings(14, 4, table)
+    assert len(longer.learned) == 10 and len(longer.sinusoid) == 14
+    common = longer.on_common_rows()
+    assert common.n_positions == 10 and common.d_model == 4
+    np.testing.assert_allclose(common.sinusoid, pe_loop(10, 4), atol=1e-12)
+    np.testing.assert_array_equal(common.learned, table)
+    rotary = positional.encodings(14, 4, None)
+    assert rotary.learned is None and rotary.on_common_rows() is rotary
+
+
+def test_slow_drift_share_counts_the_dimensions_above_the_threshold():
+    rng = np.random.default_rng(5)
+    walks = rng.normal(size=(200, 3)).cumsum(axis=0)  # random walks: slow drift
+    noise = rng.normal(size=(200, 5))  # no drift
+    table = np.concatenate([walks, noise], axis=1)
+    slow = 0
+    for d in range(8):
+        column = table[:, d]
+        slow += np.corrcoef(column[:-1], column[1:])[0, 1] > positional.SLOW_DRIFT
+    assert slow == 3
+    assert positional.slow_drift_share(table) == pytest.approx(slow / 8)
+
+
 @pytest.mark.parametrize("bit", [1, 2, 3])
 def test_smooth_bit_is_above_half_exactly_where_the_bit_is_one(bit):
     positions = np.arange(64)
@@ -407,3 +449,18 @@ def test_sense_split_averages_pairs_by_sense_and_leaves_unknown_senses_out():
     assert split.measured
     lonely = embeddings.sense_split(table, ["river", "money", None, None])  # no same-sense pair
     assert np.isnan(lonely.same).all() and not lonely.measured
+
+
+def test_the_sentences_score_terms_read_the_first_position_rows(tiny):
+    """ui.positional_runs.score_terms: word row + the position row each piece is read with."""
+    from ui import positional_runs
+
+    trace = tiny.run("the cat sat on the mat")
+    terms = positional_runs.score_terms(tiny, trace)
+    table = tiny.position_vectors()  # (max_positions, d_model)
+    n = trace.n_tokens
+    assert terms.total.shape == (n, n)
+    for i, j in ((0, 0), (1, n - 1), (n - 1, 2)):
+        x_i, x_j = trace.static[i] + table[i], trace.static[j] + table[j]
+        assert terms.total[i, j] == pytest.approx(float(x_i @ x_j), rel=1e-5)
+        assert terms.position_position[i, j] == pytest.approx(float(table[i] @ table[j]), rel=1e-5)

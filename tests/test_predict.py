@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
-from conftest import ROOT, assert_no_exception, run_page
+from conftest import ROOT, answer_open_questions, assert_no_exception, run_page
 from shown import html_figures, shown
 from test_hostile_pieces_headless import (  # noqa: F401 (fixtures)
     RAW_MARKUP,
@@ -675,3 +675,79 @@ def test_the_same_input_question_is_asked_only_of_one_and_the_same_vector():
     asked = predict_answers.same_input_apart(through(1.0))
     assert "one and the same vector" in asked.prompt
     assert {asked.options[k] for k in asked.answers} == {"no: some heads pull them apart"}
+
+
+# ---- the pages a question folds, read from the code (tests/support/folded.py) -------------
+def test_the_fold_reading_follows_the_views_code():
+    """walk_page finds a page folded only when every figure it draws once the sentence is read
+    waits behind ask_choice's reveal: a figure drawn before the sentence is read (a weight
+    diagram) does not count, one drawn after it, in the page or in a function it calls, does."""
+    from tests.support.folded import walk_page
+
+    head = "inputs, model = state.page_context()\ndisplay.show_figure(diagram(model))\n"
+    folded = (
+        head + "trace = traces.trace_or_stop(model, inputs)\n"
+        "def figure():\n    display.show_matrix(trace.attentions.shape, None, draw)\n"
+        "predict.ask_choice('k', answers.q(trace), reveal=figure, folded='the map')\n"
+        "st.markdown('after the question: words only')\n"
+    )
+    assert walk_page(folded).folded
+    drawn_after = folded + "display.show_bars(3, None, draw)\n"
+    assert not walk_page(drawn_after).folded
+    called = folded.replace("st.markdown", "def more():\n    display.show_figure(f)\nmore()\n#")
+    assert not walk_page(called).folded, "a figure drawn by a function the page calls counts"
+    assert not walk_page(folded.replace("predict.ask_choice", "other.ask")).folded, "no question"
+    assert not walk_page(folded.replace("inputs)", "'fixed')")).folded, "the sentence unread"
+    tabs = (
+        "inputs, model = state.page_context()\n"
+        "def first():\n    display.show_figure(f(inputs))\n"
+        "def second():\n    t = inputs.text\n"
+        "    predict.ask_choice('k', q(t), reveal=lambda: display.show_figure(g(t)), folded='x')\n"
+        "SECTIONS = {'1 · First': first, '2 · Second': second}\n"
+        "widgets.section_tabs(SECTIONS, key='s')\n"
+    )
+    assert not walk_page(tabs).folded, "the first tab is the one a page opens on"
+    assert walk_page(tabs, "2 · Second").folded
+
+
+def _figures_sent(at) -> list[str]:
+    """Every figure the page sent, as sent: plotly specs and html_heatmap's HTML figures."""
+    plotly = [chart.proto.spec for chart in at.get("plotly_chart")]
+    return plotly + [e.proto.body for e in at.get("html") if "<figure" in e.proto.body]
+
+
+def _pages_with_questions_on_the_sidebar_sentence() -> list[str]:
+    from ui import path
+
+    return [
+        step.file
+        for step in path.STEPS
+        if path.url_path(step) in predict.QUESTIONS and not step.own_text
+    ]
+
+
+@pytest.mark.parametrize("page", _pages_with_questions_on_the_sidebar_sentence())
+def test_a_typed_sentence_redraws_nothing_exactly_on_the_pages_found_folded(page):
+    """The reading of the code (FOLDED_BY_A_QUESTION) against the page as it runs: on the tab
+    that reads the sentence, with no question answered, a new sentence changes none of the
+    figures of a page found folded, and some figure of every other page that asks. Answered, a
+    folded page redraws too: its figures do draw the sentence. (A page that asks nothing folds
+    nothing: ask_choice is the one fold, and QUESTIONS lists every page that calls it.)"""
+    from tests.support.browser import FOLDED_BY_A_QUESTION, SENTENCE_TAB
+
+    at = run_page(page, text=RIVER, query=dict(SENTENCE_TAB.get(page, {})), answered=False)
+    assert_no_exception(at)
+    before = _figures_sent(at)
+    at.session_state["text"] = MONEY
+    at.run()
+    assert_no_exception(at)
+    redrawn = _figures_sent(at) != before
+    assert redrawn != (page in FOLDED_BY_A_QUESTION), (
+        f"{page}: a typed sentence {'redraws' if redrawn else 'redraws nothing'}, but the code "
+        f"reading finds it {'folded' if page in FOLDED_BY_A_QUESTION else 'not folded'}"
+    )
+    if page in FOLDED_BY_A_QUESTION:
+        answered = _figures_sent(answer_open_questions(at))
+        assert answered != before, "answered, the folded figures are drawn"
+        at.session_state["text"] = RIVER
+        assert _figures_sent(answer_open_questions(at.run())) != answered, "and follow the text"

@@ -64,6 +64,7 @@ def test_softmax_and_saturation_by_loops():
 def test_random_dot_products_and_their_entropies(d_k):
     products = scaling_masking.random_dot_products(d_k, n_queries=40, n_keys=30, seed=3)
     assert products.raw.shape == (40, 30) and products.d_k == d_k
+    assert (products.n_queries, products.n_keys) == (40, 30)
     np.testing.assert_allclose(products.scaled, products.raw / math.sqrt(d_k), rtol=1e-12)
     assert products.raw_variance == pytest.approx(float(np.var(products.raw)))
     assert products.scaled_variance == pytest.approx(products.raw_variance / d_k)
@@ -72,6 +73,11 @@ def test_random_dot_products_and_their_entropies(d_k):
     assert products.raw_entropy == pytest.approx(raw_entropy, rel=1e-9)
     assert products.scaled_entropy == pytest.approx(scaled_entropy, rel=1e-9)
     table = scaling_masking.width_table([products])
+    wider = scaling_masking.random_dot_products(4 * d_k, n_queries=40, n_keys=30, seed=3)
+    assert scaling_masking.entropy_falls_with_width([products, wider]) == (
+        wider.raw_entropy < products.raw_entropy
+    )
+    assert not scaling_masking.entropy_falls_with_width([products, products])  # no fall: equal
     assert table["d_k"] == [d_k]
     assert table["variance of q·k"] == [round(products.raw_variance, 2)]
     assert table["variance of q·k/√d_k"] == [round(products.scaled_variance, 3)]
@@ -121,6 +127,11 @@ def test_cosines_and_run_comparison_by_loops(tiny):
             entropy_loop(variant.attentions[1, 2, i]), abs=1e-6
         )
     np.testing.assert_array_equal(comparison.final_cosine, layers[-1])
+    n = default.n_tokens
+    assert comparison.mean_entropies == (
+        pytest.approx(sum(entropy_loop(default.attentions[1, 2, i]) for i in range(n)) / n),
+        pytest.approx(sum(entropy_loop(variant.attentions[1, 2, i]) for i in range(n)) / n),
+    )
     np.testing.assert_allclose(
         scaling_masking.how_far_moved(np.array([1.0, 0.25, -1.0])), [0, 0.75, 2]
     )

@@ -26,6 +26,13 @@ MAX_GRADIENT_PIECES = 128  # above: no deletion test (11 re-runs of every method
 DELETION_K = 10  # pieces removed at most by the deletion test
 
 
+def deletion_steps(allowed: np.ndarray) -> int:
+    """How many pieces the deletion test removes from a sentence whose removable pieces are
+    `allowed` (n,) bool: DELETION_K at most, no more than it may remove, and at least one piece
+    left (a decoder without specials, GPT-2, would otherwise run on nothing)."""
+    return min(DELETION_K, int(allowed.sum()), len(allowed) - 1)
+
+
 # The work one deletion pass may hold: word pieces × rankings (the methods and the random
 # orders). Ten random orders fit up to 72 pieces beside six methods; at 128 pieces three do,
 # and the page says how many it ran. Three is the fewest that still make a band.

@@ -79,6 +79,12 @@ class OutputProjection:
     weight: np.ndarray  # (d_model, H * d_head) in torch's (out, in) layout
     bias: np.ndarray  # (d_model,) zeros for a model without one
 
+    @property
+    def stacked(self) -> np.ndarray:
+        """(H * d_head, d_model) W_Oᵀ: every head's slice stacked in the x W layout the page
+        draws, head h in rows h·d_head … (h + 1)·d_head − 1."""
+        return self.weight.T
+
 
 def _w_o_cost(model: core.Transformer, **_: object) -> int:
     # W_O, its per-head copy and the bias b_O, float32

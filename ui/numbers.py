@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
+import numpy as np
+
 
 def signed(value: float, decimals: int = 3, plus: str = "+") -> str:
     """A number for prose with a true minus sign (−, not a hyphen) and `plus` before a positive
@@ -30,3 +32,40 @@ def ranges(numbers: Iterable[int]) -> str:
     for run in runs:
         parts += [f"{run[0]}–{run[-1]}"] if len(run) >= 3 else [str(n) for n in run]
     return ", ".join(parts)
+
+
+def extremes(values: Iterable[float] | np.ndarray) -> tuple[float, float]:
+    """The smallest and the largest of some numbers (an array of any shape): the ends of the
+    range a sentence states."""
+    flat = np.asarray(values, dtype=np.float64).ravel()  # (count,)
+    return float(flat.min()), float(flat.max())
+
+
+def largest(values: Iterable[float] | np.ndarray) -> tuple[int, float]:
+    """Where the largest of some numbers (n,) stands, and its value: the first of a tie."""
+    flat = np.asarray(values).ravel()  # (n,)
+    at = int(np.argmax(flat))
+    return at, float(flat[at])
+
+
+def largest_magnitude(values: Iterable[float] | np.ndarray) -> float:
+    """The largest |value| of some numbers (an array of any shape): max |x|."""
+    return float(np.max(np.abs(np.asarray(values))))
+
+
+def mean_of(values: Iterable[float] | np.ndarray) -> float:
+    """The mean of some numbers (an array of any shape), for a sentence that states it."""
+    return float(np.mean(np.asarray(values)))  # in the array's own precision, as computed
+
+
+def span(values: Iterable[float] | np.ndarray, spec: str = ".2f") -> str:
+    """The range of some numbers as prose prints it, each end in the format spec: "0.12–0.87",
+    or one number when both ends read the same in that format ("0.50")."""
+    low, high = extremes(values)
+    low_text, high_text = f"{low:{spec}}", f"{high:{spec}}"
+    return low_text if low_text == high_text else f"{low_text}–{high_text}"
+
+
+def row_spans(matrix: np.ndarray, spec: str = ".2f") -> list[str]:
+    """span() of each row of a (rows, columns) matrix: one range per row, for a table."""
+    return [span(row, spec) for row in np.asarray(matrix)]

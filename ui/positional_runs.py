@@ -71,6 +71,13 @@ def position_rows(model: core.Transformer) -> np.ndarray:
     return model.position_vectors()
 
 
+def score_terms(model: core.Transformer, trace: core.Trace) -> positional.ScoreTerms:
+    """core.positional.score_terms of the sentence's word-piece rows and the position rows its
+    pieces are read with (pieces 0 … n − 1: the first n rows a run reads)."""
+    # (n, d_model) each: the table's rows cut to the sentence's length
+    return positional.score_terms(trace.static, position_rows(model)[: trace.n_tokens])
+
+
 @dataclass(frozen=True)
 class TableGeometry:
     """How the rows of the word and position tables sit against each other."""

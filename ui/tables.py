@@ -104,6 +104,11 @@ def download_every_head(
     )
 
 
+def dimension_labels(matrix: np.ndarray) -> list[str]:
+    """A (rows, d) matrix's column labels when its columns are dimensions: d0 … d(d−1)."""
+    return [f"d{k}" for k in range(matrix.shape[1])]
+
+
 def download_matrix(
     matrix: np.ndarray,
     row_labels: Sequence[str],

@@ -56,8 +56,8 @@ def four_features() -> None:
         toy = by_hand.toy_sentence(words)
         result = by_hand.attention_by_hand(toy.vectors)
         # The payoff first: the weights every word gives every word, then how they are made.
-        kept = result.attn_weights.diagonal()  # (n,) each word's weight on itself
-        most, least = int(kept.argmax()), int(kept.argmin())
+        kept = result.self_weights  # (n,) each word's weight on itself
+        most, least = result.keeps_most_and_least()
         takeaway.show(
             "Each row of α is one word's recipe, weights that add up to 1: "
             f"**{literal(toy.words[most])}** keeps {kept[most]:.3f} of its weight for itself, "
@@ -74,11 +74,7 @@ def four_features() -> None:
         )
         st.subheader("1 · Four features per word")
         tables.static_table(
-            {"word": list(toy.words)}
-            | {
-                feature: toy.vectors[:, k].tolist()
-                for k, feature in enumerate(by_hand.TOY_FEATURES)
-            },
+            {"word": list(toy.words)} | toy.feature_columns(),
             decimals=dict.fromkeys(by_hand.TOY_FEATURES, 0),  # the toy's numbers are whole
         )
 

@@ -24,7 +24,7 @@ from ui import (
     wording,
 )
 from ui.escape import literal
-from ui.numbers import signed
+from ui.numbers import extremes, signed, span
 
 _, model = state.page_context()
 model_label = models.label(model)  # the model's name in the prose
@@ -71,21 +71,16 @@ for name, sentence in sentences.items():
 results = {name: context.parameter_free(s.vectors) for name, s in sentences.items()}
 
 
-def _span(low: float, high: float, places: int) -> str:
-    """'0.62–0.69', or one number when both ends read the same at these decimals."""
-    low_text, high_text = f"{low:.{places}f}", f"{high:.{places}f}"
-    return low_text if low_text == high_text else f"{low_text}–{high_text}"
-
-
 def _lead_range(leads) -> str:
     """'1.0–1.5': the smallest and largest self-score lead a sentence pair has ('—' for none);
     'from −0.4 to 1.5' when one is negative, so a minus sign never reads as a dash."""
     finite = [float(lead) for lead in leads if math.isfinite(lead)]
     if not finite:
         return "—"
-    if min(finite) < 0:
-        return f"from {signed(min(finite), 1, plus='')} to {signed(max(finite), 1, plus='')}"
-    return _span(min(finite), max(finite), 1)
+    low, high = extremes(finite)
+    if low < 0:
+        return f"from {signed(low, 1, plus='')} to {signed(high, 1, plus='')}"
+    return span(finite, ".1f")
 
 
 def _leads_words(leads) -> str:
@@ -156,9 +151,7 @@ def side_by_side(step: str, matrices: dict, title: str, square: bool, **figure_a
                 **figure_args,
             )
             # token x token, or token x dimension
-            columns = (
-                widgets.numbered(tokens) if square else [f"d{k}" for k in range(matrix.shape[1])]
-            )
+            columns = widgets.numbered(tokens) if square else tables.dimension_labels(matrix)
             tables.download_matrix(
                 matrix,
                 widgets.numbered(tokens),
@@ -263,27 +256,29 @@ else:
         "weight. A word's score with itself is its squared length, so the payoff depends on how "
         "long the rows are. The word-piece table's rows are short, "
         f"{length.table_mean_length:.2f} on average over all {anatomy.dims.vocab_size:,} of "
-        f"them and {_span(table.lengths.min(), table.lengths.max(), 2)} here: "
+        f"them and {span(table.lengths)} here: "
         f"{_leads_words(table.self_leads)}, so a word keeps "
-        f"{_span(table.self_weights.min(), table.self_weights.max(), 2)} of its weight for "
+        f"{span(table.self_weights)} of its weight for "
         f"itself{wording.neighbours_share(table.self_weights)}."
     )
-    near_identity = zero.self_weights.min() >= 0.9995  # the identity to three decimals
+    least_kept = extremes(zero.self_weights)[0]  # the smallest weight a word keeps for itself
+    near_identity = least_kept >= 0.9995  # the identity to three decimals
     mixing = (
         "and e to the minus that is next to nothing: softmax(X Xᵀ) is the identity to three "
         "decimals and Y = X"
         if near_identity
-        else f"so each word keeps {zero.self_weights.min():.3f} or more of its weight for itself"
+        else f"so each word keeps {least_kept:.3f} or more of its weight for itself"
     )
+    longer_kept = extremes(longer.self_weights)[0]
     stretched_note = f"Stretched to that length (× {length.stretch:.1f}, same directions), " + (
         "the table's own rows make the identity too: the length decides, not the direction."
-        if near_identity and longer.self_weights.min() >= 0.9995
-        else f"the table's own rows keep {longer.self_weights.min():.3f} or more for themselves."
+        if near_identity and longer_kept >= 0.9995
+        else f"the table's own rows keep {longer_kept:.3f} or more for themselves."
     )
     st.markdown(
         f"The rows {model_label}'s first layer actually reads for the same pieces "
         f"({anatomy_text.attention_input_words(anatomy)}) are "
-        f"{_span(zero.lengths.min(), zero.lengths.max(), 1)} long; "
+        f"{span(zero.lengths, '.1f')} long; "
         f"{_leads_words(zero.self_leads)}, {mixing}. "
         f"The two “{shown_word}”s have cosine {zero.pair.cosine_before:.3f} going in and "
         f"{zero.pair.cosine_after:.3f} coming out. " + stretched_note,
@@ -297,11 +292,9 @@ else:
     tables.static_table(
         {
             "rows of X": list(kinds),
-            "length ‖x‖": [_span(k.lengths.min(), k.lengths.max(), 2) for k in kinds.values()],
+            "length ‖x‖": [span(k.lengths) for k in kinds.values()],
             "self-score lead": [_lead_range(k.self_leads) for k in kinds.values()],
-            "weight kept on itself": [
-                _span(k.self_weights.min(), k.self_weights.max(), 3) for k in kinds.values()
-            ],
+            "weight kept on itself": [span(k.self_weights, ".3f") for k in kinds.values()],
             f"cosine of “{shown_word}”, X → Y": [
                 f"{k.pair.cosine_before:.3f} → {k.pair.cosine_after:.3f}" for k in kinds.values()
             ],

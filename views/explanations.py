@@ -271,8 +271,7 @@ st.caption(
     "al. (2019), evaluating image classifiers, retrain the model on such inputs before they "
     "measure (ROAR)."
 )
-# at least one piece stays: a decoder without specials (GPT-2) would otherwise run on nothing
-k_max = min(explanations_runs.DELETION_K, int(allowed.sum()), trace.n_tokens - 1)
+k_max = explanations_runs.deletion_steps(allowed)
 curves = None
 if trace.n_tokens > explanations_runs.MAX_GRADIENT_PIECES:
     st.info(
@@ -332,9 +331,10 @@ if curves is not None:
         for name, change in changes.items()
         if name not in fastest
     )
+    chance_mean, chance_sd, chance_low, chance_high = verdict.chance
     chance_numbers = (
-        f"{signed(float(chance_changes.mean()))} on average, sd {float(chance_changes.std()):.3f}, "
-        f"from {signed(float(chance_changes.min()))} to {signed(float(chance_changes.max()))}"
+        f"{signed(chance_mean)} on average, sd {chance_sd:.3f}, "
+        f"from {signed(chance_low)} to {signed(chance_high)}"
     )
     band = f"the {n_orders} random orders: {chance_numbers}"
     over_k = "k = 1" if k_max == 1 else f"k = 1…{k_max}"

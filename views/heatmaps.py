@@ -25,6 +25,7 @@ from ui import (
     wording,
 )
 from ui.escape import literal
+from ui.numbers import mean_of, span
 from ui.word_level import WordView
 
 inputs, model = state.page_context()
@@ -63,7 +64,7 @@ unit = "words" if word_level else "tokens"
 # 1 · The model view: every head, small; the page's point in one sentence above it.
 st.subheader("1 · Every head at once")
 head_summary = heatmaps_runs.head_statistics(trace, renormalise, word_level)  # (L, H) fields
-prev_layer, prev_head = divmod(int(head_summary.on_previous.argmax()), model.n_heads)
+prev_layer, prev_head = head_summary.top_head("on_previous")
 sinks = (  # the specials' share is gone once they are hidden
     f"{wording.count_of(head_summary.n_sinks, model.n_layers * model.n_heads, 'head')} park at "
     f"least half of a row on {specials} on "
@@ -75,7 +76,7 @@ takeaway.show(
     f"One sentence, {model.n_layers * model.n_heads} heads, each with its own table: {sinks}"
     f"L{prev_layer} H{prev_head} gives the {unit[:-1]} before "
     f"{head_summary.on_previous[prev_layer, prev_head]:.2f} of a row, against "
-    f"{float(head_summary.on_previous.mean()):.2f} for the average head."
+    f"{head_summary.mean_over_heads('on_previous'):.2f} for the average head."
 )
 grid_slot = st.container()
 st.markdown(  # how to read the grid, under it: the grid itself opens the first screen
@@ -92,8 +93,9 @@ layer, head = widgets.layer_head_picker(model, in_browser=in_browser)
 display.head_switch()  # the sliders in the browser, and the up-close heatmap's cell readout
 model_view.install()  # the grid's frame follows the sliders; a click on a head moves them
 thumbs = heatmaps_runs.thumbnails(trace, renormalise, word_level)  # cached: reads every head
+thumb_side = head_stats.pooled_side(n_shown)  # each head's thumbnail is thumb_side × thumb_side
 with grid_slot:
-    pooled = thumbs.shape[-1] < n_shown
+    pooled = thumb_side < n_shown
     # HTML, one small image per head: no plotly.js for the page's first figure, and tiles
     # that reflow to six a row on a phone
     display.show_html_figure(
@@ -102,7 +104,7 @@ with grid_slot:
             (layer, head),
             f"All {model.n_layers} × {model.n_heads} heads"
             + (" between words" if word_level else "")
-            + (f" (each pooled to {thumbs.shape[-1]} × {thumbs.shape[-1]})" if pooled else ""),
+            + (f" (each pooled to {thumb_side} × {thumb_side})" if pooled else ""),
             name="hm_grid",
         )
     )
@@ -242,12 +244,12 @@ display.show_weight_bars(  # two bars a layer, as HTML: one plotly figure fewer 
 )
 spot = head_roles.parking_spot(trace.attentions, tokens, trace.special, trace.options.causal)
 shares = (
-    f"by layer, word pieces give {literal(cls_name)} {cls_share.min():.2f}–{cls_share.max():.2f} "
-    f"of their weight (mean {cls_share.mean():.2f}, against {cls_even:.2f} for an even spread "
+    f"by layer, word pieces give {literal(cls_name)} {span(cls_share)} "
+    f"of their weight (mean {mean_of(cls_share):.2f}, against {cls_even:.2f} for an even spread "
     "over the keys each row can see)"
     + (
-        f" and {literal(sep_name)} {sep_share.min():.2f}–{sep_share.max():.2f} (mean "
-        f"{sep_share.mean():.2f}, against {sep_even:.2f})"
+        f" and {literal(sep_name)} {span(sep_share)} (mean "
+        f"{mean_of(sep_share):.2f}, against {sep_even:.2f})"
         if with_others
         else ""
     )

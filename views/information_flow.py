@@ -28,6 +28,7 @@ from ui import (
     wording,
 )
 from ui.escape import literal
+from ui.numbers import largest
 
 inputs, model = state.page_context()
 
@@ -136,7 +137,7 @@ def two_sentences() -> None:
         information_flow_runs.sentence_trace(model, second, inputs).hidden_states,
     )
     start, end = float(by_layer[0]), float(by_layer[-1])  # embedding output, last layer
-    peak_at = int(by_layer.argmax())  # the state where the two vectors are most alike
+    peak_at = largest(by_layer)[0]  # the state where the two vectors are most alike
     on_the_way = (
         f", and on the way it reaches {by_layer[peak_at]:.3f} ({charts.state_name(peak_at)})"
         if 0 < peak_at < len(by_layer) - 1

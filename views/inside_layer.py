@@ -3,6 +3,7 @@
 import streamlit as st
 
 import core
+from core import inside_layer
 from ui import (
     anatomy_text,
     display,
@@ -18,7 +19,7 @@ from ui import (
     traces,
     wording,
 )
-from ui.numbers import signed
+from ui.numbers import extremes, row_spans, signed, span
 
 inputs, model = state.page_context()
 name = models.label(model)
@@ -38,8 +39,8 @@ st.markdown(
 
 st.subheader(f"1 · One layer of {name}, drawn from its weights")
 stages = inside_layer_runs.layer_stages(model)
-attention_params = sum(s.parameters for s in stages if s.part == "attention")
-ffn_params = sum(s.parameters for s in stages if s.part == "ffn")
+attention_params = inside_layer.part_parameters(stages, "attention")
+ffn_params = inside_layer.part_parameters(stages, "ffn")
 takeaway.show(
     f"Per layer, attention holds {attention_params:,} trained numbers and the feed-forward "
     f"network {ffn_params:,}: "
@@ -93,12 +94,11 @@ def sublayer_sizes_figure() -> None:
         filename="sublayer-sizes",
     )
     st.markdown(
-        f"On this sentence attention writes {min(share):.0%}–{max(share):.0%} of the combined "
+        f"On this sentence attention writes {span(share, '.0%')} of the combined "
         f"update per layer, the feed-forward network the rest. A page that credits every change "
         "of a token's vector to attention overstates it: attention decides *which* tokens' "
         "information arrives, and the feed-forward layers do "
-        # the feed-forward's share of each layer's update is 1 minus attention's
-        f"{wording.how_much_of(1 - max(share), 1 - min(share))} the transforming."
+        f"{wording.how_much_of(*extremes(means['ffn_share']))} the transforming."
     )
     st.caption(
         f"The page recomputes every layer step by step from the run's inputs; its result matches "
@@ -130,7 +130,7 @@ st.subheader("3 · Why the stream, the norm and the bend")
 kept = means["kept_direction"]
 floor = inside_layer_runs.activation_floor(model)  # the lowest output of the model's activation
 units_off = means["units_off"]
-modest = kept.min() >= 0.8  # the corrections turn x by less than ~37 degrees on average
+modest = extremes(kept)[0] >= 0.8  # the corrections turn x by less than ~37 degrees on average
 # Where the norms sit decides whether the error signal has a bare identity path back.
 if anatomy.arch.norm_position == "pre":  # x + a(norm(x)): the stream is a chain of plain sums
     gradient_path = (
@@ -158,22 +158,21 @@ st.markdown(
         if modest
         else ": "
     )
-    + f"cosine(x, x + a) = {kept.min():.2f}–{kept.max():.2f} (layer means, this sentence). In "
+    + f"cosine(x, x + a) = {span(kept)} (layer means, this sentence). In "
     "training, the derivative of the sum is the identity plus the sublayer's own derivative. "
     + gradient_path
     + " He et al. (2016) introduced this shortcut to make very deep networks trainable."
 )
 st.latex(r"\frac{\partial\,(x + a(x))}{\partial x} = I + \frac{\partial a}{\partial x}")
 # How far apart the longest and shortest vectors are, before and after the LayerNorm.
-spread_before = sizes.ffn_sum.max() / sizes.ffn_sum.min()
-spread_after = sizes.output.max() / sizes.output.min()
+spread_before, spread_after = sizes.spread("ffn_sum"), sizes.spread("output")
 stream_means = means["stream"]  # (L,) mean ‖x‖ entering each layer
 if anatomy.pre_norm:
     norm_story = (
         f"{anatomy_text.norm_definition(anatomy, model.d_model)} Here it sits before each "
         "sublayer: the sublayer reads a normalised copy, and the stream itself is never "
         f"normalised inside a layer. On this sentence the stream is {stream_means[0]:.1f} long "
-        f"entering layer 0 and {sizes.output.mean(axis=1)[-1]:.1f} leaving the last layer (means "
+        f"entering layer 0 and {means['output'][-1]:.1f} leaving the last layer (means "
         "over tokens)"
         + (f"; a final {norm} follows the last layer" if anatomy.final_norm else "")
         + ". Xiong et al. (2020) showed that with the norm before each sublayer the gradients "
@@ -184,9 +183,9 @@ else:
     norm_story = (
         f"{anatomy_text.norm_definition(anatomy, model.d_model)} "
         "The sums it receives vary widely in size: on this sentence h + f is "
-        f"{sizes.ffn_sum.min():.1f}–{sizes.ffn_sum.max():.1f} long, token by token and layer by "
-        f"layer, and the same vectors after the {norm} are {sizes.output.min():.1f}–"
-        f"{sizes.output.max():.1f}: the longest is {spread_after:.1f} times the shortest, against "
+        f"{span(sizes.ffn_sum, '.1f')} long, token by token and layer by "
+        f"layer, and the same vectors after the {norm} are {span(sizes.output, '.1f')}"
+        f": the longest is {spread_after:.1f} times the shortest, against "
         f"{spread_before:.1f} times before the norm. So the next layer's weights meet inputs in "
         + ("a narrow band of lengths" if spread_after < spread_before / 2 else "a band of lengths")
         + f", whatever came before, which steadies training. In this post-{norm} arrangement the "
@@ -212,7 +211,7 @@ st.markdown(
     + f"large positive inputs to {act} pass almost unchanged, negative ones are "
     + (f"squeezed to between {signed(floor, 2)} and 0" if floor < 0 else "set to 0")
     + f". Which of the {anatomy.dims.d_ff:,} units a token switches off depends "
-    f"on its own vector; here {units_off.min():.0%}–{units_off.max():.0%} of them get a "
+    f"on its own vector; here {span(units_off, '.0%')} of them get a "
     "negative input (layer means). A non-linear transform of each position on its own is what "
     "this sublayer adds to attention's mixing."
 )
@@ -221,28 +220,17 @@ tables.static_table(
     {
         "layer": list(range(model.n_layers)),
         "cos(x, x + a)": kept.tolist(),
-        ("‖h‖ = ‖x + a‖" if anatomy.pre_norm else f"‖x + a‖ before {norm}"): [
-            f"{low:.1f}–{high:.1f}"
-            for low, high in zip(
-                sizes.attention_sum.min(axis=1), sizes.attention_sum.max(axis=1), strict=True
-            )
-        ],
-        ("‖y‖ = ‖h + f‖" if anatomy.pre_norm else f"‖h + f‖ before {norm}"): [
-            f"{low:.1f}–{high:.1f}"
-            for low, high in zip(sizes.ffn_sum.min(axis=1), sizes.ffn_sum.max(axis=1), strict=True)
-        ],
+        ("‖h‖ = ‖x + a‖" if anatomy.pre_norm else f"‖x + a‖ before {norm}"): row_spans(
+            sizes.attention_sum, ".1f"
+        ),
+        ("‖y‖ = ‖h + f‖" if anatomy.pre_norm else f"‖h + f‖ before {norm}"): row_spans(
+            sizes.ffn_sum, ".1f"
+        ),
     }
     | (
         {}
         if anatomy.pre_norm  # y is h + f itself: no norm after it
-        else {
-            "‖y‖ after": [
-                f"{low:.1f}–{high:.1f}"
-                for low, high in zip(
-                    sizes.output.min(axis=1), sizes.output.max(axis=1), strict=True
-                )
-            ]
-        }
+        else {"‖y‖ after": row_spans(sizes.output, ".1f")}
     )
     | {activation_column: units_off.tolist()},
     decimals={"cos(x, x + a)": 3, activation_column: 3},

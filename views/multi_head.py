@@ -28,6 +28,7 @@ from ui import (
     wording,
 )
 from ui.escape import literal
+from ui.numbers import largest
 
 MAX_ROWS = 64  # token rows drawn for the per-token matrices of section 2
 
@@ -113,7 +114,8 @@ def why_several_heads() -> None:
     }
     prev_row, next_row = focus_trace_rows.values()  # (n,) each: the focus token's weights
     # an even spread over the keys the focus row can see: 1/n, or 1/(i + 1) under the mask
-    even = 1 / (focus + 1) if inputs.causal else 1 / trace.n_tokens
+    focus_keys = head_roles.keys_seen(trace.n_tokens, focus, inputs.causal)
+    even = head_roles.even_weight(trace.n_tokens, focus, inputs.causal)
     both_hold = prev_row[focus - 1] > even and next_row[focus + step] > even
     takeaway.show(
         f"For {literal(labels[focus])}, L{p_layer} H{p_head} gives the token before "
@@ -168,12 +170,12 @@ def why_several_heads() -> None:
         f"{found}: L{p_layer} H{p_head} gives the token before, "
         f"{literal(labels[focus - 1])}, {prev_row[focus - 1]:.2f} of the row, and "
         f"L{n_layer} H{n_head} gives {partner_key}, {literal(labels[focus + step])}, "
-        f"{next_row[focus + step]:.2f}; an even spread over the {focus + 1 if inputs.causal else trace.n_tokens} "
+        f"{next_row[focus + step]:.2f}; an even spread over the {focus_keys} "
         f"keys this row can see gives each {even:.2f}"
         + (
             ". The causal mask is on, so no head may look at a later token, and the next-token "
-            f"head's weight goes elsewhere ({next_row.max():.2f} to "
-            f"{literal(labels[int(next_row.argmax())])})."
+            f"head's weight goes elsewhere ({largest(next_row)[1]:.2f} to "
+            f"{literal(labels[largest(next_row)[0]])})."
             if inputs.causal and PARTNER == "next"
             else ". Each row sums to 1: one head could only split one budget between the two "
             "keys, two heads keep them apart."
@@ -324,16 +326,13 @@ def all_heads() -> None:
             f"{repeat.top_key}), {repeat.top_weight:.2f}: its name comes from its average over "
             "the probe sentences, not from where most of its weight goes."
         )
-        # an even spread shares a row among the keys it may see: under the causal mask row i
-        # sees pieces 0..i, without it every piece of the sentence
-        keys_seen = repeat.second + 1 if roles.causal else repeat.n_tokens
         st.markdown(
             f"In “{literal(multi_head_runs.probe_sentences()[2])}”, L{same_layer} H{same_head}, the "
             "head with the highest same-word score over the probe sentences, lets the second "
             f"*{literal(repeat.word)}* (piece {repeat.second}) give the first (piece "
-            f"{repeat.first}) {repeat.weight:.2f} of its weight, against 1/{keys_seen} = "
-            f"{1 / keys_seen:.2f} for an even spread over the {keys_seen} pieces it "
-            + ("sees under the causal mask" if roles.causal else "sees")
+            f"{repeat.first}) {repeat.weight:.2f} of its weight, against 1/{repeat.keys_seen} = "
+            f"{repeat.even_weight:.2f} for an even spread over the {repeat.keys_seen} pieces it "
+            + ("sees under the causal mask" if repeat.causal else "sees")
             + f"; it gives itself "
             f"{repeat.to_itself:.2f}, {first_piece} {repeat.to_cls:.2f}"
             + (f" and {closing} {repeat.to_sep:.2f}." if closing else ".")
@@ -505,7 +504,7 @@ def back_to_one_vector() -> None:
         "only the chosen head's slice is drawn. The full matrix is in the CSV."
     )
     tables.download_matrix(
-        w_o.weight.T,
+        w_o.stacked,
         range(width),
         range(model.d_model),
         f"W_O-transposed-L{layer}",

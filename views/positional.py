@@ -56,11 +56,8 @@ def sized_encodings() -> positional.Encodings:
     left, right = st.columns(2)
     n_positions = left.slider("Positions", 8, 512, 100, key="pos_length", bind="query-params")
     d_model = right.slider("d_model", 16, 512, 128, step=16, key="pos_dmodel", bind="query-params")
-    return positional.Encodings(
-        n_positions,
-        d_model,
-        positional.sinusoidal_encoding(n_positions, d_model),
-        None if rotary else positional_runs.position_rows(model)[:n_positions],
+    return positional.encodings(
+        n_positions, d_model, None if rotary else positional_runs.position_rows(model)
     )
 
 
@@ -117,8 +114,7 @@ def binary_section() -> None:
     """2 · Binary counting, the discrete ancestor."""
     st.subheader("2 · Counting in binary: the discrete ancestor")
     n_positions, d_model, sinusoid, learned = sized_encodings()  # its sliders
-    ladder = positional.wavelengths(d_model)  # (d_model,) a sin/cos pair shares one wavelength
-    wavelength_ratio, wavelength_range = ladder[0] / ladder[2], (ladder[0], ladder[-1])
+    wavelength_ratio, *wavelength_range = positional.wavelength_ladder(d_model)
     st.markdown(
         "Write the position in binary: the lowest bit alternates at every step, the next every two "
         "steps, bit *j* every $2^j$ steps. That is already a set of oscillators with halving "
@@ -129,9 +125,8 @@ def binary_section() -> None:
         f"(at d_model = {d_model}; the limit for wide models is 2π·10⁴)."
     )
     bits = positional.binary_encoding(n_positions)
-    bit = st.slider(
-        "Bit j", 0, bits.shape[1] - 1, min(2, bits.shape[1] - 1), key="pos_bit", bind="query-params"
-    )
+    last_bit = positional.n_bits_for(n_positions) - 1
+    bit = st.slider("Bit j", 0, last_bit, min(2, last_bit), key="pos_bit", bind="query-params")
     left, right = st.columns(2)
     with left:
         fig = positional_charts.position_heatmap(
@@ -145,10 +140,9 @@ def binary_section() -> None:
             bits.shape, None, lambda: fig, key="pos_binary", filename="binary-encoding"
         )
     with right:
+        square = positional.bit_of(range(n_positions), bit)
         smooth = positional.smooth_bit(range(n_positions), bit)
-        display.show_figure(
-            positional_charts.bit_figure(bits[:, bit], smooth, bit), key="pos_bitcurve"
-        )
+        display.show_figure(positional_charts.bit_figure(square, smooth, bit), key="pos_bitcurve")
 
 
 def rotary_section() -> None:
@@ -201,10 +195,10 @@ def rotary_section() -> None:
         key="pos_rot_scores",
         filename=f"rotary-scores-L{layer}-H{head}",
     )
-    turns = 1 / (check.frequencies[[0, -1]] / (2 * 3.141592653589793))
     st.caption(
         f"Pair 0 turns {check.frequencies[0]:.2f} radian per position (a full turn every "
-        f"{turns[0]:.1f} positions); the last pair a full turn every {turns[1]:,.0f} positions."
+        f"{check.periods[0]:.1f} positions); the last pair a full turn every "
+        f"{check.periods[-1]:,.0f} positions."
     )
 
 
@@ -212,7 +206,7 @@ def learned_section() -> None:
     """3 · The model's learned table next to a sinusoid."""
     st.subheader(f"3 · What {model_label} learned instead")
     n_positions, d_model, sinusoid, learned = sized_encodings()  # its sliders
-    slow = positional.lag_one_correlations(learned) > positional.SLOW_DRIFT  # (d_model,)
+    slow_share = positional.slow_drift_share(learned)
     # the slider may ask for more positions than the table has: say how many rows are drawn
     offset = anatomy.arch.position_offset  # rows before it are never read (RoBERTa)
     shown_rows = (
@@ -228,7 +222,7 @@ def learned_section() -> None:
         f"{model_label} does not use the formula: it learned "
         f"{anatomy_text.position_table_words(anatomy)}, each of {model.d_model} numbers, during "
         f"training. Below, {shown_rows} next to a "
-        f"sinusoid of the same width. {slow.mean():.0%} of the learned dimensions drift slowly "
+        f"sinusoid of the same width. {slow_share:.0%} of the learned dimensions drift slowly "
         f"over these positions (the vertical streaks: a value correlates above "
         f"{positional.SLOW_DRIFT} with its value one position on), the others change faster, "
         "none is a clean wave. The colour scale stops at the "
@@ -259,14 +253,14 @@ def learned_section() -> None:
 def near_positions_section() -> None:
     """4 · Similarity of positions against their distance."""
     st.subheader("4 · Near positions look alike")
-    n_positions, d_model, sinusoid, learned = sized_encodings()  # its sliders
-    if learned is not None and len(learned) < n_positions:
-        # every code is compared on the same rows, so their R² are measured alike
+    sized = sized_encodings()  # its sliders
+    # every code is compared on the same rows, so their R² are measured alike
+    n_positions, d_model, sinusoid, learned = sized.on_common_rows()
+    if n_positions < sized.n_positions:
         st.caption(
-            f"{model_label}'s learned table has {len(learned)} rows: this section compares the "
-            f"first {len(learned)} positions of every code."
+            f"{model_label}'s learned table has {n_positions} rows: this section compares the "
+            f"first {n_positions} positions of every code."
         )
-        n_positions, sinusoid = len(learned), sinusoid[: len(learned)]  # (rows, d_model)
     kind = st.radio(
         "Similarity", ["cosine", "dot"], horizontal=True, key="pos_sim", bind="query-params"
     )
@@ -501,9 +495,7 @@ def adding_section() -> None:
         r"(w_i+p_i)\cdot(w_j+p_j) = w_i\cdot w_j + p_i\cdot p_j + \underbrace{w_i\cdot p_j + p_i\cdot w_j}_{\text{cross terms}}"
         r"\end{gathered}"
     )
-    terms = positional.score_terms(
-        trace.static, positional_runs.position_rows(model)[: trace.n_tokens]
-    )
+    terms = positional_runs.score_terms(model, trace)
     later = (["segment row"] if anatomy.segment_rows else []) + (
         [anatomy.norm_name] if anatomy.embedding_norm else []
     )  # what the model does to x after word + position

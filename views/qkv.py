@@ -24,6 +24,7 @@ from ui import (
     wording,
 )
 from ui.escape import literal
+from ui.numbers import largest_magnitude
 
 inputs, model = state.page_context()
 model_label = models.label(model)  # the model's name in the prose
@@ -123,7 +124,7 @@ if note:
 def matrix_figure(matrix, title: str, key: str, square: bool = False, **args) -> None:
     """Show one matrix with its shape in the title, and a CSV button under it."""
     display.show_token_matrix(matrix, tokens, title, f"qkv_{key}", f"qkv-{key}", square, **args)
-    columns = labels if square else [f"d{k}" for k in range(matrix.shape[1])]
+    columns = labels if square else tables.dimension_labels(matrix)
     tables.download_matrix(matrix, labels, columns, f"qkv-{key}", key=f"qkv_csv_{key}")
 
 
@@ -305,8 +306,8 @@ def not_symmetric() -> None:
         "through q_i·k_j, but *j* meets *i* through q_j·k_i." + pair_words()
     )
     st.latex(r"S - S^\top \ \text{(scores)},\quad \alpha - \alpha^\top \ \text{(weights)}")
-    page_one_gap = float(abs(qkv.asymmetry(page_one_result.similarity)).max())
-    symmetric = wording.how_symmetric(page_one_gap, float(abs(page_one_result.similarity).max()))
+    page_one_gap = largest_magnitude(qkv.asymmetry(page_one_result.similarity))
+    symmetric = wording.how_symmetric(page_one_gap, largest_magnitude(page_one_result.similarity))
     st.caption(
         f"Page 1, “money bank grows”: max |S − Sᵀ| = {page_one_gap:.1e} ({symmetric}). This "
         "head, below: the left map is the part the projections make, the right "

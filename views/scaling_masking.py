@@ -22,6 +22,7 @@ from ui import (
     widgets,
 )
 from ui.escape import literal
+from ui.numbers import extremes, span
 
 inputs, model = state.page_context()
 model_label = models.label(model)  # the model's name in the prose
@@ -72,7 +73,7 @@ def saturation() -> None:
     )
     base, sharp = scaling_masking.saturation(scores, [1.0, multiplier])
     with payoff_box:
-        top_base, top_sharp = float(base.max()), float(sharp.max())
+        top_base, top_sharp = extremes(base)[1], extremes(sharp)[1]  # the largest weights
         takeaway.show(
             f"Multiplying the scores by c = {multiplier} keeps their order, yet the largest gets "
             f"{top_sharp:.2f} of the weight instead of {top_base:.2f} at c = 1: "
@@ -147,11 +148,8 @@ def why_root_dk() -> None:
         lambda: scaling_masking_charts.entropy_by_width_figure(experiments),
         "sm_entropy_widths",
     )
-    n_queries, n_keys = experiments[0].raw.shape
-    raw_entropies = [e.raw_entropy for e in experiments]  # widths in increasing order
-    falls = all(
-        later < earlier for earlier, later in zip(raw_entropies, raw_entropies[1:], strict=False)
-    )
+    n_queries, n_keys = experiments[0].n_queries, experiments[0].n_keys
+    falls = scaling_masking.entropy_falls_with_width(experiments)  # widths in increasing order
     widest = experiments[-1]
     keys_worth = 2**widest.raw_entropy  # H bits: as spread as 2^H equally weighted keys
     st.caption(
@@ -280,8 +278,7 @@ def switches() -> None:
         )
         moved = scaling_masking.summarize_cosines(comparison.final_cosine)
         with payoff_box:
-            before = float(comparison.default_entropy.mean())
-            after = float(comparison.variant_entropy.mean())
+            before, after = comparison.mean_entropies
             change = (
                 "sharper"
                 if round(after, 2) < round(before, 2)
@@ -310,7 +307,7 @@ def switches() -> None:
             "variance 1, the assumption Vaswani et al. (2017, footnote 4) use to explain the factor. "
             "Trained, "
             f"{model_label}'s scaled scores on the sidebar sentence have a standard deviation "
-            f"of {spread.min():.1f}–{spread.max():.1f} depending on the layer, not 1: training sets "
+            f"of {span(spread, '.1f')} depending on the layer, not 1: training sets "
             "its own spread."
         )
         display.show_weight_bars(  # one bar per layer: HTML, so the tab loads no plotly.js
@@ -369,7 +366,7 @@ def causal_mask() -> None:
         )
     )
     masked_scores, masked_weights = scaling_masking.causal_view(trace, layer, head, max_tokens=40)
-    shown = masked_scores.shape[0]
+    shown = len(masked_scores)  # the tokens drawn (k rows)
 
     def masked_figures() -> None:
         """The head's scores and weights with the mask, and their file."""
@@ -532,7 +529,7 @@ def padding_mask() -> None:
         st.markdown(
             f"With the mask the [PAD] columns are exactly 0 and the real tokens come out as if "
             f"alone (up to float rounding). Without it, real word pieces give the [PAD] pieces "
-            f"{runs[False].weight_on_pads.mean():.0%} of their weight on average, and their "
+            f"{runs[False].mean_weight_on_pads:.0%} of their weight on average, and their "
             "vectors change."
         )
 

@@ -21,6 +21,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.support.folded import folded_by_a_question
+
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -223,10 +225,6 @@ SENTENCE_TAB = {
     "views/positional.py": {"pos_section": "7 · Word order"},
     "views/scaling_masking.py": {"sm_section": "3 · Switches"},
 }
-# Pages (on their SENTENCE_TAB) whose every figure drawn from the sentence waits below a
-# "predict, then see" question (ui/predict.py): a visitor answers before a typed sentence
-# redraws anything there.
-FOLDED_BY_A_QUESTION = frozenset({"views/inside_layer.py", "views/positional.py"})
 
 
 def app_pages() -> list[AppPage]:
@@ -240,6 +238,13 @@ def app_pages() -> list[AppPage]:
         AppPage(step.file, step.title, path.url_path(step), step is path.STEPS[0])
         for step in path.STEPS
     ]
+
+
+# Pages (on their SENTENCE_TAB) whose every figure drawn from the sentence waits below a
+# "predict, then see" question (ui/predict.py): a visitor answers before a typed sentence
+# redraws anything there. Read from the views' code, not listed (tests/support/folded.py);
+# tests/test_predict.py checks the reading against the pages as they run.
+FOLDED_BY_A_QUESTION = folded_by_a_question([page.path for page in app_pages()], SENTENCE_TAB)
 
 
 # The frontend draws a run's elements some time after the run's last message arrived (long
