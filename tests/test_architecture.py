@@ -1497,19 +1497,9 @@ def array_method_calls(text: str) -> list[str]:
     )
 
 
-def _views_with_array_methods_owned_elsewhere(path: Path) -> object:
-    # views/multi_head.py's "Remove heads" section picks its strongest writer from the write
-    # lengths itself (argmax, min, max); another branch rewrites that section in this round, so
-    # the rule waits for it there. Strict: the mark fails the run once the section complies.
-    if path.name == "multi_head.py":
-        reason = "Remove heads still reduces write_lengths in the view"
-        return pytest.param(path, marks=pytest.mark.xfail(strict=True, reason=reason))
-    return path
-
-
 @pytest.mark.parametrize(
     "path",
-    [_views_with_array_methods_owned_elsewhere(p) for p in files("views")],
+    files("views"),
     ids=lambda p: p.name,
 )
 def test_views_call_no_array_method_that_computes(path):

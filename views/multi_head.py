@@ -28,7 +28,7 @@ from ui import (
     wording,
 )
 from ui.escape import literal
-from ui.numbers import largest
+from ui.numbers import largest, span
 
 MAX_ROWS = 64  # token rows drawn for the per-token matrices of section 2
 
@@ -628,14 +628,13 @@ def remove_heads() -> None:
         # Nothing picked: the section opens on the layer's strongest writer removed, measured
         # on this sentence, instead of on an empty page.
         write_lengths = multi_head_runs.head_write_lengths(model, trace, layer)  # (H,)
-        strongest = int(write_lengths.argmax())
+        strongest, longest = largest(write_lengths)
         removed = {(layer, strongest)}
         st.caption(
             f"Nothing picked yet, so this shows layer {layer}'s head {strongest} removed: on this "
             f"sentence it writes the longest vectors into the tokens, ‖head · W_Oʰ‖ = "
-            f"{write_lengths[strongest]:.2f} on average (the layer's heads: "
-            f"{write_lengths.min():.2f} to {write_lengths.max():.2f}). Pick heads above to "
-            "choose your own."
+            f"{longest:.2f} on average (the layer's heads: {span(write_lengths, '.2f')}). Pick "
+            "heads above to choose your own."
         )
     ablated = traces.trace(
         model,
