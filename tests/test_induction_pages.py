@@ -8,6 +8,7 @@ scores are checked against an independent loop over each sequence's token ids.
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import numpy as np
 import pytest
@@ -151,7 +152,23 @@ def test_multi_head_page_shows_minilms_grid_and_says_it_is_an_encoder(model):
     np.testing.assert_allclose(inductive, np.round(found.scores.induction, 3))
     text = induction_texts(at)
     layer, head, _ = found.scores.best("previous_token")
-    assert f"strongest previous-token head is L{layer} H{head}" in text
+    assert f"highest previous-token score is L{layer} H{head}'s" in text
+    # each score is called a role only at twice what an even spread scores, as printed
+    said = re.search(
+        r"\(([\d.]+)\), the highest induction score L\d+ H\d+'s \(([\d.]+)\)\. A head that "
+        r"spread every row evenly over the pieces it may see would score ([\d.]+) and ([\d.]+)"
+        r"(.*?)(\d+ heads?|No head)",
+        text,
+    )
+    previous_best, induction_best, even_previous, even_induction = map(float, said.groups()[:4])
+    named = (previous_best >= 2 * even_previous, induction_best >= 2 * even_induction)
+    expected = {
+        (True, True): ".",
+        (False, False): "neither score earns its role's name here.",
+        (True, False): "only the previous-token score does here.",
+        (False, True): "only the induction score does here.",
+    }[named]
+    assert said.group(5).strip().endswith(expected), said.group(0)
     assert "is an encoder" in text and "is a decoder" not in text
 
 

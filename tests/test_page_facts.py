@@ -433,7 +433,7 @@ def test_the_payoff_verb_follows_how_far_page_ones_cosine_fell(local_folders):
         if fall < 0.02
         else "moved a little apart"
         if fall < 0.1
-        else "moved far apart"
+        else "moved clearly apart"
     )
     assert verb == expected, f"cosine fell by {fall:.3f}"
 
@@ -557,7 +557,7 @@ def test_the_wording_rules_read_numbers_as_the_page_prints_them():
     assert wording.how_far_apart(0.9996) == "are the same to three decimals"
     assert wording.how_far_apart(0.9494) == "differ clearly"  # 0.949 is below the 0.95 band
     assert wording.moved_apart(0.5001, 0.4996) == "stayed where they were"  # both print 0.500
-    assert wording.moved_apart(0.6, 0.75) == "moved far closer together"
+    assert wording.moved_apart(0.6, 0.75) == "moved clearly closer together"
     assert (
         wording.count_of(1, 1) == "the one row" and wording.count_of(0, 3) == "none of the 3 rows"
     )
@@ -597,7 +597,7 @@ def test_integrated_gradients_that_miss_their_sum_are_left_out_of_every_verdict(
     # the verdict counts only removal's comparisons: rollout and flow, each against attention
     wins = int((table.value["ρ, removal"][1:] > table.value["ρ, removal"][0]).sum())
     flow_texts = visible_texts(flow_tab)
-    counted = "all 2 comparisons" if wins in (0, 2) else "in 1 of 2 comparisons"
+    counted = "in both comparisons" if wins in (0, 2) else "in 1 of 2 comparisons"
     assert any(counted in text for text in flow_texts), wins
     assert any("Integrated gradients did not converge" in text for text in flow_texts)
 

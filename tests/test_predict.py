@@ -659,6 +659,11 @@ def test_the_first_turned_row_follows_the_printed_cosines():
     answer, question = right(strong, {(0, 1), (2, 0)})
     assert answer == "after layer 0" and "1 of them print 1 again" in question.reason
     assert "2 heads of layers 0 and 2" in question.prompt
+    last = ones.copy()
+    last[3, 2] = 0.9  # heads of the last layer: no later layer reads the change
+    answer, question = right(last, {(2, 1)})
+    assert answer == "after layer 2" and "the one row that changes" in question.reason
+    assert "every later layer" not in question.reason
 
 
 def test_the_same_input_question_is_asked_only_of_one_and_the_same_vector():

@@ -165,7 +165,7 @@ def test_embeddings_follow_a_readable_piece_and_tab_4_says_no_change_as_such(fam
         if abs(change) < 0.02
         else f"moved a little {way}"
         if abs(change) < 0.1
-        else f"moved far {way}"
+        else f"moved clearly {way}"
     )
     assert means.group(3) == expected, (at_emb, at_end)
 

@@ -455,7 +455,9 @@ def first_turned_row(
             f"carries, so layer {first_layer}'s output is the first to lack what the removed "
             "heads wrote"
             + (
-                ", and every later layer reads the changed vectors, so every row below it "
+                ", the last layer's, so it is the one row that changes."
+                if at_layer == n_layers
+                else ", and every later layer reads the changed vectors, so every row below it "
                 "differs too."
                 if all(later)
                 else f"; later rows read the changed vectors, though {later.count(False)} of "

@@ -40,7 +40,7 @@ A_LITTLE = 0.1
 def moved_apart(before: float, after: float) -> str:
     """What a change of cosine from `before` to `after` did to two vectors, said of them:
     "stayed where they were" (no change at three decimals), "barely moved apart" (a fall under
-    0.02), "moved a little apart" (under 0.1), "moved far apart"; a rise says "closer together"
+    0.02), "moved a little apart" (under 0.1), "moved clearly apart"; a rise says "closer together"
     in the same bands."""
     change = round(float(after), 3) - round(float(before), 3)  # as the page prints both
     if change == 0:
@@ -50,7 +50,7 @@ def moved_apart(before: float, after: float) -> str:
         return f"barely moved {way}"
     if abs(change) < A_LITTLE:
         return f"moved a little {way}"
-    return f"moved far {way}"
+    return f"moved clearly {way}"
 
 
 def neighbours_share(self_weights: Sequence[float]) -> str:
@@ -91,6 +91,16 @@ def count_of(count: int, total: int, noun: str = "row") -> str:
     if count == 0:
         return f"none of the {total} {noun}s"
     return f"{count} of {total} {noun}s"
+
+
+def all_of(count: int, noun: str) -> str:
+    """Every one of `count` things: "all 4 comparisons", "both comparisons", "the one
+    comparison"."""
+    if count == 1:
+        return f"the one {noun}"
+    if count == 2:
+        return f"both {noun}s"
+    return f"all {count} {noun}s"
 
 
 def parking_rule(factor: float) -> str:

@@ -76,8 +76,12 @@ takeaway.show(
     f"One sentence, {model.n_layers * model.n_heads} heads, each with its own table: {sinks}"
     f"L{prev_layer} H{prev_head} gives the {unit[:-1]} before "
     f"{head_summary.on_previous[prev_layer, prev_head]:.2f} of a row, against "
-    f"{head_summary.mean_over_heads('on_previous'):.2f} for the average head."
-)
+    f"{head_summary.mean_over_heads('on_previous'):.2f} for the average head"
+    # every row counts here, a special piece as the one before too; page 4's role scores skip
+    # those rows, so the two pages may pick different heads
+    + (f" ({specials} counted as a {unit[:-1]} before too)." if specials and not renormalise
+       else ".")
+)  # fmt: skip
 grid_slot = st.container()
 st.markdown(  # how to read the grid, under it: the grid itself opens the first screen
     "Each row of the grid is a layer, input side at the top (on a phone a layer takes two "

@@ -363,13 +363,14 @@ def the_paper_and_this_sentence() -> None:
     if check.agrees:
         verdict = (
             f"On this sentence {model_label} agrees with the paper: rollout and flow rank closer "
-            f"than raw attention in all {check.comparisons} comparisons."
+            f"than raw attention in {wording.all_of(check.comparisons, 'comparison')}."
         )
     elif check.disagrees:
         verdict = (
             f"On this sentence {model_label} goes the other way from the paper: raw last-layer "
-            f"attention ranks closer than rollout and flow in all {check.comparisons} "
-            "comparisons. A finding on other models and another output need not carry over."
+            f"attention ranks closer than rollout and flow in "
+            f"{wording.all_of(check.comparisons, 'comparison')}. A finding on other models and "
+            "another output need not carry over."
         )
     elif check.comparisons:
         verdict = (

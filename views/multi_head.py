@@ -150,8 +150,8 @@ def why_several_heads() -> None:
         )
     )
     found = (
-        f"The previous-token and {partner_name} heads with "
-        "the highest role score on this sentence, shown on the token where both roles hold best"
+        "The two heads that lean most to the token before and to "
+        f"{partner_key} on this sentence, shown on the token where both hold best"
         if picked_here
         else "Two heads found by the measurement of tab 1 · All heads (on fixed probe sentences), "
         "here on "
@@ -399,11 +399,27 @@ def induction_heads_found() -> None:
         else f"No head gives the next piece {bar:g} of its weight: by that bar, {model_label} "
         "shows no induction head on these sequences."
     )
+    # the scores are named as roles only where they earn it against the same even spread
+    named_previous = wording.earns_role_name(prev_best, even_previous)
+    named_induction = wording.earns_role_name(ind_best, even_induction)
     st.markdown(
-        f"The strongest previous-token head is L{prev_layer_best} H{prev_head_best} "
-        f"({prev_best:.2f}), the strongest induction head L{ind_layer} H{ind_head} "
+        f"The highest previous-token score is L{prev_layer_best} H{prev_head_best}'s "
+        f"({prev_best:.2f}), the highest induction score L{ind_layer} H{ind_head}'s "
         f"({ind_best:.2f}). A head that spread every row evenly over the pieces it may see "
-        f"would score {even_previous:.2f} and {even_induction:.2f}. {verdict}"
+        f"would score {even_previous:.2f} and {even_induction:.2f}"
+        + (
+            "."
+            if named_previous and named_induction
+            else f", and a head is named for its role only at {wording.NAMED_ROLE_MARGIN:g}× "
+            "an even spread or more: "
+            + (
+                "neither score earns its role's name here."
+                if not (named_previous or named_induction)
+                else f"only the {'previous-token' if named_previous else 'induction'} score "
+                "does here."
+            )
+        )
+        + f" {verdict}"
     )
     if model.is_decoder:
         st.caption(
@@ -670,8 +686,9 @@ def remove_heads() -> None:
         )
         st.caption(
             f"Bars: 0 means the token's final vector did not turn at all; the taller the bar, the "
-            f"more removing the heads changed it. In the heatmap each row holds the vectors "
-            f"after one layer; a cosine of 1 means the same direction as in the full model. "
+            f"more removing the heads changed it. In the heatmap the top row holds the "
+            f"embeddings and each row below it the vectors after one layer; a cosine of 1 means "
+            f"the same direction as in the full model. "
             f"Mean final cosine {moved.mean:.3f}; the token that moved most is "
             f"{literal(labels[moved.most_moved])} ({moved.lowest:.3f})."
         )
