@@ -503,3 +503,29 @@ def test_a_tap_on_a_long_sentences_query_image_names_the_cell(server, browser, m
         assert page_exceptions(page) == []
     finally:
         context.close()
+
+
+def test_the_payoff_says_before_its_question_why_page_ones_formula_gives_another_cosine(model):
+    """Step 7 quotes page 1's 1.000 → 0.920, then mixes the model's own layer-0 rows by the same
+    formula: where that gives another cosine, the paragraph above the question says so and why
+    (the rows' length), with numbers recomputed here from those rows."""
+    at = run_page("views/qkv.py", query={"qkv_section": "7 · Payoff"})
+    assert_no_exception(at)
+    text = " ".join(shown(m.value) for m in at.markdown)
+    through = qkv.shared_word_through_heads(model, "money bank grows", "river bank flows", "bank")
+    page_one_after = re.search(r"took their cosine from [\d.]+ to ([\d.]+)\.", text).group(1)
+    rows = [  # the word's row of X in each sentence, and softmax(X Xᵀ) X's row for it
+        context.attention_input(model, trace.input_ids, trace.segments, 0).astype(np.float64)
+        for trace in (model.run("money bank grows"), model.run("river bank flows"))
+    ]
+    mixed = []
+    for x, index in zip(rows, (through.index_a, through.index_b), strict=True):
+        scores = x @ x.T
+        weights = np.exp(scores - scores.max(axis=1, keepdims=True))
+        weights /= weights.sum(axis=1, keepdims=True)
+        mixed.append((weights @ x)[index])
+    here = float(mixed[0] @ mixed[1] / np.linalg.norm(mixed[0]) / np.linalg.norm(mixed[1]))
+    differs = f"{here:.3f}" != page_one_after
+    said = f"page 1's formula gives {here:.3f} where page 1's own rows gave"
+    assert (said in text) == differs, text[-600:]
+    assert differs, "on MiniLM the two differ (1.000 against 0.920): the case this test reads"

@@ -142,6 +142,9 @@ def test_heatmaps_takeaway_counts_sinks_and_the_previous_token_head(model):
     assert f"{counted} {heads} heads park at least half of a row on [CLS] and [SEP]" in said
     assert f"L{layer} H{head} gives the token before {previous[layer, head]:.2f}" in said
     assert f"against {previous.mean():.2f} for the average head" in said
+    # every row is averaged, so [CLS] counts as the token before piece 1; the closing [SEP]
+    # stands before no piece and is not named
+    assert "([CLS] counted as a token before too)" in said, said
 
 
 def test_inside_layer_takeaway_counts_each_sublayers_weights(model):

@@ -44,6 +44,7 @@ sidebar.off_distribution_note(inputs, model_label)  # the sidebar's switches act
 tokens = trace.tokens
 
 specials = models.special_pieces_phrase(trace)  # "[CLS] and [SEP]"; "" where none are added
+specials_before = models.special_pieces_phrase(trace, before_a_piece=True)  # "[CLS]"
 renormalise = st.toggle(
     "Hide the special pieces, renormalise the rest",
     key="hm_renorm",
@@ -79,8 +80,8 @@ takeaway.show(
     f"{head_summary.mean_over_heads('on_previous'):.2f} for the average head"
     # every row counts here, a special piece as the one before too; page 4's role scores skip
     # those rows, so the two pages may pick different heads
-    + (f" ({specials} counted as a {unit[:-1]} before too)." if specials and not renormalise
-       else ".")
+    + (f" ({specials_before} counted as a {unit[:-1]} before too)."
+       if specials_before and not renormalise else ".")
 )  # fmt: skip
 grid_slot = st.container()
 st.markdown(  # how to read the grid, under it: the grid itself opens the first screen

@@ -24,7 +24,7 @@ from ui import (
     wording,
 )
 from ui.escape import literal
-from ui.numbers import largest_magnitude
+from ui.numbers import largest_magnitude, span
 
 inputs, model = state.page_context()
 model_label = models.label(model)  # the model's name in the prose
@@ -371,14 +371,15 @@ def payoff() -> None:
         f"“river bank flows” {moved}: mixing the static rows took their cosine from "
         f"{page_one_payoff.cosine_before:.3f} to {page_one_payoff.cosine_after:.3f}."
     )
+    through_heads = qkv_runs.shared_word_through_heads(
+        model, "money bank grows", "river bank flows", page_one_word, 0
+    )
     st.markdown(
         f"{page_one_result} Here both "
         f"sentences go through {model_label}'s embedding step, "
         "and the word's two vectors are mixed once by page 1's formula and once by each trained "
         "head of layer 0. The lower the cosine, the more the head tells the two banks apart."
-    )
-    through_heads = qkv_runs.shared_word_through_heads(
-        model, "money bank grows", "river bank flows", page_one_word, 0
+        + _formula_here(through_heads, page_one_payoff.cosine_after)
     )
 
     def head_cosines() -> None:
@@ -402,6 +403,22 @@ def payoff() -> None:
         predict_answers.same_input_apart(through_heads),
         reveal=head_cosines,
         folded="each head's cosine of the two banks",
+    )
+
+
+def _formula_here(through_heads: qkv.SharedWordThroughHeads, cosine_on_page_one: float) -> str:
+    """Why page 1's formula may give another cosine here than on page 1, said before the
+    question: these rows are the model's own, and their length decides how much X Xᵀ keeps on
+    the token itself. Empty when the two cosines print the same."""
+    here = through_heads.cosine_parameter_free
+    if f"{here:.3f}" == f"{cosine_on_page_one:.3f}":
+        return ""
+    lengths = span(through_heads.input_lengths, ".1f")  # "11.5", or "9.8–11.5"
+    kept = span(through_heads.self_weight_parameter_free, ".2f")
+    return (
+        f" One thing differs from page 1: these rows are {lengths} long, so page 1's unscaled "
+        f"X Xᵀ keeps {kept} of the weight on the token itself, and on them page 1's formula "
+        f"gives {here:.3f} where page 1's own rows gave {cosine_on_page_one:.3f}."
     )
 
 
