@@ -113,11 +113,22 @@ def _text_of(node: ast.expr, used: set[int] | None = None) -> str | None:
     return None
 
 
+# a format spec handed to a function as a string (numbers.span(values, ".0%")), not prose
+FORMAT_SPEC = re.compile(r"[<>^=]?[+\- ]?,?\.\d+[eEfFgG%]")
+
+
 def _not_prose(tree: ast.Module) -> set[int]:
     """ids of the string nodes that are not prose: docstrings (of the module, its functions and
-    classes), format specs of f-string values ({x:.0%}), and formulas (st.latex)."""
+    classes), format specs of f-string values ({x:.0%}) or handed over as strings (".0%"), and
+    formulas (st.latex)."""
     ids = set()
     for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and FORMAT_SPEC.fullmatch(node.value)
+        ):
+            ids.add(id(node))
         if isinstance(node, ast.FormattedValue) and node.format_spec is not None:
             ids.update(id(part) for part in ast.walk(node.format_spec))
         if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "latex":
