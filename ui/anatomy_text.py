@@ -172,6 +172,14 @@ def positions_sentence(anatomy: Anatomy, label: str) -> str:
     return f"{label} adds a learned position table{offset} to each word-piece vector."
 
 
+def positions_switched_off(anatomy: Anatomy) -> str:
+    """What a run without positions leaves out, for this model: its position rows, or its
+    rotary turn of every query and key."""
+    if not anatomy.position_table:
+        return "its rotary turn of every query and key switched off"
+    return "the position rows it adds taken out"
+
+
 def position_table_words(anatomy: Anatomy) -> str:
     """The learned position table's size in words, with the rows no position reads: "a table of
     512 position vectors", or for RoBERTa "a table of 514 position vectors, of which a run reads

@@ -155,9 +155,8 @@ def shuffle(numbers: CheckNumbers, model_label: str) -> Question:
     )
     if masked:  # the mask is the order signal left: the course's answer is "different"
         return _settled(
-            prompt="Run a sentence with the model's position information switched off (its "
-            "position rows or its rotary turn, whichever it has), but with the causal mask it "
-            "was trained with, then run it again with its words shuffled. Put "
+            prompt=f"Run a sentence with {numbers.positions_off}, but with the causal mask "
+            "it was trained with, then run it again with its words shuffled. Put "
             "the second run's attention weights back in the original order: how do they "
             "compare with the first run's?",
             options=options,

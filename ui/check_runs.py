@@ -13,7 +13,7 @@ import numpy as np
 
 import core
 from core import check_numbers
-from ui import door, positional_runs, traces
+from ui import anatomy_text, door, positional_runs, traces
 
 # The shuffle reads the sentence's first 64 word pieces, seed 0: for an encoder the same cache
 # entries as page 2b's word-order experiment opened at its first shuffle (a decoder's keep its
@@ -48,6 +48,7 @@ class CheckNumbers:
     """Everything the check's feedback quotes, for one model and sentence."""
 
     model_decoder: bool  # the model was trained with the causal mask
+    positions_off: str  # what a run without positions leaves out (anatomy_text)
     n_layers: int
     n_heads: int
     d_head: int
@@ -121,6 +122,7 @@ def feedback_numbers(model: core.Transformer, text: str, pair: str | None) -> Ch
         ]
     return CheckNumbers(
         model_decoder=model.is_decoder,
+        positions_off=anatomy_text.positions_switched_off(anatomy_text.of(model)),
         n_layers=model.n_layers,
         n_heads=model.n_heads,
         d_head=model.d_head,
