@@ -14,15 +14,18 @@ from urllib.parse import parse_qs, quote, urlencode, urlparse
 import pytest
 from conftest import section_key, section_labels
 from shown import shown
+from test_browser_path import NEXT_LINK
 
 from tests.support.browser import (
     FIGURE_SELECTOR,
+    QUIET_MOTION,
     AppPage,
     RunWatcher,
     app_pages,
     page_exceptions,
     wait_plots_fit,
 )
+from ui import path
 
 pytestmark = pytest.mark.browser
 
@@ -207,40 +210,72 @@ EVERY_CHART_DRAWN_JS = """
 SIDEBAR_CHANGED = "pair=The+water+rose.&scale=false&causal=true&image_format=SVG"
 
 
-@pytest.mark.parametrize("app_page", PAGES, ids=[Path(p.path).stem for p in PAGES])
-def test_every_page_and_tab_fits_a_phone(browser, server, app_page):
-    """The phone checks above on every page as it opens, then on each further tab of a page that
-    draws one tab at a time: a click draws that tab alone and the URL names it."""
+# The phone walk in three legs, each from a fresh page to the page before the next leg's start (or
+# to the end), so the workers share it. A leg moves by the pages' own Next links, in one session
+# as a visitor would: a fresh browser context per page would load the app's scripts fifteen
+# times (bench/RESULTS.md, Test suite: the walk takes about half the time of fresh opens).
+PHONE_LEGS = ("Overview", "2b · Positional encoding", "6 · Attention heatmaps")
+
+
+def assert_tabs_fit_a_phone(page, app_page: AppPage) -> None:
+    """Each further tab of a page that draws one tab at a time, on the phone: a click draws that
+    tab alone, the URL names it, and the phone checks hold."""
     labels, key = section_labels(app_page.path), section_key(app_page.path)
+    if not labels:
+        return
+    # Every tab's name in sight: the bar wraps instead of hiding later tabs off to the right
+    # (a link to the last tab would open with its tab out of view). Counted first: with no
+    # tab bar on the page at all, "none out of sight" would pass for nothing.
+    tab_count = page.locator('[data-testid="stTabs"] [role="tab"]').count()
+    assert tab_count == len(labels), f"{app_page.title}: {tab_count} tabs on the page"
+    hidden = page.evaluate(TABS_OUT_OF_SIGHT_JS)
+    assert not hidden, f"{app_page.title}: tabs cut off at the phone's edge: {hidden}"
+    for label in labels[1:]:
+        where = f"{app_page.title}, {label}"
+        mark = page.runs.mark()
+        page.get_by_role("tab", name=label).click()
+        assert page.runs.wait_settled(mark), f"opening {where} ran nothing"
+        page.wait_for_selector("[role='tabpanel'] h3")  # every section opens with a heading
+        page.wait_for_function(EVERY_CHART_DRAWN_JS)  # the checks below need drawn figures
+        wait_plots_fit(page)  # plotly resizes a figure to its box after the first layout
+        assert parse_qs(urlparse(page.url).query).get(key) == [label], page.url
+        # the closed tabs' figures are gone: no section draws more than five
+        assert page.locator(".js-plotly-plot").count() <= 5, where
+        assert page.evaluate(SIDEWAYS_JS) == {"document": 0, "main": 0}, where
+        assert not page.evaluate(WIDE_FORMULAS_JS), where
+        assert not page.evaluate(LABELS_OUTSIDE_JS), where
+        assert not page_exceptions(page) and not page.errors, where
+
+
+@pytest.mark.parametrize("leg", PHONE_LEGS)
+def test_every_page_and_tab_fits_a_phone(browser, server, leg: str):
+    """The phone checks above on every page and every tab, with the sidebar's switches changed,
+    walking the course by its Next links from the leg's first page: each page as it opens
+    (assert_phone_dark), then each further tab (assert_tabs_fit_a_phone)."""
+    titles = [step.title for step in path.STEPS]
+    first = titles.index(leg)
+    following = [titles.index(other) for other in PHONE_LEGS if titles.index(other) > first]
+    walk = path.STEPS[first : min(following, default=len(titles))]
+    by_url = {app_page.url_path: app_page for app_page in PAGES}
     page, context = open_page(
-        browser, server, app_page, SIDEBAR_CHANGED, viewport=PHONE, color_scheme="dark",
-        is_mobile=True, has_touch=True,
+        browser, server, by_url[path.url_path(walk[0])], SIDEBAR_CHANGED, viewport=PHONE,
+        color_scheme="dark", is_mobile=True, has_touch=True, **QUIET_MOTION,
     )  # fmt: skip
     try:
-        assert_phone_dark(page, f"{app_page.title} on a phone")
-        if not labels:
-            return
-        # Every tab's name in sight: the bar wraps instead of hiding later tabs off to the right
-        # (a link to the last tab would open with its tab out of view). Counted first: with no
-        # tab bar on the page at all, "none out of sight" would pass for nothing.
-        tab_count = page.locator('[data-testid="stTabs"] [role="tab"]').count()
-        assert tab_count == len(labels), f"{tab_count} tabs on the page"
-        hidden = page.evaluate(TABS_OUT_OF_SIGHT_JS)
-        assert not hidden, f"tabs cut off at the phone's edge: {hidden}"
-        for label in labels[1:]:
-            mark = page.runs.mark()
-            page.get_by_role("tab", name=label).click()
-            assert page.runs.wait_settled(mark), f"opening {label} ran nothing"
-            page.wait_for_selector("[role='tabpanel'] h3")  # every section opens with a heading
-            page.wait_for_function(EVERY_CHART_DRAWN_JS)  # the checks below need drawn figures
-            wait_plots_fit(page)  # plotly resizes a figure to its box after the first layout
-            assert parse_qs(urlparse(page.url).query).get(key) == [label], page.url
-            # the closed tabs' figures are gone: no section draws more than five
-            assert page.locator(".js-plotly-plot").count() <= 5, label
-            assert page.evaluate(SIDEWAYS_JS) == {"document": 0, "main": 0}, label
-            assert not page.evaluate(WIDE_FORMULAS_JS), label
-            assert not page.evaluate(LABELS_OUTSIDE_JS), label
-            assert not page_exceptions(page) and not page.errors, label
+        for index, step in enumerate(walk):
+            app_page = by_url[path.url_path(step)]
+            if index:  # the page before's own Next link, as a visitor on a phone taps it
+                mark = page.runs.mark()
+                page.locator(NEXT_LINK).filter(has_text=f"Next: {step.title}").click()
+                assert page.runs.wait_settled(mark, start_timeout_ms=60_000), step.title
+                assert urlparse(page.url).path.strip("/") == app_page.url_path, page.url
+                # the pointer stayed where the link was: a figure drawn under it would count as
+                # touched and show its toolbar, which assert_phone_dark checks is hidden
+                page.mouse.move(0, 0)
+            assert_phone_dark(page, f"{step.title} on a phone")
+            # the walk kept the sidebar's switches: the pair's sentence is still in the URL
+            assert parse_qs(urlparse(page.url).query).get("pair") == ["The water rose."], page.url
+            assert_tabs_fit_a_phone(page, app_page)
     finally:
         context.close()
 
