@@ -505,27 +505,83 @@ def test_a_tap_on_a_long_sentences_query_image_names_the_cell(server, browser, m
         context.close()
 
 
-def test_the_payoff_says_before_its_question_why_page_ones_formula_gives_another_cosine(model):
-    """Step 7 quotes page 1's 1.000 → 0.920, then mixes the model's own layer-0 rows by the same
-    formula: where that gives another cosine, the paragraph above the question says so and why
-    (the rows' length), with numbers recomputed here from those rows."""
-    at = run_page("views/qkv.py", query={"qkv_section": "7 · Payoff"})
-    assert_no_exception(at)
-    text = " ".join(shown(m.value) for m in at.markdown)
-    through = qkv.shared_word_through_heads(model, "money bank grows", "river bank flows", "bank")
-    page_one_after = re.search(r"took their cosine from [\d.]+ to ([\d.]+)\.", text).group(1)
-    rows = [  # the word's row of X in each sentence, and softmax(X Xᵀ) X's row for it
-        context.attention_input(model, trace.input_ids, trace.segments, 0).astype(np.float64)
-        for trace in (model.run("money bank grows"), model.run("river bank flows"))
-    ]
+def _formula_on_rows(rows: list[np.ndarray], indices: tuple[int, int]) -> tuple[float, float]:
+    """Page 1's formula softmax(X Xᵀ) X on each sentence's rows: the cosine of the word's two
+    input rows, then of its two mixed rows, in float64."""
     mixed = []
-    for x, index in zip(rows, (through.index_a, through.index_b), strict=True):
+    for x, index in zip(rows, indices, strict=True):
         scores = x @ x.T
         weights = np.exp(scores - scores.max(axis=1, keepdims=True))
         weights /= weights.sum(axis=1, keepdims=True)
         mixed.append((weights @ x)[index])
-    here = float(mixed[0] @ mixed[1] / np.linalg.norm(mixed[0]) / np.linalg.norm(mixed[1]))
+    inputs = [x[index] for x, index in zip(rows, indices, strict=True)]
+
+    def cosine(a: np.ndarray, b: np.ndarray) -> float:
+        return float(a @ b / np.linalg.norm(a) / np.linalg.norm(b))
+
+    return cosine(*inputs), cosine(*mixed)
+
+
+def _assert_formula_paragraph(text: str, cosine_input: float, here: float) -> None:
+    """The paragraph before the payoff's question: its cosine and its clause on the input rows
+    follow numbers computed in the test."""
+    page_one_after = re.search(r"took their cosine from [\d.]+ to ([\d.]+)\.", text).group(1)
     differs = f"{here:.3f}" != page_one_after
-    said = f"page 1's formula gives {here:.3f} where page 1's own rows gave"
+    said = f"page 1's formula gives {here:.3f} on them, where page 1's own rows gave"
     assert (said in text) == differs, text[-600:]
-    assert differs, "on MiniLM the two differ (1.000 against 0.920): the case this test reads"
+    if round(cosine_input, 3) >= 1.0:
+        assert "rows enter as the same vector" in text, text[-600:]
+    else:  # the drop comes before any mixing: the paragraph says so, with the input cosine
+        assert f"already differ before any mixing (cosine {cosine_input:.3f};" in text, text[-600:]
+        assert "enter as the same vector" not in text, text[-600:]
+
+
+def test_the_payoff_says_before_its_question_why_page_ones_formula_gives_another_cosine(model):
+    """Step 7 quotes page 1's 1.000 → 0.920, then mixes the model's own layer-0 rows by the same
+    formula: where that gives another cosine, the paragraph above the question says so and why
+    (the rows' length; whether the word's two rows already differ), with numbers recomputed here
+    from those rows."""
+    at = run_page("views/qkv.py", query={"qkv_section": "7 · Payoff"})
+    assert_no_exception(at)
+    text = " ".join(shown(m.value) for m in at.markdown)
+    through = qkv.shared_word_through_heads(model, "money bank grows", "river bank flows", "bank")
+    rows = [  # the word's row of X in each sentence, and softmax(X Xᵀ) X's row for it
+        context.attention_input(model, trace.input_ids, trace.segments, 0).astype(np.float64)
+        for trace in (model.run("money bank grows"), model.run("river bank flows"))
+    ]
+    cosine_input, here = _formula_on_rows(rows, (through.index_a, through.index_b))
+    _assert_formula_paragraph(text, cosine_input, here)
+    assert f"{here:.3f}" == "1.000", "on MiniLM the two differ (1.000 against 0.920)"
+
+
+def test_the_payoffs_formula_paragraph_on_gpt2_blames_the_input_rows(local_folders):
+    """On a GPT-2, "bank" sits at another piece in each sentence, so its two input rows get
+    different position rows and differ before any mixing: the paragraph says so with their
+    cosine, read here from transformers' own layer 0 (what its attention is handed)."""
+    from family_pages import family_folder, run_on
+    from tiny_families import load_reference
+
+    from core.reference import _layer_modules
+
+    folder = family_folder("gpt2")
+    own = core.load_folder(folder)
+    reference = load_reference(folder, "gpt2")
+    pair = ("money bank grows", "river bank flows")
+    word = context.shared_piece(*(own.run(text).tokens for text in pair), "bank")
+    through = qkv.shared_word_through_heads(own, *pair, word)
+    attention = _layer_modules(reference)[0].get_submodule("attn")
+    seen: list[torch.Tensor] = []  # (1, n, d_model) per sentence: ln_1's output
+    handle = attention.register_forward_pre_hook(
+        lambda _m, args, kwargs: seen.append(args[0] if args else kwargs["hidden_states"]),
+        with_kwargs=True,
+    )
+    for text in pair:
+        with torch.inference_mode():
+            reference(input_ids=torch.tensor(np.array([own.run(text).input_ids])))
+    handle.remove()
+    rows = [x[0].double().numpy() for x in seen]
+    cosine_input, here = _formula_on_rows(rows, (through.index_a, through.index_b))
+    assert through.index_a != through.index_b  # the case this test reads
+    at = run_on(folder, "views/qkv.py", state={"qkv_section": "7 · Payoff"})
+    assert_no_exception(at)
+    _assert_formula_paragraph(" ".join(shown(m.value) for m in at.markdown), cosine_input, here)

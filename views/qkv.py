@@ -408,17 +408,41 @@ def payoff() -> None:
 
 def _formula_here(through_heads: qkv.SharedWordThroughHeads, cosine_on_page_one: float) -> str:
     """Why page 1's formula may give another cosine here than on page 1, said before the
-    question: these rows are the model's own, and their length decides how much X Xᵀ keeps on
-    the token itself. Empty when the two cosines print the same."""
+    question. Two things can differ: these rows are the model's own, and their length decides
+    how much X Xᵀ keeps on the token itself; and the word's two rows may already differ before
+    any mixing (another position, another position row). Each clause follows its number; empty
+    when the two cosines print the same."""
     here = through_heads.cosine_parameter_free
     if f"{here:.3f}" == f"{cosine_on_page_one:.3f}":
         return ""
     lengths = span(through_heads.input_lengths, ".1f")  # "11.5", or "9.8–11.5"
     kept = span(through_heads.self_weight_parameter_free, ".2f")
+    # "passes on" only when both rows keep practically all of it (the identity to 2 d.p.)
+    passes = min(through_heads.self_weight_parameter_free) >= 0.995
+    length = (
+        f"these rows are {lengths} long, so page 1's unscaled X Xᵀ keeps {kept} of the weight "
+        + (
+            "on the token itself and passes each row on as it came"
+            if passes
+            else "on the token itself"
+        )
+    )
+    word = f"*{literal(through_heads.word)}*"
+    if round(through_heads.cosine_input, 3) >= 1.0:
+        rows = f"the two {word} rows enter as the same vector"
+    else:
+        where = (
+            f"piece {through_heads.index_a} in both sentences"
+            if through_heads.index_a == through_heads.index_b
+            else f"piece {through_heads.index_a} in A and {through_heads.index_b} in B"
+        )
+        rows = (
+            f"the two {word} rows already differ before any mixing (cosine "
+            f"{through_heads.cosine_input:.3f}; {word} is {where})"
+        )
     return (
-        f" One thing differs from page 1: these rows are {lengths} long, so page 1's unscaled "
-        f"X Xᵀ keeps {kept} of the weight on the token itself, and on them page 1's formula "
-        f"gives {here:.3f} where page 1's own rows gave {cosine_on_page_one:.3f}."
+        f" Here {length}, and {rows}: page 1's formula gives {here:.3f} on them, where page "
+        f"1's own rows gave {cosine_on_page_one:.3f}."
     )
 
 
