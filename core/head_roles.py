@@ -191,10 +191,12 @@ def _sink_columns(
 def sink_names(tokens: Sequence[str], special: Sequence[bool] | None = None) -> tuple[str, str]:
     """What special_shares_by_layer's two shares are about: position 0 ("[CLS]", "<s>", or
     "the first piece" when it is a word) and the other specials ("[SEP]", or "the other
-    specials" when they differ)."""
+    specials" when they differ; "the first <s>" and "the later <s>" when both have one name)."""
     specials = _specials(tokens, special)
     first_name = tokens[0] if len(tokens) and specials[0] else "the first piece"
     others = sorted({tokens[i] for i in range(1, len(tokens)) if specials[i]})
+    if others == [first_name]:  # a pair framed "<s> A <s> B": one name, two places
+        return f"the first {first_name}", f"the later {first_name}"
     return first_name, others[0] if len(others) == 1 else "the other specials"
 
 

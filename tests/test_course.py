@@ -318,6 +318,19 @@ def test_parking_spot_is_the_special_token_with_more_weight():
     assert head_roles.parking_spot(weights, tokens) == "[CLS]"
 
 
+def test_a_pair_framed_by_one_special_names_its_two_places_apart():
+    """A Llama pair is framed "<s> A <s> B": the first <s> and the later one are two places with
+    one piece name, and each keeps its own share and its own name in the parking test."""
+    tokens = ["<s>", "a", "b", "<s>", "c"]
+    special = [True, False, False, True, False]
+    first, later = head_roles.sink_names(tokens, special)
+    assert first != later and "<s>" in first and "<s>" in later
+    weights = np.zeros((1, 1, 5, 5))
+    weights[..., 0] = 0.9  # every row parks on the first <s>, none on the later one
+    weights[..., 1] = 0.1
+    assert head_roles.parking_spot(weights, tokens, special) == first
+
+
 def test_repeat_example_reads_the_weight_between_two_occurrences(model):
     sentence = "The monitor will monitor the room all night."
     example = head_roles.repeat_example(model, sentence, 0, 8)

@@ -126,6 +126,9 @@ def test_the_overview_takeaway_says_which_pieces_a_row_weighs(
     assert (whole if unmask else masked) in said and (masked if unmask else whole) not in said
     rows = "token *i* and the tokens before it sum to 1" if not unmask else "all tokens sum to 1"
     assert rows in texts(at)
+    # the first paragraph: a decoder never looks ahead, unless this run removed its mask
+    assert ("never looks ahead" in texts(at)) is not unmask
+    assert ("removes that mask in this run" in texts(at)) is unmask
 
 
 def test_an_encoder_says_why_it_has_no_next_word_panel():

@@ -270,9 +270,12 @@ def test_window_query_row_and_shared_pieces(tiny):
 def test_a_head_earns_its_roles_name_at_twice_an_even_spread():
     from ui import wording
 
-    # read at two decimals, as printed: 0.24 against 0.12 is exactly twice
+    # exactly twice earns it; 1.95x does not, though it prints as 0.14 against 0.07
     assert wording.role_head_label("previous-token", "the token before", 0.24, 0.12) == (
         "previous-token head"
+    )
+    assert wording.role_head_label("self", "the token itself", 0.144, 0.074) == (
+        "leans most to the token itself"
     )
     assert wording.role_head_label("previous-token", "the token before", 0.165, 0.111) == (
         "leans most to the token before"

@@ -843,7 +843,7 @@ def test_a_head_is_called_previous_token_only_at_twice_an_even_spread(local_fold
     rows = [i for i in real if i - 1 in real]
     on_before = float(np.mean([weights[i, i - 1] for i in rows]))
     even = float(np.mean([1 / (i + 1) for i in rows]))
-    named = round(on_before, 2) >= 2 * round(even, 2)
+    named = on_before >= 2 * even
     assert (said.group(3) == "previous-token head") == named, (on_before, even, said.group(0))
     # the tab 1 paragraph: its name follows the two shares it prints
     texts = _page_texts(family, "views/multi_head.py", {"mh_section": "1 · All heads"})

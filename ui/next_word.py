@@ -73,7 +73,7 @@ def switches(model: core.Transformer, layer: int, head: int) -> dict[str, dict[s
         "√d_k off": {"scale": False},
         "causal mask removed": {"causal": False},
         "positions removed": {"positions": False},
-        f"head {layer}.{head} removed": {"ablate": ((layer, head),)},
+        f"L{layer} H{head} removed": {"ablate": ((layer, head),)},
         f"layer {layer}'s {model.n_heads} heads removed": {
             "ablate": tuple((layer, h) for h in range(model.n_heads))
         },

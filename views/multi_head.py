@@ -142,9 +142,9 @@ def why_several_heads() -> None:
         "apart afterwards. Several heads give several separate mixtures, each from its own "
         f"{own_weights}, and W_O decides how to combine them."
         + (
-            f" {model_label} is trained with the causal mask: no token sees a later one, so no "
-            "head can look at the word after, and the second head here is the one that keeps "
-            "most weight on the token itself."
+            f" {model_label} is trained with the causal mask: in training no token saw a later "
+            "one, so no head learned to look at the word after, and the second head here is the "
+            "one that keeps most weight on the token itself."
             if PARTNER != "next"
             else ""
         )

@@ -29,13 +29,21 @@ model_label = models.label(model)  # the model's name in the prose
 anatomy = anatomy_text.of(model)  # the vocabulary's size, whether it is a decoder, ...
 
 st.title("Attention Explorer")
-# who a token may look at is the model's nature: a decoder is trained with the causal mask
-looks_at = (
-    f"lets each token look at itself and the tokens before it (as a decoder, {model_label} never "
-    "looks ahead)"
-    if anatomy.is_decoder
-    else "lets every token look at every other token"
-)
+# who a token may look at is the model's nature: a decoder is trained with the causal mask, which
+# the sidebar's switch may remove for this run
+if not anatomy.is_decoder:
+    looks_at = "lets every token look at every other token"
+elif inputs.causal:
+    looks_at = (
+        "lets each token look at itself and the tokens before it (as a decoder, "
+        f"{model_label} never looks ahead)"
+    )
+else:
+    looks_at = (
+        "lets each token look at itself and the tokens before it (as a decoder, "
+        f"{model_label} was trained never to look ahead; the sidebar's switch removes that mask "
+        "in this run, so here every token looks at every other)"
+    )
 st.markdown(
     f"A transformer starts from one fixed vector per word piece and, layer by layer, {looks_at} "
     "and mix in what it finds, then reworks each token on its "
