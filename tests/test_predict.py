@@ -553,6 +553,8 @@ def tiny_decoder():
 def test_a_tiny_decoders_questions_have_the_answers_numpy_gives(tiny_decoder):
     """On a causal model: the previous-token row, the first row under the mask, the attention
     majority and a rollout row, each answer recomputed here from the run's own weights."""
+    from family_pages import TEXT as FAMILY_TEXT
+
     from core import information_flow
     from core import scaling_masking as masking
 
@@ -563,23 +565,36 @@ def test_a_tiny_decoders_questions_have_the_answers_numpy_gives(tiny_decoder):
     def right(question) -> set[str]:
         return {question.options[k] for k in question.answers}
 
-    for layer in range(n_layers):  # 1. which key the previous-token head's row weights most
-        on_previous = np.array([weights[layer, :, i, i - 1] for i in range(1, n)]).mean(axis=0)
-        head = int(np.argmax(on_previous))
-        query = max(range(2, n), key=lambda i: weights[layer, head, i, i - 1])
-        question = predict_answers.previous_token_row(
-            trace.attentions[layer], trace.tokens, on_previous, layer, causal=True
-        )
-        assert right(question) == _labels(trace.tokens, _argmax(weights[layer, head, query]))
-        # the chance beside it: row i sees i + 1 keys under the mask; the role's name only at
-        # twice that or more, as printed
-        chance = np.mean([1 / (i + 1) for i in range(1, n)])
-        assert f"against {chance:.2f} for an even spread" in question.prompt
-        named = round(on_previous[head], 2) >= 2 * round(chance, 2)
-        assert ("is the layer's previous-token head" in question.reason) == (
-            named and _argmax(weights[layer, head, query]) == {query - 1}
-        )
-        assert np.triu(weights[layer, head], 1).max() == 0  # the mask: nothing after the query
+    # 1. which key the previous-token head's row weights most; the longer sentence has a layer
+    # whose leading head gives the token before less than an even spread (the "no lean" case)
+    no_lean_seen = False
+    for sentence in (trace, tiny_decoder.run(FAMILY_TEXT)):
+        weights = sentence.attentions.astype(np.float64)  # (L, H, n, n), causal
+        n = weights.shape[-1]
+        for layer in range(n_layers):
+            on_previous = np.array([weights[layer, :, i, i - 1] for i in range(1, n)]).mean(axis=0)
+            head = int(np.argmax(on_previous))
+            query = max(range(2, n), key=lambda i: weights[layer, head, i, i - 1])
+            question = predict_answers.previous_token_row(
+                sentence.attentions[layer], sentence.tokens, on_previous, layer, causal=True
+            )
+            assert right(question) == _labels(sentence.tokens, _argmax(weights[layer, head, query]))
+            # the chance beside it: row i sees i + 1 keys under the mask; the role's name only at
+            # twice that or more; a head at or below it is said to lean no more than an even spread
+            chance = np.mean([1 / (i + 1) for i in range(1, n)])
+            assert f"against {chance:.2f} for an even spread" in question.prompt
+            named = on_previous[head] >= 2 * chance
+            assert ("is the layer's previous-token head" in question.reason) == (
+                named and _argmax(weights[layer, head, query]) == {query - 1}
+            )
+            no_lean = "gives the token before no more than an even spread would"
+            assert (no_lean in question.reason) == (on_previous[head] <= chance), question.reason
+            no_lean_seen |= bool(on_previous[head] <= chance)
+            assert np.triu(weights[layer, head], 1).max() == 0  # the mask: nothing after the query
+    assert no_lean_seen, "the case the longer sentence is here for"
+
+    weights = trace.attentions.astype(np.float64)  # (L, H, n, n), causal
+    n = weights.shape[-1]
 
     # 2. under the mask the first row keeps everything; without it, the same scores over all
     # n keys (a decoder's own weights carry the mask, so they cannot give this number)

@@ -357,6 +357,14 @@ def previous_token_row(
     word, previous = _token_label(tokens, query), _token_label(tokens, query - 1)
 
     against = f"against {chance:.2f} for an even spread"
+    # the lean, said as the two numbers stand: at or below an even spread is no lean at all
+    share = float(on_previous[head])
+    if named:
+        leans = "leans to the token before"
+    elif share > chance:
+        leans = "leans only a little to the token before"
+    else:
+        leans = "gives the token before no more than an even spread would"
 
     def reason(best: int) -> str:
         if best == query - 1 and named:
@@ -367,12 +375,12 @@ def previous_token_row(
             )
         if best == query - 1:
             return (
-                f"Head {head} leans only a little to the token before ({on_previous[head]:.2f} "
+                f"Head {head} {leans} ({on_previous[head]:.2f} "
                 f"on average, {against}), yet the row of {word}, picked as the one that gives "
                 f"the token before the most, gives {previous} {row[query - 1]:.2f}."
             )
         return (
-            f"Head {head} leans to the token before ({on_previous[head]:.2f} on average, "
+            f"Head {head} {leans} ({on_previous[head]:.2f} on average, "
             f"{against}), yet this row gives {_token_label(tokens, best)} {row[best]:.2f}, more "
             f"than the {row[query - 1]:.2f} of {previous}, the token before."
         )
