@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from core import head_stats
 from core.transformer import Transformer
 
 # Probe sentences: ordinary text, plus words that occur twice in one sentence (the second time
@@ -60,17 +61,23 @@ def role_weights(
     """
     weights = np.asarray(attn_weights, dtype=np.float64)
     real = real_positions(tokens, special)
-    is_real = set(real)
+    not_real = np.ones(len(tokens), dtype=bool)
+    not_real[real] = False
     same_rows = [i for i in real if any(tokens[j] == tokens[i] for j in real if j != i)]
 
     def rows(values: list[np.ndarray]) -> np.ndarray:
         return np.stack(values, axis=-1) if values else np.zeros(weights.shape[:2] + (0,))
 
+    def on_offset(offset: int) -> np.ndarray:
+        # query i reads key i + offset; both real word pieces: the rule the Heatmaps page's
+        # statistics use too (head_stats.role_rows)
+        role_rows = head_stats.role_rows(not_real, offset)
+        return weights[..., role_rows, role_rows + offset]  # (L, H, rows)
+
     out = {
-        # query i reads key i-1 / i+1; both must be real word pieces
-        "previous": rows([weights[..., i, i - 1] for i in real if i - 1 in is_real]),
-        "next": rows([weights[..., i, i + 1] for i in real if i + 1 in is_real]),
-        "self": rows([weights[..., i, i] for i in real]),
+        "previous": on_offset(-1),
+        "next": on_offset(+1),
+        "self": on_offset(0),
         "cls": rows([weights[..., i, 0] for i in real if i > 0]),  # (L, H, real rows after 0)
     }
     if same_rows:

@@ -71,9 +71,9 @@ class HeadStats:
     entropy: np.ndarray  # mean row entropy in bits (0 = one key takes all, log2 n = uniform)
     on_cls: np.ndarray  # mean weight a row puts on [CLS]
     on_sep: np.ndarray  # mean weight a row puts on [SEP] (both of them for a pair)
-    on_self: np.ndarray  # mean α_ii
-    on_previous: np.ndarray  # mean α_i,i-1 over rows that have a previous token
-    on_next: np.ndarray  # mean α_i,i+1 over rows that have a next token
+    on_self: np.ndarray  # mean α_ii over role_rows (real word pieces)
+    on_previous: np.ndarray  # mean α_i,i-1 over role_rows: a real piece after a real piece
+    on_next: np.ndarray  # mean α_i,i+1 over role_rows: a real piece before a real piece
     sink: np.ndarray  # bool: on_cls + on_sep ≥ threshold
 
     @property
@@ -107,13 +107,26 @@ class HeadStats:
         return columns
 
 
-def _mean_offset_diagonal(weights: np.ndarray, offset: int) -> np.ndarray:
-    """(L, H): mean of α_i,i+offset over the rows where that key exists."""
-    n = weights.shape[-1]
-    if n <= abs(offset):
+def role_rows(special: np.ndarray, offset: int) -> np.ndarray:
+    """(k,) the query rows i whose key i + offset exists, where both i and i + offset are real
+    word pieces (special False): the rows that score "itself" (offset 0), "the token before"
+    (−1) or "the token after" (+1). One rule for every page that scores these roles (the
+    Heatmaps statistics and page 4's role scores, core/head_roles.py): weight a row parks on a
+    special piece beside it does not count as weight on a neighbour, and a special row asks
+    nothing."""
+    special = np.asarray(special, dtype=bool)
+    n = len(special)
+    rows = np.arange(max(0, -offset), min(n, n - offset))  # rows whose key i + offset exists
+    return rows[~special[rows] & ~special[rows + offset]]
+
+
+def _mean_on_offset(weights: np.ndarray, special: np.ndarray, offset: int) -> np.ndarray:
+    """(L, H): mean of α_i,i+offset over role_rows(special, offset); 0 where there is none."""
+    rows = role_rows(special, offset)
+    if not len(rows):
         return np.zeros(weights.shape[:2])
-    diagonal = np.diagonal(weights, offset=offset, axis1=-2, axis2=-1)  # (L, H, n - |offset|)
-    return diagonal.astype(np.float64).mean(axis=-1)
+    # the two index arrays pick element (i, i + offset) of every head's matrix: (L, H, k)
+    return weights[..., rows, rows + offset].astype(np.float64).mean(axis=-1)
 
 
 def head_statistics(
@@ -150,10 +163,10 @@ def head_statistics(
         entropy=np.stack([row_entropy(layer).mean(axis=-1) for layer in shown]),
         on_cls=shown[..., is_cls].sum(axis=-1, dtype=np.float64).mean(axis=-1),
         on_sep=shown[..., is_sep].sum(axis=-1, dtype=np.float64).mean(axis=-1),
-        on_self=_mean_offset_diagonal(shown, 0),
-        # np.diagonal offset -1 gives α_i,i-1 (the key before the query), +1 the key after.
-        on_previous=_mean_offset_diagonal(shown, -1),
-        on_next=_mean_offset_diagonal(shown, 1),
+        # offset -1 reads α_i,i-1 (the key before the query), +1 the key after
+        on_self=_mean_on_offset(shown, specials, 0),
+        on_previous=_mean_on_offset(shown, specials, -1),
+        on_next=_mean_on_offset(shown, specials, 1),
         sink=parked >= sink_threshold,
     )
 

@@ -139,11 +139,14 @@ def test_head_statistics_by_loops():
             assert stats.entropy[layer, h] == pytest.approx(entropy)
             assert stats.on_cls[layer, h] == pytest.approx(on["[CLS]"])
             assert stats.on_sep[layer, h] == pytest.approx(on["[SEP]"])
-            assert stats.on_self[layer, h] == pytest.approx(sum(w[i, i] for i in range(n)) / n)
-            previous = [w[i, i - 1] for i in range(1, n)]  # rows that have a token before them
-            following = [w[i, i + 1] for i in range(n - 1)]
-            assert stats.on_previous[layer, h] == pytest.approx(sum(previous) / (n - 1))
-            assert stats.on_next[layer, h] == pytest.approx(sum(following) / (n - 1))
+            # self, previous and next: rows of real word pieces whose neighbour is one too
+            real = [i for i in range(n) if TOKENS[i] not in ("[CLS]", "[SEP]")]
+            selves = [w[i, i] for i in real]
+            previous = [w[i, i - 1] for i in real if i - 1 in real]  # "bank" after "the", ...
+            following = [w[i, i + 1] for i in real if i + 1 in real]
+            assert stats.on_self[layer, h] == pytest.approx(sum(selves) / len(selves))
+            assert stats.on_previous[layer, h] == pytest.approx(sum(previous) / len(previous))
+            assert stats.on_next[layer, h] == pytest.approx(sum(following) / len(following))
             assert stats.sink[layer, h] == (on["[CLS]"] + on["[SEP]"] >= 0.5)
     assert stats.sink[1, 2] and stats.n_sinks == int(stats.sink.sum())
     table = stats.table()

@@ -856,3 +856,17 @@ def test_a_head_is_called_previous_token_only_at_twice_an_even_spread(local_fold
     assert paragraph.group(1).startswith("The previous-token head") == (
         round(share, 2) >= 2 * round(chance, 2)
     ), paragraph.group(0)
+
+
+@pytest.mark.parametrize("family", ["llama", "bert"])
+def test_heatmaps_and_multi_head_pick_one_head_for_the_token_before(family, local_folders):
+    """One rule for the rows a role counts (real pieces beside real pieces): on a model whose
+    specials sit before word pieces (<s>, [CLS]), the Heatmaps takeaway and Multi-head's "Why
+    several heads" name the same head for the token before, with the same share."""
+    heatmaps = " ".join(_page_texts(family, "views/heatmaps.py"))
+    said = re.search(r"L(\d+) H(\d+) gives the token before ([\d.]+) of a row", heatmaps)
+    multi_head = _page_texts(family, "views/multi_head.py", {"mh_section": "Why several heads"})
+    legend = _one_match(
+        multi_head, r"L(\d+) H(\d+) \((previous-token head|leans most to the token before)"
+    )
+    assert said and said.group(1, 2) == legend.group(1, 2), (said, legend.group(0))

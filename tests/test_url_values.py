@@ -162,8 +162,10 @@ def hidden_statistics_by_loop(attn_weights: np.ndarray, tokens: list[str]) -> di
                 total = sum(row)
                 row = [w / total if total > 0 else 0.0 for w in row]
                 entropies.append(-sum(w * np.log2(w) for w in row if w > 0))
+                if tokens[i] in SPECIALS:
+                    continue  # a special row scores no role: only real word pieces ask
                 selves.append(row[i])
-                if i + 1 < n:
+                if i + 1 < n and tokens[i + 1] not in SPECIALS:
                     nexts.append(row[i + 1])
             out["entropy"][layer, head] = np.mean(entropies)
             out["on_self"][layer, head] = np.mean(selves)

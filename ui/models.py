@@ -264,16 +264,12 @@ def piece_scheme_note(trace: core.Trace) -> str:
     return f"{marks} {framing}"
 
 
-def special_pieces_phrase(trace: core.Trace, *, before_a_piece: bool = False) -> str:
+def special_pieces_phrase(trace: core.Trace) -> str:
     """The special pieces this Trace holds, each once and escaped for Markdown: "[CLS] and
-    [SEP]" for MiniLM, "<s>" for a Llama, "" for GPT-2, whose tokenizer adds none.
-    before_a_piece: only those some piece follows (a sentence's closing [SEP] is before none)."""
-    last = len(trace.tokens) - 1 if before_a_piece else len(trace.tokens)
+    [SEP]" for MiniLM, "<s>" for a Llama, "" for GPT-2, whose tokenizer adds none."""
     names = list(
         dict.fromkeys(
-            t
-            for t, is_special in zip(trace.tokens[:last], trace.special[:last], strict=True)
-            if is_special
+            t for t, is_special in zip(trace.tokens, trace.special, strict=True) if is_special
         )
     )
     shown = [literal(name, max_chars=40) for name in names]

@@ -44,7 +44,6 @@ sidebar.off_distribution_note(inputs, model_label)  # the sidebar's switches act
 tokens = trace.tokens
 
 specials = models.special_pieces_phrase(trace)  # "[CLS] and [SEP]"; "" where none are added
-specials_before = models.special_pieces_phrase(trace, before_a_piece=True)  # "[CLS]"
 renormalise = st.toggle(
     "Hide the special pieces, renormalise the rest",
     key="hm_renorm",
@@ -77,12 +76,8 @@ takeaway.show(
     f"One sentence, {model.n_layers * model.n_heads} heads, each with its own table: {sinks}"
     f"L{prev_layer} H{prev_head} gives the {unit[:-1]} before "
     f"{head_summary.on_previous[prev_layer, prev_head]:.2f} of a row, against "
-    f"{head_summary.mean_over_heads('on_previous'):.2f} for the average head"
-    # every row counts here, a special piece as the one before too; page 4's role scores skip
-    # those rows, so the two pages may pick different heads
-    + (f" ({specials_before} counted as a {unit[:-1]} before too)."
-       if specials_before and not renormalise else ".")
-)  # fmt: skip
+    f"{head_summary.mean_over_heads('on_previous'):.2f} for the average head."
+)
 grid_slot = st.container()
 st.markdown(  # how to read the grid, under it: the grid itself opens the first screen
     "Each row of the grid is a layer, input side at the top (on a phone a layer takes two "
@@ -204,6 +199,12 @@ stats = heatmaps_runs.head_statistics(trace, renormalise, word_level)  # of the 
 st.markdown(
     f"Averages over the {n_shown} query rows of this input"
     + (" (one per word; self, previous and next are words too)" if word_level else "")
+    + (
+        f"; self, previous and next count only the rows where the {unit[:-1]} and that "
+        f"neighbour are both real, not {specials}, as page 4's role scores do"
+        if specials
+        else ""
+    )
     + ". Entropy is low when a row "
     "commits to one key and reaches log₂ n bits when it spreads evenly over n keys"
     + (" (with the causal mask, row i has only i + 1 keys to spread over)" if inputs.causal else "")
