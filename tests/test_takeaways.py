@@ -182,22 +182,41 @@ def test_positional_takeaway_reads_the_sinusoids_similarity_by_distance():
     assert f"positions 50 apart {mean_at(50):.2f}: near positions look alike" in said
 
 
+def own_weight_alone_largest(weights: np.ndarray) -> tuple[int, int]:
+    """(rows whose own weight beats every other key by more than 1e-6, rows where another key
+    comes within 1e-6 of an own weight that is the largest): a tie is no win, as on page 8."""
+    others = weights.copy()
+    np.fill_diagonal(others, -np.inf)
+    gap = weights.diagonal() - others.max(axis=1)  # (n,)
+    return int(np.sum(gap > 1e-6)), int(np.sum(np.abs(gap) <= 1e-6))
+
+
 def test_qkv_takeaway_counts_rows_that_pick_themselves_for_a_trained_head(model):
     at = run_page("views/qkv.py", text=SENTENCE, query={"qkv_source": "trained head"})
     assert_no_exception(at)
     trace = model.run(SENTENCE)
     x = trace.hidden_states[0].astype(np.float64)  # what layer 0 reads
-
-    def own_is_largest(weights: np.ndarray) -> int:  # ties with another key included
-        return int(np.isclose(weights.diagonal(), weights.max(axis=1), rtol=1e-5, atol=0).sum())
-
-    one_vector = own_is_largest(softmax_rows(x @ x.T))
+    one_vector, _ = own_weight_alone_largest(softmax_rows(x @ x.T))
     query, key = (a[0, 0].astype(np.float64) for a in (trace.queries, trace.keys))
-    projected = own_is_largest(softmax_rows(query @ key.T / np.sqrt(model.d_head)))
+    projected, _ = own_weight_alone_largest(softmax_rows(query @ key.T / np.sqrt(model.d_head)))
     said = takeaway_text(at)
     n = len(trace.tokens)
-    assert f"to itself in {one_vector} of {n} rows" in said, said
-    assert f"a token's own key wins in {projected} of {n}" in said
+    assert f"to the token itself in {one_vector} of {n} rows" in said, said
+    assert f"these W_q and W_k do in {projected} of {n}" in said
+    # the figure the sentence reads follows it on the first screen: the largest-weight map
+    assert any(
+        chart.proto.id and "qkv_winners" in chart.proto.id for chart in at.get("plotly_chart")
+    )
+
+
+def test_qkv_takeaway_counts_a_repeated_words_tie_as_no_win():
+    # "the" twice: its two copies share a row of X, so in softmax(X Xᵀ) they tie for the top
+    sentence = "the cat saw the dog"
+    at = run_page("views/qkv.py", text=sentence)
+    assert_no_exception(at)
+    said = takeaway_text(at)
+    assert "another key ties it: no win" in said, said
+    assert "tied with another key" not in said
 
 
 def test_multi_head_takeaway_reads_the_two_heads_rows_from_the_trace(model):
