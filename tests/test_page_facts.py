@@ -856,3 +856,28 @@ def test_a_head_is_called_previous_token_only_at_twice_an_even_spread(local_fold
     assert paragraph.group(1).startswith("The previous-token head") == (
         round(share, 2) >= 2 * round(chance, 2)
     ), paragraph.group(0)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_positional_intro_defines_the_formulas_terms_and_the_map_names_its_scheme(
+    local_folders, family
+):
+    """The intro's x_p formula gets a "?" for the terms it uses before they are taught: the
+    segment row where the checkpoint has a segment table, the norm where the family normalises
+    its embeddings (BERT's three, not GPT-2); a rotary model writes no formula and gets none. The
+    first tab's map is the original Transformer's scheme, not the model's."""
+    folder = family_folder(family)
+    config = json.loads((folder / "config.json").read_text())
+    at = run_on(folder, "views/positional.py")
+    assert not at.exception, [e.value for e in at.exception]
+    intro = [m for m in at.markdown if "Other schemes put position inside attention" in m.value]
+    assert len(intro) == 1
+    help_text = intro[0].proto.help
+    if family == "llama":  # rotary: no x_p formula in the intro
+        assert "its input is" not in intro[0].value and not help_text
+    else:
+        assert ("**segment rows**" in help_text) == (config.get("type_vocab_size", 0) > 0)
+        assert ("**LayerNorm**" in help_text) == (family != "gpt2"), help_text
+    (sinusoid,) = [c for c in at.get("plotly_chart") if "pos_sinusoid" in c.proto.id]
+    title = json.loads(sinusoid.proto.spec)["layout"]["title"]["text"]
+    assert "original Transformer" in title and "own positions" in title, title

@@ -160,26 +160,30 @@ def test_inside_layer_takeaway_counts_each_sublayers_weights(model):
     )
 
 
-def test_positional_takeaway_reads_the_sinusoids_similarity_by_distance():
+def test_positional_takeaway_reads_the_sinusoid_map_it_opens_on(model):
+    import json
+
+    from ui import models
+
     at = run_page("views/positional.py", text=SENTENCE)
     assert_no_exception(at)
     n, d = 100, 128  # the sliders' defaults
-    positions = np.arange(n)[:, None]
-    frequencies = 10000.0 ** (-np.arange(0, d, 2) / d)  # (d/2,)
-    table = np.zeros((n, d))
-    table[:, 0::2], table[:, 1::2] = (
-        np.sin(positions * frequencies),
-        np.cos(positions * frequencies),
-    )
-    unit = table / np.linalg.norm(table, axis=1, keepdims=True)
-    cosines = unit @ unit.T
-
-    def mean_at(distance: int) -> float:
-        return float(np.mean([cosines[p, p + distance] for p in range(n - distance)]))
-
+    # ω_i = 10000^(-2i/d): pair 0 turns once per 2π positions, the last pair i = d/2 - 1
+    shortest, longest = 2 * np.pi, 2 * np.pi * 10000.0 ** ((d - 2) / d)
     said = takeaway_text(at)
-    assert f"neighbours have a mean cosine of {mean_at(1):.2f}" in said, said
-    assert f"positions 50 apart {mean_at(50):.2f}: near positions look alike" in said
+    assert (
+        f"columns 0 and 1 repeat every {shortest:.2f} positions, {n / shortest:.0f} times" in said
+    )
+    assert f"the last two every {longest:,.0f}, so across these {n} rows they hardly change" in said
+    assert "mean cosine" not in said  # the map shows values, not the similarities of rows
+    # the map says whose scheme it is: the original Transformer's, not the loaded model's
+    (first,) = [c for c in at.get("plotly_chart") if "pos_sinusoid" in c.proto.id]
+    title = json.loads(first.proto.spec)["layout"]["title"]["text"]
+    assert "original Transformer" in title and "Vaswani et al., 2017" in title, title
+    assert f"not {models.label(model)}'s own positions" in title, title
+    # the intro's formula names the model's segment row and norm before they are taught
+    (intro,) = [m for m in at.markdown if "its input is" in m.value]
+    assert "**segment rows**" in intro.proto.help and "**LayerNorm**" in intro.proto.help
 
 
 def own_weight_alone_largest(weights: np.ndarray) -> tuple[int, int]:
