@@ -64,7 +64,7 @@ takeaway.show(
     f"{row_covers}; the strongest link between two ordinary pieces is L{bold_layer} H{bold_head}'s "
     f"{literal(trace.tokens[bold_query])} → "
     + ("itself" if bold_query == bold_key else literal(trace.tokens[bold_key]))
-    + f", {bold_weight:.2f}: set Layer to {bold_layer} and Head to {bold_head} below to see it."
+    + f", {bold_weight:.2f}: the map below opens on it (layer {bold_layer}, head {bold_head})."
 )
 chart_col, notes_col = st.columns([2, 1], gap="large")
 with notes_col:
@@ -82,7 +82,9 @@ with notes_col:
     # Up to ~128 pieces every head travels with the page, and the sliders switch the heatmap in
     # the browser without a server round trip.
     in_browser = display_policy.switches_in_browser(model.n_layers, model.n_heads, trace.n_tokens)
-    layer, head = widgets.layer_head_picker(model, columns=False, in_browser=in_browser)
+    layer, head = widgets.layer_head_picker(
+        model, columns=False, in_browser=in_browser, opens_on=(bold_layer, bold_head)
+    )
     labels = widgets.numbered(trace.tokens)
     if in_browser:
         fetch = traces.refetch(model, inputs)
