@@ -233,7 +233,8 @@ def test_multi_head_takeaway_reads_the_two_heads_rows_from_the_trace(model):
     assert_no_exception(at)
     said = shown(takeaway_text(at))
     found = re.search(
-        r"For (\d+):(\S+), L(\d) H(\d+) gives the token before ([\d.]+) of its row and "
+        r"For (\d+):(\S+), L(\d) H(\d+) \(layer \3, head \4\) gives the token before ([\d.]+) "
+        r"of its row and "
         r"L(\d) H(\d+) gives the token after ([\d.]+) \(an even spread: ([\d.]+)\)",
         said,
     )
@@ -249,6 +250,17 @@ def test_multi_head_takeaway_reads_the_two_heads_rows_from_the_trace(model):
     assert ("two heads, two separate mixtures" in said) == (
         min(before, after) > 1 / len(trace.tokens)
     )
+    # the caption says which rows its counts cover: a text piece whose neighbour is one too
+    text_piece = ordinary(trace.tokens)
+    rows = [i for i in range(1, len(text_piece)) if text_piece[i] and text_piece[i - 1]]
+    head_rows = weights[int(found[3]), int(found[4])]
+    held = sum(int(np.argmax(head_rows[i])) == i - 1 for i in rows)
+    captions = shown(" ".join(c.value for c in at.caption))
+    assert (
+        f"on the token before in {held} of the {len(rows)} rows where the token and the one "
+        "before it both come from the text" in captions
+    ), captions
+    assert "([CLS] and [SEP] are the tokenizer's additions)" in captions
 
 
 def test_explanations_takeaway_names_pieces_of_the_sentence():

@@ -378,10 +378,11 @@ def previous_token_row(
         )
 
     return _token_question(
-        f"On this sentence head {head} of layer {layer} gives the token just before "
-        f"{on_previous[head]:.2f} of a row's weight on average ({against}), the most of the "
-        "layer's heads. "
-        f"In its row for **{word}**, which token will take the most weight?",
+        # which neighbour is the question: the prompt never says "before" (the answer's reason)
+        f"Of layer {layer}'s heads, head {head} gives one neighbour of each token more weight "
+        f"than any other head does on this sentence: {on_previous[head]:.2f} of a row's weight "
+        f"on average ({against}). Which neighbour? In its row for **{word}**, which token will "
+        "take the most weight?",
         tokens,
         row,
         reason,
