@@ -51,7 +51,7 @@ takeaway.show(
     f"all {model.n_layers * model.n_heads} heads is L{bold_layer} H{bold_head}'s "
     f"{literal(tokens[bold_query])} → "
     + ("itself" if bold_query == bold_key else literal(tokens[bold_key]))
-    + f", {bold_weight:.2f}: the view opens on that head (layer {bold_layer}, head {bold_head})."
+    + f", {bold_weight:.2f}: set Layer and Head to it to see its fan."
 )
 paired = head_stats.has_pair(trace.segments)
 
@@ -68,9 +68,7 @@ figure_column, controls = st.columns([3, 2], gap="medium")
 # Head sliders redraw the figure in the browser, with no server round trip.
 in_browser = display_policy.switches_in_browser(model.n_layers, model.n_heads, min(n_shown, WINDOW))
 with controls:
-    layer, head = widgets.layer_head_picker(
-        model, in_browser=in_browser, opens_on=(bold_layer, bold_head)
-    )
+    layer, head = widgets.layer_head_picker(model, in_browser=in_browser)
     display.head_switch()  # the sliders in the browser (a script: it takes no room)
     head_view_hover.install()  # pointing at a token keeps its lines (a script, no room)
     more = st.multiselect(
