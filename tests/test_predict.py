@@ -781,3 +781,24 @@ def test_the_previous_token_question_does_not_say_which_neighbour_and_tab_1_one_
     assert not re.search(r"\d%", texts), re.findall(r"[^.]*\d%[^.]*", texts)
     assert "in the grid" not in texts
     assert "answer the question there (or press Show me)" in texts
+
+
+def test_qkv_weight_ratio_quotes_every_token_one_way(model):
+    """Step 2's prompt and feedback put each token in curly quotes, a bare "." too, and never
+    glue a possessive onto a quote; the weights are the trained head's, recomputed here."""
+    sentence = "Time flies like an arrow."
+    from types import SimpleNamespace
+
+    page = SimpleNamespace(page="views/qkv.py", tab={"qkv_section": "2 · Scores"})
+    at = _open(page, {"text": sentence, **TRAINED})
+    (prompt,) = _prompts(at)
+    at = _question(at, "qkv_weight_ratio").set_value(0).run()
+    (verdict,) = _feedback(at)
+    trace = model.run(sentence)
+    row = trace.attentions[0, 0, 1].astype(np.float64)  # piece 1's row (the page's query)
+    best, second = np.argsort(-row, kind="stable")[:2]
+    tokens = trace.tokens
+    assert f"**“{tokens[1]}”**" in prompt and "”'s" not in prompt, prompt
+    assert f"“{tokens[best]}” {row[best]:.3f}, “{tokens[second]}” {row[second]:.3f}" in shown(
+        verdict
+    ), verdict
