@@ -686,7 +686,7 @@ def remove_heads() -> None:
                 trace.tokens,
                 {"1 − cosine": scaling_masking.how_far_moved(cosines[-1])},
                 f"Final vectors with {removed_name(removed)} removed",
-                "1 − cosine to the full model's final vector",
+                "1 − cosine",  # short: a phone's plot cut the long title; the caption says it
             ),
             "mh_ablation_final",
         )
@@ -699,8 +699,9 @@ def remove_heads() -> None:
             "mh_ablation_layers",
         )
         st.caption(
-            f"Bars: 0 means the token's final vector did not turn at all; the taller the bar, the "
-            f"more removing the heads changed it. In the heatmap the top row holds the "
+            f"Bars: 1 − cosine between each token's final vector here and in the full model; 0 "
+            f"means it did not turn at all, and the taller the bar, the more removing the heads "
+            f"changed it. In the heatmap the top row holds the "
             f"embeddings and each row below it the vectors after one layer; a cosine of 1 means "
             f"the same direction as in the full model. "
             f"Mean final cosine {moved.mean:.3f}; the token that moved most is "
