@@ -191,8 +191,9 @@ def state_marks(n_states: int) -> list[str]:
 
 
 # Two paths' marks of one state closer than this share of the paths' extent print over each
-# other (a model without position rows starts every occurrence of a word at one point).
-MARK_APART = 0.02
+# other: a mark is ~30 px wide on a ~700 px plot (and a model without position rows starts every
+# occurrence of a word at one point). Hover still names every marker's state.
+MARK_APART = 0.05
 
 
 def _marks_apart(paths: np.ndarray, marks: Sequence[str]) -> list[list[str]]:
