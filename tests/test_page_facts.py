@@ -881,3 +881,21 @@ def test_positional_intro_defines_the_formulas_terms_and_the_map_names_its_schem
     (sinusoid,) = [c for c in at.get("plotly_chart") if "pos_sinusoid" in c.proto.id]
     title = json.loads(sinusoid.proto.spec)["layout"]["title"]["text"]
     assert "original Transformer" in title and "own positions" in title, title
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_qkv_takeaway_counts_a_repeated_pieces_tie_as_no_win(local_folders, family):
+    """TEXT repeats "bank" (and "the"): the copies share a row of X, so in softmax(X Xᵀ) each
+    copy ties with the other for its row's largest weight; the takeaway counts those rows apart
+    from the wins, and wins and ties together are at most the rows, in every family."""
+    at = run_on(family_folder(family), "views/qkv.py")
+    assert not at.exception, [e.value for e in at.exception]
+    (said,) = [m.value for m in at.markdown if m.value.startswith("**In short:**")]
+    found = re.search(
+        r"to the token itself in (\d+) of (\d+) rows \(in (\d+) more, another key ties it: no win\)",
+        said,
+    )
+    assert found, said
+    wins, rows, ties = (int(found.group(k)) for k in (1, 2, 3))
+    assert ties >= 2 and wins + ties <= rows, said
+    assert any("qkv_winners" in chart.proto.id for chart in at.get("plotly_chart"))
