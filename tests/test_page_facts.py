@@ -898,4 +898,8 @@ def test_qkv_takeaway_counts_a_repeated_pieces_tie_as_no_win(local_folders, fami
     assert found, said
     wins, rows, ties = (int(found.group(k)) for k in (1, 2, 3))
     assert ties >= 2 and wins + ties <= rows, said
-    assert any("qkv_winners" in chart.proto.id for chart in at.get("plotly_chart"))
+    from shown import html_figures
+
+    marked = np.asarray(html_figures(at)["qkv_winners_one"]["numbers"]).reshape(rows, rows)
+    alone_on_diagonal = (marked.diagonal() == 1) & (marked.sum(axis=1) == 1)  # (rows,)
+    assert int(alone_on_diagonal.sum()) == wins  # the map shows what the sentence counts

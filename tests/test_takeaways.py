@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 from conftest import assert_no_exception, open_tab, run_page, takeaway_text
-from shown import shown
+from shown import html_figures, shown
 
 from core import by_hand
 
@@ -211,10 +211,10 @@ def test_qkv_takeaway_counts_rows_that_pick_themselves_for_a_trained_head(model)
     n = len(trace.tokens)
     assert f"to the token itself in {one_vector} of {n} rows" in said, said
     assert f"these W_q and W_k do in {projected} of {n}" in said
-    # the figure the sentence reads follows it on the first screen: the largest-weight map
-    assert any(
-        chart.proto.id and "qkv_winners" in chart.proto.id for chart in at.get("plotly_chart")
-    )
+    # the maps the sentence reads follow it: 1 where a row's largest weight goes
+    marked = np.asarray(html_figures(at)["qkv_winners_projected"]["numbers"]).reshape(n, n)
+    alone_on_diagonal = (marked.diagonal() == 1) & (marked.sum(axis=1) == 1)  # (n,)
+    assert int(alone_on_diagonal.sum()) == projected
 
 
 def test_qkv_takeaway_counts_a_repeated_words_tie_as_no_win():

@@ -15,7 +15,6 @@ from plotly.subplots import make_subplots
 from ui import charts, display_policy
 from ui.escape import literal
 from ui.matrix_charts import (
-    HIGHLIGHT,
     annotate_small,
     drawn_title,
     highlight_bars,
@@ -154,66 +153,5 @@ def score_asymmetry_heatmap(difference: np.ndarray, tokens: Sequence[str], title
         colorbar={"title": {"text": "S_ij − S_ji"}},
         hovertemplate="i %{y} → j %{x}<br>S_ij − S_ji %{z:.3f}<extra></extra>",
         selector={"type": "heatmap"},
-    )
-    return figure
-
-
-def row_winners(
-    one_vector: np.ndarray,
-    projected: np.ndarray,
-    tokens: Sequence[str],
-    limit: int = display_policy.DRAW_LIMIT,
-) -> go.Figure:
-    """Two (n, n) maps side by side, one vector for all jobs and the projections: a filled cell is
-    a key holding its row's largest weight (core.qkv.top_keys, ties all filled); the red-outlined
-    diagonal is each token's own key. The weights themselves stay for Step 2's question."""
-    shown = min(len(tokens), limit)
-    names = [literal(token) for token in tokens[:shown]]
-    figure = make_subplots(
-        rows=1,
-        cols=2,
-        horizontal_spacing=0.12,
-        subplot_titles=("one vector: X Xᵀ", "W_q, W_k: Q Kᵀ"),  # short: two fit a phone
-    )
-    for column, top in enumerate((one_vector, projected), start=1):
-        figure.add_trace(
-            go.Heatmap(
-                z=top[:shown, :shown].astype(np.float64),
-                x=np.arange(shown),
-                y=np.arange(shown),
-                zmin=0.0,
-                zmax=1.0,
-                colorscale=[[0.0, "rgba(128,128,128,0.12)"], [1.0, charts.SOFT]],
-                showscale=False,
-                xgap=1,
-                ygap=1,
-                customdata=[[(names[i], names[j]) for j in range(shown)] for i in range(shown)],
-                hovertemplate="query %{y}: <b>%{customdata[0]}</b><br>key %{x}: "
-                "<b>%{customdata[1]}</b><extra></extra>",
-            ),
-            row=1,
-            col=column,
-        )
-        for k in range(shown):  # the token's own key, outlined
-            figure.add_shape(
-                type="rect",
-                x0=k - 0.5,
-                x1=k + 0.5,
-                y0=k - 0.5,
-                y1=k + 0.5,
-                line={"width": 2, "color": HIGHLIGHT},
-                row=1,
-                col=column,
-            )
-    ticks = charts.token_ticks(list(tokens[:shown]), display_policy.SQUARE_TICKS)
-    figure.update_xaxes(ticks, title_text="key", tickangle=-45)
-    figure.update_yaxes(ticks, autorange="reversed", scaleanchor=None)
-    figure.update_yaxes(title_text="query (row)", col=1)
-    figure.update_layout(
-        title={
-            "text": "Where each row's largest weight goes<br><sup>red outline: the token itself</sup>"
-        },
-        height=int(min(420, max(260, 9 * shown + 200))),
-        margin={"l": 10, "r": 10, "t": 90, "b": 10},
     )
     return figure

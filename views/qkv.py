@@ -108,20 +108,33 @@ def roles_verdict() -> str:
 
 
 takeaway.show(
-    # checkable in the map right below it: count the red-outlined cells filled alone; the
+    # checkable in the maps right below it: count the diagonal 1s alone in their row; the
     # formula, softmax(X Xᵀ), is Step 1's
     "One vector for all three jobs gives a token's largest weight to the token itself in "
     f"{picks_itself_one_vector} of {len(tokens)} rows{_ties(tied_one_vector)}; these W_q and "
     f"W_k do in {picks_itself_projected} of {len(tokens)}{_ties(tied_projected)}: "
     f"{roles_verdict()}"
 )
-display.show_figure(
-    qkv_charts.row_winners(
-        qkv.top_keys(one_vector_weights), qkv.top_keys(result.attn_weights), tokens
-    ),
-    key="qkv_winners",
-    filename="qkv-largest-weight",
-)
+# HTML cells, as Step 1's matrices below: 1 marks the key holding a row's largest weight (every
+# key of a tie); the weights themselves wait for Step 2's question
+for column, (weights, name, key) in zip(
+    st.columns(2),
+    [
+        (one_vector_weights, "one vector, X Xᵀ", "winners_one"),
+        (result.attn_weights, "W_q, W_k: Q Kᵀ", "winners_projected"),
+    ],
+    strict=True,
+):
+    with column:
+        display.show_token_matrix(
+            qkv.top_keys(weights).astype(float),  # (n, n) 1 or 0
+            tokens,
+            f"{name}: 1 = the row's largest weight",
+            f"qkv_{key}",
+            f"qkv-{key}",
+            square=True,
+            colorbar_title="largest",
+        )
 if source != "random":  # random weights were never trained, so they have no inputs to leave
     sidebar.off_distribution_note(inputs, model_label)
 note = matrix_charts.limit_note(len(tokens))
