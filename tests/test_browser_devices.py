@@ -439,7 +439,9 @@ def test_overview_switches_layer_and_head_in_the_browser(browser, server, text):
         page.wait_for_function(f"() => ({GRID_SHOWN_JS})().pixels?.length !== 0")
         switched = grid_shown(page)
         assert (switched["colours"], switched["pixels"]) != (first["colours"], first["pixels"])
-        assert {"overview_layer=1", "overview_head=2"} <= set(page.url.split("?")[1].split("&"))
+        # the link keeps a slider that left the Overview's opening head (one still on it is
+        # left out: the page opens there); reloading it below draws layer 1, head 2
+        assert "overview_layer=1" in page.url.split("?")[1].split("&")
         assert page.errors == []
 
         mark = page.runs.mark()
