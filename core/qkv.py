@@ -27,6 +27,7 @@ from core.context import (
     index_in_both,
     parameter_free,
 )
+from core.embeddings import NEAREST_TIE
 from core.positional import cosine, rotary_turn, shuffle_order
 from core.transformer import (
     ATTN_INPUT,
@@ -209,26 +210,25 @@ def most_asymmetric_pair(matrix: np.ndarray) -> tuple[int, int]:
     return int(i), int(j)
 
 
-# Two keys of a row whose weights differ by less than this share of the row's largest count as
-# tied: a repeated word's copies have equal rows of X, so float32 gives them equal scores.
-TIE_ROUNDING = 1e-6
+def top_keys(attn_weights: np.ndarray) -> np.ndarray:
+    """(n, n) bool: the keys holding each row's largest weight, every key within NEAREST_TIE of
+    it included (page 8's tie rule: a repeated word's copies have equal rows of X, so float32
+    gives them equal scores, and neither wins)."""
+    top = attn_weights.max(axis=1, keepdims=True)  # (n, 1)
+    return attn_weights >= top - NEAREST_TIE  # (n, n)
 
 
 def rows_that_pick_themselves(attn_weights: np.ndarray) -> int:
-    """How many rows i of an (n, n) weight matrix give i itself their largest weight, alone or
-    tied with another key (a repeated word's copies share it: their rows of X are equal)."""
-    own = np.diagonal(attn_weights)  # (n,) α_ii
-    top = attn_weights.max(axis=1)  # (n,)
-    return int(np.sum(own >= top * (1 - TIE_ROUNDING)))
+    """How many rows i of an (n, n) weight matrix give i itself their largest weight alone: a
+    row whose own weight ties with another key's is no win, as a tie is no match on page 8."""
+    at_top = top_keys(attn_weights)  # (n, n)
+    return int(np.sum(np.diagonal(at_top) & (at_top.sum(axis=1) == 1)))
 
 
 def rows_tied_with_another(attn_weights: np.ndarray) -> int:
-    """How many of those rows share their largest weight between i and another key j ≠ i."""
-    n = attn_weights.shape[0]
-    top = attn_weights.max(axis=1, keepdims=True)  # (n, 1)
-    at_top = attn_weights >= top * (1 - TIE_ROUNDING)  # (n, n) keys holding the row's largest
-    others = at_top & ~np.eye(n, dtype=bool)  # (n, n) the same, i itself left out
-    return int(np.sum(np.diagonal(at_top) & others.any(axis=1)))
+    """How many rows i share their largest weight between i itself and another key j ≠ i."""
+    at_top = top_keys(attn_weights)  # (n, n)
+    return int(np.sum(np.diagonal(at_top) & (at_top.sum(axis=1) > 1)))
 
 
 # One head's outputs of the same rows in another order agree to ~1e-7 of the largest output in

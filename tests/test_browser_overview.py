@@ -45,7 +45,7 @@ def test_the_overview_loads_no_plotly_and_shows_tokens_as_text(server, browser, 
     context = browser.new_context(viewport={"width": 1300, "height": 1200})
     page = context.new_page()
     try:
-        page.goto(f"{server.url}/?text={quote(HOSTILE_TEXT)}")
+        page.goto(f"{server.url}/?text={quote(HOSTILE_TEXT)}&overview_layer=0&overview_head=0")
         wait_for_app(page)
         page.wait_for_selector(GRID_SELECTOR, timeout=60_000)
         wait_idle(page)
@@ -135,7 +135,7 @@ def test_a_tap_on_a_cell_writes_query_key_and_weight_under_the_figure(server, br
         context = browser.new_context(viewport=device, has_touch=True)
         page = context.new_page()
         try:
-            page.goto(f"{server.url}/?text={quote(short)}&layer=1&head=3")
+            page.goto(f"{server.url}/?text={quote(short)}&overview_layer=1&overview_head=3")
             wait_for_app(page)
             page.wait_for_selector(GRID_SELECTOR, timeout=60_000)
             readout = page.locator("[data-testid='stMain'] .ae-readout")

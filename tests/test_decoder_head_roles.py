@@ -72,11 +72,9 @@ def test_two_roles_are_two_heads_and_chance_follows_the_mask(family, model, loca
     # tab 1: the chance level quoted is the mean of one over the visible keys, per row
     open_tab(at, section_key(PAGE), "1 · All heads")
     tab_text = " ".join(visible_texts(at))
-    chance = re.search(
-        r"gives the token before (\d+\.\d+)% on average over the same rows", tab_text
-    )
+    chance = re.search(r"gives the token before (\d\.\d\d) on average over the same rows", tab_text)
     assert chance, tab_text[:2000]
-    assert float(chance.group(1)) == pytest.approx(100 * _even_share_of_previous(shown), abs=0.06)
+    assert float(chance.group(1)) == pytest.approx(_even_share_of_previous(shown), abs=0.006)
     if decoder:
         assert "next token:" not in tab_text and "next-token head" not in tab_text
     # the predict question's chance: row i sees i + 1 keys under the mask, n without

@@ -120,6 +120,24 @@ def test_paths_read_in_order():
         assert list(trace.marker.symbol) == ["circle", "arrow", "arrow", "arrow"]
         assert trace.marker.angleref == "previous"
         assert list(trace.marker.size) == sorted(trace.marker.size)
+    # three paths from one shared start (no position rows): "emb" is written there once
+    shared = coords.copy()
+    shared[0] = 0.0
+    fig = embeddings_charts.trajectory_figure(
+        shared,
+        np.array([1, 3, 4]),
+        ["a", "bank", "c", "bank", "bank"],
+        np.array([0, 0, 1, 1, 2]),
+        ["s one", "s two", "s three"],
+        background_layer=3,
+        title="paths",
+    )
+    paths = [t for t in fig.data if t.mode == "lines+markers+text"]
+    assert [list(t.text) for t in paths] == [
+        ["emb", "0", "1", "2"],
+        ["", "0", "1", "2"],
+        ["", "0", "1", "2"],
+    ]
     flat = embeddings_charts.trajectory_figure(
         np.zeros((n_states, m, 3)), np.array([1]), ["a"] * m, np.zeros(m, int), ["s"], 0, "t"
     )

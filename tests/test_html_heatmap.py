@@ -753,7 +753,7 @@ def test_bar_rows_take_a_shared_scale_and_refuse_raw_markup_in_a_title():
         float(re.search(r"\* ([0-9.]+)\)", row["style"]).group(1)) for row in bars_of(shared).rows
     ]
     assert shares == pytest.approx([0.25, 0.5])
-    assert "(bar: share of 0.80)" in shared  # the axis says what a full bar stands for
+    assert "(a full bar: 0.80)" in shared  # the axis says what a full bar stands for
     for title in ("<b>x</b>", "a & b", "&amp;"):
         with pytest.raises(ValueError, match="markup"):
             html_heatmap.bar_rows(["a"], {"w": np.array([1.0])}, title, "w", ["#111111"], "t")

@@ -585,3 +585,18 @@ def test_both_pages_in_chromium(server, browser):
             timeout=60_000,
         )
         assert page_exceptions(page) == [], path
+
+
+def test_remove_heads_bars_keep_a_short_axis_title_and_say_it_in_the_caption():
+    """On a 390 px phone the long y-axis title was cut; the axis says "1 − cosine" and the
+    caption says between what."""
+    at = run_page("views/multi_head.py", text="Time flies like an arrow.")
+    at.session_state["mh_section"] = "4 · Remove heads"
+    at.run()
+    assert_no_exception(at)
+    (bars,) = [c for c in at.get("plotly_chart") if "mh_ablation_final" in c.proto.id]
+    assert json.loads(bars.proto.spec)["layout"]["yaxis"]["title"]["text"] == "1 − cosine"
+    captions = " ".join(c.value for c in at.caption)
+    assert "Bars: 1 − cosine between each token's final vector here and in the full model" in (
+        captions
+    )

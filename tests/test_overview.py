@@ -30,7 +30,7 @@ def test_the_head_drawn_is_the_one_the_sliders_name_from_this_sentence(model):
     """Layer 2, head 5 from the URL: the cells are that head's weights of this sentence, rows
     the queries; no plotly figure (the page every visit starts on loads no plotly.js)."""
     text = "The river bank flooded after the storm."
-    at = run_page(OVERVIEW, text=text, query={"layer": "2", "head": "5"})
+    at = run_page(OVERVIEW, text=text, query={"overview_layer": "2", "overview_head": "5"})
     assert_no_exception(at)
     assert not at.get("plotly_chart")
     figure = read(drawn_grid(at))
@@ -70,7 +70,7 @@ def test_past_the_in_browser_bound_the_figure_carries_only_its_head(model):
     """Over ~128 pieces every head is too much to send: the sliders rerun the page, and the
     figure holds the head it shows (for its hover); still no plotly."""
     text = "word " * 200
-    at = run_page(OVERVIEW, text=text, query={"layer": "5", "head": "11"})
+    at = run_page(OVERVIEW, text=text, query={"overview_layer": "5", "overview_head": "11"})
     assert_no_exception(at)
     assert not at.get("plotly_chart")
     figure = read(drawn_grid(at))

@@ -850,9 +850,9 @@ def test_a_head_is_called_previous_token_only_at_twice_an_even_spread(local_fold
     paragraph = _one_match(
         texts,
         r"(The previous-token head L\d+ H\d+ gives|L\d+ H\d+, the head that leans most to the "
-        r"token before, gives) the token before ([\d.]+)%.*?gives the token before ([\d.]+)% on",
+        r"token before, gives) the token before (\d\.\d\d) .*?gives the token before (\d\.\d\d) on",
     )
-    share, chance = float(paragraph.group(2)) / 100, float(paragraph.group(3)) / 100
+    share, chance = float(paragraph.group(2)), float(paragraph.group(3))  # weights, as tab 1
     assert paragraph.group(1).startswith("The previous-token head") == (
         round(share, 2) >= 2 * round(chance, 2)
     ), paragraph.group(0)
@@ -870,3 +870,50 @@ def test_heatmaps_and_multi_head_pick_one_head_for_the_token_before(family, loca
         multi_head, r"L(\d+) H(\d+) \((previous-token head|leans most to the token before)"
     )
     assert said and said.group(1, 2) == legend.group(1, 2), (said, legend.group(0))
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_positional_intro_defines_the_formulas_terms_and_the_map_names_its_scheme(
+    local_folders, family
+):
+    """The intro's x_p formula gets a "?" for the terms it uses before they are taught: the
+    segment row where the checkpoint has a segment table, the norm where the family normalises
+    its embeddings (BERT's three, not GPT-2); a rotary model writes no formula and gets none. The
+    first tab's map is the original Transformer's scheme, not the model's."""
+    folder = family_folder(family)
+    config = json.loads((folder / "config.json").read_text())
+    at = run_on(folder, "views/positional.py")
+    assert not at.exception, [e.value for e in at.exception]
+    intro = [m for m in at.markdown if "Other schemes put position inside attention" in m.value]
+    assert len(intro) == 1
+    help_text = intro[0].proto.help
+    if family == "llama":  # rotary: no x_p formula in the intro
+        assert "its input is" not in intro[0].value and not help_text
+    else:
+        assert ("**segment rows**" in help_text) == (config.get("type_vocab_size", 0) > 0)
+        assert ("**LayerNorm**" in help_text) == (family != "gpt2"), help_text
+    (sinusoid,) = [c for c in at.get("plotly_chart") if "pos_sinusoid" in c.proto.id]
+    title = json.loads(sinusoid.proto.spec)["layout"]["title"]["text"]
+    assert "original Transformer" in title and "own positions" in title, title
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_qkv_takeaway_counts_a_repeated_pieces_tie_as_no_win(local_folders, family):
+    """TEXT repeats "bank" (and "the"): the copies share a row of X, so in softmax(X Xᵀ) each
+    copy ties with the other for its row's largest weight; the takeaway counts those rows apart
+    from the wins, and wins and ties together are at most the rows, in every family."""
+    at = run_on(family_folder(family), "views/qkv.py")
+    assert not at.exception, [e.value for e in at.exception]
+    (said,) = [m.value for m in at.markdown if m.value.startswith("**In short:**")]
+    found = re.search(
+        r"to the token itself in (\d+) of (\d+) rows \(in (\d+) more, another key ties it: no win\)",
+        said,
+    )
+    assert found, said
+    wins, rows, ties = (int(found.group(k)) for k in (1, 2, 3))
+    assert ties >= 2 and wins + ties <= rows, said
+    from shown import html_figures
+
+    marked = np.asarray(html_figures(at)["qkv_winners_one"]["numbers"]).reshape(rows, rows)
+    alone_on_diagonal = (marked.diagonal() == 1) & (marked.sum(axis=1) == 1)  # (rows,)
+    assert int(alone_on_diagonal.sum()) == wins  # the map shows what the sentence counts

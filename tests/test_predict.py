@@ -9,6 +9,7 @@ and the session's progress (ui.predict.progress) must count what was answered.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -772,3 +773,47 @@ def test_a_typed_sentence_redraws_nothing_exactly_on_the_pages_found_folded(page
         assert answered != before, "answered, the folded figures are drawn"
         at.session_state["text"] = RIVER
         assert _figures_sent(answer_open_questions(at.run())) != answered, "and follow the text"
+
+
+def test_the_previous_token_question_does_not_say_which_neighbour_and_tab_1_one_unit():
+    """The prompt says a head favours one neighbour, never which (that is the answer); tab 1
+    states shares as weights (0.68), not percentages, and no line points at the small maps as
+    if they were open while the question keeps them folded."""
+    n, heads = 6, 3
+    weights = np.full((heads, n, n), 1.0 / n)  # (H, n, n) even rows
+    weights[1] = np.eye(n, k=-1) * 0.9 + 0.1 / n  # head 1: the token before takes most
+    weights[1, 0] = 1.0 / n
+    on_previous = np.array([weights[:, i, i - 1] for i in range(1, n)]).mean(axis=0)  # (H,)
+    question = predict_answers.previous_token_row(weights, list("abcdef"), on_previous, 0)
+    assert "head 1" in question.prompt, question.prompt
+    for giveaway in ("before", "previous", "after", "next"):
+        assert giveaway not in question.prompt, question.prompt
+    at = run_page("views/multi_head.py", text=RIVER, answered=False)
+    at.session_state["mh_section"] = "1 · All heads"
+    at.run()
+    assert_no_exception(at)
+    texts = " ".join(m.value for m in at.markdown)
+    assert not re.search(r"\d%", texts), re.findall(r"[^.]*\d%[^.]*", texts)
+    assert "in the grid" not in texts
+    assert "answer the question there (or press Show me)" in texts
+
+
+def test_qkv_weight_ratio_quotes_every_token_one_way(model):
+    """Step 2's prompt and feedback put each token in curly quotes, a bare "." too, and never
+    glue a possessive onto a quote; the weights are the trained head's, recomputed here."""
+    sentence = "Time flies like an arrow."
+    from types import SimpleNamespace
+
+    page = SimpleNamespace(page="views/qkv.py", tab={"qkv_section": "2 · Scores"})
+    at = _open(page, {"text": sentence, **TRAINED})
+    (prompt,) = _prompts(at)
+    at = _question(at, "qkv_weight_ratio").set_value(0).run()
+    (verdict,) = _feedback(at)
+    trace = model.run(sentence)
+    row = trace.attentions[0, 0, 1].astype(np.float64)  # piece 1's row (the page's query)
+    best, second = np.argsort(-row, kind="stable")[:2]
+    tokens = trace.tokens
+    assert f"**“{tokens[1]}”**" in prompt and "”'s" not in prompt, prompt
+    assert f"“{tokens[best]}” {row[best]:.3f}, “{tokens[second]}” {row[second]:.3f}" in shown(
+        verdict
+    ), verdict

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 from conftest import assert_no_exception, open_tab, run_page, takeaway_text
-from shown import shown
+from shown import html_figures, shown
 
 from core import by_hand
 
@@ -123,6 +123,10 @@ def test_overview_and_head_view_name_the_boldest_line_over_every_head(model):
         assert_no_exception(at)
         said = takeaway_text(at)
         assert line in said, (page, said)
+        if page == "views/overview.py":  # the map opens on the head the sentence names
+            sliders = {s.label: s.value for s in at.slider}
+            assert (sliders["Layer"], sliders["Head"]) == (layer, head), sliders
+            assert f"the map below opens on it (layer {layer}, head {head})" in said
     assert f"as {len(trace.tokens)} word pieces" in takeaway_text(run_page("views/overview.py"))
 
 
@@ -160,26 +164,39 @@ def test_inside_layer_takeaway_counts_each_sublayers_weights(model):
     )
 
 
-def test_positional_takeaway_reads_the_sinusoids_similarity_by_distance():
+def test_positional_takeaway_reads_the_sinusoid_map_it_opens_on(model):
+    import json
+
+    from ui import models
+
     at = run_page("views/positional.py", text=SENTENCE)
     assert_no_exception(at)
     n, d = 100, 128  # the sliders' defaults
-    positions = np.arange(n)[:, None]
-    frequencies = 10000.0 ** (-np.arange(0, d, 2) / d)  # (d/2,)
-    table = np.zeros((n, d))
-    table[:, 0::2], table[:, 1::2] = (
-        np.sin(positions * frequencies),
-        np.cos(positions * frequencies),
-    )
-    unit = table / np.linalg.norm(table, axis=1, keepdims=True)
-    cosines = unit @ unit.T
-
-    def mean_at(distance: int) -> float:
-        return float(np.mean([cosines[p, p + distance] for p in range(n - distance)]))
-
+    # ω_i = 10000^(-2i/d): pair 0 turns once per 2π positions, the last pair i = d/2 - 1
+    shortest, longest = 2 * np.pi, 2 * np.pi * 10000.0 ** ((d - 2) / d)
     said = takeaway_text(at)
-    assert f"neighbours have a mean cosine of {mean_at(1):.2f}" in said, said
-    assert f"positions 50 apart {mean_at(50):.2f}: near positions look alike" in said
+    assert (
+        f"columns 0 and 1 repeat every {shortest:.2f} positions, {n / shortest:.0f} times" in said
+    )
+    assert f"the last two every {longest:,.0f}, so across these {n} rows they hardly change" in said
+    assert "mean cosine" not in said  # the map shows values, not the similarities of rows
+    # the map says whose scheme it is: the original Transformer's, not the loaded model's
+    (first,) = [c for c in at.get("plotly_chart") if "pos_sinusoid" in c.proto.id]
+    title = json.loads(first.proto.spec)["layout"]["title"]["text"]
+    assert "original Transformer" in title and "Vaswani et al., 2017" in title, title
+    assert f"not {models.label(model)}'s own positions" in title, title
+    # the intro's formula names the model's segment row and norm before they are taught
+    (intro,) = [m for m in at.markdown if "its input is" in m.value]
+    assert "**segment rows**" in intro.proto.help and "**LayerNorm**" in intro.proto.help
+
+
+def own_weight_alone_largest(weights: np.ndarray) -> tuple[int, int]:
+    """(rows whose own weight beats every other key by more than 1e-6, rows where another key
+    comes within 1e-6 of an own weight that is the largest): a tie is no win, as on page 8."""
+    others = weights.copy()
+    np.fill_diagonal(others, -np.inf)
+    gap = weights.diagonal() - others.max(axis=1)  # (n,)
+    return int(np.sum(gap > 1e-6)), int(np.sum(np.abs(gap) <= 1e-6))
 
 
 def test_qkv_takeaway_counts_rows_that_pick_themselves_for_a_trained_head(model):
@@ -187,17 +204,27 @@ def test_qkv_takeaway_counts_rows_that_pick_themselves_for_a_trained_head(model)
     assert_no_exception(at)
     trace = model.run(SENTENCE)
     x = trace.hidden_states[0].astype(np.float64)  # what layer 0 reads
-
-    def own_is_largest(weights: np.ndarray) -> int:  # ties with another key included
-        return int(np.isclose(weights.diagonal(), weights.max(axis=1), rtol=1e-5, atol=0).sum())
-
-    one_vector = own_is_largest(softmax_rows(x @ x.T))
+    one_vector, _ = own_weight_alone_largest(softmax_rows(x @ x.T))
     query, key = (a[0, 0].astype(np.float64) for a in (trace.queries, trace.keys))
-    projected = own_is_largest(softmax_rows(query @ key.T / np.sqrt(model.d_head)))
+    projected, _ = own_weight_alone_largest(softmax_rows(query @ key.T / np.sqrt(model.d_head)))
     said = takeaway_text(at)
     n = len(trace.tokens)
-    assert f"to itself in {one_vector} of {n} rows" in said, said
-    assert f"a token's own key wins in {projected} of {n}" in said
+    assert f"to the token itself in {one_vector} of {n} rows" in said, said
+    assert f"these W_q and W_k do in {projected} of {n}" in said
+    # the maps the sentence reads follow it: 1 where a row's largest weight goes
+    marked = np.asarray(html_figures(at)["qkv_winners_projected"]["numbers"]).reshape(n, n)
+    alone_on_diagonal = (marked.diagonal() == 1) & (marked.sum(axis=1) == 1)  # (n,)
+    assert int(alone_on_diagonal.sum()) == projected
+
+
+def test_qkv_takeaway_counts_a_repeated_words_tie_as_no_win():
+    # "the" twice: its two copies share a row of X, so in softmax(X Xᵀ) they tie for the top
+    sentence = "the cat saw the dog"
+    at = run_page("views/qkv.py", text=sentence)
+    assert_no_exception(at)
+    said = takeaway_text(at)
+    assert "another key ties it: no win" in said, said
+    assert "tied with another key" not in said
 
 
 def test_multi_head_takeaway_reads_the_two_heads_rows_from_the_trace(model):
@@ -207,7 +234,8 @@ def test_multi_head_takeaway_reads_the_two_heads_rows_from_the_trace(model):
     assert_no_exception(at)
     said = shown(takeaway_text(at))
     found = re.search(
-        r"For (\d+):(\S+), L(\d) H(\d+) gives the token before ([\d.]+) of its row and "
+        r"For (\d+):(\S+), L(\d) H(\d+) \(layer \3, head \4\) gives the token before ([\d.]+) "
+        r"of its row and "
         r"L(\d) H(\d+) gives the token after ([\d.]+) \(an even spread: ([\d.]+)\)",
         said,
     )
@@ -223,6 +251,17 @@ def test_multi_head_takeaway_reads_the_two_heads_rows_from_the_trace(model):
     assert ("two heads, two separate mixtures" in said) == (
         min(before, after) > 1 / len(trace.tokens)
     )
+    # the caption says which rows its counts cover: a text piece whose neighbour is one too
+    text_piece = ordinary(trace.tokens)
+    rows = [i for i in range(1, len(text_piece)) if text_piece[i] and text_piece[i - 1]]
+    head_rows = weights[int(found[3]), int(found[4])]
+    held = sum(int(np.argmax(head_rows[i])) == i - 1 for i in rows)
+    captions = shown(" ".join(c.value for c in at.caption))
+    assert (
+        f"on the token before in {held} of the {len(rows)} rows where the token and the one "
+        "before it both come from the text" in captions
+    ), captions
+    assert "([CLS] and [SEP] are the tokenizer's additions)" in captions
 
 
 def test_explanations_takeaway_names_pieces_of_the_sentence():

@@ -75,11 +75,12 @@ def weight_bars(
 
 
 def plain_layout(figure: go.Figure, title: str, height: int) -> go.Figure:
-    """The title, height, margins and legend of the positional and embedding figures."""
+    """The title, height, margins and legend of the positional and embedding figures; each
+    further line of the title (a <br>) gets its own room above the plot."""
     figure.update_layout(
         title={"text": title},
         height=height,
-        margin={"l": 10, "r": 10, "t": 60, "b": 10},
+        margin={"l": 10, "r": 10, "t": 60 + 18 * title.count("<br>"), "b": 10},
         legend={"font": {"size": 11}},
     )
     return figure

@@ -190,6 +190,29 @@ def state_marks(n_states: int) -> list[str]:
     return ["emb", *(str(layer) for layer in range(n_states - 1))]
 
 
+# Two paths' marks of one state closer than this share of the paths' extent print over each
+# other: a mark is ~30 px wide on a ~700 px plot (and a model without position rows starts every
+# occurrence of a word at one point). Hover still names every marker's state.
+MARK_APART = 0.05
+
+
+def _marks_apart(paths: np.ndarray, marks: Sequence[str]) -> list[list[str]]:
+    """paths (L + 1, k, c): k paths' points at each state. Each path's marks, a mark left blank
+    where an earlier path already wrote the same state's mark at (nearly) the same point."""
+    n_states, k, _ = paths.shape
+    extent = float(np.ptp(paths.reshape(-1, paths.shape[-1]), axis=0).max()) or 1.0
+    shown = [list(marks) for _ in range(k)]
+    for state in range(n_states):
+        written: list[np.ndarray] = []  # points whose mark for this state is on the figure
+        for path in range(k):
+            point = paths[state, path]  # (c,)
+            if any(np.abs(point - other).max() <= MARK_APART * extent for other in written):
+                shown[path][state] = ""
+            else:
+                written.append(point)
+    return shown
+
+
 def trajectory_figure(
     coords: np.ndarray,
     chosen: np.ndarray,
@@ -226,6 +249,7 @@ def trajectory_figure(
             name=f"all tokens, {state_name(background_layer)}",
         )
     )
+    path_marks = _marks_apart(coords[:, np.asarray(chosen, dtype=np.int64)], marks)
     for rank, i in enumerate(np.asarray(chosen, dtype=np.int64)):
         s = int(sentence[i])
         hue = colours[names[s]]
@@ -242,7 +266,7 @@ def trajectory_figure(
             _scatter(
                 coords[:, i],  # (L + 1, c)
                 mode="lines+markers+text",
-                text=marks,
+                text=path_marks[rank],
                 textposition="top center",
                 textfont={"size": 10, "color": hue},
                 line={"color": hue, "width": 2},

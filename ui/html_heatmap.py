@@ -782,7 +782,9 @@ def bar_rows(
         scale_note = f"bar: log scale from {log_floor:.0e} to the largest"
     else:
         lengths = rows / largest  # (labels, series)
-        scale_note = f"bar: share of {largest:.2f}" if shared_scale else "bar: share of the largest"
+        scale_note = (
+            f"a full bar: {largest:.2f}" if shared_scale else "the longest bar: the largest"
+        )
     names = [literal(series_name) for series_name in series]
     legend = "".join(  # a swatch never parts from its name at a line break
         f'<span class="ae-key-item"><span class="ae-swatch" style="background:{colours[k]}">'

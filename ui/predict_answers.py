@@ -55,6 +55,12 @@ def _token_label(tokens: Sequence[str], position: int) -> str:
     return piece if list(tokens).count(tokens[position]) == 1 else f"{piece} · {position}"
 
 
+def _quoted_token(tokens: Sequence[str], position: int) -> str:
+    """_token_label in curly quotes, the one way prose shows a token: a bare "." or "," would
+    read as punctuation of the sentence around it."""
+    return f"“{_token_label(tokens, position)}”"
+
+
 def _best(values: np.ndarray, shown: Callable[[float], str], largest: bool = True) -> set[int]:
     """Indices whose value, printed as the feedback prints it, equals the best value's."""
     values = np.asarray(values, dtype=np.float64)
@@ -241,7 +247,7 @@ def weight_ratio(result: qkv.QKVResult, tokens: Sequence[str], query: int) -> Qu
         return None
     order = allowed[np.argsort(-result.scores[query, allowed], kind="stable")]
     best, second = int(order[0]), int(order[1])
-    word, top, runner_up = (_token_label(tokens, j) for j in (query, best, second))
+    word, top, runner_up = (_quoted_token(tokens, j) for j in (query, best, second))
     gap = float(result.scores[query, best] - result.scores[query, second])  # after √d_k
     # α_best / α_second = e^gap: the row's sum cancels (and a weight that underflows to 0 in
     # float32 cannot turn the ratio into a division by zero)
@@ -249,10 +255,10 @@ def weight_ratio(result: qkv.QKVResult, tokens: Sequence[str], query: int) -> Qu
     root = math.sqrt(result.query.shape[-1])
     divide = f"Divide each by √d_k = {root:.2f} and take" if result.scale else "Take"
     return _bucket_question(
-        f"The query **“{word}”**'s two largest dot products are q·k = "
-        f"{result.dot[query, best]:.2f} with **“{top}”** and {result.dot[query, second]:.2f} "
-        f"with **“{runner_up}”**. {divide} the softmax: how many times the weight of "
-        f"**“{runner_up}”** will **“{top}”** get?",
+        f"The two largest dot products of the query of **{word}** are q·k = "
+        f"{result.dot[query, best]:.2f} with **{top}** and {result.dot[query, second]:.2f} "
+        f"with **{runner_up}**. {divide} the softmax: how many times the weight of "
+        f"**{runner_up}** will **{top}** get?",
         ratio,
         RATIO_BUCKETS,
         f"Both weights are e^score divided by the same row sum, so the sum cancels in their "
@@ -386,10 +392,11 @@ def previous_token_row(
         )
 
     return _token_question(
-        f"On this sentence head {head} of layer {layer} gives the token just before "
-        f"{on_previous[head]:.2f} of a row's weight on average ({against}), the most of the "
-        "layer's heads. "
-        f"In its row for **{word}**, which token will take the most weight?",
+        # which neighbour is the question: the prompt never says "before" (the answer's reason)
+        f"Of layer {layer}'s heads, head {head} gives one neighbour of each token more weight "
+        f"than any other head does on this sentence: {on_previous[head]:.2f} of a row's weight "
+        f"on average ({against}). Which neighbour? In its row for **{word}**, which token will "
+        "take the most weight?",
         tokens,
         row,
         reason,

@@ -18,8 +18,12 @@ def layer_head_picker(
     key_prefix: str = "",
     columns: bool = True,
     in_browser: bool = False,
+    opens_on: tuple[int, int] = (0, 0),
 ) -> tuple[int, int]:
     """Two sliders (bound to the URL) choosing a layer and a head, both counted from 0.
+
+    opens_on: the (layer, head) they start at when neither the URL nor the session holds one:
+    the head a page's takeaway names, so the figure shows it without a move.
 
     in_browser: moving them reruns nothing. The page shows a figure that carries every head
     (head_view_charts.every_head_view_figure, or
@@ -30,20 +34,22 @@ def layer_head_picker(
     left, right = st.columns(2) if columns else (st.container(), st.container())
     on_change = "ignore" if in_browser else "rerun"
     with left:
-        layer = layer_slider(model, key_prefix, on_change)
+        layer = layer_slider(model, key_prefix, on_change, opens_on[0])
     with right:
-        head = head_slider(model, key_prefix, on_change)
+        head = head_slider(model, key_prefix, on_change, opens_on[1])
     return layer, head
 
 
-def layer_slider(model: core.Transformer, key_prefix: str = "", on_change: str = "rerun") -> int:
+def layer_slider(
+    model: core.Transformer, key_prefix: str = "", on_change: str = "rerun", value: int = 0
+) -> int:
     """The Layer slider alone (bound to the URL, counted from 0), for a section that shows every
     head of one layer; the same key as layer_head_picker's, so the two share the layer."""
     layer = st.slider(
         "Layer",
         0,
         model.n_layers - 1,
-        0,
+        value,
         key=f"{key_prefix}layer",
         bind="query-params",
         on_change=on_change,
@@ -51,13 +57,15 @@ def layer_slider(model: core.Transformer, key_prefix: str = "", on_change: str =
     return min(int(layer), model.n_layers - 1)  # a larger model's number in the URL: clamped
 
 
-def head_slider(model: core.Transformer, key_prefix: str = "", on_change: str = "rerun") -> int:
+def head_slider(
+    model: core.Transformer, key_prefix: str = "", on_change: str = "rerun", value: int = 0
+) -> int:
     """The Head slider alone (bound to the URL, counted from 0), layer_head_picker's."""
     head = st.slider(
         "Head",
         0,
         model.n_heads - 1,
-        0,
+        value,
         key=f"{key_prefix}head",
         bind="query-params",
         on_change=on_change,

@@ -118,7 +118,9 @@ def why_several_heads() -> None:
     even = head_roles.even_weight(trace.n_tokens, focus, inputs.causal)
     both_hold = prev_row[focus - 1] > even and next_row[focus + step] > even
     takeaway.show(
-        f"For {literal(labels[focus])}, L{p_layer} H{p_head} gives the token before "
+        # the page's one spelling-out of the L·H· names the legend and the prose use
+        f"For {literal(labels[focus])}, L{p_layer} H{p_head} (layer {p_layer}, head {p_head}) "
+        "gives the token before "
         f"{prev_row[focus - 1]:.2f} of its row and L{n_layer} H{n_head} gives {partner_key} "
         f"{next_row[focus + step]:.2f} (an even spread: {even:.2f}): "
         + (
@@ -159,13 +161,23 @@ def why_several_heads() -> None:
     )
     prev_held, prev_rows = head_roles.role_holds(previous_weights, "previous", trace.special)
     next_held, next_rows = head_roles.role_holds(next_weights, PARTNER, trace.special)
+    # which rows count (head_roles.role_holds): a token of the text whose key of the role is
+    # one too; the pieces the tokenizer adds are neither
+    counted = {
+        "previous": "rows where the token and the one before it both come from the text",
+        "next": "rows where the token and the one after it both come from the text",
+        "self": "rows of tokens that come from the text",
+    }
+    specials = anatomy_text.special_names(anatomy)
     how_often = (
-        f" Over the whole sentence, the token before is the largest weight of L{p_layer} "
-        f"H{p_head}'s row in {prev_held} of {prev_rows} rows, {partner_key} that of L{n_layer} "
-        f"H{n_head}'s in {next_held} of {next_rows}."
+        f" Over the whole sentence, L{p_layer} H{p_head} puts its largest weight on the token "
+        f"before in {prev_held} of the {prev_rows} {counted['previous']}, and L{n_layer} "
+        f"H{n_head} on {partner_key} in {next_held} of the {next_rows} {counted[PARTNER]}"
+        + (f" ({specials} are the tokenizer's additions)." if specials else ".")
         if prev_rows and next_rows
         else ""
     )
+    next_top_key, next_top_weight = largest(next_row)  # where the partner head's row goes
     neighbour_note = (
         f"{found}: L{p_layer} H{p_head} gives the token before, "
         f"{literal(labels[focus - 1])}, {prev_row[focus - 1]:.2f} of the row, and "
@@ -174,8 +186,8 @@ def why_several_heads() -> None:
         f"keys this row can see gives each {even:.2f}"
         + (
             ". The causal mask is on, so no head may look at a later token, and the next-token "
-            f"head's weight goes elsewhere ({largest(next_row)[1]:.2f} to "
-            f"{literal(labels[largest(next_row)[0]])})."
+            f"head's weight goes elsewhere ({next_top_weight:.2f} to "
+            f"{literal(labels[next_top_key])})."
             if inputs.causal and PARTNER == "next"
             else ". Each row sums to 1: one head could only split one budget between the two "
             "keys, two heads keep them apart."
@@ -273,21 +285,21 @@ def all_heads() -> None:
             if previous_named
             else f"L{prev_layer} H{prev_head}, the head that leans most to the token before, gives"
         )
-        + f" the token before {prev_mean:.1%} of its weight on average; "
+        + f" the token before {prev_mean:.2f} of its weight on average; "
         + (
             f"the {partner_name} head L{other_layer} H{other_head}, "
             if partner_named
             else f"L{other_layer} H{other_head}, the head that leans most to "
             f"{partner_key_of[PARTNER]}, "
         )
-        + f"{other_mean:.1%} to {partner_key_of[PARTNER]}. An even spread over the "
+        + f"{other_mean:.2f} to {partner_key_of[PARTNER]}. An even spread over the "
         + (
             "keys a row can see (row i sees i + 1 under the causal mask) "
             if roles.causal
             else f"n keys of a row ({shortest} to {longest} pieces in the probe sentences) "
         )
-        + f"gives the token before {roles.chance['previous']:.1%} on average over the same "
-        f"rows, and {partner_key_of[PARTNER]} {roles.chance[PARTNER]:.1%}. "
+        + f"gives the token before {roles.chance['previous']:.2f} on average over the same "
+        f"rows, and {partner_key_of[PARTNER]} {roles.chance[PARTNER]:.2f}. "
         + (
             ""
             if previous_named and partner_named
@@ -300,7 +312,9 @@ def all_heads() -> None:
             )
             + f" in {model_label}. "
         )
-        + "Set the Layer slider above to either head's layer to see its whole pattern in the grid."
+        # the small maps are folded behind the question above until it is answered
+        + "To see either head's whole pattern, set the Layer slider above to its layer and "
+        "answer the question there (or press Show me): the small maps it opens draw every head."
     )
     same_layer, same_head, _ = roles.best("same_word")
     repeat = multi_head_runs.repeat_example(
@@ -672,7 +686,7 @@ def remove_heads() -> None:
                 trace.tokens,
                 {"1 − cosine": scaling_masking.how_far_moved(cosines[-1])},
                 f"Final vectors with {removed_name(removed)} removed",
-                "1 − cosine to the full model's final vector",
+                "1 − cosine",  # short: a phone's plot cut the long title; the caption says it
             ),
             "mh_ablation_final",
         )
@@ -685,8 +699,9 @@ def remove_heads() -> None:
             "mh_ablation_layers",
         )
         st.caption(
-            f"Bars: 0 means the token's final vector did not turn at all; the taller the bar, the "
-            f"more removing the heads changed it. In the heatmap the top row holds the "
+            f"Bars: 1 − cosine between each token's final vector here and in the full model; 0 "
+            f"means it did not turn at all, and the taller the bar, the more removing the heads "
+            f"changed it. In the heatmap the top row holds the "
             f"embeddings and each row below it the vectors after one layer; a cosine of 1 means "
             f"the same direction as in the full model. "
             f"Mean final cosine {moved.mean:.3f}; the token that moved most is "

@@ -66,14 +66,11 @@ bold_layer, bold_head, bold_query, bold_key, bold_weight = head_stats.boldest_li
 )
 # under the causal mask row i weighs pieces 0..i only: the sentence says which rows the run had
 row_covers = "itself and the pieces before it" if trace.options.causal else "all of them"
-takeaway.show(
-    f"{model_label} reads this sentence as {trace.n_tokens} word pieces, and each of its "
-    f"{model.n_layers * model.n_heads} heads gives every piece a row of weights over "
-    f"{row_covers}; the strongest link between two ordinary pieces is L{bold_layer} H{bold_head}'s "
-    f"{literal(trace.tokens[bold_query])} → "
-    + ("itself" if bold_query == bold_key else literal(trace.tokens[bold_key]))
-    + f", {bold_weight:.2f}: set Layer to {bold_layer} and Head to {bold_head} below to see it."
-)
+# The map opens on the boldest line's head. The Overview's sliders are its own (OPENS_ON keys):
+# the layer and head sliders the other pages share keep their start at 0. A slider the learner
+# moved, or one a new sentence left behind, keeps its place; the sentence then says where to look.
+OPENS_ON = "overview_"
+takeaway_box = st.container()  # filled once the sliders below say which head is shown
 chart_col, notes_col = st.columns([2, 1], gap="large")
 with notes_col:
     st.latex(  # written from the sidebar's switches, as the heatmap was computed
@@ -90,7 +87,13 @@ with notes_col:
     # Up to ~128 pieces every head travels with the page, and the sliders switch the heatmap in
     # the browser without a server round trip.
     in_browser = display_policy.switches_in_browser(model.n_layers, model.n_heads, trace.n_tokens)
-    layer, head = widgets.layer_head_picker(model, columns=False, in_browser=in_browser)
+    layer, head = widgets.layer_head_picker(
+        model,
+        key_prefix=OPENS_ON,
+        columns=False,
+        in_browser=in_browser,
+        opens_on=(bold_layer, bold_head),
+    )
     labels = widgets.numbered(trace.tokens)
     if in_browser:
         fetch = traces.refetch(model, inputs)
@@ -106,6 +109,20 @@ with notes_col:
             key="overview_csv",
         )
     display.head_switch()  # the heatmap's in-browser switch, its hover and its tap readout
+with takeaway_box:
+    takeaway.show(
+        f"{model_label} reads this sentence as {trace.n_tokens} word pieces, and each of its "
+        f"{model.n_layers * model.n_heads} heads gives every piece a row of weights over "
+        f"{row_covers}; the strongest link between two ordinary pieces is L{bold_layer} H{bold_head}'s "
+        f"{literal(trace.tokens[bold_query])} → "
+        + ("itself" if bold_query == bold_key else literal(trace.tokens[bold_key]))
+        + f", {bold_weight:.2f}: "
+        + (
+            f"the map below opens on it (layer {bold_layer}, head {bold_head})."
+            if (layer, head) == (bold_layer, bold_head)
+            else f"set Layer to {bold_layer} and Head to {bold_head} below to see it."
+        )
+    )
 # Plain HTML cells (or one image of them), not plotly: the page every visit starts on needs no
 # plotly.js. A near-square figure: a 32-token map reads better than a page-wide one.
 with chart_col:

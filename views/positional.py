@@ -46,7 +46,16 @@ st.markdown(
         " (tab 3)."
         if rotary
         else f" (tab 3): its input is $x_p = {anatomy_text.embedding_latex(anatomy)}$."
+    ),
+    # the formula's terms this page has not taught yet: the model's segment row and its norm
+    help=None
+    if rotary
+    else (
+        terms.ahead("segment rows", "LayerNorm", here="views/positional.py", anatomy=anatomy)
+        if anatomy.embedding_norm
+        else terms.ahead("segment rows", here="views/positional.py", anatomy=anatomy)
     )
+    or None,
 )
 
 
@@ -66,22 +75,33 @@ def sinusoid_section() -> None:
     st.subheader("1 · The sinusoid")
     payoff_box = st.container()  # the takeaway and the encoding, above the sliders that size it
     n_positions, d_model, sinusoid, learned = sized_encodings()  # its sliders
-    # (distance,) mean cosine of two positions that far apart
-    by_distance = positional.distance_profile(positional.similarity_matrix(sinusoid, "cosine"))[0]
-    far = n_positions // 2
+    _, shortest, longest = positional.wavelength_ladder(d_model)  # pair 0's and the last pair's
+    last_turns = n_positions / longest  # how far the slowest pair turns down the map
     with payoff_box:
         takeaway.show(
-            f"Each of these {n_positions} positions gets a row of its own: neighbours have a mean "
-            f"cosine of {by_distance[1]:.2f}, positions {far} apart {by_distance[far]:.2f}"
+            # what the map below shows, checkable there: fast stripes on the left, flat columns
+            # on the right (the cosines between positions are tab 4's question)
+            f"Each of these {n_positions} positions gets a row of sines and cosines of its own: "
+            f"columns 0 and 1 repeat every {shortest:.2f} positions"
+            + (  # a thinned map (every k-th row) cannot show every turn
+                ""
+                if display_policy.reduced_in_heatmap(n_positions)
+                else f", {n_positions / shortest:.0f} times down the map,"
+            )
+            + f" and the last two every {longest:,.0f}, "
             + (
-                ": near positions look alike, far ones less, so distance can be read off."
-                if round(by_distance[1], 2) > round(by_distance[far], 2)
-                else "."
+                f"so across these {n_positions} rows they hardly change."
+                if last_turns < 0.05
+                else f"{last_turns:.2f} of a turn across these {n_positions} rows."
             )
         )
         # the encoding first, then how it is made
         fig = positional_charts.position_heatmap(
-            sinusoid, f"Sinusoidal encoding, {n_positions} × {d_model}"
+            sinusoid,
+            # short lines: a phone's plot is ~350 px wide
+            "The original Transformer's sinusoids<br>"
+            f"<sup>{n_positions} positions × {d_model} dimensions, sized below<br>"
+            f"Vaswani et al., 2017: not {model_label}'s own positions (tab 3)</sup>",
         )
         display.show_matrix(
             sinusoid.shape, None, lambda: fig, key="pos_sinusoid", filename="sinusoidal-encoding"

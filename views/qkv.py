@@ -95,8 +95,9 @@ tied_projected = qkv.rows_tied_with_another(result.attn_weights)
 
 
 def _ties(tied: int) -> str:
-    """' (k of them tied with another key)' when k rows share their top weight, else ''."""
-    return f" ({tied} of them tied with another key)" if tied else ""
+    """' (in k more, another key ties it: no win)' when k rows share their top weight between
+    the token and another key (core.qkv.top_keys: page 8's tie rule), else ''."""
+    return f" (in {tied} more, another key ties it: no win)" if tied else ""
 
 
 def roles_verdict() -> str:
@@ -107,13 +108,33 @@ def roles_verdict() -> str:
 
 
 takeaway.show(
-    # two lines at 1280 px where it can be (the matrices below open the first screen); the
+    # checkable in the maps right below it: count the diagonal 1s alone in their row; the
     # formula, softmax(X Xᵀ), is Step 1's
-    "One vector for all three jobs gives each token's largest weight to "
-    f"itself in {picks_itself_one_vector} of {len(tokens)} rows{_ties(tied_one_vector)}; "
-    f"with these W_q and W_k a token's own key wins in {picks_itself_projected} of "
-    f"{len(tokens)}{_ties(tied_projected)}: {roles_verdict()}"
+    "One vector for all three jobs gives a token's largest weight to the token itself in "
+    f"{picks_itself_one_vector} of {len(tokens)} rows{_ties(tied_one_vector)}; these W_q and "
+    f"W_k do in {picks_itself_projected} of {len(tokens)}{_ties(tied_projected)}: "
+    f"{roles_verdict()}"
 )
+# HTML cells, as Step 1's matrices below: 1 marks the key holding a row's largest weight (every
+# key of a tie); the weights themselves wait for Step 2's question
+for column, (weights, name, key) in zip(
+    st.columns(2),
+    [
+        (one_vector_weights, "one vector, X Xᵀ", "winners_one"),
+        (result.attn_weights, "W_q, W_k: Q Kᵀ", "winners_projected"),
+    ],
+    strict=True,
+):
+    with column:
+        display.show_token_matrix(
+            qkv.top_keys(weights).astype(float),  # (n, n) 1 or 0
+            tokens,
+            f"{name}: 1 = the row's largest weight",
+            f"qkv_{key}",
+            f"qkv-{key}",
+            square=True,
+            colorbar_title="largest",
+        )
 if source != "random":  # random weights were never trained, so they have no inputs to leave
     sidebar.off_distribution_note(inputs, model_label)
 note = matrix_charts.limit_note(len(tokens))
@@ -175,8 +196,9 @@ def three_projections() -> None:
         "answered all three: on these X, softmax(X Xᵀ) gives each token's largest weight to "
         f"itself in {picks_itself_one_vector} of {n} rows{_ties(tied_one_vector)}, and what "
         "a token hands over is the very vector it was matched on."
-        f"{repeated} With the W_q and W_k chosen here, the token's own key wins in "
-        f"{picks_itself_projected} of {n} rows{_ties(tied_projected)}: {roles_verdict()} "
+        f"{repeated} With the W_q and W_k chosen here, the largest weight goes to the token "
+        f"itself in {picks_itself_projected} of {n} rows{_ties(tied_projected)}: "
+        f"{roles_verdict()} "
         "W_v does the same for what travels: a value need not carry the features its key was "
         "matched by."
     )
