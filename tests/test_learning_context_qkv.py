@@ -316,16 +316,22 @@ def test_qkv_page_handles_bad_sidebar_text(name):
     assert_each_tab_draws(at, QKV, QKV_FIGURES)
 
 
-# Every figure of the Q, K, V page, by the tab that draws it (views/qkv.py, SECTIONS).
+# Every figure of the Q, K, V page, by the tab that draws it (views/qkv.py, SECTIONS), beside the
+# two maps above the tabs that every tab keeps: where each row's largest weight goes, with one
+# vector and with the projections (the takeaway's counts).
+ABOVE_THE_TABS = {"qkv_winners_one", "qkv_winners_projected"}
 QKV_FIGURES = {
-    "1 · Projections": {"qkv_q", "qkv_k", "qkv_v"},
-    "2 · Scores": {"qkv_scores", "qkv_weights"},
-    "3 · Output": {"qkv_output"},
-    "4 · One query": {"qkv_steps", "qkv_products", "qkv_weighted"},
-    "5 · Not symmetric": {"qkv_score_asymmetry", "qkv_asymmetry"},
-    "6 · One matrix": set(),  # numbers in the prose: M's rank and how far the two ways agree
-    "7 · Payoff": {"qkv_payoff"},
-    "8 · All at once": set(),  # numbers: the two gaps, as metrics
+    label: ABOVE_THE_TABS | figures
+    for label, figures in {
+        "1 · Projections": {"qkv_q", "qkv_k", "qkv_v"},
+        "2 · Scores": {"qkv_scores", "qkv_weights"},
+        "3 · Output": {"qkv_output"},
+        "4 · One query": {"qkv_steps", "qkv_products", "qkv_weighted"},
+        "5 · Not symmetric": {"qkv_score_asymmetry", "qkv_asymmetry"},
+        "6 · One matrix": set(),  # numbers in the prose: M's rank and how far the two ways agree
+        "7 · Payoff": {"qkv_payoff"},
+        "8 · All at once": set(),  # numbers: the two gaps, as metrics
+    }.items()
 }
 
 
@@ -374,7 +380,7 @@ def test_qkv_matrices_are_html_up_to_48_tokens_numbers_written_up_to_twelve(mode
         assert_no_exception(at)
         plotly_keys = {chart.key for chart in at.get("plotly_chart")}
         grids = html_figures(at)
-        names = {"qkv_q", "qkv_k", "qkv_v"}
+        names = {"qkv_winners_one", "qkv_winners_projected", "qkv_q", "qkv_k", "qkv_v"}
         assert (set(grids), plotly_keys) == ((set(), names) if kind == "plotly" else (names, set()))
         drawn_note = any("the figures draw the first 48" in c.value for c in at.caption)
         assert drawn_note == (kind == "plotly"), n_pieces  # the note is true of what is drawn
@@ -399,7 +405,8 @@ def test_qkv_page_on_a_trained_head_and_a_long_input():
     assert_no_exception(at)
     assert any("first 48" in c.value for c in at.caption)
     assert any("512" in w.value for w in at.warning)
-    spec = json.loads(at.get("plotly_chart")[0].proto.spec)  # read the figure as data, not text
+    (query_chart,) = [c for c in at.get("plotly_chart") if c.key == "qkv_q"]
+    spec = json.loads(query_chart.proto.spec)  # read the figure as data, not text
     assert "(512 × 32)" in spec["layout"]["title"]["text"]  # Q of a MiniLM head
 
 
