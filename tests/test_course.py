@@ -750,7 +750,7 @@ def test_named_heads_show_their_role_on_the_example_they_are_shown_with(model):
     assert f"this row can see gives each {1 / n:.2f}. Each row sums to 1" in caption
     next_rows = range(1, n - 2)
     held = sum(int(np.argmax(a[nl, nh, i])) == i + 1 for i in next_rows)
-    assert f"H{nh}'s in {held} of {len(next_rows)}" in caption
+    assert f"H{nh} on the token after in {held} of the {len(next_rows)} rows" in caption
 
     texts = _texts(open_tab(heads, "mh_section", "1 · All heads"))
     assert "noun" not in texts and "verb." not in texts
@@ -771,7 +771,7 @@ def test_named_heads_show_their_role_on_the_example_they_are_shown_with(model):
     lengths = [model.run(sentence).n_tokens for sentence in head_roles.PROBE_SENTENCES]
     assert f"({min(lengths)} to {max(lengths)} pieces in the probe sentences)" in texts
     even = np.mean([1 / n for n in lengths for _ in range(2, n - 1)])
-    assert f"gives the token before {even:.1%} on average" in texts and "10 %" not in texts
+    assert f"gives the token before {even:.2f} on average" in texts and "10 %" not in texts
 
     scaling_page = open_tab(
         run_page("views/scaling_masking.py", text=SENTENCE), "sm_section", "3 · Switches"
