@@ -131,6 +131,17 @@ def test_the_overview_takeaway_says_which_pieces_a_row_weighs(
     assert ("removes that mask in this run" in texts(at)) is unmask
 
 
+def test_the_overview_says_an_encoders_run_under_the_causal_mask_looks_back_only():
+    """MiniLM with the sidebar's causal mask on: the first paragraph says this run lets each
+    token look only at itself and the tokens before it, as the takeaway's rows do."""
+    at = run_page(page_paths()[0], state={"causal": True})
+    assert_no_exception(at)
+    inputs, _ = at.session_state["_page_context"]
+    assert inputs.causal
+    assert "on in this run, lets each look only at itself and the tokens before it" in texts(at)
+    assert "a row of weights over itself and the pieces before it;" in takeaway_text(at)
+
+
 def test_an_encoder_says_why_it_has_no_next_word_panel():
     at = run_page(page_paths()[0])
     assert_no_exception(at)

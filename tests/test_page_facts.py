@@ -917,3 +917,14 @@ def test_qkv_takeaway_counts_a_repeated_pieces_tie_as_no_win(local_folders, fami
     marked = np.asarray(html_figures(at)["qkv_winners_one"]["numbers"]).reshape(rows, rows)
     alone_on_diagonal = (marked.diagonal() == 1) & (marked.sum(axis=1) == 1)  # (rows,)
     assert int(alone_on_diagonal.sum()) == wins  # the map shows what the sentence counts
+
+
+def test_a_llama_pairs_two_start_pieces_each_get_a_statistic(local_folders):
+    """A Llama pair is framed "<s> A <s> B": the Heatmaps page's Statistic offers the first and
+    the later <s> apart, as its bars name them, each with the share head_stats computes for it."""
+    at = run_on(family_folder("llama"), "views/heatmaps.py", {"pair": "The water rose."})
+    assert not at.exception, [e.value for e in at.exception]
+    tokens = at.session_state["_page_context"][0]  # the sidebar's inputs: a pair was read
+    assert tokens.pair
+    options = at.selectbox(key="hm_stat").options
+    assert "share on the first <s>" in options and "share on the later <s>" in options, options

@@ -577,8 +577,14 @@ def test_a_tiny_decoders_questions_have_the_answers_numpy_gives(tiny_decoder):
             head = int(np.argmax(on_previous))
             query = max(range(2, n), key=lambda i: weights[layer, head, i, i - 1])
             question = predict_answers.previous_token_row(
-                sentence.attentions[layer], sentence.tokens, on_previous, layer, causal=True
+                sentence.attentions[layer],
+                sentence.tokens,
+                on_previous,
+                layer,
+                np.asarray(sentence.special),
+                causal=True,
             )
+            assert not any(sentence.special)  # GPT-2's tokenizer adds no piece: every row counts
             assert right(question) == _labels(sentence.tokens, _argmax(weights[layer, head, query]))
             # the chance beside it: row i sees i + 1 keys under the mask; the role's name only at
             # twice that or more; a head at or below it is said to lean no more than an even spread
@@ -775,6 +781,24 @@ def test_a_typed_sentence_redraws_nothing_exactly_on_the_pages_found_folded(page
         assert _figures_sent(answer_open_questions(at.run())) != answered, "and follow the text"
 
 
+def test_the_previous_token_questions_even_spread_counts_the_rows_its_share_does(model):
+    """MiniLM with the causal mask: the share and the even spread beside it average the same
+    rows, those of a word piece after a word piece ([CLS] before the first word, and the [SEP]
+    row, count for neither); both recomputed here from the run's weights."""
+    trace = model.run("The river bank flooded after the storm.", causal=True)
+    weights = trace.attentions[0].astype(np.float64)  # (H, n, n)
+    n = trace.n_tokens
+    rows = range(2, n - 1)  # [CLS] is row 0 and the token before row 1; [SEP] is row n − 1
+    on_previous = np.array([weights[:, i, i - 1] for i in rows]).mean(axis=0)  # (H,)
+    chance = np.mean([1 / (i + 1) for i in rows])  # row i sees i + 1 keys under the mask
+    question = predict_answers.previous_token_row(
+        trace.attentions[0], trace.tokens, on_previous, 0, trace.special, causal=True
+    )
+    assert f"against {chance:.2f} for an even spread" in question.prompt, question.prompt
+    all_rows = np.mean([1 / (i + 1) for i in range(1, n)])
+    assert f"{all_rows:.2f}" != f"{chance:.2f}"  # the case this test reads: the rows matter
+
+
 def test_the_previous_token_question_does_not_say_which_neighbour_and_tab_1_one_unit():
     """The prompt says a head favours one neighbour, never which (that is the answer); tab 1
     states shares as weights (0.68), not percentages, and no line points at the small maps as
@@ -784,7 +808,9 @@ def test_the_previous_token_question_does_not_say_which_neighbour_and_tab_1_one_
     weights[1] = np.eye(n, k=-1) * 0.9 + 0.1 / n  # head 1: the token before takes most
     weights[1, 0] = 1.0 / n
     on_previous = np.array([weights[:, i, i - 1] for i in range(1, n)]).mean(axis=0)  # (H,)
-    question = predict_answers.previous_token_row(weights, list("abcdef"), on_previous, 0)
+    question = predict_answers.previous_token_row(
+        weights, list("abcdef"), on_previous, 0, np.zeros(n, dtype=bool)
+    )
     assert "head 1" in question.prompt, question.prompt
     for giveaway in ("before", "previous", "after", "next"):
         assert giveaway not in question.prompt, question.prompt

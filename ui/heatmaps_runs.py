@@ -19,9 +19,9 @@ from collections.abc import Sequence
 import numpy as np
 
 import core
-from core import context, head_stats, positional, words
+from core import context, head_roles, head_stats, positional, words
 from core.transformer import ATTN_INPUT, hook_name
-from ui import anatomy_text, door
+from ui import door
 
 
 # ---- Attention heatmaps ------------------------------------------------------------------------
@@ -107,20 +107,20 @@ def head_statistics(
     return head_stats.head_statistics(weights, tokens, hide_specials=hide_specials, special=special)
 
 
-def stat_labels(model: core.Transformer) -> dict[str, str]:
-    """head_stats.STAT_LABELS for this model: the shares on its own specials, named as its
-    tokenizer writes them, and none for a special it never adds (GPT-2 adds none). Plain text,
-    as a select box shows its options (escape them for Markdown or plotly)."""
-    anatomy = anatomy_text.of(model)
-    first = anatomy.first_special
-    later = [piece for piece in anatomy.special_pieces if piece != first]
+def stat_labels(trace: core.Trace) -> dict[str, str]:
+    """head_stats.STAT_LABELS for this run: the shares on its own specials, named as the
+    Heatmaps bars name them (head_roles.sink_names: "[CLS]", "[SEP]", "the first <s>" and "the
+    later <s>" of a Llama pair), and none for a place the run does not have (GPT-2 adds no
+    special piece). Plain text, as a select box shows its options (escape them for Markdown or
+    plotly)."""
+    first, later = head_roles.sink_names(trace.tokens, trace.special)
     labels = dict(head_stats.STAT_LABELS)
-    if first:
+    if len(trace.special) and trace.special[0]:  # on_cls: a special piece at position 0
         labels["on_cls"] = f"share on {first}"
     else:
         del labels["on_cls"]
-    if later:
-        labels["on_sep"] = "share on " + " and ".join(later)
+    if head_roles.has_other_specials(trace.tokens, trace.special):
+        labels["on_sep"] = f"share on {later}"
     else:
         del labels["on_sep"]
     return labels

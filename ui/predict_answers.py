@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 import core
-from core import by_hand, context, positional, qkv
+from core import by_hand, context, head_stats, positional, qkv
 from ui import door, wording
 from ui.escape import literal
 
@@ -339,26 +339,28 @@ def previous_token_row(
     tokens: Sequence[str],
     on_previous: np.ndarray,
     layer: int,
+    special: np.ndarray,
     causal: bool = False,
 ) -> Question | None:
     """Page 4, section 1: in the row of one token, which key the layer's previous-token head
     weights most. weights: (H, n, n) the layer's attention; on_previous: (H,) each head's mean
-    weight on the token before (head_stats.HeadStats). The row asked about is the one that
-    gives the token before the most weight (its answer is the reason the head has its name),
-    from the third piece on: the second's token before is the first piece, where many heads of
-    every kind put their weight. causal: the run had the causal mask, so row i sees i + 1 keys.
-    None under three tokens."""
+    weight on the token before over head_stats.role_rows (special: the Trace's (n,) mask). The
+    row asked about is, among those rows, the one that gives the token before the most weight
+    (its answer is the reason the head has its name), from the third piece on: the second's
+    token before is the first piece, where many heads of every kind put their weight. causal:
+    the run had the causal mask, so row i sees i + 1 keys. None without such a row."""
     n = weights.shape[-1]
-    if n < 3:
+    rows = head_stats.role_rows(special, -1)  # the rows on_previous averages
+    asked = rows[rows >= 2]
+    if not len(asked):
         return None
-    # an even spread's weight on the token before, over the rows on_previous averages (1 .. n-1):
-    # one over the keys row i sees, i + 1 under the causal mask, n without
-    rows = np.arange(1, n)
+    # an even spread's weight on the token before, over the same rows: one over the keys row i
+    # sees, i + 1 under the causal mask, n without
     chance = float(np.mean(1.0 / (rows + 1))) if causal else 1.0 / n
     head = int(np.argmax(on_previous))
     named = wording.earns_role_name(on_previous[head], chance)
-    before = weights[head, np.arange(2, n), np.arange(1, n - 1)]  # (n − 2,) row i's on i − 1
-    query = 2 + int(np.argmax(before))
+    before = weights[head, asked, asked - 1]  # (k,) row i's weight on i − 1
+    query = int(asked[int(np.argmax(before))])
     row = weights[head, query]  # (n,)
     word, previous = _token_label(tokens, query), _token_label(tokens, query - 1)
 

@@ -269,7 +269,7 @@ st.caption(
     "much weight on their first pieces."
 )
 st.latex(r"H_i = -\sum_j \alpha_{ij}\log_2 \alpha_{ij}")
-stat_labels = heatmaps_runs.stat_labels(model)  # the shares on this model's own specials
+stat_labels = heatmaps_runs.stat_labels(trace)  # the shares on this run's own specials
 stat_name = st.selectbox(
     "Statistic",
     list(stat_labels),

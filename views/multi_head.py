@@ -240,7 +240,12 @@ def all_heads() -> None:
     predict.ask_choice(
         "mh_previous_row",
         predict_answers.previous_token_row(
-            trace.attentions[layer], trace.tokens, on_previous, layer, trace.options.causal
+            trace.attentions[layer],
+            trace.tokens,
+            on_previous,
+            layer,
+            trace.special,
+            trace.options.causal,
         ),
         reveal=heads_grid,
         folded="the small maps of every head of this layer",

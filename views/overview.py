@@ -31,8 +31,14 @@ anatomy = anatomy_text.of(model)  # the vocabulary's size, whether it is a decod
 st.title("Attention Explorer")
 # who a token may look at is the model's nature: a decoder is trained with the causal mask, which
 # the sidebar's switch may remove for this run
-if not anatomy.is_decoder:
+if not anatomy.is_decoder and not inputs.causal:
     looks_at = "lets every token look at every other token"
+elif not anatomy.is_decoder:
+    looks_at = (
+        f"lets every token look at every other token ({model_label} is an encoder; the "
+        "sidebar's causal mask, on in this run, lets each look only at itself and the tokens "
+        "before it)"
+    )
 elif inputs.causal:
     looks_at = (
         "lets each token look at itself and the tokens before it (as a decoder, "
