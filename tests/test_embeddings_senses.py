@@ -99,12 +99,9 @@ def test_sense_match_counts_a_tie_between_the_senses_as_no_match():
         assert match.tied.tolist() == [4, 0]
 
 
-def test_paths_read_in_order():
-    """Every path's markers carry the state marks emb, 0, 1, …; in 2-D, every marker after the
-    first is an arrowhead turned along the path; the markers grow towards the last state."""
-    n_states, m = 4, 5
-    coords = np.random.default_rng(0).normal(size=(n_states, m, 2))  # (L + 1, m, 2)
-    fig = embeddings_charts.trajectory_figure(
+def _three_paths(coords: np.ndarray):
+    """The trajectory figure of pieces 1, 3 and 4 of five, over coords' states, three sentences."""
+    return embeddings_charts.trajectory_figure(
         coords,
         np.array([1, 3, 4]),
         ["a", "bank", "c", "bank", "bank"],
@@ -113,6 +110,14 @@ def test_paths_read_in_order():
         background_layer=3,
         title="paths",
     )
+
+
+def test_paths_read_in_order():
+    """Every path's markers carry the state marks emb, 0, 1, …; in 2-D, every marker after the
+    first is an arrowhead turned along the path; the markers grow towards the last state."""
+    n_states, m = 4, 5
+    coords = np.random.default_rng(0).normal(size=(n_states, m, 2))  # (L + 1, m, 2)
+    fig = _three_paths(coords)
     paths = [t for t in fig.data if t.mode == "lines+markers+text"]
     assert [list(t.text) for t in paths] == [["emb", "0", "1", "2"]] * 3
     for trace, i in zip(paths, (1, 3, 4), strict=True):
@@ -123,15 +128,7 @@ def test_paths_read_in_order():
     # three paths from one shared start (no position rows): "emb" is written there once
     shared = coords.copy()
     shared[0] = 0.0
-    fig = embeddings_charts.trajectory_figure(
-        shared,
-        np.array([1, 3, 4]),
-        ["a", "bank", "c", "bank", "bank"],
-        np.array([0, 0, 1, 1, 2]),
-        ["s one", "s two", "s three"],
-        background_layer=3,
-        title="paths",
-    )
+    fig = _three_paths(shared)
     paths = [t for t in fig.data if t.mode == "lines+markers+text"]
     assert [list(t.text) for t in paths] == [
         ["emb", "0", "1", "2"],
