@@ -179,6 +179,15 @@ def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch
     return x * cos + rotate_half(x) * sin
 
 
+# Two numbers that differ by less than this are tied: two rivals equally near an occurrence
+# (core/embeddings.py), two keys sharing a row's largest weight (core/qkv.py). Vectors are
+# float32, so their cosines and scores carry rounding from about the seventh decimal; and a model
+# without a position table hands every copy of a piece the very same vector, where "nearest" or
+# "largest" would otherwise be whichever copy comes first. Defined here, beside the attention
+# arithmetic, so that a page importing it loads no projection library.
+NEAREST_TIE = 1e-6
+
+
 @dataclass(frozen=True)
 class Projection:
     """One linear map y = x Wᵀ + b in torch's (out, in) layout, as checkpoints store it."""

@@ -17,6 +17,7 @@ from sklearn.decomposition import PCA
 from sklearn.manifold import TSNE
 from threadpoolctl import threadpool_limits
 
+from core.attention import NEAREST_TIE
 from core.positional import cosine, similarity_matrix, unit_rows
 from core.text import CLS, SEP, SPACE_MARK
 from core.transformer import Trace
@@ -428,13 +429,6 @@ def first_neighbour_shares_sense(
         if j >= 0 and points.tokens[j] == points.tokens[i]:
             matched += sentence_senses[int(points.sentence[j])] == sense
     return matched, counted
-
-
-# Two rivals whose cosines with an occurrence differ by less than this are equally near. The
-# vectors are float32, so their cosines carry rounding from about the seventh decimal; and a
-# model without a position table hands every occurrence of a piece the very same vector at the
-# embedding output, where "nearest" would otherwise be whichever rival comes first.
-NEAREST_TIE = 1e-6
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from core.attention import (
+    NEAREST_TIE,
     apply_mask,
     attention_scores,
     causal_mask,
@@ -27,7 +28,6 @@ from core.context import (
     index_in_both,
     parameter_free,
 )
-from core.embeddings import NEAREST_TIE
 from core.positional import cosine, rotary_turn, shuffle_order
 from core.transformer import (
     ATTN_INPUT,
@@ -216,6 +216,12 @@ def top_keys(attn_weights: np.ndarray) -> np.ndarray:
     gives them equal scores, and neither wins)."""
     top = attn_weights.max(axis=1, keepdims=True)  # (n, 1)
     return attn_weights >= top - NEAREST_TIE  # (n, n)
+
+
+def top_key_marks(attn_weights: np.ndarray) -> np.ndarray:
+    """(n, n) float: 1 at the keys holding each row's largest weight (top_keys), 0 elsewhere, as
+    a heatmap draws them."""
+    return top_keys(attn_weights).astype(np.float64)
 
 
 def rows_that_pick_themselves(attn_weights: np.ndarray) -> int:

@@ -77,14 +77,17 @@ def test_two_roles_are_two_heads_and_chance_follows_the_mask(family, model, loca
     assert float(chance.group(1)) == pytest.approx(_even_share_of_previous(shown), abs=0.006)
     if decoder:
         assert "next token:" not in tab_text and "next-token head" not in tab_text
-    # the predict question's chance: row i sees i + 1 keys under the mask, n without
+    # the predict question's chance, over the rows its share counts (a word piece after a word
+    # piece): row i sees i + 1 keys under the mask, n without
     question = re.search(
         r"of a row's weight on average \(against (\d\.\d\d) for an even spread\)", tab_text
     )
     assert question, tab_text[:3000]
     sentence = "the river bank flows past the old mill." if family == "minilm" else TEXT
-    n = shown.run(sentence).n_tokens
-    expected = np.mean([1 / (i + 1) for i in range(1, n)]) if decoder else 1 / n
+    trace = shown.run(sentence)
+    n, special = trace.n_tokens, trace.special
+    rows = [i for i in range(1, n) if not special[i] and not special[i - 1]]
+    expected = np.mean([1 / (i + 1) for i in rows]) if decoder else 1 / n
     assert float(question.group(1)) == pytest.approx(expected, abs=0.006)
     # the same-word example: the repeat's row shares an even spread among the keys it sees
     repeat = re.search(

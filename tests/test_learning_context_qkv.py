@@ -439,9 +439,9 @@ def test_both_pages_draw_in_chromium(server, browser):
 
     # (plotly figures, HTML matrices): Context's X and Y of both sentences are HTML (its bars
     # too), its X Xᵀ and softmax wait for Step 2's question (ui/predict.py); the Q, K, V page
-    # opens on Step 1, whose three 8 × 8 matrices (the default sentence's 8 word pieces,
-    # d_k = 8) are HTML grids
-    expected = {"1 · Context from first principles": (0, 4), "2 · Queries, keys and values": (0, 3)}
+    # opens on its two maps of each row's largest weight and Step 1's three 8 × 8 matrices (the
+    # default sentence's 8 word pieces, d_k = 8), all HTML grids
+    expected = {"1 · Context from first principles": (0, 4), "2 · Queries, keys and values": (0, 5)}
     url = server.url  # the shared server (conftest.py); browser: this module's
     page = browser.new_page(viewport={"width": 1300, "height": 1600})
     page.goto(url)

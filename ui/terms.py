@@ -123,8 +123,8 @@ TERMS: dict[str, Term] = {
         needs="position_table",
     ),
     "segment rows": Term(
-        "Rows of a small learned table with one vector per sentence of a pair: a BERT-style "
-        "model adds row 0 to every token of the first sentence and row 1 to every token of the "
+        "Rows of a small learned table with one vector per sentence of a pair: a model that "
+        "has one adds row 0 to every token of the first sentence and row 1 to every token of the "
         "second, so each token carries which sentence it is in. A table of one row adds that row "
         "to every token alike and tells nothing apart.",
         "views/positional.py",

@@ -127,7 +127,7 @@ for column, (weights, name, key) in zip(
 ):
     with column:
         display.show_token_matrix(
-            qkv.top_keys(weights).astype(float),  # (n, n) 1 or 0
+            qkv.top_key_marks(weights),  # (n, n) 1 or 0
             tokens,
             f"{name}: 1 = the row's largest weight",
             f"qkv_{key}",
