@@ -124,10 +124,13 @@ def sm_first_row(model, state: dict) -> set[str]:
 def mh_previous_row(model, state: dict) -> set[str]:
     trace = model.run(state["text"])
     weights = trace.attentions[state["layer"]]  # (H, n, n)
-    n = weights.shape[-1]
-    on_previous = np.array([weights[:, i, i - 1] for i in range(1, n)]).mean(axis=0)  # (H,)
+    n, special = weights.shape[-1], trace.special
+    # the rows a role counts: a word piece after a word piece
+    rows = [i for i in range(1, n) if not special[i] and not special[i - 1]]
+    on_previous = np.array([weights[:, i, i - 1] for i in rows]).mean(axis=0)  # (H,)
     head = int(np.argmax(on_previous))
-    query = max(range(2, n), key=lambda i: weights[head, i, i - 1])  # the row most "previous"
+    # the second most "previous" row from the third piece on (the most is the quoted link)
+    query = sorted((i for i in rows if i >= 2), key=lambda i: -weights[head, i, i - 1])[1]
     return _labels(trace.tokens, _argmax(weights[head, query]))
 
 
@@ -575,7 +578,8 @@ def test_a_tiny_decoders_questions_have_the_answers_numpy_gives(tiny_decoder):
         for layer in range(n_layers):
             on_previous = np.array([weights[layer, :, i, i - 1] for i in range(1, n)]).mean(axis=0)
             head = int(np.argmax(on_previous))
-            query = max(range(2, n), key=lambda i: weights[layer, head, i, i - 1])
+            # the row asked: the second clearest (the clearest is the quoted strongest link)
+            query = sorted(range(2, n), key=lambda i: -weights[layer, head, i, i - 1])[1]
             question = predict_answers.previous_token_row(
                 sentence.attentions[layer],
                 sentence.tokens,

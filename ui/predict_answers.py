@@ -345,10 +345,12 @@ def previous_token_row(
     """Page 4, section 1: in the row of one token, which key the layer's previous-token head
     weights most. weights: (H, n, n) the layer's attention; on_previous: (H,) each head's mean
     weight on the token before over head_stats.role_rows (special: the Trace's (n,) mask). The
-    row asked about is, among those rows, the one that gives the token before the most weight
-    (its answer is the reason the head has its name), from the third piece on: the second's
-    token before is the first piece, where many heads of every kind put their weight. causal:
-    the run had the causal mask, so row i sees i + 1 keys. None without such a row."""
+    row asked about is, among those rows from the third piece on (the second's token before is
+    the first piece, where many heads of every kind put their weight), the one that gives the
+    token before the second most weight: the most is the strongest link, which the Overview and
+    "Why several heads" quote, so asking it would test memory, not the reason the head has its
+    name. causal: the run had the causal mask, so row i sees i + 1 keys. None without such a
+    row."""
     n = weights.shape[-1]
     rows = head_stats.role_rows(special, -1)  # the rows on_previous averages
     asked = rows[rows >= 2]
@@ -360,7 +362,8 @@ def previous_token_row(
     head = int(np.argmax(on_previous))
     named = wording.earns_role_name(on_previous[head], chance)
     before = weights[head, asked, asked - 1]  # (k,) row i's weight on i − 1
-    query = int(asked[int(np.argmax(before))])
+    ranked = np.argsort(-before, kind="stable")  # the clearest row first
+    query = int(asked[ranked[1] if len(ranked) > 1 else ranked[0]])
     row = weights[head, query]  # (n,)
     word, previous = _token_label(tokens, query), _token_label(tokens, query - 1)
 
@@ -385,7 +388,7 @@ def previous_token_row(
             return (
                 f"Head {head} {leans} ({on_previous[head]:.2f} "
                 f"on average, {against}), yet the row of {word}, picked as the one that gives "
-                f"the token before the most, gives {previous} {row[query - 1]:.2f}."
+                f"the token before the second most, gives {previous} {row[query - 1]:.2f}."
             )
         return (
             f"Head {head} {leans} ({on_previous[head]:.2f} on average, "
