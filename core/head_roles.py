@@ -376,14 +376,13 @@ ROLE_KEY = {"previous": -1, "next": +1, "self": 0}  # the key a role points at: 
 
 def _real_rows(special: Sequence[bool], steps: Sequence[int]) -> list[int]:
     """Rows i that are a real word piece and whose neighbours i + step, for every step, are real
-    word pieces too ([CLS] and [SEP] are not; a GPT-2 text has no specials, so its ends count)."""
-    n = len(special)
-    real = [not s for s in special]
-    return [
-        i
-        for i in range(n)
-        if real[i] and all(0 <= i + step < n and real[i + step] for step in steps)
-    ]
+    word pieces too ([CLS] and [SEP] are not; a GPT-2 text has no specials, so its ends count):
+    head_stats.role_rows for every step at once, the one row rule of every role score."""
+    mask = np.asarray(special, dtype=bool)
+    rows = set(range(len(mask)))
+    for step in steps:
+        rows &= set(head_stats.role_rows(mask, step).tolist())
+    return sorted(rows)
 
 
 def role_holds(head_weights: np.ndarray, role: str, special: Sequence[bool]) -> tuple[int, int]:
