@@ -193,11 +193,16 @@ class Session:
             self.started = True
         except Exception as err:
             shot = Path(tempfile.gettempdir()) / f"load-session-{self.index}.png"
+            shown = []  # what the visitor read instead of a figure: an error box or a warning
             with contextlib.suppress(Exception):
                 await self.page.screenshot(path=str(shot))
+                shown = await self.page.locator(
+                    '[data-testid="stException"], [data-testid="stAlert"]'
+                ).all_inner_texts()
             report.failures.append(
                 f"session {self.index} could not open {self.page.url[:80]} ({shot}): "
                 f"{type(err).__name__}: {str(err)[:160]}"
+                + (f"; the page showed: {shown[0][:160]!r}" if shown else "")
             )
 
     def _track(self, websocket: object) -> None:

@@ -127,10 +127,15 @@ def test_head_switch_script_has_nothing_dompurify_would_take_for_a_tag():
 
 
 def test_figures_skip_plotly_label_overflow_measuring_and_keep_streamlit_theme():
-    # ui.display (imported above) sets the default template. "allow" skips plotly's per-label
-    # box measuring on every draw (half a heatmap redraw at 32 pieces).
+    # preload.figures_ready (run before a page's first plotly figure) sets the default template.
+    # "allow" skips plotly's per-label box measuring on every draw (half a heatmap redraw at 32
+    # pieces).
     import plotly.graph_objects as go
     import plotly.io as pio
+
+    from ui import preload
+
+    preload.figures_ready()
 
     figure = go.Figure(go.Heatmap(z=[[0.1, 0.9]]))
     template = figure.layout.template

@@ -91,3 +91,102 @@ def test_the_overview_imports_only_what_it_draws():
     assert "torch" in imported and "tokenizers" in imported  # the run really happened
     assert imported.isdisjoint({"pandas", "pyarrow", "sklearn", "scipy", "transformers"})
     assert ast.literal_eval(pandas_at_first_figure) == [True]
+
+
+# Run in a fresh interpreter: one thread's import of pandas is held half done (its module is in
+# sys.modules, its body not yet run), as when a visitor's page imports it while the server's
+# head start imports the app's modules. Meanwhile another thread does what the head start and a
+# plotly page do: import the app's modules, get ready for figures, build one and serialize it.
+_HALF_IMPORTED_PANDAS = """
+import importlib.abc
+import sys
+import threading
+import traceback
+
+half_done, go_on = threading.Event(), threading.Event()
+
+
+class HeldLoader(importlib.abc.Loader):
+    def __init__(self, loader):
+        self.loader = loader
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module):
+        half_done.set()  # in sys.modules, with nothing in it yet
+        assert go_on.wait(120)
+        self.loader.exec_module(module)
+
+
+class HoldPandas(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name != "pandas":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec("pandas")
+        spec.loader = HeldLoader(spec.loader)
+        return spec
+
+
+import importlib.util
+import streamlit  # registers Streamlit's plotly template, as the server has before any page
+
+sys.meta_path.insert(0, HoldPandas())
+visitor = threading.Thread(target=lambda: __import__("pandas"))
+visitor.start()
+assert half_done.wait(120)
+
+errors = []
+
+
+def head_start_then_figure():
+    try:
+        from ui import display, door, model_map, page_switches, predict, state  # noqa: F401
+        from ui import preload
+        import plotly.graph_objects as go
+
+        preload.figures_ready()
+        go.Figure(go.Heatmap(z=[[0.1, 0.9]])).to_json()
+    except Exception:
+        errors.append(traceback.format_exc())
+
+
+worker = threading.Thread(target=head_start_then_figure)
+worker.start()
+
+
+def waits_for_pandas(thread):
+    # the worker is blocked on pandas' import lock (importlib's _ModuleLock.acquire)
+    frame = sys._current_frames().get(thread.ident)
+    while frame is not None:
+        if frame.f_code.co_name == "acquire" and "importlib" in frame.f_code.co_filename:
+            return True
+        frame = frame.f_back
+    return False
+
+
+while worker.is_alive() and not waits_for_pandas(worker):
+    worker.join(0.01)  # poll: the worker either fails (reads half a pandas) or waits
+go_on.set()
+worker.join(120)
+visitor.join(120)
+print(errors)
+"""
+
+
+def test_a_half_imported_pandas_breaks_no_figure_and_no_import():
+    """On a cold server, a visitor's page imports pandas while the head start imports the app's
+    modules: the modules import, and a figure is built only once pandas is whole."""
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-c", _HALF_IMPORTED_PANDAS],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    assert ast.literal_eval(result.stdout.strip().splitlines()[-1]) == []

@@ -2,9 +2,6 @@
 show_bars, which draw a matrix or bars as HTML or plotly as ui/display_policy.py decides (a few
 cells or bars as HTML, so a page may never load plotly.js). A shared module: it imports no
 page's module; a view hands it the builders of both forms.
-
-Also the app's plotly template, set on import: figures are built after this module is imported
-(app.py imports it before any page runs).
 """
 
 from __future__ import annotations
@@ -13,30 +10,11 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
-import plotly.io as pio
 import streamlit as st
 
 from ui import charts, display_policy, html_heatmap, matrix_charts, scripts
 
-# Plotly's default for numeric axes, "hide past div", hides a tick label that would stick out of
-# the figure. To know, it measures every label's box on every draw: half of what a 32-piece
-# heatmap costs to redraw (bench/RESULTS.md, Cited in code). The app fits its margins to labels
-# (charts.label_margin, automargin on), so no label sticks out and none was ever hidden; the
-# phone check in tests/test_browser_devices.py (assert_phone_dark) looks on every page.
-# Set here, where figures meet Streamlit: the chart modules import no streamlit, and Streamlit's
-# template ("streamlit", registered when streamlit is imported) must be merged in for its light
-# and dark theme to apply. Merged once: a default written "streamlit+x" is merged anew for every
-# figure built (bench/RESULTS.md, Cited in code).
-pio.templates["attention_explorer"] = pio.templates.merge_templates(
-    pio.templates["streamlit"],
-    go.layout.Template(
-        layout={
-            "xaxis": {"ticklabeloverflow": "allow"},
-            "yaxis": {"ticklabeloverflow": "allow"},
-        }
-    ),
-)
-pio.templates.default = "attention_explorer"
+# The app's plotly template is set by ui/preload.py's figures_ready, before a page's first figure.
 
 
 # When a Layer or Head slider on the page changes value, show the matching head in every figure

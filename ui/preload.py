@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import plotly.graph_objects as go
+import plotly.io as pio
 import streamlit as st
 
 # numpy in full before the blank figure is drawn (figures_ready says why).
@@ -20,6 +22,7 @@ from ui import (
     charts,  # noqa: F401
 )
 
+APP_TEMPLATE = "attention_explorer"  # plotly's default once figures_ready has run
 PRELOAD_KEY = "_plotly_preload"  # tests skip the element with this key when they look for figures
 _DONE_KEY = "_plotly_preloaded"
 _BLANK_FIGURE = {
@@ -204,7 +207,7 @@ _HTML_FIGURE_CSS = """<style>
 
 
 def figures_ready() -> None:
-    """Import pandas in full before this session builds a plotly figure.
+    """Make this process ready to build plotly figures: pandas in full, then the app's template.
 
     Plotly's validators look pandas up in sys.modules without waiting for its import lock. On a
     cold server two sessions may run at once, and one thread then finds pandas half-imported by
@@ -212,8 +215,39 @@ def figures_ready() -> None:
     statement does wait for that lock, so a page that may draw with plotly imports it here,
     first. The Overview never draws with plotly (path.Step.plotly_free) and skips it: pandas
     and pyarrow are a large share of a cold server's imports before its first heatmap
-    (bench/bench_speed.py, bench/RESULTS.md)."""
+    (bench/bench_speed.py, bench/RESULTS.md).
+
+    The template is merged here, after pandas, and not when a module is imported: merging
+    validates plotly objects too, and the server's head start (serve.py) imports the modules
+    while a visitor's page may be importing pandas (tests/test_serve.py stages that race)."""
     import pandas  # noqa: F401
+
+    if pio.templates.default != APP_TEMPLATE:
+        _register_app_template()
+
+
+def _register_app_template() -> None:
+    """The app's plotly template: Streamlit's, with tick labels allowed past the plot area.
+
+    Plotly's default for numeric axes, "hide past div", hides a tick label that would stick out
+    of the figure. To know, it measures every label's box on every draw: half of what a 32-piece
+    heatmap costs to redraw (bench/RESULTS.md, Cited in code). The app fits its margins to labels
+    (charts.label_margin, automargin on), so no label sticks out and none was ever hidden; the
+    phone check in tests/test_browser_devices.py (assert_phone_dark) looks on every page.
+    Streamlit's template ("streamlit", registered when streamlit is imported) is merged in for
+    its light and dark theme to apply; the chart modules import no streamlit. Merged once: a
+    default written "streamlit+x" is merged anew for every figure built (bench/RESULTS.md,
+    Cited in code)."""
+    pio.templates[APP_TEMPLATE] = pio.templates.merge_templates(
+        pio.templates["streamlit"],
+        go.layout.Template(
+            layout={
+                "xaxis": {"ticklabeloverflow": "allow"},
+                "yaxis": {"ticklabeloverflow": "allow"},
+            }
+        ),
+    )
+    pio.templates.default = APP_TEMPLATE
 
 
 @contextmanager
