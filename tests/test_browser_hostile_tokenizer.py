@@ -7,7 +7,10 @@ the strings every figure and sentence on the page quotes. Two such models:
 - a tiny random GPT-2 (tests/tiny_families.py) whose tokenizer holds the same string as an added
   piece: a decoder, loaded from a local folder as a user would.
 In chromium, one visitor loads the GPT-2 and opens every page: each draws without an error, as
-a decoder, and the pieces stay text, no link, image, bold or formula made of them. Every tab of
+a decoder, and the pieces stay text, no link, image, bold or formula made of them. On the way,
+4 · Multi-head's induction grid shows the heads core.induction finds in that decoder, cell for
+cell as plotly holds them (every number of that tab is checked headless against core.induction
+in tests/test_induction_pages.py; this is the same, drawn). Every tab of
 every page, and the Remove-heads caption that names the token that moved most (which the walk's
 defaults do not reach), are checked headless on MiniLM (tests/test_hostile_pieces_headless.py).
 """
@@ -19,12 +22,15 @@ import shutil
 import urllib.parse
 from pathlib import Path
 
+import numpy as np
 import pytest
 from test_browser_hostile_urls import LOAD_BUTTON, OTHER, assert_nothing_leaks
 from test_browser_path import NEXT_LINK, open_and_wait, url_path_of, visited_count
 from test_browser_suite import new_tab
 from tiny_families import write_tiny_family
 
+import core
+from core import induction
 from tests.support.browser import (
     LOCAL_USER_ENV,
     Liveness,
@@ -40,6 +46,13 @@ HOSTILE_PIECE = '<img src=x onerror="window.__x=1">[x](https://example.com/t)**b
 SENTENCE = "The ☃ sat on the bank of the ⅎ river."
 # Elements made of HOSTILE_PIECE's Markdown ("**b**" in bold, "$y$" as a KaTeX formula); its
 # link and image are looked for by assert_nothing_leaks.
+# A heatmap's cells as plotly holds them after drawing: _fullData's z is decoded from base64.
+HEATMAP_Z_JS = """
+(selector) => {
+  const gd = document.querySelector(selector);
+  return gd._fullData.filter(t => t.type === 'heatmap').map(t => Array.from(t.z, row => Array.from(row)));
+}
+"""
 PIECE_MARKUP_JS = """
 () => [
   ...[...document.querySelectorAll('strong, b')].filter(e => e.textContent.trim() === 'b'),
@@ -83,9 +96,10 @@ DECODER_SWITCH = "Remove the causal mask (off-distribution)"  # the sidebar's, f
 
 @pytest.mark.browser
 def test_next_walks_every_page_with_a_decoder_and_hostile_pieces_as_text(tmp_path):
-    """One visitor's course in chromium, three checks in one walk:
+    """One visitor's course in chromium, four checks in one walk:
     - the decoder pass: a tiny GPT-2 from a local folder draws every page, as a decoder;
     - this file's: its tokenizer's HTML and Markdown piece stays text on every page;
+    - the induction heads found in that decoder, drawn cell for cell on 4 · Multi-head;
     - the course's path (ui/path.py): the sidebar lists every page, Next from the Overview
       visits each once, and the map keeps the session (every part ticked at the end; a click on
       a part opens its page in the same session)."""
@@ -123,6 +137,8 @@ def test_next_walks_every_page_with_a_decoder_and_hostile_pieces_as_text(tmp_pat
                 settle(page, tab.runs, mark, liveness, expect_run=True, what=after.title)
                 check(after.title)
                 seen.append(url_path_of(page))
+                if after.file == "views/multi_head.py":
+                    assert_induction_grid(page, tab, liveness, folder)
             assert seen == [path.url_path(step) for step in path.STEPS]
 
             # The last page's map: every part ticked, its own parts marked; a click on a part
@@ -138,3 +154,20 @@ def test_next_walks_every_page_with_a_decoder_and_hostile_pieces_as_text(tmp_pat
             assert visited_count(page) == f"{len(path.STEPS)} of {len(path.STEPS)} pages visited"
         finally:
             context.close()
+
+
+def assert_induction_grid(page: object, tab: object, liveness: Liveness, folder: Path) -> None:
+    """Open 4 · Multi-head's induction tab: its grid holds the scores core.induction finds in
+    the decoder's own weights (loaded here, apart from the server), rounded as they are shown."""
+    found = induction.found_scores(core.load_folder(folder)).scores  # (L, H) each
+    mark = tab.runs.mark()
+    page.get_by_role("tab", name="5 · Induction heads").click()
+    settle(page, tab.runs, mark, liveness, expect_run=True, what="the induction tab")
+    grid = ".st-key-mh_induction_grid .js-plotly-plot"
+    page.locator(grid).wait_for(timeout=120_000)
+    page.wait_for_function(
+        "s => { const gd = document.querySelector(s); return gd && gd._fullData; }", arg=grid
+    )
+    previous, inductive = (np.array(z, dtype=float) for z in page.evaluate(HEATMAP_Z_JS, grid))
+    np.testing.assert_allclose(previous, np.round(found.previous_token, 3))
+    np.testing.assert_allclose(inductive, np.round(found.induction, 3))
