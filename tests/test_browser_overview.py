@@ -148,6 +148,12 @@ def test_a_tap_on_a_cell_writes_query_key_and_weight_under_the_figure(server, br
                 "t => document.querySelector('[data-testid=stMain] .ae-readout').textContent === t",
                 arg=expected,
             )
+            # the tapped cell, and only it, stays framed
+            framed = page.locator("[data-testid='stMain'] .ae-grid i.ae-picked")
+            assert framed.count() == 1
+            assert (
+                framed.bounding_box() == page.locator(GRID_SELECTOR).nth(2 * n + 1).bounding_box()
+            )
 
             page.goto(f"{server.url}/?text={quote(long)}")
             wait_for_app(page)
@@ -163,6 +169,13 @@ def test_a_tap_on_a_cell_writes_query_key_and_weight_under_the_figure(server, br
                 "() => document.querySelector('[data-testid=stMain] .ae-readout')"
                 ".textContent.startsWith('query 0: [CLS] · key 3: bank · weight ')"
             )
+            # a frame lies over the tapped pixel: row 0, column 3 of the image (the tap scrolled
+            # the image into view: its box is read again)
+            frame = page.locator("[data-testid='stMain'] .ae-mark").bounding_box()
+            box = image.bounding_box()
+            centre_x = (frame["x"] + frame["width"] / 2 - box["x"]) * n / box["width"]
+            centre_y = (frame["y"] + frame["height"] / 2 - box["y"]) * n / box["height"]
+            assert (int(centre_y), int(centre_x)) == (0, 3), (centre_y, centre_x)
             assert page_exceptions(page) == []
         finally:
             context.close()

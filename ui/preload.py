@@ -120,6 +120,11 @@ _HTML_FIGURE_CSS = """<style>
 .ae-cells { width: 100%; aspect-ratio: 1; display: block; image-rendering: pixelated;
   cursor: crosshair; }
 .ae-grid i { cursor: crosshair; }
+/* the clicked or tapped cell (ui/js/head_switch.js): framed in the page's red */
+.ae-grid { position: relative; }
+.ae-grid i.ae-picked { outline: 2px solid #FF4B4B; outline-offset: -2px; }
+.ae-mark { position: absolute; outline: 2px solid #FF4B4B; pointer-events: none;
+  min-width: 4px; min-height: 4px; }
 .ae-lab { visibility: hidden; }
 .ae-lab.ae-wide { visibility: visible; }
 .ae-bar-title { align-self: end; justify-self: start; padding: 0 0 0.2rem 0.3rem;

@@ -197,6 +197,10 @@
     fig.querySelector('.ae-note').textContent = store.note;
     fig.querySelector('.ae-top').textContent = store.top;
     fig.dataset.shown = String(index);
+    if (fig.__picked) {  // the framed cell's readout follows the head now shown
+      const text = describe(fig, fig.__picked.query, fig.__picked.key);
+      fig.querySelector('.ae-readout').textContent = text.split('\n').join(' · ');
+    }
     // announced once painted (a bench listens); a decode cut short by a newer head is no error
     painted.then(() => fig.dispatchEvent(new CustomEvent('ae-headshown', {bubbles: true})), () => {});
   };
@@ -248,7 +252,29 @@
     } else {
       return null;
     }
-    return {target, fig, text: (heatmap ? describe : describeValue)(fig, query, key)};
+    return {target, fig, query, key, heatmap, text: (heatmap ? describe : describeValue)(fig, query, key)};
+  };
+  // The clicked or tapped cell stays framed, so the readout under the figure points somewhere:
+  // a grid's cell is framed itself; on an image (one pixel per cell) a frame is laid over it.
+  const pick = cell => {
+    cell.fig.querySelectorAll('.ae-picked').forEach(e => e.classList.remove('ae-picked'));
+    cell.fig.querySelectorAll('.ae-mark').forEach(e => e.remove());
+    cell.fig.__picked = cell.heatmap ? {query: cell.query, key: cell.key} : null;
+    if (cell.target.matches('.ae-grid i')) {
+      cell.target.classList.add('ae-picked');
+      return;
+    }
+    const image = cell.target, rows = image.clientHeight, columns = image.clientWidth;
+    const n = {rows: Number(cell.fig.dataset.pieces || cell.fig.dataset.rows),
+      columns: Number(cell.fig.dataset.pieces || cell.fig.dataset.columns)};
+    const mark = document.createElement('span');
+    mark.className = 'ae-mark';
+    // the grid is the image's offsetParent (position: relative): place the frame in its pixels
+    mark.style.left = (image.offsetLeft + cell.key * columns / n.columns) + 'px';
+    mark.style.top = (image.offsetTop + cell.query * rows / n.rows) + 'px';
+    mark.style.width = (columns / n.columns) + 'px';
+    mark.style.height = (rows / n.rows) + 'px';
+    image.parentElement.appendChild(mark);
   };
   const toTooltip = event => {
     const cell = cellAt(event);
@@ -260,5 +286,6 @@
     const cell = cellAt(event);
     if (!cell) return;
     cell.fig.querySelector('.ae-readout').textContent = cell.text.split('\n').join(' · ');
+    pick(cell);
   });
 })();
