@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 
 from conftest import ROOT, assert_no_exception, run_page
 
@@ -42,6 +44,20 @@ def test_after_the_head_start_the_first_page_runs_no_layer(monkeypatch):
     assert layers_run == []
 
 
+def _run_fresh(script: str) -> list[str]:
+    """Run a script in a fresh interpreter (nothing imported yet) from the repository; the
+    lines it printed."""
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    return result.stdout.strip().splitlines()
+
+
 # Run in a fresh interpreter: what the Overview's first run imports, and whether pandas is in
 # full before a page builds its first plotly figure (ui/preload.py's figures_ready).
 _FIRST_RUNS = """
@@ -75,18 +91,7 @@ def test_the_overview_imports_only_what_it_draws():
     """A visitor's first page is the Overview: its first run (what the head start imports too)
     loads no pandas, scikit-learn, SciPy or transformers. A page that draws with plotly then
     has pandas in full before its first figure is built."""
-    import subprocess
-    import sys
-
-    result = subprocess.run(
-        [sys.executable, "-c", _FIRST_RUNS],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=True,
-    )
-    overview_modules, pandas_at_first_figure = result.stdout.strip().splitlines()[-2:]
+    overview_modules, pandas_at_first_figure = _run_fresh(_FIRST_RUNS)[-2:]
     imported = set(ast.literal_eval(overview_modules))
     assert "torch" in imported and "tokenizers" in imported  # the run really happened
     assert imported.isdisjoint({"pandas", "pyarrow", "sklearn", "scipy", "transformers"})
@@ -178,15 +183,4 @@ print(errors)
 def test_a_half_imported_pandas_breaks_no_figure_and_no_import():
     """On a cold server, a visitor's page imports pandas while the head start imports the app's
     modules: the modules import, and a figure is built only once pandas is whole."""
-    import subprocess
-    import sys
-
-    result = subprocess.run(
-        [sys.executable, "-c", _HALF_IMPORTED_PANDAS],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=True,
-    )
-    assert ast.literal_eval(result.stdout.strip().splitlines()[-1]) == []
+    assert ast.literal_eval(_run_fresh(_HALF_IMPORTED_PANDAS)[-1]) == []
