@@ -118,7 +118,8 @@ with notes_col:
 with takeaway_box:
     takeaway.show(
         f"{model_label} reads this sentence as {trace.n_tokens} word pieces, and each of its "
-        f"{model.n_layers * model.n_heads} heads gives every piece a row of weights over "
+        f"{model.n_layers * model.n_heads} attention heads ({model.n_heads} in each of "
+        f"{model.n_layers} layers) gives every piece a row of weights over "
         f"{row_covers}; the strongest link between two ordinary pieces is L{bold_layer} H{bold_head}'s "
         f"{literal(trace.tokens[bold_query])} → "
         + ("itself" if bold_query == bold_key else literal(trace.tokens[bold_key]))
