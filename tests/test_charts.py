@@ -201,3 +201,20 @@ def test_ranges_shorten_runs_of_three_or_more():
     assert ranges([5, 0, 1, 2, 3, 7, 8]) == "0–3, 5, 7, 8"
     assert ranges(list(range(12))) == "0–11"
     assert ranges([4]) == "4"
+
+
+def test_a_fitted_scale_says_so_only_when_its_top_is_not_written_1():
+    """Past FITTED_SCALE_FROM keys the colours run up to the largest weight, and the note says
+    so; a largest weight written 1 (a decoder's first row, exactly 1 in every head) keeps the
+    scale 0 to 1 with no note, never "0 to 1, not 0 to 1"."""
+    n = display_policy.FITTED_SCALE_FROM + 16
+    weights = np.full((n, n), 1.0 / n)  # (n_q, n_k) even rows
+    weights[3, 5] = 0.62
+    assert charts.fitted_scale(weights) == (0.62, "colour scale fitted: 0 to 0.62, not 0 to 1")
+    for largest in (1.0, 0.9996):  # both written "1" at three figures
+        weights[0] = 0.0
+        weights[0, 0] = largest
+        assert charts.fitted_scale(weights) == (1.0, "")
+    short = np.full((8, 8), 1.0 / 8)  # up to FITTED_SCALE_FROM keys: never fitted
+    short[2, 1] = 0.3
+    assert charts.fitted_scale(short) == (1.0, "")

@@ -577,6 +577,8 @@ def test_a_tiny_decoders_questions_have_the_answers_numpy_gives(tiny_decoder):
         n = weights.shape[-1]
         for layer in range(n_layers):
             on_previous = np.array([weights[layer, :, i, i - 1] for i in range(1, n)]).mean(axis=0)
+            on_next = np.array([weights[layer, :, i, i + 1] for i in range(n - 1)]).mean(axis=0)
+            assert not on_next.any()  # the mask: no head leads on the token after
             head = int(np.argmax(on_previous))
             # the row asked: the second clearest (the clearest is the quoted strongest link)
             query = sorted(range(2, n), key=lambda i: -weights[layer, head, i, i - 1])[1]
@@ -584,6 +586,7 @@ def test_a_tiny_decoders_questions_have_the_answers_numpy_gives(tiny_decoder):
                 sentence.attentions[layer],
                 sentence.tokens,
                 on_previous,
+                on_next,
                 layer,
                 np.asarray(sentence.special),
                 causal=True,
@@ -795,8 +798,9 @@ def test_the_previous_token_questions_even_spread_counts_the_rows_its_share_does
     rows = range(2, n - 1)  # [CLS] is row 0 and the token before row 1; [SEP] is row n − 1
     on_previous = np.array([weights[:, i, i - 1] for i in rows]).mean(axis=0)  # (H,)
     chance = np.mean([1 / (i + 1) for i in rows])  # row i sees i + 1 keys under the mask
+    on_next = np.zeros_like(on_previous)  # the mask: nothing on the token after
     question = predict_answers.previous_token_row(
-        trace.attentions[0], trace.tokens, on_previous, 0, trace.special, causal=True
+        trace.attentions[0], trace.tokens, on_previous, on_next, 0, trace.special, causal=True
     )
     assert f"against {chance:.2f} for an even spread" in question.prompt, question.prompt
     all_rows = np.mean([1 / (i + 1) for i in range(1, n)])
@@ -812,8 +816,9 @@ def test_the_previous_token_question_does_not_say_which_neighbour_and_tab_1_one_
     weights[1] = np.eye(n, k=-1) * 0.9 + 0.1 / n  # head 1: the token before takes most
     weights[1, 0] = 1.0 / n
     on_previous = np.array([weights[:, i, i - 1] for i in range(1, n)]).mean(axis=0)  # (H,)
+    on_next = np.array([weights[:, i, i + 1] for i in range(n - 1)]).mean(axis=0)  # (H,)
     question = predict_answers.previous_token_row(
-        weights, list("abcdef"), on_previous, 0, np.zeros(n, dtype=bool)
+        weights, list("abcdef"), on_previous, on_next, 0, np.zeros(n, dtype=bool)
     )
     assert "head 1" in question.prompt, question.prompt
     for giveaway in ("before", "previous", "after", "next"):
@@ -847,3 +852,43 @@ def test_qkv_weight_ratio_quotes_every_token_one_way(model):
     assert f"“{tokens[best]}” {row[best]:.3f}, “{tokens[second]}” {row[second]:.3f}" in shown(
         verdict
     ), verdict
+
+
+def test_the_previous_token_question_names_its_row_truly_and_asks_only_one_neighbour():
+    """The answer calls its row "second among the rows from the third token on": true by the
+    weights on the token before, recomputed here; and a head that leads the layer on the token
+    before and on the token after alike gets no question ("which neighbour?" would have two
+    answers)."""
+    n, heads = 7, 3
+    weights = np.full((heads, n, n), 1.0 / n)  # (H, n, n) even rows
+    # row i's weight on i − 1: a mean of 0.28, under twice an even spread (2/7), so the head
+    # earns no name and the answer explains its row
+    before = np.array([0.0, 0.5, 0.2, 0.3, 0.22, 0.26, 0.21])
+    for i in range(1, n):  # head 2: the token before takes before[i], the rest spread evenly
+        weights[2, i] = (1.0 - before[i]) / (n - 1)
+        weights[2, i, i - 1] = before[i]
+    on_previous = np.array([weights[:, i, i - 1] for i in range(1, n)]).mean(axis=0)  # (H,)
+    on_next = np.array([weights[:, i, i + 1] for i in range(n - 1)]).mean(axis=0)  # (H,)
+    tokens = list("abcdefg")
+    question = predict_answers.previous_token_row(
+        weights, tokens, on_previous, on_next, 0, np.zeros(n, dtype=bool)
+    )
+    # rows 2..6 by weight on the token before: 3 (0.3), 5 (0.26), ...; row 1's 0.5 is not ranked
+    assert "row for **f**" in question.prompt, question.prompt
+    assert "the row of f, second among the rows from the third token on" in question.reason
+    both = weights.copy()
+    both[2] = np.full((n, n), 0.05)  # head 2 leads on the token before and after alike
+    for i in range(n):
+        for j in (i - 1, i + 1):
+            if 0 <= j < n:
+                both[2, i, j] = 0.4
+        both[2, i] /= both[2, i].sum()
+    on_previous = np.array([both[:, i, i - 1] for i in range(1, n)]).mean(axis=0)
+    on_next = np.array([both[:, i, i + 1] for i in range(n - 1)]).mean(axis=0)
+    assert np.argmax(on_previous) == np.argmax(on_next) == 2
+    assert (
+        predict_answers.previous_token_row(
+            both, tokens, on_previous, on_next, 0, np.zeros(n, dtype=bool)
+        )
+        is None
+    )

@@ -257,10 +257,16 @@ def causal_overlay(n_q: int, n_k: int) -> go.Heatmap:
 
 def fitted_scale(values: np.ndarray) -> tuple[float, str]:
     """(top of the colour scale, note) for attention weights: 1 and no note, or the largest
-    weight when there are more than FITTED_SCALE_FROM keys, with a note that says so."""
+    weight when there are more than FITTED_SCALE_FROM keys, with a note that says so.
+
+    A largest weight that is written 1 leaves the scale at 0 to 1, with no note: under a causal
+    mask the first row gives itself exactly 1 in every head, and "fitted: 0 to 1, not 0 to 1"
+    would say nothing."""
     if not scale_fitted(values.shape[-1]) or not values.size:
         return 1.0, ""
     largest = float(np.nanmax(values)) or 1.0
+    if f"{largest:.3g}" == "1":  # as fitted_scale_note would write it
+        return 1.0, ""
     return largest, fitted_scale_note(largest)
 
 

@@ -338,28 +338,37 @@ def previous_token_row(
     weights: np.ndarray,
     tokens: Sequence[str],
     on_previous: np.ndarray,
+    on_next: np.ndarray,
     layer: int,
     special: np.ndarray,
     causal: bool = False,
 ) -> Question | None:
     """Page 4, section 1: in the row of one token, which key the layer's previous-token head
-    weights most. weights: (H, n, n) the layer's attention; on_previous: (H,) each head's mean
-    weight on the token before over head_stats.role_rows (special: the Trace's (n,) mask). The
-    row asked about is, among those rows from the third piece on (the second's token before is
-    the first piece, where many heads of every kind put their weight), the one that gives the
-    token before the second most weight: the most is the strongest link, which the Overview and
-    "Why several heads" quote, so asking it would test memory, not the reason the head has its
-    name. causal: the run had the causal mask, so row i sees i + 1 keys. None without such a
-    row."""
+    weights most. weights: (H, n, n) the layer's attention; on_previous, on_next: (H,) each
+    head's mean weight on the token before and after over head_stats.role_rows (special: the
+    Trace's (n,) mask).
+
+    The row asked about is, among those rows from the third piece on (the second's token before
+    is the first piece, where many heads of every kind put their weight), the one that gives
+    the token before the second most weight. The clearest row is the one a glance at the head's
+    small map finds first (and on the Overview's layer, the link it quotes), so asking it would
+    test a glance, not the reason the head has its name. causal: the run had the causal mask,
+    so row i sees i + 1 keys.
+
+    None without such a row, or when the head also leads the layer on the token after: the
+    prompt says the head favours one neighbour more than any other head does, and that would
+    be true of both."""
     n = weights.shape[-1]
     rows = head_stats.role_rows(special, -1)  # the rows on_previous averages
     asked = rows[rows >= 2]
-    if not len(asked):
+    head = int(np.argmax(on_previous))
+    other_heads_next = np.delete(on_next, head)  # (H − 1,)
+    leads_after_too = other_heads_next.size > 0 and on_next[head] > other_heads_next.max()
+    if not len(asked) or leads_after_too:
         return None
     # an even spread's weight on the token before, over the same rows: one over the keys row i
     # sees, i + 1 under the causal mask, n without
     chance = float(np.mean(1.0 / (rows + 1))) if causal else 1.0 / n
-    head = int(np.argmax(on_previous))
     named = wording.earns_role_name(on_previous[head], chance)
     before = weights[head, asked, asked - 1]  # (k,) row i's weight on i − 1
     ranked = np.argsort(-before, kind="stable")  # the clearest row first
@@ -387,8 +396,9 @@ def previous_token_row(
         if best == query - 1:
             return (
                 f"Head {head} {leans} ({on_previous[head]:.2f} "
-                f"on average, {against}), yet the row of {word}, picked as the one that gives "
-                f"the token before the second most, gives {previous} {row[query - 1]:.2f}."
+                f"on average, {against}), yet the row of {word}, second among the rows from "
+                f"the third token on by its weight on the token before, gives {previous} "
+                f"{row[query - 1]:.2f}."
             )
         return (
             f"Head {head} {leans} ({on_previous[head]:.2f} on average, "

@@ -208,7 +208,8 @@ def all_heads() -> None:
         + formulas.mask_row(inputs.causal)
         + r"\end{gathered}"
     )
-    on_previous = heatmaps_runs.head_statistics(trace, False).on_previous[layer]  # (H,)
+    stats = heatmaps_runs.head_statistics(trace, False)
+    on_previous = stats.on_previous[layer]  # (H,)
 
     def heads_grid() -> None:
         """Every head of the layer, drawn small, with how to read the patterns."""
@@ -243,6 +244,7 @@ def all_heads() -> None:
             trace.attentions[layer],
             trace.tokens,
             on_previous,
+            stats.on_next[layer],
             layer,
             trace.special,
             trace.options.causal,
