@@ -593,6 +593,9 @@ def test_a_tiny_decoders_questions_have_the_answers_numpy_gives(tiny_decoder):
             )
             assert not any(sentence.special)  # GPT-2's tokenizer adds no piece: every row counts
             assert right(question) == _labels(sentence.tokens, _argmax(weights[layer, head, query]))
+            # under the mask the row sees itself and the keys before it: only those are offered
+            seen = {predict_answers._token_label(sentence.tokens, j) for j in range(query + 1)}
+            assert set(question.options) <= seen, (query, question.options)
             # the chance beside it: row i sees i + 1 keys under the mask; the role's name only at
             # twice that or more; a head at or below it is said to lean no more than an even spread
             chance = np.mean([1 / (i + 1) for i in range(1, n)])
@@ -875,7 +878,10 @@ def test_the_previous_token_question_names_its_row_truly_and_asks_only_one_neigh
     )
     # rows 2..6 by weight on the token before: 3 (0.3), 5 (0.26), ...; row 1's 0.5 is not ranked
     assert "row for **f**" in question.prompt, question.prompt
-    assert "the row of f, second among the rows from the third token on" in question.reason
+    assert (
+        "the row of f (second by its weight on the token before, of the rows from the third "
+        "token on" in question.reason
+    )
     both = weights.copy()
     both[2] = np.full((n, n), 0.05)  # head 2 leads on the token before and after alike
     for i in range(n):

@@ -351,9 +351,9 @@ def previous_token_row(
     The row asked about is, among those rows from the third piece on (the second's token before
     is the first piece, where many heads of every kind put their weight), the one that gives
     the token before the second most weight. The clearest row is the one a glance at the head's
-    small map finds first (and on the Overview's layer, the link it quotes), so asking it would
-    test a glance, not the reason the head has its name. causal: the run had the causal mask,
-    so row i sees i + 1 keys.
+    small map finds first, so asking it would test a glance, not the reason the head has its
+    name. causal: the run had the causal mask, so row i sees i + 1 keys, and only those are
+    offered as answers.
 
     None without such a row, or when the head also leads the layer on the token after: the
     prompt says the head favours one neighbour more than any other head does, and that would
@@ -396,9 +396,9 @@ def previous_token_row(
         if best == query - 1:
             return (
                 f"Head {head} {leans} ({on_previous[head]:.2f} "
-                f"on average, {against}), yet the row of {word}, second among the rows from "
-                f"the third token on by its weight on the token before, gives {previous} "
-                f"{row[query - 1]:.2f}."
+                f"on average, {against}), yet the row of {word} (second by its weight on the "
+                "token before, of the rows from the third token on where both are ordinary "
+                f"pieces) gives {previous} {row[query - 1]:.2f}."
             )
         return (
             f"Head {head} {leans} ({on_previous[head]:.2f} on average, "
@@ -417,6 +417,7 @@ def previous_token_row(
         reason,
         f"α in head {head}'s row of {word}",
         query=query,
+        exclude=frozenset(range(query + 1, n)) if causal else frozenset(),  # keys it cannot see
     )
 
 
