@@ -240,8 +240,11 @@ class Session:
         )
         self.closed = False
         await settled(self.runs, mark, 180)
-        if figure:
-            await self.page.wait_for_selector(FIGURE_SELECTOR, timeout=180_000)
+        if figure:  # a figure, or an error box in its place: that fails now, not in 3 minutes
+            error_box = '[data-testid="stException"]'
+            await self.page.wait_for_selector(f"{FIGURE_SELECTOR}, {error_box}", timeout=180_000)
+            if await self.page.locator(error_box).count():
+                raise RuntimeError("the page showed an error box instead of its figure")
 
     async def round(self, round_index: int, report: Report) -> None:
         where = f"session {self.index}, round {round_index}"
