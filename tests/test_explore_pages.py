@@ -922,6 +922,7 @@ def test_browser_head_view_switches_layer_and_head_in_the_browser(server, browse
 
     trace = model.run("Time flies like an arrow.")
     n_heads = model.n_heads
+    opens = boldest_head(trace)  # the sliders' defaults on this page
 
     def server_lines(layer: int, heads: list[int]) -> set[tuple]:
         lines = head_stats.head_view_lines(
@@ -968,9 +969,11 @@ def test_browser_head_view_switches_layer_and_head_in_the_browser(server, browse
             assert len(shown) == len(drawn), "a line drawn twice"
             assert shown == server_lines(layer, sorted({head, *more})), (layer, head, more)
             assert runs.settled_since(mark) is None, "the switch went through the server"
-            # the link keeps both (a slider at its default, 0, is left out of it)
+            # the link keeps both (a slider at its default, the opening head, is left out of it)
             kept = [
-                f"{name}={value}" for name, value in (("layer", layer), ("head", head)) if value
+                f"{name}={value}"
+                for name, value, default in (("layer", layer, opens[0]), ("head", head, opens[1]))
+                if value != default
             ]
             page.wait_for_function(
                 "kept => kept.every(k => location.search.includes(k))", arg=kept, timeout=10_000
