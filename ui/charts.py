@@ -122,7 +122,7 @@ def _char_px(char: str) -> float:
 # the top margin, and one anchored at the container's top with pad p starts 3 px above p (one
 # line) or 15 px above it (several lines).
 TOOLBAR_PX = 32  # the toolbar's band and 4 px of air: a title starts below it
-PLOTLY_TOP_MARGIN = 100  # plotly's own margin.t when a figure sets none
+PLOTLY_TOP_PX = 100  # plotly's own margin.t when a figure sets none
 
 
 def clear_of_toolbar(figure: go.Figure) -> go.Figure:
@@ -134,7 +134,7 @@ def clear_of_toolbar(figure: go.Figure) -> go.Figure:
     if not title.text:
         return figure
     top = figure.layout.margin.t
-    top = PLOTLY_TOP_MARGIN if top is None else top
+    top = PLOTLY_TOP_PX if top is None else top
     lift = 3 if "<br>" not in title.text else 15  # where the title's box starts above its pad
     if title.y is None:  # "auto": the first line in the middle of the top margin
         title_top = top / 2 - 15
