@@ -15,6 +15,7 @@ import pytest
 from conftest import section_key, section_labels
 from shown import shown
 from test_browser_path import NEXT_LINK
+from test_browser_suite import ROW_TITLES_CUT_JS
 
 from tests.support.browser import (
     FIGURE_SELECTOR,
@@ -79,6 +80,21 @@ LABELS_OUTSIDE_JS = """
     .filter(([, r]) => r.width > 0 && (r.left < box.left - 1 || r.right > box.right + 1
       || r.top < box.top - 1 || r.bottom > box.bottom + 1))
     .map(([label]) => label.textContent.slice(0, 30));
+})
+"""
+# Figure titles that start inside plotly's toolbar band: its buttons cover the top of a figure
+# across its width, on hover or after a tap (ui/charts.py, clear_of_toolbar), and a title under
+# them is partly hidden, however short. The toolbar has its box even while it is hidden, so no
+# hover or tap is needed; a figure without a toolbar has nothing to clear.
+TITLES_UNDER_TOOLBAR_JS = """
+() => [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')].flatMap(gd => {
+  const bar = gd.querySelector('.modebar');
+  const band = bar ? bar.getBoundingClientRect() : null;
+  if (!band || band.height === 0) return [];
+  return [...gd.querySelectorAll('.gtitle')]
+    .filter(title => { const r = title.getBoundingClientRect();
+      return r.height > 0 && r.top < band.bottom - 1; })
+    .map(title => title.textContent.slice(0, 40));
 })
 """
 # The app's background colour as drawn, reduced to its mean channel (0 black .. 255 white).
@@ -158,7 +174,8 @@ PHONE_DARK = {"viewport": PHONE, "color_scheme": "dark", "is_mobile": True, "has
 def assert_phone_dark(page, where: str) -> None:
     """On a PHONE_DARK page whose run is over: a dark app, no error box, nothing wider than the
     phone (no sideways scroll, no formula scrolling in its own box, no table cut off, no tick
-    label or title outside its figure), and plotly's toolbar hidden until a figure is touched.
+    label or title outside its figure), no title under plotly's toolbar, and the toolbar hidden
+    until a figure is touched.
 
     Called on every page, opened with the sidebar's switches changed (the pair, the causal mask:
     test_every_page_and_tab_fits_a_phone below), and by the copied-link test
@@ -180,6 +197,10 @@ def assert_phone_dark(page, where: str) -> None:
     assert not wide, f"{where}: tables cut off at the phone's edge: {wide}"
     outside = page.evaluate(LABELS_OUTSIDE_JS)
     assert not outside, f"{where}: labels or titles cut off at the figure's edge: {outside}"
+    covered = page.evaluate(TITLES_UNDER_TOOLBAR_JS)
+    assert not covered, f"{where}: titles under plotly's toolbar: {covered}"
+    cut = page.evaluate(ROW_TITLES_CUT_JS)
+    assert not cut, f"{where}: row titles cut by the screen's bottom edge: {cut}"
     # Plotly's toolbar would sit on the figure's title: hidden until the figure is touched.
     toolbar = page.locator(".js-plotly-plot .modebar-container").first
     if toolbar.count():
@@ -244,6 +265,7 @@ def assert_tabs_fit_a_phone(page, app_page: AppPage) -> None:
         assert page.evaluate(SIDEWAYS_JS) == {"document": 0, "main": 0}, where
         assert not page.evaluate(WIDE_FORMULAS_JS), where
         assert not page.evaluate(LABELS_OUTSIDE_JS), where
+        assert not page.evaluate(TITLES_UNDER_TOOLBAR_JS), where
         assert not page_exceptions(page) and not page.errors, where
 
 

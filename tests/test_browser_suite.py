@@ -323,10 +323,21 @@ PAYOFF_JS = """
 """
 
 
+# HTML figures' row titles ("query (attending)") that the bottom of the screen cuts: centred on
+# the rows, a title half below the fold read "uery (attending)". Sticky (ui/preload.py), it
+# moves up to stay whole while its rows run past the screen's edge.
+ROW_TITLES_CUT_JS = """
+() => [...document.querySelectorAll('[data-testid="stMain"] .ae-axis-query')]
+  .filter(title => { const r = title.getBoundingClientRect();
+    return r.height > 0 && r.top < innerHeight && r.bottom > innerHeight + 1; })
+  .map(title => title.textContent)
+"""
+
+
 def assert_opens_on_its_payoff(page: object, title: str) -> None:
     """The page's one-sentence takeaway (ui/takeaway.py) ends on the first screen of a desktop,
     above FIRST_SCREEN_HEIGHT, and the figure after it shows its top FIGURE_SEEN px there (all of
-    it when it is shorter)."""
+    it when it is shorter), with no row title cut in half by the screen's bottom edge."""
     try:
         page.wait_for_function(PAYOFF_JS, timeout=60_000, polling=100)
     except Exception as err:  # playwright's TimeoutError: say which page
@@ -338,6 +349,8 @@ def assert_opens_on_its_payoff(page: object, title: str) -> None:
         f"{title}: takeaway ends {where['said']:.0f} px, figure starts {where['figure']:.0f} px: "
         f"{seen:.0f} px of it on the first screen, {wanted:.0f} wanted"
     )
+    cut = page.evaluate(ROW_TITLES_CUT_JS)
+    assert not cut, f"{title}: row titles cut by the first screen's bottom edge: {cut}"
 
 
 def test_every_page_opens_from_navigation_types_and_keeps_sentence(tab):

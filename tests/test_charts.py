@@ -76,6 +76,38 @@ def test_label_margin_grows_with_the_widest_label_and_shrinks_when_rotated():
     assert fig.layout.margin.b == charts.label_margin(long, angle=fig.layout.xaxis.tickangle)
 
 
+def test_a_title_moves_below_the_toolbar_and_the_plot_keeps_its_size_and_place_under_it():
+    """Where a title would start inside the toolbar's band, clear_of_toolbar lowers it and grows
+    the top margin and the height by the same amount: the plot area is as tall as before and
+    starts as far below the title. A figure with room, or no title, is left alone, and a
+    second call changes nothing. (The browser check that no title starts under the toolbar
+    is in tests/test_browser_devices.py, assert_phone_dark.)"""
+    import plotly.graph_objects as go
+
+    for title in ("One line", "Two<br><sup>lines</sup>"):
+        fig = go.Figure(layout={"title": {"text": title}, "height": 300, "margin": {"t": 50}})
+        charts.clear_of_toolbar(fig)
+        grown = fig.layout.margin.t - 50
+        assert grown > 0 and fig.layout.height == 300 + grown  # the plot: 250 px, as before
+        assert (fig.layout.title.yref, fig.layout.title.y, fig.layout.title.yanchor) == (
+            "container",
+            1,
+            "top",
+        )
+        # the title starts where the toolbar's band ends, as far above the plot as plotly's
+        # "auto" placement put it: 15 px above the middle of the old margin
+        assert fig.layout.margin.t - charts.TOOLBAR_PX == 50 / 2 + 15
+        before = fig.to_dict()
+        charts.clear_of_toolbar(fig)
+        assert fig.to_dict() == before
+    roomy = go.Figure(layout={"title": {"text": "t"}, "height": 300, "margin": {"t": 100}})
+    untitled = go.Figure(layout={"height": 300, "margin": {"t": 20}})
+    on_paper = go.Figure(layout={"title": {"text": "t", "yref": "paper", "y": 1}, "height": 300})
+    for fig in (roomy, untitled, on_paper):
+        before = fig.to_dict()
+        assert charts.clear_of_toolbar(fig).to_dict() == before
+
+
 def test_key_labels_rotate_only_when_they_do_not_fit_upright():
     words = ["time", "flies", "like"]
     assert charts.attention_heatmap(np.eye(3), words, words, "t").layout.xaxis.tickangle == 0

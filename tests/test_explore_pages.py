@@ -435,6 +435,9 @@ def test_head_view_draws_the_pair_and_filters_blocks():
     at = run_page(HEAD_VIEW, text="Time flies like an arrow.", pair="Fruit flies like a banana.")
     labels = next(s for s in chart_specs(at)[0]["data"] if s.get("mode") == "markers+text")
     assert [shown(t) for t in labels["text"][-3:]] == ["banana", ".", "[SEP]"]
+    at.slider(key="head").set_value(
+        0
+    ).run()  # L0 H0 reads across the pair; the opening head (the token before) does not
     at.radio(key="hv_pair").set_value("A→B").run()
     assert_no_exception(at)
     drawn = line_ends(chart_specs(at)[0])
@@ -509,6 +512,80 @@ def line_ends(spec: dict) -> set[tuple[int, int]]:
     return {
         line for shape in spec["layout"].get("shapes", []) for line in path_lines(shape["path"])
     }
+
+
+# ---- the head view opens on the head its takeaway names ------------------------------------------
+def boldest_head(trace) -> tuple[int, int]:
+    """(layer, head) holding the largest weight from one ordinary piece to another (no special
+    piece, no piece on itself), found here head by head in float64."""
+    weights = np.asarray(trace.attentions, dtype=np.float64)  # (L, H, n, n)
+    ordinary = ~np.asarray(trace.special, dtype=bool)  # (n,)
+    allowed = np.outer(ordinary, ordinary) & ~np.eye(len(ordinary), dtype=bool)  # (n, n)
+    queries, keys = np.nonzero(allowed)
+    per_head = weights[:, :, queries, keys].max(axis=-1)  # (L, H) each head's boldest line
+    layer, head = np.unravel_index(int(np.argmax(per_head)), per_head.shape)
+    return int(layer), int(head)
+
+
+def opened_on(at) -> tuple[int, int]:
+    """The Layer and Head sliders' values, read after checking the figure drew that head."""
+    assert_no_exception(at)
+    sliders = {s.key: s.value for s in at.slider}
+    layer, head = sliders["layer"], sliders["head"]
+    assert titles(at)[0].startswith(f"Layer {layer} · head {head}"), titles(at)[0]
+    return layer, head
+
+
+def test_head_view_opens_on_the_head_its_takeaway_names(model):
+    """MiniLM, reached from Heatmaps (the page before, its shared sliders left at 0): the view
+    opens on the boldest line's head, and the takeaway says so; a link's head wins."""
+    from conftest import takeaway_text
+
+    text = "Time flies like an arrow."
+    layer, head = boldest_head(model.run(text))
+    assert (layer, head) != (0, 0)  # else opening there would prove nothing
+    at = run_page(HEATMAPS, text=text)
+    assert {s.key: s.value for s in at.slider if s.key in ("layer", "head")} == {
+        "layer": 0,
+        "head": 0,
+    }
+    at.switch_page(HEAD_VIEW).run()
+    assert opened_on(at) == (layer, head)
+    said = takeaway_text(at)
+    assert f"L{layer} H{head}'s" in said
+    assert f"the figure opens on that head (layer {layer}, head {head})" in said
+    link = run_page(HEAD_VIEW, text=text, query={"layer": "3", "head": "0"})
+    assert opened_on(link) == (3, 0)
+    assert f"set Layer to {layer} and Head to {head} to see its fan" in takeaway_text(link)
+
+
+def test_a_decoder_head_view_opens_on_its_boldest_head_and_keeps_a_moved_slider(local_folders):
+    """A tiny random GPT-2: the view opens on its takeaway's head; a new sentence moves sliders
+    the visitor left alone to that sentence's head, and leaves a slider the visitor moved."""
+    from conftest import takeaway_text
+    from family_pages import TEXT, family_folder, run_on
+
+    from ui import models, traces
+
+    folder = family_folder("gpt2")
+    decoder = models.load_model(str(folder))
+    first, second = TEXT, "Time flies like an arrow."
+    first_head, second_head = (boldest_head(traces.trace(decoder, t)) for t in (first, second))
+    assert len({first_head, second_head, (0, 0)}) == 3, "sentences that tell the rules apart"
+    at = run_on(folder, HEAD_VIEW)
+    assert opened_on(at) == first_head
+    assert "the figure opens on that head (layer {}, head {})".format(*first_head) in takeaway_text(
+        at
+    )
+    at.session_state["text"] = second
+    at.run()
+    assert opened_on(at) == second_head  # left alone: they follow the sentence
+    moved = (second_head[0], (second_head[1] + 1) % decoder.n_heads)
+    at.slider(key="head").set_value(moved[1]).run()
+    at.session_state["text"] = first
+    at.run()
+    assert opened_on(at) == moved  # the visitor's place stays
+    assert "set Layer to {} and Head to {}".format(*first_head) in takeaway_text(at)
 
 
 def test_heatmaps_follow_layer_and_head_and_compare_bank(model):
@@ -845,6 +922,7 @@ def test_browser_head_view_switches_layer_and_head_in_the_browser(server, browse
 
     trace = model.run("Time flies like an arrow.")
     n_heads = model.n_heads
+    opens = boldest_head(trace)  # the sliders' defaults on this page
 
     def server_lines(layer: int, heads: list[int]) -> set[tuple]:
         lines = head_stats.head_view_lines(
@@ -863,9 +941,14 @@ def test_browser_head_view_switches_layer_and_head_in_the_browser(server, browse
     page = browser.new_page(viewport={"width": 1300, "height": 1400})
     runs = RunWatcher(page)
     sliders = page.locator('[data-testid="stMain"] [data-testid="stSlider"] input[type="range"]')
+    # each link names layer 0 and head 0: without them the view opens on its takeaway's head
     for query, more, steps in (
-        ("", [], ((0, (1, 0)), (1, (1, 1)), (0, (2, 1)))),
-        ("hv_heads=head+2&", [2], ((1, (0, 1)), (1, (0, 2)), (1, (0, 3)), (0, (1, 3)))),
+        ("layer=0&head=0&", [], ((0, (1, 0)), (1, (1, 1)), (0, (2, 1)))),
+        (
+            "layer=0&head=0&hv_heads=head+2&",
+            [2],
+            ((1, (0, 1)), (1, (0, 2)), (1, (0, 3)), (0, (1, 3))),
+        ),
     ):
         page.goto(f"{server.url}/head_view?{query}text=Time+flies+like+an+arrow.")
         page.wait_for_selector(".js-plotly-plot .gtitle", timeout=90_000)
@@ -886,9 +969,11 @@ def test_browser_head_view_switches_layer_and_head_in_the_browser(server, browse
             assert len(shown) == len(drawn), "a line drawn twice"
             assert shown == server_lines(layer, sorted({head, *more})), (layer, head, more)
             assert runs.settled_since(mark) is None, "the switch went through the server"
-            # the link keeps both (a slider at its default, 0, is left out of it)
+            # the link keeps both (a slider at its default, the opening head, is left out of it)
             kept = [
-                f"{name}={value}" for name, value in (("layer", layer), ("head", head)) if value
+                f"{name}={value}"
+                for name, value, default in (("layer", layer, opens[0]), ("head", head, opens[1]))
+                if value != default
             ]
             page.wait_for_function(
                 "kept => kept.every(k => location.search.includes(k))", arg=kept, timeout=10_000

@@ -123,10 +123,13 @@ def test_overview_and_head_view_name_the_boldest_line_over_every_head(model):
         assert_no_exception(at)
         said = takeaway_text(at)
         assert line in said, (page, said)
-        if page == "views/overview.py":  # the map opens on the head the sentence names
-            sliders = {s.label: s.value for s in at.slider}
-            assert (sliders["Layer"], sliders["Head"]) == (layer, head), sliders
-            assert f"the map below opens on it (layer {layer}, head {head})" in said
+        # the figure opens on the head the sentence names
+        sliders = {s.label: s.value for s in at.slider}
+        assert (sliders["Layer"], sliders["Head"]) == (layer, head), (page, sliders)
+        opens = {"views/overview.py": "the map below opens on it"}.get(
+            page, "the figure opens on that head"
+        )
+        assert f"{opens} (layer {layer}, head {head})" in said, (page, said)
     assert f"as {len(trace.tokens)} word pieces" in takeaway_text(run_page("views/overview.py"))
 
 

@@ -116,6 +116,43 @@ def _char_px(char: str) -> float:
     return 7.5 if char.isupper() or char.isdigit() or char == "#" else 6.5
 
 
+# Plotly's toolbar (and Streamlit's full-screen button in it) covers the top 28 px of a figure,
+# on hover or after a tap, across its width: a title that starts higher is partly hidden under
+# it. Measured in chromium: plotly sets an "auto" title's first line 15 px above the middle of
+# the top margin, and one anchored at the container's top with pad p starts 3 px above p (one
+# line) or 15 px above it (several lines).
+TOOLBAR_PX = 32  # the toolbar's band and 4 px of air: a title starts below it
+PLOTLY_TOP_PX = 100  # plotly's own margin.t when a figure sets none
+
+
+def clear_of_toolbar(figure: go.Figure) -> go.Figure:
+    """Move a figure's title down to start TOOLBAR_PX below the top, the margin and the height
+    growing by as much: the plot, its legend and its subplot titles keep their size and their
+    place under the title. A title placed some other way (on the paper) is left as it is; run
+    again, it changes nothing."""
+    title = figure.layout.title
+    if not title.text:
+        return figure
+    top = figure.layout.margin.t
+    top = PLOTLY_TOP_PX if top is None else top
+    lift = 3 if "<br>" not in title.text else 15  # where the title's box starts above its pad
+    if title.y is None:  # "auto": the first line in the middle of the top margin
+        title_top = top / 2 - 15
+    elif (title.yref, title.y, title.yanchor) == ("container", 1, "top"):
+        title_top = (title.pad.t or 0) - lift
+    else:
+        return figure
+    shift = math.ceil(TOOLBAR_PX - title_top)
+    if shift <= 0:
+        return figure
+    # a few property writes: update_layout() would validate its whole argument once more
+    title.update(y=1, yref="container", yanchor="top", pad={"t": TOOLBAR_PX + lift})
+    figure.layout.margin.t = top + shift
+    if figure.layout.height is not None:
+        figure.layout.height += shift
+    return figure
+
+
 def label_margin(labels: Sequence[str], angle: float = 0.0, title: bool = True) -> int:
     """Margin in px that fits an axis's tick labels (rotated by `angle` degrees) and its title.
 

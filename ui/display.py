@@ -78,6 +78,7 @@ def show_figure(
             "scale": 2,
         },
     }
+    charts.clear_of_toolbar(fig)  # every figure shown: its title below plotly's toolbar
     aside = stores_aside(fig)
     if aside is not None:  # first, so the script finds the stores once the figure is drawn
         _show_stores(aside)

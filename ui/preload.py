@@ -100,8 +100,10 @@ _HTML_FIGURE_CSS = """<style>
 .ae-heatmap .ae-note { display: block; font-size: 11px; opacity: 0.8; }
 .ae-heatmap .ae-note:empty { display: none; }
 .ae-body { display: flex; align-items: stretch; gap: 0.3rem; }
+/* The row title, centred on the rows, is sticky: where the figure runs past the screen's edge
+   (the first screen's fold cut "query (attending)" in half) it moves along to stay whole. */
 .ae-axis-query { writing-mode: vertical-rl; transform: rotate(180deg); text-align: center;
-  opacity: 0.8; }
+  opacity: 0.8; align-self: center; position: sticky; top: 4rem; bottom: 0.5rem; }
 .ae-axis-key { text-align: center; opacity: 0.8; margin-top: 0.2rem; }
 .ae-grid { flex: 1; min-width: 0; display: grid; grid-template-columns:
   minmax(0, max-content) repeat(var(--pieces), minmax(0, 1fr)) 3rem; }

@@ -19,11 +19,16 @@ def layer_head_picker(
     columns: bool = True,
     in_browser: bool = False,
     opens_on: tuple[int, int] = (0, 0),
+    opening_key: str | None = None,
 ) -> tuple[int, int]:
     """Two sliders (bound to the URL) choosing a layer and a head, both counted from 0.
 
     opens_on: the (layer, head) they start at when neither the URL nor the session holds one:
     the head a page's takeaway names, so the figure shows it without a move.
+
+    opening_key: for sliders whose keys other pages share (their start stays 0 there): the
+    session key under which this page remembers its last opening; the sliders a page drew
+    before are moved to opens_on once per opening (open_once).
 
     in_browser: moving them reruns nothing. The page shows a figure that carries every head
     (head_view_charts.every_head_view_figure, or
@@ -31,6 +36,8 @@ def layer_head_picker(
     head_switch() (and shows nothing else that depends on the head); Streamlit still writes
     the new values to the URL and hands them to the next run.
     """
+    if opening_key is not None:
+        open_once((f"{key_prefix}layer", f"{key_prefix}head"), opens_on, opening_key)
     left, right = st.columns(2) if columns else (st.container(), st.container())
     on_change = "ignore" if in_browser else "rerun"
     with left:
@@ -38,6 +45,31 @@ def layer_head_picker(
     with right:
         head = head_slider(model, key_prefix, on_change, opens_on[1])
     return layer, head
+
+
+def open_once(keys: tuple[str, str], opens_on: tuple[int, int], opening_key: str) -> None:
+    """Before the (layer, head) sliders of `keys` are drawn with opens_on as their default:
+    move them to opens_on when this page's opening changes (another sentence, model or switch),
+    unless the visitor placed them.
+
+    Sliders whose keys several pages share carry their value from page to page, so their
+    default opens them only where no page drew them yet (or where a link's value is not a
+    number in range). The opening this page last saw is kept under opening_key; the sliders
+    follow a new opening only while they still stand at the last one (at 0, their default on
+    the other pages, before this page's first opening). A slider no page drew yet this session
+    is left to its default or to the link's value.
+    """
+    last = st.session_state.get(opening_key)
+    if last == opens_on:
+        return  # once per opening: a slider moved since stays where it was put
+    st.session_state[opening_key] = opens_on
+    drawn = [key for key in keys if key in st.session_state]
+    left_at = dict(zip(keys, last if last is not None else (0, 0), strict=True))
+    if any(st.session_state[key] != left_at[key] for key in drawn):
+        return  # the visitor's own place, kept as a pair
+    for key, value in zip(keys, opens_on, strict=True):
+        if key in drawn:
+            st.session_state[key] = value  # before the widget exists this run: allowed
 
 
 def layer_slider(

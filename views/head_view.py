@@ -41,18 +41,11 @@ st.markdown(
 
 trace = traces.trace_or_stop(model, inputs)
 sidebar.off_distribution_note(inputs, model_label)  # the sidebar's switches act on the lines here
-tokens = trace.tokens
 # The page's point, over every head (the sliders move in the browser, so not the shown head's)
 bold_layer, bold_head, bold_query, bold_key, bold_weight = head_stats.boldest_line(
     trace.attentions, trace.special
 )
-takeaway.show(
-    f"Each token's lines share one unit of weight; the boldest between two ordinary pieces in "
-    f"all {model.n_layers * model.n_heads} heads is L{bold_layer} H{bold_head}'s "
-    f"{literal(tokens[bold_query])} → "
-    + ("itself" if bold_query == bold_key else literal(tokens[bold_key]))
-    + f", {bold_weight:.2f}: set Layer and Head to it to see its fan."
-)
+takeaway_box = st.container()  # filled once the sliders below say which head is shown
 paired = head_stats.has_pair(trace.segments)
 
 # 1 · Which heads, which lines: the figure on the left, its controls beside it (below it on a
@@ -68,7 +61,11 @@ figure_column, controls = st.columns([3, 2], gap="medium")
 # Head sliders redraw the figure in the browser, with no server round trip.
 in_browser = display_policy.switches_in_browser(model.n_layers, model.n_heads, min(n_shown, WINDOW))
 with controls:
-    layer, head = widgets.layer_head_picker(model, in_browser=in_browser)
+    # The Layer and Head sliders, shared with the other pages, open on the boldest line's head
+    # and follow it to a new sentence or model, unless the visitor or a link placed them.
+    layer, head = widgets.layer_head_picker(
+        model, in_browser=in_browser, opens_on=(bold_layer, bold_head), opening_key="hv_opening"
+    )
     display.head_switch()  # the sliders in the browser (a script: it takes no room)
     head_view_hover.install()  # pointing at a token keeps its lines (a script, no room)
     more = st.multiselect(
@@ -130,6 +127,19 @@ with controls:
         help="Make each head's strongest line drawn fully opaque. Over hundreds of tokens "
         "weights are small (about 1/n) and would be invisible otherwise; on by default for "
         "long inputs.",
+    )
+with takeaway_box:
+    takeaway.show(
+        f"Each token's lines share one unit of weight; the boldest between two ordinary pieces "
+        f"in all {model.n_layers * model.n_heads} heads is L{bold_layer} H{bold_head}'s "
+        f"{literal(trace.tokens[bold_query])} → "
+        + ("itself" if bold_query == bold_key else literal(trace.tokens[bold_key]))
+        + f", {bold_weight:.2f}: "
+        + (
+            f"the figure opens on that head (layer {bold_layer}, head {bold_head})."
+            if (layer, head) == (bold_layer, bold_head)
+            else f"set Layer to {bold_layer} and Head to {bold_head} to see its fan."
+        )
     )
 heads = sorted({head, *more})
 side = side if focus is not None else "query"
