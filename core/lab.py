@@ -563,6 +563,16 @@ def snapshot_steps(steps: int, n_snapshots: int = N_SNAPSHOTS) -> np.ndarray:
     return np.unique(np.append(np.arange(0, steps + 1, every), steps))
 
 
+def map_moves(maps: np.ndarray) -> np.ndarray:
+    """(k, n, n) attention maps -> (k − 1,) how far each map moved from the one before: the
+    share of a row's weight that changed keys, ½ Σ_j |α_ij − α'_ij|, averaged over the rows.
+
+    0 = the same map; 1 = every row moved all its weight (one-hot rows that all changed key).
+    """
+    moved_per_row = 0.5 * np.abs(np.diff(maps, axis=0)).sum(axis=-1)  # (k − 1, n)
+    return moved_per_row.mean(axis=-1)
+
+
 EVAL_BYTES_PER_RUN = 4 * 10  # float32 (n × n) per held-out sequence: scores, weights, masks …
 STACK_OVERHEAD_BYTES = 8_000_000  # what a stack of any size holds besides its tensors
 
@@ -726,9 +736,13 @@ def train(
     ]
 
 
-def train_one(settings: Settings, on_step: Callable[[int, int], None] | None = None) -> TrainingRun:
+def train_one(
+    settings: Settings,
+    on_step: Callable[[int, int], None] | None = None,
+    n_snapshots: int = N_SNAPSHOTS,
+) -> TrainingRun:
     """One run: a stack of one."""
-    return train([settings], on_step)[0]
+    return train([settings], on_step, n_snapshots)[0]
 
 
 # ---------------------------------------------------------------------------------------------

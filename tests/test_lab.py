@@ -598,14 +598,31 @@ def sent_figure(figure) -> dict:
     return json.loads(plotly.io.to_json(figure, validate=False))
 
 
+def page_run(settings: lab.Settings) -> lab.TrainingRun:
+    """A run as the page trains it: a snapshot after every update, for Play to choose from."""
+    return lab.train_one(settings, n_snapshots=settings.steps)
+
+
+def frame_steps(run: lab.TrainingRun) -> list[int]:
+    """The steps of the snapshots Play shows."""
+    return run.snapshot_steps[lab_charts.play_indices(run)].tolist()
+
+
 def assert_plays_its_frames(spec: dict, run: lab.TrainingRun) -> None:
-    """One frame per snapshot, named by its step; a slider over exactly those frames, on the
-    last; a Play button that animates every frame in turn, and a Pause."""
-    names = [str(int(step)) for step in run.snapshot_steps]
+    """One frame per chosen snapshot, named by its step, from step 0 to the last; a slider over
+    exactly those frames, on step 0, each labelled with its step and the loss the curve shows
+    there; a Play button that animates every frame in turn, and a Pause."""
+    steps = frame_steps(run)
+    names = [str(step) for step in steps]
+    assert steps[0] == 0 and steps[-1] == run.settings.steps
     assert [frame["name"] for frame in spec["frames"]] == names
     (slider,) = spec["layout"]["sliders"]
-    assert slider["active"] == len(names) - 1, "opens on the last snapshot"
-    assert [step["label"] for step in slider["steps"]] == names
+    assert slider["active"] == 0, "opens on step 0, before training"
+    labels = [step["label"] for step in slider["steps"]]
+    assert "step 0 of" in labels[0] and "Play" in labels[0]
+    for step, label in zip(steps[1:], labels[1:], strict=True):
+        # the loss of the batch update `step` learned from: the curve's point at x = step
+        assert label == f"after step {step} of {run.settings.steps} · loss {run.loss[step - 1]:.3f}"
     assert [step["method"] for step in slider["steps"]] == ["animate"] * len(names)
     assert [step["args"][0] for step in slider["steps"]] == [[name] for name in names]
     (menu,) = spec["layout"]["updatemenus"]
@@ -616,7 +633,7 @@ def assert_plays_its_frames(spec: dict, run: lab.TrainingRun) -> None:
     assert "Pause" in pause["label"] and pause["args"][0] == [None]
 
 
-def test_learning_steps_play_every_snapshot_of_the_run(default_runs):
+def test_learning_steps_play_the_chosen_snapshots_of_the_run(default_runs):
     run = default_runs["first"]
     spec = sent_figure(lab_charts.learning_steps(run))
     assert_plays_its_frames(spec, run)
@@ -624,10 +641,10 @@ def test_learning_steps_play_every_snapshot_of_the_run(default_runs):
     assert heatmap["type"] == "heatmap" and loss["name"] == "training loss"
     np.testing.assert_allclose(sent_array(loss["y"]), run.loss, rtol=1e-6)
     np.testing.assert_allclose(sent_array(mass["y"]), run.eval_mass, atol=1e-4)
-    # What the page opens on is the last frame.
-    np.testing.assert_allclose(sent_array(heatmap["z"]), run.probe_attention[-1], atol=1e-4)
-    assert spec["layout"]["shapes"] == spec["frames"][-1]["layout"]["shapes"]
-    for index, frame in enumerate(spec["frames"]):
+    # What the page opens on is the first frame: step 0, before training.
+    np.testing.assert_allclose(sent_array(heatmap["z"]), run.probe_attention[0], atol=1e-4)
+    assert spec["layout"]["shapes"] == spec["frames"][0]["layout"]["shapes"]
+    for index, frame in zip(lab_charts.play_indices(run), spec["frames"], strict=True):
         step = int(run.snapshot_steps[index])
         # Only the heatmap is a trace of a frame: plotly.js replots a frame's scatter traces
         # alone and leaves the rest of the figure undrawn while it plays.
@@ -652,11 +669,12 @@ def test_learning_steps_play_every_snapshot_of_the_run(default_runs):
     )
 
 
-@pytest.mark.parametrize("step", [2, 40])
-def test_a_frame_is_the_run_trained_that_many_steps(default_runs, step):
+@pytest.mark.parametrize("frame", [1, -2])
+def test_a_frame_is_the_run_trained_that_many_steps(frame):
     """Independent of the stored snapshots: a run of `step` steps (same seed, same batches) ends
     where the longer run's frame for that step says."""
-    run = lab.train_one(lab.Settings(task="first", steps=100))
+    run = page_run(lab.Settings(task="first", steps=100))
+    step = frame_steps(run)[frame]
     short = lab.train_one(lab.Settings(task="first", steps=step))
     frames = {
         frame["name"]: frame for frame in sent_figure(lab_charts.learning_steps(run))["frames"]
@@ -672,18 +690,66 @@ def test_a_frame_is_the_run_trained_that_many_steps(default_runs, step):
     )
 
 
-def test_bilinear_steps_play_every_snapshot_on_one_colour_range(default_runs):
+def test_bilinear_steps_play_the_maps_frames_on_one_colour_range(default_runs):
     run = default_runs["bracket"]
     spec = sent_figure(lab_charts.bilinear_steps(run))
     assert_plays_its_frames(spec, run)
     limit = float(np.abs(run.bilinear).max())
     assert spec["data"][0]["zmax"] == pytest.approx(limit) == -spec["data"][0]["zmin"]
-    for index, frame in enumerate(spec["frames"]):
+    for index, frame in zip(lab_charts.play_indices(run), spec["frames"], strict=True):
         assert frame["traces"] == [0]
         np.testing.assert_allclose(
             sent_array(frame["data"][0]["z"]), run.bilinear[index], atol=1e-3
         )
     assert [shown(label) for label in spec["layout"]["xaxis"]["ticktext"]][:8] == list(lab.BRACKETS)
+
+
+def moves_per_step(run: lab.TrainingRun) -> np.ndarray:
+    """(steps,) how far the probe's map moved at each update of an every-step run: the weight
+    that changed keys, half the summed |difference| of a row, averaged over the rows."""
+    maps = run.probe_attention.astype(np.float64)  # (steps + 1, n, n)
+    n = maps.shape[1]
+    return np.array(
+        [
+            sum(0.5 * np.abs(after[row] - before[row]).sum() for row in range(n)) / n
+            for before, after in zip(maps[:-1], maps[1:], strict=True)
+        ]
+    )
+
+
+def step_by_which(moves: np.ndarray, share: float) -> int:
+    """The first step by which the map has made `share` of its total movement."""
+    done = 0.0
+    for step, move in enumerate(moves, 1):
+        done += move
+        if done >= share * moves.sum():
+            return step
+    return len(moves)
+
+
+def test_play_spaces_its_frames_by_how_far_the_map_moves():
+    """The default run's map moves most in its first steps and then sits still: Play gives
+    those steps a frame each and crosses the still end in a few (frames at even steps spent
+    most of Play on the finished map). The spacing rule's bounds, against moves counted here."""
+    from ui import lab_runs
+
+    run = page_run(lab_runs.PAGE_DEFAULTS)
+    assert run.snapshot_steps.tolist() == list(range(run.settings.steps + 1))
+    moves = moves_per_step(run)
+    total = moves.sum()
+    steps = frame_steps(run)
+    assert steps == sorted(set(steps)) and len(steps) <= lab_charts.PLAY_FRAMES
+    marks, clock_share = lab_charts.PLAY_FRAMES - 1, lab_charts.PLAY_CLOCK_SHARE
+    for earlier, later in zip(steps, steps[1:], strict=False):
+        # Up to the step before the next frame, less than one mark of progress: of the map's
+        # moves, and of the steps.
+        assert moves[earlier : later - 1].sum() < total / ((1 - clock_share) * marks) + 1e-9
+        assert (later - 1 - earlier) / run.settings.steps < 1 / (clock_share * marks) + 1e-9
+    learned_by = step_by_which(moves, 0.9)
+    assert learned_by < run.settings.steps / 4, "the defaults learn early: the case to fix"
+    even = np.arange(0, run.settings.steps + 1, run.settings.steps // lab.N_SNAPSHOTS)
+    assert (np.array(steps) <= learned_by).mean() >= 0.5, "most frames show the learning"
+    assert (even <= learned_by).mean() < 0.25, "even steps showed mostly the finished map"
 
 
 def test_the_target_lines_up_with_the_learned_map(default_runs):
@@ -784,8 +850,8 @@ def learned(at) -> dict:
 
 
 def shown_weights(at) -> np.ndarray:
-    """The probe attention the page opens on (its stepped figure's last snapshot)."""
-    return sent_array(learned(at)["data"][0]["z"])
+    """The probe attention after the run's last step (its stepped figure's last frame)."""
+    return sent_array(learned(at)["frames"][-1]["data"][0]["z"])
 
 
 def test_page_opens_on_the_trained_run_of_its_switches():
@@ -795,14 +861,22 @@ def test_page_opens_on_the_trained_run_of_its_switches():
     assert not [info for info in at.info if "switches" in info.value], "nothing asks for Train"
     from ui import lab_runs
 
-    expected = lab.train_one(lab_runs.PAGE_DEFAULTS)
+    expected = page_run(lab_runs.PAGE_DEFAULTS)
     spec = learned(at)
     assert_plays_its_frames(spec, expected)
     np.testing.assert_allclose(shown_weights(at), expected.probe_attention[-1], atol=1e-4)
     np.testing.assert_allclose(
-        sent_array(spec["frames"][5]["data"][0]["z"]), expected.probe_attention[5], atol=1e-4
+        sent_array(spec["data"][0]["z"]), expected.probe_attention[0], atol=1e-4
+    )
+    fifth = lab_charts.play_indices(expected)[5]
+    np.testing.assert_allclose(
+        sent_array(spec["frames"][5]["data"][0]["z"]), expected.probe_attention[fifth], atol=1e-4
     )
     assert any(title.startswith("Target pattern") for title in charts(at))
+    moves = moves_per_step(expected)
+    half, most = step_by_which(moves, 0.5), step_by_which(moves, 0.9)
+    prose = " ".join(str(m.value) for m in at.markdown)
+    assert f"half of its moves by step {half} and 90% of them by step {most} of 100" in prose
     bilinear = next(s for title, s in charts(at).items() if title.startswith("W_qᵀW_k"))
     assert_plays_its_frames(bilinear, expected)
     assert not at.slider, "the steps are played in the figures, not on a slider of the page"
@@ -815,8 +889,8 @@ def test_each_switch_trains_its_run_and_keeps_earlier_runs():
     from ui import lab_runs
 
     at = run_page(LAB)
-    first = lab.train_one(lab_runs.PAGE_DEFAULTS)
-    partner = lab.train_one(dataclasses.replace(lab_runs.PAGE_DEFAULTS, scale=False))
+    first = page_run(lab_runs.PAGE_DEFAULTS)
+    partner = page_run(dataclasses.replace(lab_runs.PAGE_DEFAULTS, scale=False))
     np.testing.assert_allclose(shown_weights(at), first.probe_attention[-1], atol=1e-4)
     assert not [button for button in at.button if button.label == "Train"]
     table = at.table[0].value
@@ -834,13 +908,13 @@ def test_each_switch_trains_its_run_and_keeps_earlier_runs():
     at.selectbox(key="lab_task").set_value("bracket").run()
     assert_no_exception(at)
     bracket = dataclasses.replace(lab_runs.PAGE_DEFAULTS, task="bracket")
-    expected = lab.train_one(bracket)
+    expected = page_run(bracket)
     np.testing.assert_allclose(shown_weights(at), expected.probe_attention[-1], atol=1e-4)
     assert_plays_its_frames(learned(at), expected)
 
     at.toggle(key="lab_scale").set_value(False).run()  # the unscaled run, next to the scaled one
     assert_no_exception(at)
-    unscaled = lab.train_one(dataclasses.replace(bracket, scale=False))
+    unscaled = page_run(dataclasses.replace(bracket, scale=False))
     np.testing.assert_allclose(shown_weights(at), unscaled.probe_attention[-1], atol=1e-4)
     table = at.table[0].value
     assert [shown(cell) for cell in table.iloc[:, 0]] == [
@@ -870,7 +944,7 @@ def test_a_copied_link_reopens_the_same_run():
     at.run()
     assert_no_exception(at)
     settings = lab.Settings(task="first", d_head=16, seed=7, steps=100, start_at_other_spread=True)
-    expected = lab.train_one(settings)
+    expected = page_run(settings)
     np.testing.assert_allclose(shown_weights(at), expected.probe_attention[-1], atol=1e-4)
     assert_plays_its_frames(learned(at), expected)
 
@@ -1113,8 +1187,8 @@ def drawn_cells(href: str, n: int) -> np.ndarray:
 
 @pytest.mark.browser
 def test_lab_opens_trained_and_plays_in_chromium(server, browser):
-    """Open the lab: the run is drawn on the first screen without Train. Play draws every
-    snapshot in turn (the map as trained to that step, the curves kept) and the slider picks
+    """Open the lab: the run is drawn on the first screen without Train, on step 0. Play draws
+    every frame in turn (the map as trained to that step, the curves kept) and the slider picks
     one, both in the browser, without a rerun."""
     from tests.support.browser import (
         RunWatcher,
@@ -1125,8 +1199,8 @@ def test_lab_opens_trained_and_plays_in_chromium(server, browser):
     )
     from ui import lab_runs
 
-    expected = lab.train_one(lab_runs.PAGE_DEFAULTS)  # the run the page opens on
-    names = [str(int(step)) for step in expected.snapshot_steps]
+    expected = page_run(lab_runs.PAGE_DEFAULTS)  # the run the page opens on
+    names = [str(step) for step in frame_steps(expected)]
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     runs = RunWatcher(page)
     page.goto(f"{server.url}/lab")
@@ -1140,12 +1214,12 @@ def test_lab_opens_trained_and_plays_in_chromium(server, browser):
     # the slider, and the step's line on the curves
     step_state = "g => [g._fullLayout.sliders[0].active, g._fullLayout.shapes[0].x0]"
     last_step = expected.settings.steps
-    assert learned.evaluate(step_state) == [len(names) - 1, last_step]
+    assert learned.evaluate(step_state) == [0, 0], "opens on step 0, before training"
     learned.evaluate(RECORD_DRAWS_JS)
     mark = runs.mark()
     learned.locator(".updatemenu-button").first.click()  # Play
     page.wait_for_function(f"() => window.labFrames.length === {len(names)}", timeout=60_000)
-    assert page.evaluate("() => window.labFrames") == names, "every snapshot, in order"
+    assert page.evaluate("() => window.labFrames") == names, "every frame, in order"
     page.wait_for_function(
         f"g => g._fullLayout.sliders[0].active === {len(names) - 1}", arg=learned.element_handle()
     )
@@ -1156,7 +1230,7 @@ def test_lab_opens_trained_and_plays_in_chromium(server, browser):
     }
     middle = names[1:-1]
     drawn = [name for name in middle if name in draws]
-    # Each frame is redrawn before the next starts (a redraw takes a few ms, a frame 100 ms);
+    # Each frame is redrawn before the next starts (a redraw takes a few ms, a frame 200 ms);
     # a very loaded machine may merge some, never most.
     assert len(drawn) >= len(middle) // 2, f"redrawn mid-animation: {drawn}"
     n = len(expected.probe_targets)
@@ -1164,14 +1238,19 @@ def test_lab_opens_trained_and_plays_in_chromium(server, browser):
         href, loss_drawn = draws[name]
         assert href and href.startswith("data:image/png"), f"step {name}: the heatmap is blank"
         assert loss_drawn > 0, f"step {name}: the loss curve is gone"
-        weights = expected.probe_attention[list(names).index(name)]  # trained to that step
+        weights = expected.probe_attention[int(name)]  # trained to that step
         luminance = drawn_cells(href, n)
         assert np.corrcoef(luminance.ravel(), weights.ravel())[0, 1] > 0.9, f"step {name}"
     rail = learned.locator(".slider-rail-rect").bounding_box()
     page.mouse.click(rail["x"] + 1, rail["y"] + rail["height"] / 2)  # the slider's start: step 0
     page.wait_for_function("g => g._fullLayout.shapes[0].x0 === 0", arg=learned.element_handle())
     assert learned.evaluate(step_state) == [0, 0]
-    assert figure_signatures(page)[0] != opened[0], "the map shows step 0"
+    page.mouse.click(rail["x"] + rail["width"] - 1, rail["y"] + rail["height"] / 2)  # the end
+    page.wait_for_function(
+        f"g => g._fullLayout.shapes[0].x0 === {last_step}", arg=learned.element_handle()
+    )
+    assert learned.evaluate(step_state) == [len(names) - 1, last_step]
+    assert figure_signatures(page)[0] != opened[0], "the map shows the last step"
     assert not [event for event in runs.events[mark:] if event[1] == "new_session"], (
         "playing and scrubbing ran no script on the server"
     )

@@ -40,11 +40,17 @@ COMPARISON_STEPS = (300, 1000)
 _log = logging.getLogger(__name__)
 
 
-@door.shared("training", cost=lambda settings: lab.stack_bytes([settings]))
+def snapshots_of(settings: lab.Settings) -> int:
+    """A snapshot after every update: Play picks its frames where the map moves most
+    (ui/lab_charts.play_indices), so it needs every step to choose from."""
+    return settings.steps
+
+
+@door.shared("training", cost=lambda settings: lab.stack_bytes([settings], snapshots_of(settings)))
 def trained_run(settings: lab.Settings) -> lab.TrainingRun:
     """The run for these settings, trained on a miss with a progress bar (a hit draws none)."""
     with widgets.training_bar(f"Training {settings.steps} steps …", settings.steps) as report:
-        return lab.train_one(settings, on_step=report)
+        return lab.train_one(settings, on_step=report, n_snapshots=snapshots_of(settings))
 
 
 @dataclass(frozen=True)
