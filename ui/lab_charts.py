@@ -32,7 +32,7 @@ PLAY_FRAMES = 50  # at most this many frames; fewer where one step moves the map
 # Of the frames' spacing, this share follows the steps and the rest the map's moves: a still
 # stretch at the end of a run still gets a few frames, so the curves' line walks through it.
 PLAY_CLOCK_SHARE = 0.1
-FRAME_MS = 200  # time per frame while playing: a default run's ~20–40 frames take 4–8 s
+FRAME_MS = 300  # time per frame while playing: a default run's ~20–40 frames take 6–12 s
 NO_LABELS = "rgba(0, 0, 0, 0)"  # the slider's tick labels: ~50 numbers would pile up on a phone
 RAIL_GREY = "rgba(150, 150, 150, 0.6)"  # the slider's rail and ticks, seen on light and on dark
 # Over a stepped figure's plot, three lines: the title (the modebar shows on its right when the
@@ -76,8 +76,9 @@ def frame_label(run: TrainingRun, step: int) -> str:
     total = run.settings.steps
     if step == 0:
         return f"step 0 of {total}: the random start · press ▶ Play"
-    # loss[s − 1] is the loss of the batch update s learned from, drawn at step s on the curve
-    return f"after step {step} of {total} · loss {run.loss[step - 1]:.3f}"
+    # loss[s − 1] is the loss of the batch update s learned from, drawn at step s on the curve;
+    # three significant digits, as the log axis reads it (0.000123, not 0.000)
+    return f"after step {step} of {total} · loss {run.loss[step - 1]:.3g}"
 
 
 def title_on_top(text: str) -> dict:
