@@ -733,15 +733,15 @@ def test_play_spaces_its_frames_by_how_far_the_map_moves():
     """The default run's map moves most in its first steps and then sits still: Play gives
     those steps a frame each and crosses the still end in a few (frames at even steps spent
     most of Play on the finished map). The spacing rule's bounds, against moves counted here."""
-    from ui import lab_runs
+    from ui import display_policy, lab_runs
 
     run = page_run(lab_runs.PAGE_DEFAULTS)
     assert run.snapshot_steps.tolist() == list(range(run.settings.steps + 1))
     moves = moves_per_step(run)
     total = moves.sum()
     steps = frame_steps(run)
-    assert steps == sorted(set(steps)) and len(steps) <= lab_charts.PLAY_FRAMES
-    marks, clock_share = lab_charts.PLAY_FRAMES - 1, lab_charts.PLAY_CLOCK_SHARE
+    assert steps == sorted(set(steps)) and len(steps) <= display_policy.PLAY_FRAMES_UP_TO
+    marks, clock_share = display_policy.PLAY_FRAMES_UP_TO - 1, lab_charts.PLAY_CLOCK_SHARE
     for earlier, later in zip(steps, steps[1:], strict=False):
         # Up to the step before the next frame, less than one mark of progress: of the map's
         # moves, and of the steps.

@@ -13,6 +13,7 @@ from plotly.subplots import make_subplots
 
 from core import lab
 from core.lab import TrainingRun
+from ui import display_policy
 from ui.charts import QUALITATIVE_COLOURS, attention_heatmap, label_margin, token_ticks
 from ui.escape import literal
 
@@ -28,7 +29,6 @@ def numbered(tokens: Sequence[str]) -> list[str]:
 
 # The training steps play in the browser: each figure below carries one frame per chosen
 # snapshot, and plotly's own slider and Play button step through them without a rerun.
-PLAY_FRAMES = 50  # at most this many frames; fewer where one step moves the map a lot
 # Of the frames' spacing, this share follows the steps and the rest the map's moves: a still
 # stretch at the end of a run still gets a few frames, so the curves' line walks through it.
 PLAY_CLOCK_SHARE = 0.1
@@ -50,7 +50,9 @@ def frame_name(step: int) -> str:
 
 
 def play_indices(
-    run: TrainingRun, n_frames: int = PLAY_FRAMES, clock_share: float = PLAY_CLOCK_SHARE
+    run: TrainingRun,
+    n_frames: int = display_policy.PLAY_FRAMES_UP_TO,
+    clock_share: float = PLAY_CLOCK_SHARE,
 ) -> np.ndarray:
     """(f,) indices of the snapshots Play shows, first and last included, spaced so that each
     frame moves the probe's map by about the same amount (core.lab.map_moves).
