@@ -600,8 +600,8 @@ def sent_figure(figure) -> dict:
 
 
 def page_run(settings: lab.Settings) -> lab.TrainingRun:
-    """A run as the page trains it: a snapshot after every update, for Play to choose from."""
-    return lab.train_one(settings, n_snapshots=settings.steps)
+    """A run as the page trains it: snapshots crowd where the probe map moves, for Play."""
+    return lab.train_one(settings, snapshot_moves=lab.SNAPSHOT_MOVES)
 
 
 def frame_steps(run: lab.TrainingRun) -> list[int]:
@@ -706,10 +706,10 @@ def test_bilinear_steps_play_the_maps_frames_on_one_colour_range(default_runs):
     assert [shown(label) for label in spec["layout"]["xaxis"]["ticktext"]][:8] == list(lab.BRACKETS)
 
 
-def moves_per_step(run: lab.TrainingRun) -> np.ndarray:
-    """(steps,) how far the probe's map moved at each update of an every-step run: the weight
-    that changed keys, half the summed |difference| of a row, averaged over the rows."""
-    maps = run.probe_attention.astype(np.float64)  # (steps + 1, n, n)
+def moves(maps: np.ndarray) -> np.ndarray:
+    """(k, n, n) maps -> (k − 1,) how far each moved from the one before: the weight that
+    changed keys, half the summed |difference| of a row, averaged over the rows."""
+    maps = maps.astype(np.float64)
     n = maps.shape[1]
     return np.array(
         [
@@ -719,14 +719,39 @@ def moves_per_step(run: lab.TrainingRun) -> np.ndarray:
     )
 
 
-def step_by_which(moves: np.ndarray, share: float) -> int:
-    """The first step by which the map has made `share` of its total movement."""
+def step_by_which(run: lab.TrainingRun, share: float) -> int:
+    """The first snapshot step by which the probe's map has made `share` of its total movement
+    over the run's snapshots."""
+    moved = moves(run.probe_attention)
     done = 0.0
-    for step, move in enumerate(moves, 1):
+    for step, move in zip(run.snapshot_steps[1:], moved, strict=True):
         done += move
-        if done >= share * moves.sum():
-            return step
-    return len(moves)
+        if done >= share * moved.sum():
+            return int(step)
+    return int(run.snapshot_steps[-1])
+
+
+def test_snapshots_crowd_where_the_map_moves():
+    """A page's run snapshots the regular steps and, besides, every step whose probe map has
+    moved by SNAPSHOT_MOVES since the last snapshot: replayed here on the maps of the same run
+    snapshotted after every update. Its kept arrays stay within what the door is told."""
+    from ui import door, lab_runs
+
+    settings = lab_runs.PAGE_DEFAULTS
+    run, every = page_run(settings), lab.train_one(settings, n_snapshots=settings.steps)
+    regular = set(range(0, settings.steps + 1, settings.steps // lab.N_SNAPSHOTS))
+    expected, last = [], None
+    for step, now in enumerate(every.probe_attention):
+        on_grid = step in regular or step == settings.steps
+        if on_grid or moves(np.stack([last, now]))[0] >= lab.SNAPSHOT_MOVES:
+            expected.append(step)
+            last = now
+    assert run.snapshot_steps.tolist() == expected
+    assert len(regular) < len(expected) < settings.steps, "more where it moves, none where still"
+    np.testing.assert_allclose(run.probe_attention, every.probe_attention[expected], atol=1e-6)
+    np.testing.assert_allclose(run.eval_mass, every.eval_mass[expected], atol=1e-9)
+    np.testing.assert_array_equal(run.loss, every.loss)
+    assert door.nbytes(run) <= lab.kept_bytes(settings, settings.steps)
 
 
 def test_play_spaces_its_frames_by_how_far_the_map_moves():
@@ -736,18 +761,20 @@ def test_play_spaces_its_frames_by_how_far_the_map_moves():
     from ui import display_policy, lab_runs
 
     run = page_run(lab_runs.PAGE_DEFAULTS)
-    assert run.snapshot_steps.tolist() == list(range(run.settings.steps + 1))
-    moves = moves_per_step(run)
-    total = moves.sum()
+    moved = moves(run.probe_attention)  # (k − 1,) between consecutive snapshots
+    total = moved.sum()
     steps = frame_steps(run)
     assert steps == sorted(set(steps)) and len(steps) <= display_policy.PLAY_FRAMES_UP_TO
     marks, clock_share = display_policy.PLAY_FRAMES_UP_TO - 1, lab_charts.PLAY_CLOCK_SHARE
+    snapshot = {int(step): index for index, step in enumerate(run.snapshot_steps)}
     for earlier, later in zip(steps, steps[1:], strict=False):
-        # Up to the step before the next frame, less than one mark of progress: of the map's
-        # moves, and of the steps.
-        assert moves[earlier : later - 1].sum() < total / ((1 - clock_share) * marks) + 1e-9
-        assert (later - 1 - earlier) / run.settings.steps < 1 / (clock_share * marks) + 1e-9
-    learned_by = step_by_which(moves, 0.9)
+        # Up to the snapshot before the next frame, less than one mark of progress: of the
+        # map's moves, and of the steps.
+        first, before_next = snapshot[earlier], snapshot[later] - 1
+        assert moved[first:before_next].sum() < total / ((1 - clock_share) * marks) + 1e-9
+        clock = (run.snapshot_steps[before_next] - earlier) / run.settings.steps
+        assert clock < 1 / (clock_share * marks) + 1e-9
+    learned_by = step_by_which(run, 0.9)
     assert learned_by < run.settings.steps / 4, "the defaults learn early: the case to fix"
     even = np.arange(0, run.settings.steps + 1, run.settings.steps // lab.N_SNAPSHOTS)
     assert (np.array(steps) <= learned_by).mean() >= 0.5, "most frames show the learning"
@@ -873,8 +900,7 @@ def test_page_opens_on_the_trained_run_of_its_switches():
         sent_array(spec["frames"][5]["data"][0]["z"]), expected.probe_attention[fifth], atol=1e-4
     )
     assert any(title.startswith("Target pattern") for title in charts(at))
-    moves = moves_per_step(expected)
-    half, most = step_by_which(moves, 0.5), step_by_which(moves, 0.9)
+    half, most = step_by_which(expected, 0.5), step_by_which(expected, 0.9)
     prose = " ".join(str(m.value) for m in at.markdown)
     assert f"half of its moves by step {half} and 90% of them by step {most} of 100" in prose
     bilinear = next(s for title, s in charts(at).items() if title.startswith("W_qᵀW_k"))
@@ -1238,7 +1264,8 @@ def test_lab_opens_trained_and_plays_in_chromium(server, browser):
         href, loss_drawn = draws[name]
         assert href and href.startswith("data:image/png"), f"step {name}: the heatmap is blank"
         assert loss_drawn > 0, f"step {name}: the loss curve is gone"
-        weights = expected.probe_attention[int(name)]  # trained to that step
+        snapshot = expected.snapshot_steps.tolist().index(int(name))
+        weights = expected.probe_attention[snapshot]  # trained to that step
         luminance = drawn_cells(href, n)
         assert np.corrcoef(luminance.ravel(), weights.ravel())[0, 1] > 0.9, f"step {name}"
     rail = learned.locator(".slider-rail-rect").bounding_box()
