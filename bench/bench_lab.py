@@ -66,6 +66,12 @@ def scaling_table(seeds: int, d_head: int, steps: int, loss: str) -> None:
         )
 
 
+def page_run(settings: lab.Settings) -> lab.TrainingRun:
+    """A run as the lab page trains it (ui/lab_runs.trained_run): its snapshots crowd where
+    the probe map moves."""
+    return lab.train_one(settings, snapshot_moves=lab.SNAPSHOT_MOVES)
+
+
 def defaults_table(seeds: int = 10) -> None:
     """The page's opening run, scaled and unscaled, seed by seed."""
     from ui.lab_runs import PAGE_DEFAULTS
@@ -76,7 +82,7 @@ def defaults_table(seeds: int = 10) -> None:
         for seed in range(seeds):
             settings = dataclasses.replace(PAGE_DEFAULTS, scale=scale, seed=seed)
             started = time.perf_counter()
-            run = lab.train_one(settings)
+            run = page_run(settings)
             times.append(time.perf_counter() - started)
             accuracies.append(float(run.eval_accuracy[-1]))
         shown = " ".join(f"{accuracy:.2f}" for accuracy in accuracies)
@@ -165,7 +171,7 @@ def main() -> None:
         ):
             run_times, forward_times = [], []
             for _ in range(args.repeats):
-                run_times.append(seconds(lambda settings=settings: lab.train_one(settings)))
+                run_times.append(seconds(lambda settings=settings: page_run(settings)))
                 forward_times.append(seconds(lambda: model.run(SENTENCE)))
             run_s, forward_s = statistics.median(run_times), statistics.median(forward_times)
             print(f"{label:<34} {run_s:>7.2f} {forward_s * 1e3:>11.1f} {run_s / forward_s:>8.0f}×")

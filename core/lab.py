@@ -563,6 +563,22 @@ def snapshot_steps(steps: int, n_snapshots: int = N_SNAPSHOTS) -> np.ndarray:
     return np.unique(np.append(np.arange(0, steps + 1, every), steps))
 
 
+def map_moves(maps: np.ndarray) -> np.ndarray:
+    """(k, ..., n, n) attention maps -> (k − 1, ...) how far each map moved from the one before:
+    the share of a row's weight that changed keys, ½ Σ_j |α_ij − α'_ij|, averaged over the rows.
+
+    0 = the same map; 1 = every row moved all its weight (one-hot rows that all changed key).
+    """
+    moved_per_row = 0.5 * np.abs(np.diff(maps, axis=0)).sum(axis=-1)  # (k − 1, ..., n)
+    return moved_per_row.mean(axis=-1)
+
+
+# A page's run snapshots the probe map again once it has moved by this much (map_moves): well
+# under what one of Play's ~50 frames moves on the default runs (about 0.05), so frames chosen
+# among the snapshots are spaced by the map's moves, not by where snapshots happened to fall.
+SNAPSHOT_MOVES = 0.01
+
+
 EVAL_BYTES_PER_RUN = 4 * 10  # float32 (n × n) per held-out sequence: scores, weights, masks …
 STACK_OVERHEAD_BYTES = 8_000_000  # what a stack of any size holds besides its tensors
 
@@ -632,11 +648,17 @@ def train(
     runs: Sequence[Settings],
     on_step: Callable[[int, int], None] | None = None,
     n_snapshots: int = N_SNAPSHOTS,
+    snapshot_moves: float | None = None,
 ) -> list[TrainingRun]:
     """Train runs side by side (a Stack), each with Adam on fresh random batches drawn from its
     own seed; on_step(done, total) reports after each update. Returns one TrainingRun per run.
 
-    Snapshots only look (no random draws), so n_snapshots changes what is kept, not the run.
+    Snapshots at the steps of snapshot_steps(steps, n_snapshots), and, when snapshot_moves is
+    given, after any update that leaves a run's probe map moved by that much or more
+    (map_moves) since the last snapshot: they crowd where the map changes, one per step while
+    it changes fast, and skip the steps where it sits still (a snapshot scores the held-out
+    sequences, about the cost of an update). Snapshots only look (no random draws), so they
+    change what is kept, not the run.
     """
     stack = Stack(tuple(runs))
     shared, task, n_runs = stack.shared, stack.task, len(stack.runs)
@@ -651,18 +673,29 @@ def train(
     probe = torch.tensor(task.probe).expand(n_runs, 1, task.n_tokens)  # (R, 1, n)
     probe_targets = task_targets(task, probe[0])[0]  # (n,)
     optimizer = Adam(params.tensors(), lr=shared.learning_rate)
-    keep = snapshot_steps(shared.steps, n_snapshots)
-    keep_set = set(keep.tolist())
+    keep_set = set(snapshot_steps(shared.steps, n_snapshots).tolist())
+    taken: list[int] = []  # the steps snapshotted
     chunk = eval_runs_per_chunk(stack)
     losses: list[torch.Tensor] = []  # (R,) per step
     pictures: list[tuple[torch.Tensor, torch.Tensor]] = []  # probe (R, n, n), form (R, m, m)
     scores: list[list[Score]] = []  # per snapshot, one Score per chunk of runs
 
     @torch.no_grad()
-    def snapshot() -> None:
-        pictures.append(
-            (attention_weights(params, probe, stack)[:, 0], bilinear_form(params, stack))
-        )
+    def probe_map() -> torch.Tensor:
+        """(R, n, n) every run's attention on the probe sequence now."""
+        return attention_weights(params, probe, stack)[:, 0]
+
+    def moved_enough(now: torch.Tensor) -> bool:
+        """Some run's probe map moved by snapshot_moves or more since the last snapshot."""
+        if snapshot_moves is None or not pictures:
+            return False
+        maps = torch.stack([pictures[-1][0], now]).double().numpy()  # (2, R, n, n)
+        return bool((map_moves(maps) >= snapshot_moves).any())
+
+    @torch.no_grad()
+    def snapshot(step: int, now: torch.Tensor) -> None:
+        taken.append(step)
+        pictures.append((now, bilinear_form(params, stack)))
         chunks = []
         for start in range(0, n_runs, chunk):  # a few runs at a time: bounded memory
             stop = start + chunk
@@ -675,8 +708,9 @@ def train(
     started = time.perf_counter()
     with denormals_flushed():
         for step in range(shared.steps + 1):
-            if step in keep_set:
-                snapshot()
+            now = probe_map() if snapshot_moves is not None or step in keep_set else None
+            if step in keep_set or moved_enough(now):
+                snapshot(step, now)
             if step == shared.steps:
                 break
             # 1. A fresh batch per run, 2. each run's loss on it, 3. one Adam update.
@@ -711,7 +745,7 @@ def train(
         TrainingRun(
             settings=settings,
             loss=loss_history[:, r].copy(),
-            snapshot_steps=keep.copy(),
+            snapshot_steps=np.array(taken),
             probe_attention=probe_history[:, r].copy(),
             bilinear=form_history[:, r].copy(),
             eval_mass=mass[:, r].copy(),
@@ -726,9 +760,14 @@ def train(
     ]
 
 
-def train_one(settings: Settings, on_step: Callable[[int, int], None] | None = None) -> TrainingRun:
+def train_one(
+    settings: Settings,
+    on_step: Callable[[int, int], None] | None = None,
+    n_snapshots: int = N_SNAPSHOTS,
+    snapshot_moves: float | None = None,
+) -> TrainingRun:
     """One run: a stack of one."""
-    return train([settings], on_step)[0]
+    return train([settings], on_step, n_snapshots, snapshot_moves)[0]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -598,14 +599,32 @@ def sent_figure(figure) -> dict:
     return json.loads(plotly.io.to_json(figure, validate=False))
 
 
+def page_run(settings: lab.Settings) -> lab.TrainingRun:
+    """A run as the page trains it: snapshots crowd where the probe map moves, for Play."""
+    return lab.train_one(settings, snapshot_moves=lab.SNAPSHOT_MOVES)
+
+
+def frame_steps(run: lab.TrainingRun) -> list[int]:
+    """The steps of the snapshots Play shows."""
+    return run.snapshot_steps[lab_charts.play_indices(run)].tolist()
+
+
 def assert_plays_its_frames(spec: dict, run: lab.TrainingRun) -> None:
-    """One frame per snapshot, named by its step; a slider over exactly those frames, on the
-    last; a Play button that animates every frame in turn, and a Pause."""
-    names = [str(int(step)) for step in run.snapshot_steps]
+    """One frame per chosen snapshot, named by its step, from step 0 to the last; a slider over
+    exactly those frames, on step 0, each labelled with its step and the loss the curve shows
+    there; a Play button that animates every frame in turn, and a Pause."""
+    steps = frame_steps(run)
+    names = [str(step) for step in steps]
+    assert steps[0] == 0 and steps[-1] == run.settings.steps
     assert [frame["name"] for frame in spec["frames"]] == names
     (slider,) = spec["layout"]["sliders"]
-    assert slider["active"] == len(names) - 1, "opens on the last snapshot"
-    assert [step["label"] for step in slider["steps"]] == names
+    assert slider["active"] == 0, "opens on step 0, before training"
+    labels = [step["label"] for step in slider["steps"]]
+    assert "step 0 of" in labels[0] and "Play" in labels[0]
+    for step, label in zip(steps[1:], labels[1:], strict=True):
+        # the loss of the batch update `step` learned from: the curve's point at x = step
+        said = re.fullmatch(rf"after step {step} of {run.settings.steps} · loss (\S+)", label)
+        assert said and float(said[1]) == pytest.approx(run.loss[step - 1], rel=5e-3), label
     assert [step["method"] for step in slider["steps"]] == ["animate"] * len(names)
     assert [step["args"][0] for step in slider["steps"]] == [[name] for name in names]
     (menu,) = spec["layout"]["updatemenus"]
@@ -616,7 +635,7 @@ def assert_plays_its_frames(spec: dict, run: lab.TrainingRun) -> None:
     assert "Pause" in pause["label"] and pause["args"][0] == [None]
 
 
-def test_learning_steps_play_every_snapshot_of_the_run(default_runs):
+def test_learning_steps_play_the_chosen_snapshots_of_the_run(default_runs):
     run = default_runs["first"]
     spec = sent_figure(lab_charts.learning_steps(run))
     assert_plays_its_frames(spec, run)
@@ -624,10 +643,10 @@ def test_learning_steps_play_every_snapshot_of_the_run(default_runs):
     assert heatmap["type"] == "heatmap" and loss["name"] == "training loss"
     np.testing.assert_allclose(sent_array(loss["y"]), run.loss, rtol=1e-6)
     np.testing.assert_allclose(sent_array(mass["y"]), run.eval_mass, atol=1e-4)
-    # What the page opens on is the last frame.
-    np.testing.assert_allclose(sent_array(heatmap["z"]), run.probe_attention[-1], atol=1e-4)
-    assert spec["layout"]["shapes"] == spec["frames"][-1]["layout"]["shapes"]
-    for index, frame in enumerate(spec["frames"]):
+    # What the page opens on is the first frame: step 0, before training.
+    np.testing.assert_allclose(sent_array(heatmap["z"]), run.probe_attention[0], atol=1e-4)
+    assert spec["layout"]["shapes"] == spec["frames"][0]["layout"]["shapes"]
+    for index, frame in zip(lab_charts.play_indices(run), spec["frames"], strict=True):
         step = int(run.snapshot_steps[index])
         # Only the heatmap is a trace of a frame: plotly.js replots a frame's scatter traces
         # alone and leaves the rest of the figure undrawn while it plays.
@@ -652,11 +671,12 @@ def test_learning_steps_play_every_snapshot_of_the_run(default_runs):
     )
 
 
-@pytest.mark.parametrize("step", [2, 40])
-def test_a_frame_is_the_run_trained_that_many_steps(default_runs, step):
+@pytest.mark.parametrize("frame", [1, -2])
+def test_a_frame_is_the_run_trained_that_many_steps(frame):
     """Independent of the stored snapshots: a run of `step` steps (same seed, same batches) ends
     where the longer run's frame for that step says."""
-    run = lab.train_one(lab.Settings(task="first", steps=100))
+    run = page_run(lab.Settings(task="first", steps=100))
+    step = frame_steps(run)[frame]
     short = lab.train_one(lab.Settings(task="first", steps=step))
     frames = {
         frame["name"]: frame for frame in sent_figure(lab_charts.learning_steps(run))["frames"]
@@ -672,13 +692,13 @@ def test_a_frame_is_the_run_trained_that_many_steps(default_runs, step):
     )
 
 
-def test_bilinear_steps_play_every_snapshot_on_one_colour_range(default_runs):
+def test_bilinear_steps_play_the_maps_frames_on_one_colour_range(default_runs):
     run = default_runs["bracket"]
     spec = sent_figure(lab_charts.bilinear_steps(run))
     assert_plays_its_frames(spec, run)
     limit = float(np.abs(run.bilinear).max())
     assert spec["data"][0]["zmax"] == pytest.approx(limit) == -spec["data"][0]["zmin"]
-    for index, frame in enumerate(spec["frames"]):
+    for index, frame in zip(lab_charts.play_indices(run), spec["frames"], strict=True):
         assert frame["traces"] == [0]
         np.testing.assert_allclose(
             sent_array(frame["data"][0]["z"]), run.bilinear[index], atol=1e-3
@@ -686,11 +706,84 @@ def test_bilinear_steps_play_every_snapshot_on_one_colour_range(default_runs):
     assert [shown(label) for label in spec["layout"]["xaxis"]["ticktext"]][:8] == list(lab.BRACKETS)
 
 
+def moves(maps: np.ndarray) -> np.ndarray:
+    """(k, n, n) maps -> (k − 1,) how far each moved from the one before: the weight that
+    changed keys, half the summed |difference| of a row, averaged over the rows."""
+    maps = maps.astype(np.float64)
+    n = maps.shape[1]
+    return np.array(
+        [
+            sum(0.5 * np.abs(after[row] - before[row]).sum() for row in range(n)) / n
+            for before, after in zip(maps[:-1], maps[1:], strict=True)
+        ]
+    )
+
+
+def step_by_which(run: lab.TrainingRun, share: float) -> int:
+    """The first snapshot step by which the probe's map has made `share` of its total movement
+    over the run's snapshots."""
+    moved = moves(run.probe_attention)
+    done = 0.0
+    for step, move in zip(run.snapshot_steps[1:], moved, strict=True):
+        done += move
+        if done >= share * moved.sum():
+            return int(step)
+    return int(run.snapshot_steps[-1])
+
+
+def test_snapshots_crowd_where_the_map_moves():
+    """A page's run snapshots the regular steps and, besides, every step whose probe map has
+    moved by SNAPSHOT_MOVES since the last snapshot: replayed here on the maps of the same run
+    snapshotted after every update. Its kept arrays stay within what the door is told."""
+    from ui import door, lab_runs
+
+    settings = lab_runs.PAGE_DEFAULTS
+    run, every = page_run(settings), lab.train_one(settings, n_snapshots=settings.steps)
+    regular = set(range(0, settings.steps + 1, settings.steps // lab.N_SNAPSHOTS))
+    expected, last = [], None
+    for step, now in enumerate(every.probe_attention):
+        on_grid = step in regular or step == settings.steps
+        if on_grid or moves(np.stack([last, now]))[0] >= lab.SNAPSHOT_MOVES:
+            expected.append(step)
+            last = now
+    assert run.snapshot_steps.tolist() == expected
+    assert len(regular) < len(expected) < settings.steps, "more where it moves, none where still"
+    np.testing.assert_allclose(run.probe_attention, every.probe_attention[expected], atol=1e-6)
+    np.testing.assert_allclose(run.eval_mass, every.eval_mass[expected], atol=1e-9)
+    np.testing.assert_array_equal(run.loss, every.loss)
+    assert door.nbytes(run) <= lab.kept_bytes(settings, settings.steps)
+
+
+def test_play_spaces_its_frames_by_how_far_the_map_moves():
+    """The default run's map moves most in its first steps and then sits still: Play gives
+    those steps a frame each and crosses the still end in a few (frames at even steps spent
+    most of Play on the finished map). The spacing rule's bounds, against moves counted here."""
+    from ui import display_policy, lab_runs
+
+    run = page_run(lab_runs.PAGE_DEFAULTS)
+    moved = moves(run.probe_attention)  # (k − 1,) between consecutive snapshots
+    total = moved.sum()
+    steps = frame_steps(run)
+    assert steps == sorted(set(steps)) and len(steps) <= display_policy.PLAY_FRAMES_UP_TO
+    marks, clock_share = display_policy.PLAY_FRAMES_UP_TO - 1, lab_charts.PLAY_CLOCK_SHARE
+    snapshot = {int(step): index for index, step in enumerate(run.snapshot_steps)}
+    for earlier, later in zip(steps, steps[1:], strict=False):
+        # Up to the snapshot before the next frame, less than one mark of progress: of the
+        # map's moves, and of the steps.
+        first, before_next = snapshot[earlier], snapshot[later] - 1
+        assert moved[first:before_next].sum() < total / ((1 - clock_share) * marks) + 1e-9
+        clock = (run.snapshot_steps[before_next] - earlier) / run.settings.steps
+        assert clock < 1 / (clock_share * marks) + 1e-9
+    learned_by = step_by_which(run, 0.9)
+    assert learned_by < run.settings.steps / 4, "the defaults learn early: the case to fix"
+    even = np.arange(0, run.settings.steps + 1, run.settings.steps // lab.N_SNAPSHOTS)
+    assert (np.array(steps) <= learned_by).mean() >= 0.5, "most frames show the learning"
+    assert (even <= learned_by).mean() < 0.25, "even steps showed mostly the finished map"
+
+
 def test_the_target_lines_up_with_the_learned_map(default_runs):
     """Beside the stepped figure, the target's map starts at the same height (its figure moved
     down by the CSS offset), just as tall."""
-    import re
-
     run = default_runs["first"]
     learned = lab_charts.learning_steps(run).layout
     target = lab_charts.target_attention(run, beside_steps=True).layout
@@ -784,8 +877,8 @@ def learned(at) -> dict:
 
 
 def shown_weights(at) -> np.ndarray:
-    """The probe attention the page opens on (its stepped figure's last snapshot)."""
-    return sent_array(learned(at)["data"][0]["z"])
+    """The probe attention after the run's last step (its stepped figure's last frame)."""
+    return sent_array(learned(at)["frames"][-1]["data"][0]["z"])
 
 
 def test_page_opens_on_the_trained_run_of_its_switches():
@@ -795,14 +888,21 @@ def test_page_opens_on_the_trained_run_of_its_switches():
     assert not [info for info in at.info if "switches" in info.value], "nothing asks for Train"
     from ui import lab_runs
 
-    expected = lab.train_one(lab_runs.PAGE_DEFAULTS)
+    expected = page_run(lab_runs.PAGE_DEFAULTS)
     spec = learned(at)
     assert_plays_its_frames(spec, expected)
     np.testing.assert_allclose(shown_weights(at), expected.probe_attention[-1], atol=1e-4)
     np.testing.assert_allclose(
-        sent_array(spec["frames"][5]["data"][0]["z"]), expected.probe_attention[5], atol=1e-4
+        sent_array(spec["data"][0]["z"]), expected.probe_attention[0], atol=1e-4
+    )
+    fifth = lab_charts.play_indices(expected)[5]
+    np.testing.assert_allclose(
+        sent_array(spec["frames"][5]["data"][0]["z"]), expected.probe_attention[fifth], atol=1e-4
     )
     assert any(title.startswith("Target pattern") for title in charts(at))
+    half, most = step_by_which(expected, 0.5), step_by_which(expected, 0.9)
+    prose = " ".join(str(m.value) for m in at.markdown)
+    assert f"half of its moves by step {half} and 90% of them by step {most} of 100" in prose
     bilinear = next(s for title, s in charts(at).items() if title.startswith("W_qᵀW_k"))
     assert_plays_its_frames(bilinear, expected)
     assert not at.slider, "the steps are played in the figures, not on a slider of the page"
@@ -815,8 +915,8 @@ def test_each_switch_trains_its_run_and_keeps_earlier_runs():
     from ui import lab_runs
 
     at = run_page(LAB)
-    first = lab.train_one(lab_runs.PAGE_DEFAULTS)
-    partner = lab.train_one(dataclasses.replace(lab_runs.PAGE_DEFAULTS, scale=False))
+    first = page_run(lab_runs.PAGE_DEFAULTS)
+    partner = page_run(dataclasses.replace(lab_runs.PAGE_DEFAULTS, scale=False))
     np.testing.assert_allclose(shown_weights(at), first.probe_attention[-1], atol=1e-4)
     assert not [button for button in at.button if button.label == "Train"]
     table = at.table[0].value
@@ -834,13 +934,13 @@ def test_each_switch_trains_its_run_and_keeps_earlier_runs():
     at.selectbox(key="lab_task").set_value("bracket").run()
     assert_no_exception(at)
     bracket = dataclasses.replace(lab_runs.PAGE_DEFAULTS, task="bracket")
-    expected = lab.train_one(bracket)
+    expected = page_run(bracket)
     np.testing.assert_allclose(shown_weights(at), expected.probe_attention[-1], atol=1e-4)
     assert_plays_its_frames(learned(at), expected)
 
     at.toggle(key="lab_scale").set_value(False).run()  # the unscaled run, next to the scaled one
     assert_no_exception(at)
-    unscaled = lab.train_one(dataclasses.replace(bracket, scale=False))
+    unscaled = page_run(dataclasses.replace(bracket, scale=False))
     np.testing.assert_allclose(shown_weights(at), unscaled.probe_attention[-1], atol=1e-4)
     table = at.table[0].value
     assert [shown(cell) for cell in table.iloc[:, 0]] == [
@@ -870,7 +970,7 @@ def test_a_copied_link_reopens_the_same_run():
     at.run()
     assert_no_exception(at)
     settings = lab.Settings(task="first", d_head=16, seed=7, steps=100, start_at_other_spread=True)
-    expected = lab.train_one(settings)
+    expected = page_run(settings)
     np.testing.assert_allclose(shown_weights(at), expected.probe_attention[-1], atol=1e-4)
     assert_plays_its_frames(learned(at), expected)
 
@@ -1113,8 +1213,8 @@ def drawn_cells(href: str, n: int) -> np.ndarray:
 
 @pytest.mark.browser
 def test_lab_opens_trained_and_plays_in_chromium(server, browser):
-    """Open the lab: the run is drawn on the first screen without Train. Play draws every
-    snapshot in turn (the map as trained to that step, the curves kept) and the slider picks
+    """Open the lab: the run is drawn on the first screen without Train, on step 0. Play draws
+    every frame in turn (the map as trained to that step, the curves kept) and the slider picks
     one, both in the browser, without a rerun."""
     from tests.support.browser import (
         RunWatcher,
@@ -1125,8 +1225,8 @@ def test_lab_opens_trained_and_plays_in_chromium(server, browser):
     )
     from ui import lab_runs
 
-    expected = lab.train_one(lab_runs.PAGE_DEFAULTS)  # the run the page opens on
-    names = [str(int(step)) for step in expected.snapshot_steps]
+    expected = page_run(lab_runs.PAGE_DEFAULTS)  # the run the page opens on
+    names = [str(step) for step in frame_steps(expected)]
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     runs = RunWatcher(page)
     page.goto(f"{server.url}/lab")
@@ -1140,12 +1240,12 @@ def test_lab_opens_trained_and_plays_in_chromium(server, browser):
     # the slider, and the step's line on the curves
     step_state = "g => [g._fullLayout.sliders[0].active, g._fullLayout.shapes[0].x0]"
     last_step = expected.settings.steps
-    assert learned.evaluate(step_state) == [len(names) - 1, last_step]
+    assert learned.evaluate(step_state) == [0, 0], "opens on step 0, before training"
     learned.evaluate(RECORD_DRAWS_JS)
     mark = runs.mark()
     learned.locator(".updatemenu-button").first.click()  # Play
     page.wait_for_function(f"() => window.labFrames.length === {len(names)}", timeout=60_000)
-    assert page.evaluate("() => window.labFrames") == names, "every snapshot, in order"
+    assert page.evaluate("() => window.labFrames") == names, "every frame, in order"
     page.wait_for_function(
         f"g => g._fullLayout.sliders[0].active === {len(names) - 1}", arg=learned.element_handle()
     )
@@ -1156,7 +1256,7 @@ def test_lab_opens_trained_and_plays_in_chromium(server, browser):
     }
     middle = names[1:-1]
     drawn = [name for name in middle if name in draws]
-    # Each frame is redrawn before the next starts (a redraw takes a few ms, a frame 100 ms);
+    # Each frame is redrawn before the next starts (a redraw takes a few ms, a frame 300 ms);
     # a very loaded machine may merge some, never most.
     assert len(drawn) >= len(middle) // 2, f"redrawn mid-animation: {drawn}"
     n = len(expected.probe_targets)
@@ -1164,14 +1264,20 @@ def test_lab_opens_trained_and_plays_in_chromium(server, browser):
         href, loss_drawn = draws[name]
         assert href and href.startswith("data:image/png"), f"step {name}: the heatmap is blank"
         assert loss_drawn > 0, f"step {name}: the loss curve is gone"
-        weights = expected.probe_attention[list(names).index(name)]  # trained to that step
+        snapshot = expected.snapshot_steps.tolist().index(int(name))
+        weights = expected.probe_attention[snapshot]  # trained to that step
         luminance = drawn_cells(href, n)
         assert np.corrcoef(luminance.ravel(), weights.ravel())[0, 1] > 0.9, f"step {name}"
     rail = learned.locator(".slider-rail-rect").bounding_box()
     page.mouse.click(rail["x"] + 1, rail["y"] + rail["height"] / 2)  # the slider's start: step 0
     page.wait_for_function("g => g._fullLayout.shapes[0].x0 === 0", arg=learned.element_handle())
     assert learned.evaluate(step_state) == [0, 0]
-    assert figure_signatures(page)[0] != opened[0], "the map shows step 0"
+    page.mouse.click(rail["x"] + rail["width"] - 1, rail["y"] + rail["height"] / 2)  # the end
+    page.wait_for_function(
+        f"g => g._fullLayout.shapes[0].x0 === {last_step}", arg=learned.element_handle()
+    )
+    assert learned.evaluate(step_state) == [len(names) - 1, last_step]
+    assert figure_signatures(page)[0] != opened[0], "the map shows the last step"
     assert not [event for event in runs.events[mark:] if event[1] == "new_session"], (
         "playing and scrubbing ran no script on the server"
     )

@@ -46,6 +46,9 @@ FEWEST_TICKS = 4  # a log axis labelled with 1, 2, 5 × 10^k that gets fewer tak
 HOVER_TOKENS_UP_TO = 160  # per-cell hover text costs n² strings; long inputs hover by index
 LABELLED_BARS = 12  # bars that still get their value printed on them
 SENTENCE_LABEL_CHARS = 60  # a sentence named in a legend: shortened past it
+# Frames a playing figure carries (the lab's Play), at most: fewer where one step moves the map
+# by several frames' worth (ui/lab_charts.play_indices).
+PLAY_FRAMES_UP_TO = 50
 # ---- the numbers written in cells ----------------------------------------------------------------
 DENSE_FROM = 6  # columns past which a cell is too narrow for two decimals at 13 px (one is kept)
 CELL_CHARS = 4  # characters of a number in a narrow cell (phones): -0.62 is written -.62

@@ -13,6 +13,7 @@ from plotly.subplots import make_subplots
 
 from core import lab
 from core.lab import TrainingRun
+from ui import display_policy
 from ui.charts import QUALITATIVE_COLOURS, attention_heatmap, label_margin, token_ticks
 from ui.escape import literal
 
@@ -26,10 +27,13 @@ def numbered(tokens: Sequence[str]) -> list[str]:
     return [f"{i} {token}" for i, token in enumerate(tokens)]
 
 
-# The training steps play in the browser: each figure below carries one frame per snapshot, and
-# plotly's own slider and Play button step through them without a rerun of the page.
-FRAME_MS = 100  # time per snapshot while playing: a run's ~51 snapshots take about 5 s
-NO_LABELS = "rgba(0, 0, 0, 0)"  # the slider's tick labels: ~51 numbers would pile up on a phone
+# The training steps play in the browser: each figure below carries one frame per chosen
+# snapshot, and plotly's own slider and Play button step through them without a rerun.
+# Of the frames' spacing, this share follows the steps and the rest the map's moves: a still
+# stretch at the end of a run still gets a few frames, so the curves' line walks through it.
+PLAY_CLOCK_SHARE = 0.1
+FRAME_MS = 300  # time per frame while playing: a default run's ~20–40 frames take 6–12 s
+NO_LABELS = "rgba(0, 0, 0, 0)"  # the slider's tick labels: ~50 numbers would pile up on a phone
 RAIL_GREY = "rgba(150, 150, 150, 0.6)"  # the slider's rail and ticks, seen on light and on dark
 # Over a stepped figure's plot, three lines: the title (the modebar shows on its right when the
 # pointer is over the figure), Play and Pause, and the slider with the step over it.
@@ -45,21 +49,55 @@ def frame_name(step: int) -> str:
     return str(int(step))
 
 
+def play_indices(
+    run: TrainingRun,
+    n_frames: int = display_policy.PLAY_FRAMES_UP_TO,
+    clock_share: float = PLAY_CLOCK_SHARE,
+) -> np.ndarray:
+    """(f,) indices of the snapshots Play shows, first and last included, spaced so that each
+    frame moves the probe's map by about the same amount (core.lab.map_moves).
+
+    A run's map moves most in its first steps and then sits still (its held-out weight still
+    creeps up): frames at even steps spend most of Play on a finished picture. Here a frame
+    falls where the run's progress, (1 − clock_share) × the share of the map's total movement
+    done + clock_share × the share of the steps done, crosses each of n_frames even marks; a
+    step that moves the map by several marks is one frame (a step cannot be split).
+    """
+    steps = run.snapshot_steps
+    moved = np.concatenate([[0.0], np.cumsum(lab.map_moves(run.probe_attention))])  # (k,)
+    clock = (steps - steps[0]) / max(1, int(steps[-1] - steps[0]))  # (k,) 0 … 1
+    map_share = moved / moved[-1] if moved[-1] > 0 else clock
+    progress = clock_share * clock + (1 - clock_share) * map_share  # (k,) rising, 0 … 1
+    marks = np.searchsorted(progress, np.linspace(0, 1, n_frames), side="left")
+    last = len(steps) - 1
+    return np.unique(np.concatenate([[0], np.minimum(marks, last), [last]]))
+
+
+def frame_label(run: TrainingRun, step: int) -> str:
+    """What the slider writes over a frame: its step and the loss the curve shows there."""
+    total = run.settings.steps
+    if step == 0:
+        return f"step 0 of {total}: the random start · press ▶ Play"
+    # loss[s − 1] is the loss of the batch update s learned from, drawn at step s on the curve;
+    # three significant digits, as the log axis reads it (0.000123, not 0.000)
+    return f"after step {step} of {total} · loss {run.loss[step - 1]:.3g}"
+
+
 def title_on_top(text: str) -> dict:
     """A title on the figure's first line, above the Play/Pause buttons' line (plotly would centre
     it in the tall top margin)."""
     return {"text": text, "y": 1, "yref": "container", "yanchor": "top", "pad": {"t": 12}}
 
 
-def step_controls(run: TrainingRun, active: int) -> dict:
+def step_controls(run: TrainingRun, indices: np.ndarray) -> dict:
     """Layout entries over a figure's plot: Play and Pause buttons, and a slider over the
-    snapshots that shows frame frame_name(step) at each step, `active` first. All in the
-    browser: neither starts a rerun (st.plotly_chart asks for no events)."""
+    snapshots at `indices` that shows frame frame_name(step) at each, the first active. All in
+    the browser: neither starts a rerun (st.plotly_chart asks for no events)."""
     no_tween = {"duration": 0}  # a heatmap cannot tween: each frame is drawn whole
     jump = {"mode": "immediate", "frame": {"duration": 0, "redraw": True}, "transition": no_tween}
     play = {"fromcurrent": True, "frame": {"duration": FRAME_MS, "redraw": True}}
     play["transition"] = no_tween
-    # From the last snapshot (where a figure opens) or the first, "fromcurrent" plays the run
+    # From the first snapshot (where a figure opens) or the last, "fromcurrent" plays the run
     # from step 0; from a paused step in between, it goes on from there.
     pause = {"mode": "immediate", "frame": {"duration": 0, "redraw": False}}
     return {
@@ -81,7 +119,7 @@ def step_controls(run: TrainingRun, active: int) -> dict:
         ],
         "sliders": [
             {
-                "active": active,
+                "active": 0,
                 "x": 0,
                 "len": 1,
                 "y": 1,
@@ -95,17 +133,15 @@ def step_controls(run: TrainingRun, active: int) -> dict:
                 "minorticklen": 0,
                 "currentvalue": {  # in the colour of the step's line on the curves
                     "font": {"color": STEP_COLOUR, "size": 14},
-                    "prefix": "after step ",
-                    "suffix": f" of {run.settings.steps}",
                     "xanchor": "left",
                 },
                 "steps": [
                     {
-                        "label": frame_name(step),
+                        "label": frame_label(run, step),
                         "method": "animate",
                         "args": [[frame_name(step)], jump],
                     }
-                    for step in run.snapshot_steps
+                    for step in run.snapshot_steps[indices].tolist()
                 ],
             }
         ],
@@ -190,14 +226,16 @@ def probe_attention(run: TrainingRun, index: int) -> go.Figure:
 
 
 def learning_steps(run: TrainingRun) -> go.Figure:
-    """The probe's learned attention over the loss and weight curves, at every snapshot.
+    """The probe's learned attention over the loss and weight curves, at the snapshots Play
+    shows (play_indices).
 
-    Opens on the last snapshot; frame frame_name(step) holds the (n, n) weights after that step
-    and moves the step's line and dot on the curves (step_marks: layout shapes). Traces: 0 the
-    map, 1 loss, 2 weight on the target.
+    Opens on step 0, before training, so Play shows the learning before the finished map;
+    frame frame_name(step) holds the (n, n) weights after that step and moves the step's line
+    and dot on the curves (step_marks: layout shapes). Traces: 0 the map, 1 loss, 2 weight on
+    the target.
     """
-    last = len(run.snapshot_steps) - 1
-    base = probe_attention(run, last)  # its heatmap trace and token axes, already escaped
+    indices = play_indices(run)
+    base = probe_attention(run, 0)  # its heatmap trace and token axes, already escaped
     heatmap = base.data[0]
     x_axis, y_axis = base.layout.xaxis.to_plotly_json(), base.layout.yaxis.to_plotly_json()
     under_map = base.layout.margin.b  # the key labels and the axis title
@@ -205,7 +243,8 @@ def learning_steps(run: TrainingRun) -> go.Figure:
     map_bottom = 1 - HEATMAP_PX / plot_px
     heatmap.update(colorbar={"y": 1, "yanchor": "top", "len": HEATMAP_PX / plot_px})
     frames = []
-    for index, step in enumerate(run.snapshot_steps):
+    for index in indices.tolist():
+        step = int(run.snapshot_steps[index])
         # 4 decimals, as the map's own weights; float32 halves the frames' bytes and keeps them
         weights = np.round(run.probe_attention[index].astype(np.float64), 4).astype(np.float32)
         frames.append(
@@ -246,8 +285,8 @@ def learning_steps(run: TrainingRun) -> go.Figure:
         },
         # under the curves' axis title (~50 px), in the plot's fractions
         "legend": {"orientation": "h", "y": -55 / plot_px, "x": 0},
-        "shapes": step_marks(run, last),
-        **step_controls(run, last),
+        "shapes": step_marks(run, 0),
+        **step_controls(run, indices),
     }
     return go.Figure(
         data=[heatmap, *loss_traces(run)],
@@ -334,23 +373,23 @@ def bilinear_name(run: TrainingRun) -> str:
 
 
 def bilinear_steps(run: TrainingRun) -> go.Figure:
-    """bilinear_heatmap at every snapshot: opens on the last; frame frame_name(step) holds the
-    (m, m) map after that step, on the colour range of the whole run."""
-    last = len(run.snapshot_steps) - 1
-    figure = bilinear_heatmap(run, last)
+    """bilinear_heatmap at the snapshots Play shows in learning_steps: opens on step 0; frame
+    frame_name(step) holds the (m, m) map after that step, on the colour range of the whole run."""
+    indices = play_indices(run)
+    figure = bilinear_heatmap(run, 0)
     figure.frames = [
         go.Frame(
-            name=frame_name(step),
+            name=frame_name(run.snapshot_steps[index]),
             data=[go.Heatmap(z=np.round(run.bilinear[index], 3).astype(np.float32))],
             traces=[0],
         )
-        for index, step in enumerate(run.snapshot_steps)
+        for index in indices.tolist()
     ]
     figure.update_layout(
         title=title_on_top(f"{bilinear_name(run)} on the embedding rows"),
         height=figure.layout.height + TOP_PX - figure.layout.margin.t,
         margin={"t": TOP_PX},
-        **step_controls(run, last),
+        **step_controls(run, indices),
     )
     return figure
 

@@ -40,11 +40,14 @@ COMPARISON_STEPS = (300, 1000)
 _log = logging.getLogger(__name__)
 
 
-@door.shared("training", cost=lambda settings: lab.stack_bytes([settings]))
+# Snapshots crowd where the probe map moves (core.lab.SNAPSHOT_MOVES): Play spaces its frames
+# by those moves (ui/lab_charts.play_indices). The door is told the most a run can keep: a
+# snapshot after every update.
+@door.shared("training", cost=lambda settings: lab.stack_bytes([settings], settings.steps))
 def trained_run(settings: lab.Settings) -> lab.TrainingRun:
     """The run for these settings, trained on a miss with a progress bar (a hit draws none)."""
     with widgets.training_bar(f"Training {settings.steps} steps …", settings.steps) as report:
-        return lab.train_one(settings, on_step=report)
+        return lab.train_one(settings, on_step=report, snapshot_moves=lab.SNAPSHOT_MOVES)
 
 
 @dataclass(frozen=True)

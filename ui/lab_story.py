@@ -28,6 +28,28 @@ def counts(more: int, fewer: int, n: int) -> str:
     )
 
 
+def step_moved(run: lab.TrainingRun, share: float) -> int:
+    """The first step by which the probe's map has made `share` of its total movement
+    (core.lab.map_moves summed over the run's snapshots)."""
+    moved = lab.map_moves(run.probe_attention).cumsum()  # (k − 1,) after snapshot 1, 2, …
+    if moved.size == 0 or moved[-1] <= 0:
+        return 0
+    first = int((moved >= share * moved[-1]).argmax())  # the first snapshot that reaches it
+    return int(run.snapshot_steps[first + 1])
+
+
+def play_story(run: lab.TrainingRun) -> str:
+    """Where this run's map moves, in its steps, and so why Play's frames are spaced as they
+    are (ui/lab_charts.play_indices)."""
+    half, most = step_moved(run, 0.5), step_moved(run, 0.9)
+    return (
+        f"In this run the map has made half of its moves by step {half} and 90% of them by "
+        f"step {most} of {run.settings.steps}. Play spaces its frames by those moves: where the "
+        "map changes fast every step gets a frame, and a stretch where it sits still is crossed "
+        "in a few."
+    )
+
+
 def task_verdict(comparison: lab.Comparison, name: str) -> str:
     """What the comparison shows on one task, each sentence chosen by the counts, each count
     with its Fisher p."""

@@ -168,13 +168,13 @@ def watch_it_learn(shown: lab.Settings) -> None:
         )
     )
     st.markdown(
-        "The learned figure shows the weights of the probe sequence after the step on its "
-        "slider, and under them the loss and the weight on the right key over the whole run "
-        "(red: the step shown). "
-        "**Play** runs through the steps; the slider picks one. At step 0 the weights come from "
+        "The learned figure opens on step 0, before any training, and shows the weights of the "
+        "probe sequence after the step on its slider; under them, the loss and the weight on "
+        "the right key over the whole run (red: the step shown). "
+        "**Play** runs the training; the slider picks one step. At step 0 the weights come from "
         "random vectors: spread over several keys when the score spread is small, often one "
         "bright cell per row on a wrong key when it is large (a wide unscaled head). Training "
-        "pulls each row's weight onto its target."
+        "pulls each row's weight onto its target. " + lab_story.play_story(run)
     )
     if shown.scale:
         st.latex(r"s_{ij} = x_i^{\top}\, \frac{W_q^{\top} W_k}{\sqrt{d_{\text{head}}}}\, x_j")
@@ -199,7 +199,7 @@ def watch_it_learn(shown: lab.Settings) -> None:
         f"A score is a bilinear form: the matrix {lab_charts.bilinear_name(run)} says how much "
         f"each query direction likes each key direction. {sums} Blue: the query row pulls "
         "weight towards the key row; red: away. Its slider and **Play** step through the same "
-        "snapshots as the figure above, on their own."
+        "steps as the figure above, on their own."
     )
 
 

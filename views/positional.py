@@ -59,12 +59,17 @@ st.markdown(
 )
 
 
-def sized_encodings() -> positional.Encodings:
-    """The two sliders that size the encodings, drawn inside the tab they drive (tabs 1 to 5
-    share their values, which the URL keeps)."""
+def sized_encodings(own_width: bool = False) -> positional.Encodings:
+    """The sliders that size the encodings, drawn inside the tab they drive (tabs 1 to 5 share
+    their values, which the URL keeps). own_width: the sinusoid takes the model's width, to sit
+    beside its table, so no d_model slider is drawn (it would act on nothing there)."""
     left, right = st.columns(2)
     n_positions = left.slider("Positions", 8, 512, 100, key="pos_length", bind="query-params")
-    d_model = right.slider("d_model", 16, 512, 128, step=16, key="pos_dmodel", bind="query-params")
+    d_model = (
+        model.d_model
+        if own_width
+        else right.slider("d_model", 16, 512, 128, step=16, key="pos_dmodel", bind="query-params")
+    )
     return positional.encodings(
         n_positions, d_model, None if rotary else positional_runs.position_rows(model)
     )
@@ -225,7 +230,7 @@ def rotary_section() -> None:
 def learned_section() -> None:
     """3 · The model's learned table next to a sinusoid."""
     st.subheader(f"3 · What {model_label} learned instead")
-    n_positions, d_model, sinusoid, learned = sized_encodings()  # its sliders
+    n_positions, d_model, sinusoid, learned = sized_encodings(own_width=True)  # its slider
     slow_share = positional.slow_drift_share(learned)
     # the slider may ask for more positions than the table has: say how many rows are drawn
     offset = anatomy.arch.position_offset  # rows before it are never read (RoBERTa)
@@ -257,12 +262,9 @@ def learned_section() -> None:
             learned.shape, None, lambda: fig, key="pos_learned", filename="learned-positions"
         )
     with right:
-        same_width = positional.sinusoidal_encoding(n_positions, model.d_model)
-        fig = positional_charts.position_heatmap(
-            same_width, f"Sinusoid with d_model = {model.d_model}"
-        )
+        fig = positional_charts.position_heatmap(sinusoid, f"Sinusoid with d_model = {d_model}")
         display.show_matrix(
-            same_width.shape,
+            sinusoid.shape,
             None,
             lambda: fig,
             key="pos_sinusoid_same",
@@ -273,9 +275,12 @@ def learned_section() -> None:
 def near_positions_section() -> None:
     """4 · Similarity of positions against their distance."""
     st.subheader("4 · Near positions look alike")
-    sized = sized_encodings()  # its sliders
+    # the sinusoid at the model's width, as the table it is compared with: a d_model slider here
+    # would act only on the figures the question keeps folded
+    sized = sized_encodings(own_width=True)  # its slider
     # every code is compared on the same rows, so their R² are measured alike
     n_positions, d_model, sinusoid, learned = sized.on_common_rows()
+    st.caption(f"The sinusoid here has {model_label}'s width, d_model = {d_model}.")
     if n_positions < sized.n_positions:
         st.caption(
             f"{model_label}'s learned table has {n_positions} rows: this section compares the "
