@@ -31,7 +31,6 @@ from core.errors import EmptyInput
 from core.head_stats import row_entropy
 from core.positional import cosine
 from core.transformer import (
-    ATTN_INPUT,
     ATTN_WEIGHTS,
     EMBED,
     STREAM_OUT,
@@ -274,21 +273,12 @@ def cross_attention(
     may be shared by groups of query heads (the Llama family); no rotary turn and no mask: the
     two sentences' positions are not one sequence.
     """
-    x_query, x_key_value = (attention_input(model, trace, layer) for trace in (trace_a, trace_b))
+    x_query, x_key_value = (model.attention_input(trace, layer) for trace in (trace_a, trace_b))
     result = multi_head_attention(
         x_query, x_key_value, model.attention_weights(layer), model.n_heads, scale=scale,
         n_kv_heads=model.n_kv_heads,
     )  # fmt: skip
     return CrossAttention(result.attn_weights.numpy(), result.output.numpy())
-
-
-def attention_input(model: Transformer, trace: Trace, layer: int) -> torch.Tensor:
-    """(n, d_model) what `layer`'s attention reads in a run of the Trace's pieces and switches."""
-    name = hook_name(ATTN_INPUT, layer)
-    _, cache = model.run_with_cache(
-        trace.input_ids, trace.segments, names=[name], options=trace.options
-    )
-    return cache[name]
 
 
 def score_spread_by_layer(trace: Trace) -> np.ndarray:

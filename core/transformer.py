@@ -631,6 +631,18 @@ class Transformer:
         return last, cache
 
     @torch.inference_mode()
+    def attention_input(self, trace: Trace, layer: int) -> torch.Tensor:
+        """(n, d_model) what `layer`'s heads read in a run of the Trace's pieces and switches:
+        the stream itself where the norm follows the sublayer (post-norm), its first norm where
+        the norm comes first (pre-norm). Read at the one forward path's ATTN_INPUT point, so the
+        model's own structure decides; nothing above the layer runs."""
+        name = hook_name(ATTN_INPUT, layer)
+        _, cache = self.run_with_cache(
+            trace.input_ids, trace.segments, names=[name], options=trace.options
+        )
+        return cache[name]
+
+    @torch.inference_mode()
     def run(
         self,
         text: str,

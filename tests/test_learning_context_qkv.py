@@ -592,3 +592,44 @@ def test_the_payoffs_formula_paragraph_on_gpt2_blames_the_input_rows(local_folde
     at = run_on(folder, "views/qkv.py", state={"qkv_section": "7 · Payoff"})
     assert_no_exception(at)
     _assert_formula_paragraph(" ".join(shown(m.value) for m in at.markdown), cosine_input, here)
+
+
+@pytest.mark.parametrize("family", ["gpt2", "llama"])
+def test_a_trained_head_reads_what_its_layer_reads_in_a_pre_norm_model(
+    tmp_path, family, local_folders
+):
+    """Page 2's "trained head" on a pre-norm decoder: X is the layer's input after its first
+    norm, as transformers' own layer has it (GPT-2's ln_1, Llama's input RMSNorm), so on GPT-2
+    (no rotary turn) the head's weights are the model's own, cell for cell; the page says which
+    norm, and states biases and shared key/value heads only as the checkpoint has them."""
+    from tiny_families import load_reference, write_tiny_family
+
+    from ui import qkv_runs
+
+    folder = write_tiny_family(tmp_path / family, family, seed=5)
+    model = core.load_folder(folder)
+    trace = model.run("the river bank flows past the old mill")
+    layer, head = 1, 2
+    reference = load_reference(folder, family)
+    ids = torch.tensor([list(trace.input_ids)])
+    with torch.no_grad():
+        out = reference(ids, output_hidden_states=True, output_attentions=True)
+        blocks = reference.transformer.h if family == "gpt2" else reference.model.layers
+        first_norm = blocks[layer].ln_1 if family == "gpt2" else blocks[layer].input_layernorm
+        read = first_norm(out.hidden_states[layer])[0].numpy()  # (n, d_model)
+    one_head = qkv_runs.trained_head(model, trace, layer, head, scale=True, causal=True)
+    np.testing.assert_allclose(one_head.x, read, atol=1e-5)
+    if family == "gpt2":  # learned positions: nothing turns q and k inside attention
+        np.testing.assert_allclose(
+            one_head.result.attn_weights, out.attentions[layer][0, head].numpy(), atol=1e-5
+        )
+    at = run_page(QKV, text="the river bank flows past the old mill", folder=folder)
+    at.radio(key="qkv_source").set_value("trained head").run()
+    assert_no_exception(at)
+    text = " ".join(m.value for m in [*at.markdown, *at.caption])
+    norm = "LayerNorm" if family == "gpt2" else "RMSNorm"
+    assert "causal mask on" in text  # the decoder is the model on the page
+    assert f"(the layer's input after its first {norm})" in text
+    assert ("with their biases" in text) == (family == "gpt2")  # Llama's config: no bias
+    # tiny Llama: 4 query heads share 2 key/value heads; GPT-2 has one per query head
+    assert ("key/value head 0's, which query heads 0 and 1 share" in text) == (family == "llama")

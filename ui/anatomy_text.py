@@ -147,6 +147,19 @@ def attention_input_words(anatomy: Anatomy) -> str:
     return f"{anatomy.norm_name}({rows})" if anatomy.pre_norm else rows
 
 
+def shared_key_value_words(anatomy: Anatomy, head: int) -> str:
+    """'; W_k and W_v are key/value head 0's, which query heads 0 and 1 share' with grouped
+    key/value heads (one key/value head serves several query heads), else ''."""
+    if not anatomy.grouped_heads:
+        return ""
+    n_heads, n_kv_heads = anatomy.dims.n_heads, anatomy.dims.n_kv_heads
+    group = n_heads // n_kv_heads  # query heads per key/value head
+    kv_head = head // group
+    sharing = range(kv_head * group, (kv_head + 1) * group)
+    names = ", ".join(str(h) for h in sharing[:-1]) + f" and {sharing[-1]}"
+    return f"; W_k and W_v are key/value head {kv_head}'s, which query heads {names} share"
+
+
 def embedding_latex(anatomy: Anatomy) -> str:
     """x_p as the model computes it (LaTeX): its own terms, its own norm."""
     total = "E_{\\text{token}}"

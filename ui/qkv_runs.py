@@ -11,6 +11,7 @@ import numpy as np
 
 import core
 from core import qkv
+from core.transformer import ATTN_INPUT, hook_name
 from ui import door
 
 
@@ -68,6 +69,7 @@ def order_test(
 class OneHead:
     """A head's three projections and what they make of X."""
 
+    x: np.ndarray  # (n, d_model) the rows the head reads
     projections: qkv.QKVProjections  # W_q, W_k, W_v (d_model, d_k) and their biases
     result: qkv.QKVResult  # Q, K, V, the scores, the weights and the output
 
@@ -80,7 +82,7 @@ def _head_cost(model: core.Transformer, trace: core.Trace, d_k: int, **_: object
 
 
 def _attend(x: np.ndarray, projections: qkv.QKVProjections, scale: bool, causal: bool) -> OneHead:
-    return OneHead(projections, qkv.qkv_attention(x, projections, scale=scale, causal=causal))
+    return OneHead(x, projections, qkv.qkv_attention(x, projections, scale=scale, causal=causal))
 
 
 @door.shared("a random head", cost=_head_cost)
@@ -92,8 +94,10 @@ def random_head(
     return _attend(trace.static, projections, scale, causal)
 
 
-def _trained_cost(model: core.Transformer, trace: core.Trace, **_: object) -> int:
-    return _head_cost(model, trace, model.d_head)
+def _trained_cost(model: core.Transformer, trace: core.Trace, layer: int, **_: object) -> int:
+    # a rerun up to the layer's attention, to read what its heads read, then the head's work
+    names = [hook_name(ATTN_INPUT, layer)]
+    return model.cache_bytes(trace.n_tokens, names) + _head_cost(model, trace, model.d_head)
 
 
 @door.shared("a trained head", cost=_trained_cost)
@@ -101,6 +105,7 @@ def trained_head(
     model: core.Transformer, trace: core.Trace, layer: int, head: int, scale: bool, causal: bool
 ) -> OneHead:
     """One trained head's slices of W_q, W_k, W_v (core.qkv.head_projections) on what its
-    layer reads."""
+    layer's attention reads: the layer's input, or its first norm in a pre-norm model."""
     projections = qkv.head_projections(model, layer, head)
-    return _attend(trace.hidden_states[layer], projections, scale, causal)
+    x = model.attention_input(trace, layer).numpy().copy()  # (n, d_model)
+    return _attend(x, projections, scale, causal)

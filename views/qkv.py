@@ -59,7 +59,6 @@ if source == "random":
     one_head = qkv_runs.random_head(
         model, trace, int(d_k), int(seed), scale=inputs.scale, causal=inputs.causal
     )
-    x = trace.static
     specials = anatomy_text.special_names(anatomy_text.of(model))
     with_specials = f" plus the rows of {specials}" if specials else ""
     where = f"X holds the static word-piece vectors, as on page 1{with_specials}; W entries are drawn from N(0, 1) with seed {int(seed)}"
@@ -71,17 +70,21 @@ else:
     one_head = qkv_runs.trained_head(
         model, trace, layer, head, scale=inputs.scale, causal=inputs.causal
     )
-    x = trace.hidden_states[layer]
-    where = f"X is what layer {layer} reads; W_q, W_k, W_v are the slices of head {head} (with their biases)"
-    if (
-        anatomy_text.of(model).arch.positions == "rotary"
-    ):  # the model turns q and k by position; this page not
+    anatomy = anatomy_text.of(model)
+    where = (
+        f"X is what layer {layer}'s heads read"
+        + (f" (the layer's input after its first {anatomy.norm_name})" if anatomy.pre_norm else "")
+        + f"; W_q, W_k, W_v are the slices of head {head}"
+        + (" (with their biases)" if anatomy.arch.bias else f" ({model_label} has no biases)")
+        + anatomy_text.shared_key_value_words(anatomy, head)
+    )
+    if anatomy.arch.positions == "rotary":  # the model turns q and k by position; this page not
         where += (
             f". {model_label} also turns every q and k by its position (rotary positions, see "
             "Positional encoding) before the product: left out here, so these scores are not "
             "quite the model's own"
         )
-projections, result = one_head.projections, one_head.result
+x, projections, result = one_head.x, one_head.projections, one_head.result
 d_k = projections.d_k
 switches = ("scores divided by √d_k" if inputs.scale else "scores not scaled") + (
     ", causal mask on" if inputs.causal else ""
@@ -377,7 +380,7 @@ def one_matrix() -> None:
         "part of Step 5; page 1 is the case M = I."
         + (
             " The trained head's biases add terms that this form leaves out."
-            if source != "random"
+            if source != "random" and anatomy_text.of(model).arch.bias
             else ""
         )
     )
