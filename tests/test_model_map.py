@@ -110,6 +110,7 @@ def test_sizes_are_the_loaded_models_own(model):
         d_head=config["hidden_size"] // config["num_attention_heads"],
         d_ff=config["intermediate_size"],
         n_layers=config["num_hidden_layers"],
+        n_kv_heads=config["num_attention_heads"],  # BERT: one key/value head per query head
     )
     markup = the_map(path.STEPS[0], frozenset(), sizes)
     d_model, d_ff, heads = config["hidden_size"], config["intermediate_size"], sizes.n_heads
@@ -189,3 +190,16 @@ def test_a_map_without_a_page_for_every_part_is_refused():
 def test_map_parts_are_the_paths_parts():
     assert tuple(part.key for part in model_map_chart.PARTS) == path.PART_KEYS
     assert set(model_map_chart.LAYER_PARTS) < set(path.PART_KEYS)
+
+
+def test_grouped_key_value_heads_are_drawn_as_the_model_has_them():
+    """A Llama-family model with 4 query heads on 2 key/value heads: the map says so in its
+    sizes and its tooltip, never "three times per head"."""
+    sizes = ModelSizes(
+        vocab_size=300, d_model=32, max_positions=64, n_heads=4, d_head=8, d_ff=48, n_layers=3,
+        norm_name="RMSNorm", pre_norm=True, rotary=True, n_kv_heads=2,
+    )  # fmt: skip
+    markup = the_map(path.STEPS[0], frozenset(), sizes)
+    assert "4 × 8, K and V 2 × 8" in markup
+    assert "2 of them, each shared by 2 query heads" in markup
+    assert "three times per head" not in markup

@@ -239,7 +239,8 @@ def test_multi_head_takeaway_reads_the_two_heads_rows_from_the_trace(model):
     found = re.search(
         r"For (\d+):(\S+), L(\d) H(\d+) \(layer \3, head \4\) gives the token before ([\d.]+) "
         r"of its row and "
-        r"L(\d) H(\d+) gives the token after ([\d.]+) \(an even spread: ([\d.]+)\)",
+        r"L(\d) H(\d+) gives the token after ([\d.]+) \(an even spread over the (\d+) keys "
+        r"the row can see: ([\d.]+)\)",
         said,
     )
     assert found, said
@@ -250,7 +251,7 @@ def test_multi_head_takeaway_reads_the_two_heads_rows_from_the_trace(model):
     before = weights[int(found[3]), int(found[4]), focus, focus - 1]
     after = weights[int(found[6]), int(found[7]), focus, focus + 1]
     assert (found[5], found[8]) == (f"{before:.2f}", f"{after:.2f}")
-    assert found[9] == f"{1 / len(trace.tokens):.2f}"
+    assert (found[9], found[10]) == (str(len(trace.tokens)), f"{1 / len(trace.tokens):.2f}")
     assert ("two heads, two separate mixtures" in said) == (
         min(before, after) > 1 / len(trace.tokens)
     )
@@ -288,3 +289,17 @@ def test_the_boldest_line_joins_two_different_pieces():
     weights[0, :, 2, :] = (0.2, 0.1, 0.7)
     special = np.zeros(3, dtype=bool)
     assert head_stats.boldest_line(weights, special) == (0, 1, 1, 0, 0.6)
+
+
+def test_multi_head_takeaway_under_the_mask_says_the_token_after_is_masked():
+    """With the causal mask on, the token after lies beyond it: the takeaway's even spread is
+    over the keys the row sees, and says the token after gets 0 from every head."""
+    import re
+
+    at = run_page("views/multi_head.py", text=SENTENCE, state={"causal": True})
+    assert_no_exception(at)
+    said = shown(takeaway_text(at))
+    found = re.search(r"For (\d+):\S+, .* \(an even spread over the (\d+) keys the row can", said)
+    assert found, said
+    assert int(found[2]) == int(found[1]) + 1  # row i sees keys 0..i under the mask
+    assert "the token after is masked, so every head gives it 0" in said

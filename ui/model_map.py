@@ -87,6 +87,7 @@ def sizes_of(model: core.Transformer) -> model_map_chart.ModelSizes:
         norm_name=anatomy.norm_name,
         pre_norm=anatomy.pre_norm,
         rotary=not anatomy.position_table,
+        n_kv_heads=anatomy.dims.n_kv_heads,
     )
 
 

@@ -34,6 +34,12 @@ class ModelSizes:
     norm_name: str = "LayerNorm"  # core/anatomy.py: the model's norm, where it sits, its positions
     pre_norm: bool = False
     rotary: bool = False
+    n_kv_heads: int = 0  # key/value heads; fewer than n_heads when grouped (0: one per head)
+
+    @property
+    def grouped(self) -> bool:
+        """Each key/value head serves several query heads (the Llama family)."""
+        return 0 < self.n_kv_heads < self.n_heads
 
 
 @dataclass(frozen=True)
@@ -59,7 +65,19 @@ def _rotary_positions(sizes: ModelSizes) -> tuple[str, str] | None:
     return (
         "positions (rotary)",
         "No vector is added for a position: inside every head, each query and key is turned by "
-        "an angle that grows with its position, the only place word order enters.",
+        "an angle that grows with its position: how word order enters (a causal mask depends "
+        "on order too).",
+    )
+
+
+def _grouped_heads(sizes: ModelSizes) -> tuple[str, str] | None:
+    if not sizes.grouped:
+        return None
+    return (
+        "Q, K, V",
+        f"Every vector projected into a query per head, and into a key and a value per key/value "
+        f"head: {sizes.n_kv_heads} of them, each shared by {sizes.n_heads // sizes.n_kv_heads} "
+        "query heads.",
     )
 
 
@@ -93,16 +111,20 @@ PARTS: tuple[Part, ...] = (
         "position",
         "+ position",
         lambda s: f"≤ {s.max_positions}",
-        "A vector for each position (up to the longest input), added to the row: the only place "
-        "word order enters.",
+        "A vector for each position (up to the longest input), added to the row: how word order "
+        "enters (a causal mask depends on order too).",
         _rotary_positions,
     ),
     Part(
         "qkv",
         "Q, K, V",
-        lambda s: f"{s.n_heads} × {s.d_head}",
+        lambda s: (
+            f"{s.n_heads} × {s.d_head}"
+            + (f", K and V {s.n_kv_heads} × {s.d_head}" if s.grouped else "")
+        ),
         "Every vector projected three times per head (heads × numbers per head): a query, a key "
         "and a value.",
+        _grouped_heads,
     ),
     Part(
         "scores",

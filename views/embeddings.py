@@ -121,7 +121,8 @@ layer = c2.select_slider(  # a hidden state: 0 … L, named as every page names 
     key="emb_layer",
     bind="query-params",
     help="Each choice is a **hidden state**: the tokens' vectors between two layers. Layers are "
-    "numbered from 0, as on every page: “after layer 5” is the last of six.",
+    f"numbered from 0, as on every page: “after layer {model.n_layers - 1}” is the last of "
+    f"{model.n_layers}.",
 )
 state_name = charts.state_name(layer)
 shown_word = literal(word)  # a word piece of the visitor's text: shown, never read as markup

@@ -242,20 +242,26 @@ st.markdown(
     "Several heads of one layer can share the picture, each in its own colour: add them with "
     "*Draw more heads*. The formula of a line's opacity is below."
 )
-if not paired:
+# What the model's training says about pairs: beside the invitation to add one, and beside the
+# lines once a pair is on screen, where it matters.
+pair_training = (
+    "BERT was pre-trained on sentence pairs (Devlin et al., 2019), and Clark et al. (2019) "
+    "found BERT-base heads that read across the boundary. "
+    + (
+        f"{model_label} was distilled from a BERT-style teacher (Wang et al., 2020) and then "
+        "fine-tuned one sentence at a time: that last stage never showed it two sentences in "
+        "one input, and whether the distillation did is not known here, so treat what it "
+        "does across a pair as untested. "
+        if model.name == core.BUNDLED
+        else f"Whether {model_label} was ever trained on pairs depends on how it was made. "
+    )
+    + anatomy_text.segments_sentence(anatomy_text.of(model), model_label)
+)
+if paired:
+    st.caption(pair_training)
+else:
     st.info(
-        "BERT was pre-trained on sentence pairs (Devlin et al., 2019), and Clark et al. (2019) "
-        "found BERT-base heads that read across the boundary. "
-        + (
-            f"{model_label} was distilled from a BERT-style teacher (Wang et al., 2020) and then "
-            "fine-tuned one sentence at a time: that last stage never showed it two sentences in "
-            "one input, and whether the distillation did is not known here, so treat what it "
-            "does across a pair as untested. "
-            if model.name == core.BUNDLED
-            else f"Whether {model_label} was ever trained on pairs depends on how it was made. "
-        )
-        + anatomy_text.segments_sentence(anatomy_text.of(model), model_label)
-        + " Add a second sentence in the sidebar, or load the classic pair where "
+        pair_training + " Add a second sentence in the sidebar, or load the classic pair where "
         "*flies* is first a verb, then a noun.",
         icon=":material/call_split:",  # an emoji kite rendered as a box on some systems
     )

@@ -177,8 +177,9 @@ else:
     )
 if display_policy.scale_fitted(n_shown):
     st.caption(
-        f"Over {n_shown} {unit} a typical weight is about 1/{n_shown}: the colour "
-        "scale runs up to each head's largest weight instead of 1, so the pattern stays visible."
+        f"Over {n_shown} {unit} a typical weight is about 1/{n_shown}: where a head's largest "
+        "weight is below 1, its colour scale runs up to that weight instead of 1 (the note "
+        "under its title says so), so the pattern stays visible."
     )
 if in_browser:
     fetch = traces.refetch(model, inputs)

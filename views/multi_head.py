@@ -117,12 +117,16 @@ def why_several_heads() -> None:
     focus_keys = head_roles.keys_seen(trace.n_tokens, focus, inputs.causal)
     even = head_roles.even_weight(trace.n_tokens, focus, inputs.causal)
     both_hold = prev_row[focus - 1] > even and next_row[focus + step] > even
+    masked_partner = inputs.causal and PARTNER == "next"  # the token after is beyond the mask
     takeaway.show(
         # the page's one spelling-out of the L·H· names the legend and the prose use
         f"For {literal(labels[focus])}, L{p_layer} H{p_head} (layer {p_layer}, head {p_head}) "
         "gives the token before "
         f"{prev_row[focus - 1]:.2f} of its row and L{n_layer} H{n_head} gives {partner_key} "
-        f"{next_row[focus + step]:.2f} (an even spread: {even:.2f}): "
+        f"{next_row[focus + step]:.2f} (an even spread over the {focus_keys} keys the row can "
+        f"see: {even:.2f}"
+        + ("; the token after is masked, so every head gives it 0" if masked_partner else "")
+        + "): "
         + (
             "two heads, two separate mixtures, where one row of weights could only split one "
             "budget between them."
@@ -173,7 +177,12 @@ def why_several_heads() -> None:
         f" Over the whole sentence, L{p_layer} H{p_head} puts its largest weight on the token "
         f"before in {prev_held} of the {prev_rows} {counted['previous']}, and L{n_layer} "
         f"H{n_head} on {partner_key} in {next_held} of the {next_rows} {counted[PARTNER]}"
-        + (f" ({specials} are the tokenizer's additions)." if specials else ".")
+        + (
+            f" ({specials} {'are' if ' and ' in specials else 'is'} the tokenizer's "
+            f"addition{'s' if ' and ' in specials else ''})."
+            if specials
+            else "."
+        )
         if prev_rows and next_rows
         else ""
     )
