@@ -113,3 +113,16 @@ def test_the_d_model_slider_keeps_its_value_across_the_tab_without_it():
     open_tab(at, "pos_section", "5 · Rotation")
     assert at.slider(key="pos_dmodel").value == 64
     assert "all 64 dimensions" in " ".join(m.value for m in at.markdown)
+
+
+def test_the_word_order_tab_says_when_its_runs_are_off_the_training_distribution():
+    """Tab 7's two runs follow the sidebar's √d_k switch (and run without a mask): with the
+    switch off, the tab itself says the model never saw this; with it on, MiniLM (an encoder,
+    no mask in training) is run as trained and nothing is said."""
+    for scale, warned in ((False, True), (True, False)):
+        at = run_page(
+            "views/positional.py", state={"pos_section": "7 · Word order", "scale": scale}
+        )
+        assert_no_exception(at)
+        warnings = " ".join(w.value for w in at.warning)
+        assert ("√d_k scaling is off" in warnings and "never saw this" in warnings) == warned

@@ -12,6 +12,7 @@ from ui import (
     positional_runs,
     predict,
     predict_answers,
+    sidebar,
     state,
     tables,
     takeaway,
@@ -593,6 +594,8 @@ def word_order_section() -> None:
     with sentence_notice:
         trace = traces.trace_or_stop(model, inputs)
     st.subheader("7 · Order counts only through position")
+    # both runs use the sidebar's √d_k switch and no mask (the caption below says why)
+    sidebar.off_distribution_note(inputs, model_label, causal=False)
     st.markdown(
         f"Run your sentence and a shuffled copy ({anatomy_text.specials_stay(anatomy)}; a word moves "
         "only within its own sentence) through all "
