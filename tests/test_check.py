@@ -203,6 +203,8 @@ def test_before_then_after_with_the_models_numbers_and_a_record(model, captured_
     mask = _alert_for(at, f"{above_masked:.3g} with the causal mask, {above_free:.3f} without it")
     assert mask.startswith("**Wrong.** The answer is “0, exactly”.")
     assert "Before the course: ✓ 0, exactly." in mask
+    # MiniLM is an encoder: its masked run is the one it never saw in training
+    assert "the run with it is off-distribution: it was trained without one" in mask
 
     products = np.einsum("lhid,lhjd->lhij", trained.queries.astype(np.float64), trained.keys)
     spread = _alert_for(at, f"standard deviation {products.std():.2f} before dividing")
@@ -337,7 +339,8 @@ def test_a_decoder_answers_from_its_own_runs(decoder_folders, local_folders, fam
     assert len(verdicts) == len(check_questions.QUESTIONS)
     assert all(text.startswith("**Right.**") for text in verdicts), verdicts
     mask = _alert_for(at, "with the causal mask")
-    assert "0 with the causal mask" in mask and "off-distribution" in mask
+    assert "0 with the causal mask" in mask
+    assert "the run without it is off-distribution: it was trained with the mask" in mask
     # the shuffle ran as the decoder was trained, under its mask, and says so; the gap is the
     # one an independent run gives: without positions a run of the shuffle, put back, is the
     # original sentence read under the shuffled sentence's mask

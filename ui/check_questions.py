@@ -100,10 +100,11 @@ def causal_mask(numbers: CheckNumbers, model_label: str) -> Question:
     """What a causal mask leaves above the diagonal of the attention weights."""
     runs = numbers.runs
     zero = runs.above_with_mask == 0.0
+    # one of the two runs is off the training distribution, whichever the model is
     trained = (
-        "off-distribution: it was trained with the mask"
+        "the run without it is off-distribution: it was trained with the mask"
         if numbers.model_decoder
-        else "as it was trained"
+        else "the run with it is off-distribution: it was trained without one"
     )
     return _settled(
         prompt="A causal mask lets each word look only at itself and the words before it. In a "
@@ -216,7 +217,8 @@ def sqrt_dk(numbers: CheckNumbers, model_label: str) -> Question:
         "its standard deviation is √d_k (Vaswani et al., 2017). Dividing takes that growth "
         "with the width away (for such components it brings the spread back to 1; a trained "
         "model's q and k need not have them), so the softmax stays out of the range where one "
-        "key takes everything and the others get almost no gradient.",
+        "key takes everything. There, the authors suspect, its gradients become extremely "
+        "small, which would stall training.",
         numbers=f"{model_label}: d_k = {numbers.d_head}, √d_k = {root:.2f}. On this sentence q·k "
         f"has standard deviation {runs.raw_spread:.2f} before dividing, "
         f"{runs.raw_spread / root:.2f} after. Without 1/√d_k in every layer a row's largest "
