@@ -389,8 +389,14 @@ def one_matrix() -> None:
 def payoff() -> None:
     """Step 7: page 1's two banks, mixed by each trained head of layer 0."""
     st.subheader("Step 7 · Page 1's payoff, now with projections")
-    # the verb follows how far the cosine fell, at the three decimals it is shown with
-    moved = wording.moved_apart(page_one_payoff.cosine_before, page_one_payoff.cosine_after)
+    # the verb follows the cosines at the three decimals they are shown with; from one vector
+    # (1.000), in page 1's own words for the cosine after mixing
+    before, after = page_one_payoff.cosine_before, page_one_payoff.cosine_after
+    moved = (
+        f"{wording.how_far_apart(after)} after mixing"
+        if round(before, 3) >= 1.0
+        else wording.moved_apart(before, after)
+    )
     page_one_result = (
         "On page 1, with no parameters at all, the two *bank*s of “money bank grows” and "
         f"“river bank flows” {moved}: mixing the static rows took their cosine from "
