@@ -112,8 +112,10 @@ def _verdict(model: core.Transformer, panel: Panel) -> str:
     kept = [run for run in panel.runs[1:] if run.same_top]
 
     def names(runs: list[next_word.SwitchedPrediction]) -> str:
+        # p: the probability the run gives the piece that comes first as trained
         return ", ".join(
-            f"{run.label} (p {run.trained_top_probability:.2f}, TV {run.total_variation:.2f})"
+            f"{run.label} (“{first}” p {run.trained_top_probability:.2f}, "
+            f"TV {run.total_variation:.2f})"
             for run in runs
         )
 

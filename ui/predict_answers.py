@@ -540,11 +540,16 @@ def attention_majority(share_by_layer: np.ndarray, parameter_ratio: float) -> Qu
         listed = " · ".join(f"layer {k} {share[k]:.0%}" for k in range(n_layers))
     else:
         listed = f"{share.min():.0%} to {share.max():.0%}"
+    how_many = (
+        f"{parameter_ratio:.1f} times as many trained numbers as"
+        if parameter_ratio >= 1
+        else f"{1 / parameter_ratio:.1f} times fewer trained numbers than"
+    )
     return Question(
-        f"The feed-forward network holds {parameter_ratio:.1f} times as many trained numbers as "
-        "attention, and transforms each token on its own; attention moves information between "
-        f"tokens. In how many of the {n_layers} layers will attention write more than half of "
-        "a token's update, ‖a‖ > ‖f‖, on this sentence?",
+        f"The feed-forward network holds {how_many} attention, and "
+        "transforms each token on its own; attention moves information between tokens. In how "
+        f"many of the {n_layers} layers will attention write more than half of the update, "
+        "‖a‖ / (‖a‖ + ‖f‖) above 0.5 on average over this sentence's tokens?",
         ("in none of them", "in some of them", "in every one"),
         frozenset({answer}),
         (

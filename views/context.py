@@ -273,6 +273,8 @@ else:
     stretched_note = f"Stretched to that length (× {length.stretch:.1f}, same directions), " + (
         "the table's own rows make the identity too: the length decides, not the direction."
         if near_identity and longer_kept >= 0.9995
+        else "the table's own rows keep all of their weight for themselves, to three decimals."
+        if longer_kept >= 0.9995  # a weight is at most 1: "1.000 or more" would say nothing
         else f"the table's own rows keep {longer_kept:.3f} or more for themselves."
     )
     st.markdown(

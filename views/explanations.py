@@ -167,7 +167,7 @@ st.latex(
 )
 # completeness, the check Sundararajan et al. advise: does the IG sum reach what it shares out?
 ig_check = (
-    f"here the sum is off by {gradients.ig_gap:+.4f} of f(input) − f(zero) = "
+    f"here the sum is off by {signed(gradients.ig_gap, 4)} of f(input) − f(zero) = "
     f"{gradients.ig_difference:+.4f} ({gradients.ig_miss:.0%}) with {gradients.ig_steps} steps"
 )
 ig_rule = f"within {saliency.IG_TOLERANCE:.0%}"
@@ -219,7 +219,7 @@ st.caption(
     "input is local: it describes a small nudge of this input, not what removing a word would "
     "do. Integrated gradients goes the whole way instead, adding up gradients from all-zero word "
     "vectors to the real ones, so its scores share out f(input) − f(all zero) when they "
-    f"converge (off by {gradients.ig_gap:+.4f} here). A zero row is still not a removed piece: the piece keeps "
+    f"converge (off by {signed(gradients.ig_gap, 4)} here). A zero row is still not a removed piece: the piece keeps "
     "its place"
     + (" and its position row" if anatomy.position_table else "")
     + ", so neither method predicts the deletion test below."

@@ -383,7 +383,9 @@ def the_paper_and_this_sentence() -> None:
     bits, even = information_flow.share_entropy(shares)
     spread = wording.how_evenly(bits, len(shares))  # the word follows the pieces covered
     st.markdown(
-        f"{verdict} Flow spreads this sentence's vector {spread}: its shares carry "
+        f"{verdict} Flow spreads "
+        + ("the last position's vector" if trace.is_decoder else "this sentence's vector")
+        + f" {spread}: its shares carry "
         f"{bits:.2f} bits of the {even:.2f} an even spread over {len(shares)} pieces would, as "
         f"many as an even spread over {wording.pieces_covered(bits):.0f} of them. "
         "Explanations side by side runs the deletion test on the same methods."

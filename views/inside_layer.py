@@ -62,7 +62,12 @@ st.markdown(
     f"Widths and parameter counts are read from the loaded weights. Per layer the attention "
     f"sublayer holds {attention_params:,} trained numbers, the feed-forward network "
     f"({anatomy_text.ffn_words(anatomy)}) {ffn_params:,}: "
-    f"{ffn_params / attention_params:.1f} times as many. {anatomy_text.arrangement(anatomy)}"
+    + (
+        f"{ffn_params / attention_params:.1f} times as many. "
+        if ffn_params >= attention_params
+        else f"{attention_params / ffn_params:.1f} times fewer. "
+    )
+    + anatomy_text.arrangement(anatomy)
 )
 
 st.subheader("2 · How much of each token's change comes from attention?")
