@@ -20,6 +20,8 @@ import torch
 
 from core.attention import (
     attention_scores,
+    causal_mask,
+    masked_softmax,
     parameter_free_attention,
 )
 from core.errors import EmptyInput
@@ -69,12 +71,19 @@ class ParameterFree:
     output: np.ndarray  # (n, d) Y: row i is the weighted average of all rows of X
 
 
-def parameter_free(x: np.ndarray) -> ParameterFree:
-    """x (n, d) -> X Xᵀ (n, n), softmax(X Xᵀ) (n, n) and Y = softmax(X Xᵀ) X (n, d)."""
+def parameter_free(x: np.ndarray, causal: bool = False) -> ParameterFree:
+    """x (n, d) -> X Xᵀ (n, n), softmax(X Xᵀ) (n, n) and Y = softmax(X Xᵀ) X (n, d).
+
+    causal: each row may weigh only itself and the rows before it (the scores after it are −∞
+    before the softmax), to compare like with like beside a head run under the causal mask."""
     x_t = torch.from_numpy(np.array(x, dtype=np.float32))  # a writable copy of a read-only view
     similarity = attention_scores(x_t, x_t, scale=False)  # no √d: the bare first-principles form
-    output, attn_weights = parameter_free_attention(x_t, scale=False)
-    return ParameterFree(similarity.numpy(), attn_weights.numpy(), output.numpy())
+    if not causal:
+        output, attn_weights = parameter_free_attention(x_t, scale=False)
+        return ParameterFree(similarity.numpy(), attn_weights.numpy(), output.numpy())
+    masked = similarity.masked_fill(~causal_mask(len(x_t)), float("-inf"))  # (n, n)
+    attn_weights = masked_softmax(masked)
+    return ParameterFree(similarity.numpy(), attn_weights.numpy(), (attn_weights @ x_t).numpy())
 
 
 def piece_key(token: str) -> str:

@@ -623,7 +623,9 @@ def assert_plays_its_frames(spec: dict, run: lab.TrainingRun) -> None:
     assert "step 0 of" in labels[0] and "Play" in labels[0]
     for step, label in zip(steps[1:], labels[1:], strict=True):
         # the loss of the batch update `step` learned from: the curve's point at x = step
-        said = re.fullmatch(rf"after step {step} of {run.settings.steps} · loss (\S+)", label)
+        said = re.fullmatch(
+            rf"after step {step} of {run.settings.steps} · step {step}'s loss (\S+)", label
+        )
         assert said and float(said[1]) == pytest.approx(run.loss[step - 1], rel=5e-3), label
     assert [step["method"] for step in slider["steps"]] == ["animate"] * len(names)
     assert [step["args"][0] for step in slider["steps"]] == [[name] for name in names]

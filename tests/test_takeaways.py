@@ -220,6 +220,23 @@ def test_qkv_takeaway_counts_rows_that_pick_themselves_for_a_trained_head(model)
     assert int(alone_on_diagonal.sum()) == projected
 
 
+def test_qkv_takeaway_compares_like_with_like_under_the_causal_mask(model):
+    """With the sidebar's causal mask on, both counts are of masked rows: X Xᵀ's as well as the
+    projected head's (row i weighs keys 0..i). "the" twice: unmasked, its first copy ties with
+    the second (no win); masked, it cannot see the second and wins."""
+    sentence = "the cat saw the dog"
+    at = run_page("views/qkv.py", text=sentence, state={"causal": True})  # the random head
+    assert_no_exception(at)
+    trace = model.run(sentence, causal=True)
+    x = trace.static.astype(np.float64)  # the static rows the random head reads: no positions
+    n = len(trace.tokens)
+    later = np.triu(np.ones((n, n), dtype=bool), 1)  # (n, n) the keys after each row
+    one_vector, _ = own_weight_alone_largest(softmax_rows(np.where(later, -np.inf, x @ x.T)))
+    unmasked, _ = own_weight_alone_largest(softmax_rows(x @ x.T))
+    assert one_vector != unmasked  # the case this test reads: the mask changes the count
+    assert f"to the token itself in {one_vector} of {n} rows" in takeaway_text(at)
+
+
 def test_qkv_takeaway_counts_a_repeated_words_tie_as_no_win():
     # "the" twice: its two copies share a row of X, so in softmax(X Xᵀ) they tie for the top
     sentence = "the cat saw the dog"

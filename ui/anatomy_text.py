@@ -245,7 +245,9 @@ def framing(anatomy: Anatomy, pair: bool = True) -> str:
 def specials_stay(anatomy: Anatomy) -> str:
     """For a shuffle: which pieces keep their place, "" when the tokenizer adds none."""
     names = special_names(anatomy)
-    return f"{names} stay in place" if names else "no special piece to keep in place"
+    if not names:
+        return "no special piece to keep in place"
+    return f"{names} {'stay' if ' and ' in names else 'stays'} in place"
 
 
 def left_as_they_are(anatomy: Anatomy) -> str:

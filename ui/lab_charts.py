@@ -78,9 +78,9 @@ def frame_label(run: TrainingRun, step: int) -> str:
     total = run.settings.steps
     if step == 0:
         return f"step 0 of {total}: the random start · press ▶ Play"
-    # loss[s − 1] is the loss of the batch update s learned from, drawn at step s on the curve;
-    # three significant digits, as the log axis reads it (0.000123, not 0.000)
-    return f"after step {step} of {total} · loss {run.loss[step - 1]:.3g}"
+    # loss[s − 1] is the loss of the batch update s learned from (taken before that update),
+    # drawn at step s on the curve; three significant digits, as the log axis reads it
+    return f"after step {step} of {total} · step {step}'s loss {run.loss[step - 1]:.3g}"
 
 
 def title_on_top(text: str) -> dict:

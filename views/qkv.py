@@ -81,8 +81,8 @@ else:
     if anatomy.arch.positions == "rotary":  # the model turns q and k by position; this page not
         where += (
             f". {model_label} also turns every q and k by its position (rotary positions, see "
-            "Positional encoding) before the product: left out here, so these scores are not "
-            "quite the model's own"
+            "Positional encoding) before the product: left out here, so these scores and "
+            "weights are not the model's own, and a row's largest weight may go to another key"
         )
 x, projections, result = one_head.x, one_head.projections, one_head.result
 d_k = projections.d_k
@@ -90,7 +90,8 @@ switches = ("scores divided by √d_k" if inputs.scale else "scores not scaled")
     ", causal mask on" if inputs.causal else ""
 )
 # The page's point first: one vector for three jobs picks itself; three projections need not.
-one_vector_weights = context.parameter_free(x).attn_weights
+# under the sidebar's causal mask, as the projected head below: like is compared with like
+one_vector_weights = context.parameter_free(x, causal=inputs.causal).attn_weights
 picks_itself_one_vector = qkv.rows_that_pick_themselves(one_vector_weights)
 picks_itself_projected = qkv.rows_that_pick_themselves(result.attn_weights)
 tied_one_vector = qkv.rows_tied_with_another(one_vector_weights)
