@@ -75,10 +75,11 @@ class OneHead:
 
 
 def _head_cost(model: core.Transformer, trace: core.Trace, d_k: int, **_: object) -> int:
-    # float32: the three (d_model, d_k) matrices, X as a copy, Q, K, V and the output (n, d_k),
-    # the (n, n) dot products, scores and weights
+    # float32: the three (d_model, d_k) matrices and their biases, X kept in the result and the
+    # copy the product works on, Q, K, V and the output (n, d_k), the (n, n) dot products,
+    # scores and weights
     n, d_model = trace.n_tokens, model.d_model
-    return 4 * (3 * d_model * d_k + n * d_model + 4 * n * d_k + 3 * n * n)
+    return 4 * (3 * d_model * d_k + 3 * d_k + 2 * n * d_model + 4 * n * d_k + 3 * n * n)
 
 
 def _attend(x: np.ndarray, projections: qkv.QKVProjections, scale: bool, causal: bool) -> OneHead:
