@@ -556,7 +556,7 @@ def test_head_view_opens_on_the_head_its_takeaway_names(model):
     assert f"the figure opens on that head (layer {layer}, head {head})" in said
     link = run_page(HEAD_VIEW, text=text, query={"layer": "3", "head": "0"})
     assert opened_on(link) == (3, 0)
-    assert f"set Layer to {layer} and Head to {head} to see its fan" in takeaway_text(link)
+    assert f"set Layer to {layer} and Head to {head} to see it in the figure" in takeaway_text(link)
 
 
 def test_a_decoder_head_view_opens_on_its_boldest_head_and_keeps_a_moved_slider(local_folders):

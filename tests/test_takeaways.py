@@ -126,10 +126,8 @@ def test_overview_and_head_view_name_the_boldest_line_over_every_head(model):
         # the figure opens on the head the sentence names
         sliders = {s.label: s.value for s in at.slider}
         assert (sliders["Layer"], sliders["Head"]) == (layer, head), (page, sliders)
-        opens = {"views/overview.py": "the map below opens on it"}.get(
-            page, "the figure opens on that head"
-        )
-        assert f"{opens} (layer {layer}, head {head})" in said, (page, said)
+        figure = {"views/overview.py": "map below"}.get(page, "figure")
+        assert f"the {figure} opens on that head (layer {layer}, head {head})" in said, (page, said)
     assert f"as {len(trace.tokens)} word pieces" in takeaway_text(run_page("views/overview.py"))
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ui.escape import literal
+
 # Bands of the cosine of two vectors of one word piece (1: the same direction). A cosine of 0.95
 # is an angle of 18 degrees, 0.8 of 37 degrees, 0.3 of 73 degrees, -0.3 of 107 degrees.
 _APART_BANDS: tuple[tuple[float, str], ...] = (
@@ -196,3 +198,25 @@ def role_head_label(role_name: str, key_phrase: str, share: float, chance: float
     if earns_role_name(share, chance):
         return f"{role_name} head"
     return f"leans most to {key_phrase}"
+
+
+def boldest_link(
+    tokens: Sequence[str],
+    boldest: tuple[int, int, int, int, float],
+    shown: tuple[int, int],
+    figure: str,
+) -> str:
+    """The strongest link between two ordinary pieces, said once for every page that names it.
+
+    `boldest` is head_stats.boldest_line's (layer, head, query, key, weight); `shown` is the
+    (layer, head) the page's `figure` draws now, so the sentence says either that the figure is on
+    that head or which sliders reach it.
+    """
+    layer, head, query, key, weight = boldest
+    target = "itself" if query == key else literal(tokens[key])
+    where = (
+        f"the {figure} opens on that head (layer {layer}, head {head})."
+        if shown == (layer, head)
+        else f"set Layer to {layer} and Head to {head} to see it in the {figure}."
+    )
+    return f"L{layer} H{head}'s {literal(tokens[query])} → {target}, {weight:.2f}: {where}"

@@ -22,6 +22,7 @@ from ui import (
     takeaway,
     traces,
     widgets,
+    wording,
 )
 from ui.escape import literal
 from ui.numbers import ranges
@@ -42,9 +43,10 @@ st.markdown(
 trace = traces.trace_or_stop(model, inputs)
 sidebar.off_distribution_note(inputs, model_label)  # the sidebar's switches act on the lines here
 # The page's point, over every head (the sliders move in the browser, so not the shown head's)
-bold_layer, bold_head, bold_query, bold_key, bold_weight = head_stats.boldest_line(
+boldest = head_stats.boldest_line(
     trace.attentions, trace.special
-)
+)  # layer, head, query, key, weight
+bold_layer, bold_head = boldest[:2]
 takeaway_box = st.container()  # filled once the sliders below say which head is shown
 paired = head_stats.has_pair(trace.segments)
 
@@ -131,15 +133,8 @@ with controls:
 with takeaway_box:
     takeaway.show(
         f"Each token's lines share one unit of weight; the boldest between two ordinary pieces "
-        f"in all {model.n_layers * model.n_heads} heads is L{bold_layer} H{bold_head}'s "
-        f"{literal(trace.tokens[bold_query])} → "
-        + ("itself" if bold_query == bold_key else literal(trace.tokens[bold_key]))
-        + f", {bold_weight:.2f}: "
-        + (
-            f"the figure opens on that head (layer {bold_layer}, head {bold_head})."
-            if (layer, head) == (bold_layer, bold_head)
-            else f"set Layer to {bold_layer} and Head to {bold_head} to see its fan."
-        )
+        f"in all {model.n_layers * model.n_heads} heads is "
+        + wording.boldest_link(trace.tokens, boldest, (layer, head), "figure")
     )
 heads = sorted({head, *more})
 side = side if focus is not None else "query"

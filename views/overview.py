@@ -20,8 +20,8 @@ from ui import (
     traces,
     verify,
     widgets,
+    wording,
 )
-from ui.escape import literal
 
 inputs, model = state.page_context()
 model_label = models.label(model)  # the model's name in the prose
@@ -67,9 +67,10 @@ sidebar.off_distribution_note(inputs, model_label)  # the sidebar's switches act
 # The head comes first: it is what a visitor comes for, and it reaches the browser sooner.
 st.subheader("1 · One attention head")
 # Over every head, not the one shown: the sliders switch the heatmap in the browser.
-bold_layer, bold_head, bold_query, bold_key, bold_weight = head_stats.boldest_line(
+boldest = head_stats.boldest_line(
     trace.attentions, trace.special
-)
+)  # layer, head, query, key, weight
+bold_layer, bold_head = boldest[:2]
 # under the causal mask row i weighs pieces 0..i only: the sentence says which rows the run had
 row_covers = "itself and the pieces before it" if trace.options.causal else "all of them"
 # The map opens on the boldest line's head. The Overview's sliders are its own (OPENS_ON keys):
@@ -120,15 +121,8 @@ with takeaway_box:
         f"{model_label} reads this sentence as {trace.n_tokens} word pieces, and each of its "
         f"{model.n_layers * model.n_heads} attention heads ({model.n_heads} in each of "
         f"{model.n_layers} layers) gives every piece a row of weights over "
-        f"{row_covers}; the strongest link between two ordinary pieces is L{bold_layer} H{bold_head}'s "
-        f"{literal(trace.tokens[bold_query])} → "
-        + ("itself" if bold_query == bold_key else literal(trace.tokens[bold_key]))
-        + f", {bold_weight:.2f}: "
-        + (
-            f"the map below opens on it (layer {bold_layer}, head {bold_head})."
-            if (layer, head) == (bold_layer, bold_head)
-            else f"set Layer to {bold_layer} and Head to {bold_head} below to see it."
-        )
+        f"{row_covers}; the strongest link between two ordinary pieces is "
+        + wording.boldest_link(trace.tokens, boldest, (layer, head), "map below")
     )
 # Plain HTML cells (or one image of them), not plotly: the page every visit starts on needs no
 # plotly.js. A near-square figure: a 32-token map reads better than a page-wide one.
