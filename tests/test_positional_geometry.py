@@ -395,13 +395,13 @@ def test_positional_page_bad_input(name):
 
 # Every figure of Embedding projections, by the tab that draws it (views/embeddings.py, SECTIONS);
 # the split by sense is the page's payoff, above the tabs, so every tab sends it.
-PAYOFF = "emb_senses"
+PAYOFF = {"emb_senses", "emb_sense_match"}
 EMBEDDING_FIGURES = {
-    "1 · Before and after": {PAYOFF, "emb_static", "emb_context"},
-    "2 · Path": {PAYOFF, "emb_paths", "emb_sense_match"},
-    "3 · Nearest in context": {PAYOFF},  # and a table
-    "4 · Occurrences": {PAYOFF, "emb_cosine", "emb_cos_lines"},
-    "5 · √d_k switch": {PAYOFF, "emb_compare_fig"},  # the comparison, switched on from the start
+    "1 · Before and after": {*PAYOFF, "emb_static", "emb_context"},
+    "2 · Path": {*PAYOFF, "emb_paths"},
+    "3 · Nearest in context": PAYOFF,  # and a table
+    "4 · Occurrences": {*PAYOFF, "emb_cosine", "emb_cos_lines"},
+    "5 · √d_k switch": {*PAYOFF, "emb_compare_fig"},  # the comparison, switched on from the start
 }
 
 

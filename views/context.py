@@ -133,6 +133,10 @@ display.show_shared_word(
     key="ctx_payoff",
     filename="context-shared-word",
 )
+st.caption(
+    f"Each “{shown_word}” in Y is its row of weights above times the rows of X. The two mixes "
+    f"have cosine {pair.cosine_after:.3f}; the one table row they start from, {pair.cosine_before:.3f}."
+)
 
 
 def side_by_side(step: str, matrices: dict, title: str, square: bool, **figure_args) -> None:

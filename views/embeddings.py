@@ -251,15 +251,28 @@ def payoff() -> None:
         f"the same sense have a mean cosine of {same:.3f}, two with different senses "
         f"{other:.3f}{nearest}"
     )
-    display.show_weight_bars(
-        stages,
-        {"same sense": split.same, "other sense": split.other},
-        f"'{shown_word}': how alike two occurrences are",
-        key="emb_senses",
-        y_title="mean cosine between two occurrences",
-        filename="sense-split",
-        decimals=3,
-    )
+    # The takeaway's two numbers, each in a figure beside it: the means (left) and the count of
+    # nearest occurrences that share their sense (right, when the example sentences allow it).
+    means_column, nearest_column = st.columns([3, 2]) if match.measured else (st.container(), None)
+    with means_column:
+        display.show_weight_bars(
+            stages,
+            {"same sense": split.same, "other sense": split.other},
+            f"'{shown_word}': how alike two occurrences are",
+            key="emb_senses",
+            y_title="mean cosine between two occurrences",
+            filename="sense-split",
+            decimals=3,
+        )
+    if nearest_column is not None:
+        with nearest_column:
+            fig = embeddings_charts.sense_match_figure(
+                match.matched,
+                match.counted,
+                match.chance,
+                f"Nearest other '{shown_word}': same sense?",
+            )
+            display.show_figure(fig, key="emb_sense_match", filename="sense-match")
 
 
 def path_through_layers() -> None:
@@ -289,7 +302,8 @@ def path_through_layers() -> None:
 
 
 def sense_match_line() -> None:
-    """Whether each occurrence's nearest other occurrence shares its sense, state by state."""
+    """Whether each occurrence's nearest other occurrence shares its sense, state by state (the
+    figure beside the takeaway draws it)."""
     occurrence_senses = [senses[shown.sentence[i]] for i in chosen]
     match = embeddings.sense_match(shown, chosen, occurrence_senses)
     if not match.measured:
@@ -298,13 +312,6 @@ def sense_match_line() -> None:
             "and one of another, in the page's example sentences."
         )
         return
-    fig = embeddings_charts.sense_match_figure(
-        match.matched,
-        match.counted,
-        match.chance,
-        f"Nearest other '{shown_word}': same sense?",
-    )
-    display.show_figure(fig, key="emb_sense_match", filename="sense-match")
     first, last = int(match.matched[0]), int(match.matched[-1])
     last_state = model.n_layers  # hidden state L: after the last layer
     st.markdown(
@@ -312,7 +319,8 @@ def sense_match_line() -> None:
         f"an occurrence with their own sense as their nearest; after layer {model.n_layers - 1}, "
         f"{last} of {match.counted} (a random pick: {match.chance:.0%}): "
         f"{sorting_verdict(match, last_state)}.{tie_sentence(match, 0)}"
-        f"{tie_sentence(match, last_state)}"
+        f"{tie_sentence(match, last_state)} The figure “Nearest other "
+        f"'{shown_word}': same sense?” at the top of the page draws every state."
     )
 
 
