@@ -17,6 +17,7 @@ exactly; the model is used only for its tables and for the permutation experimen
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -360,19 +361,23 @@ def recover_token_and_position(
 # ---------------------------------------------------------------------------------------------
 
 
-def shuffle_order(n_tokens: int, seed: int = 0, segments: np.ndarray | None = None) -> np.ndarray:
-    """(n,) a permutation that keeps [CLS] and every [SEP] in place and shuffles each sentence.
+def shuffle_order(
+    n_tokens: int, seed: int, segments: np.ndarray | None, special: Sequence[bool]
+) -> np.ndarray:
+    """(n,) a permutation that keeps the tokenizer's special pieces in place and shuffles the
+    rest of each sentence.
 
-    segments (n,): 0 = first sentence, 1 = second (all 0 when None). The first position
-    ([CLS]), the last ([SEP]) and the last position of every sentence but the final one (the
-    [SEP] between a pair) stay put; the other tokens move only within their own sentence, so
-    every position keeps its sentence id. order[i] is the original position of the token placed
-    at new position i. When some sentence has two or more movable tokens it is never the identity.
+    special (n,): True where the tokenizer added the piece ([CLS], [SEP], <s>, </s>; none for
+    GPT-2), read from the run (Trace.special), so what stays put is what this model adds, not
+    BERT's first and last positions. segments (n,): 0 = first sentence, 1 = second (all 0 when
+    None); the other pieces move only within their own sentence, so every position keeps its
+    sentence id. order[i] is the original position of the token placed at new position i. When
+    some sentence has two or more movable pieces it is never the identity.
     """
     segments = np.zeros(n_tokens, np.int64) if segments is None else np.asarray(segments)
-    fixed = np.zeros(n_tokens, dtype=bool)  # (n,) True = stays in place
-    fixed[[0, n_tokens - 1]] = True
-    fixed[:-1] |= segments[:-1] != segments[1:]  # a sentence's last token is its [SEP]
+    fixed = np.asarray(special, dtype=bool)  # (n,) True = stays in place
+    if fixed.shape != (n_tokens,):
+        raise ValueError(f"special has shape {fixed.shape}, not ({n_tokens},)")
     rng = np.random.default_rng(seed)
     order = np.arange(n_tokens)
     groups = [np.flatnonzero(~fixed & (segments == s)) for s in np.unique(segments)]
@@ -415,6 +420,7 @@ class PermutationResult:
     positions: bool  # did positions enter (the learned rows, or the rotary turns)?
     tokens: tuple[str, ...]  # (n,) original order
     shuffled_tokens: tuple[str, ...]  # (n,) order the model read
+    special: tuple[bool, ...]  # (n,) the tokenizer's own pieces, which the shuffle left in place
     order: np.ndarray  # (n,) order[i] = original position of the token at new position i
     original: np.ndarray  # (L, H, n, n) attention of the original sentence
     unshuffled: np.ndarray  # (L, H, n, n) attention of the shuffle, rows/cols put back in order
@@ -439,6 +445,7 @@ def permutation_experiment(
     model: Transformer,
     tokens: tuple[str, ...],
     input_ids: np.ndarray,
+    special: Sequence[bool],
     positions: bool,
     seed: int = 0,
     scale: bool = True,
@@ -448,9 +455,10 @@ def permutation_experiment(
 ) -> PermutationResult:
     """Run a sentence (or pair) and its shuffle; un-permute the shuffle's attention and compare.
 
-    With max_tokens, only the first max_tokens - 1 pieces and the final [SEP] are used.
-    segments (n,) are the sentence ids (all 0 when None); the shuffle keeps [CLS] and every
-    [SEP] in place and moves tokens only within their sentence (shuffle_order).
+    With max_tokens, only the first max_tokens - 1 pieces and the last one (a closing special
+    such as [SEP], where the tokenizer adds one) are used. special (n,): the tokenizer's own
+    pieces (Trace.special), which the shuffle keeps in place; segments (n,) are the sentence ids
+    (all 0 when None), and the other pieces move only within their sentence (shuffle_order).
 
     If A' is the attention of the shuffled ids, A'[i, j] is between the tokens originally at
     order[i] and order[j]; writing B[order[i], order[j]] = A'[i, j] puts it back. Without
@@ -461,11 +469,12 @@ def permutation_experiment(
     """
     input_ids = np.asarray(input_ids, dtype=np.int64)
     segments = np.zeros_like(input_ids) if segments is None else np.asarray(segments, np.int64)
-    if max_tokens is not None and len(input_ids) > max_tokens:  # keep [CLS] … and the last [SEP]
+    special = np.asarray(special, dtype=bool)  # (n,)
+    if max_tokens is not None and len(input_ids) > max_tokens:  # the first pieces and the last
         keep = np.r_[0 : max_tokens - 1, len(input_ids) - 1]
         input_ids, tokens = input_ids[keep], tuple(tokens[i] for i in keep)
-        segments = segments[keep]
-    order = shuffle_order(len(input_ids), seed, segments)
+        segments, special = segments[keep], special[keep]
+    order = shuffle_order(len(input_ids), seed, segments, special)
     # Tokens move only within their sentence, so segments[order] == segments: every position
     # keeps its sentence id, and each token its sentence.
     original = attention_from_ids(  # (L, H, n, n)
@@ -481,6 +490,7 @@ def permutation_experiment(
         positions=positions,
         tokens=tuple(tokens),
         shuffled_tokens=tuple(tokens[i] for i in order),
+        special=tuple(bool(flag) for flag in special),
         order=order,
         original=original,
         unshuffled=unshuffled,

@@ -237,6 +237,13 @@ def rows_tied_with_another(attn_weights: np.ndarray) -> int:
     return int(np.sum(np.diagonal(at_top) & (at_top.sum(axis=1) > 1)))
 
 
+def rows_with_another_top(attn_weights: np.ndarray, reference: np.ndarray) -> int:
+    """How many rows of two (n, n) weight matrices of one sentence put their largest weight on
+    different keys (top_keys' sets differ: a tie in one and a lone winner in the other counts)."""
+    differs = top_keys(attn_weights) != top_keys(reference)  # (n, n)
+    return int(np.sum(differs.any(axis=1)))
+
+
 # One head's outputs of the same rows in another order agree to ~1e-7 of the largest output in
 # float32: a gap above this share of it is the order itself, not rounding.
 ORDER_ROUNDING = 1e-5
@@ -273,6 +280,7 @@ def order_test(
     model: Transformer,
     input_ids: np.ndarray,
     segments: np.ndarray,
+    special: Sequence[bool],
     tokens: Sequence[str],
     projections: QKVProjections,
     scale: bool = True,
@@ -280,13 +288,13 @@ def order_test(
 ) -> OrderTest:
     """Run one head (no mask) on a sentence's embedding rows and on a shuffle of the sentence.
 
-    input_ids, segments (n,): a run's pieces ([CLS] ... [SEP]); the shuffle keeps [CLS] and
-    every [SEP] in place (core.positional.shuffle_order). order[i] is the original position of
+    input_ids, segments, special (n,): a run's pieces, sentence ids and which pieces the
+    tokenizer added; the shuffle keeps those in place (core.positional.shuffle_order). order[i] is the original position of
     the piece at new position i, so the original output read in the shuffled order is o[order].
     """
     ids = torch.tensor(np.array(input_ids), dtype=torch.long)  # (n,), copied: read-only input
     sentence_ids = torch.tensor(np.array(segments), dtype=torch.long)  # (n,)
-    order = shuffle_order(len(ids), seed, np.asarray(segments))  # (n,)
+    order = shuffle_order(len(ids), seed, np.asarray(segments), special)  # (n,)
     shuffled_ids = ids[torch.from_numpy(order)]  # (n,); every position keeps its segment id
 
     theta = model.dims.rope_theta if model.arch.positions == "rotary" else None

@@ -312,7 +312,7 @@ def _masked_shuffle_gap(folder) -> float:
     model = load_folder(str(folder))
     trace = model.run(TEXT)
     ids = np.asarray(trace.input_ids)
-    order = positional.shuffle_order(len(ids), 0, np.asarray(trace.segments))
+    order = positional.shuffle_order(len(ids), 0, np.asarray(trace.segments), trace.special)
     place = np.argsort(order)  # place[a]: where piece a stands in the shuffled sentence
     shuffled_mask = torch.from_numpy(place[None, :] <= place[:, None])  # (n, n) [a, b]
     causal_mask = torch.from_numpy(np.tril(np.ones((len(ids), len(ids)), dtype=bool)))

@@ -629,7 +629,42 @@ def test_a_trained_head_reads_what_its_layer_reads_in_a_pre_norm_model(
     text = " ".join(m.value for m in [*at.markdown, *at.caption])
     norm = "LayerNorm" if family == "gpt2" else "RMSNorm"
     assert "causal mask on" in text  # the decoder is the model on the page
+    # Step 1's one-vector count is taken under the same mask, and its formula says so
+    open_tab(at, "qkv_section", "1 · Projections")
+    assert "softmax(X Xᵀ + M), with the causal mask M of the head below," in " ".join(
+        m.value for m in at.markdown
+    )
     assert f"(the layer's input after its first {norm})" in text
     assert ("with their biases" in text) == (family == "gpt2")  # Llama's config: no bias
     # tiny Llama: 4 query heads share 2 key/value heads; GPT-2 has one per query head
     assert ("key/value head 0's, which query heads 0 and 1 share" in text) == (family == "llama")
+    if family == "llama":  # rotary: the page's weights leave the turns out, and say how much
+        page_layer, page_head = at.slider(key="layer").value, at.slider(key="head").value
+        with torch.no_grad():
+            attention = blocks[page_layer].self_attn
+            x = first_norm_of(blocks[page_layer])(out.hidden_states[page_layer])[0].numpy()
+        d_head = attention.head_dim
+        group = model.n_heads // reference.config.num_key_value_heads
+        w_query = attention.q_proj.weight.detach().numpy()[
+            page_head * d_head : (page_head + 1) * d_head
+        ]
+        kv = page_head // group
+        w_key = attention.k_proj.weight.detach().numpy()[kv * d_head : (kv + 1) * d_head]
+        scores = (x @ w_query.T) @ (x @ w_key.T).T / np.sqrt(d_head)  # (n, n), no rotary turn
+        n = len(x)
+        scores[np.triu(np.ones((n, n), dtype=bool), k=1)] = -np.inf
+        weights = np.exp(scores - scores.max(axis=1, keepdims=True))
+        weights /= weights.sum(axis=1, keepdims=True)
+        own = out.attentions[page_layer][0, page_head].numpy()
+
+        def tops(w: np.ndarray) -> np.ndarray:  # (n, n) the keys within 1e-6 of a row's largest
+            return w >= w.max(axis=1, keepdims=True) - 1e-6
+
+        moved = int((tops(weights) != tops(own)).any(axis=1).sum())
+        assert 0 < moved < n  # this tiny Llama: some rows, not all, move their largest weight
+        assert f"In {moved} of {n} rows the largest weight sits on another key" in text
+
+
+def first_norm_of(block):
+    """A Llama decoder layer's first norm (transformers' name for it)."""
+    return block.input_layernorm

@@ -224,9 +224,9 @@ def test_a_head_is_blind_to_order_until_positions_are_added(model, source):
         else qkv.head_projections(model, 2, 5)
     )
     test = qkv.order_test(
-        model, trace.input_ids, trace.segments, trace.tokens, projections, scale=True
+        model, trace.input_ids, trace.segments, trace.special, trace.tokens, projections, scale=True
     )
-    order = positional.shuffle_order(trace.n_tokens, 0, trace.segments)
+    order = positional.shuffle_order(trace.n_tokens, 0, trace.segments, trace.special)
     assert test.shuffled_tokens == tuple(trace.tokens[i] for i in order) and test.moved
     assert test.shuffled_tokens[0] == "[CLS]" and test.shuffled_tokens[-1] == "[SEP]"
 

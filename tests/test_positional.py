@@ -221,7 +221,7 @@ def test_recover_token_and_position_by_brute_force():
 def test_permutation_experiment_by_loops(tiny):
     trace = tiny.run("the river bank flows money grows")
     ids = np.array(trace.input_ids)
-    order = positional.shuffle_order(len(ids), seed=2)
+    order = positional.shuffle_order(len(ids), 2, None, trace.special)
     n = len(ids)
     assert order[0] == 0 and order[-1] == n - 1 and sorted(order) == list(range(n))
     assert not np.array_equal(order, np.arange(n))
@@ -229,7 +229,9 @@ def test_permutation_experiment_by_loops(tiny):
         positional.attention_from_ids(tiny, ids), trace.attentions, atol=1e-6
     )
     for with_positions in (True, False):
-        result = positional.permutation_experiment(tiny, trace.tokens, ids, with_positions, seed=2)
+        result = positional.permutation_experiment(
+            tiny, trace.tokens, ids, trace.special, with_positions, seed=2
+        )
         assert result.tokens == trace.tokens
         assert result.shuffled_tokens == tuple(trace.tokens[i] for i in order)
         shuffled = positional.attention_from_ids(tiny, ids[order], with_positions)
@@ -249,7 +251,9 @@ def test_permutation_experiment_by_loops(tiny):
             assert result.max_abs_diff > 1e-3
         else:
             assert result.max_abs_diff < 1e-5  # without positions a shuffle only permutes attention
-    capped = positional.permutation_experiment(tiny, trace.tokens, ids, True, max_tokens=5)
+    capped = positional.permutation_experiment(
+        tiny, trace.tokens, ids, trace.special, True, max_tokens=5
+    )
     assert capped.tokens == (*trace.tokens[:4], trace.tokens[-1])
 
 
@@ -410,7 +414,7 @@ def test_permutation_grid_carries_every_heads_weights_and_difference(tiny):
 
     trace = tiny.run("the river bank flows money grows")
     ids = np.array(trace.input_ids)
-    result = positional.permutation_experiment(tiny, trace.tokens, ids, True, seed=2)
+    result = positional.permutation_experiment(tiny, trace.tokens, ids, trace.special, True, seed=2)
     grid = positional_charts.permutation_grid(result, True, "with positions", 1, 0, every_head=True)
     markup = grid.figure
     n_heads, n = tiny.n_heads, len(ids)

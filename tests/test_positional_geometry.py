@@ -141,23 +141,33 @@ def test_token_and_position_are_recoverable_after_adding(model):
 # ---- the permutation experiment ----------------------------------------------------------------
 
 
-def test_shuffle_keeps_the_ends_and_moves_the_middle():
+def test_shuffle_keeps_the_special_pieces_and_moves_the_rest():
     for n in (3, 4, 5, 20):
-        order = positional.shuffle_order(n, seed=0)
+        ends = np.isin(np.arange(n), [0, n - 1])  # [CLS] … [SEP]
+        order = positional.shuffle_order(n, 0, None, ends)
         assert order[0] == 0 and order[-1] == n - 1
         assert sorted(order) == list(range(n))
         if n >= 4:
             assert not np.array_equal(order, np.arange(n))
+    # GPT-2 adds no piece: the first and last word pieces move like the others (some seed moves
+    # each), and a leading <s> alone stays
+    plain = [positional.shuffle_order(6, seed, None, np.zeros(6, bool)) for seed in range(10)]
+    assert any(order[0] != 0 for order in plain) and any(order[-1] != 5 for order in plain)
+    leading = np.isin(np.arange(6), [0])
+    llama = [positional.shuffle_order(6, seed, None, leading) for seed in range(10)]
+    assert all(order[0] == 0 for order in llama) and any(order[-1] != 5 for order in llama)
 
 
 def test_without_positions_a_shuffle_only_permutes_attention(model):
     encoded = model.encode("the quick brown fox jumps over the lazy dog by the river")
     off = positional.permutation_experiment(
-        model, encoded.tokens, encoded.input_ids, positions=False
+        model, encoded.tokens, encoded.input_ids, encoded.special, positions=False
     )
     assert off.max_abs_diff < 1e-5, off.max_abs_diff_per_layer
     assert len(off.max_abs_diff_per_layer) == model.n_layers
-    on = positional.permutation_experiment(model, encoded.tokens, encoded.input_ids, positions=True)
+    on = positional.permutation_experiment(
+        model, encoded.tokens, encoded.input_ids, encoded.special, positions=True
+    )
     assert on.max_abs_diff > 1e-2, on.max_abs_diff_per_layer
     assert on.shuffled_tokens[0] == "[CLS]" and on.shuffled_tokens[-1] == "[SEP]"
     assert sorted(on.shuffled_tokens) == sorted(on.tokens)
@@ -166,7 +176,7 @@ def test_without_positions_a_shuffle_only_permutes_attention(model):
 def test_permutation_experiment_caps_long_inputs(model):
     encoded = model.encode("word " * 600)
     result = positional.permutation_experiment(
-        model, encoded.tokens, encoded.input_ids, positions=False, max_tokens=20
+        model, encoded.tokens, encoded.input_ids, encoded.special, positions=False, max_tokens=20
     )
     assert len(result.tokens) == 20 and result.tokens[-1] == "[SEP]"
     assert result.original.shape[-1] == 20

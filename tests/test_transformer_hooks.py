@@ -15,6 +15,8 @@ in the shuffled order), not under its own.
 
 from __future__ import annotations
 
+import html
+
 import numpy as np
 import pytest
 import torch
@@ -243,7 +245,9 @@ def test_without_positions_a_shuffle_read_back_is_the_original(tiny, family):
     assert gaps[False] < ATOL, f"{family}: without positions the shuffle changed {gaps[False]}"
     assert gaps[True] > 1e-3, f"{family}: with positions the shuffle changed nothing"
     for positions in (False, True):  # the page's experiment: rotary turns removed too
-        result = positional.permutation_experiment(model, trace.tokens, ids, positions, seed=1)
+        result = positional.permutation_experiment(
+            model, trace.tokens, ids, trace.special, positions, seed=1
+        )
         assert (result.max_abs_diff < ATOL) is not positions
 
 
@@ -467,15 +471,32 @@ def test_the_word_order_sentences_follow_their_numbers(tiny, local_folders, fami
     at = page_on(folder, "views/positional.py", ("pos_section", "7 · Word order"))
     said = page_text(at)
     ids = np.asarray(model.run(TEXT).input_ids)
-    removed = positional.permutation_experiment(model, model.run(TEXT).tokens, ids, False)
-    kept = positional.permutation_experiment(model, model.run(TEXT).tokens, ids, True)
+    trace = model.run(TEXT)
+    removed = positional.permutation_experiment(model, trace.tokens, ids, trace.special, False)
+    kept = positional.permutation_experiment(model, trace.tokens, ids, trace.special, True)
     assert removed.agrees and not kept.agrees  # what a tiny random model of each family shows
     assert "With positions removed the two runs agree to rounding" in said
     assert f"With positions they differ by up to {kept.max_abs_diff:.3g}" in said
     scheme = {"gpt2": "no position rows added", "llama": "no rotary turn of the queries and keys"}
     assert scheme[family] in said and "Without it the model runs off its training" in said
+    # what the shuffle keeps: the tokenizer's own pieces (GPT-2 adds none, this Llama one <s>),
+    # never BERT's first and last places; replayed here as the page's seed-0 shuffle
+    stays = {"gpt2": "(no special piece to keep in place)", "llama": "(<s> stays in place)"}
+    # a piece's name is escaped as text (<s> becomes &#60;s&#62;), which markdown shows as <s>
+    assert f"The shuffled order the model read {stays[family]}:" in html.unescape(said)
+    added = {"gpt2": set(), "llama": {"<s>"}}[family]
+    movable = [i for i, token in enumerate(trace.tokens) if token not in added]
+    order = np.arange(trace.n_tokens)
+    order[movable] = np.random.default_rng(0).permutation(movable)
+    if family == "gpt2":
+        assert order[0] != 0 or order[-1] != trace.n_tokens - 1  # an end moved
+    shown = [t.value for t in at.text if "river" in t.value or "mill" in t.value]
+    # (AppTest's reader drops "<s>" from st.text; the browser shows it)
+    expected = " ".join(trace.tokens[i] for i in order if trace.tokens[i] not in added)
+    assert [value.replace("<s>", "").strip() for value in shown] == [expected.strip()], shown
     at = page_on(folder, "views/qkv.py", ("qkv_section", "8 · All at once"))
     said = page_text(at)
+    assert f"The shuffled order {stays[family]}:" in html.unescape(said)
     assert "Without positions the two runs agree to float rounding" in said
     assert "That is why order has to be brought in." in said
     assert ("every query and key turned by its position" in said) is (family == "llama")

@@ -255,8 +255,9 @@ def test_formulas_are_written_from_the_switches(page):
 # ---- the permutation experiment on a sentence pair ----------------------------------------
 def test_shuffle_keeps_cls_and_every_sep_and_each_sentence_apart():
     segments = np.array([0, 0, 0, 0, 0, 0, 1, 1, 1, 1])  # [CLS] a b c d [SEP] e f g [SEP]
+    special = np.isin(np.arange(10), [0, 5, 9])
     for seed in range(20):
-        order = positional.shuffle_order(len(segments), seed, segments)
+        order = positional.shuffle_order(len(segments), seed, segments, special)
         assert sorted(order) == list(range(len(segments)))
         assert order[0] == 0 and order[5] == 5 and order[9] == 9  # [CLS], middle [SEP], last
         np.testing.assert_array_equal(segments[order], segments)  # no token changes sentence
@@ -267,7 +268,7 @@ def test_permutation_experiment_reads_a_pair_as_the_model_does(model):
     trace = model.run("The bank raised its rates again.", "Fruit flies like a banana.")
     tokens, ids, segments = trace.tokens, trace.input_ids, trace.segments
     result = positional.permutation_experiment(
-        model, tokens, ids, positions=True, seed=1, segments=segments
+        model, tokens, ids, trace.special, positions=True, seed=1, segments=segments
     )
     # The unshuffled run is the encoder's own forward pass of the pair, sentence ids included.
     np.testing.assert_allclose(result.original, trace.attentions, atol=1e-5)
@@ -276,7 +277,7 @@ def test_permutation_experiment_reads_a_pair_as_the_model_does(model):
             assert result.shuffled_tokens[i] == token, (i, result.shuffled_tokens)
     np.testing.assert_array_equal(segments[result.order], segments)
     off = positional.permutation_experiment(
-        model, tokens, ids, positions=False, seed=1, segments=segments
+        model, tokens, ids, trace.special, positions=False, seed=1, segments=segments
     )
     assert off.max_abs_diff < 1e-5, off.max_abs_diff_per_layer  # a bag of words per sentence
 

@@ -8,6 +8,8 @@ difference is read from the description.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import core
 from core.anatomy import TEXT_A, TEXT_B, Anatomy, describe
 from ui.escape import literal
@@ -242,12 +244,38 @@ def framing(anatomy: Anatomy, pair: bool = True) -> str:
     return " ".join(slot if slot in (TEXT_A, TEXT_B) else literal(slot, 40) for slot in slots)
 
 
-def specials_stay(anatomy: Anatomy) -> str:
-    """For a shuffle: which pieces keep their place, "" when the tokenizer adds none."""
-    names = special_names(anatomy)
-    if not names:
+def specials_in_run(tokens: Sequence[str], special: Sequence[bool]) -> tuple[str, int]:
+    """The special pieces a run holds, escaped, each name once in order of first appearance
+    ("[CLS] and [SEP]", "<s>", "" for none), and how many pieces they are."""
+    names = [literal(t, max_chars=40) for t, flag in zip(tokens, special, strict=True) if flag]
+    distinct = list(dict.fromkeys(names))
+    joined = (
+        ", ".join(distinct[:-1]) + " and " + distinct[-1]
+        if len(distinct) > 1
+        else "".join(distinct)
+    )
+    return joined, len(names)
+
+
+def specials_stay(tokens: Sequence[str], special: Sequence[bool]) -> str:
+    """For a shuffle of this run: which pieces keep their place (core.positional.shuffle_order
+    keeps the tokenizer's own), the verb agreeing with the number of pieces, not of names."""
+    names, count = specials_in_run(tokens, special)
+    if count == 0:
         return "no special piece to keep in place"
-    return f"{names} {'stay' if ' and ' in names else 'stays'} in place"
+    if count == 1:
+        return f"{names} stays in place"
+    if " and " in names:
+        return f"{names} stay in place"
+    return f"both {names} stay in place" if count == 2 else f"all {count} {names} stay in place"
+
+
+def special_rows(tokens: Sequence[str], special: Sequence[bool]) -> str:
+    """ "the row of <s>", "the rows of [CLS] and [SEP]", "" when the run holds no special piece."""
+    names, count = specials_in_run(tokens, special)
+    if count == 0:
+        return ""
+    return f"the {'row' if count == 1 else 'rows'} of {names}"
 
 
 def left_as_they_are(anatomy: Anatomy) -> str:

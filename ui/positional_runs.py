@@ -42,6 +42,7 @@ def permutation_experiment(
         model,
         trace.tokens,
         trace.input_ids,
+        trace.special,
         use_positions,
         int(seed),
         trace.options.scale,

@@ -45,7 +45,14 @@ def _order_test(
     # writable copies: the cache holds the matrices read-only, and torch.from_numpy warns on those
     projections = qkv.QKVProjections(*(np.array(array) for array in arrays))
     return qkv.order_test(
-        model, trace.input_ids, trace.segments, trace.tokens, projections, scale, seed
+        model,
+        trace.input_ids,
+        trace.segments,
+        trace.special,
+        trace.tokens,
+        projections,
+        scale,
+        seed,
     )
 
 

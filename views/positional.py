@@ -597,8 +597,8 @@ def word_order_section() -> None:
     # both runs use the sidebar's √d_k switch and no mask (the caption below says why)
     sidebar.off_distribution_note(inputs, model_label, causal=False)
     st.markdown(
-        f"Run your sentence and a shuffled copy ({anatomy_text.specials_stay(anatomy)}; a word moves "
-        "only within its own sentence) through all "
+        "Run your sentence and a shuffled copy (a word moves only within its own sentence) "
+        "through all "
         "layers, then put the shuffled copy's attention rows and columns back in the original order: "
         f"once with positions removed ({POSITIONS_REMOVED[anatomy.arch.positions]}), once as "
         f"{model_label} reads them. {model_label} never ran without positions in training, so "
@@ -624,10 +624,12 @@ def word_order_section() -> None:
         )
         for label, use_positions in (("positions removed", False), ("with positions", True))
     }
-    st.caption("The shuffled order the model read:")
+    shuffled = results["with positions"]
+    stay = anatomy_text.specials_stay(shuffled.tokens, shuffled.special)
+    st.caption(f"The shuffled order the model read ({stay}):")
     # st.text, not st.code: plain text all the same, without the code highlighter's share of
     # browser work on a page load (bench/bench_browser.py)
-    st.text(" ".join(results["with positions"].shuffled_tokens))
+    st.text(" ".join(shuffled.shuffled_tokens))
 
     def shuffled_runs() -> None:
         """The two runs' differences per layer, the verdict and the four heatmaps."""

@@ -49,6 +49,7 @@ source = source_column.radio(
     horizontal=True,
     help=f"random: seeded draws, nothing learned. trained head: one head of {model_label}.",
 )
+rotary_gap = ""  # for a rotary model's trained head: how far the page's weights are from its own
 if source == "random":
     with size:
         d_k = st.slider(
@@ -59,8 +60,8 @@ if source == "random":
     one_head = qkv_runs.random_head(
         model, trace, int(d_k), int(seed), scale=inputs.scale, causal=inputs.causal
     )
-    specials = anatomy_text.special_names(anatomy_text.of(model))
-    with_specials = f" plus the rows of {specials}" if specials else ""
+    specials = anatomy_text.special_rows(trace.tokens, trace.special)
+    with_specials = f" plus {specials}" if specials else ""
     where = f"X holds the static word-piece vectors, as on page 1{with_specials}; W entries are drawn from N(0, 1) with seed {int(seed)}"
 else:
     with size:
@@ -79,10 +80,20 @@ else:
         + anatomy_text.shared_key_value_words(anatomy, head)
     )
     if anatomy.arch.positions == "rotary":  # the model turns q and k by position; this page not
+        moved = qkv.rows_with_another_top(
+            one_head.result.attn_weights, trace.attentions[layer, head]
+        )
+        rotary_gap = (
+            f"In {wording.count_of(moved, trace.n_tokens)} the largest weight sits on another key "
+            f"than in {model_label}'s own weights for this head"
+            if moved
+            else f"Each row's largest weight still sits on the key {model_label}'s own weights "
+            "for this head choose"
+        )
         where += (
             f". {model_label} also turns every q and k by its position (rotary positions, see "
             "Positional encoding) before the product: left out here, so these scores and "
-            "weights are not the model's own, and a row's largest weight may go to another key"
+            f"weights are not the model's own. {rotary_gap}"
         )
 x, projections, result = one_head.x, one_head.projections, one_head.result
 d_k = projections.d_k
@@ -139,6 +150,11 @@ for column, (weights, name, key) in zip(
             square=True,
             colorbar_title="largest",
         )
+if rotary_gap:  # said beside the maps it qualifies, not only in the folded note below
+    st.caption(
+        f"These weights leave out {model_label}'s rotary turns of q and k (see “What X and W are "
+        f"here” below). {rotary_gap}."
+    )
 if source != "random":  # random weights were never trained, so they have no inputs to leave
     sidebar.off_distribution_note(inputs, model_label)
 note = matrix_charts.limit_note(len(tokens))
@@ -189,15 +205,23 @@ def three_projections() -> None:
         r"\end{gathered}"
     )
     n = len(tokens)
+    # under the mask a row sees only earlier keys: a repeated piece's first copy cannot see its
+    # later twins, so only the later copies tie
     repeated = (
-        " A repeated piece's copies have equal rows of X, so they tie for the largest weight."
+        " A repeated piece's copies have equal rows of X, so they tie for the largest weight"
+        + (" wherever the later copy can see the earlier one." if inputs.causal else ".")
         if tied_one_vector
         else ""
+    )
+    one_vector_formula = (
+        "softmax(X Xᵀ + M), with the causal mask M of the head below,"
+        if inputs.causal
+        else "softmax(X Xᵀ)"
     )
     st.markdown(
         "Three questions, three matrices. **W_q** makes what a token looks for, **W_k** what it "
         "offers to be found by, **W_v** what it hands over once found. On page 1 one vector "
-        "answered all three: on these X, softmax(X Xᵀ) gives each token's largest weight to "
+        f"answered all three: on these X, {one_vector_formula} gives each token's largest weight to "
         f"itself in {picks_itself_one_vector} of {n} rows{_ties(tied_one_vector)}, and what "
         "a token hands over is the very vector it was matched on."
         f"{repeated} With the W_q and W_k chosen here, the largest weight goes to the token "
@@ -550,7 +574,7 @@ def all_at_once() -> None:
         st.info("Type at least two words in the sidebar to have something to shuffle.")
         return
     anatomy = anatomy_text.of(model)
-    st.caption(f"The shuffled order ({anatomy_text.specials_stay(anatomy)}):")
+    st.caption(f"The shuffled order ({anatomy_text.specials_stay(trace.tokens, trace.special)}):")
     st.text(" ".join(test.shuffled_tokens))  # visitor text: shown as text
     without, with_positions = st.columns(2)
     without.metric("without positions: largest difference", f"{test.gap_without_positions:.1e}")
