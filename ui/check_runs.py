@@ -20,7 +20,7 @@ from ui import anatomy_text, door, positional_runs, traces
 # mask here; page 2b removes it).
 SHUFFLE_MAX_PIECES = 64
 SHUFFLE_SEED = 0
-MIN_SHUFFLE_PIECES = 4  # with fewer, the shuffle keeps [CLS]/[SEP] and has little to move
+MIN_SHUFFLE_PIECES = 4  # with fewer, once the special pieces stay put, little is left to move
 
 
 @dataclass(frozen=True)
