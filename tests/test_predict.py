@@ -121,6 +121,29 @@ def sm_first_row(model, state: dict) -> set[str]:
     return {label for label, value in values.items() if f"{value:.3f}" == f"{first:.3f}"}
 
 
+def quoted_rows(model, trace) -> set[int]:
+    """The rows a learner has been shown before Multi-head's tab 1: the Overview's strongest
+    link between two different ordinary pieces (its query), and the first tab's row, where the
+    sentence's best previous- and next-token heads both hold best (the first tab's own rule)."""
+    from core import head_roles
+
+    ordinary = ~np.asarray(trace.special)
+    weights = np.where(ordinary[:, None] & ordinary[None, :], trace.attentions, -1.0)
+    n = trace.n_tokens
+    weights[..., np.arange(n), np.arange(n)] = -1.0  # a piece's weight on itself is no link
+    overview = int(np.unravel_index(np.argmax(weights), weights.shape)[2])
+    previous = head_roles.best_on_sentence(
+        trace.attentions, trace.tokens, "previous", trace.special
+    )
+    after = head_roles.best_on_sentence(
+        trace.attentions, trace.tokens, "next", trace.special, previous[:2]
+    )
+    first_tab = head_roles.neighbour_focus(
+        trace.attentions[previous[:2]], trace.attentions[after[:2]], trace.special, "next"
+    )
+    return {overview, first_tab}
+
+
 def mh_previous_row(model, state: dict) -> set[str]:
     trace = model.run(state["text"])
     weights = trace.attentions[state["layer"]]  # (H, n, n)
@@ -129,8 +152,9 @@ def mh_previous_row(model, state: dict) -> set[str]:
     rows = [i for i in range(1, n) if not special[i] and not special[i - 1]]
     on_previous = np.array([weights[:, i, i - 1] for i in rows]).mean(axis=0)  # (H,)
     head = int(np.argmax(on_previous))
-    # the second most "previous" row from the third piece on (the most is the quoted link)
-    query = sorted((i for i in rows if i >= 2), key=lambda i: -weights[head, i, i - 1])[1]
+    # the clearest row on the token before from the third piece on, of those not quoted yet
+    unseen = [i for i in rows if i >= 2 and i not in quoted_rows(model, trace)]
+    query = max(unseen, key=lambda i: weights[head, i, i - 1])
     return _labels(trace.tokens, _argmax(weights[head, query]))
 
 
@@ -580,8 +604,8 @@ def test_a_tiny_decoders_questions_have_the_answers_numpy_gives(tiny_decoder):
             on_next = np.array([weights[layer, :, i, i + 1] for i in range(n - 1)]).mean(axis=0)
             assert not on_next.any()  # the mask: no head leads on the token after
             head = int(np.argmax(on_previous))
-            # the row asked: the second clearest (the clearest is the quoted strongest link)
-            query = sorted(range(2, n), key=lambda i: -weights[layer, head, i, i - 1])[1]
+            # the row asked: the clearest not quoted (here the clearest is, so the second)
+            clearest, query = sorted(range(2, n), key=lambda i: -weights[layer, head, i, i - 1])[:2]
             question = predict_answers.previous_token_row(
                 sentence.attentions[layer],
                 sentence.tokens,
@@ -589,6 +613,7 @@ def test_a_tiny_decoders_questions_have_the_answers_numpy_gives(tiny_decoder):
                 on_next,
                 layer,
                 np.asarray(sentence.special),
+                shown_rows={clearest},
                 causal=True,
             )
             assert not any(sentence.special)  # GPT-2's tokenizer adds no piece: every row counts
@@ -803,29 +828,41 @@ def test_the_previous_token_questions_even_spread_counts_the_rows_its_share_does
     chance = np.mean([1 / (i + 1) for i in rows])  # row i sees i + 1 keys under the mask
     on_next = np.zeros_like(on_previous)  # the mask: nothing on the token after
     question = predict_answers.previous_token_row(
-        trace.attentions[0], trace.tokens, on_previous, on_next, 0, trace.special, causal=True
+        trace.attentions[0], trace.tokens, on_previous, on_next, 0, trace.special, (), causal=True
     )
     assert f"against {chance:.2f} for an even spread" in question.prompt, question.prompt
     all_rows = np.mean([1 / (i + 1) for i in range(1, n)])
     assert f"{all_rows:.2f}" != f"{chance:.2f}"  # the case this test reads: the rows matter
 
 
-def test_the_previous_token_question_does_not_say_which_neighbour_and_tab_1_one_unit():
-    """The prompt says a head favours one neighbour, never which (that is the answer); tab 1
-    states shares as weights (0.68), not percentages, and no line points at the small maps as
-    if they were open while the question keeps them folded."""
+def test_the_previous_token_question_asks_a_row_not_quoted_and_tab_1_one_unit():
+    """The page's first screen names the previous-token head and draws one of its rows, so the
+    prompt states the role and asks about the clearest row not quoted yet (none left: no
+    question); tab 1 states shares as weights (0.68), not percentages, and no line points at the
+    small maps as if they were open while the question keeps them folded."""
     n, heads = 6, 3
     weights = np.full((heads, n, n), 1.0 / n)  # (H, n, n) even rows
     weights[1] = np.eye(n, k=-1) * 0.9 + 0.1 / n  # head 1: the token before takes most
     weights[1, 0] = 1.0 / n
     on_previous = np.array([weights[:, i, i - 1] for i in range(1, n)]).mean(axis=0)  # (H,)
     on_next = np.array([weights[:, i, i + 1] for i in range(n - 1)]).mean(axis=0)  # (H,)
-    question = predict_answers.previous_token_row(
-        weights, list("abcdef"), on_previous, on_next, 0, np.zeros(n, dtype=bool)
-    )
-    assert "head 1" in question.prompt, question.prompt
-    for giveaway in ("before", "previous", "after", "next"):
-        assert giveaway not in question.prompt, question.prompt
+    # rows 2..5 alike (row i's weight on i − 1 is 0.9 + 0.1/6) but row 4
+    weights[1, 4, 3] += 0.01  # row 4 the clearest, then normalised again
+    weights[1, 4] /= weights[1, 4].sum()
+    on_previous = np.array([weights[:, i, i - 1] for i in range(1, n)]).mean(axis=0)  # (H,)
+    tokens = list("abcdef")
+
+    def asked(shown: set[int]):
+        return predict_answers.previous_token_row(
+            weights, tokens, on_previous, on_next, 0, np.zeros(n, dtype=bool), shown
+        )
+
+    question = asked(set())
+    assert "head 1 gives the token before the most weight" in question.prompt, question.prompt
+    assert "row for **e**" in question.prompt  # row 4, the clearest
+    assert "row for **c**" in asked({4}).prompt  # rows 2, 3, 5 tie: the first of them
+    assert asked({2, 3, 4, 5}) is None  # every row from the third piece on was quoted
+    assert "a rule about places, not words" in question.reason
     at = run_page("views/multi_head.py", text=RIVER, answered=False)
     at.session_state["mh_section"] = "1 · All heads"
     at.run()
@@ -858,8 +895,8 @@ def test_qkv_weight_ratio_quotes_every_token_one_way(model):
 
 
 def test_the_previous_token_question_names_its_row_truly_and_asks_only_one_neighbour():
-    """The answer calls its row "second among the rows from the third token on": true by the
-    weights on the token before, recomputed here; and a head that leads the layer on the token
+    """The answer says the row's weight on the token before, recomputed here, of the clearest
+    row not quoted; and a head that leads the layer on the token
     before and on the token after alike gets no question ("which neighbour?" would have two
     answers)."""
     n, heads = 7, 3
@@ -874,14 +911,12 @@ def test_the_previous_token_question_names_its_row_truly_and_asks_only_one_neigh
     on_next = np.array([weights[:, i, i + 1] for i in range(n - 1)]).mean(axis=0)  # (H,)
     tokens = list("abcdefg")
     question = predict_answers.previous_token_row(
-        weights, tokens, on_previous, on_next, 0, np.zeros(n, dtype=bool)
+        weights, tokens, on_previous, on_next, 0, np.zeros(n, dtype=bool), shown_rows={3}
     )
-    # rows 2..6 by weight on the token before: 3 (0.3), 5 (0.26), ...; row 1's 0.5 is not ranked
+    # rows 2..6 by weight on the token before: 3 (0.3, quoted), 5 (0.26), ...; row 1's 0.5 is
+    # not ranked
     assert "row for **f**" in question.prompt, question.prompt
-    assert (
-        "the row of f (second by its weight on the token before, of the rows from the third "
-        "token on" in question.reason
-    )
+    assert "in the row of f the token before, e, still takes the most: 0.26" in question.reason
     both = weights.copy()
     both[2] = np.full((n, n), 0.05)  # head 2 leads on the token before and after alike
     for i in range(n):
@@ -894,7 +929,7 @@ def test_the_previous_token_question_names_its_row_truly_and_asks_only_one_neigh
     assert np.argmax(on_previous) == np.argmax(on_next) == 2
     assert (
         predict_answers.previous_token_row(
-            both, tokens, on_previous, on_next, 0, np.zeros(n, dtype=bool)
+            both, tokens, on_previous, on_next, 0, np.zeros(n, dtype=bool), ()
         )
         is None
     )

@@ -341,26 +341,26 @@ def previous_token_row(
     on_next: np.ndarray,
     layer: int,
     special: np.ndarray,
+    shown_rows: Collection[int],
     causal: bool = False,
 ) -> Question | None:
-    """Page 4, section 1: in the row of one token, which key the layer's previous-token head
-    weights most. weights: (H, n, n) the layer's attention; on_previous, on_next: (H,) each
-    head's mean weight on the token before and after over head_stats.role_rows (special: the
-    Trace's (n,) mask).
+    """Page 4, section 1: the layer's previous-token head, applied to a row the learner has not
+    been shown. weights: (H, n, n) the layer's attention; on_previous, on_next: (H,) each head's
+    mean weight on the token before and after over head_stats.role_rows (special: the Trace's
+    (n,) mask).
 
-    The row asked about is, among those rows from the third piece on (the second's token before
-    is the first piece, where many heads of every kind put their weight), the one that gives
-    the token before the second most weight. The clearest row is the one a glance at the head's
-    small map finds first, so asking it would test a glance, not the reason the head has its
-    name. causal: the run had the causal mask, so row i sees i + 1 keys, and only those are
-    offered as answers.
+    The page's first screen already names the head's role and draws one of its rows, and the
+    Overview quotes another (shown_rows), so the prompt states the role and asks whether it holds
+    in the clearest row not among those, from the third piece on (the second's token before is
+    the first piece, where many heads of every kind put their weight): reasoned from the rule,
+    not read off a figure. causal: the run had the causal mask, so row i sees i + 1 keys, and
+    only those are offered as answers.
 
-    None without such a row, or when the head also leads the layer on the token after: the
-    prompt says the head favours one neighbour more than any other head does, and that would
-    be true of both."""
+    None without such a row, or when the head also leads the layer on the token after (its
+    rows would then have two reasonable answers)."""
     n = weights.shape[-1]
     rows = head_stats.role_rows(special, -1)  # the rows on_previous averages
-    asked = rows[rows >= 2]
+    asked = np.array([row for row in rows if row >= 2 and row not in set(shown_rows)], dtype=int)
     head = int(np.argmax(on_previous))
     other_heads_next = np.delete(on_next, head)  # (H − 1,)
     leads_after_too = other_heads_next.size > 0 and on_next[head] > other_heads_next.max()
@@ -371,8 +371,7 @@ def previous_token_row(
     chance = float(np.mean(1.0 / (rows + 1))) if causal else 1.0 / n
     named = wording.earns_role_name(on_previous[head], chance)
     before = weights[head, asked, asked - 1]  # (k,) row i's weight on i − 1
-    ranked = np.argsort(-before, kind="stable")  # the clearest row first
-    query = int(asked[ranked[1] if len(ranked) > 1 else ranked[0]])
+    query = int(asked[np.argmax(before)])  # the clearest row not shown yet
     row = weights[head, query]  # (n,)
     word, previous = _token_label(tokens, query), _token_label(tokens, query - 1)
 
@@ -389,29 +388,26 @@ def previous_token_row(
     def reason(best: int) -> str:
         if best == query - 1 and named:
             return (
-                f"Head {head} is the layer's previous-token head: its rows give the token just "
-                f"before {on_previous[head]:.2f} of their weight on average ({against}), and "
-                f"the row of {word} gives {previous} {row[query - 1]:.2f}."
+                f"Head {head}'s role is a rule about places, not words: whatever the token, its "
+                f"row looks one place back. So the row of {word} gives {previous}, the token just "
+                f"before it, {row[query - 1]:.2f} (the head's average over its rows: "
+                f"{share:.2f}, {against})."
             )
         if best == query - 1:
             return (
-                f"Head {head} {leans} ({on_previous[head]:.2f} "
-                f"on average, {against}), yet the row of {word} (second by its weight on the "
-                "token before, of the rows from the third token on where both are ordinary "
-                f"pieces) gives {previous} {row[query - 1]:.2f}."
+                f"Head {head} {leans} ({share:.2f} on average, {against}), and in the row of "
+                f"{word} the token before, {previous}, still takes the most: {row[query - 1]:.2f}."
             )
         return (
-            f"Head {head} {leans} ({on_previous[head]:.2f} on average, "
-            f"{against}), yet this row gives {_token_label(tokens, best)} {row[best]:.2f}, more "
-            f"than the {row[query - 1]:.2f} of {previous}, the token before."
+            f"Head {head} {leans} ({share:.2f} on average, {against}), yet this row gives "
+            f"{_token_label(tokens, best)} {row[best]:.2f}, more than the {row[query - 1]:.2f} of "
+            f"{previous}, the token before: an average over rows can hide a row that breaks it."
         )
 
     return _token_question(
-        # which neighbour is the question: the prompt never says "before" (the answer's reason)
-        f"Of layer {layer}'s heads, head {head} gives one neighbour of each token more weight "
-        f"than any other head does on this sentence: {on_previous[head]:.2f} of a row's weight "
-        f"on average ({against}). Which neighbour? In its row for **{word}**, which token will "
-        "take the most weight?",
+        f"Of layer {layer}'s heads, head {head} gives the token before the most weight on this "
+        f"sentence: {share:.2f} of a row's weight on average ({against}). In its row for "
+        f"**{word}**, a row not quoted so far, which token will take the most weight?",
         tokens,
         row,
         reason,

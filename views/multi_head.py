@@ -71,11 +71,12 @@ prev_layer, prev_head, prev_mean = roles.best("previous")
 other_layer, other_head, other_mean = roles.best(PARTNER, other_than=(prev_layer, prev_head))
 
 
-def why_several_heads() -> None:
-    """Why several heads: one softmax row is one mixture; two neighbours need two heads."""
-    st.subheader("Why several heads: one softmax makes one mixture")
-    # The two heads: the best previous- and next-token heads on this very sentence; with the
-    # causal mask on (no next token to see) or under five pieces, the probe sentences' heads.
+def two_heads() -> tuple[bool, tuple[int, int, float], tuple[int, int, float], int]:
+    """The first tab's two heads and the row it shows them on: (picked on this sentence?, the
+    previous-token head's (layer, head, mean), its partner's, the focus row). Tab 1's question
+    asks about another row, so both tabs read this one choice."""
+    # The best previous- and next-token heads on this very sentence; with the causal mask on
+    # (no next token to see) or under five pieces, the probe sentences' heads.
     first_here = head_roles.best_on_sentence(
         trace.attentions, trace.tokens, "previous", trace.special
     )
@@ -91,7 +92,21 @@ def why_several_heads() -> None:
     # mask, the self pair needs the mask) and the sentence is long enough
     picked_here = inputs.causal == roles.causal and trace.n_tokens >= 5 and None not in here
     probes = [(prev_layer, prev_head, prev_mean), (other_layer, other_head, other_mean)]
-    (p_layer, p_head, p_mean), (n_layer, n_head, n_mean) = here if picked_here else probes
+    previous, partner = here if picked_here else probes
+    focus = head_roles.neighbour_focus(
+        trace.attentions[previous[0], previous[1]],
+        trace.attentions[partner[0], partner[1]],
+        trace.special,
+        PARTNER,
+    )
+    focus = min(2, trace.n_tokens - 2) if focus is None else focus
+    return picked_here, previous, partner, focus
+
+
+def why_several_heads() -> None:
+    """Why several heads: one softmax row is one mixture; two neighbours need two heads."""
+    st.subheader("Why several heads: one softmax makes one mixture")
+    picked_here, (p_layer, p_head, p_mean), (n_layer, n_head, n_mean), focus = two_heads()
     # each head is called by its role only when it earns the name against an even spread over
     # the same rows: this sentence's, or the probe sentences'
     p_chance, n_chance = (
@@ -103,8 +118,6 @@ def why_several_heads() -> None:
     previous_weights = trace.attentions[p_layer, p_head]  # (n, n)
     next_weights = trace.attentions[n_layer, n_head]  # the partner role's head
     step = head_roles.ROLE_KEY[PARTNER]  # the partner's key: i + 1, or i itself
-    focus = head_roles.neighbour_focus(previous_weights, next_weights, trace.special, PARTNER)
-    focus = min(2, trace.n_tokens - 2) if focus is None else focus
     partner_key = "the token after" if PARTNER == "next" else "the token itself"
     previous_label = wording.role_head_label("previous-token", "the token before", p_mean, p_chance)
     partner_label = wording.role_head_label(partner_name, partner_key, n_mean, n_chance)
@@ -256,7 +269,12 @@ def all_heads() -> None:
             stats.on_next[layer],
             layer,
             trace.special,
-            trace.options.causal,
+            # the rows already quoted: the first tab's and the Overview's strongest link
+            shown_rows={
+                two_heads()[3],
+                head_stats.boldest_line(trace.attentions, trace.special)[2],
+            },
+            causal=trace.options.causal,
         ),
         reveal=heads_grid,
         folded="the small maps of every head of this layer",
