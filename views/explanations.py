@@ -115,8 +115,13 @@ merged = {label: view.scores(scores[name]) for label, name in zip(labels, scores
 # The page's point: the methods' answers side by side, and whether their top pieces agree
 tops = explanations.top_pieces(scores, saliency.removable(trace.tokens, trace.special))
 named = sorted({trace.tokens[index] for index in tops.values()})
+# the rule behind "matters most", said where the figure would otherwise contradict it: the
+# highest signed score (a negative one counts against), the tokenizer's own pieces left out
+specials, _ = anatomy_text.specials_in_run(trace.tokens, trace.special)
+left_out = f", {specials} left out" if specials else ""
 takeaway.show(
-    f"Asked which word piece matters most, the {len(tops)} methods name "
+    f"Asked which word piece matters most (each method's highest score{left_out}; a negative "
+    f"score counts against a piece), the {len(tops)} methods name "
     + (
         f"the same one, {literal(named[0])}."
         if len(named) == 1
