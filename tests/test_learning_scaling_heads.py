@@ -396,11 +396,16 @@ def _check_saturation_bars(at, scores: np.ndarray, labels: list[str], multiplier
     """Section 1's four HTML figures against softmax(c·s) and its entropy computed here."""
     figures = html_figures(at)
     choices = np.array([0.5, 1, 2, 5, 10, 20, 50, 100], dtype=np.float64)
-    assert figures["sm_saturation_scores"]["rows"] == labels
-    np.testing.assert_allclose(figures["sm_saturation_scores"]["numbers"], scores, atol=0.005)
+    # both bar charts list the keys largest score first, so the takeaway's key opens them
+    order = sorted(range(len(scores)), key=lambda k: -scores[k])
+    assert figures["sm_saturation_scores"]["rows"] == [labels[k] for k in order]
+    np.testing.assert_allclose(
+        figures["sm_saturation_scores"]["numbers"], np.asarray(scores)[order], atol=0.005
+    )
+    assert figures["sm_saturation"]["rows"] == [labels[k] for k in order]
     weights = bar_series(figures["sm_saturation"])  # series: ×1 and ×c
     assert list(weights) == ["×1", f"×{multiplier:g}"]
-    expected = _softmax_rows(np.outer([1.0, multiplier], scores))  # (2, n)
+    expected = _softmax_rows(np.outer([1.0, multiplier], scores))[:, order]  # (2, n)
     np.testing.assert_allclose(weights["×1"], expected[0], atol=0.005)
     np.testing.assert_allclose(weights[f"×{multiplier:g}"], expected[1], atol=0.005)
     curve = _softmax_rows(np.outer(choices, scores))  # (8, n)

@@ -159,13 +159,20 @@ def saturation_figure(
     return fig
 
 
+def largest_first(values: np.ndarray) -> np.ndarray:
+    """(n,) -> (n,) the keys' indices, the largest value first (ties keep their order): the bars
+    open on the key the page's takeaway is about, on the first screen."""
+    return np.argsort(-np.asarray(values, dtype=np.float64), kind="stable")
+
+
 def saturation_score_bars(scores: np.ndarray, labels: Sequence[str]) -> html_heatmap.HtmlFigure:
     """saturation_figure's left panel as HTML, for a few keys: the (n,) scores s as bars from a
     zero line (scores may be negative). labels: visitor text (word pieces), escaped by bar_rows."""
+    order = largest_first(scores)
     return html_heatmap.bar_rows(
-        labels,
-        {"score s": scores},
-        "scores s",
+        [labels[k] for k in order],
+        {"score s": np.asarray(scores)[order]},
+        "scores s, largest first",
         "score",
         [SCORE_COLOUR],
         name="sm_saturation_scores",
@@ -176,10 +183,15 @@ def saturation_score_bars(scores: np.ndarray, labels: Sequence[str]) -> html_hea
 def saturation_weight_bars(
     base_weights: np.ndarray, sharp_weights: np.ndarray, multiplier: float, labels: Sequence[str]
 ) -> html_heatmap.HtmlFigure:
-    """saturation_figure's right panel as HTML: softmax(s) and softmax(c·s), (n,) each, per key."""
+    """saturation_figure's right panel as HTML: softmax(s) and softmax(c·s), (n,) each, per key,
+    in saturation_score_bars' order (softmax keeps the scores' order, so it is the weights')."""
+    order = largest_first(base_weights)
     return html_heatmap.bar_rows(
-        labels,
-        {"×1": base_weights, f"×{multiplier:g}": sharp_weights},
+        [labels[k] for k in order],
+        {
+            "×1": np.asarray(base_weights)[order],
+            f"×{multiplier:g}": np.asarray(sharp_weights)[order],
+        },
         "Multiplying the scores sharpens the weights: softmax(c · s)",
         "weight",
         [DEFAULT_COLOUR, VARIANT_COLOUR],
