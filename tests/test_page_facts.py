@@ -882,22 +882,30 @@ def test_heatmaps_and_multi_head_pick_one_head_for_the_token_before(family, loca
 def test_positional_intro_defines_the_formulas_terms_and_the_map_names_its_scheme(
     local_folders, family
 ):
-    """The intro's x_p formula gets a "?" for the terms it uses before they are taught: the
-    segment row where the checkpoint has a segment table, the norm where the family normalises
-    its embeddings (BERT's three, not GPT-2); a rotary model writes no formula and gets none. The
-    first tab's map is the original Transformer's scheme, not the model's."""
+    """The intro uses no term before it is taught: the x_p formula sits in the folded note under
+    the tabs, after its definitions, with the segment row where the checkpoint has a segment
+    table and the norm where the family normalises its embeddings (BERT's three, not GPT-2); a
+    rotary model writes no formula. The first tab's map is the original Transformer's scheme,
+    not the model's."""
     folder = family_folder(family)
     config = json.loads((folder / "config.json").read_text())
     at = run_on(folder, "views/positional.py")
     assert not at.exception, [e.value for e in at.exception]
     intro = [m for m in at.markdown if "Other schemes put position inside attention" in m.value]
     assert len(intro) == 1
-    help_text = intro[0].proto.help
-    if family == "llama":  # rotary: no x_p formula in the intro
-        assert "its input is" not in intro[0].value and not help_text
+    assert "x_p" not in intro[0].value and "LayerNorm" not in intro[0].value
+    # the folded note under the tabs, which says what else enters the input
+    (note,) = [
+        c.value
+        for c in at.caption
+        if "Position rows are not the only rows" in c.value or "has no segment table" in c.value
+    ]
+    formula = note.split("input at position p is")[-1] if "input at position p" in note else ""
+    if family == "llama":  # rotary: no x_p formula
+        assert not formula, note
     else:
-        assert ("**segment rows**" in help_text) == (config.get("type_vocab_size", 0) > 0)
-        assert ("**LayerNorm**" in help_text) == (family != "gpt2"), help_text
+        assert ("segment" in formula) == (config.get("type_vocab_size", 0) > 0), formula
+        assert ("LayerNorm" in formula) == (family != "gpt2"), formula
     (sinusoid,) = [c for c in at.get("plotly_chart") if "pos_sinusoid" in c.proto.id]
     title = json.loads(sinusoid.proto.spec)["layout"]["title"]["text"]
     assert "original Transformer" in title and "own positions" in title, title

@@ -41,22 +41,10 @@ st.markdown(
     "depends only on the position $p$. Other schemes put position inside attention instead: "
     "relative positions (Shaw et al., 2018) and rotary embeddings (Su et al., 2021). "
     # the loaded model's own input: in the paragraph, not a box of its own, so the first tab's
-    # encoding reaches the first screen
+    # encoding reaches the first screen. Its whole formula waits in the folded note under the
+    # tabs, after the segment row and the norm it names are defined there.
     + anatomy_text.positions_sentence(anatomy, model_label).removesuffix(".")
-    + (
-        " (tab 3)."
-        if rotary
-        else f" (tab 3): its input is $x_p = {anatomy_text.embedding_latex(anatomy)}$."
-    ),
-    # the formula's terms this page has not taught yet: the model's segment row and its norm
-    help=None
-    if rotary
-    else (
-        terms.ahead("segment rows", "LayerNorm", here="views/positional.py", anatomy=anatomy)
-        if anatomy.embedding_norm
-        else terms.ahead("segment rows", here="views/positional.py", anatomy=anatomy)
-    )
-    or None,
+    + " (tab 3)."
 )
 
 
@@ -701,6 +689,12 @@ with st.expander("Besides word and position: what else goes into the input"):
             "layer."
             if anatomy.embedding_norm
             else ""
+        )
+        + (
+            ""
+            if rotary
+            else f" In all, {model_label}'s input at position p is "
+            f"$x_p = {anatomy_text.embedding_latex(anatomy)}$."
         ),
         help=terms.ahead("LayerNorm", anatomy=anatomy) if anatomy.embedding_norm else None,
     )
