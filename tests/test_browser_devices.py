@@ -378,16 +378,23 @@ def test_keyboard_keeps_focus_on_a_slider_across_presses(browser, server):
 
     The first press used to rerun the page with one element fewer at the top (the one-off
     plotly preload), the frontend rebuilt every widget, and focus fell to the body. On a page
-    whose sliders rerun it: 4 · Multi-head attention, on the tab whose Layer and Head sliders
-    drive it (the Overview, Attention heatmaps and the Head view switch heads in the browser,
-    tested below and in test_explore_pages.py).
+    whose sliders rerun it: 4 · Multi-head attention, on tab 1, whose Layer slider drives it
+    (the Overview, Attention heatmaps and the Head view switch heads in the browser, tested
+    below and in test_explore_pages.py). The same visit checks that a link naming the tab opens
+    it with its figures drawn.
     """
     multi_head = next(p for p in PAGES if p.path == "views/multi_head.py")
-    tab = urlencode({"mh_section": "2 · Back to one vector"})
+    tab = urlencode({"mh_section": "1 · All heads"})
     page, context = open_page(
         browser, server, multi_head, tab, viewport={"width": 1300, "height": 1200}
     )
     try:
+        # a link that names a tab opens it: its four named-head grids drawn (the layer's grid of
+        # every head waits below its question, ui/predict.py), with no error in the page
+        page.wait_for_function(
+            "document.querySelectorAll('[data-testid=\"stMain\"] .js-plotly-plot').length >= 4"
+        )
+        assert page.errors == []
         runs = page.runs
         slider = page.locator(SLIDER_INPUT).first
         label = slider.get_attribute("aria-label")
@@ -478,12 +485,16 @@ def test_overview_switches_layer_and_head_in_the_browser(browser, server, text):
     script that differs from ui/html_heatmap.py's shows another).
     """
     overview = next(p for p in PAGES if p.default)
-    page, context = open_page(browser, server, overview, viewport={"width": 1300, "height": 1200})
+    # the Overview opens on its takeaway's head: the link sets head 0 to step from (one load:
+    # the page opens on the link, not on the default sentence first)
+    page, context = open_page(
+        browser,
+        server,
+        overview,
+        f"text={quote(text)}&overview_layer=0&overview_head=0",
+        viewport={"width": 1300, "height": 1200},
+    )
     try:
-        mark = page.runs.mark()
-        # the Overview opens on its takeaway's head: the link sets head 0 to step from
-        page.goto(f"{server.url}/?text={quote(text)}&overview_layer=0&overview_head=0")
-        page.runs.wait_settled(mark, start_timeout_ms=60_000)
         page.wait_for_function(f"() => (({GRID_SHOWN_JS})() || {{title: ''}}).title !== ''")
         first = grid_shown(page)
         assert first["title"] == "Layer 0, head 0: attention weights"
@@ -551,12 +562,15 @@ def test_attention_heatmaps_switch_frame_heatmap_and_rows_in_the_browser(browser
     and section 4's rows with no run of the script; a reload of the resulting link draws the
     same three on the server (so no store is another head's, or misplaced)."""
     heatmaps = next(p for p in PAGES if Path(p.path).stem == "heatmaps")
-    page, context = open_page(browser, server, heatmaps, viewport={"width": 1300, "height": 1200})
+    text = quote("Unbelievably, the riverbank flooded.")
+    page, context = open_page(
+        browser,
+        server,
+        heatmaps,
+        f"text={text}&hm_renorm=true",
+        viewport={"width": 1300, "height": 1200},
+    )
     try:
-        mark = page.runs.mark()
-        text = quote("Unbelievably, the riverbank flooded.")
-        page.goto(f"{server.url}/{heatmaps.url_path}?text={text}&hm_renorm=true")
-        page.runs.wait_settled(mark, start_timeout_ms=60_000)
         page.wait_for_function(f"({HEATMAPS_SHOWN_JS})() !== null")
         opened = page.evaluate(HEATMAPS_SHOWN_JS)
         assert opened["title"] == "Layer 0, head 0: attention weights"

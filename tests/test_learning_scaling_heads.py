@@ -565,22 +565,15 @@ def test_pages_survive_bad_input(page, name):
 
 
 @pytest.mark.browser
-def test_both_pages_in_chromium(server, browser):
+def test_scaling_page_draws_its_bars_in_chromium(server, browser):
     from tests.support.browser import page_exceptions, wait_for_app
 
     url = server.url  # the shared server (conftest.py); browser: this module's
     page = browser.new_page(viewport={"width": 1300, "height": 2400})
     for path, title, selector, min_drawn in (
-        # section 1: the saturation bars and their table over c, HTML
+        # section 1: the saturation bars and their table over c, HTML (Multi-head's tab 1 in
+        # the browser: test_browser_devices.py's keyboard test opens it from a link)
         ("scaling_masking", "3 · Scaling and masking", ".ae-bars[data-figure]", 4),
-        # a link that names a tab opens it: the four named-head grids (the layer's grid of
-        # every head waits below its question, ui/predict.py)
-        (
-            "multi_head?mh_section=1+%C2%B7+All+heads",
-            "4 · Multi-head attention",
-            ".js-plotly-plot",
-            4,
-        ),
     ):
         page.goto(f"{url}/{path}")
         wait_for_app(page)
