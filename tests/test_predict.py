@@ -208,7 +208,7 @@ def pos_distance(model, state: dict) -> set[str]:
 def pos_bag_of_words(model, state: dict) -> set[str]:
     trace = model.run(state["text"])
     result = positional.permutation_experiment(
-        model, trace.tokens, trace.input_ids, False, 0, True, 64, segments=trace.segments
+        model, trace.tokens, trace.input_ids, trace.special, False, 0, True, 64, segments=trace.segments
     )
     return {"the same, up to rounding" if result.max_abs_diff < 1e-4 else "different"}
 

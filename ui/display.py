@@ -263,17 +263,21 @@ def show_token_matrix(
     x_title: str = "dimension",
     zmax: float | None = 1.0,
     colorbar_title: str = "weight",
+    decimals: int | None = None,
 ) -> None:
     """A token-by-token (square) or token-by-dimension matrix through show_matrix, with
     matrix_charts' builders: HTML cells or one image up to DRAW_LIMIT tokens and 128 columns, a
     few tokens' wide vectors as one strip, else plotly's heatmap, which zooms and draws the
     first DRAW_LIMIT tokens, as the page's limit_note says. zmax, colorbar_title: a square
-    matrix's colour scale, as pair_matrix takes them."""
+    matrix's colour scale, as pair_matrix takes them; decimals: its printed cells' (0 for marks
+    of 1 and 0, which two decimals would dress up as weights)."""
     pair_scale = {"zmax": zmax, "colorbar_title": colorbar_title}
     if square:
         show_matrix(
             matrix.shape,
-            html=lambda: matrix_charts.pair_grid(matrix, tokens, title, name=key, **pair_scale),
+            html=lambda: matrix_charts.pair_grid(
+                matrix, tokens, title, name=key, decimals=decimals, **pair_scale
+            ),
             plotly=lambda: matrix_charts.pair_matrix(matrix, tokens, title, **pair_scale),
             key=key,
             filename=filename,

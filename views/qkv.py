@@ -149,6 +149,7 @@ for column, (weights, name, key) in zip(
             f"qkv-{key}",
             square=True,
             colorbar_title="largest",
+            decimals=0,  # marks, not weights: 1 or 0
         )
 if rotary_gap:  # said beside the maps it qualifies, not only in the folded note below
     st.caption(
