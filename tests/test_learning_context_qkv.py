@@ -660,7 +660,7 @@ def test_a_trained_head_reads_what_its_layer_reads_in_a_pre_norm_model(
         def tops(w: np.ndarray) -> np.ndarray:  # (n, n) the keys within 1e-6 of a row's largest
             return w >= w.max(axis=1, keepdims=True) - 1e-6
 
-        moved = int((tops(weights) != tops(own)).any(axis=1).sum())
+        moved = int((~(tops(weights) & tops(own)).any(axis=1)).sum())  # no top key in common
         assert 0 < moved < n  # this tiny Llama: some rows, not all, move their largest weight
         assert f"In {moved} of {n} rows the largest weight sits on another key" in text
 

@@ -598,3 +598,20 @@ def test_remove_heads_bars_keep_a_short_axis_title_and_say_it_in_the_caption():
     assert "Bars: 1 − cosine between each token's final vector here and in the full model" in (
         captions
     )
+
+
+def test_the_plotly_saturation_figure_lists_keys_largest_score_first_too():
+    """Past the HTML form's size the plotly figure draws the same order: the takeaway's key
+    first, its weights under c = 1 and c recomputed here."""
+    from ui import scaling_masking_charts
+
+    scores = np.array([0.2, 1.5, -0.3, 0.9])
+    labels = ["a", "b", "c", "d"]
+    base, sharp = _softmax_rows(np.outer([1.0, 10.0], scores))
+    fig = scaling_masking_charts.saturation_figure(scores, base, sharp, 10, labels)
+    order = [1, 3, 0, 2]  # b 1.5, d 0.9, a 0.2, c −0.3
+    score_bars, base_bars, sharp_bars = fig.data
+    np.testing.assert_allclose(score_bars.y, scores[order], atol=1e-4)
+    np.testing.assert_allclose(base_bars.y, base[order], atol=1e-4)
+    np.testing.assert_allclose(sharp_bars.y, sharp[order], atol=1e-4)
+    assert list(fig.layout.xaxis.ticktext) == [labels[k] for k in order]

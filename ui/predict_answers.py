@@ -372,6 +372,13 @@ def previous_token_row(
     named = wording.earns_role_name(on_previous[head], chance)
     before = weights[head, asked, asked - 1]  # (k,) row i's weight on i − 1
     query = int(asked[np.argmax(before)])  # the clearest row not shown yet
+    # how often the rule holds at all: rows (of those on_previous averages) whose largest weight
+    # is on the token before, so a weak lean's clearest row is not taken for the rule
+    held = int(np.sum(np.argmax(weights[head, rows], axis=-1) == rows - 1))
+    how_often = (
+        f"the token before takes a row's largest weight in {wording.count_of(held, len(rows))} "
+        "of this sentence"
+    )
     row = weights[head, query]  # (n,)
     word, previous = _token_label(tokens, query), _token_label(tokens, query - 1)
 
@@ -396,12 +403,14 @@ def previous_token_row(
         if best == query - 1:
             return (
                 f"Head {head} {leans} ({share:.2f} on average, {against}), and in the row of "
-                f"{word} the token before, {previous}, still takes the most: {row[query - 1]:.2f}."
+                f"{word} the token before, {previous}, still takes the most: {row[query - 1]:.2f}. "
+                f"This row is the head's clearest, though: {how_often}."
             )
         return (
             f"Head {head} {leans} ({share:.2f} on average, {against}), yet this row gives "
             f"{_token_label(tokens, best)} {row[best]:.2f}, more than the {row[query - 1]:.2f} of "
-            f"{previous}, the token before: an average over rows can hide a row that breaks it."
+            f"{previous}, the token before: an average over rows can hide a row that breaks it "
+            f"({how_often})."
         )
 
     return _token_question(

@@ -116,13 +116,19 @@ def saturation_figure(
     multiplier: float,
     labels: Sequence[str],
 ) -> go.Figure:
-    """Left: the score vector s (n,); right: softmax(s) and softmax(c·s) as grouped bars.
-    Plotly, for more keys than saturation_bars draws as HTML."""
+    """Left: the score vector s (n,); right: softmax(s) and softmax(c·s) as grouped bars, the
+    keys largest score first, as the HTML form. Plotly, for more keys than saturation_bars draws
+    as HTML."""
+    order = largest_first(scores)
+    scores, base_weights, sharp_weights = (
+        np.asarray(values)[order] for values in (scores, base_weights, sharp_weights)
+    )
+    labels = [labels[k] for k in order]
     positions = np.arange(len(scores))
     fig = make_subplots(
         rows=1,
         cols=2,
-        subplot_titles=("scores s", "weights softmax(c · s)"),
+        subplot_titles=("scores s, largest first", "weights softmax(c · s)"),
         horizontal_spacing=0.1,
     )
     fig.add_trace(

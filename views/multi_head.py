@@ -319,7 +319,7 @@ def all_heads() -> None:
             if previous_named
             else f"L{prev_layer} H{prev_head}, the head that leans most to the token before, gives"
         )
-        + f" the token before {prev_mean:.2f} of its weight on average; "
+        + f" the token before {prev_mean:.2f} of its weight on average over the probe sentences; "
         + (
             f"the {partner_name} head L{other_layer} H{other_head}, "
             if partner_named
