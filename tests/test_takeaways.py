@@ -43,6 +43,10 @@ def test_context_takeaway_states_the_shared_words_cosines(model):
     assert "same vector in X (cosine 1.000)" in said
     assert f"their cosine is {cosine:.3f}: each has mixed in its own sentence" in said
     assert cosine < 0.9995
+    # the same two cosines under the bars, as a number beside the weights that make them
+    (metric,) = [m for m in at.metric if "after mixing" in m.label]
+    assert metric.value == f"{cosine:.3f}"
+    assert f"{cosine - 1:+.3f} from 1.000 before" in metric.proto.delta
 
 
 def entropy_bits(weights: np.ndarray) -> np.ndarray:
@@ -291,8 +295,9 @@ def test_explanations_takeaway_names_pieces_of_the_sentence():
     # the rule that makes the figure agree: [CLS] (1.00 in some rows) and a negative cell
     # (gradient × input's strongest) are not "what matters most"
     rule = (
-        "Asked which word piece matters most (each method's highest score, [CLS] and [SEP] left "
-        "out; a negative score counts against a piece), the 6 methods name "
+        "Asked which word piece counts most for the output (each method's highest score, [CLS] "
+        "and [SEP] left out; a negative score, however large, counts against it), the 6 methods "
+        "name "
     )
     assert said.startswith(rule), said
     answer = said.removeprefix(rule)
@@ -301,6 +306,7 @@ def test_explanations_takeaway_names_pieces_of_the_sentence():
         if "(" in answer
         else [answer.removeprefix("the same one, ").rstrip(".")]
     )
+    named = [piece.strip("“”") for piece in named]  # each quoted, so "." reads as a piece
     assert set(named) <= {"time", "flies", "like", "an", "arrow", "."}, said
 
 

@@ -466,5 +466,20 @@ def sense_match_figure(
         ticktext=state_marks(n_states),
         title_text=STATE_AXIS_TITLE,
     )
-    fig.update_yaxes(title_text="share of occurrences", range=[-0.05, 1.05], tickformat=".0%")
-    return plain_layout(fig, title, height)
+    fig.update_yaxes(title_text="share of occurrences", range=[-0.05, 1.15], tickformat=".0%")
+    # the last state's count written at its point (the takeaway's "k of n"); the legend in one
+    # line above the plot, where beside it it took half of a column's width
+    fig.add_annotation(
+        x=n_states - 1,
+        y=share[-1],
+        text=f"{int(matched[-1])} of {counted}",
+        showarrow=False,
+        yshift=12,
+        xanchor="right",
+    )
+    plain_layout(fig, title, height)
+    fig.update_layout(
+        legend={"orientation": "h", "x": 0, "y": 1.0, "yanchor": "bottom"},
+        margin={"t": 90 + 18 * title.count("<br>")},
+    )
+    return fig

@@ -133,9 +133,24 @@ display.show_shared_word(
     key="ctx_payoff",
     filename="context-shared-word",
 )
-st.caption(
-    f"Each “{shown_word}” in Y is its row of weights above times the rows of X. The two mixes "
-    f"have cosine {pair.cosine_after:.3f}; the one table row they start from, {pair.cosine_before:.3f}."
+# the takeaway's two cosines beside the weights that make them (a cosine of two model-wide
+# vectors is no bar of the figure above)
+cosine_column, how_column = st.columns([1, 2])
+cosine_column.metric(
+    f"cosine of the two “{shown_word}”s after mixing",
+    f"{pair.cosine_after:.3f}",
+    delta=f"{pair.cosine_after - pair.cosine_before:+.3f} from {pair.cosine_before:.3f} before",
+    delta_color="off",
+)
+how_column.caption(
+    f"After mixing, each “{shown_word}” is the sum of its sentence's word vectors, each times "
+    "its weight in the bars above. The two sums have "
+    + (
+        f"only “{shown_word}”'s own row in common"
+        if len(shared) == 1
+        else f"the rows of the {len(shared)} word pieces both sentences use in common"
+    )
+    + ", and the takeaway's cosine is the cosine of those two sums."
 )
 
 

@@ -120,12 +120,12 @@ named = sorted({trace.tokens[index] for index in tops.values()})
 specials, _ = anatomy_text.specials_in_run(trace.tokens, trace.special)
 left_out = f", {specials} left out" if specials else ""
 takeaway.show(
-    f"Asked which word piece matters most (each method's highest score{left_out}; a negative "
-    f"score counts against a piece), the {len(tops)} methods name "
+    f"Asked which word piece counts most for the output (each method's highest score{left_out}; "
+    f"a negative score, however large, counts against it), the {len(tops)} methods name "
     + (
-        f"the same one, {literal(named[0])}."
+        f"the same one, “{literal(named[0])}”."
         if len(named) == 1
-        else f"{len(named)} different ones ({', '.join(literal(piece) for piece in named)}): "
+        else f"{len(named)} different ones ({', '.join(f'“{literal(piece)}”' for piece in named)}): "
         "they answer different questions, and the deletion test below checks one of them."
     )
 )
