@@ -47,10 +47,9 @@ st.markdown(
     "A word piece starts as one row of the vocabulary table: *bank* is the same row by the "
     "river and at the counter. Layer by layer, attention mixes in what the other tokens carry "
     "and a feed-forward network reworks each token, so each *bank* ends up somewhere different. "
-    f"Below, the tokens of the page's {len(EXAMPLES)} example sentences (in the folded box "
-    "under the takeaway, each written for one sense of its word) and, unless you switch it off "
-    "there, of the sentence you typed in the sidebar, squeezed from "
-    f"{model.d_model} dimensions into a picture."
+    f"Below: the tokens of {len(EXAMPLES)} example sentences, each written for one sense of its "
+    f"word, and of your sidebar sentence, squeezed from {model.d_model} dimensions into a "
+    "picture (listed, and editable, in the folded box below)."
 )
 # The page's point comes first, above the controls it depends on: filled in once the word piece
 # and the hidden state are chosen (payoff()).
