@@ -848,6 +848,9 @@ def test_the_scale_takeaway_follows_the_two_runs():
     assert "learns better without 1/√d_k" in lab_story.scale_takeaway(
         run(True, 0.6, 0.0), run(False, 0.9, 0.0)
     )
+    # the stepped figure opens on step 0, so its title carries the end the takeaway quotes
+    title = lab_charts.learning_steps(unscaled).layout.title.text
+    assert title == "Learned attention · 70% right after step 2", title
     alike = lab_story.scale_takeaway(run(True, 1.0, 0.0), run(False, 0.99, 0.0))
     assert "makes no visible difference" in alike and "rows" not in alike
 

@@ -256,7 +256,10 @@ def learning_steps(run: TrainingRun) -> go.Figure:
             )
         )
     layout = {
-        "title": title_on_top("Learned attention"),
+        # the run's end, which the page's takeaway quotes, in the figure that opens on its start
+        "title": title_on_top(
+            f"Learned attention · {float(run.eval_accuracy[-1]):.0%} right after step {run.settings.steps}"
+        ),
         "height": TOP_PX + plot_px + CURVES_BOTTOM_PX,
         "margin": {"l": base.layout.margin.l, "r": 75, "t": TOP_PX, "b": CURVES_BOTTOM_PX},
         "xaxis": {**x_axis, "domain": [0, 1]},
