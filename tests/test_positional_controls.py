@@ -45,7 +45,8 @@ def controls(block: element_tree.Block) -> list:
 def another_value(widget) -> object:
     """A value the control offers other than its current one."""
     if widget.type == "multiselect":
-        return [option for option in widget.options if option not in widget.value][:1]
+        chosen = {str(value) for value in widget.value}  # options come as text, values not
+        return [option for option in widget.options if option not in chosen][:1]
     if widget.type == "number_input":
         return widget.value + 1 if widget.max is None or widget.value < widget.max else widget.min
     if widget.type == "button_group":  # a prediction's pills: their values are option numbers

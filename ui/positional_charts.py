@@ -96,7 +96,10 @@ def dimension_curves(encoding: np.ndarray, dims: Sequence[int], title: str) -> g
     """Chosen columns of an (n_positions, d_model) encoding as curves over position."""
     n, d_model = encoding.shape
     lines = {f"dim {d}": encoding[:, d] for d in dims if 0 <= d < d_model}
-    return curves(np.arange(n), lines, title, "position p", "value")
+    figure = curves(np.arange(n), lines, title, "position p", "value")
+    # the legend in a line over the plot: beside it, it took a third of a narrow column
+    figure.update_layout(legend={"orientation": "h", "x": 0, "y": 1.0, "yanchor": "bottom"})
+    return figure
 
 
 def bit_figure(bits: np.ndarray, smooth: np.ndarray, bit: int) -> go.Figure:

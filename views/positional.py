@@ -89,7 +89,9 @@ def sinusoid_section() -> None:
                 else f"{last_turns:.2f} of a turn across these {n_positions} rows."
             )
         )
-        # the encoding first, then how it is made
+        # the encoding and its first columns as curves side by side, so the takeaway's count of
+        # turns can be read off a curve, then how it is made
+        map_column, curves_column = st.columns([3, 2])
         fig = positional_charts.position_heatmap(
             sinusoid,
             # short lines: a phone's plot is ~350 px wide
@@ -97,13 +99,31 @@ def sinusoid_section() -> None:
             f"<sup>{n_positions} positions × {d_model} dimensions, sized below<br>"
             f"Vaswani et al., 2017: not {model_label}'s own positions (tab 3)</sup>",
         )
-        display.show_matrix(
-            sinusoid.shape, None, lambda: fig, key="pos_sinusoid", filename="sinusoidal-encoding"
-        )
+        with map_column:
+            display.show_matrix(
+                sinusoid.shape,
+                None,
+                lambda: fig,
+                key="pos_sinusoid",
+                filename="sinusoidal-encoding",
+            )
     if display_policy.reduced_in_heatmap(n_positions):
         st.caption(
             f"The heatmap shows every {positional_charts.thin_rows(n_positions)[1]}th position."
         )
+    dims = st.multiselect(
+        "Dimensions to draw as curves",
+        list(range(d_model)),
+        # the takeaway's two ends (column 0, the last pair's sine) and one between
+        default=[0, d_model // 4, d_model - 2],
+        key="pos_dims",
+        bind="query-params",
+    )
+    with curves_column:
+        curves = positional_charts.dimension_curves(
+            sinusoid, dims, "Single dimensions over position"
+        )
+        display.show_figure(curves, key="pos_curves", filename="sinusoid-dimensions")
     st.latex(
         r"\begin{gathered}PE_{p,\,2i} = \sin(\omega_i\,p),\quad PE_{p,\,2i+1} = \cos(\omega_i\,p),"
         r"\\ \omega_i = 10000^{-2i/d_{\text{model}}}\end{gathered}"
@@ -113,15 +133,6 @@ def sinusoid_section() -> None:
         "per position, the last pair needs tens of thousands of positions for one turn. Together the "
         "hands give every position a distinct reading."
     )
-    dims = st.multiselect(
-        "Dimensions to draw as curves",
-        list(range(d_model)),
-        default=[0, 1, d_model // 8, d_model // 4, d_model // 2],
-        key="pos_dims",
-        bind="query-params",
-    )
-    fig = positional_charts.dimension_curves(sinusoid, dims, "Single dimensions over position")
-    display.show_figure(fig, key="pos_curves", filename="sinusoid-dimensions")
 
 
 def binary_section() -> None:
