@@ -51,7 +51,8 @@ else:
         "in this run, so here every token looks at every other)"
     )
 st.markdown(
-    f"A transformer starts from one fixed vector per word piece and, layer by layer, {looks_at} "
+    "A transformer starts from one fixed vector per word piece (a *token*: a word, part of a "
+    f"word, or a punctuation mark) and, layer by layer, {looks_at} "
     "and mix in what it finds, then reworks each token on its "
     "own in a feed-forward network. This app runs that process on "
     f"the real weights of a trained model ({model_label} on screen) with its own, "
