@@ -46,7 +46,7 @@ def test_context_takeaway_states_the_shared_words_cosines(model):
     # the same two cosines under the bars, as a number beside the weights that make them
     (metric,) = [m for m in at.metric if "after mixing" in m.label]
     assert metric.value == f"{cosine:.3f}"
-    assert f"{cosine - 1:+.3f} from 1.000 before" in metric.proto.delta
+    assert f"−{1 - cosine:.3f} from 1.000 before" in metric.proto.delta
 
 
 def entropy_bits(weights: np.ndarray) -> np.ndarray:

@@ -258,7 +258,8 @@ def learning_steps(run: TrainingRun) -> go.Figure:
     layout = {
         # the run's end, which the page's takeaway quotes, in the figure that opens on its start
         "title": title_on_top(
-            f"Learned attention · {float(run.eval_accuracy[-1]):.0%} right after step {run.settings.steps}"
+            f"Learned attention · {float(run.eval_accuracy[-1]):.0%} of held-out tokens right "
+            f"at step {run.settings.steps}"
         ),
         "height": TOP_PX + plot_px + CURVES_BOTTOM_PX,
         "margin": {"l": base.layout.margin.l, "r": 75, "t": TOP_PX, "b": CURVES_BOTTOM_PX},

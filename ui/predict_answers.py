@@ -404,7 +404,7 @@ def previous_token_row(
             return (
                 f"Head {head} {leans} ({share:.2f} on average, {against}), and in the row of "
                 f"{word} the token before, {previous}, still takes the most: {row[query - 1]:.2f}. "
-                f"This row is the head's clearest, though: {how_often}."
+                f"Of the rows not quoted so far this is the head's clearest, though: {how_often}."
             )
         return (
             f"Head {head} {leans} ({share:.2f} on average, {against}), yet this row gives "

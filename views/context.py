@@ -136,11 +136,14 @@ display.show_shared_word(
 # the takeaway's two cosines beside the weights that make them (a cosine of two model-wide
 # vectors is no bar of the figure above)
 cosine_column, how_column = st.columns([1, 2])
+change = pair.cosine_after - pair.cosine_before  # never up: a mix can only pull them apart
 cosine_column.metric(
     f"cosine of the two “{shown_word}”s after mixing",
     f"{pair.cosine_after:.3f}",
-    delta=f"{pair.cosine_after - pair.cosine_before:+.3f} from {pair.cosine_before:.3f} before",
+    # a true minus, and no sign (nor arrow) for a change that rounds to zero
+    delta=f"{signed(change, 3)} from {pair.cosine_before:.3f} before",
     delta_color="off",
+    delta_arrow="down" if signed(change, 3).startswith("−") else "off",
 )
 how_column.caption(
     f"After mixing, each “{shown_word}” is the sum of its sentence's word vectors, each times "
