@@ -851,7 +851,7 @@ def test_the_scale_takeaway_follows_the_two_runs():
     # the stepped figure opens on step 0, so its title carries the end the takeaway quotes
     title = lab_charts.learning_steps(unscaled).layout.title.text
     # held-out tokens, as the takeaway says: not the probe rows the map draws
-    assert title == "Learned attention · 70% of held-out tokens right at step 2", title
+    assert title == "Learned attention · 70% held-out right", title
     alike = lab_story.scale_takeaway(run(True, 1.0, 0.0), run(False, 0.99, 0.0))
     assert "makes no visible difference" in alike and "rows" not in alike
 

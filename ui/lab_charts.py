@@ -256,10 +256,11 @@ def learning_steps(run: TrainingRun) -> go.Figure:
             )
         )
     layout = {
-        # the run's end, which the page's takeaway quotes, in the figure that opens on its start
+        # the run's end, which the page's takeaway quotes, in the figure that opens on its start:
+        # held-out tokens, not the probe rows the map draws; one line (a second moved the map
+        # off the target's beside it), short enough for a phone
         "title": title_on_top(
-            f"Learned attention · {float(run.eval_accuracy[-1]):.0%} of held-out tokens right "
-            f"at step {run.settings.steps}"
+            f"Learned attention · {float(run.eval_accuracy[-1]):.0%} held-out right"
         ),
         "height": TOP_PX + plot_px + CURVES_BOTTOM_PX,
         "margin": {"l": base.layout.margin.l, "r": 75, "t": TOP_PX, "b": CURVES_BOTTOM_PX},
