@@ -260,9 +260,14 @@ def paper_check(
     return PaperCheck(rho, wins, comparisons)
 
 
-def top_pieces(scores: Mapping[str, np.ndarray], allowed: np.ndarray) -> dict[str, int]:
+def top_pieces(scores: Mapping[str, np.ndarray], allowed: np.ndarray) -> dict[str, int | None]:
     """{method: (n,) scores}, (n,) bool pieces that may be ranked -> {method: index of its
-    highest-scoring allowed piece}: what each method names as mattering most."""
-    return {
-        name: int(np.argmax(np.where(allowed, values, -np.inf))) for name, values in scores.items()
-    }
+    highest-scoring allowed piece}: what each method names as counting most for the output.
+    None where no allowed piece scores above 0: the least negative piece still counts against
+    the output, so the method names none."""
+    tops: dict[str, int | None] = {}
+    for name, values in scores.items():
+        ranked = np.where(allowed, values, -np.inf)  # (n,)
+        best = int(np.argmax(ranked))
+        tops[name] = best if ranked[best] > 0 else None
+    return tops

@@ -799,3 +799,16 @@ def test_the_deletion_test_removes_at_most_k_pieces_and_always_leaves_one():
     no_specials = np.ones(4, dtype=bool)  # GPT-2: every piece removable, one must stay
     assert explanations_runs.deletion_steps(no_specials) == 3
     assert explanations_runs.deletion_steps(np.array([False, False])) == 0
+
+
+def test_a_method_whose_every_piece_counts_against_names_none():
+    """top_pieces: the highest allowed score, or None when even that one is at or below 0 (the
+    least negative piece still counts against the output); a disallowed piece is never named."""
+    from core import explanations
+
+    allowed = np.array([False, True, True, True])  # piece 0: a special piece
+    scores = {
+        "mixed": np.array([9.0, -1.0, 0.5, 0.2]),
+        "against": np.array([9.0, -0.3, -0.1, -2.0]),
+    }
+    assert explanations.top_pieces(scores, allowed) == {"mixed": 2, "against": None}

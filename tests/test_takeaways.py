@@ -3,6 +3,8 @@ independently of the page (numpy on the model's weights or the toy's vectors).""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 from conftest import assert_no_exception, open_tab, run_page, takeaway_text
 from shown import html_figures, shown
@@ -296,11 +298,19 @@ def test_explanations_takeaway_names_pieces_of_the_sentence():
     # (gradient × input's strongest) are not "what matters most"
     rule = (
         "Asked which word piece counts most for the output (each method's highest score, [CLS] "
-        "and [SEP] left out; a negative score, however large, counts against it), the 6 methods "
-        "name "
+        "and [SEP] left out; a negative score, however large, counts against it), "
     )
     assert said.startswith(rule), said
-    answer = said.removeprefix(rule)
+    # "k of the 6 methods (…: no piece above 0, so none named) name …": a method whose best
+    # piece still scores below 0 names none, and the count says so
+    found = re.match(
+        r"(\d) of the 6 methods(?: \((.*?): no piece above 0, so none named\))? name ",
+        said.removeprefix(rule),
+    )
+    assert found, said
+    naming, against = int(found[1]), found[2]
+    assert naming + (len(against.split(" and ")) if against else 0) == 6, said
+    answer = said.removeprefix(rule)[found.end() :]
     named = (
         answer.split("(")[1].split(")")[0].split(", ")
         if "(" in answer

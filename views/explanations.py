@@ -15,6 +15,7 @@ from ui import (
     state,
     tables,
     takeaway,
+    terms,
     traces,
     widgets,
     word_level,
@@ -114,20 +115,28 @@ st.subheader("1 · Every method, every " + unit)
 merged = {label: view.scores(scores[name]) for label, name in zip(labels, scores, strict=True)}
 # The page's point: the methods' answers side by side, and whether their top pieces agree
 tops = explanations.top_pieces(scores, saliency.removable(trace.tokens, trace.special))
-named = sorted({trace.tokens[index] for index in tops.values()})
-# the rule behind "matters most", said where the figure would otherwise contradict it: the
+named = sorted({trace.tokens[index] for index in tops.values() if index is not None})
+# a method whose every piece scores at or below 0 names none (its best still counts against)
+naming = sum(index is not None for index in tops.values())
+against = [explanations.METHOD_LABELS[name] for name, index in tops.items() if index is None]
+none_above = f" ({' and '.join(against)}: no piece above 0, so none named)" if against else ""
+# the rule behind "counts most", said where the figure would otherwise contradict it: the
 # highest signed score (a negative one counts against), the tokenizer's own pieces left out
 specials, _ = anatomy_text.specials_in_run(trace.tokens, trace.special)
 left_out = f", {specials} left out" if specials else ""
 takeaway.show(
     f"Asked which word piece counts most for the output (each method's highest score{left_out}; "
-    f"a negative score, however large, counts against it), the {len(tops)} methods name "
+    f"a negative score, however large, counts against it), {naming} of the {len(tops)} methods"
+    f"{none_above} name "
     + (
-        f"the same one, “{literal(named[0])}”."
+        "none."
+        if not named
+        else f"the same one, “{literal(named[0])}”."
         if len(named) == 1
         else f"{len(named)} different ones ({', '.join(f'“{literal(piece)}”' for piece in named)}): "
         "they answer different questions, and the deletion test below checks one of them."
-    )
+    ),
+    help=terms.ahead("gradient", "integrated gradients", here="views/explanations.py"),
 )
 methods_title = f"Scores per {unit}, each row ÷ its max |score|"
 method_labels, by_method = list(merged), explanations_charts.stacked_scores(merged)  # (methods, n)

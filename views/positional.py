@@ -114,8 +114,8 @@ def sinusoid_section() -> None:
     dims = st.multiselect(
         "Dimensions to draw as curves",
         list(range(d_model)),
-        # the takeaway's two ends (column 0, the last pair's sine) and one between
-        default=[0, d_model // 4, d_model - 2],
+        # the takeaway's columns: the first pair (0 and 1) and the last two
+        default=[0, 1, d_model - 2, d_model - 1],
         key="pos_dims",
         bind="query-params",
     )
