@@ -281,7 +281,12 @@ def test_one_heads_order_test_sees_the_models_positions(tiny, family):
     model, _ = tiny(family)
     trace = model.run(TEXT)
     test = qkv.order_test(
-        model, trace.input_ids, trace.segments, trace.tokens, qkv.head_projections(model, 0, 1)
+        model,
+        trace.input_ids,
+        trace.segments,
+        trace.special,
+        trace.tokens,
+        qkv.head_projections(model, 0, 1),
     )
     assert test.moved and test.gap_without_positions < ATOL
     assert test.gap_with_positions > 1e-3 * test.largest_output

@@ -133,27 +133,28 @@ display.show_shared_word(
     key="ctx_payoff",
     filename="context-shared-word",
 )
-# the takeaway's two cosines beside the weights that make them (a cosine of two model-wide
-# vectors is no bar of the figure above)
-cosine_column, how_column = st.columns([1, 2])
-change = pair.cosine_after - pair.cosine_before  # never up: a mix can only pull them apart
-cosine_column.metric(
-    f"cosine of the two “{shown_word}”s after mixing",
+# The payoff, measured: the takeaway's two cosines as numbers right under the weights that make
+# them (a cosine of two model-wide vectors is no bar of the figure above)
+before, after = st.columns(2)
+before.metric(f"cosine of “{shown_word}”, A vs B, in X", f"{pair.cosine_before:.3f}")
+after.metric(
+    f"cosine of “{shown_word}”, A vs B, in Y",
     f"{pair.cosine_after:.3f}",
     # a true minus, and no sign (nor arrow) for a change that rounds to zero
-    delta=f"{signed(change, 3)} from {pair.cosine_before:.3f} before",
+    delta=signed(pair.cosine_change, 3),
     delta_color="off",
-    delta_arrow="down" if signed(change, 3).startswith("−") else "off",
+    delta_arrow="down" if signed(pair.cosine_change, 3).startswith("−") else "off",
 )
-how_column.caption(
-    f"After mixing, each “{shown_word}” is the sum of its sentence's word vectors, each times "
-    "its weight in the bars above. The two sums have "
-    + (
-        f"only “{shown_word}”'s own row in common"
-        if len(shared) == 1
-        else f"the rows of the {len(shared)} word pieces both sentences use in common"
-    )
-    + ", and the takeaway's cosine is the cosine of those two sums."
+# how much the mixes differ follows the cosine in Y at the three decimals the metric shows
+mixes = (
+    f"and the mixes {wording.how_far_apart(pair.cosine_after)} because the neighbours differ"
+    if round(pair.cosine_after, 3) < 1.0
+    else "yet the mixes agree to three decimals: each row keeps nearly all of its weight"
+)
+st.caption(
+    f"In X the two rows of “{shown_word}” are one and the same table entry (cosine 1). In "
+    f"Y = softmax(X Xᵀ) X each is its row of weights above times its sentence's rows of X, "
+    f"{mixes}. The steps below build Y."
 )
 
 
@@ -242,26 +243,6 @@ st.markdown(
     "cannot tell where a row sits; page 2's last step measures it."
 )
 side_by_side("y", {n: r.output for n, r in results.items()}, "Y", square=False)
-
-st.subheader("The payoff, measured: the same word, two vectors")
-before, after = st.columns(2)
-before.metric(f"cosine of “{shown_word}”, A vs B, in X", f"{pair.cosine_before:.3f}")
-after.metric(
-    f"cosine of “{shown_word}”, A vs B, in Y",
-    f"{pair.cosine_after:.3f}",
-    delta=f"{pair.cosine_change:+.3f}",
-    delta_color="off",
-)
-# how much the mixes differ follows the cosine in Y at the three decimals the metric shows
-mixes = (
-    f"and the mixes {wording.how_far_apart(pair.cosine_after)} because the neighbours differ"
-    if round(pair.cosine_after, 3) < 1.0
-    else "yet the mixes agree to three decimals: each row keeps nearly all of its weight"
-)
-st.markdown(
-    f"In X the two rows of “{shown_word}” are one and the same table entry (cosine 1). In Y "
-    f"each is a mix of its own sentence, {mixes}: the bars at the top of the page."
-)
 
 st.subheader("Why this works here: the vectors are short")
 length = context_runs.length_effect(model, text_a or "", text_b or "", word)
