@@ -128,7 +128,7 @@ def test_qkv_payoff_caption_follows_positions_cosine_and_self_weight(family):
 def test_context_wording_follows_its_cosine_and_self_weights(family):
     at = render(family, "views/context.py")
     text = text_of(at)
-    shown = re.search(r"In Y each is a mix of its own sentence, ([^:]*):", text)
+    shown = re.search(r"times its sentence's rows of X, (.*?)\. The steps below build Y", text)
     assert shown, "the sentence under the two cosines is missing"
     y_value = next(m.value for m in at.metric if " in Y" in m.label)
     assert ("the mixes differ" in shown.group(1)) == (float(y_value) < 1.0)
