@@ -135,6 +135,12 @@ def whole_number_input(
     return min(max(round(chosen), min_value), max_value)
 
 
+def page_title(title: str) -> None:
+    """A page's title, without the link icon Streamlit puts after a heading: on a phone the title
+    fills the width, the icon wraps onto a line of its own, and a blank band opens under the title."""
+    st.title(title, anchor=False)
+
+
 def section_tabs(sections: Mapping[str, Callable[[], None]], key: str) -> None:
     """One tab per section of a long page, and only the open tab drawn.
 

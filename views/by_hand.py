@@ -22,7 +22,7 @@ from ui.escape import literal
 _, model = state.page_context()
 name = models.label(model)
 
-st.title("0 · Attention by hand")
+widgets.page_title("0 · Attention by hand")
 st.markdown(
     "Before the real model, a toy you can check with a pencil. Each word gets four numbers, "
     "one per made-up feature, so a dot product is four small multiplications you can do in "

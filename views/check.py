@@ -17,7 +17,7 @@ from ui import (
 inputs, model = state.page_context()
 model_label = models.label(model)  # the model's name in the prose
 
-st.title("Check, before and after")
+widgets.page_title("Check, before and after")
 n_questions = len(check_questions.QUESTIONS)
 st.markdown(
     f"Here are {n_questions} questions the course teaches you to reason out. Answer them now, "

@@ -31,7 +31,7 @@ model_label = models.label(model)  # the model's name in the prose
 anatomy = anatomy_text.of(model)  # what this model adds to its input, and which norm
 SENTENCE_CHARS = 2_000  # plenty for a sentence; the server cuts again (core.text.cap_text)
 
-st.title("1 · Context from first principles")
+widgets.page_title("1 · Context from first principles")
 st.markdown(
     f"Before any layer runs, {model_label}, like BERT, turns each word piece into a row of its "
     "embedding table. That "

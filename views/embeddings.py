@@ -42,7 +42,7 @@ EXAMPLES = (
 SENSES = {**dict(EXAMPLES), "Time flies like an arrow.": "time passes"}
 DEFAULT_SENTENCES = "\n".join(sentence for sentence, _ in EXAMPLES)
 
-st.title("8 · Embedding projections")
+widgets.page_title("8 · Embedding projections")
 st.markdown(
     "A word piece starts as one row of the vocabulary table: *bank* is the same row by the "
     "river and at the counter. Layer by layer, attention mixes in what the other tokens carry "

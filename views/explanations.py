@@ -28,7 +28,7 @@ anatomy = anatomy_text.of(model)
 special_names = anatomy_text.special_names(anatomy)  # "[CLS] and [SEP]", "" for none
 display.head_switch()  # the readout of the scores' image past 12 pieces
 
-st.title("10 · Explanations side by side")
+widgets.page_title("10 · Explanations side by side")
 st.markdown(
     "Six answers to *which word pieces made this?*, on one sentence: three read the attention "
     "weights, one the lengths of what attention carries, two the gradients of the model. "

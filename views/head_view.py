@@ -33,7 +33,7 @@ WINDOW = 64  # tokens drawn at most; longer inputs get a window slider
 inputs, model = state.page_context()
 model_label = models.label(model)  # the model's name in the prose
 
-st.title("7 · Head view")
+widgets.page_title("7 · Head view")
 st.markdown(
     "Every token appears twice, as a query on the left and as a key on the right, and a line "
     "joins them, more opaque the larger the weight: one row of a heatmap becomes a fan of lines "

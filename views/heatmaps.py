@@ -31,7 +31,7 @@ from ui.word_level import WordView
 inputs, model = state.page_context()
 model_label = models.label(model)  # the model's name in the prose
 
-st.title("6 · Attention heatmaps")
+widgets.page_title("6 · Attention heatmaps")
 st.markdown(
     f"{model_label} has {model.n_layers} layers of {model.n_heads} heads. Each head builds its own "
     "table of who-reads-whom for the sentence in the sidebar: one row per token asking "

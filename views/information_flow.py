@@ -58,7 +58,7 @@ def show_mixing(matrix, labels, title: str, unit: str, key: str, filename: str) 
 model_label = models.label(model)  # the model's name in the prose
 anatomy = anatomy_text.of(model)
 
-st.title("9 · Where the meaning comes from")
+widgets.page_title("9 · Where the meaning comes from")
 st.markdown(
     "The bundled MiniLM (all-MiniLM-L6-v2) was trained to turn a sentence into one vector: "
     "average the top layer's token vectors, then scale the average to length 1. Two sentences "

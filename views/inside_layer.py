@@ -17,6 +17,7 @@ from ui import (
     tables,
     takeaway,
     traces,
+    widgets,
     wording,
 )
 from ui.numbers import extremes, row_spans, signed, span
@@ -26,7 +27,7 @@ name = models.label(model)
 anatomy = anatomy_text.of(model)
 norm = anatomy.norm_name
 
-st.title("5 · Inside a layer")
+widgets.page_title("5 · Inside a layer")
 st.markdown(
     "Attention is one of two sublayers in every layer. Around it run the **residual stream** "
     "(each sublayer adds its result to the token's vector instead of replacing it), "

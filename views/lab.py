@@ -17,7 +17,7 @@ from ui import (
 )
 from ui.sidebar import CAUSAL_LABEL, SCALE_LABEL
 
-st.title("11 · Attention, learned")
+widgets.page_title("11 · Attention, learned")
 st.markdown(
     "Here one head learns from random numbers, on a task whose answer *is* an attention "
     "pattern: each token should put its weight on one particular other token. Press **Play** "

@@ -40,7 +40,7 @@ own_weights = "W_Q (W_K and W_V its group's)" if anatomy.grouped_heads else "W_Q
 first_piece = multi_head_runs.first_piece_name(model)  # [CLS], <s> or "the first piece"
 closing = anatomy_text.special_names_after(anatomy)  # [SEP], </s>, or "" when none
 
-st.title("4 · Multi-head attention")
+widgets.page_title("4 · Multi-head attention")
 st.markdown(
     f"A layer of {model_label}, like a layer of BERT, does not run one attention pattern but "
     f"{model.n_heads} of them side by side. "

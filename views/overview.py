@@ -28,7 +28,7 @@ model_label = models.label(model)  # the model's name in the prose
 
 anatomy = anatomy_text.of(model)  # the vocabulary's size, whether it is a decoder, ...
 
-st.title("Attention Explorer")
+widgets.page_title("Attention Explorer")
 # who a token may look at is the model's nature: a decoder is trained with the causal mask, which
 # the sidebar's switch may remove for this run
 if not anatomy.is_decoder and not inputs.causal:

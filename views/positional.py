@@ -30,7 +30,7 @@ MAX_RECOVERY_TOKENS = 32
 anatomy = anatomy_text.of(model)  # the loaded model's own input, term by term
 rotary = not anatomy.position_table  # no table: q and k are turned by position
 
-st.title("2b · Positional encoding")
+widgets.page_title("2b · Positional encoding")
 # Sections 6 and 7 read the sidebar sentence; a notice that it was cut shows up here, at the
 # top, rather than far down where the sentence is first read.
 sentence_notice = st.container()

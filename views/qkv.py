@@ -29,7 +29,7 @@ from ui.numbers import largest_magnitude, span
 inputs, model = state.page_context()
 model_label = models.label(model)  # the model's name in the prose
 
-st.title("2 · Queries, keys and values")
+widgets.page_title("2 · Queries, keys and values")
 st.markdown(
     "On page 1 each vector did three jobs at once. Here three matrices give each job its own "
     "vector: a **query** (what a token looks for), a **key** (what it is found by) and a "

@@ -27,7 +27,7 @@ from ui.numbers import extremes, span
 inputs, model = state.page_context()
 model_label = models.label(model)  # the model's name in the prose
 
-st.title("3 · Scaling and masking")
+widgets.page_title("3 · Scaling and masking")
 st.markdown(
     "Two small details of the attention formula decide how sharp a head can look and what it "
     "may look at: the division by √d_k and the mask. Each tab measures one of them, first on "
