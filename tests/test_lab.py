@@ -848,10 +848,19 @@ def test_the_scale_takeaway_follows_the_two_runs():
     assert "learns better without 1/√d_k" in lab_story.scale_takeaway(
         run(True, 0.6, 0.0), run(False, 0.9, 0.0)
     )
-    # the stepped figure opens on step 0, so its title carries the end the takeaway quotes
-    title = lab_charts.learning_steps(unscaled).layout.title.text
+    # the stepped figure opens on step 0, so its title carries the end the takeaway quotes;
+    # each frame's title its own step's share (Play and the slider move it)
+    figure = lab_charts.learning_steps(unscaled)
+    last = int(unscaled.snapshot_steps[-1])
     # held-out tokens, as the takeaway says: not the probe rows the map draws
-    assert title == "Learned attention · 70% held-out right", title
+    assert figure.layout.title.text == f"Learned attention · after {last} steps: 70% held-out right"
+    for frame in figure.frames:
+        index = unscaled.snapshot_steps.tolist().index(int(frame.name))
+        share = round(100 * float(unscaled.eval_accuracy[index]))
+        after = "after 1 step" if frame.name == "1" else f"after {frame.name} steps"
+        assert frame.layout.title.text == (
+            f"<b>Learned attention · {after}: {share}% held-out right</b>"
+        )
     alike = lab_story.scale_takeaway(run(True, 1.0, 0.0), run(False, 0.99, 0.0))
     assert "makes no visible difference" in alike and "rows" not in alike
 
@@ -1278,6 +1287,13 @@ def test_lab_opens_trained_and_plays_in_chromium(server, browser):
     page.mouse.click(rail["x"] + 1, rail["y"] + rail["height"] / 2)  # the slider's start: step 0
     page.wait_for_function("g => g._fullLayout.shapes[0].x0 === 0", arg=learned.element_handle())
     assert learned.evaluate(step_state) == [0, 0]
+    # the title follows the step: before training, the random start's share
+    start_share = f"{float(expected.eval_accuracy[0]):.0%}"
+    title = learned.locator(".gtitle")
+    assert (
+        title.text_content() == f"Learned attention · after 0 steps: {start_share} held-out right"
+    )
+    assert title.locator("tspan").first.evaluate("e => getComputedStyle(e).fontWeight") == "700"
     page.mouse.click(rail["x"] + rail["width"] - 1, rail["y"] + rail["height"] / 2)  # the end
     page.wait_for_function(
         f"g => g._fullLayout.shapes[0].x0 === {last_step}", arg=learned.element_handle()

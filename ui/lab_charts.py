@@ -225,6 +225,16 @@ def probe_attention(run: TrainingRun, index: int) -> go.Figure:
     )
 
 
+def learned_title(run: TrainingRun, index: int) -> str:
+    """The stepped figure's title at snapshot `index`: the share of held-out tokens (not the probe
+    rows the map draws) whose largest weight is on their target, after that many steps. One line:
+    a second moved the map off the target's beside it, and it must fit a phone."""
+    steps = int(run.snapshot_steps[index])
+    share = float(run.eval_accuracy[index])
+    after = f"after {steps} step" + ("" if steps == 1 else "s")
+    return f"Learned attention · {after}: {share:.0%} held-out right"
+
+
 def learning_steps(run: TrainingRun) -> go.Figure:
     """The probe's learned attention over the loss and weight curves, at the snapshots Play
     shows (play_indices).
@@ -252,16 +262,18 @@ def learning_steps(run: TrainingRun) -> go.Figure:
                 name=frame_name(step),
                 data=[go.Heatmap(z=weights)],
                 traces=[0],
-                layout={"shapes": step_marks(run, index)},
+                # the text alone, so the place set once on the figure (clear of the toolbar)
+                # stays; bold by hand, as Streamlit's theme sets the figure's own title
+                layout={
+                    "shapes": step_marks(run, index),
+                    "title": {"text": f"<b>{learned_title(run, index)}</b>"},
+                },
             )
         )
     layout = {
-        # the run's end, which the page's takeaway quotes, in the figure that opens on its start:
-        # held-out tokens, not the probe rows the map draws; one line (a second moved the map
-        # off the target's beside it), short enough for a phone
-        "title": title_on_top(
-            f"Learned attention · {float(run.eval_accuracy[-1]):.0%} held-out right"
-        ),
+        # the run's end, which the page's takeaway quotes, in the figure that opens on its start;
+        # each frame's title then gives its own step's share
+        "title": title_on_top(learned_title(run, len(run.snapshot_steps) - 1)),
         "height": TOP_PX + plot_px + CURVES_BOTTOM_PX,
         "margin": {"l": base.layout.margin.l, "r": 75, "t": TOP_PX, "b": CURVES_BOTTOM_PX},
         "xaxis": {**x_axis, "domain": [0, 1]},

@@ -152,8 +152,11 @@ def watch_it_learn(shown: lab.Settings) -> None:
         )
         st.caption(f"The answer. {TASK_HELP[shown.task]}")
         top, bottom = st.columns(2), st.columns(2)
-        top[0].metric("Weight on the right key", f"{run.eval_mass[-1]:.3f}")
-        top[1].metric("Accuracy", f"{run.eval_accuracy[-1]:.1%}")
+        # the run's end: the map beside them moves through the steps, these do not
+        top[0].metric(
+            f"Weight on the right key, step {run.snapshot_steps[-1]}", f"{run.eval_mass[-1]:.3f}"
+        )
+        top[1].metric(f"Accuracy, step {run.snapshot_steps[-1]}", f"{run.eval_accuracy[-1]:.1%}")
         bottom[0].metric("Score spread at step 0", f"{run.initial_score_std:.1f}")
         bottom[1].metric("Training time", f"{run.seconds:.2f} s")
     st.caption(
