@@ -373,6 +373,21 @@ def shared_pieces(
     return sorted(shared, key=lambda token: -len(token.removeprefix("##")))  # a stable sort
 
 
+def boldest_drawn(
+    lines: HeadViewLines, head: int, special: np.ndarray
+) -> tuple[int, int, float] | None:
+    """(query, key, weight) of `head`'s strongest drawn line between two different ordinary
+    pieces (special: (n,) bool over the drawn token positions), as boldest_line picks across
+    heads; None when the head draws no such line."""
+    ordinary = ~np.asarray(special, dtype=bool)  # (n,)
+    between = ordinary[lines.query] & ordinary[lines.key] & (lines.query != lines.key)  # (k,)
+    candidates = np.flatnonzero((lines.head == head) & between)
+    if candidates.size == 0:
+        return None
+    strongest = candidates[np.argmax(lines.weight[candidates])]
+    return int(lines.query[strongest]), int(lines.key[strongest]), float(lines.weight[strongest])
+
+
 def boldest_line(attentions: np.ndarray, special: np.ndarray) -> tuple[int, int, int, int, float]:
     """(L, H, n, n) weights, (n,) bool special pieces -> (layer, head, query, key, weight) of
     the largest weight between two different ordinary pieces in any head: the head view's

@@ -3,6 +3,7 @@ independently of the page (numpy on the model's weights or the toy's vectors).""
 
 from __future__ import annotations
 
+import json
 import re
 
 import numpy as np
@@ -134,6 +135,10 @@ def test_overview_and_head_view_name_the_boldest_line_over_every_head(model):
         assert (sliders["Layer"], sliders["Head"]) == (layer, head), (page, sliders)
         figure = {"views/overview.py": "map below"}.get(page, "figure")
         assert f"the {figure} opens on that head (layer {layer}, head {head})" in said, (page, said)
+    # the head view's title states the line's weight, which its opacity alone cannot show
+    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    title = spec["layout"]["title"]["text"]
+    assert f"boldest line between ordinary pieces: {arrow}, {weight:.2f}" in title, title
     assert f"as {len(trace.tokens)} word pieces" in takeaway_text(run_page("views/overview.py"))
 
 

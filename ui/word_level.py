@@ -76,6 +76,11 @@ class WordView:
         """(n,) -> (w,) each word's sentence, from its first piece (unchanged when off)."""
         return np.asarray(segments)[[group[0] for group in self.groups]] if self.on else segments
 
+    def special(self, special: np.ndarray) -> np.ndarray:
+        """(n,) -> (w,) whether each word is a special piece, from its first piece (a special
+        piece is a word of its own; unchanged when off)."""
+        return np.asarray(special)[[group[0] for group in self.groups]] if self.on else special
+
     def tokens(self, tokens: tuple[str, ...]) -> tuple[str, ...]:
         """The labels to draw: the words when on, the very same token tuple when off."""
         return tuple(self.labels) if self.on else tokens

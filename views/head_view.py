@@ -175,14 +175,25 @@ def layer_lines(at_layer: int, of_heads: Sequence[int]) -> head_stats.HeadViewLi
     )
 
 
+special = words_view.special(trace.special)  # (n_shown,) the pieces the takeaway leaves out
+
+
 def title_of(at_layer: int, at_head: int) -> str:
-    """The figure's title with at_head on the Head slider (the code's own markup)."""
+    """The figure's title with at_head on the Head slider: its heads, the slider head's boldest
+    line between ordinary pieces as a number (opacity alone cannot show 1.00), and the opacity
+    rule, each on a line of its own (beside each other they were wider than a phone)."""
     drawn = sorted({at_head, *more})
-    # the opacity rule on a line of its own: beside the heads it was wider than a phone
-    return (
-        f"Layer {at_layer} · head{'s' if len(drawn) > 1 else ''} {ranges(drawn)}"
-        f"<br><sup>opacity = √({shown})</sup>"
-    )
+    lines = [f"Layer {at_layer} · head{'s' if len(drawn) > 1 else ''} {ranges(drawn)}"]
+    boldest_here = head_stats.boldest_drawn(layer_lines(at_layer, [at_head]), at_head, special)
+    if boldest_here is not None:
+        query, key, weight = boldest_here
+        whose = f"head {at_head}'s boldest" if len(drawn) > 1 else "boldest"
+        lines.append(
+            f"<sup>{whose} line between ordinary pieces: {literal(tokens[query], max_chars=20)} "
+            f"→ {literal(tokens[key], max_chars=20)}, {weight:.2f}</sup>"
+        )
+    lines.append(f"<sup>opacity = √({shown})</sup>")
+    return "<br>".join(lines)
 
 
 if in_browser:
