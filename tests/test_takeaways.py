@@ -351,3 +351,6 @@ def test_multi_head_takeaway_under_the_mask_says_the_token_after_is_masked():
     assert found, said
     assert int(found[2]) == int(found[1]) + 1  # row i sees keys 0..i under the mask
     assert "the token after is masked, so every head gives it 0" in said
+    # the figure beside it carries the same yardstick, 1 / the keys the row sees
+    bars = html_figures(at)["mh_two_mixtures"]
+    assert f"(an even spread: {1 / int(found[2]):.2f} each)" in bars["title"], bars["title"]

@@ -150,7 +150,8 @@ def why_several_heads() -> None:
     display.show_weight_bars(
         labels,
         focus_trace_rows,
-        f"Where {literal(labels[focus])} looks, in two heads",
+        # the takeaway's yardstick in the figure, where the bars can be held against it
+        f"Where {literal(labels[focus])} looks, in two heads (an even spread: {even:.2f} each)",
         key="mh_two_mixtures",
     )
     two_things = "the word after it" if PARTNER == "next" else "its own value"
