@@ -620,6 +620,16 @@ def test_menu_switches_a_dark_system_to_light_and_back(browser, server):
 
 
 # ---- phones and keyboards -------------------------------------------------------------------------
+# Pixels between the bottom of the page title's text and the bottom of its heading.
+TITLE_UNDER_TEXT_JS = """
+() => {
+  const heading = document.querySelector('[data-testid="stMain"] h1');
+  return heading.getBoundingClientRect().bottom
+    - heading.firstElementChild.getBoundingClientRect().bottom;
+}
+"""
+
+
 def test_a_phone_sees_where_to_type_on_the_overview(browser, server):
     """On a 390 px phone the sidebar is folded away, and the Overview shows the sentence box in
     the page instead (ui/sidebar.py, sentence_box_in_page); a sentence typed there is the one the
@@ -629,6 +639,10 @@ def test_a_phone_sees_where_to_type_on_the_overview(browser, server):
     try:
         box = page.locator("[data-testid='stMain'] .st-key-page_sentence textarea")
         assert box.is_visible() and box.bounding_box()["y"] < PHONE["height"]  # first screen
+        # the title ends where its text does: Streamlit's heading-link icon, wrapped onto a line
+        # of its own at this width, left a blank band under it (widgets.page_title)
+        under_text = page.evaluate(TITLE_UNDER_TEXT_JS)
+        assert under_text < 30, f"{under_text:.0f} px of the title's box lie under its text"
         sidebar_box = page.locator('[data-testid="stSidebar"] textarea').first.bounding_box()
         assert sidebar_box["x"] + sidebar_box["width"] <= 0  # folded away, off the screen
         mark = page.runs.mark()
