@@ -588,6 +588,27 @@ def test_a_decoder_head_view_opens_on_its_boldest_head_and_keeps_a_moved_slider(
     assert "set Layer to {} and Head to {}".format(*first_head) in takeaway_text(at)
 
 
+def test_a_head_view_of_words_names_a_line_it_draws(local_folders):
+    """A tiny GPT-2 with word pieces merged into words (its sentence splits words): the takeaway's
+    boldest line joins two words the figure draws, and the figure's title, which finds its
+    head's boldest drawn line from the lines themselves, names the same line and weight; with a
+    token kept, the title says the line is that token's."""
+    from conftest import takeaway_text
+    from family_pages import family_folder, run_on
+
+    at = run_on(family_folder("gpt2"), HEAD_VIEW, state={"words": True})
+    layer, head = opened_on(at)
+    said = shown(takeaway_text(at))
+    found = re.search(r"L(\d+) H(\d+)'s (.+?) → (.+?), (\d\.\d\d): the figure opens", said)
+    assert found and (int(found[1]), int(found[2])) == (layer, head), said
+    assert "between two ordinary words" in said, said
+    title = titles(at)[0]
+    line = f"{found[3]} → {found[4]}, {found[5]}"
+    assert f"boldest line between ordinary words: {line}" in title, title
+    kept = run_on(family_folder("gpt2"), HEAD_VIEW, state={"words": True, "hv_token": 1})
+    assert "boldest of " in titles(kept)[0] and "'s lines: " in titles(kept)[0], titles(kept)[0]
+
+
 def test_heatmaps_follow_layer_and_head_and_compare_bank(model):
     text = "The bank raised its rates."
     at = run_page(HEATMAPS, text=text)

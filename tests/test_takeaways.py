@@ -353,4 +353,8 @@ def test_multi_head_takeaway_under_the_mask_says_the_token_after_is_masked():
     assert "the token after is masked, so every head gives it 0" in said
     # the figure beside it carries the same yardstick, 1 / the keys the row sees
     bars = html_figures(at)["mh_two_mixtures"]
-    assert f"(an even spread: {1 / int(found[2]):.2f} each)" in bars["title"], bars["title"]
+    keys_seen = int(found[2])
+    assert (
+        f"(an even spread over the {keys_seen} keys it sees: {1 / keys_seen:.2f} each)"
+        in (bars["title"])
+    ), bars["title"]

@@ -16,6 +16,7 @@ from core.lab import TrainingRun
 from ui import display_policy
 from ui.charts import QUALITATIVE_COLOURS, attention_heatmap, label_margin, token_ticks
 from ui.escape import literal
+from ui.numbers import percent
 
 LOSS_COLOUR = "#636EFA"  # plotly's blue, readable on light and dark
 MASS_COLOUR = "#00CC96"  # green: the weight on the right key
@@ -232,7 +233,7 @@ def learned_title(run: TrainingRun, index: int) -> str:
     steps = int(run.snapshot_steps[index])
     share = float(run.eval_accuracy[index])
     after = f"after {steps} step" + ("" if steps == 1 else "s")
-    return f"Learned attention · {after}: {share:.0%} held-out right"
+    return f"Learned attention · {after}: {percent(share)} held-out right"
 
 
 def learning_steps(run: TrainingRun) -> go.Figure:
@@ -271,9 +272,8 @@ def learning_steps(run: TrainingRun) -> go.Figure:
             )
         )
     layout = {
-        # the run's end, which the page's takeaway quotes, in the figure that opens on its start;
-        # each frame's title then gives its own step's share
-        "title": title_on_top(learned_title(run, len(run.snapshot_steps) - 1)),
+        # true of the step drawn, as each frame's title is: the figure opens on step 0
+        "title": title_on_top(learned_title(run, 0)),
         "height": TOP_PX + plot_px + CURVES_BOTTOM_PX,
         "margin": {"l": base.layout.margin.l, "r": 75, "t": TOP_PX, "b": CURVES_BOTTOM_PX},
         "xaxis": {**x_axis, "domain": [0, 1]},

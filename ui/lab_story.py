@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from core import induction, lab
 from ui import induction_charts
+from ui.numbers import percent
 
 
 def solved_sentence(solved: int, total: int) -> str:
@@ -300,8 +301,8 @@ def scale_takeaway(shown: lab.TrainingRun, other: lab.TrainingRun) -> str:
     )
     locked = float(unscaled.locked_share[-1])
     numbers = (
-        f"with 1/√d_k the head gets {scaled_right:.0%} of the held-out tokens right, without it "
-        f"{unscaled_right:.0%}"
+        f"with 1/√d_k the head gets {percent(scaled_right)} of the held-out tokens right, "
+        f"without it {percent(unscaled_right)}"
     )
     if abs(scaled_right - unscaled_right) < 0.02:
         return (
@@ -312,5 +313,6 @@ def scale_takeaway(shown: lab.TrainingRun, other: lab.TrainingRun) -> str:
     stuck = f" ({locked:.0%} of its rows locked on a wrong key)" if locked >= 0.01 else ""
     return (
         f"**At d_head {shown.settings.d_head}, this run learns better {better} 1/√d_k**: "
-        f"{numbers}{stuck}, same seed and batches. Flip the switch to watch the other run."
+        f"{numbers}{stuck}, same seed and batches. Press ▶ Play to see each step's share in "
+        "the figure's title; flip the switch to watch the other run."
     )

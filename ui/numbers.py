@@ -20,6 +20,16 @@ def signed(value: float, decimals: int = 3, plus: str = "+") -> str:
     return ("−" if value < 0 else plus) + magnitude
 
 
+def percent(share: float) -> str:
+    """A share in [0, 1] as a whole percent, with as many decimals as it takes (up to 3) not to
+    claim all or none that is not: 2,558 of 2,560 is "99.9%", not "100%"."""
+    for decimals in range(4):
+        text = f"{share:.{decimals}%}"
+        if not ((share < 1 and float(text[:-1]) == 100) or (share > 0 and float(text[:-1]) == 0)):
+            return text
+    return text
+
+
 def ranges(numbers: Iterable[int]) -> str:
     """Sorted whole numbers as runs: [0, 1, 2, 3, 5, 7, 8] -> "0–3, 5, 7, 8" (a run is 3 or more)."""
     runs: list[list[int]] = []

@@ -404,7 +404,9 @@ def previous_token_row(
             return (
                 f"Head {head} {leans} ({share:.2f} on average, {against}), and in the row of "
                 f"{word} the token before, {previous}, still takes the most: {row[query - 1]:.2f}. "
-                f"Of the rows not quoted so far this is the head's clearest, though: {how_often}."
+                # rows 0 and 1 are never asked: row 1's one earlier key is the first piece
+                f"Of the rows from the third token on not quoted so far, this is the head's "
+                f"clearest, though: {how_often}."
             )
         return (
             f"Head {head} {leans} ({share:.2f} on average, {against}), yet this row gives "

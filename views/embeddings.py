@@ -49,8 +49,8 @@ st.markdown(
     "and a feed-forward network reworks each token, so each *bank* ends up somewhere different. "
     f"Below: the tokens of {len(EXAMPLES)} example sentences, each written for one sense of its "
     f"word, and of your sidebar sentence, squeezed from {model.d_model} dimensions into a "
-    "picture (the folded box below lists the examples, and a switch there leaves your sentence "
-    "out)."
+    "picture (the folded box below lists the examples, and the switch under it leaves your "
+    "sentence out)."
 )
 # The page's point comes first, above the controls it depends on: filled in once the word piece
 # and the hidden state are chosen (payoff()).

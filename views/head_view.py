@@ -42,22 +42,25 @@ st.markdown(
 
 trace = traces.trace_or_stop(model, inputs)
 sidebar.off_distribution_note(inputs, model_label)  # the sidebar's switches act on the lines here
-# The page's point, over every head (the sliders move in the browser, so not the shown head's)
-boldest = head_stats.boldest_line(
-    trace.attentions, trace.special
-)  # layer, head, query, key, weight
-bold_layer, bold_head = boldest[:2]
 takeaway_box = st.container()  # filled once the sliders below say which head is shown
 paired = head_stats.has_pair(trace.segments)
-
-# 1 · Which heads, which lines: the figure on the left, its controls beside it (below it on a
-# phone). The controls come first in the script, since the figure reads them, but a click on a
-# token changes nothing above or beside the figure: every control is there from the start.
 merge_words = inputs.word_level  # the sidebar's shared switch
 words_view = WordView.of(trace, merge_words)  # off: the same tokens, segments and weights
 tokens = words_view.tokens(trace.tokens)
 segments = words_view.segments(trace.segments)
+special = words_view.special(trace.special)  # (n_shown,) the pieces the takeaway leaves out
+unit = "words" if merge_words else "pieces"  # what the figure's dots stand for
 n_shown = len(tokens)
+# The page's point, over every head (the sliders move in the browser, so not the shown head's),
+# among the lines the figure draws: between words when the sidebar merges pieces into words
+boldest = head_stats.boldest_line(
+    words_view.matrix(trace.attentions), special
+)  # layer, head, query, key, weight
+bold_layer, bold_head = boldest[:2]
+
+# 1 · Which heads, which lines: the figure on the left, its controls beside it (below it on a
+# phone). The controls come first in the script, since the figure reads them, but a click on a
+# token changes nothing above or beside the figure: every control is there from the start.
 figure_column, controls = st.columns([3, 2], gap="medium")
 # At most WINDOW tokens are drawn: every head's lines travel with the page, and the Layer and
 # Head sliders redraw the figure in the browser, with no server round trip.
@@ -132,9 +135,9 @@ with controls:
     )
 with takeaway_box:
     takeaway.show(
-        f"Each token's lines share one unit of weight; the boldest between two ordinary pieces "
+        f"Each token's lines share one unit of weight; the boldest between two ordinary {unit} "
         f"in all {model.n_layers * model.n_heads} heads is "
-        + wording.boldest_link(trace.tokens, boldest, (layer, head), "figure")
+        + wording.boldest_link(tokens, boldest, (layer, head), "figure")
     )
 heads = sorted({head, *more})
 side = side if focus is not None else "query"
@@ -175,9 +178,6 @@ def layer_lines(at_layer: int, of_heads: Sequence[int]) -> head_stats.HeadViewLi
     )
 
 
-special = words_view.special(trace.special)  # (n_shown,) the pieces the takeaway leaves out
-
-
 def title_of(at_layer: int, at_head: int) -> str:
     """The figure's title with at_head on the Head slider: its heads, the slider head's boldest
     line between ordinary pieces as a number (opacity alone cannot show 1.00), and the opacity
@@ -188,8 +188,13 @@ def title_of(at_layer: int, at_head: int) -> str:
     if boldest_here is not None:
         query, key, weight = boldest_here
         whose = f"head {at_head}'s boldest" if len(drawn) > 1 else "boldest"
+        among = (  # the lines drawn: one kept token's, or all of them
+            f"{whose} of {literal(tokens[focus], max_chars=20)}'s lines"
+            if focus is not None
+            else f"{whose} line between ordinary {unit}"
+        )
         lines.append(
-            f"<sup>{whose} line between ordinary pieces: {literal(tokens[query], max_chars=20)} "
+            f"<sup>{among}: {literal(tokens[query], max_chars=20)} "
             f"→ {literal(tokens[key], max_chars=20)}, {weight:.2f}</sup>"
         )
     lines.append(f"<sup>opacity = √({shown})</sup>")

@@ -150,8 +150,10 @@ def why_several_heads() -> None:
     display.show_weight_bars(
         labels,
         focus_trace_rows,
-        # the takeaway's yardstick in the figure, where the bars can be held against it
-        f"Where {literal(labels[focus])} looks, in two heads (an even spread: {even:.2f} each)",
+        # the takeaway's yardstick in the figure, where the bars can be held against it; under
+        # the mask the row sees fewer keys than the bars list
+        f"Where {literal(labels[focus])} looks, in two heads (an even spread over the "
+        f"{focus_keys} keys it sees: {even:.2f} each)",
         key="mh_two_mixtures",
     )
     two_things = "the word after it" if PARTNER == "next" else "its own value"
