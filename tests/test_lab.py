@@ -1306,6 +1306,7 @@ def test_lab_opens_trained_and_plays_in_chromium(server, browser):
         f"g => g._fullLayout.shapes[0].x0 === {last_step}", arg=learned.element_handle()
     )
     assert learned.evaluate(step_state) == [len(names) - 1, last_step]
+    assert title.text_content().startswith(f"Learned attention · after {last_step} steps: ")
     assert figure_signatures(page)[0] != opened[0], "the map shows the last step"
     assert not [event for event in runs.events[mark:] if event[1] == "new_session"], (
         "playing and scrubbing ran no script on the server"
