@@ -96,9 +96,16 @@ def dimension_curves(encoding: np.ndarray, dims: Sequence[int], title: str) -> g
     """Chosen columns of an (n_positions, d_model) encoding as curves over position."""
     n, d_model = encoding.shape
     lines = {f"dim {d}": encoding[:, d] for d in dims if 0 <= d < d_model}
-    figure = curves(np.arange(n), lines, title, "position p", "value")
-    # the legend in a line over the plot: beside it, it took a third of a narrow column
-    figure.update_layout(legend={"orientation": "h", "x": 0, "y": 1.0, "yanchor": "bottom"})
+    # the legend in rows under the plot (two entries a row in a narrow column): beside the plot it
+    # took a third of the column, and above it its second row climbed over the title
+    legend_rows = -(-len(lines) // 2)
+    figure = curves(
+        np.arange(n), lines, title, "position p", "value", height=290 + 22 * legend_rows
+    )
+    figure.update_layout(
+        legend={"orientation": "h", "x": 0, "yref": "container", "y": 0, "yanchor": "bottom"},
+        margin={"b": 50 + 22 * legend_rows},  # the axis title, then the legend's rows
+    )
     return figure
 
 
