@@ -373,6 +373,18 @@ def shared_pieces(
     return sorted(shared, key=lambda token: -len(token.removeprefix("##")))  # a stable sort
 
 
+def ties_with_boldest(
+    attentions: np.ndarray, special: np.ndarray, boldest: tuple[int, int, int, int, float]
+) -> tuple[int, int]:
+    """How many lines boldest_line chooses among read the same as `boldest` at two decimals:
+    (in every head, in the boldest's own head), the boldest itself counted. Several lines at
+    "1.00" look equally bold, so a sentence naming one should say it has company."""
+    shown = np.round(boldest[4], 2)
+    same = (np.round(attentions, 2) == shown) & ordinary_pairs(special)  # (L, H, n, n)
+    layer, head = boldest[:2]
+    return int(same.sum()), int(same[layer, head].sum())
+
+
 def boldest_drawn(
     lines: HeadViewLines, head: int, special: np.ndarray
 ) -> tuple[int, int, float] | None:
@@ -388,16 +400,22 @@ def boldest_drawn(
     return int(lines.query[strongest]), int(lines.key[strongest]), float(lines.weight[strongest])
 
 
+def ordinary_pairs(special: np.ndarray) -> np.ndarray:
+    """(n,) bool special pieces -> (n, n) bool: query and key both ordinary and different (with
+    one ordinary piece, itself), the lines boldest_line chooses among."""
+    ordinary = ~np.asarray(special, dtype=bool)  # (n,)
+    between = ordinary[:, None] & ordinary[None, :]  # (n, n) query and key both ordinary
+    if between.sum() > 1:
+        np.fill_diagonal(between, False)  # two different pieces
+    return between
+
+
 def boldest_line(attentions: np.ndarray, special: np.ndarray) -> tuple[int, int, int, int, float]:
     """(L, H, n, n) weights, (n,) bool special pieces -> (layer, head, query, key, weight) of
     the largest weight between two different ordinary pieces in any head: the head view's
     boldest line once the special pieces, where many heads park their weight, are left out.
     A piece's weight on itself is left out too: under the causal mask the first row has only
     itself to look at, and its 1.0 would win every time. (With one ordinary piece, itself.)"""
-    ordinary = ~np.asarray(special, dtype=bool)  # (n,)
-    between = ordinary[:, None] & ordinary[None, :]  # (n, n) query and key both ordinary
-    if between.sum() > 1:
-        np.fill_diagonal(between, False)  # two different pieces
-    weights = np.where(between, attentions, -np.inf)  # (L, H, n, n)
+    weights = np.where(ordinary_pairs(special), attentions, -np.inf)  # (L, H, n, n)
     layer, head, query, key = np.unravel_index(int(np.argmax(weights)), weights.shape)
     return int(layer), int(head), int(query), int(key), float(attentions[layer, head, query, key])

@@ -599,7 +599,9 @@ def test_a_head_view_of_words_names_a_line_it_draws(local_folders):
     at = run_on(family_folder("gpt2"), HEAD_VIEW, state={"words": True})
     layer, head = opened_on(at)
     said = shown(takeaway_text(at))
-    found = re.search(r"L(\d+) H(\d+)'s (.+?) → (.+?), (\d\.\d\d): the figure opens", said)
+    found = re.search(
+        r"L(\d+) H(\d+)'s (.+?) → (.+?), (\d\.\d\d)(?: \(one of [^)]*\))?: the figure opens", said
+    )
     assert found and (int(found[1]), int(found[2])) == (layer, head), said
     assert "between two ordinary words" in said, said
     title = titles(at)[0]

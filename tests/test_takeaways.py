@@ -125,6 +125,17 @@ def test_overview_and_head_view_name_the_boldest_line_over_every_head(model):
     weight, (layer, head, query, key) = best
     arrow = f"{trace.tokens[query]} → " + ("itself" if query == key else trace.tokens[key])
     line = f"L{layer} H{head}'s {arrow}, {weight:.2f}"
+    # lines that read the same at two decimals look as bold: the sentence says how many
+    tied = [
+        index[:2]
+        for index in np.ndindex(weights.shape)
+        if keep[index[2]] and keep[index[3]] and index[2] != index[3]
+        and f"{weights[index]:.2f}" == f"{weight:.2f}"
+    ]  # fmt: skip
+    in_head = tied.count((layer, head))
+    assert len(tied) > 1, "this sentence has ties (four lines of L0 H2 read 1.00 on MiniLM)"
+    where = "all in that head" if in_head == len(tied) else f"{in_head} in that head"
+    line += f" (one of {len(tied)} lines at {weight:.2f}, {where})"
     for page in ("views/overview.py", "views/head_view.py"):
         at = run_page(page, text=SENTENCE)
         assert_no_exception(at)

@@ -205,18 +205,26 @@ def boldest_link(
     boldest: tuple[int, int, int, int, float],
     shown: tuple[int, int],
     figure: str,
+    ties: tuple[int, int] = (1, 1),
 ) -> str:
     """The strongest link between two ordinary pieces, said once for every page that names it.
 
     `boldest` is head_stats.boldest_line's (layer, head, query, key, weight); `shown` is the
     (layer, head) the page's `figure` draws now, so the sentence says either that the figure is on
-    that head or which sliders reach it.
+    that head or which sliders reach it. `ties` (head_stats.ties_with_boldest): the lines that
+    read the same weight, in all heads and in its head; a tie is said, since the figure shows
+    them equally bold.
     """
     layer, head, query, key, weight = boldest
     target = "itself" if query == key else literal(tokens[key])
+    everywhere, in_head = ties
+    company = ""
+    if everywhere > 1:
+        where = "all in that head" if in_head == everywhere else f"{in_head} in that head"
+        company = f" (one of {everywhere} lines at {weight:.2f}, {where})"
     where = (
         f"the {figure} opens on that head (layer {layer}, head {head})."
         if shown == (layer, head)
         else f"set Layer to {layer} and Head to {head} to see it in the {figure}."
     )
-    return f"L{layer} H{head}'s {literal(tokens[query])} → {target}, {weight:.2f}: {where}"
+    return f"L{layer} H{head}'s {literal(tokens[query])} → {target}, {weight:.2f}{company}: {where}"

@@ -53,9 +53,8 @@ unit = "words" if merge_words else "pieces"  # what the figure's dots stand for
 n_shown = len(tokens)
 # The page's point, over every head (the sliders move in the browser, so not the shown head's),
 # among the lines the figure draws: between words when the sidebar merges pieces into words
-boldest = head_stats.boldest_line(
-    words_view.matrix(trace.attentions), special
-)  # layer, head, query, key, weight
+every_head_weights = words_view.matrix(trace.attentions)  # (L, H, n_shown, n_shown)
+boldest = head_stats.boldest_line(every_head_weights, special)  # layer, head, query, key, weight
 bold_layer, bold_head = boldest[:2]
 
 # 1 · Which heads, which lines: the figure on the left, its controls beside it (below it on a
@@ -137,7 +136,13 @@ with takeaway_box:
     takeaway.show(
         f"Each token's lines share one unit of weight; the boldest between two ordinary {unit} "
         f"in all {model.n_layers * model.n_heads} heads is "
-        + wording.boldest_link(tokens, boldest, (layer, head), "figure")
+        + wording.boldest_link(
+            tokens,
+            boldest,
+            (layer, head),
+            "figure",
+            head_stats.ties_with_boldest(every_head_weights, special, boldest),
+        )
     )
 heads = sorted({head, *more})
 side = side if focus is not None else "query"

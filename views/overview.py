@@ -123,7 +123,13 @@ with takeaway_box:
         f"{model.n_layers * model.n_heads} attention heads ({model.n_heads} in each of "
         f"{model.n_layers} layers) gives every piece a row of weights over "
         f"{row_covers}; the strongest link between two ordinary pieces is "
-        + wording.boldest_link(trace.tokens, boldest, (layer, head), "map below")
+        + wording.boldest_link(
+            trace.tokens,
+            boldest,
+            (layer, head),
+            "map below",
+            head_stats.ties_with_boldest(trace.attentions, trace.special, boldest),
+        )
     )
 # Plain HTML cells (or one image of them), not plotly: the page every visit starts on needs no
 # plotly.js. A near-square figure: a 32-token map reads better than a page-wide one.
