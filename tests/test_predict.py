@@ -364,6 +364,35 @@ def _page_of(case: Case) -> str:
     return case.page.removeprefix("views/").removesuffix(".py")
 
 
+def test_a_wrong_pick_is_told_its_own_weight(model):
+    """Multi-head tab 1: a wrong pick's feedback gives the weight on the picked token, which
+    the few largest listed under it may leave out, read here from the model's own row."""
+    case = next(case for case in CASES if case.key == "mh_previous_row")
+    at = _open(case, case.first)
+    widget = _question(at, case.key)
+    options = _options(widget)
+    right = case.expected(model, case.first)
+    trace = model.run(case.first["text"])
+    tokens, weights = list(trace.tokens), trace.attentions[case.first["layer"]]  # (H, n, n)
+    # the head and row the question asks about, as mh_previous_row finds them
+    rows = [i for i in range(1, len(tokens)) if not trace.special[i] and not trace.special[i - 1]]
+    head = int(np.argmax(np.array([weights[:, i, i - 1] for i in rows]).mean(axis=0)))
+    unseen = [i for i in rows if i >= 2 and i not in quoted_rows(model, trace)]
+    query = max(unseen, key=lambda i: weights[head, i, i - 1])
+    wrong = max(
+        (k for k, option in enumerate(options) if option not in right),
+        key=lambda k: -weights[head, query, tokens.index(options[k].split(" · ")[0])],
+    )  # the option with the least weight: never among the few largest listed
+    key = (
+        tokens.index(options[wrong].split(" · ")[0])
+        if " · " not in options[wrong]
+        else int(options[wrong].split(" · ")[1])
+    )
+    (verdict,) = _feedback(widget.set_value(wrong).run())
+    said = f"Your pick, “{options[wrong]}”: {weights[head, query, key]:.3f}."
+    assert said in shown(verdict), verdict
+
+
 @pytest.mark.parametrize("case", CASES, ids=lambda case: case.key)
 def test_the_page_calls_the_models_answer_right_and_follows_its_input(model, case):
     at = _open(case, case.first)

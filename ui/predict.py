@@ -238,6 +238,8 @@ def _verdict(
     st.html(VERDICT_CSS)
     # "computed", not "the model's": page 0's toy has no model, and the numbers are the answer
     verdict = "**Right.**" if right else f"**Wrong.** The computed answer is {computed}."
+    if not right and question.option_values:  # the pick's own number, maybe not in `numbers`
+        verdict += f" Your pick, “{options[picked]}”: {question.option_values[picked]}."
     if answers[key]["right"] != right:
         verdict += " (Your first pick is the one counted in your progress.)"
     body = f"{verdict} {question.reason}  \n{question.numbers}"

@@ -46,6 +46,9 @@ class Question:
     answers: frozenset[int]  # every option that is right (ties included)
     reason: str  # one line of Markdown, visitor text escaped: why the model's answer is what it is
     numbers: str  # one line of Markdown: the model's numbers behind the answer
+    # each option's own number as shown ("0.004"), where options are tokens of a row: a wrong
+    # pick is told its own, which `numbers` (the largest few) may leave out
+    option_values: tuple[str, ...] = ()
 
 
 # ---- helpers -----------------------------------------------------------------------------------
@@ -126,6 +129,7 @@ def _token_question(
         answers=frozenset(k for k, j in enumerate(offered) if j in right_positions),
         reason=reason(ranked[0]),
         numbers=f"{numbers_title}: {_named_values(tokens, values, shown, largest)}",
+        option_values=tuple(shown(values[j]) for j in offered),
     )
 
 
