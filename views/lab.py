@@ -47,12 +47,12 @@ task_name = task_column.selectbox(
 )
 task = lab.TASKS[task_name]
 d_head = d_head_column.select_slider(
-    "d_head",
+    "d_head (= d_k)",
     [2, 4, 8, 16, 32, 64, 128],
     value=lab_runs.PAGE_DEFAULTS.d_head,
     key="lab_d_head",
     bind="query-params",
-    help="The width of the head's queries and keys.",
+    help="The width of the head's queries and keys: the d_k that 1/√d_k divides by.",
 )
 LAB_STEPS = (100, 200, 300, 500)  # the run lengths the switches offer (at most MAX_STEPS)
 steps = steps_column.select_slider(
