@@ -310,13 +310,19 @@ def test_explanations_takeaway_names_pieces_of_the_sentence():
     at = run_page("views/explanations.py", text=SENTENCE)
     assert_no_exception(at)
     said = shown(takeaway_text(at))
-    # the rule that makes the figure agree: [CLS] (1.00 in some rows) and a negative cell
-    # (gradient × input's strongest) are not "what matters most"
+    # the question names what the gradients explain: with no second sentence, its own vector
     rule = (
-        "Asked which word piece counts most for the output (each method's highest score, [CLS] "
-        "and [SEP] left out; a negative score, however large, counts against it), "
+        "Which word piece counts most for the sentence's own vector (highest score, [CLS] and "
+        "[SEP] left out)? "
     )
     assert said.startswith(rule), said
+    # the rule that makes the figure agree, under it: [CLS] (1.00 in some rows) and a negative
+    # cell (gradient × input's strongest) are not "what matters most"
+    (rule_caption,) = [shown(c.value) for c in at.caption if c.value.startswith("“Counts most”")]
+    assert rule_caption.startswith(
+        "“Counts most”: a method's highest score, [CLS] and [SEP] left out; the sign counts, so a "
+        "negative score, however large, counts against"
+    ), rule_caption
     # "k of the 6 methods (…: no piece above 0, so none named) name …": a method whose best
     # piece still scores below 0 names none, and the count says so
     found = re.match(

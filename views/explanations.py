@@ -31,7 +31,8 @@ display.head_switch()  # the readout of the scores' image past 12 pieces
 widgets.page_title("10 · Explanations side by side")
 st.markdown(
     "Six answers to *which word pieces made this?*, on one sentence: three read the attention "
-    "weights, one the lengths of what attention carries, two the gradients of the model. "
+    "weights, one the lengths of what attention carries, two the model's gradients (how much "
+    "the output moves when a piece's vector is nudged). "
     "They do not have to agree. The deletion test at the end is one check of which of them "
     "tracks what the model uses on this sentence; it is not the final judge."
 )
@@ -120,13 +121,17 @@ named = sorted({trace.tokens[index] for index in tops.values() if index is not N
 naming = sum(index is not None for index in tops.values())
 against = [explanations.METHOD_LABELS[name] for name, index in tops.items() if index is None]
 none_above = f" ({' and '.join(against)}: no piece above 0, so none named)" if against else ""
-# the rule behind "counts most", said where the figure would otherwise contradict it: the
-# highest signed score (a negative one counts against), the tokenizer's own pieces left out
+# what "the output" is here, in the words the page's controls use
+explained = (
+    "the next piece" if next_piece is not None else "the two sentences' similarity"
+    if other else "the sentence's own vector"
+)  # fmt: skip
+# the tokenizer's own pieces are left out of the answer, though the figure draws them
 specials, _ = anatomy_text.specials_in_run(trace.tokens, trace.special)
 left_out = f", {specials} left out" if specials else ""
 takeaway.show(
-    f"Asked which word piece counts most for the output (each method's highest score{left_out}; "
-    f"a negative score, however large, counts against it), {naming} of the {len(tops)} methods"
+    f"Which word piece counts most for {explained} (highest score{left_out})? {naming} of the "
+    f"{len(tops)} methods"
     f"{none_above} name "
     + (
         "none."
@@ -150,6 +155,11 @@ display.show_matrix(  # a row per method, scaled to its largest |score|
     ),
     key="xp_methods",
     filename="explanations",
+)
+# the rest of the rule behind "counts most", under the figure it would otherwise contradict
+st.caption(
+    f"“Counts most”: a method's highest score{left_out}; the sign counts, so a negative score, "
+    "however large, counts against, and a method whose every piece scores 0 or below names none."
 )
 if next_piece is not None:
     shown_piece = literal(models.piece_text(model, next_piece))
