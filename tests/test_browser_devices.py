@@ -633,7 +633,8 @@ TITLE_UNDER_TEXT_JS = """
 def test_a_phone_sees_where_to_type_on_the_overview(browser, server):
     """On a 390 px phone the sidebar is folded away, and the Overview shows the sentence box in
     the page instead (ui/sidebar.py, sentence_box_in_page); a sentence typed there is the one the
-    heatmap draws. A desktop, with the sidebar open, sees one box only: the sidebar's."""
+    heatmap draws. (A desktop, with the sidebar open, sees one box only, the sidebar's:
+    test_browser_overview.py, test_a_desktop_overview_follows_typing_focus_and_a_long_text.)"""
     overview = next(p for p in PAGES if p.default)
     page, context = open_page(browser, server, overview, **PHONE_DARK)
     try:
@@ -656,11 +657,6 @@ def test_a_phone_sees_where_to_type_on_the_overview(browser, server):
         assert "text=Fruit" in page.url  # the sidebar's sentence, and so the link's
     finally:
         context.close()
-    page, context = open_page(browser, server, overview, viewport={"width": 1280, "height": 900})
-    try:
-        assert not page.locator(".st-key-page_sentence textarea").is_visible()
-    finally:
-        context.close()
 
 
 def test_the_model_view_tiles_are_a_finger_wide_on_a_phone(browser, server):
@@ -677,54 +673,5 @@ def test_the_model_view_tiles_are_a_finger_wide_on_a_phone(browser, server):
         assert min(width for _, _, width in tiles) >= 40
         assert max(right for _, right, _ in tiles) <= PHONE["width"]
         assert len({round(left) for left, _, _ in tiles}) == 6  # six columns
-    finally:
-        context.close()
-
-
-# The outline a focused element draws, and the background of the current page's link.
-FOCUS_STYLE_JS = """
-() => {
-  const style = getComputedStyle(document.activeElement);
-  const current = document.querySelector('[data-testid="stSidebarNav"] a[aria-current="page"]');
-  return {tag: document.activeElement.tagName, outline: style.outlineStyle,
-          width: parseFloat(style.outlineWidth), colour: style.outlineColor,
-          currentOutline: current ? getComputedStyle(current).outlineStyle : null};
-}
-"""
-
-
-def test_keyboard_focus_on_a_sidebar_link_is_an_outline(browser, server):
-    """Tab to a sidebar link: it draws a solid outline at least 2 px wide, which the current
-    page's link (a grey fill) does not have."""
-    overview = next(p for p in PAGES if p.default)
-    page, context = open_page(browser, server, overview, viewport={"width": 1280, "height": 900})
-    try:
-        links = page.locator('[data-testid="stSidebarNav"] a')
-        links.nth(1).focus()
-        page.keyboard.press("Tab")  # focus by keyboard: :focus-visible
-        focused = page.evaluate(FOCUS_STYLE_JS)
-        assert focused["tag"] == "A"
-        assert focused["outline"] == "solid" and focused["width"] >= 2, focused
-        assert focused["currentOutline"] != "solid"
-    finally:
-        context.close()
-
-
-def test_a_long_text_keeps_its_last_line_clear_of_the_counter(browser, server):
-    """The sidebar's box with a long text, scrolled to its end: its last line of text ends above
-    the "1956/20000" counter Streamlit writes inside the box's bottom edge."""
-    overview = next(p for p in PAGES if p.default)
-    page, context = open_page(browser, server, overview, viewport={"width": 1280, "height": 900})
-    try:
-        box = page.locator('[data-testid="stSidebar"] textarea').first
-        box.fill(("The river bank was quiet after the storm. " * 50)[:1956])
-        box.evaluate("e => { e.focus(); e.scrollTop = e.scrollHeight; }")
-        counter = page.locator('[data-testid="stSidebar"] [data-testid="InputInstructions"]').first
-        counter.wait_for()
-        assert "1956/" in counter.text_content()
-        gap = box.evaluate(
-            "e => { const s = getComputedStyle(e); return parseFloat(s.paddingBottom); }"
-        )
-        assert gap >= counter.bounding_box()["height"]  # the last line sits above the counter
     finally:
         context.close()

@@ -1,12 +1,20 @@
-"""A real browser on the Overview: type a sentence, the heatmap's token labels follow."""
+"""A real browser on the Overview: type a sentence, the heatmap's token labels follow; its cells
+and labels as drawn, tapped and hovered; a desktop's keyboard focus and long text."""
 
 from __future__ import annotations
 
 from urllib.parse import quote
 
 import pytest
+from test_browser_devices import open_page
 
-from tests.support.browser import GRID_SELECTOR, page_exceptions, wait_for_app, wait_idle
+from tests.support.browser import (
+    GRID_SELECTOR,
+    app_pages,
+    page_exceptions,
+    wait_for_app,
+    wait_idle,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -16,23 +24,65 @@ KEY_LABELS_JS = (
 )
 
 
-def test_typing_a_sentence_updates_the_heatmap(server, browser):
-    url = server.url  # the shared server (conftest.py); browser: this module's
-    page = browser.new_page(viewport={"width": 1300, "height": 1600})
-    page.goto(url)
-    wait_for_app(page)
-    page.wait_for_selector(GRID_SELECTOR, timeout=60_000)
-    assert "arrow" in page.evaluate(KEY_LABELS_JS)
+# The outline a focused element draws, and the background of the current page's link.
+FOCUS_STYLE_JS = """
+() => {
+  const style = getComputedStyle(document.activeElement);
+  const current = document.querySelector('[data-testid="stSidebarNav"] a[aria-current="page"]');
+  return {tag: document.activeElement.tagName, outline: style.outlineStyle,
+          width: parseFloat(style.outlineWidth), colour: style.outlineColor,
+          currentOutline: current ? getComputedStyle(current).outlineStyle : null};
+}
+"""
 
-    box = page.get_by_label("Sentence", exact=True)
-    box.fill("The quiet river bank flooded")
-    box.press("Control+Enter")  # a text area commits on Ctrl+Enter
-    page.wait_for_function(f"() => ({KEY_LABELS_JS})().includes('flooded')", timeout=60_000)
-    wait_idle(page)
-    labels = page.evaluate(KEY_LABELS_JS)
-    assert "quiet" in labels and "arrow" not in labels
-    assert page_exceptions(page) == []
-    assert "text=The+quiet" in page.url or "text=The%20quiet" in page.url  # the link keeps it
+
+def test_a_desktop_overview_follows_typing_focus_and_a_long_text(server, browser):
+    """One load of the Overview on a 1280 × 900 desktop, as a visitor first sees it, for four
+    checks that each opened it afresh before:
+    - one sentence box only, the sidebar's (the phone's copy in the page is hidden; a phone
+      sees that one: test_browser_devices.py, test_a_phone_sees_where_to_type_on_the_overview);
+    - Tab to a sidebar link: it draws a solid outline at least 2 px wide, which the current
+      page's link (a grey fill) does not have;
+    - a sentence typed into the sidebar: the heatmap's token labels follow, and the link keeps it;
+    - the sidebar's box with a long text, scrolled to its end: its last line of text ends above
+      the "1956/20000" counter Streamlit writes inside the box's bottom edge."""
+    overview = next(p for p in app_pages() if p.default)
+    page, context = open_page(browser, server, overview, viewport={"width": 1280, "height": 900})
+    try:
+        assert not page.locator(".st-key-page_sentence textarea").is_visible()
+
+        links = page.locator('[data-testid="stSidebarNav"] a')
+        links.nth(1).focus()
+        page.keyboard.press("Tab")  # focus by keyboard: :focus-visible
+        focused = page.evaluate(FOCUS_STYLE_JS)
+        assert focused["tag"] == "A"
+        assert focused["outline"] == "solid" and focused["width"] >= 2, focused
+        assert focused["currentOutline"] != "solid"
+
+        page.wait_for_selector(GRID_SELECTOR, timeout=60_000)
+        assert "arrow" in page.evaluate(KEY_LABELS_JS)
+        box = page.get_by_label("Sentence", exact=True)
+        box.fill("The quiet river bank flooded")
+        box.press("Control+Enter")  # a text area commits on Ctrl+Enter
+        page.wait_for_function(f"() => ({KEY_LABELS_JS})().includes('flooded')", timeout=60_000)
+        wait_idle(page)
+        labels = page.evaluate(KEY_LABELS_JS)
+        assert "quiet" in labels and "arrow" not in labels
+        assert page_exceptions(page) == []
+        assert "text=The+quiet" in page.url or "text=The%20quiet" in page.url  # the link keeps it
+
+        box = page.locator('[data-testid="stSidebar"] textarea').first
+        box.fill(("The river bank was quiet after the storm. " * 50)[:1956])
+        box.evaluate("e => { e.focus(); e.scrollTop = e.scrollHeight; }")
+        counter = page.locator('[data-testid="stSidebar"] [data-testid="InputInstructions"]').first
+        counter.wait_for()
+        assert "1956/" in counter.text_content()
+        gap = box.evaluate(
+            "e => { const s = getComputedStyle(e); return parseFloat(s.paddingBottom); }"
+        )
+        assert gap >= counter.bounding_box()["height"]  # the last line sits above the counter
+    finally:
+        context.close()
 
 
 HOSTILE_TEXT = 'A <img src=x onerror="window.__pwned=1"> & **bold** test'
