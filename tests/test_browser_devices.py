@@ -269,11 +269,26 @@ def assert_tabs_fit_a_phone(page, app_page: AppPage) -> None:
         assert not page_exceptions(page) and not page.errors, where
 
 
+def assert_model_view_tiles_fit_a_phone(page) -> None:
+    """Attention heatmaps' model view on a phone: six heads a row, each tile at least 40 px
+    wide, none past the screen's edge."""
+    tiles = page.evaluate(
+        "() => [...document.querySelectorAll('.ae-model-view .ae-mv-tile img')]"
+        ".map(e => { const r = e.getBoundingClientRect(); return [r.left, r.right, r.width]; })"
+    )
+    assert len(tiles) == 6 * 12
+    assert min(width for _, _, width in tiles) >= 40
+    assert max(right for _, right, _ in tiles) <= PHONE["width"]
+    assert len({round(left) for left, _, _ in tiles}) == 6  # six columns
+
+
 @pytest.mark.parametrize("leg", PHONE_LEGS)
 def test_every_page_and_tab_fits_a_phone(browser, server, leg: str):
     """The phone checks above on every page and every tab, with the sidebar's switches changed,
     walking the course by its Next links from the leg's first page: each page as it opens
-    (assert_phone_dark), then each further tab (assert_tabs_fit_a_phone)."""
+    (assert_phone_dark), then each further tab (assert_tabs_fit_a_phone). On Attention
+    heatmaps, as it opens, its model view's tiles are a finger wide
+    (assert_model_view_tiles_fit_a_phone)."""
     titles = [step.title for step in path.STEPS]
     first = titles.index(leg)
     following = [titles.index(other) for other in PHONE_LEGS if titles.index(other) > first]
@@ -297,6 +312,8 @@ def test_every_page_and_tab_fits_a_phone(browser, server, leg: str):
             assert_phone_dark(page, f"{step.title} on a phone")
             # the walk kept the sidebar's switches: the pair's sentence is still in the URL
             assert parse_qs(urlparse(page.url).query).get("pair") == ["The water rose."], page.url
+            if app_page.path == "views/heatmaps.py":  # its first tab: the model view
+                assert_model_view_tiles_fit_a_phone(page)
             assert_tabs_fit_a_phone(page, app_page)
     finally:
         context.close()
@@ -655,23 +672,5 @@ def test_a_phone_sees_where_to_type_on_the_overview(browser, server):
             ".some(e => e.textContent === 'banana')"
         )
         assert "text=Fruit" in page.url  # the sidebar's sentence, and so the link's
-    finally:
-        context.close()
-
-
-def test_the_model_view_tiles_are_a_finger_wide_on_a_phone(browser, server):
-    """Attention heatmaps' model view on a phone: six heads a row, each tile at least 40 px
-    wide, none past the screen's edge."""
-    heatmaps = next(p for p in PAGES if Path(p.path).stem == "heatmaps")
-    page, context = open_page(browser, server, heatmaps, **PHONE_DARK)
-    try:
-        tiles = page.evaluate(
-            "() => [...document.querySelectorAll('.ae-model-view .ae-mv-tile img')]"
-            ".map(e => { const r = e.getBoundingClientRect(); return [r.left, r.right, r.width]; })"
-        )
-        assert len(tiles) == 6 * 12
-        assert min(width for _, _, width in tiles) >= 40
-        assert max(right for _, right, _ in tiles) <= PHONE["width"]
-        assert len({round(left) for left, _, _ in tiles}) == 6  # six columns
     finally:
         context.close()
