@@ -11,9 +11,9 @@ switches and sliders, and the address itself with the first context's; the phone
 fit the phone (tests/test_browser_devices.py, assert_phone_dark). Typing the sidebar's sentence
 and pair on every page is the navigation tour's part (tests/test_browser_suite.py).
 
-Also here: the sidebar's sentence box after opening a link. Streamlit 1.67
-paints every text box empty for a frame before its value arrives; the test shows that a link's
-sentence is never lost and that no second rerun is involved.
+Also here, on the Overview's link: the sidebar's sentence box after opening a link. Streamlit
+1.67 paints every text box empty for a frame before its value arrives; the test shows that a
+link's sentence is never lost and that no second rerun is involved.
 """
 
 from __future__ import annotations
@@ -139,14 +139,63 @@ SIDEBAR_CHANGED = {
 }
 
 
+# Logs, on every animation frame, each change of the sidebar sentence box's value.
+BOX_FRAMES_JS = """
+(() => {
+  window.__boxFrames = [];
+  let last = null;
+  const tick = () => {
+    const box = document.querySelector('[data-testid="stSidebar"] textarea');
+    const value = box ? box.value : null;
+    if (value !== last) { window.__boxFrames.push(value); last = value; }
+    requestAnimationFrame(tick);
+  };
+  requestAnimationFrame(tick);
+})();
+"""
+
+
+# The Overview's link in the copied-link test: its sentence is checked as the box paints it.
+LINK_SENTENCE = "A link's sentence <b>survives</b> the first frame."
+
+
+def assert_the_box_is_empty_for_a_frame_only(tab: Tab, sentence: str) -> None:
+    """A link's sentence is never lost: the box goes from nothing to empty to the sentence.
+
+    The empty frame is Streamlit's (1.67) own: its text area is mounted with no value and
+    filled by a React effect just after, for every text box, bound or not, with or without a
+    link (the same happens in a three-line app of two st.text_area calls). The browser sends
+    one rerun request per load, so the empty frame cannot reach the server: the session keeps
+    the link's text, and so does the address bar. Called right after the link's one load, on a
+    Tab(watch_box=True).
+    """
+    page = tab.page
+    assert box_value(sidebar_text(page), sentence) == sentence
+    frames = page.evaluate("window.__boxFrames")
+    assert frames[-1] == sentence
+    assert set(frames) <= {None, "", sentence}, frames  # nothing else, ever
+    assert len(tab.sent) == 1, f"the browser sent {len(tab.sent)} messages, not one rerun"
+    assert urllib.parse.parse_qs(urllib.parse.urlsplit(page.url).query)["text"] == [sentence]
+
+
 class Tab:
     """One browser context and its page, with the run watcher and the page errors."""
 
-    def __init__(self, browser, server, **device) -> None:
-        """device: browser.new_context options in place of a light desktop (PHONE_DARK)."""
+    def __init__(self, browser, server, watch_box: bool = False, **device) -> None:
+        """device: browser.new_context options in place of a light desktop (PHONE_DARK).
+        watch_box: log the sidebar box's values frame by frame (BOX_FRAMES_JS) and keep every
+        websocket message the browser sends (self.sent), from the first load on."""
         options = {"viewport": VIEWPORT, "color_scheme": "light", **QUIET_MOTION, **device}
         self.context = browser.new_context(**options)
+        if watch_box:
+            self.context.add_init_script(BOX_FRAMES_JS)
         self.page = self.context.new_page()
+        self.sent: list[object] = []
+        if watch_box:
+            self.page.on(
+                "websocket",
+                lambda ws: ws.on("framesent", lambda payload: self.sent.append(payload)),
+            )
         self.page.set_default_timeout(60_000)
         self.runs = RunWatcher(self.page)
         self.errors: list[str] = []
@@ -338,6 +387,8 @@ def test_every_control_survives_a_copied_link_and_fits_a_phone(
 
     The sidebar's controls are changed by hand on the first page; every other page opens
     with all of them off their defaults in its URL, so each page's reopening covers them too.
+    The first page's link is also the check of the sentence box as it is painted
+    (assert_the_box_is_empty_for_a_frame_only: empty for a frame, never lost, one rerun).
     The first look is also the desktop check of a light system scheme: a light app,
     and plotly's toolbar on hover. The reopening is the phone check (assert_phone_dark), on the
     page with every control changed: the 3-D view, the pair, the causal mask and so on.
@@ -349,10 +400,12 @@ def test_every_control_survives_a_copied_link_and_fits_a_phone(
     sliders, the model), and the URL, which holds every other control.
     """
     by_hand = app_page == PAGES[0]
-    tab = Tab(browser, server)
+    tab = Tab(browser, server, watch_box=by_hand)
     try:
-        query = {"text": SENTENCE} if by_hand else {**SIDEBAR_CHANGED, "text": SENTENCE}
+        query = {"text": LINK_SENTENCE} if by_hand else {**SIDEBAR_CHANGED, "text": SENTENCE}
         tab.goto(f"{server.url}/{app_page.url_path}?{urllib.parse.urlencode({**query, **on_tab})}")
+        if by_hand:
+            assert_the_box_is_empty_for_a_frame_only(tab, LINK_SENTENCE)
         assert_light_desktop(tab.page)
         changed = change_every_control(tab, sidebar=by_hand)
         if by_hand:
@@ -386,54 +439,3 @@ def test_every_control_survives_a_copied_link_and_fits_a_phone(
         assert not page_exceptions(other.page), page_exceptions(other.page)
     finally:
         other.close()
-
-
-# ---- the sentence box after opening a link -------------------------------------------------
-# Logs, on every animation frame, each change of the sidebar sentence box's value.
-BOX_FRAMES_JS = """
-(() => {
-  window.__boxFrames = [];
-  let last = null;
-  const tick = () => {
-    const box = document.querySelector('[data-testid="stSidebar"] textarea');
-    const value = box ? box.value : null;
-    if (value !== last) { window.__boxFrames.push(value); last = value; }
-    requestAnimationFrame(tick);
-  };
-  requestAnimationFrame(tick);
-})();
-"""
-
-
-def test_a_text_box_is_painted_empty_for_a_frame(browser, server):
-    """A link's sentence is never lost: the box goes from nothing to empty to the sentence.
-
-    The empty frame is Streamlit's (1.67) own: its text area is mounted with no value and
-    filled by a React effect just after, for every text box, bound or not, with or without a
-    link (the same happens in a three-line app of two st.text_area calls). The browser sends
-    one rerun request per load, so the empty frame cannot reach the server: the session keeps
-    the link's text, and so does the address bar.
-    """
-    sentence = "A link's sentence <b>survives</b> the first frame."
-    # one load: three found nothing more, at a minute of chromium each on a busy machine
-    context = browser.new_context(viewport=VIEWPORT, **QUIET_MOTION)
-    context.add_init_script(BOX_FRAMES_JS)
-    page = context.new_page()
-    sent: list[str] = []
-    page.on(
-        "websocket",
-        lambda ws, sent=sent: ws.on("framesent", lambda payload: sent.append(payload)),
-    )
-    runs = RunWatcher(page)
-    try:
-        query = urllib.parse.urlencode({"text": sentence})
-        page.goto(f"{server.url}/?{query}")
-        runs.wait_settled(0, start_timeout_ms=60_000)
-        assert box_value(sidebar_text(page), sentence) == sentence
-        frames = page.evaluate("window.__boxFrames")
-        assert frames[-1] == sentence
-        assert set(frames) <= {None, "", sentence}, frames  # nothing else, ever
-        assert len(sent) == 1, f"the browser sent {len(sent)} messages, not one rerun"
-        assert urllib.parse.parse_qs(urllib.parse.urlsplit(page.url).query)["text"] == [sentence]
-    finally:
-        context.close()

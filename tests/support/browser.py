@@ -321,7 +321,7 @@ def box_value(field: object, expected: str, timeout_ms: int = 15_000) -> str:
     Streamlit 1.67 paints a text area or text input empty on its first frame and fills in its
     value from a React effect just after: every box, bound to the URL or not, opened from a link
     or not (one frame when idle, up to ~0.3 s under load; the reproduction is
-    test_browser_links.py::test_a_text_box_is_painted_empty_for_a_frame). A run that has
+    test_browser_links.py, assert_the_box_is_empty_for_a_frame_only). A run that has
     finished on the wire can still show a box empty for that moment, so read the box once the
     frontend has filled it. No rerun is involved: the value was in the run's message all along.
     """
