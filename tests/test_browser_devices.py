@@ -9,7 +9,7 @@ opened. Pages are discovered from app.py, so a new page is covered without touch
 from __future__ import annotations
 
 from pathlib import Path
-from urllib.parse import parse_qs, quote, urlencode, urlparse
+from urllib.parse import parse_qs, parse_qsl, quote, urlencode, urlparse
 
 import pytest
 from conftest import section_key, section_labels
@@ -24,6 +24,7 @@ from tests.support.browser import (
     RunWatcher,
     app_pages,
     page_exceptions,
+    wait_idle,
     wait_plots_fit,
 )
 from ui import path
@@ -577,7 +578,8 @@ HEATMAPS_SHOWN_JS = """
 def test_attention_heatmaps_switch_frame_heatmap_and_rows_in_the_browser(browser, server):
     """On Attention heatmaps the sliders move the grid's frame and redraw the up-close heatmap
     and section 4's rows with no run of the script; a reload of the resulting link draws the
-    same three on the server (so no store is another head's, or misplaced)."""
+    same three on the server (so no store is another head's, or misplaced). Then a click on a
+    head's tile selects it (click_a_head_in_the_model_view)."""
     heatmaps = next(p for p in PAGES if Path(p.path).stem == "heatmaps")
     text = quote("Unbelievably, the riverbank flooded.")
     page, context = open_page(
@@ -611,8 +613,38 @@ def test_attention_heatmaps_switch_frame_heatmap_and_rows_in_the_browser(browser
         assert drawn["weights"] == switched["weights"]
         for served, shown_bars in zip(drawn["bars"], switched["bars"], strict=True):
             assert shown_bars == pytest.approx(served, abs=1e-6)
+
+        click_a_head_in_the_model_view(page)
     finally:
         context.close()
+
+
+def click_a_head_in_the_model_view(page) -> None:
+    """A click on a head's tile in Attention heatmaps' model view moves both sliders to that
+    head (as arrow keys would), the frame and the up-close heatmap follow, and the link keeps
+    it; no dialog, no script error, no exception."""
+    dialogs: list[str] = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    tile = page.locator(
+        "[data-testid='stMain'] .ae-model-view .ae-mv-tile[data-layer='4'][data-head='9']"
+    )
+    tile.scroll_into_view_if_needed()
+    tile.click()
+    page.wait_for_function(
+        "() => document.querySelector('.ae-mv-tile.ae-mv-on')?.dataset.head === '9'"
+        " && document.querySelector('.ae-mv-tile.ae-mv-on')?.dataset.layer === '4'"
+    )
+    wait_idle(page)
+    assert not dialogs and not page.errors and not page_exceptions(page), "after the click"
+    sliders = {
+        name: page.locator(f'{SLIDER_INPUT}[aria-label="{name}"]').first.input_value()
+        for name in ("Layer", "Head")
+    }
+    assert sliders == {"Layer": "4", "Head": "9"}
+    query = dict(parse_qsl(urlparse(page.url).query))
+    assert {"layer": "4", "head": "9"}.items() <= query.items(), page.url
+    titles = page.locator("[data-testid='stMain'] .ae-heatmap .ae-title").all_text_contents()
+    assert any(t.startswith("Layer 4, head 9") for t in titles), titles
 
 
 def test_menu_switches_a_dark_system_to_light_and_back(browser, server):

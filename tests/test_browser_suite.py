@@ -37,7 +37,6 @@ from tests.support.browser import (
     wait_drawn,
     wait_figures_changed,
     wait_for_figure,
-    wait_idle,
 )
 
 pytestmark = pytest.mark.browser
@@ -445,17 +444,6 @@ def wait_boxes_filled(page: object, like: dict[str, object]) -> None:
         box_value(text_field, value)
 
 
-def main_slider(tab: Tab, label: str) -> object:
-    """The range inputs of the page's sliders with this label.
-
-    By aria-label, not by accessible name: Streamlit's slider names its input by both the group
-    and the thumb ("Layer Layer"), so get_by_role(name=..., exact=True) matched none.
-    """
-    return tab.page.locator(
-        f'[data-testid="stMain"] [data-testid="stSlider"] input[type="range"][aria-label="{label}"]'
-    )
-
-
 def choose_model(tab: Tab, option_text: str) -> None:
     page = tab.page
     page.locator('[data-testid="stSidebar"] [data-testid="stSelectbox"]').first.click()
@@ -617,26 +605,3 @@ def test_hostile_text_typed_into_every_text_input(tab, app_page):
         if typed[0] == CONTROL_ONLY and uses_trace:
             message = page.locator('[data-testid="stAlert"]', has_text="readable")
             assert message.count(), f"{where}: unreadable text must get a clear message"
-
-
-def test_clicking_a_head_in_the_model_view_grid_selects_it(tab):
-    """A click on a head's tile moves both sliders to that head (as arrow keys would), the
-    frame and the up-close heatmap follow, and the link keeps it."""
-    heatmaps = next(p for p in PAGES if p.path == "views/heatmaps.py")
-    tab.open(heatmaps)
-    tile = tab.page.locator(
-        "[data-testid='stMain'] .ae-model-view .ae-mv-tile[data-layer='4'][data-head='9']"
-    )
-    tile.scroll_into_view_if_needed()
-    tile.click()
-    tab.page.wait_for_function(
-        "() => document.querySelector('.ae-mv-tile.ae-mv-on')?.dataset.head === '9'"
-        " && document.querySelector('.ae-mv-tile.ae-mv-on')?.dataset.layer === '4'"
-    )
-    wait_idle(tab.page)
-    tab.assert_healthy("after clicking a head")
-    sliders = {name: main_slider(tab, name).first.input_value() for name in ("Layer", "Head")}
-    assert sliders == {"Layer": "4", "Head": "9"}
-    assert {"layer": "4", "head": "9"}.items() <= query_of(tab.page.url).items()
-    titles = tab.page.locator("[data-testid='stMain'] .ae-heatmap .ae-title").all_text_contents()
-    assert any(t.startswith("Layer 4, head 9") for t in titles), titles
