@@ -195,29 +195,31 @@ def public_server():
         yield app
 
 
-@pytest.mark.parametrize(
-    "custom, reason",
-    [
-        ("../../../etc", "is not a model this server can load"),
-        (str(ROOT), "is not a model this server can load"),
-        ("someone/huge-model", "is not a model this server can load"),
-    ],
+# Unlisted models a link may name on a public server, and what it says of each.
+PUBLIC_REFUSALS = (
+    ("../../../etc", "is not a model this server can load"),
+    (str(ROOT), "is not a model this server can load"),
+    ("someone/huge-model", "is not a model this server can load"),
 )
-def test_a_public_server_refuses_unlisted_models_from_a_link(
-    browser, public_server, custom, reason
-):
+
+
+def test_a_public_server_refuses_unlisted_models_from_a_link(browser, public_server):
+    """Each of PUBLIC_REFUSALS in its own link, opened in turn in one browser context (each
+    load a new session): the reason is shown, no Load button, no box for a folder ("Hub id"
+    only), and the page stays healthy. (One test, so one public server is started for them.)"""
     tab, context = new_tab(browser, public_server)
     try:
-        url = f"{public_server.url}/?" + urllib.parse.urlencode(
-            {"model": "other · hub id", "custom_model": custom}
-        )
-        tab.goto(url)
-        wait_for_figure(tab.page)
-        tab.page.wait_for_selector(SHOWN)
-        alerts = " ".join(tab.page.locator('[data-testid="stAlert"]').all_inner_texts())
-        assert reason in alerts, alerts
-        assert tab.page.locator(LOAD_BUTTON).count() == 0
-        assert tab.page.get_by_label("Hub id or local folder").count() == 0  # "Hub id" only
-        tab.assert_healthy(f"public server, {custom}")
+        for custom, reason in PUBLIC_REFUSALS:
+            url = f"{public_server.url}/?" + urllib.parse.urlencode(
+                {"model": "other · hub id", "custom_model": custom}
+            )
+            tab.goto(url)
+            wait_for_figure(tab.page)
+            tab.page.wait_for_selector(SHOWN)
+            alerts = " ".join(tab.page.locator('[data-testid="stAlert"]').all_inner_texts())
+            assert reason in alerts, (custom, alerts)
+            assert tab.page.locator(LOAD_BUTTON).count() == 0, custom
+            assert tab.page.get_by_label("Hub id or local folder").count() == 0  # "Hub id" only
+            tab.assert_healthy(f"public server, {custom}")
     finally:
         context.close()
