@@ -3,7 +3,8 @@
 The odd texts (control characters only, one 1,000-letter word) are the ones the browser test
 types into a page's own boxes (tests/test_browser_suite.py, HOSTILE_ROUNDS); here every page
 gets them in the sidebar, which is all a page without boxes of its own reads: the unreadable one
-as the sentence, then as the pair beside the long word.
+as the sentence, then as the pair beside the long word. (One case runs in another test, on
+the same kind of input: RUN_ELSEWHERE.)
 """
 
 import pytest
@@ -13,17 +14,30 @@ from test_browser_suite import CONTROL_ONLY, ONE_LONG_WORD, SENTENCE_TAB
 PAGES = page_paths()
 
 
-@pytest.mark.parametrize("page", PAGES)
+TEXTS = {
+    "normal": "The river bank flooded after the storm.",
+    "empty": "",
+    "3000-words": LONG_TEXT,
+    "control-only": CONTROL_ONLY,
+    "one-long-word": ONE_LONG_WORD,
+}
+# (text, page) cases another test runs on the same kind of input, with this test's check:
+# Explanations (drawn whole, no tabs) at the 512-piece cap, no exception, and what it leaves out.
+RUN_ELSEWHERE = {
+    ("3000-words", "views/explanations.py"): (
+        "test_explain_pages.py::test_pages_at_512_word_pieces_say_what_they_leave_out"
+    ),
+}
+
+
 @pytest.mark.parametrize(
-    "text",
+    "page, text",
     [
-        "The river bank flooded after the storm.",
-        "",
-        LONG_TEXT,
-        CONTROL_ONLY,
-        ONE_LONG_WORD,
+        pytest.param(page, text, id=f"{name}-{page}")
+        for name, text in TEXTS.items()
+        for page in PAGES
+        if (name, page) not in RUN_ELSEWHERE
     ],
-    ids=["normal", "empty", "3000-words", "control-only", "one-long-word"],
 )
 def test_page_runs(page, text):
     # (SENTENCE_TAB: a page with tabs is opened on the tab that reads the sentence)

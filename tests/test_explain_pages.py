@@ -322,6 +322,8 @@ def test_an_unreadable_pair_is_left_out_and_an_unreadable_sentence_stops(page):
 
 
 def test_pages_at_512_word_pieces_say_what_they_leave_out():
+    """Flow and Explanations at the 512-piece cap run without an exception and say what they
+    leave out (this is also test_app.py's very-long-text run of Explanations: RUN_ELSEWHERE)."""
     text = " ".join(["The river bank was quiet after the storm."] * 80)
     flow = run_page(FLOW, text=text, query={"ex_section": "3 · Flow"})
     assert_no_exception(flow)
