@@ -1,4 +1,5 @@
-"""Every registered page runs headless without an exception: normal, empty, very long and odd text.
+"""Every registered page runs headless without an exception: empty, very long and odd text (a
+normal sentence: tests/test_door_pages.py, every page and tab).
 
 The odd texts (control characters only, one 1,000-letter word) are the ones the browser test
 types into a page's own boxes (tests/test_browser_suite.py, HOSTILE_ROUNDS); here every page
@@ -14,8 +15,10 @@ from test_browser_suite import CONTROL_ONLY, ONE_LONG_WORD, SENTENCE_TAB
 PAGES = page_paths()
 
 
+# A normal sentence on every page and tab, with this test's check (no exception), is
+# test_door_pages.py::test_every_page_and_tab_runs_the_model_only_through_the_door (the default
+# sentence): it was run here too, on "The river bank flooded after the storm.".
 TEXTS = {
-    "normal": "The river bank flooded after the storm.",
     "empty": "",
     "3000-words": LONG_TEXT,
     "control-only": CONTROL_ONLY,
@@ -48,7 +51,7 @@ def test_page_runs(page, text):
         assert any("empty" in info.value for info in at.info), "empty text must get a message"
     if text == LONG_TEXT and page.endswith("overview.py"):
         assert any("512" in w.value for w in at.warning), "truncation must be announced"
-    if text in ("The river bank flooded after the storm.", LONG_TEXT, ONE_LONG_WORD):
+    if text in (LONG_TEXT, ONE_LONG_WORD):
         for opened in each_tab(at, page):  # a page in tabs: every section meets the text
             assert_no_exception(opened)
     if text == CONTROL_ONLY and "trace_or_stop(" in (ROOT / page).read_text():

@@ -159,6 +159,9 @@ def guarded_runs(monkeypatch):
 
 @pytest.mark.slow
 def test_every_page_and_tab_runs_the_model_only_through_the_door(guarded_runs, monkeypatch):
+    """Every page and every tab, on the default sentence, runs without an exception (this is
+    also test_app.py's normal-sentence run of every page and tab), and runs the model only
+    through the door."""
     from ui import lab_runs
 
     runs, outside = guarded_runs
