@@ -4,8 +4,8 @@ normal sentence: tests/test_door_pages.py, every page and tab).
 The odd texts (control characters only, one 1,000-letter word) are the ones the browser test
 types into a page's own boxes (tests/test_browser_suite.py, HOSTILE_ROUNDS); here every page
 gets them in the sidebar, which is all a page without boxes of its own reads: the unreadable one
-as the sentence, then as the pair beside the long word. (One case runs in another test, on
-the same kind of input: RUN_ELSEWHERE.)
+as the sentence, then as the pair beside the long word. (A few cases run in other tests, on
+the same input or the same kind: RUN_ELSEWHERE.)
 """
 
 import pytest
@@ -26,9 +26,22 @@ TEXTS = {
 }
 # (text, page) cases another test runs on the same kind of input, with this test's check:
 # Explanations (drawn whole, no tabs) at the 512-piece cap, no exception, and what it leaves out.
+# The empty text on a page opened on its first tab, with no pair: the same run, the same check,
+# in each page's own bad-input test.
 RUN_ELSEWHERE = {
     ("3000-words", "views/explanations.py"): (
         "test_explain_pages.py::test_pages_at_512_word_pieces_say_what_they_leave_out"
+    ),
+    ("empty", "views/information_flow.py"): "test_explain_pages.py::test_pages_with_bad_input",
+    ("empty", "views/explanations.py"): "test_explain_pages.py::test_pages_with_bad_input",
+    ("empty", "views/multi_head.py"): (
+        "test_learning_scaling_heads.py::test_pages_survive_bad_input"
+    ),
+    ("empty", "views/inside_layer.py"): (
+        "test_learning_length_order_layer.py::test_changed_pages_survive_bad_input"
+    ),
+    ("empty", "views/qkv.py"): (
+        "test_learning_length_order_layer.py::test_changed_pages_survive_bad_input"
     ),
 }
 
