@@ -860,9 +860,7 @@ def test_the_scale_takeaway_follows_the_two_runs():
         for frame in figure.frames
     ]
     for step, title in titled:
-        said = re.fullmatch(
-            r"Learned attention · after (\d+) steps?: ([\d.]+)% held-out right", title
-        )
+        said = re.fullmatch(r"Attention at step (\d+): ([\d.]+)% held-out right", title)
         assert said and int(said[1]) == step, title
         share = float(unscaled.eval_accuracy[unscaled.snapshot_steps.tolist().index(step)])
         assert abs(float(said[2]) / 100 - share) <= 0.005 and (said[2] == "100") == (share == 1)
@@ -894,7 +892,7 @@ def charts(at) -> dict[str, dict]:
 
 def learned(at) -> dict:
     """The shown run's stepped figure: its probe attention, loss curve, frames and slider."""
-    return next(spec for title, spec in charts(at).items() if title.startswith("Learned attention"))
+    return next(spec for title, spec in charts(at).items() if title.startswith("Attention at step"))
 
 
 def shown_weights(at) -> np.ndarray:
@@ -1257,7 +1255,7 @@ def test_lab_opens_trained_and_plays_in_chromium(server, browser):
     wait_for_app(page)
     assert not page_exceptions(page)
     learned = page.locator(".js-plotly-plot").first
-    assert "Learned attention" in learned.locator(".gtitle").text_content()
+    assert "Attention at step" in learned.locator(".gtitle").text_content()
     assert learned.bounding_box()["y"] < 900 - 200, "its top on the first screen"
     opened = figure_signatures(page)[:2]  # the stepped figure and the target
     # the slider, and the step's line on the curves
@@ -1266,7 +1264,7 @@ def test_lab_opens_trained_and_plays_in_chromium(server, browser):
     assert learned.evaluate(step_state) == [0, 0], "opens on step 0, before training"
     opened_title = learned.locator(".gtitle").text_content()  # step 0's, as the map is
     start_share = float(expected.eval_accuracy[0])
-    assert opened_title.startswith("Learned attention · after 0 steps: "), opened_title
+    assert opened_title.startswith("Attention at step 0: "), opened_title
     assert abs(float(opened_title.split(": ")[1].split("%")[0]) / 100 - start_share) <= 0.005
     learned.evaluate(RECORD_DRAWS_JS)
     mark = runs.mark()
@@ -1308,7 +1306,7 @@ def test_lab_opens_trained_and_plays_in_chromium(server, browser):
         f"g => g._fullLayout.shapes[0].x0 === {last_step}", arg=learned.element_handle()
     )
     assert learned.evaluate(step_state) == [len(names) - 1, last_step]
-    assert title.text_content().startswith(f"Learned attention · after {last_step} steps: ")
+    assert title.text_content().startswith(f"Attention at step {last_step}: ")
     assert figure_signatures(page)[0] != opened[0], "the map shows the last step"
     assert not [event for event in runs.events[mark:] if event[1] == "new_session"], (
         "playing and scrubbing ran no script on the server"

@@ -229,11 +229,11 @@ def probe_attention(run: TrainingRun, index: int) -> go.Figure:
 def learned_title(run: TrainingRun, index: int) -> str:
     """The stepped figure's title at snapshot `index`: the share of held-out tokens (not the probe
     rows the map draws) whose largest weight is on their target, after that many steps. One line:
-    a second moved the map off the target's beside it, and it must fit a phone."""
+    a second moved the map off the target's beside it, and at most ~44 characters fit a phone
+    ("Attention at step 500: 99.9% held-out right" is 43)."""
     steps = int(run.snapshot_steps[index])
     share = float(run.eval_accuracy[index])
-    after = f"after {steps} step" + ("" if steps == 1 else "s")
-    return f"Learned attention · {after}: {percent(share)} held-out right"
+    return f"Attention at step {steps}: {percent(share)} held-out right"
 
 
 def learning_steps(run: TrainingRun) -> go.Figure:
