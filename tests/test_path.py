@@ -209,7 +209,7 @@ def test_every_page_title_is_its_title_on_the_path():
             call.args[0].value
             for call in ast.walk(tree)
             if isinstance(call, ast.Call)
-            and getattr(call.func, "attr", None) == "title"
+            and getattr(call.func, "attr", None) in ("title", "page_title")  # widgets.page_title
             and call.args
             and isinstance(call.args[0], ast.Constant)
         ]
