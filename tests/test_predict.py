@@ -904,6 +904,22 @@ def test_the_previous_token_question_asks_a_row_not_quoted_and_tab_1_one_unit():
     assert "row for **c**" in asked({4}).prompt  # rows 2, 3, 5 tie: the first of them
     assert asked({2, 3, 4, 5}) is None  # every row from the third piece on was quoted
     assert "a rule about places, not words" in question.reason
+    # the Overview opened on this head with a line one place back (row c gave b its weight): the
+    # prompt points at that line and leaves the rule for the learner to work out
+    line = (0, 1, 2, 1, float(weights[1, 2, 1]))
+    seen = predict_answers.previous_token_row(
+        weights, tokens, on_previous, on_next, 0, np.zeros(n, dtype=bool), {2}, overview_line=line
+    )
+    assert f"the Overview's map opened on, where the row of “c” gave “b” {line[4]:.2f}." in (
+        seen.prompt
+    ), seen.prompt
+    assert "token before" not in seen.prompt and "row for **e**" in seen.prompt
+    assert seen.options == question.options and seen.answers == question.answers
+    for other in ((0, 2, 2, 1, 0.9), (0, 1, 2, 3, 0.9)):  # another head; a line not one back
+        assert "gives the token before" in predict_answers.previous_token_row(
+            weights, tokens, on_previous, on_next, 0, np.zeros(n, dtype=bool), {2},
+            overview_line=other,
+        ).prompt  # fmt: skip
     at = run_page("views/multi_head.py", text=RIVER, answered=False)
     at.session_state["mh_section"] = "1 · All heads"
     at.run()

@@ -347,6 +347,7 @@ def previous_token_row(
     special: np.ndarray,
     shown_rows: Collection[int],
     causal: bool = False,
+    overview_line: tuple[int, int, int, int, float] | None = None,
 ) -> Question | None:
     """Page 4, section 1: the layer's previous-token head, applied to a row the learner has not
     been shown. weights: (H, n, n) the layer's attention; on_previous, on_next: (H,) each head's
@@ -359,6 +360,10 @@ def previous_token_row(
     the first piece, where many heads of every kind put their weight): reasoned from the rule,
     not read off a figure. causal: the run had the causal mask, so row i sees i + 1 keys, and
     only those are offered as answers.
+
+    When the head is the one the Overview's map opened on (overview_line: head_stats.boldest_line
+    of the whole run), the prompt does not state the role: it points at the line the learner saw
+    there, and the learner works out the rule from it.
 
     None without such a row, or when the head also leads the layer on the token after (its
     rows would then have two reasonable answers)."""
@@ -419,10 +424,28 @@ def previous_token_row(
             f"({how_often})."
         )
 
+    seen_there = (  # the Overview drew this head, its line there is one place back, it holds
+        overview_line is not None
+        and overview_line[:2] == (layer, head)
+        and overview_line[3] == overview_line[2] - 1
+        and named
+    )
+    if seen_there:
+        seen_query, seen_key = overview_line[2], overview_line[3]
+        prompt = (
+            f"Head {head} of layer {layer} is the head the Overview's map opened on, where the "
+            f"row of {_quoted_token(tokens, seen_query)} gave {_quoted_token(tokens, seen_key)} "
+            f"{overview_line[4]:.2f}. Work out from that line what the head looks for: in its "
+            f"row for **{word}**, a row not quoted so far, which token will take the most weight?"
+        )
+    else:
+        prompt = (
+            f"Of layer {layer}'s heads, head {head} gives the token before the most weight on "
+            f"this sentence: {share:.2f} of a row's weight on average ({against}). In its row for "
+            f"**{word}**, a row not quoted so far, which token will take the most weight?"
+        )
     return _token_question(
-        f"Of layer {layer}'s heads, head {head} gives the token before the most weight on this "
-        f"sentence: {share:.2f} of a row's weight on average ({against}). In its row for "
-        f"**{word}**, a row not quoted so far, which token will take the most weight?",
+        prompt,
         tokens,
         row,
         reason,

@@ -263,6 +263,8 @@ def all_heads() -> None:
             )
         )
 
+    # the Overview's boldest line (layer, head, query, key, weight): its map opens on that head
+    overview_line = head_stats.boldest_line(trace.attentions, trace.special)
     predict.ask_choice(
         "mh_previous_row",
         predict_answers.previous_token_row(
@@ -273,11 +275,9 @@ def all_heads() -> None:
             layer,
             trace.special,
             # the rows already quoted: the first tab's and the Overview's strongest link
-            shown_rows={
-                two_heads()[3],
-                head_stats.boldest_line(trace.attentions, trace.special)[2],
-            },
+            shown_rows={two_heads()[3], overview_line[2]},
             causal=trace.options.causal,
+            overview_line=overview_line,
         ),
         reveal=heads_grid,
         folded="the small maps of every head of this layer",
