@@ -78,9 +78,12 @@ def test_two_roles_are_two_heads_and_chance_follows_the_mask(family, model, loca
     if decoder:
         assert "next token:" not in tab_text and "next-token head" not in tab_text
     # the predict question's chance, over the rows its share counts (a word piece after a word
-    # piece): row i sees i + 1 keys under the mask, n without
+    # piece): row i sees i + 1 keys under the mask, n without; in the prompt, or (where the
+    # prompt quotes the Overview's line instead) in the feedback of the answer given
     question = re.search(
-        r"of a row's weight on average \(against (\d\.\d\d) for an even spread\)", tab_text
+        r"(?:of a row's weight on average \(|the head's average over its rows: \d\.\d\d, )"
+        r"against (\d\.\d\d) for an even spread\)",
+        tab_text,
     )
     assert question, tab_text[:3000]
     sentence = "the river bank flows past the old mill." if family == "minilm" else TEXT
