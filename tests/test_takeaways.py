@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 import re
+from decimal import Decimal
 
 import numpy as np
 from conftest import assert_no_exception, open_tab, run_page, takeaway_text
 from shown import html_figures, shown
 
 from core import by_hand
+from ui import numbers
 
 
 def softmax_rows(scores: np.ndarray) -> np.ndarray:
@@ -278,7 +280,7 @@ def test_multi_head_takeaway_reads_the_two_heads_rows_from_the_trace(model):
         r"For (\d+):(\S+), L(\d) H(\d+) \(layer \3, head \4\) gives the token before ([\d.]+) "
         r"of its row and "
         r"L(\d) H(\d+) gives the token after ([\d.]+) \(an even spread over the (\d+) keys "
-        r"the row can see: ([\d.]+)\)",
+        r"the row can see: (1/\d+ [=≈] [\d.]+)\)",
         said,
     )
     assert found, said
@@ -289,7 +291,7 @@ def test_multi_head_takeaway_reads_the_two_heads_rows_from_the_trace(model):
     before = weights[int(found[3]), int(found[4]), focus, focus - 1]
     after = weights[int(found[6]), int(found[7]), focus, focus + 1]
     assert (found[5], found[8]) == (f"{before:.2f}", f"{after:.2f}")
-    assert (found[9], found[10]) == (str(len(trace.tokens)), f"{1 / len(trace.tokens):.2f}")
+    assert (found[9], found[10]) == (str(len(trace.tokens)), written_share(len(trace.tokens)))
     assert ("two heads, two separate mixtures" in said) == (
         min(before, after) > 1 / len(trace.tokens)
     )
@@ -356,6 +358,29 @@ def test_the_boldest_line_joins_two_different_pieces():
     assert head_stats.boldest_line(weights, special) == (0, 1, 1, 0, 0.6)
 
 
+def written_share(keys: int) -> str:
+    """1/keys as a learner would write it, from decimal arithmetic: exact where it ends within
+    three decimals (1/8 = 0.125, 1/4 = 0.25), else about two (1/3 ≈ 0.33)."""
+    exact = (Decimal(1) / keys).normalize()
+    exponent = exact.as_tuple().exponent
+    if exponent >= -3:  # at least two decimals, as the app prints weights
+        return f"1/{keys} = {exact if exponent == -3 else exact.quantize(Decimal('0.01'))}"
+    return f"1/{keys} ≈ {exact.quantize(Decimal('0.01'))}"
+
+
+def test_an_even_share_is_written_exactly_or_marked_as_rounded():
+    assert [written_share(k) for k in (2, 3, 4, 8, 16, 40)] == [
+        "1/2 = 0.50",
+        "1/3 ≈ 0.33",
+        "1/4 = 0.25",
+        "1/8 = 0.125",
+        "1/16 ≈ 0.06",
+        "1/40 = 0.025",
+    ]
+    for keys in range(1, 60):
+        assert numbers.even_share(keys) == written_share(keys), keys
+
+
 def test_multi_head_takeaway_under_the_mask_says_the_token_after_is_masked():
     """With the causal mask on, the token after lies beyond it: the takeaway's even spread is
     over the keys the row sees, and says the token after gets 0 from every head."""
@@ -372,6 +397,6 @@ def test_multi_head_takeaway_under_the_mask_says_the_token_after_is_masked():
     bars = html_figures(at)["mh_two_mixtures"]
     keys_seen = int(found[2])
     assert (
-        f"(an even spread over the {keys_seen} keys it sees: {1 / keys_seen:.2f} each)"
+        f"(an even spread over the {keys_seen} keys it sees: {written_share(keys_seen)} each)"
         in (bars["title"])
     ), bars["title"]

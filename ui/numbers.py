@@ -30,6 +30,16 @@ def percent(share: float) -> str:
     return text
 
 
+def even_share(keys: int) -> str:
+    """What an even spread gives each of `keys` keys, as the fraction and its value: "1/4 = 0.25",
+    "1/8 = 0.125" (exact, where two decimals would print 0.12), "1/3 ≈ 0.33"."""
+    share = 1 / keys
+    for decimals in (2, 3):
+        if round(share, decimals) == share:
+            return f"1/{keys} = {share:.{decimals}f}"
+    return f"1/{keys} ≈ {share:.2f}"
+
+
 def ranges(numbers: Iterable[int]) -> str:
     """Sorted whole numbers as runs: [0, 1, 2, 3, 5, 7, 8] -> "0–3, 5, 7, 8" (a run is 3 or more)."""
     runs: list[list[int]] = []

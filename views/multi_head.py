@@ -28,7 +28,7 @@ from ui import (
     wording,
 )
 from ui.escape import literal
-from ui.numbers import largest, span
+from ui.numbers import even_share, largest, span
 
 MAX_ROWS = 64  # token rows drawn for the per-token matrices of section 2
 
@@ -137,7 +137,7 @@ def why_several_heads() -> None:
         "gives the token before "
         f"{prev_row[focus - 1]:.2f} of its row and L{n_layer} H{n_head} gives {partner_key} "
         f"{next_row[focus + step]:.2f} (an even spread over the {focus_keys} keys the row can "
-        f"see: {even:.2f}"
+        f"see: {even_share(focus_keys)}"
         + ("; the token after is masked, so every head gives it 0" if masked_partner else "")
         + "): "
         + (
@@ -153,7 +153,7 @@ def why_several_heads() -> None:
         # the takeaway's yardstick in the figure, where the bars can be held against it; under
         # the mask the row sees fewer keys than the bars list
         f"Where {literal(labels[focus])} looks, in two heads (an even spread over the "
-        f"{focus_keys} keys it sees: {even:.2f} each)",
+        f"{focus_keys} keys it sees: {even_share(focus_keys)} each)",
         key="mh_two_mixtures",
     )
     two_things = "the word after it" if PARTNER == "next" else "its own value"
@@ -208,7 +208,7 @@ def why_several_heads() -> None:
         f"{literal(labels[focus - 1])}, {prev_row[focus - 1]:.2f} of the row, and "
         f"L{n_layer} H{n_head} gives {partner_key}, {literal(labels[focus + step])}, "
         f"{next_row[focus + step]:.2f}; an even spread over the {focus_keys} "
-        f"keys this row can see gives each {even:.2f}"
+        f"keys this row can see gives each {even_share(focus_keys)}"
         + (
             ". The causal mask is on, so no head may look at a later token, and the next-token "
             f"head's weight goes elsewhere ({next_top_weight:.2f} to "
@@ -381,8 +381,9 @@ def all_heads() -> None:
             f"In “{literal(multi_head_runs.probe_sentences()[2])}”, L{same_layer} H{same_head}, the "
             "head with the highest same-word score over the probe sentences, lets the second "
             f"*{literal(repeat.word)}* (piece {repeat.second}) give the first (piece "
-            f"{repeat.first}) {repeat.weight:.2f} of its weight, against 1/{repeat.keys_seen} = "
-            f"{repeat.even_weight:.2f} for an even spread over the {repeat.keys_seen} pieces it "
+            f"{repeat.first}) {repeat.weight:.2f} of its weight, against "
+            f"{even_share(repeat.keys_seen)} for an even spread over the "
+            f"{repeat.keys_seen} pieces it "
             + ("sees under the causal mask" if repeat.causal else "sees")
             + f"; it gives itself "
             f"{repeat.to_itself:.2f}, {first_piece} {repeat.to_cls:.2f}"
