@@ -1521,3 +1521,39 @@ def test_the_array_method_rule_can_fail():
         "line 2: .argmax()",
         "line 3: .diagonal()",
     ]
+
+
+# ---- one way to title a page ---------------------------------------------------------------------
+# widgets.page_title draws a title without Streamlit's link icon, which wraps onto a line of its
+# own on a phone and leaves a blank band under the title (tests/test_browser_devices.py measures
+# it). A page that called st.title itself would bring the band back.
+def title_calls(text: str) -> list[str]:
+    """Lines that call st.title directly."""
+    return sorted(
+        f"line {node.lineno}"
+        for node in ast.walk(ast.parse(text))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "title"
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == "st"
+    )
+
+
+@pytest.mark.parametrize(
+    "path",
+    [ROOT / "app.py", *files("views"), *(p for p in files("ui") if p.name != "widgets.py")],
+    ids=lambda p: p.name,
+)
+def test_pages_are_titled_only_by_page_title(path):
+    assert title_calls(path.read_text()) == []
+
+
+def test_the_title_rule_can_fail():
+    view = (
+        "st.title('Attention Explorer')\n"
+        "widgets.page_title('Attention Explorer')\n"
+        "label = step.title\n"  # a field: allowed
+        "st.caption(name.title())\n"  # a string's method: allowed
+    )
+    assert title_calls(view) == ["line 1"]
