@@ -9,11 +9,14 @@ Targets: update p50 <= 0.4x the reference, cold start <= 0.45x the reference.
 
     python bench/bench_speed.py                # 3 cold starts and 15 updates per app
     python bench/bench_speed.py --cold 2 --updates 8 --json speed.json
+    python bench/bench_speed.py --also ../old   # a third app: another checkout's, e.g. an older
+                                                # commit in a git worktree (its serve.py or app.py)
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import random
 import statistics
@@ -33,7 +36,11 @@ from tests.support.browser import (  # noqa: E402
     wait_healthy,
 )
 
-APPS = {"this app": "serve.py", "reference": "bench/reference_app.py"}
+# name -> (the folder it runs from, its script)
+APPS: dict[str, tuple[Path, str]] = {
+    "this app": (ROOT, "serve.py"),
+    "reference": (ROOT, "bench/reference_app.py"),
+}
 TARGETS = {"update_p50": 0.4, "cold_start": 0.45}
 VIEWPORT = {"width": 1300, "height": 1400}
 WORDS = [
@@ -112,9 +119,16 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def cold_start(browser: object, script: str) -> float:
+def checkout_app(folder: Path) -> tuple[Path, str]:
+    """Another checkout's app: its serve.py where it has one (the head start), else its app.py."""
+    folder = folder.resolve()
+    return folder, "serve.py" if (folder / "serve.py").exists() else "app.py"
+
+
+def cold_start(browser: object, app: tuple[Path, str]) -> float:
     """Seconds from spawning the server to the first figure drawn in a fresh browser page."""
-    with served_app(script, wait=False) as server:
+    cwd, script = app
+    with served_app(script, cwd, wait=False) as server:
         wait_healthy(server.url, timeout=180)
         page = browser.new_page(viewport=VIEWPORT)
         try:
@@ -156,29 +170,35 @@ def main() -> None:
     parser.add_argument("--updates", type=int, default=15, help="timed updates per app")
     parser.add_argument("--tokens", type=int, default=32, help="word pieces per sentence")
     parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument(
+        "--also", type=Path, help="a third app, run side by side: another checkout's folder"
+    )
     args = parser.parse_args()
+    apps = dict(APPS)
+    if args.also:
+        apps[f"{args.also.name}'s app"] = checkout_app(args.also)
 
-    results: dict[str, dict] = {name: {"cold_start_s": [], "update_ms": []} for name in APPS}
+    results: dict[str, dict] = {name: {"cold_start_s": [], "update_ms": []} for name in apps}
     texts = sentences(args.updates + 2, args.tokens)
     with chromium() as browser:
         for trial in range(args.cold):
-            for name, script in APPS.items():  # alternate: app, reference, app, reference ...
-                seconds = cold_start(browser, script)
+            for name, app in apps.items():  # alternate: app, reference, app, reference ...
+                seconds = cold_start(browser, app)
                 results[name]["cold_start_s"].append(seconds)
                 print(f"cold start {trial + 1}/{args.cold} {name:9s}: {seconds:6.2f} s", flush=True)
 
-        with served_app(APPS["this app"]) as ours, served_app(APPS["reference"]) as reference:
+        with contextlib.ExitStack() as servers:
             warm = {
-                "this app": WarmApp(browser, ours.url),
-                "reference": WarmApp(browser, reference.url),
+                name: WarmApp(browser, servers.enter_context(served_app(script, cwd)).url)
+                for name, (cwd, script) in apps.items()
             }
             for text in texts[:2]:  # warm-up: first forward passes, plotly's first draw
                 for app in warm.values():
                     app.update(text)
             for index, text in enumerate(texts[2:]):
                 order = list(warm.items())
-                if index % 2:
-                    order.reverse()  # who goes first alternates as well
+                order = order[index % len(order) :] + order[: index % len(order)]  # who goes
+                # first rotates as well
                 for name, app in order:
                     results[name]["update_ms"].append(app.update(text))
             print(f"{len(texts) - 2} timed updates per app done", flush=True)
@@ -190,27 +210,37 @@ def main() -> None:
             "update_p50_ms": percentile(data["update_ms"], 0.5),
             "update_p90_ms": percentile(data["update_ms"], 0.9),
         }
-    ours, reference = summary["this app"], summary["reference"]
+    reference = summary["reference"]
+    # every app against the reference; the targets are this app's
     ratios = {
-        "cold_start": ours["cold_start_median_s"] / reference["cold_start_median_s"],
-        "update_p50": ours["update_p50_ms"] / reference["update_p50_ms"],
-        "update_p90": ours["update_p90_ms"] / reference["update_p90_ms"],
+        name: {
+            "cold_start": data["cold_start_median_s"] / reference["cold_start_median_s"],
+            "update_p50": data["update_p50_ms"] / reference["update_p50_ms"],
+            "update_p90": data["update_p90_ms"] / reference["update_p90_ms"],
+        }
+        for name, data in summary.items()
+        if name != "reference"
     }
     print()
-    print(f"{'':24s}{'this app':>12s}{'reference':>12s}{'ratio':>9s}  target")
+    others = [name for name in summary if name not in ("this app", "reference")]
+    header = f"{'':24s}{'this app':>12s}{'reference':>12s}{'ratio':>9s}"
+    header += "".join(f"{name[:14]:>16s}{'ratio':>9s}" for name in others)
+    print(header + "  target (this app)")
     rows = [
         ("cold start -> figure (s)", "cold_start_median_s", "cold_start", "{:.2f}"),
         ("update p50 (ms)", "update_p50_ms", "update_p50", "{:.0f}"),
         ("update p90 (ms)", "update_p90_ms", "update_p90", "{:.0f}"),
     ]
     for label, key, ratio_key, fmt in rows:
+        ratio = ratios["this app"][ratio_key]
         target = TARGETS.get(ratio_key)
-        verdict = "" if target is None else ("PASS" if ratios[ratio_key] <= target else "MISS")
+        verdict = "" if target is None else ("PASS" if ratio <= target else "MISS")
         target_text = "" if target is None else f"<= {target:.2g}x {verdict}"
-        print(
-            f"{label:24s}{fmt.format(ours[key]):>12s}{fmt.format(reference[key]):>12s}"
-            f"{ratios[ratio_key]:>8.2f}x  {target_text}"
-        )
+        line = f"{label:24s}{fmt.format(summary['this app'][key]):>12s}"
+        line += f"{fmt.format(reference[key]):>12s}{ratio:>8.2f}x"
+        for name in others:
+            line += f"{fmt.format(summary[name][key]):>16s}{ratios[name][ratio_key]:>8.2f}x"
+        print(f"{line}  {target_text}")
     if args.json:
         payload = {"raw": results, "summary": summary, "ratios": ratios, "tokens": args.tokens}
         args.json.write_text(json.dumps(payload, indent=2))
