@@ -55,6 +55,10 @@ _TOUCH_TOOLBAR_CSS = """<style>
 /* KaTeX draws display formulas at 1.21em and never breaks them: on a phone most scrolled
    inside their box. At 0.9em a formula up to ~480 px wide on a desktop fits 358 px. */
 @media (max-width: 640px) {
+  /* A page title at Streamlit's 44 px took two or three lines of a phone's first screen; at
+     30 px most take one, and a section's heading one line less: the figure comes up. */
+  [data-testid="stMain"] [data-testid="stHeading"] h1 { font-size: 1.875rem; }
+  [data-testid="stMain"] [data-testid="stHeading"] h3 { font-size: 1.375rem; }
   .katex-display > .katex { font-size: 0.9em; }
   [data-testid="stTabs"] [role="tablist"] { flex-wrap: wrap; }
   /* A static table wraps its cells, but four columns of neighbour lists still came out ~60 px
