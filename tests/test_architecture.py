@@ -773,7 +773,8 @@ def test_runtime_path_never_imports_transformers():
     subprocess.run([sys.executable, "-c", script], cwd=ROOT, check=True, timeout=120)
 
 
-# Modules named after what several pages share, not after one page (README, "One name per page").
+# Modules named after what several pages share, not after one page (README, "`ui/` stays flat,
+# named by page").
 SHARED_FIGURE_AND_RUN_MODULES = {"matrix", "induction", "next_word"}
 
 
@@ -1557,3 +1558,77 @@ def test_the_title_rule_can_fail():
         "st.caption(name.title())\n"  # a string's method: allowed
     )
     assert title_calls(view) == ["line 1"]
+
+
+# ---- a view does no arithmetic on a run's arrays, and caches nothing -------------------------
+# The array methods and .shape are read above; an operator is the other way to compute with an
+# array: `trace.attentions[l, h] @ trace.values[l, h]`, or any operator on a Trace's arrays. The
+# Trace's array fields are read from its class in core/transformer.py. A number from such an
+# array, once a ui/ or core/ function has picked it, is the view's to print (not read here).
+# Caching belongs to ui/ too: a view's own st.cache_data would hold results outside the door's
+# one budget (README, "The one door").
+def trace_array_fields() -> frozenset[str]:
+    """The Trace's fields annotated as numpy arrays."""
+    tree = ast.parse((ROOT / "core" / "transformer.py").read_text())
+    trace = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Trace")
+    return frozenset(
+        node.target.id
+        for node in trace.body
+        if isinstance(node, ast.AnnAssign)
+        and isinstance(node.target, ast.Name)
+        and "ndarray" in ast.unparse(node.annotation)
+    )
+
+
+def _reads_a_trace_array(node: ast.AST, fields: frozenset[str]) -> bool:
+    while isinstance(node, ast.Subscript):  # trace.attentions[layer, head] is still the array
+        node = node.value
+    return isinstance(node, ast.Attribute) and node.attr in fields
+
+
+CACHES = {"cache_data", "cache_resource", "cache", "lru_cache"}
+
+
+def array_operators_and_caches(text: str) -> list[str]:
+    """Lines of a view that compute with an operator on arrays, or cache a result."""
+    fields = trace_array_fields()
+    found = []
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.BinOp) and (
+            isinstance(node.op, ast.MatMult)
+            or _reads_a_trace_array(node.left, fields)
+            or _reads_a_trace_array(node.right, fields)
+        ):
+            found.append(f"line {node.lineno}: {type(node.op).__name__}")
+        elif isinstance(node, ast.Attribute) and node.attr in CACHES:
+            found.append(f"line {node.lineno}: {node.attr}")
+        elif isinstance(node, ast.Name) and node.id in CACHES:
+            found.append(f"line {node.lineno}: {node.id}")
+    return sorted(found)
+
+
+def test_the_trace_array_fields_are_read_from_its_class():
+    assert {"attentions", "hidden_states", "queries", "keys", "values", "static"} <= (
+        trace_array_fields()
+    )
+
+
+@pytest.mark.parametrize("path", files("views"), ids=lambda p: p.name)
+def test_views_compute_with_no_operator_on_arrays_and_cache_nothing(path):
+    assert array_operators_and_caches(path.read_text()) == []
+
+
+def test_the_operator_and_cache_rule_can_fail():
+    view = (
+        "context = trace.attentions[layer, head] @ trace.values[layer, head]\n"
+        "half = trace.hidden_states[-1] / 2\n"
+        "last = trace.n_tokens - 1\n"  # a count: allowed
+        "@st.cache_data\n"
+        "def mine(text): return text\n"
+        "label = f'{weight:.2f}'\n"
+    )
+    assert array_operators_and_caches(view) == [
+        "line 1: MatMult",
+        "line 2: Div",
+        "line 4: cache_data",
+    ]
