@@ -1,4 +1,4 @@
-"""Learning path 0: attention on four words in four dimensions, small enough to check on paper."""
+"""0 · Attention by hand: attention on four words in four dimensions, small enough to check on paper."""
 
 import streamlit as st
 

@@ -1,4 +1,4 @@
-"""Learning path 1: context from first principles, Y = softmax(X Xᵀ) X on static word vectors."""
+"""1 · Context from first principles: Y = softmax(X Xᵀ) X on static word vectors."""
 
 import math
 

@@ -1,4 +1,4 @@
-"""Embedding projections: one word, one static point, many contextual points."""
+"""8 · Embedding projections: one word, one static point, many contextual points."""
 
 import streamlit as st
 

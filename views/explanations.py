@@ -1,4 +1,4 @@
-"""Explanations side by side: attention, rollout, flow, norms and gradients on one sentence,
+"""10 · Explanations side by side: attention, rollout, flow, norms and gradients on one sentence,
 their rank agreement, the deletion test, and the "is attention explanation?" lesson."""
 
 import streamlit as st

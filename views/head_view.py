@@ -1,4 +1,4 @@
-"""Head view: each query token joined to the keys it reads, one colour per head, for sentence pairs."""
+"""7 · Head view: each query token joined to the keys it reads, one colour per head, for sentence pairs."""
 
 from collections.abc import Sequence
 

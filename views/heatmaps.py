@@ -1,4 +1,4 @@
-"""Attention heatmaps: every head at once, one head up close, per-head statistics, one word twice."""
+"""6 · Attention heatmaps: every head at once, one head up close, per-head statistics, one word twice."""
 
 import streamlit as st
 

@@ -1,4 +1,4 @@
-"""Where the meaning comes from: sentence similarity, attention rollout and flow, norm-based
+"""9 · Where the meaning comes from: sentence similarity, attention rollout and flow, norm-based
 contributions and the encoder lens, on the sidebar's sentence(s)."""
 
 import streamlit as st

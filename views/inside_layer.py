@@ -1,4 +1,4 @@
-"""Learning path 5: where attention sits in a layer, and how much of the change it makes."""
+"""5 · Inside a layer: where attention sits in a layer, and how much of the change it makes."""
 
 import streamlit as st
 

@@ -1,4 +1,4 @@
-"""Lab · Attention, learned: train one head from scratch on a task whose answer is a pattern."""
+"""11 · Attention, learned: train one head from scratch on a task whose answer is a pattern."""
 
 import streamlit as st
 

@@ -1,4 +1,4 @@
-"""Overview: the sentence as BERT reads it, one attention head, and proof the numbers are real."""
+"""Overview: the sentence as the loaded model reads it, one attention head, and proof the numbers are real."""
 
 import streamlit as st
 

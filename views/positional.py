@@ -1,4 +1,4 @@
-"""Positional encoding: how word order gets into a model whose attention cannot see it."""
+"""2b · Positional encoding: how word order gets into a model whose attention cannot see it."""
 
 import streamlit as st
 

@@ -1,4 +1,4 @@
-"""Learning path 2: queries, keys and values, Q = X W_q, K = X W_k, V = X W_v, one head at a time."""
+"""2 · Queries, keys and values: Q = X W_q, K = X W_k, V = X W_v, one head at a time."""
 
 import streamlit as st
 
