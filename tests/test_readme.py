@@ -48,18 +48,24 @@ def table_faults(readme: str, pages: list[tuple[str, str]]) -> list[str]:
     return faults
 
 
+def modules_imported(view: str, package: str) -> set[str]:
+    """The modules of `package` a view imports: `from ui import display` or `from ui.display
+    import show_matrix` both give display."""
+    imported: set[str] = set()
+    for node in ast.walk(ast.parse(view)):
+        if isinstance(node, ast.ImportFrom) and node.module == package:
+            imported |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(package + "."):
+            imported.add(node.module.split(".")[1])
+    return imported
+
+
 def page_modules_imported(view: str, pages: set[str]) -> set[str]:
     """The ui modules a view imports that belong to a page (its name, or a page's name and "_"),
     or are a figure or run module several pages share (…_charts, …_runs)."""
-    imported: set[str] = set()
-    for node in ast.walk(ast.parse(view)):
-        if isinstance(node, ast.ImportFrom) and node.module == "ui":
-            imported |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("ui."):
-            imported.add(node.module.split(".")[1])
     return {
         name
-        for name in imported
+        for name in modules_imported(view, "ui")
         if name.endswith(("_charts", "_runs"))
         or any(name == page or name.startswith(page + "_") for page in pages)
     }
@@ -68,15 +74,9 @@ def page_modules_imported(view: str, pages: set[str]) -> set[str]:
 def math_modules_imported(view: str, core_modules: dict[str, str]) -> set[str]:
     """The core modules a view imports that hold math: a function of their own (core/errors.py,
     exceptions only, does not). core_modules: stem -> source."""
-    imported: set[str] = set()
-    for node in ast.walk(ast.parse(view)):
-        if isinstance(node, ast.ImportFrom) and node.module == "core":
-            imported |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("core."):
-            imported.add(node.module.split(".")[1])
     return {
         name
-        for name in imported
+        for name in modules_imported(view, "core")
         if name in core_modules
         and any(isinstance(n, ast.FunctionDef) for n in ast.parse(core_modules[name]).body)
     }
