@@ -6,6 +6,7 @@ import os
 import re
 import socket
 import sys
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -262,3 +263,13 @@ def takeaway_text(at) -> str:
 def assert_no_exception(at) -> None:
     errors = [e.value for e in at.exception]
     assert not errors, f"page raised: {errors}"
+
+
+def written_share(keys: int) -> str:
+    """1/keys as a learner would write it, from decimal arithmetic: exact where it ends within
+    three decimals (1/8 = 0.125, 1/4 = 0.25), else about two (1/3 ≈ 0.33)."""
+    exact = (Decimal(1) / keys).normalize()
+    exponent = exact.as_tuple().exponent
+    if exponent >= -3:  # at least two decimals, as the app prints weights
+        return f"1/{keys} = {exact if exponent == -3 else exact.quantize(Decimal('0.01'))}"
+    return f"1/{keys} ≈ {exact.quantize(Decimal('0.01'))}"

@@ -19,6 +19,7 @@ from conftest import (
     drawn_figures,
     open_tab,
     run_page,
+    written_share,
 )
 from torch.utils.flop_counter import FlopCounterMode
 
@@ -747,7 +748,7 @@ def test_named_heads_show_their_role_on_the_example_they_are_shown_with(model):
     assert f"{a[pl, ph, focus, focus - 1]:.2f} of the row" in caption
     assert f"L{nl} H{nh} gives the token after" in caption
     assert f"{a[nl, nh, focus, focus + 1]:.2f}; an even spread over the {n} keys" in caption
-    assert f"this row can see gives each {1 / n:.2f}. Each row sums to 1" in caption
+    assert f"this row can see gives each {written_share(n)}. Each row sums to 1" in caption
     next_rows = range(1, n - 2)
     held = sum(int(np.argmax(a[nl, nh, i])) == i + 1 for i in next_rows)
     assert f"H{nh} on the token after in {held} of the {len(next_rows)} rows" in caption

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import json
 import re
-from decimal import Decimal
 
 import numpy as np
-from conftest import assert_no_exception, open_tab, run_page, takeaway_text
+from conftest import assert_no_exception, open_tab, run_page, takeaway_text, written_share
 from shown import html_figures, shown
 
 from core import by_hand
@@ -356,16 +355,6 @@ def test_the_boldest_line_joins_two_different_pieces():
     weights[0, :, 2, :] = (0.2, 0.1, 0.7)
     special = np.zeros(3, dtype=bool)
     assert head_stats.boldest_line(weights, special) == (0, 1, 1, 0, 0.6)
-
-
-def written_share(keys: int) -> str:
-    """1/keys as a learner would write it, from decimal arithmetic: exact where it ends within
-    three decimals (1/8 = 0.125, 1/4 = 0.25), else about two (1/3 ≈ 0.33)."""
-    exact = (Decimal(1) / keys).normalize()
-    exponent = exact.as_tuple().exponent
-    if exponent >= -3:  # at least two decimals, as the app prints weights
-        return f"1/{keys} = {exact if exponent == -3 else exact.quantize(Decimal('0.01'))}"
-    return f"1/{keys} ≈ {exact.quantize(Decimal('0.01'))}"
 
 
 def test_an_even_share_is_written_exactly_or_marked_as_rounded():
