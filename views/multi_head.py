@@ -42,8 +42,8 @@ closing = anatomy_text.special_names_after(anatomy)  # [SEP], </s>, or "" when n
 
 widgets.page_title("4 · Multi-head attention")
 st.markdown(
-    f"A layer of {model_label}, like every transformer layer since Vaswani et al. (2017), does "
-    "not run one attention pattern but "
+    f"A layer of {model_label}, as in the Transformer of Vaswani et al. (2017), does not run one "
+    "attention pattern but "
     f"{model.n_heads} of them side by side. "
     f"Each head has its own {own_weights} that map a {model.d_model}-wide token vector to "
     f"{model.d_head}-wide queries, keys and values, so each can score a different relation. "
