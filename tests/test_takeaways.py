@@ -357,6 +357,38 @@ def test_the_boldest_line_joins_two_different_pieces():
     assert head_stats.boldest_line(weights, special) == (0, 1, 1, 0, 0.6)
 
 
+def test_ties_are_the_lines_that_print_as_the_boldest():
+    """Lines between two different ordinary pieces whose weight prints like the boldest's at two
+    decimals, counted by formatting each weight as the prose does."""
+    from core import head_stats
+
+    rng = np.random.default_rng(3)
+    weights = rng.uniform(0, 0.9, (2, 3, 5, 5))  # (L, H, n, n)
+    weights[1, 2, 3, 1] = 0.9987  # the boldest, "1.00"
+    weights[1, 2, 2, 4] = 0.9951  # "1.00" in the same head
+    weights[0, 0, 3, 2] = 0.9949  # "0.99": not a tie
+    weights[0, 1, 4, 4] = 0.999  # a piece to itself: not a line the sentence counts
+    weights[0, 1, 0, 3] = 0.998  # the first piece is special: not counted
+    special = np.array([True, False, False, False, False])
+    boldest = head_stats.boldest_line(weights, special)
+    assert boldest[:4] == (1, 2, 3, 1)
+    shown = f"{boldest[4]:.2f}"
+    tied = [
+        index[:2]
+        for index in np.ndindex(weights.shape)
+        if not special[index[2]] and not special[index[3]] and index[2] != index[3]
+        and f"{weights[index]:.2f}" == shown
+    ]  # fmt: skip
+    assert (
+        head_stats.ties_with_boldest(weights, special, boldest)
+        == (
+            len(tied),
+            tied.count((1, 2)),
+        )
+        == (2, 2)
+    )
+
+
 def test_an_even_share_is_written_exactly_or_marked_as_rounded():
     assert [written_share(k) for k in (2, 3, 4, 8, 16, 40)] == [
         "1/2 = 0.50",
