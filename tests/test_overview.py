@@ -44,6 +44,13 @@ def test_the_head_drawn_is_the_one_the_sliders_name_from_this_sentence(model):
     assert queries == list(trace.tokens)
 
 
+def page_box(at):
+    """The phone's copy of the sidebar's sentence box, in the page (ui/sidebar.py): one, keyed by
+    the text it was drawn with."""
+    (box,) = [b for b in at.main.text_area if b.key.startswith(sidebar.PAGE_SENTENCE_KEY)]
+    return box
+
+
 def test_the_page_box_for_narrow_screens_is_the_sidebar_sentence(model):
     """The Overview repeats the sidebar's sentence box in the page (shown where the sidebar is
     folded away, ui/preload.py): it holds the sidebar's text, and a sentence typed into it
@@ -51,19 +58,41 @@ def test_the_page_box_for_narrow_screens_is_the_sidebar_sentence(model):
     from ui import preload
 
     at = run_page(OVERVIEW, text="The bank raised its rates.")
-    assert at.text_area(key=sidebar.PAGE_SENTENCE_KEY).value == "The bank raised its rates."
+    assert page_box(at).value == "The bank raised its rates."
     assert "@media (min-width: 768px) { .st-key-page_sentence { display: none; } }" in (
         preload._TOUCH_TOOLBAR_CSS
     )
     typed = "She sat on the river bank."
-    at.text_area(key=sidebar.PAGE_SENTENCE_KEY).set_value(typed).run()
+    page_box(at).set_value(typed).run()
     assert_no_exception(at)
     assert at.text_area(key="text").value == typed  # the sidebar's box, and the URL's
     figure = read(drawn_grid(at))
     queries = [c["text"] for c in figure.children if "ae-query" in c["class"]]
     assert queries == list(model.run(typed).tokens)
     at.text_area(key="text").set_value("Fruit flies like a banana.").run()  # the other way
-    assert at.text_area(key=sidebar.PAGE_SENTENCE_KEY).value == "Fruit flies like a banana."
+    assert page_box(at).value == "Fruit flies like a banana."
+
+
+def test_a_page_box_the_browser_has_not_redrawn_yet_leaves_the_sidebar_alone(model):
+    """A visitor commits a sentence in the sidebar and, before the browser has drawn the page
+    box's new value, commits the second sentence: the browser sends the page box as it last drew
+    it. That old value is not an edit, and the sidebar keeps the new sentence (under load in CI,
+    the old box once put the old sentence back)."""
+    from streamlit.proto.WidgetStates_pb2 import WidgetState, WidgetStates
+
+    at = run_page(OVERVIEW, text="The bank raised its rates.")
+    old_box = WidgetState(id=page_box(at).id, string_value=page_box(at).value)  # as drawn
+    at.text_area(key="text").set_value("She sat on the river bank.").run()
+    assert page_box(at).value == "She sat on the river bank."
+    at.text_input(key="pair").set_value("Fruit flies like a banana.")
+    states = WidgetStates()
+    states.widgets.extend(at._tree.get_widget_states().widgets)
+    states.widgets.append(old_box)  # the box the browser has not redrawn
+    at._run(states)
+    assert_no_exception(at)
+    assert at.text_area(key="text").value == "She sat on the river bank."
+    assert at.text_input(key="pair").value == "Fruit flies like a banana."
+    assert page_box(at).value == "She sat on the river bank."
 
 
 def test_past_the_in_browser_bound_the_figure_carries_only_its_head(model):

@@ -45,8 +45,10 @@ LEFT_ALONE = {  # by key: what a link does not carry, by design
     "custom_model",
     "text",  # the sentence and pair come in the link; typing them is the browser tour's part
     "pair",
-    "text_in_page",  # the sidebar's box repeated for phones: the sidebar's own is the bound one
 }
+# The sidebar's box repeated for phones, keyed by the text it holds (ui/sidebar.py): the
+# sidebar's own is the bound one.
+LEFT_ALONE_PREFIXES = ("text_in_page_",)
 # The check's answers stay in the visitor's session (ui/check_questions.py): a teacher's link
 # opens the questions, never someone's answers.
 SESSION_ONLY_PREFIXES = ("check_before_", "check_after_", "check_code", "predict_")
@@ -80,7 +82,11 @@ def open_link(page: str, query: dict[str, str]):
 
 
 def _is_left_alone(key: str | None) -> bool:
-    return key is None or key in LEFT_ALONE or key.startswith(SESSION_ONLY_PREFIXES)
+    return (
+        key is None
+        or key in LEFT_ALONE
+        or key.startswith(SESSION_ONLY_PREFIXES + LEFT_ALONE_PREFIXES)
+    )
 
 
 SELECT_KINDS = ("selectbox", "radio", "multiselect", "select_slider")

@@ -5,6 +5,7 @@ screens where the sidebar is folded away.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 import streamlit as st
@@ -173,23 +174,41 @@ def use_example_pair() -> None:
 # Below 768 px Streamlit folds the sidebar away behind an unlabelled arrow, and a phone visitor
 # would not find where to type. This box sits in the page, shown only at those widths by
 # PAGE_SENTENCE_CSS, and writes into the sidebar's own box (key "text"): one sentence, one URL.
-PAGE_SENTENCE_KEY = "text_in_page"
+PAGE_SENTENCE_KEY = "text_in_page"  # a prefix: page_sentence_key adds the text's digest
 
 
-def _to_the_sidebar() -> None:
-    """Callback: the page's box was edited; the sidebar's box takes its text (before the run)."""
-    st.session_state["text"] = st.session_state[PAGE_SENTENCE_KEY]
+def page_sentence_key(text: str) -> str:
+    """The in-page box's key while the sidebar holds `text`: a box is drawn afresh, under a new
+    key, whenever the sidebar's text changes, so its key says which text it was drawn with."""
+    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+    return f"{PAGE_SENTENCE_KEY}_{digest}"
+
+
+def _to_the_sidebar(key: str) -> None:
+    """Callback: the page's box was edited; the sidebar's box takes its text (before the run).
+
+    Only the box drawn for the sidebar's present text is the visitor's. A browser that has not
+    yet drawn the new box (the visitor committed a sentence in the sidebar, then typed on
+    before the page came back) sends the old box back as it was, and Streamlit calls its
+    callback too: read as an edit, it put the old sentence back into the sidebar (seen in
+    tests/test_browser_suite.py's hostile typing, under load; tests/test_overview.py).
+    """
+    sidebar_text = (st.session_state.get("text") or "")[:MAX_CHARS]  # as sidebar_text_and_model
+    if key == page_sentence_key(sidebar_text):
+        st.session_state["text"] = st.session_state[key]
 
 
 def sentence_box_in_page(inputs: Inputs) -> None:
     """The sidebar's sentence box again, in the page, for screens where the sidebar is folded
     (hidden elsewhere by its container's class, st-key-page_sentence)."""
-    st.session_state[PAGE_SENTENCE_KEY] = inputs.text  # what the sidebar holds this run
+    key = page_sentence_key(inputs.text)
     with st.container(key="page_sentence"):
         st.text_area(
             "Your sentence (the sidebar's, here while the sidebar is folded)",
-            key=PAGE_SENTENCE_KEY,
+            value=inputs.text,
+            key=key,
             max_chars=MAX_CHARS,
             height=80,
             on_change=_to_the_sidebar,
+            args=(key,),
         )
