@@ -71,6 +71,8 @@ def test_the_page_box_for_narrow_screens_is_the_sidebar_sentence(model):
     assert queries == list(model.run(typed).tokens)
     at.text_area(key="text").set_value("Fruit flies like a banana.").run()  # the other way
     assert page_box(at).value == "Fruit flies like a banana."
+    page_box(at).set_value("Time flies like an arrow.").run()  # the box drawn anew takes edits
+    assert at.text_area(key="text").value == "Time flies like an arrow."
 
 
 def test_a_page_box_the_browser_has_not_redrawn_yet_leaves_the_sidebar_alone(model):
